@@ -1,0 +1,26 @@
+"""mtpinspect: will a model's MTP / NextN head work for speculative decoding, and does it pay off here?
+
+    >>> import mtpinspect
+    >>> report = mtpinspect.check("unsloth/Qwen3.5-2B-MTP-GGUF:Q4_K_M")
+    >>> report.usable, report.layout, report.runtimes["llama.cpp"].command
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from mtpinspect.inspection import CheckReport, check
+
+__all__ = ["CheckReport", "__version__", "check"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use so that `mtpinspect --help` does not pay for huggingface_hub and numpy.
+    if name in ("check", "CheckReport"):
+        from mtpinspect import inspection
+
+        return getattr(inspection, name)
+    raise AttributeError(f"module 'mtpinspect' has no attribute {name!r}")

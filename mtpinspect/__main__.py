@@ -1,0 +1,3 @@
+from mtpinspect.cli import entry
+
+entry()

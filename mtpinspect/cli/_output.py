@@ -1,0 +1,162 @@
+"""The one output sink of the CLI: every command renders through it, in table, JSON, CSV or Markdown.
+
+Commands describe what to show (free text, tables, the machine-readable document) and the sink decides
+how, as huggingface_hub's `hf` CLI does with its `_output` module:
+
+- ``table``: human text, tables drawn with tabulate;
+- ``md``: the same content as GitHub Markdown;
+- ``json``: only the document given to :meth:`Output.document`, indented;
+- ``csv``: only the tables marked ``primary`` (one header row per table).
+
+Strings that came from files or servers may hold terminal escapes; they are made printable before
+they reach a terminal (as gguf-py's ``gguf_dump`` does with ``sanitize_name``).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import enum
+import json
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+from tabulate import tabulate
+
+
+class OutputFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    md = "md"
+
+
+def sanitize(text: str) -> str:
+    """Replace control characters (ANSI escapes, bells, carriage returns) by visible escapes."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in "\n\t" or (32 <= code < 127) or code > 159:
+            out.append(ch)
+        else:
+            out.append(f"\\x{code:02x}")
+    return "".join(out)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, enums, tuples and paths become plain JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        to_dict = getattr(value, "to_dict", None)
+        if callable(to_dict):
+            return to_jsonable(to_dict())
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def _column_widths(body: list[list[str]], ncols: int, terminal: int) -> list[int | None]:
+    """Wrap the widest columns so that a table fits the terminal; short columns keep their width."""
+    natural = [max((max((len(line) for line in row[i].split("\n")), default=0) for row in body), default=0) for i in range(ncols)]
+    budget = max(terminal - 2 * ncols, 40)
+    widths: list[int | None] = [None] * ncols
+    while sum(w if w is not None else n for w, n in zip(widths, natural)) > budget:
+        i = max(range(ncols), key=lambda k: widths[k] if widths[k] is not None else natural[k])
+        current = widths[i] if widths[i] is not None else natural[i]
+        if current <= 24:
+            break
+        widths[i] = current - max(current // 10, 1)
+    return widths
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return sanitize(str(value))
+
+
+class Output:
+    """Renders a command's output in one format onto one stream."""
+
+    def __init__(self, fmt: OutputFormat | str = OutputFormat.table, stream: TextIO | None = None) -> None:
+        self.format = OutputFormat(fmt)
+        self.stream = stream if stream is not None else sys.stdout
+        self._csv_tables = 0
+
+    @property
+    def is_machine(self) -> bool:
+        return self.format in (OutputFormat.json, OutputFormat.csv)
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def heading(self, text: str) -> None:
+        if self.format is OutputFormat.table:
+            self._write("\n" + sanitize(text))
+            self._write("-" * min(len(text), 100))
+        elif self.format is OutputFormat.md:
+            self._write(f"\n## {sanitize(text)}\n")
+
+    def text(self, text: str) -> None:
+        """A paragraph of prose for people (table and md formats only)."""
+        if not self.is_machine:
+            self._write(sanitize(text))
+
+    def table(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        headers: Sequence[str] | None = None,
+        *,
+        title: str | None = None,
+        primary: bool = False,
+    ) -> None:
+        """A table of rows (dicts). CSV output carries only the tables marked ``primary``."""
+        if headers is None:
+            headers = list(rows[0].keys()) if rows else []
+        if self.format is OutputFormat.csv:
+            if primary:
+                if self._csv_tables:
+                    self._write("")
+                writer = csv.writer(self.stream, lineterminator="\n")
+                writer.writerow(headers)
+                for row in rows:
+                    writer.writerow(["" if row.get(h) is None else sanitize(str(row.get(h))) for h in headers])
+                self._csv_tables += 1
+            return
+        if self.format is OutputFormat.json:
+            return
+        if title:
+            self.heading(title)
+        if not rows:
+            self.text("(none)")
+            return
+        body = [[_cell(row.get(h)) for h in headers] for row in rows]
+        if self.format is OutputFormat.md:
+            body = [[cell.replace("\n", "<br>").replace("|", "\\|") for cell in row] for row in body]
+            self._write(tabulate(body, headers=[sanitize(h) for h in headers], tablefmt="github", disable_numparse=True))
+            return
+        widths = _column_widths(body, len(headers), shutil.get_terminal_size((120, 24)).columns)
+        self._write(tabulate(body, headers=[sanitize(h) for h in headers], tablefmt="simple", disable_numparse=True,
+                             maxcolwidths=widths))
+
+    def document(self, data: Any) -> None:
+        """The machine-readable result: printed as JSON in json format, ignored otherwise."""
+        if self.format is OutputFormat.json:
+            self._write(json.dumps(to_jsonable(data), indent=2, ensure_ascii=False))
+
+
+def format_option_help(extra: str = "") -> str:
+    return "Output format: table (for people), json, csv or md." + (f" {extra}" if extra else "")

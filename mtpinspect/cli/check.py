@@ -1,0 +1,108 @@
+"""`mtpinspect check SOURCE`: will this model's MTP head work? Reads headers only."""
+
+from __future__ import annotations
+
+import click
+
+from mtpinspect.cli._output import Output, OutputFormat
+from mtpinspect.inspection.report import FINDINGS, CheckReport
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _quant_text(report: CheckReport) -> str:
+    q = report.quantization
+    if not q.method:
+        return "none"
+    excluded = {True: "head excluded", False: "head quantized", "partial": "head partly excluded", None: "n/a"}[q.mtp_excluded]
+    algo = f"/{q.algo}" if q.algo else ""
+    return f"{q.method}{algo}, {q.excluded_count} exclusions ({q.exclusion_key or '-'}), {excluded}"
+
+
+def render(report: CheckReport, out: Output) -> None:
+    out.text(report.verdict)
+    rev = f" @ {report.revision}" if report.revision else ""
+    out.text(f"source: {report.source}{rev} ({report.source_kind}); read {_size(report.bytes_read)} of "
+             f"{_size(report.bytes_total)} in {report.requests} request(s)")
+    share = f" ({report.mtp_share:.2%} of the download)" if report.mtp_share is not None else ""
+    declared = f"{report.mtp_layers_declared} by {report.declared_by}" if report.declared_by else "no key"
+    out.table(
+        [
+            {"item": "MTP layers with weights", "value": report.mtp_layers},
+            {"item": "declared", "value": declared},
+            {"item": "layout", "value": report.layout},
+            {"item": "architecture", "value": report.architecture.get("gguf_architecture") or report.architecture.get("model_type")},
+            {"item": "quantization", "value": _quant_text(report)},
+            {"item": "MTP size", "value": f"{_size(report.mtp_bytes)}, {report.mtp_parameters or 0:,} parameters{share}"},
+        ],
+        ["item", "value"],
+        title="Summary",
+    )
+    out.table(
+        [{"severity": f.severity, "code": f.code, "message": f.message, "evidence": "\n".join(f.evidence)} for f in report.findings],
+        ["severity", "code", "message", "evidence"],
+        title="Findings",
+        primary=True,
+    )
+    out.table(
+        [{"runtime": name, "status": rv.status, "reason": rv.reason} for name, rv in report.runtimes.items()],
+        ["runtime", "status", "reason"],
+        title="Runtimes",
+    )
+    commands = [(name, rv.command) for name, rv in report.runtimes.items() if rv.command and rv.status in ("supported", "at-risk")]
+    if commands:
+        out.heading("Commands")
+        for name, cmd in commands:
+            out.text(f"# {name}\n{cmd}")
+    for note in report.notes:
+        out.text(f"note: {note}")
+    out.document(report.to_dict())
+
+
+def _print_codes(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    fmt = ctx.params.get("fmt", OutputFormat.table)
+    out = Output(fmt)
+    rows = [{"code": code, "severity": sev, "meaning": meaning} for code, (meaning, sev) in FINDINGS.items()]
+    out.table(rows, ["code", "severity", "meaning"], primary=True)
+    out.document(rows)
+    ctx.exit(0)
+
+
+@click.command("check")
+@click.argument("source")
+@click.option("--revision", help="Branch, tag or commit of a Hub repo (default: main). The resolved commit is always reported.")
+@click.option("--file", "file", metavar="NAME.gguf", help="Pick this GGUF in a repo or folder (split GGUFs: the first shard).")
+@click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF to pair with the main GGUF (default: found beside it).")
+@click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved `hf auth login`).")
+@click.option("--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table", show_default=True,
+              is_eager=True, help="table for people; json (documented schema), csv (findings) or md.")
+@click.option("--codes", is_flag=True, expose_value=False, callback=_print_codes,
+              help="Print the catalogue of finding codes and exit.")
+def command(source: str, revision: str | None, file: str | None, mtp_file: str | None, token: str | None, fmt: str) -> int:
+    """Tell whether SOURCE's MTP head will work, reading only headers (no weight download).
+
+    \b
+    SOURCE is one of:
+      ORG/NAME              a Hugging Face repo (safetensors checkpoint or GGUF repo)
+      ORG/NAME:QUANT        a GGUF in a repo, as llama.cpp's -hf takes it (e.g. :Q4_K_M)
+      PATH.gguf             a local GGUF (split shards and an mtp- file beside it are found)
+      DIR                   a local snapshot folder, or a Hugging Face cache folder models--ORG--NAME
+
+    Exit status: 0 when MTP is usable in at least one runtime, 1 when not, 2 on error.
+    HF_ENDPOINT and HF_TOKEN are honoured, as in huggingface_hub.
+    """
+    from mtpinspect.inspection import check
+
+    report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file)
+    render(report, Output(fmt))
+    return report.exit_code

@@ -1,0 +1,25 @@
+"""Errors that mean "the input or the environment is wrong", not "mtpinspect has a bug".
+
+The CLI renders any of these as one line on stderr and exits with status 2; anything else is a bug
+and keeps its traceback.
+"""
+
+
+class MtpinspectError(Exception):
+    """Base class: the message names the thing and what is wrong with it, in one line."""
+
+
+class SourceError(MtpinspectError):
+    """A source cannot be reached or read: missing, gated or private repo, unknown revision, missing file."""
+
+
+class FormatError(MtpinspectError):
+    """A file is not what it claims to be: corrupt or truncated GGUF, bad safetensors header, bad JSON."""
+
+
+class ServerError(MtpinspectError):
+    """llama-server cannot be found, built, started, or died."""
+
+
+class UsageError(MtpinspectError):
+    """A combination of options that cannot work."""

@@ -1,0 +1,231 @@
+"""Gather the facts a verdict rests on, reading only headers: config, quantization, tensor names, dtypes.
+
+Evidence is what the files say, with no judgement: the diagnosis turns it into findings. Everything
+here reads through the target's tree (a Hub repo or a local folder), so the cost is metered the same
+way for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
+
+from mtpinspect.errors import FormatError, SourceError
+from mtpinspect.formats.config import ModelConfig, parse_config
+from mtpinspect.formats.gguf import GGUFHeader, GGUFTensor, read_gguf_header
+from mtpinspect.formats.quantization import QuantizationConfig, find_quantization
+from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
+from mtpinspect.sources.resolve import Target, is_sidecar_name
+
+QUANT_FILES = ("hf_quant_config.json", "quantize_config.json", "quant_config.json", "quantization_config.json")
+# Reading a few shard headers is cheap; reading all 160 of a DeepSeek repo is not needed for the verdict.
+MAX_MTP_SHARDS = 16
+
+
+@dataclass
+class CheckpointEvidence:
+    """HF safetensors checkpoint: where the MTP tensors are and what their headers say."""
+
+    index_file: str | None
+    weight_map: dict[str, str]  # tensor name -> shard file
+    mtp: MtpTensors
+    mtp_files: list[str]  # shards (or mtp.safetensors) holding MTP tensors
+    headers_read: list[str]
+    mtp_dtypes: dict[str, str | None]  # MTP tensor -> dtype from its shard header (None: header not read)
+    mtp_bytes: int
+    mtp_params: int
+    standalone_mtp_file: str | None  # e.g. GLM-4.7's mtp.safetensors
+
+
+@dataclass
+class GgufEvidence:
+    files: list[str]
+    headers: list[GGUFHeader]
+    size: int
+
+    @property
+    def first(self) -> GGUFHeader:
+        return self.headers[0]
+
+    @property
+    def arch(self) -> str | None:
+        return self.first.architecture
+
+    def key(self, suffix: str) -> Any:
+        return self.first.get(f"{self.arch}.{suffix}") if self.arch else None
+
+    @property
+    def block_count(self) -> int | None:
+        return self.key("block_count")
+
+    @property
+    def nextn_layers(self) -> int | None:
+        return self.key("nextn_predict_layers")
+
+    @property
+    def embedding_length(self) -> int | None:
+        return self.key("embedding_length")
+
+    @property
+    def vocab_size(self) -> int | None:
+        n = self.first.array_length("tokenizer.ggml.tokens")
+        return n if n is not None else self.key("vocab_size")
+
+    @property
+    def tokenizer_digest(self) -> str | None:
+        tokens = self.first.get("tokenizer.ggml.tokens")
+        return getattr(tokens, "sha256", None)
+
+    @property
+    def tensors(self) -> dict[str, GGUFTensor]:
+        return {t.name: t for h in self.headers for t in h.tensors}
+
+    @property
+    def has_trunk(self) -> bool:
+        """llama.cpp's mtp_only test: a file without blk.0.attn_norm is a sidecar."""
+        return "blk.0.attn_norm.weight" in self.tensors
+
+    @property
+    def mtp(self) -> GgufMtpTensors:
+        return find_gguf_mtp_tensors(self.tensors, self.block_count, self.nextn_layers)
+
+
+@dataclass
+class Evidence:
+    target: Target
+    config: ModelConfig | None = None
+    config_file: str | None = None
+    quant: QuantizationConfig | None = None
+    checkpoint: CheckpointEvidence | None = None
+    gguf: GgufEvidence | None = None
+    sidecar: GgufEvidence | None = None
+    other_sidecars: list[str] = field(default_factory=list)  # mtp- files in the repo that were not paired
+    notes: list[str] = field(default_factory=list)
+
+
+def _json_file(target: Target, path: str) -> Mapping[str, Any]:
+    value = target.tree.read_json(path)
+    if not isinstance(value, dict):
+        raise FormatError(f"{target.display}/{path}: expected a JSON object, found {type(value).__name__}")
+    return value
+
+
+def _find_config(target: Target) -> str | None:
+    files = target.tree.files
+    if "config.json" in files:
+        return "config.json"
+    if target.gguf_files:
+        # GGUF repos sometimes keep the original config beside the quantized files.
+        parent = str(PurePosixPath(target.gguf_files[0]).parent)
+        candidate = "config.json" if parent == "." else f"{parent}/config.json"
+        return candidate if candidate in files else None
+    return None
+
+
+def _read_gguf(target: Target, paths: list[str]) -> GgufEvidence:
+    headers = [read_gguf_header(target.tree.open(p)) for p in paths]
+    return GgufEvidence(paths, headers, sum(target.tree.files[p].size for p in paths))
+
+
+def _index_file(files: Mapping[str, Any]) -> str | None:
+    if "model.safetensors.index.json" in files:
+        return "model.safetensors.index.json"
+    candidates = sorted(p for p in files if p.endswith(".safetensors.index.json") and "/" not in p)
+    return candidates[0] if candidates else None
+
+
+def _weight_map(target: Target, index_file: str | None) -> dict[str, str]:
+    files = target.tree.files
+    if index_file:
+        index = _json_file(target, index_file)
+        wm = index.get("weight_map")
+        if not isinstance(wm, dict):
+            raise FormatError(f"{target.display}/{index_file}: no weight_map object")
+        return {str(k): str(v) for k, v in wm.items()}
+    shards = [p for p in files if p.endswith(".safetensors") and "/" not in p and not _is_mtp_file(p)]
+    weight_map: dict[str, str] = {}
+    for shard in shards[:MAX_MTP_SHARDS]:
+        for name in target.tree.safetensors_header(shard).tensors:
+            weight_map[name] = shard
+    return weight_map
+
+
+def _is_mtp_file(path: str) -> bool:
+    name = PurePosixPath(path).name.lower()
+    return name.endswith(".safetensors") and ("mtp" in name or "nextn" in name)
+
+
+def _checkpoint(target: Target, config: ModelConfig | None) -> CheckpointEvidence | None:
+    files = target.tree.files
+    index_file = _index_file(files)
+    has_weights = index_file or any(p.endswith(".safetensors") for p in files)
+    if not has_weights:
+        return None
+    weight_map = _weight_map(target, index_file)
+    for shard in set(weight_map.values()):
+        if shard not in files:
+            raise SourceError(f"{target.display}: {index_file} names shard '{shard}', which is not in the repo")
+    standalone = next((p for p in sorted(files) if _is_mtp_file(p) and p not in weight_map.values()), None)
+    headers: dict[str, SafetensorsFileMetadata] = {}
+    if standalone:
+        headers[standalone] = target.tree.safetensors_header(standalone)
+        for name in headers[standalone].tensors:
+            weight_map.setdefault(name, standalone)
+    layers = config.num_hidden_layers if config else None
+    mtp = find_mtp_tensors(weight_map, layers)
+    mtp_files = sorted({weight_map[n] for n in mtp.names})
+    # Read the shards that hold the head's own projections first: they decide the verdict.
+    ordered = sorted(mtp_files, key=lambda f: (0 if any(weight_map[n] == f and "proj" in n for n in mtp.names) else 1, f))
+    for shard in ordered[:MAX_MTP_SHARDS]:
+        if shard not in headers:
+            headers[shard] = target.tree.safetensors_header(shard)
+    dtypes: dict[str, str | None] = {}
+    nbytes = params = 0
+    for name in mtp.names:
+        info = headers.get(weight_map[name])
+        tensor = info.tensors.get(name) if info else None
+        if info is not None and tensor is None:
+            raise FormatError(f"{target.display}/{weight_map[name]}: index lists '{name}' but the shard header does not have it")
+        dtypes[name] = tensor.dtype if tensor else None
+        if tensor:
+            nbytes += tensor.data_offsets[1] - tensor.data_offsets[0]
+            params += tensor.parameter_count
+    return CheckpointEvidence(
+        index_file=index_file,
+        weight_map=weight_map,
+        mtp=mtp,
+        mtp_files=mtp_files,
+        headers_read=sorted(headers),
+        mtp_dtypes=dtypes,
+        mtp_bytes=nbytes,
+        mtp_params=params,
+        standalone_mtp_file=standalone,
+    )
+
+
+def gather(target: Target) -> Evidence:
+    ev = Evidence(target)
+    files = target.tree.files
+    ev.config_file = _find_config(target)
+    raw_config = _json_file(target, ev.config_file) if ev.config_file else None
+    if raw_config is not None:
+        ev.config = parse_config(raw_config)
+    extra = {name: _json_file(target, name) for name in QUANT_FILES if name in files}
+    ev.quant = find_quantization(raw_config, extra)
+    if target.gguf_files:
+        ev.gguf = _read_gguf(target, target.gguf_files)
+        if target.sidecar_files:
+            ev.sidecar = _read_gguf(target, target.sidecar_files)
+        ev.other_sidecars = sorted(
+            p for p in files if p.lower().endswith(".gguf") and is_sidecar_name(p) and p not in target.sidecar_files
+        )
+        return ev
+    if raw_config is None and not any(p.endswith(".safetensors") for p in files):
+        raise SourceError(f"{target.display}: no config.json, safetensors or GGUF files found")
+    ev.checkpoint = _checkpoint(target, ev.config)
+    ev.other_sidecars = sorted(p for p in files if p.lower().endswith(".gguf") and is_sidecar_name(p))
+    return ev

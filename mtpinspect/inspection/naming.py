@@ -1,0 +1,93 @@
+"""Which tensor names are MTP weights, in HF checkpoints and in GGUF files.
+
+HF checkpoints store the head in one of a few ways: as extra decoder layers after the trunk
+(`model.layers.{L}.*` with `eh_proj`, `enorm`, `hnorm`, `shared_head.*`: DeepSeek, GLM, Step), under an
+`mtp.` prefix (Qwen3-Next/3.5/3.6: `mtp.fc`, `mtp.layers.0.*`; DeepSeek-V4: `mtp.0.*`), or as
+`model.mtp_layers.{i}.*` (MiMo). GGUF files append the head as the last blocks: `blk.{L}.nextn.*` plus
+the block's ordinary attention/FFN tensors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# Tensors that only an MTP head has: seeing one of them is proof of MTP weights.
+HEAD_MARKERS = ("eh_proj", "enorm", "hnorm", "shared_head", "e_proj", "h_proj")
+
+_LAYERED = re.compile(r"^(?P<prefix>(?:model\.)?(?:language_model\.)?(?:model\.)?)layers\.(?P<idx>\d+)\.")
+_MTP_PREFIX = re.compile(r"^(?:model\.)?(?:language_model\.)?mtp(?:\.layers)?\.(?P<idx>\d+)\.")
+_MTP_ANY = re.compile(r"^(?:model\.)?(?:language_model\.)?mtp\.")
+_MTP_LAYERS = re.compile(r"^(?:model\.)?mtp_layers\.(?P<idx>\d+)\.")
+_GGUF_BLOCK = re.compile(r"^blk\.(?P<idx>\d+)\.")
+
+
+@dataclass(frozen=True)
+class MtpTensors:
+    """The MTP tensors found among a checkpoint's tensor names."""
+
+    names: tuple[str, ...]
+    layers: tuple[str, ...]  # distinct layer ids, e.g. ("61",) or ("mtp.0",)
+    scheme: str | None  # "model.layers.{L}", "mtp.*", "model.mtp_layers.*", or None when none found
+
+    @property
+    def count(self) -> int:
+        return len(self.layers)
+
+    @property
+    def has_head(self) -> bool:
+        return any(any(m in n for m in HEAD_MARKERS) or n.startswith(("mtp.fc", "model.mtp.fc")) for n in self.names)
+
+
+def find_mtp_tensors(names: Iterable[str], num_hidden_layers: int | None) -> MtpTensors:
+    found: list[str] = []
+    layers: set[str] = set()
+    schemes: set[str] = set()
+    for name in names:
+        if m := _MTP_LAYERS.match(name):
+            found.append(name)
+            layers.add(f"mtp_layers.{m.group('idx')}")
+            schemes.add("model.mtp_layers.*")
+        elif _MTP_ANY.match(name):
+            found.append(name)
+            m = _MTP_PREFIX.match(name)
+            layers.add(f"mtp.{m.group('idx')}" if m else "mtp.0")
+            schemes.add("mtp.*")
+        elif (m := _LAYERED.match(name)) and num_hidden_layers is not None and int(m.group("idx")) >= num_hidden_layers:
+            found.append(name)
+            layers.add(m.group("idx"))
+            schemes.add("model.layers.{L}")
+    scheme = " + ".join(sorted(schemes)) if schemes else None
+    return MtpTensors(tuple(found), tuple(sorted(layers, key=_layer_key)), scheme)
+
+
+def _layer_key(layer: str) -> tuple[str, int]:
+    head, _, idx = layer.rpartition(".")
+    return (head, int(idx)) if idx.isdigit() else (layer, 0)
+
+
+def module_of(tensor: str) -> str:
+    """'model.layers.61.eh_proj.weight' -> 'model.layers.61.eh_proj'."""
+    for suffix in (".weight_scale_inv", ".weight_scale_2", ".weight_scale", ".input_scale", ".weight_packed", ".weight_shape",
+                   ".weight_zero_point", ".qweight", ".qzeros", ".scales", ".g_idx", ".weight", ".bias"):
+        if tensor.endswith(suffix):
+            return tensor[: -len(suffix)]
+    return tensor
+
+
+@dataclass(frozen=True)
+class GgufMtpTensors:
+    nextn: tuple[str, ...]  # blk.N.nextn.* and the gemma4-assistant nextn.* projections
+    block: tuple[str, ...]  # every tensor of the MTP blocks (nextn included)
+    blocks: tuple[int, ...]
+
+
+def find_gguf_mtp_tensors(names: Iterable[str], block_count: int | None, nextn_layers: int | None) -> GgufMtpTensors:
+    names = list(names)
+    nextn = tuple(n for n in names if ".nextn." in n or n.startswith("nextn."))
+    nextn_blocks = {int(m.group("idx")) for n in nextn if (m := _GGUF_BLOCK.match(n))}
+    if block_count and nextn_layers:
+        nextn_blocks |= set(range(block_count - nextn_layers, block_count))
+    block = tuple(n for n in names if (m := _GGUF_BLOCK.match(n)) and int(m.group("idx")) in nextn_blocks)
+    return GgufMtpTensors(nextn, tuple(sorted(set(block) | set(nextn))), tuple(sorted(nextn_blocks)))

@@ -1,0 +1,126 @@
+"""What each engine can do with an MTP head, per architecture, and the commands that use it.
+
+The llama.cpp facts are those of the pinned llama.cpp (commit 0c1e570, vendored in llama-cpp-python
+0.3.36): which GGUF architectures have an MTP draft graph, which keep nextn tensors unused, and what
+convert_hf_to_gguf.py does with each HF family's head.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+
+LLAMA_CPP_PIN = "0c1e570"
+
+# GGUF architecture -> how many MTP layers its draft graph accepts ("1" or "1+": heads chained).
+LLAMA_CPP_MTP_GRAPH: dict[str, str] = {
+    "qwen35": "1",
+    "qwen35moe": "1",
+    "qwen3next": "1",
+    "glm4moe": "1",
+    "deepseek2": "1",
+    "deepseek32": "1",
+    "deepseek4": "1",
+    "glm-dsa": "1",
+    "cohere2moe": "1",
+    "bailingmoe3": "1",
+    "nemotron_h_moe": "1",
+    "hy_v3": "1+",
+    "mimo2": "1+",
+    "step35": "1+",
+    "gemma4-assistant": "1+",
+}
+# Architectures whose converter keeps nextn tensors although llama.cpp has no graph for them.
+LLAMA_CPP_NEXTN_UNUSED = frozenset({"glm4", "exaone4", "exaone-moe", "bailingmoe2", "dots3note"})
+
+
+@dataclass(frozen=True)
+class Family:
+    """An HF model family (by model_type): its GGUF architecture and what conversion does to the head."""
+
+    gguf_arch: str | None
+    conversion: str  # "bundled" | "sidecar" (only with --mtp) | "dropped" | "unknown"
+    vllm: bool  # vLLM has an MTP proposer for it
+    sglang: str | None  # SGLang speculative algorithm name, None if none
+    note: str = ""
+
+
+FAMILIES: dict[str, Family] = {
+    "deepseek_v3": Family("deepseek2", "dropped", True, "EAGLE", "convert_hf_to_gguf.py drops DeepSeek-V3's MTP layer (skip_mtp)"),
+    "deepseek_v32": Family("deepseek32", "bundled", True, "EAGLE"),
+    "deepseek_v4": Family("deepseek4", "sidecar", True, "EAGLE", "llama.cpp loads DeepSeek-V4 MTP only from a separate --mtp conversion"),
+    "deepseek_ref": Family("deepseek4", "sidecar", True, "EAGLE"),
+    "kimi_k2": Family("deepseek2", "dropped", True, "EAGLE"),
+    "kimi_k25": Family("deepseek2", "dropped", True, "EAGLE"),
+    "glm4_moe": Family("glm4moe", "bundled", True, "EAGLE"),
+    "glm4_moe_lite": Family("deepseek2", "bundled", True, "EAGLE"),
+    "glm_moe_dsa": Family("glm-dsa", "bundled", True, "EAGLE"),
+    "qwen3_next": Family("qwen3next", "bundled", True, "NEXTN"),
+    "qwen3_5": Family("qwen35", "bundled", True, "NEXTN"),
+    "qwen3_5_text": Family("qwen35", "bundled", True, "NEXTN"),
+    "qwen3_5_moe": Family("qwen35moe", "bundled", True, "NEXTN"),
+    "qwen3_5_moe_text": Family("qwen35moe", "bundled", True, "NEXTN"),
+    "mimo": Family(None, "unknown", True, "EAGLE", "MiMo-7B converts to a GGUF architecture without an MTP graph"),
+    "mimo_v2_flash": Family("mimo2", "bundled", True, "EAGLE"),
+    "step3p5": Family("step35", "bundled", True, "EAGLE"),
+    "step3p7": Family("step35", "unknown", True, "EAGLE", "Step-3.7 is newer than the pinned converter; its Step-3.5 text model converts to step35"),
+    "nemotron_h": Family("nemotron_h_moe", "bundled", True, "EAGLE"),
+    "hunyuan_v3": Family("hy_v3", "bundled", True, "EAGLE"),
+    "gemma4": Family("gemma4", "sidecar", False, None, "Gemma 4 drafts with a separate gemma4_assistant checkpoint"),
+    "gemma4_assistant": Family("gemma4-assistant", "bundled", False, None),
+    "minimax_m3": Family(None, "unknown", True, "EAGLE"),
+    "minimax_m2": Family(None, "unknown", False, None),
+}
+
+# Orgs that publish the original weights of a family: their own FP8 releases ship the head as they serve it.
+MAKERS = {
+    "deepseek-ai", "zai-org", "THUDM", "Qwen", "XiaomiMiMo", "stepfun-ai", "moonshotai", "google", "MiniMaxAI",
+    "tencent", "inclusionAI", "CohereLabs", "LGAI-EXAONE", "rednote-hilab",
+}
+# Quantizers that publish with the maker's serving stack in mind and exclude MTP heads by policy.
+FIRST_PARTY_QUANTIZERS = {"nvidia", "RedHatAI", "amd"}
+
+LOW_BIT_GGML = frozenset({
+    "IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "Q2_K", "Q3_K", "TQ1_0", "TQ2_0",
+})
+
+
+def llama_cpp_graph(arch: str | None) -> str:
+    """'graph', 'unused' (tensors kept but no graph) or 'unknown'."""
+    if arch in LLAMA_CPP_MTP_GRAPH:
+        return "graph"
+    if arch in LLAMA_CPP_NEXTN_UNUSED:
+        return "unused"
+    return "unknown"
+
+
+def llama_server_command(model: str, *, hf: bool = False, sidecar: str | None = None, n_max: int = 2) -> str:
+    parts = ["llama-server", "-hf" if hf else "-m", model]
+    if sidecar:
+        parts += ["-md", sidecar]
+    parts += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(n_max)]
+    return shlex.join(parts)
+
+
+def convert_command(model_dir: str, outfile: str) -> str:
+    return shlex.join(["python", "convert_hf_to_gguf.py", model_dir, "--outfile", outfile])
+
+
+def vllm_command(model: str, revision: str | None = None) -> str:
+    parts = ["vllm", "serve", model]
+    if revision:
+        parts += ["--revision", revision]
+    parts += ["--speculative-config", json.dumps({"method": "mtp", "num_speculative_tokens": 1}, separators=(",", ":"))]
+    return shlex.join(parts)
+
+
+def sglang_command(model: str, algorithm: str, revision: str | None = None) -> str:
+    parts = ["python", "-m", "sglang.launch_server", "--model-path", model]
+    if revision:
+        parts += ["--revision", revision]
+    parts += [
+        "--speculative-algorithm", algorithm, "--speculative-num-steps", "1",
+        "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "2",
+    ]
+    return shlex.join(parts)
