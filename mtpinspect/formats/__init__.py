@@ -1,0 +1,1 @@
+"""Parsers for the files a check reads: GGUF headers, model configs and quantization configs."""
