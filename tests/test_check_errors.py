@@ -1,0 +1,148 @@
+"""Bad input to `mtpinspect check`: one clear line naming the thing, exit 2, no traceback, bounded memory.
+
+Every case runs the real CLI in a subprocess, against real files on disk or the loopback Hub stand-in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gguf_factory import write_bad_gguf, write_nextn_gguf
+from hubstub import HubStub
+
+MAX_RSS_MB = 400  # the interpreter with huggingface_hub and numpy loaded is ~120 MB; a 2**60 array would be far more
+
+
+def run_check(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    return subprocess.run(
+        [sys.executable, "-m", "mtpinspect", "check", *args],
+        capture_output=True, text=True, timeout=120, env={**base, **(env or {})},
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for needle in needles:
+        assert needle.lower() in lines[0].lower(), lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("errhub")
+    gguf = write_nextn_gguf(root / "tiny-Q8_0.gguf")
+    files = {"config.json": b'{"model_type": "glm4_moe", "num_hidden_layers": 2}', "tiny-Q8_0.gguf": gguf}
+    with HubStub(tokens={"hf_good": {"acme/gated", "acme/private"}}) as stub:
+        stub.add_repo("acme/public", files, revisions={"v1": "main"})
+        stub.add_repo("acme/gated", files, gated=True)
+        stub.add_repo("acme/private", files, private=True)
+        stub.add_repo("acme/badjson", {"config.json": b"{not json", "model.safetensors.index.json": b"{}"})
+        yield stub
+
+
+def hub_env(stub: HubStub, home: Path, token: str | None = None) -> dict[str, str]:
+    env = {"HF_ENDPOINT": stub.url, "HF_HOME": str(home), "HF_HUB_DISABLE_TELEMETRY": "1"}
+    if token:
+        env["HF_TOKEN"] = token
+    return env
+
+
+def test_gated_repo_without_token(hub: HubStub, tmp_path: Path) -> None:
+    assert_one_line_error(run_check("acme/gated", env=hub_env(hub, tmp_path)), "acme/gated", "gated", "token")
+
+
+def test_gated_repo_with_token_works(hub: HubStub, tmp_path: Path) -> None:
+    proc = run_check("acme/gated", "--format", "json", env=hub_env(hub, tmp_path, "hf_good"))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["layout"] == "bundled"
+
+
+def test_private_repo_without_token(hub: HubStub, tmp_path: Path) -> None:
+    assert_one_line_error(run_check("acme/private", env=hub_env(hub, tmp_path)), "acme/private", "not found")
+
+
+def test_private_repo_with_token_flag(hub: HubStub, tmp_path: Path) -> None:
+    proc = run_check("acme/private", "--token", "hf_good", "--format", "json", env=hub_env(hub, tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["revision"] == hub.sha("acme/private")
+
+
+def test_missing_repo(hub: HubStub, tmp_path: Path) -> None:
+    assert_one_line_error(run_check("acme/nothing-here", env=hub_env(hub, tmp_path)), "acme/nothing-here", "not found")
+
+
+def test_missing_file(hub: HubStub, tmp_path: Path) -> None:
+    line = assert_one_line_error(run_check("acme/public", "--file", "nope.gguf", env=hub_env(hub, tmp_path)), "nope.gguf")
+    assert "acme/public" in line
+
+
+def test_missing_quant(hub: HubStub, tmp_path: Path) -> None:
+    line = assert_one_line_error(run_check("acme/public:Q2_K", env=hub_env(hub, tmp_path)), "Q2_K")
+    assert "Q8_0" in line  # says what is available
+
+
+def test_unknown_revision(hub: HubStub, tmp_path: Path) -> None:
+    assert_one_line_error(run_check("acme/public", "--revision", "v9", env=hub_env(hub, tmp_path)), "revision", "v9")
+
+
+def test_revision_tag_resolves_to_sha(hub: HubStub, tmp_path: Path) -> None:
+    proc = run_check("acme/public", "--revision", "v1", "--format", "json", env=hub_env(hub, tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["revision"] == hub.sha("acme/public", "v1")
+
+
+def test_remote_config_not_json(hub: HubStub, tmp_path: Path) -> None:
+    assert_one_line_error(run_check("acme/badjson", env=hub_env(hub, tmp_path)), "config.json", "JSON")
+
+
+def test_local_config_not_json(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"num_nextn_predict_layers": 1,')
+    assert_one_line_error(run_check(str(tmp_path)), "config.json", "JSON")
+
+
+def test_wrong_flag() -> None:
+    proc = run_check("x/y", "--no-such-flag")
+    assert_one_line_error(proc, "--no-such-flag")
+
+
+def test_nonexistent_path() -> None:
+    assert_one_line_error(run_check("./missing/model.gguf"), "missing/model.gguf", "no such file")
+
+
+@pytest.mark.parametrize(
+    "problem, needle",
+    [
+        ("truncated-header", "truncated"),
+        ("empty", ""),
+        ("zip", "not a GGUF"),
+        ("safetensors", "not a GGUF"),
+        ("version-99", "version"),
+        ("huge-array", ""),
+        ("huge-string-array", ""),
+        ("huge-string", ""),
+        ("huge-key", ""),
+        ("unknown-value-type", "type"),
+        ("unknown-ggml-type", "type"),
+        ("absurd-n-dims", "dim"),
+        ("huge-tensor-count", ""),
+        ("huge-kv-count", ""),
+    ],
+)
+def test_bad_gguf(tmp_path: Path, problem: str, needle: str) -> None:
+    path = write_bad_gguf(tmp_path / f"{problem}.gguf", problem)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    line = assert_one_line_error(run_check(str(path)), path.name, needle)
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert peak_mb < MAX_RSS_MB or before / 1024 >= MAX_RSS_MB, f"{problem}: child peak RSS {peak_mb:.0f} MB"
+    assert "\x1b" not in line
