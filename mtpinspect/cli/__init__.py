@@ -32,9 +32,9 @@ def cli() -> None:
 
 def _register() -> None:
     # Imported here so that `mtpinspect --help` stays fast and each group stays in its own module.
-    from mtpinspect.cli import check
+    from mtpinspect.cli import check, tiny_model
 
-    for module in (check,):
+    for module in (check, tiny_model):
         cli.add_command(module.command)
 
 

@@ -269,7 +269,8 @@ def _pairing_problems(main: GgufEvidence, side: GgufEvidence) -> list[str]:
         ("architecture", main.arch, side.arch),
         ("n_embd", main.embedding_length, side.embedding_length),
         ("vocabulary size", main.vocab_size, side.vocab_size),
-        ("block_count", main.block_count, side.block_count),
+        # A trunk-only main (converted with --no-mtp) has block_count L; the mtp- file keeps L + N.
+        ("trunk layers", _trunk_layers(main), _trunk_layers(side)),
     ]
     for label, a, b in checks:
         if a != b:
@@ -282,6 +283,10 @@ def _pairing_problems(main: GgufEvidence, side: GgufEvidence) -> list[str]:
     if da and db and da != db and main.vocab_size == side.vocab_size:
         problems.append("tokenizer tokens differ (same size, different strings)")
     return problems
+
+
+def _trunk_layers(g: GgufEvidence) -> int | None:
+    return None if g.block_count is None else g.block_count - (g.nextn_layers or 0)
 
 
 def _nextn_inventory(g: GgufEvidence) -> tuple[list[str], list[str]]:
@@ -451,12 +456,12 @@ def _verdict(d: _Draft, usable: bool) -> str:
     supported = [n for n, r in d.runtimes.items() if r.status == "supported"]
     risky = [n for n, r in d.runtimes.items() if r.status == "at-risk"]
     worst = min(d.findings, key=lambda f: SEVERITY_ORDER[f.severity]) if d.findings else None
-    if usable:
-        where = f"{d.mtp_layers} MTP layer(s), {d.layout}" if d.mtp_layers else d.layout
+    where = f"{d.mtp_layers} MTP layer(s), {d.layout}" if d.mtp_layers else d.layout
+    if supported:
         extra = f"; at risk in {', '.join(risky)}" if risky else ""
         return f"MTP usable ({where}) in {', '.join(supported)}{extra}"
     if risky:
-        return f"MTP at risk in {', '.join(risky)}: {worst.message if worst else ''}"
+        return f"MTP at risk ({where}) in {', '.join(risky)}: {worst.message if worst else ''}"
     return f"MTP not usable: {worst.message if worst else 'no MTP head found'}"
 
 
@@ -467,7 +472,8 @@ def diagnose(ev: Evidence) -> CheckReport:
     else:
         _diagnose_checkpoint(ev, d)
     d.findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
-    usable = any(r.status == "supported" for r in d.runtimes.values())
+    # At risk still counts: the head loads and drafts; the verdict line says how likely it is to fail.
+    usable = any(r.status in ("supported", "at-risk") for r in d.runtimes.values())
     t = ev.target
     q = ev.quant
     audit_summary = _quant_summary(ev)
