@@ -1,0 +1,509 @@
+"""A loopback stand-in for the Hugging Face Hub, for tests.
+
+The Hub cannot be reached where this project is built and tested, so every remote-path test talks to
+this threaded stdlib HTTP server on 127.0.0.1. It implements what huggingface_hub 2.4.0 asks of the
+Hub (see ../shared/reference/hub-fixture.md): model_info (with and without a revision, `blobs`),
+the tree and paths-info APIs, and `resolve` with HEAD and byte ranges, with the error headers that
+huggingface_hub turns into its exception classes. It counts every body byte it sends, per repo and
+file, which is how a test proves that no weight file was downloaded.
+
+Files given as a `Path` are streamed from disk in chunks and never read whole, so multi-GiB sparse
+stand-ins are cheap. Their git/LFS ids are real content hashes up to `HASH_LIMIT` bytes; above that
+they are deterministic stand-ins derived from the size and the first and last MiB (hashing the
+zeros of a sparse 20 GiB file would take minutes and no client checks them).
+
+It never answers 5xx: huggingface_hub retries those for seconds, which would make failures slow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Iterable, Mapping
+from urllib.parse import parse_qs, unquote, urlsplit
+
+HASH_LIMIT = 10 * 1024 * 1024
+LFS_MIN_SIZE = 10 * 1024 * 1024
+LFS_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt", ".pth", ".onnx", ".msgpack", ".h5", ".npz")
+CHUNK = 1024 * 1024
+COMMIT_DATE = "2026-09-01T00:00:00.000Z"
+
+FileSource = Path | bytes
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request the stub answered. `path` is the file in the repo for `resolve`, else None."""
+
+    method: str
+    path: str | None
+    range: str | None
+    status: int
+    nbytes: int
+    repo_id: str | None
+    url: str
+
+
+@dataclass(frozen=True)
+class _Blob:
+    source: FileSource
+    size: int
+    git_oid: str
+    sha256: str | None  # set for LFS files
+    pointer_size: int
+
+    @property
+    def etag(self) -> str:
+        return self.sha256 or self.git_oid
+
+    def entry(self, path: str) -> dict:
+        entry: dict = {"type": "file", "oid": self.git_oid, "size": self.size, "path": path}
+        if self.sha256:
+            entry["lfs"] = {"oid": self.sha256, "size": self.size, "pointerSize": self.pointer_size}
+        return entry
+
+    def sibling(self, path: str, with_blobs: bool) -> dict:
+        sibling: dict = {"rfilename": path}
+        if with_blobs:
+            sibling.update(size=self.size, blobId=self.git_oid)
+            if self.sha256:
+                sibling["lfs"] = {"sha256": self.sha256, "size": self.size, "pointerSize": self.pointer_size}
+        return sibling
+
+    def chunks(self, start: int, end: int) -> Iterable[bytes]:
+        """Bytes [start, end) of the file, in chunks of at most CHUNK bytes."""
+        if isinstance(self.source, bytes):
+            for offset in range(start, end, CHUNK):
+                yield self.source[offset : min(end, offset + CHUNK)]
+            return
+        with open(self.source, "rb") as handle:
+            handle.seek(start)
+            remaining = end - start
+            while remaining > 0:
+                chunk = handle.read(min(CHUNK, remaining))
+                if not chunk:
+                    return
+                remaining -= len(chunk)
+                yield chunk
+
+
+@dataclass(frozen=True)
+class _Commit:
+    sha: str
+    files: Mapping[str, _Blob]
+
+    def directories(self) -> set[str]:
+        dirs: set[str] = set()
+        for path in self.files:
+            parts = path.split("/")[:-1]
+            dirs.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+        return dirs
+
+    def entry(self, path: str) -> dict | None:
+        if path in self.files:
+            return self.files[path].entry(path)
+        if path in self.directories():
+            return {"type": "directory", "oid": _git_oid(path.encode()), "size": 0, "path": path}
+        return None
+
+
+@dataclass(frozen=True)
+class _Repo:
+    repo_id: str
+    private: bool
+    gated: bool
+    commits: Mapping[str, _Commit]  # by sha
+    refs: Mapping[str, str]  # branch or tag name -> sha
+
+    def resolve(self, revision: str) -> _Commit | None:
+        sha = self.refs.get(revision, revision)
+        return self.commits.get(sha)
+
+
+@dataclass(frozen=True)
+class _Reply:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes = b""
+    blob: _Blob | None = None
+    span: tuple[int, int] = (0, 0)  # byte range of `blob` to send
+
+
+def _git_oid(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _is_lfs(path: str, size: int) -> bool:
+    return path.endswith(LFS_SUFFIXES) or size > LFS_MIN_SIZE
+
+
+def _content_digest(source: FileSource, size: int) -> bytes | None:
+    """The whole content when it is small enough to hash, else None."""
+    if isinstance(source, bytes):
+        return source
+    if size <= HASH_LIMIT:
+        return source.read_bytes()
+    return None
+
+
+def _stand_in_sha256(source: Path, size: int) -> str:
+    digest = hashlib.sha256(b"mtpinspect-hubstub-stand-in\0%d\0" % size)
+    with open(source, "rb") as handle:
+        digest.update(handle.read(CHUNK))
+        handle.seek(max(0, size - CHUNK))
+        digest.update(handle.read(CHUNK))
+    return digest.hexdigest()
+
+
+def _make_blob(path: str, source: FileSource) -> _Blob:
+    size = len(source) if isinstance(source, bytes) else os.stat(source).st_size
+    content = _content_digest(source, size)
+    # Files above LFS_MIN_SIZE (== HASH_LIMIT) are always LFS, so a regular file always has content.
+    if content is not None and not _is_lfs(path, size):
+        return _Blob(source, size, _git_oid(content), None, 0)
+    sha256 = hashlib.sha256(content).hexdigest() if content is not None else _stand_in_sha256(Path(source), size)
+    pointer = f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\nsize {size}\n".encode()
+    return _Blob(source, size, _git_oid(pointer), sha256, len(pointer))
+
+
+def _make_commit(repo_id: str, label: str, files: Mapping[str, FileSource]) -> _Commit:
+    blobs = {path: _make_blob(path, source) for path, source in sorted(files.items())}
+    digest = hashlib.sha1(f"{repo_id}\0{label}\0".encode())
+    for path, blob in blobs.items():
+        digest.update(f"{path}\0{blob.etag}\n".encode())
+    return _Commit(digest.hexdigest(), blobs)
+
+
+def _parse_range(header: str, size: int) -> tuple[int, int] | None | str:
+    """[start, end) for a single `bytes=` range; None to ignore the header; "unsatisfiable" for 416."""
+    unit, _, spec = header.partition("=")
+    if unit.strip() != "bytes" or "," in spec:
+        return None
+    first, _, last = spec.strip().partition("-")
+    try:
+        if not first:  # suffix range: the last N bytes
+            count = int(last)
+            return (max(0, size - count), size) if count > 0 and size > 0 else "unsatisfiable"
+        start = int(first)
+        end = int(last) + 1 if last else size
+    except ValueError:
+        return None
+    if start >= size or end <= start:
+        return "unsatisfiable"
+    return start, min(end, size)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, stub: HubStub) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.stub = stub
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        """Silent: pytest output stays readable."""
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_HEAD(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        stub = self.server.stub
+        try:
+            repo_id, file_path, reply = stub._route(self.command, self.path, self.headers, body)
+        except Exception as exc:  # a stub bug must fail fast, never as a retried 5xx
+            repo_id, file_path = None, None
+            reply = _error(400, "StubError", f"hub stub error: {type(exc).__name__}: {exc}")
+        sent = self._send(reply)
+        stub._record(
+            RequestRecord(self.command, file_path, self.headers.get("Range"), reply.status, sent, repo_id, self.path)
+        )
+
+    def _send(self, reply: _Reply) -> int:
+        self.send_response(reply.status)
+        length = reply.span[1] - reply.span[0] if reply.blob else len(reply.body)
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        if self.command == "HEAD":
+            return 0
+        if reply.blob is None:
+            self.wfile.write(reply.body)
+            return len(reply.body)
+        sent = 0
+        try:
+            for chunk in reply.blob.chunks(*reply.span):
+                self.wfile.write(chunk)
+                sent += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        return sent
+
+
+def _json(data: object, status: int = 200, headers: Mapping[str, str] | None = None) -> _Reply:
+    return _Reply(status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(data).encode())
+
+
+def _error(status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> _Reply:
+    return _json({"error": message}, status, {"X-Error-Code": code, "X-Error-Message": message, **(headers or {})})
+
+
+class HubStub:
+    """Context manager serving repos like the Hub; `.url` is the endpoint, e.g. http://127.0.0.1:PORT.
+
+    `tokens` maps a token to the repo ids it may read (private and gated repos). A token the stub
+    does not know is treated as no token, so a token in the developer's environment changes nothing.
+    """
+
+    def __init__(self, *, tokens: dict[str, set[str]] | None = None) -> None:
+        self._tokens = {token: set(repos) for token, repos in (tokens or {}).items()}
+        self._repos: dict[str, _Repo] = {}
+        self._records: list[RequestRecord] = []
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- set-up -------------------------------------------------------------------------------------
+
+    def add_repo(
+        self,
+        repo_id: str,
+        files: Mapping[str, FileSource],
+        *,
+        revisions: Mapping[str, str] | None = None,
+        private: bool = False,
+        gated: bool = False,
+        extra_commits: Mapping[str, Mapping[str, FileSource]] | None = None,
+    ) -> str:
+        """Serve `files` as branch `main` of `repo_id`; return its commit sha.
+
+        Each `extra_commits` entry is another full snapshot, served as a branch of that name.
+        `revisions` adds tags: name -> "main", an extra commit's name, or a commit sha.
+        """
+        if repo_id.count("/") != 1:
+            raise ValueError(f"{repo_id!r}: repo ids must be 'namespace/name'")
+        commits = {"main": _make_commit(repo_id, "main", files)}
+        for label, snapshot in (extra_commits or {}).items():
+            commits[label] = _make_commit(repo_id, label, snapshot)
+        refs = {label: commit.sha for label, commit in commits.items()}
+        by_sha = {commit.sha: commit for commit in commits.values()}
+        for name, target in (revisions or {}).items():
+            sha = refs.get(target, target)
+            if sha not in by_sha:
+                raise ValueError(f"{repo_id}: revision {name!r} points to unknown {target!r}")
+            refs[name] = sha
+        with self._lock:
+            if repo_id in self._repos:
+                raise ValueError(f"{repo_id}: already served")
+            self._repos[repo_id] = _Repo(repo_id, private, gated, by_sha, refs)
+        return refs["main"]
+
+    def sha(self, repo_id: str, revision: str = "main") -> str:
+        """The commit sha that `revision` of `repo_id` resolves to."""
+        commit = self._repos[repo_id].resolve(revision)
+        if commit is None:
+            raise KeyError(f"{repo_id}@{revision}")
+        return commit.sha
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("HubStub is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> HubStub:
+        if self._server is None:
+            self._server = _Server(self)
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="hubstub", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join()
+        self._server, self._thread = None, None
+
+    def __enter__(self) -> HubStub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- counters -----------------------------------------------------------------------------------
+
+    def requests(self, repo_id: str | None = None, path: str | None = None) -> list[RequestRecord]:
+        """Requests answered so far, optionally only those for one repo and/or one file."""
+        with self._lock:
+            records = list(self._records)
+        return [
+            r for r in records if (repo_id is None or r.repo_id == repo_id) and (path is None or r.path == path)
+        ]
+
+    def bytes_served(self, repo_id: str | None = None, path: str | None = None) -> int:
+        """Body bytes sent (API JSON included), optionally only for one repo and/or one file."""
+        return sum(r.nbytes for r in self.requests(repo_id, path))
+
+    def reset_counters(self) -> None:
+        with self._lock:
+            self._records.clear()
+
+    def _record(self, record: RequestRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    # -- routing ------------------------------------------------------------------------------------
+
+    def _route(self, method: str, raw_url: str, headers, body: bytes) -> tuple[str | None, str | None, _Reply]:
+        split = urlsplit(raw_url)
+        query = parse_qs(split.query)
+        segments = [unquote(s) for s in split.path.split("/")[1:]]
+        token = self._token(headers.get("Authorization"))
+        if len(segments) >= 4 and segments[0] == "api" and segments[1] == "models":
+            repo_id = f"{segments[2]}/{segments[3]}"
+            return repo_id, None, self._api(method, repo_id, segments[4:], query, body, token)
+        if len(segments) >= 5 and segments[2] == "resolve" and method in ("GET", "HEAD"):
+            repo_id = f"{segments[0]}/{segments[1]}"
+            file_path = "/".join(segments[4:])
+            return repo_id, file_path, self._resolve(repo_id, segments[3], file_path, headers, token)
+        return None, None, _json({"error": "Not Found"}, 404)
+
+    def _token(self, authorization: str | None) -> str | None:
+        if not authorization or not authorization.startswith("Bearer "):
+            return None
+        token = authorization[len("Bearer ") :].strip()
+        return token if token in self._tokens else None
+
+    def _access(self, repo_id: str, token: str | None, *, download: bool) -> _Repo | _Reply:
+        repo = self._repos.get(repo_id)
+        granted = token is not None and repo_id in self._tokens[token]
+        if repo is None or (repo.private and not granted):
+            # The Hub answers 401 to anonymous callers, 404 to authenticated ones, for both cases.
+            return _error(401 if token is None else 404, "RepoNotFound", f"Repository not found: {repo_id}")
+        if download and repo.gated and not granted:
+            return _error(
+                401 if token is None else 403, "GatedRepo", f"Access to model {repo_id} is restricted."
+            )
+        return repo
+
+    def _api(self, method: str, repo_id: str, rest: list[str], query, body: bytes, token: str | None) -> _Reply:
+        repo = self._access(repo_id, token, download=False)
+        if isinstance(repo, _Reply):
+            return repo
+        kind = rest[0] if rest else ""
+        if method == "GET" and not rest:
+            return self._model_info(repo, "main", query)
+        if method == "GET" and kind == "revision" and len(rest) == 2:
+            return self._model_info(repo, rest[1], query)
+        if method == "GET" and kind == "tree" and len(rest) >= 2:
+            return self._tree(repo, rest[1], "/".join(rest[2:]), query)
+        if method == "POST" and kind == "paths-info" and len(rest) == 2:
+            return self._paths_info(repo, rest[1], parse_qs(body.decode()))
+        return _json({"error": "Not Found"}, 404)
+
+    def _commit_or_error(self, repo: _Repo, revision: str) -> _Commit | _Reply:
+        commit = repo.resolve(revision)
+        if commit is None:
+            return _error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+        return commit
+
+    def _model_info(self, repo: _Repo, revision: str, query) -> _Reply:
+        commit = self._commit_or_error(repo, revision)
+        if isinstance(commit, _Reply):
+            return commit
+        with_blobs = query.get("blobs", ["false"])[0].lower() in ("1", "true")
+        return _json(
+            {
+                "_id": commit.sha[:24],
+                "id": repo.repo_id,
+                "modelId": repo.repo_id,
+                "author": repo.repo_id.split("/")[0],
+                "sha": commit.sha,
+                "lastModified": COMMIT_DATE,
+                "createdAt": COMMIT_DATE,
+                "private": repo.private,
+                "gated": "manual" if repo.gated else False,
+                "disabled": False,
+                "tags": [],
+                "siblings": [blob.sibling(path, with_blobs) for path, blob in commit.files.items()],
+                "usedStorage": sum(blob.size for blob in commit.files.values()),
+            }
+        )
+
+    def _tree(self, repo: _Repo, revision: str, path: str, query) -> _Reply:
+        commit = self._commit_or_error(repo, revision)
+        if isinstance(commit, _Reply):
+            return commit
+        path = path.strip("/")
+        if path and path not in commit.directories():
+            return _error(404, "EntryNotFound", f"{path} does not exist on {revision}", {"X-Repo-Commit": commit.sha})
+        recursive = query.get("recursive", ["false"])[0].lower() in ("1", "true")
+        expand = query.get("expand", ["false"])[0].lower() in ("1", "true")
+        prefix = f"{path}/" if path else ""
+        names = [p for p in sorted(commit.directories() | set(commit.files)) if p.startswith(prefix)]
+        if not recursive:
+            names = [p for p in names if "/" not in p[len(prefix) :]]
+        entries = [commit.entry(p) for p in names]
+        if expand:
+            for entry in entries:
+                entry["lastCommit"] = {"id": commit.sha, "title": "Upload", "date": COMMIT_DATE}
+        return _json(entries)
+
+    def _paths_info(self, repo: _Repo, revision: str, form) -> _Reply:
+        commit = self._commit_or_error(repo, revision)
+        if isinstance(commit, _Reply):
+            return commit
+        entries = [commit.entry(p.strip("/")) for p in form.get("paths", [])]
+        return _json([e for e in entries if e is not None])
+
+    def _resolve(self, repo_id: str, revision: str, path: str, headers, token: str | None) -> _Reply:
+        repo = self._access(repo_id, token, download=True)
+        if isinstance(repo, _Reply):
+            return repo
+        commit = self._commit_or_error(repo, revision)
+        if isinstance(commit, _Reply):
+            return commit
+        blob = commit.files.get(path)
+        if blob is None:
+            return _error(404, "EntryNotFound", f"{path} does not exist on {revision}", {"X-Repo-Commit": commit.sha})
+        base = {
+            "Content-Type": "application/octet-stream",
+            "Accept-Ranges": "bytes",
+            "ETag": f'"{blob.etag}"',
+            "X-Repo-Commit": commit.sha,
+        }
+        requested = headers.get("Range")
+        span = _parse_range(requested, blob.size) if requested else None
+        if span == "unsatisfiable":
+            return _Reply(416, {**base, "Content-Range": f"bytes */{blob.size}"})
+        if span is None:
+            return _Reply(200, base, blob=blob, span=(0, blob.size))
+        start, end = span
+        return _Reply(206, {**base, "Content-Range": f"bytes {start}-{end - 1}/{blob.size}"}, blob=blob, span=span)
