@@ -1,0 +1,158 @@
+"""`check` on every kind of SOURCE: local GGUF (+ sidecar beside it or named), split GGUF, HF cache
+folder, Hub repo with --file and REPO:QUANT; and the output formats, with names from files sanitised."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mtpinspect
+from gguf_factory import Glm4MoeDims, write_nextn_gguf
+from hubstub import HubStub
+from mtpinspect.errors import SourceError
+from mtpinspect.tiny_model import TinyModelSpec, mismatched_sidecar, write_tiny_model
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "mtpinspect", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_local_bundled_gguf(tmp_path: Path) -> None:
+    (path,) = write_tiny_model(tmp_path / "tiny-F32.gguf", TinyModelSpec())
+    report = mtpinspect.check(str(path))
+    assert (report.usable, report.layout, report.mtp_layers) == (True, "bundled", 1)
+    assert report.runtimes["llama.cpp"].command == f"llama-server -m {path} --spec-type draft-mtp --spec-draft-n-max 2"
+    assert report.bytes_read == path.stat().st_size and report.revision is None
+
+
+def test_sidecar_found_beside_main_file(tmp_path: Path) -> None:
+    main, side = write_tiny_model(tmp_path / "tiny.gguf", TinyModelSpec(layout="sidecar"))
+    report = mtpinspect.check(str(main))
+    assert (report.layout, report.mtp_layers) == ("sidecar", 1)
+    assert "MTP_SIDECAR" in report.codes() and "SIDECAR_MISMATCH" not in report.codes()
+    assert f"-md {side}" in report.runtimes["llama.cpp"].command
+
+
+@pytest.mark.parametrize("kind", ["embd", "vocab", "layers"])
+def test_mismatched_sidecar_named_explicitly(tmp_path: Path, kind: str) -> None:
+    (main,) = write_tiny_model(tmp_path / "main.gguf", TinyModelSpec(nextn=False))
+    (tmp_path / "other").mkdir()
+    other = write_tiny_model(tmp_path / "other" / "x.gguf", TinyModelSpec(layout="sidecar", sidecar_from=mismatched_sidecar(kind)))
+    sidecar = next(p for p in other if p.name.startswith("mtp-"))
+    report = mtpinspect.check(str(main), mtp_file=str(sidecar))
+    assert "SIDECAR_MISMATCH" in report.codes(), report.codes()
+    assert report.runtimes["llama.cpp"].status == "unsupported"
+    assert report.exit_code == 1
+
+
+def test_no_nextn_gguf_is_not_usable(tmp_path: Path) -> None:
+    (path,) = write_tiny_model(tmp_path / "plain.gguf", TinyModelSpec(nextn=False))
+    report = mtpinspect.check(str(path))
+    assert (report.usable, report.layout, report.mtp_layers, report.exit_code) == (False, "none", 0, 1)
+
+
+def test_low_bit_head_is_at_risk(tmp_path: Path) -> None:
+    from mtpinspect.tiny_model import spec_for_head_type
+
+    (path,) = write_tiny_model(tmp_path / "tq.gguf", spec_for_head_type("TQ1_0"))
+    report = mtpinspect.check(str(path))
+    assert "LOW_BIT_MTP_HEAD" in report.codes()
+    assert report.runtimes["llama.cpp"].status == "at-risk"
+
+
+def test_split_gguf_local(tmp_path: Path) -> None:
+    # Two shards: the nextn tensors live in the second, as llama-gguf-split leaves them.
+    from gguf_factory import TensorSpec, glm4moe_metadata, glm4moe_tensors, write_gguf
+
+    dims = Glm4MoeDims()
+    tensors = glm4moe_tensors(dims, None, sidecar=False)
+    first, second = [t for t in tensors if ".nextn." not in t.name], [t for t in tensors if ".nextn." in t.name]
+    meta = {**glm4moe_metadata(dims), "tokenizer.ggml.model": "test", "tokenizer.ggml.tokens": [f"t{i}" for i in range(dims.n_vocab)],
+            "split.count": 2}
+    write_gguf(tmp_path / "m-00001-of-00002.gguf", arch="glm4moe", metadata={**meta, "split.no": 0}, tensors=first)
+    write_gguf(tmp_path / "m-00002-of-00002.gguf", arch="glm4moe", metadata={"split.no": 1, "split.count": 2}, tensors=second)
+    report = mtpinspect.check(str(tmp_path / "m-00001-of-00002.gguf"))
+    assert (report.layout, report.mtp_layers) == ("bundled", 1)
+    assert report.files["gguf"] == ["m-00001-of-00002.gguf", "m-00002-of-00002.gguf"]
+    (tmp_path / "m-00002-of-00002.gguf").unlink()
+    with pytest.raises(SourceError, match="00002-of-00002.gguf is missing"):
+        mtpinspect.check(str(tmp_path / "m-00001-of-00002.gguf"))
+
+
+def test_hf_cache_folder(tmp_path: Path) -> None:
+    repo = tmp_path / "hub" / "models--acme--tiny"
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    snap = repo / "snapshots" / sha
+    snap.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(sha)
+    write_tiny_model(snap / "tiny-Q8_0.gguf", TinyModelSpec(head_type="Q8_0"))
+    report = mtpinspect.check(str(repo))
+    assert report.layout == "bundled" and report.source_kind == "local-dir"
+    with pytest.raises(SourceError, match="no cached snapshot for revision 'v2'"):
+        mtpinspect.check(str(repo), revision="v2")
+
+
+@pytest.fixture(scope="module")
+def gguf_hub(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("ggufhub")
+    q8 = write_nextn_gguf(root / "Tiny-Q8_0.gguf")
+    q4 = write_nextn_gguf(root / "Tiny-Q4_K_M.gguf")
+    side = write_nextn_gguf(root / "mtp-Tiny-Q8_0.gguf", sidecar=True)
+    with HubStub() as stub:
+        stub.add_repo("acme/Tiny-GGUF", {"Tiny-Q8_0.gguf": q8, "Tiny-Q4_K_M.gguf": q4, "MTP/mtp-Tiny-Q8_0.gguf": side})
+        yield stub
+
+
+def test_hub_gguf_quant_selector(gguf_hub: HubStub) -> None:
+    report = mtpinspect.check("acme/Tiny-GGUF:Q4_K_M", endpoint=gguf_hub.url)
+    assert report.files["gguf"] == ["Tiny-Q4_K_M.gguf"]
+    assert report.runtimes["llama.cpp"].command.startswith("llama-server -hf acme/Tiny-GGUF:Q4_K_M --spec-type draft-mtp")
+    assert report.revision == gguf_hub.sha("acme/Tiny-GGUF")
+
+
+def test_hub_gguf_file_option_and_ambiguity(gguf_hub: HubStub) -> None:
+    report = mtpinspect.check("acme/Tiny-GGUF", file="Tiny-Q8_0.gguf", endpoint=gguf_hub.url)
+    assert report.files["gguf"] == ["Tiny-Q8_0.gguf"]
+    with pytest.raises(SourceError, match="2 GGUF models in the repo; pick one"):
+        mtpinspect.check("acme/Tiny-GGUF", endpoint=gguf_hub.url)
+
+
+def test_formats_md_csv_json(tmp_path: Path) -> None:
+    (path,) = write_tiny_model(tmp_path / "tiny.gguf", TinyModelSpec())
+    md = cli("check", str(path), "--format", "md")
+    assert md.returncode == 0 and "## Findings" in md.stdout and "| severity" in md.stdout
+    rows = list(csv.DictReader(io.StringIO(cli("check", str(path), "--format", "csv").stdout)))
+    assert rows[0]["code"] == "MTP_PRESENT" and rows[0]["severity"] == "info"
+    doc = json.loads(cli("check", str(path), "--format", "json").stdout)
+    assert doc["schema"] == "mtpinspect.check/1" and doc["layout"] == "bundled"
+    codes = json.loads(cli("check", "--codes", "--format", "json", "x").stdout)
+    assert {"MTP_PRESENT", "SIDECAR_MISMATCH", "LOW_BIT_MTP_HEAD", "ARCH_NO_MTP_GRAPH", "SEPARATE_DRAFTER"} <= {c["code"] for c in codes}
+
+
+def test_terminal_escapes_in_names_are_sanitised(tmp_path: Path) -> None:
+    path = write_nextn_gguf(tmp_path / "evil.gguf", extra_metadata={"general.name": "x\x1b[2J\x1b]0;pwned\x07y"})
+    (tmp_path / "plain").mkdir()
+    shutil.copy(path, tmp_path / "plain" / "evil.gguf")
+    # A GGUF without its head: the finding quotes general.name.
+    from gguf_factory import write_gguf, glm4moe_metadata, glm4moe_tensors
+
+    dims = Glm4MoeDims()
+    meta = {**glm4moe_metadata(dims), "general.name": "Qwen\x1b[31mRED\x1b[0m", "tokenizer.ggml.model": "test",
+            "tokenizer.ggml.tokens": [f"t{i}" for i in range(dims.n_vocab)]}
+    meta.pop("glm4moe.nextn_predict_layers")
+    meta["glm4moe.block_count"] = dims.n_layer
+    write_gguf(tmp_path / "dropped.gguf", arch="glm4moe",
+               metadata=meta, tensors=[t for t in glm4moe_tensors(dims, None, sidecar=False) if not t.name.startswith(f"blk.{dims.n_layer}.")])
+    out = cli("check", str(tmp_path / "dropped.gguf"))
+    assert "\x1b" not in out.stdout and "\\x1b[31mRED" in out.stdout, out.stdout
