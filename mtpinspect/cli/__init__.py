@@ -6,6 +6,7 @@ Each command group lives in its own module and is registered here. Errors that a
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import click
@@ -32,9 +33,9 @@ def cli() -> None:
 
 def _register() -> None:
     # Imported here so that `mtpinspect --help` stays fast and each group stays in its own module.
-    from mtpinspect.cli import check, tiny_model
+    from mtpinspect.cli import check, runtime, tiny_model
 
-    for module in (check, tiny_model):
+    for module in (check, runtime, tiny_model):
         cli.add_command(module.command)
 
 
@@ -64,5 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     return result if isinstance(result, int) else 0
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    # A plain `kill` must clean up like Ctrl-C: every llama-server we started is stopped by `with` blocks.
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def entry() -> None:
+    signal.signal(signal.SIGTERM, _terminate)
     sys.exit(main())

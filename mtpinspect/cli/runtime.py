@@ -1,0 +1,91 @@
+"""`mtpinspect runtime`: show which llama-server sweep would use, or build the pinned one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from mtpinspect.cli._output import Output, OutputFormat, format_option_help
+from mtpinspect.runtime.build import (
+    BACKENDS,
+    PINNED_LLAMA_CPP,
+    PINNED_PACKAGE,
+    PINNED_VERSION,
+    build_server,
+    cache_root,
+    cached_server,
+)
+from mtpinspect.runtime.find import ServerBinary, describe, find_server
+
+_FIELDS = ("path", "version", "commit", "backend", "origin", "built_with")
+
+
+def _options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option(
+        "--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table",
+        help=format_option_help(),
+    )(func)
+    func = click.option(
+        "--backend", type=click.Choice(BACKENDS), default="cpu", show_default=True,
+        help="Which cached pinned build to look for.",
+    )(func)
+    return click.option(
+        "--server", "server", metavar="PATH", default=None,
+        help="Use this llama-server instead of searching ($LLAMA_SERVER, PATH, cache).",
+    )(func)
+
+
+def _render(binary: ServerBinary, fmt: str) -> None:
+    out = Output(fmt)
+    rows = [{"field": name, "value": getattr(binary, name)} for name in _FIELDS]
+    out.table(rows, ["field", "value"], title="llama-server", primary=True)
+    out.text(f"\npinned build: {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}), cache: {cache_root()}")
+    out.document({**{name: getattr(binary, name) for name in _FIELDS}, "build_number": binary.build_number,
+                  "cache_dir": cache_root()})
+
+
+def _show(server: str | None, backend: str, fmt: str) -> int:
+    # Showing never starts a many-minute build; `runtime build` does that on request.
+    _render(find_server(server, build=False, backend=backend), fmt)
+    return 0
+
+
+@click.group("runtime", invoke_without_command=True)
+@_options
+@click.pass_context
+def command(ctx: click.Context, server: str | None, backend: str, fmt: str) -> int:
+    """Show the llama-server in use (path, version, backend), or build the pinned one."""
+    if ctx.invoked_subcommand is None:
+        return _show(server, backend, fmt)
+    return 0
+
+
+@command.command("show")
+@_options
+def show(server: str | None, backend: str, fmt: str) -> int:
+    """Show the llama-server that sweep would use and where it was found."""
+    return _show(server, backend, fmt)
+
+
+@command.command("build")
+@click.option("--backend", type=click.Choice(BACKENDS), default="cpu", show_default=True,
+              help="cuda needs the CUDA toolkit (nvcc on PATH or $CUDACXX).")
+@click.option("--force", is_flag=True, help="Rebuild even if the cache already holds this build.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel compile jobs (default: all cores).")
+@click.option("--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table",
+              help=format_option_help())
+def build(backend: str, force: bool, jobs: int | None, fmt: str) -> int:
+    """Build the pinned llama-server from the llama-cpp-python sdist (minutes; cached afterwards)."""
+    if cached_server(backend) is not None and not force:
+        click.echo("llama-server is already built (use --force to rebuild)", err=True)
+    else:
+        click.echo(
+            f"building llama-server from {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}, "
+            f"{backend}) into {cache_root()}; this takes several minutes",
+            err=True,
+        )
+    path = build_server(backend, force=force, jobs=jobs, progress=lambda line: click.echo(line, err=True))
+    _render(describe(path, "built"), fmt)
+    return 0

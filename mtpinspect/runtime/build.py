@@ -1,0 +1,336 @@
+"""Build the pinned llama-server once from the llama.cpp tree vendored in a llama-cpp-python sdist.
+
+The package registry is the only source: pip downloads the pinned source distribution (its hash is
+checked), the vendored llama.cpp is configured with CMake and only the `llama-server` target is
+built. The result goes into the user cache directory, one folder per backend, with a `build.json`
+that records what was built and how. Builds happen in a temporary folder next to the cache and are
+renamed into place at the end, under a lock, so an interrupted or concurrent build never leaves a
+half-written binary behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import platformdirs
+
+from mtpinspect.errors import ServerError
+
+PINNED_PACKAGE = "llama-cpp-python"
+PINNED_VERSION = "0.3.36"
+PINNED_LLAMA_CPP = "0c1e570"
+# sha256 of llama_cpp_python-0.3.36.tar.gz as published on PyPI.
+PINNED_SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
+
+BACKENDS = ("cpu", "cuda")
+BINARY_NAME = "llama-server.exe" if os.name == "nt" else "llama-server"
+METADATA_NAME = "build.json"
+CACHE_ENV = "MTPINSPECT_CACHE_DIR"
+
+_SDIST_NAME = f"{PINNED_PACKAGE.replace('-', '_')}-{PINNED_VERSION}.tar.gz"
+_PROGRESS_RE = re.compile(r"^\[\s*\d+%\]")
+
+Progress = Callable[[str], None]
+
+
+def cache_root() -> Path:
+    """Where built servers live: $MTPINSPECT_CACHE_DIR/llama-server, else the user cache directory."""
+    override = os.environ.get(CACHE_ENV)
+    base = Path(override) if override else Path(platformdirs.user_cache_dir("mtpinspect"))
+    return base / "llama-server"
+
+
+def install_dir(backend: str) -> Path:
+    """The folder holding one backend's binary and its build.json."""
+    return cache_root() / f"{PINNED_VERSION}-{PINNED_LLAMA_CPP}-{_check_backend(backend)}"
+
+
+def _check_backend(backend: str) -> str:
+    if backend not in BACKENDS:
+        raise ServerError(f"backend {backend!r}: unknown (choose from {', '.join(BACKENDS)})")
+    return backend
+
+
+def cached_server(backend: str = "cpu") -> Path | None:
+    """The cached binary for a backend, if a complete build is installed."""
+    folder = install_dir(backend)
+    binary = folder / BINARY_NAME
+    if binary.is_file() and os.access(binary, os.X_OK) and (folder / METADATA_NAME).is_file():
+        return binary
+    return None
+
+
+def read_metadata(backend: str = "cpu") -> dict | None:
+    """build.json of the cached build, or None."""
+    try:
+        return json.loads((install_dir(backend) / METADATA_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _nvcc() -> str | None:
+    cudacxx = os.environ.get("CUDACXX")
+    if cudacxx and Path(cudacxx).is_file():
+        return cudacxx
+    return shutil.which("nvcc")
+
+
+def cmake_args(backend: str) -> list[str]:
+    """CMake configure arguments for a backend; "cuda" needs nvcc (on PATH or $CUDACXX)."""
+    _check_backend(backend)
+    args = [
+        "-DCMAKE_BUILD_TYPE=Release",
+        # One self-contained binary: nothing to copy besides it, no rpath to get wrong.
+        "-DBUILD_SHARED_LIBS=OFF",
+        "-DLLAMA_BUILD_TESTS=OFF",
+        "-DLLAMA_BUILD_EXAMPLES=OFF",
+        # The web UI needs node or a download; the HTTP API is all mtpinspect uses.
+        "-DLLAMA_BUILD_UI=OFF",
+        "-DLLAMA_USE_PREBUILT_UI=OFF",
+        "-DLLAMA_OPENSSL=OFF",
+        "-DLLAMA_BUILD_APP=OFF",
+        # The sdist's git metadata gives the same commit; stating it keeps an enclosing git repo
+        # (a cache folder inside a checkout) from leaking its own hash into `--version`.
+        f"-DLLAMA_BUILD_COMMIT={PINNED_LLAMA_CPP}",
+    ]
+    if backend == "cuda":
+        nvcc = _nvcc()
+        if nvcc is None:
+            raise ServerError(
+                "cannot build llama-server for cuda: nvcc not found on PATH and $CUDACXX is not set "
+                "(install the CUDA toolkit, or build with --backend cpu)"
+            )
+        args += ["-DGGML_CUDA=ON", f"-DCMAKE_CUDA_COMPILER={nvcc}"]
+    return args
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on a file, held until the block ends (waits for another build to finish)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+b") as fh:
+        if os.name == "nt":
+            import msvcrt
+
+            fh.seek(0)
+            while True:
+                try:
+                    msvcrt.locking(fh.fileno(), msvcrt.LK_LOCK, 1)
+                    break
+                except OSError:
+                    time.sleep(1)
+        else:
+            import fcntl
+
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        yield
+
+
+def _kill_tree(proc: subprocess.Popen[str]) -> None:
+    if os.name == "nt":
+        proc.kill()
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _run(step: str, command: Sequence[str], log: Path, progress: Progress | None, cwd: Path | None = None) -> None:
+    """Run one build step, appending its output to the log and passing progress lines to the callback."""
+    # Line-buffered so `tail -f` on the log follows a long build.
+    with log.open("a", encoding="utf-8", errors="replace", buffering=1) as out:
+        out.write(f"$ {' '.join(command)}\n")
+        out.flush()
+        try:
+            proc = subprocess.Popen(
+                list(command),
+                cwd=cwd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                errors="replace",
+                # Its own process group, so an interrupt can stop make and the compilers under cmake.
+                start_new_session=os.name != "nt",
+            )
+        except OSError as exc:
+            raise ServerError(f"llama-server build failed at {step}: cannot run {command[0]}: {exc.strerror}") from None
+        last = ""
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                out.write(line)
+                stripped = line.strip()
+                if stripped:
+                    last = stripped
+                    if progress is not None and _PROGRESS_RE.match(stripped):
+                        progress(stripped)
+        except BaseException:
+            _kill_tree(proc)
+            raise
+        code = proc.wait()
+    if code != 0:
+        raise ServerError(f"llama-server build failed at {step} (exit {code}): {last[:200]} (log: {log})")
+
+
+def _download_sdist(dest: Path, log: Path, progress: Progress | None) -> Path:
+    """The pinned sdist in the cache, downloaded with pip when absent; its hash must match the pin."""
+    sdist = dest / _SDIST_NAME
+    if not sdist.is_file() or _sha256(sdist) != PINNED_SDIST_SHA256:
+        if progress is not None:
+            progress(f"downloading {PINNED_PACKAGE}=={PINNED_VERSION} (source distribution) with pip")
+        download = Path(tempfile.mkdtemp(prefix="sdist-", dir=dest))
+        try:
+            _run(
+                "pip download",
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                 "--disable-pip-version-check", "-d", str(download), f"{PINNED_PACKAGE}=={PINNED_VERSION}"],
+                log,
+                progress,
+            )
+            got = download / _SDIST_NAME
+            if not got.is_file():
+                raise ServerError(f"llama-server build failed at pip download: {_SDIST_NAME} not in pip's output")
+            os.replace(got, sdist)
+        finally:
+            shutil.rmtree(download, ignore_errors=True)
+    actual = _sha256(sdist)
+    if actual != PINNED_SDIST_SHA256:
+        sdist.unlink()
+        raise ServerError(f"{_SDIST_NAME}: sha256 {actual} does not match the pinned {PINNED_SDIST_SHA256}")
+    return sdist
+
+
+def _wanted(name: str, top: str) -> bool:
+    """Members needed to build: vendor/llama.cpp without its docs and test vocabularies, and the git
+    metadata that names the commit (build-info reads it)."""
+    tree = f"{top}/vendor/llama.cpp/"
+    if name.startswith((tree + "models/", tree + "docs/")):
+        return False
+    return name.startswith((tree, f"{top}/.git/")) or name in (tree[:-1], f"{top}/.git")
+
+
+def _unpack(sdist: Path, dest: Path) -> Path:
+    """Unpack what the build needs from the sdist and return its vendor/llama.cpp folder."""
+    top = sdist.name[: -len(".tar.gz")]
+    with tarfile.open(sdist) as tar:
+        members = [m for m in tar.getmembers() if _wanted(m.name, top)]
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(dest, members=members, filter="data")
+        else:  # Python < 3.10.12 / 3.11.4: the archive's hash was checked above.
+            tar.extractall(dest, members=members)  # noqa: S202
+    source = dest / top / "vendor" / "llama.cpp"
+    if not (source / "CMakeLists.txt").is_file():
+        raise ServerError(f"{sdist.name}: no vendor/llama.cpp/CMakeLists.txt inside")
+    return source
+
+
+def _version_text(binary: Path) -> str:
+    try:
+        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, errors="replace", timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ServerError(f"llama-server build failed at check: {binary} --version: {exc}") from None
+    return (done.stdout + done.stderr).strip()
+
+
+def write_metadata(folder: Path, backend: str, args: Sequence[str], version_text: str) -> None:
+    """Record what the binary in `folder` is and how it was built."""
+    meta = {
+        "package": PINNED_PACKAGE,
+        "package_version": PINNED_VERSION,
+        "llama_cpp_commit": PINNED_LLAMA_CPP,
+        "sdist_sha256": PINNED_SDIST_SHA256,
+        "backend": backend,
+        "cmake_args": list(args),
+        "target": "llama-server",
+        "machine": platform.machine(),
+        "system": platform.system(),
+        "version_output": version_text,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    (folder / METADATA_NAME).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+
+def install_binary(binary: Path, backend: str, args: Sequence[str]) -> Path:
+    """Put an already built llama-server into the cache (atomically), as build_server does at its end."""
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".install-{backend}-", dir=root))
+    staging.chmod(0o755)  # mkdtemp makes it private; the cache is readable like any program folder
+    try:
+        target = staging / BINARY_NAME
+        shutil.copy2(binary, target)
+        write_metadata(staging, backend, args, _version_text(target))
+        final = install_dir(backend)
+        if final.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".old-{backend}-", dir=root))
+            os.replace(final, old / "x")
+            shutil.rmtree(old, ignore_errors=True)
+        os.replace(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final / BINARY_NAME
+
+
+def build_server(
+    backend: str = "cpu",
+    *,
+    force: bool = False,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+) -> Path:
+    """Build (or reuse) the pinned llama-server for a backend and return the cached binary's path."""
+    args = cmake_args(backend)
+    root = cache_root()
+    with _lock(root / f".build-{backend}.lock"):
+        # Another process may have finished the same build while this one waited for the lock.
+        existing = cached_server(backend)
+        if existing is not None and not force:
+            return existing
+        work = Path(tempfile.mkdtemp(prefix=f".build-{backend}-", dir=root))
+        log = root / f"build-{backend}.log"
+        log.write_text("", encoding="utf-8")
+        try:
+            sdist = _download_sdist(root, log, progress)
+            if progress is not None:
+                progress(f"unpacking {sdist.name}")
+            source = _unpack(sdist, work / "src")
+            build = work / "build"
+            if progress is not None:
+                progress(f"configuring llama.cpp {PINNED_LLAMA_CPP} ({backend}) with cmake")
+            _run("cmake configure", ["cmake", "-S", str(source), "-B", str(build), *args], log, progress)
+            jobs = jobs or os.cpu_count() or 1
+            _run(
+                "cmake build",
+                ["cmake", "--build", str(build), "--config", "Release", "--target", "llama-server", "-j", str(jobs)],
+                log,
+                progress,
+            )
+            built = next((p for p in (build / "bin" / BINARY_NAME, build / "bin" / "Release" / BINARY_NAME) if p.is_file()), None)
+            if built is None:
+                raise ServerError(f"llama-server build failed at install: no {BINARY_NAME} under {build / 'bin'} (log: {log})")
+            return install_binary(built, backend, args)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)

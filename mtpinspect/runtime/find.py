@@ -1,0 +1,166 @@
+"""Find the llama-server to use and say what it is (version, commit, backend, where it came from).
+
+Search order: an explicit path (`--server`), `$LLAMA_SERVER`, `llama-server` on PATH, the cache of
+pinned builds, else build the pinned one. Whatever is found is checked by running `--version`, so a
+wrong path fails here in one line rather than later in a sweep.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from mtpinspect.errors import ServerError
+from mtpinspect.runtime.build import BACKENDS, Progress, build_server, cached_server, read_metadata
+
+ENV_VAR = "LLAMA_SERVER"
+
+# "version: 0.5.0-dev (build 1, commit 0c1e570)" (this pin) or "version: 5600 (abc1234)" (older builds).
+_VERSION_RE = re.compile(r"^version:\s*(.+?)\s*$", re.MULTILINE)
+_NEW_STYLE_RE = re.compile(r"\(build (\d+), commit ([0-9a-fA-F]+|unknown)\)")
+_OLD_STYLE_RE = re.compile(r"^(\d+) \(([0-9a-fA-F]+|unknown)\)$")
+_BUILT_WITH_RE = re.compile(r"^built with (.+?)\s*$", re.MULTILINE)
+
+# Markers in `--version` output (device probes print first) or in linked library names.
+_BACKEND_MARKERS = (
+    ("cuda", re.compile(r"ggml_cuda|CUDA|libcudart|libggml-cuda|libcublas", re.IGNORECASE)),
+    ("rocm", re.compile(r"ROCm|hipblas|libamdhip|libggml-hip", re.IGNORECASE)),
+    ("metal", re.compile(r"ggml_metal|\bMetal\b|libggml-metal", re.IGNORECASE)),
+    ("vulkan", re.compile(r"ggml_vulkan|Vulkan|libvulkan|libggml-vulkan", re.IGNORECASE)),
+    ("sycl", re.compile(r"ggml_sycl|SYCL|libggml-sycl", re.IGNORECASE)),
+    ("opencl", re.compile(r"ggml_opencl|libOpenCL|libggml-opencl", re.IGNORECASE)),
+)
+
+
+@dataclass(frozen=True)
+class ServerBinary:
+    """A llama-server executable that answered `--version`."""
+
+    path: Path
+    version: str
+    commit: str | None
+    backend: str
+    origin: str  # "--server", "$LLAMA_SERVER", "PATH", "cache", "built"
+    build_number: int | None = None
+    built_with: str | None = None
+
+
+def _version_output(path: Path, shown: str) -> str:
+    try:
+        done = subprocess.run(
+            [str(path), "--version"], capture_output=True, text=True, errors="replace", timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        raise ServerError(f"{shown}: not a llama-server (`--version` did not return within 60 s)") from None
+    except OSError as exc:
+        raise ServerError(f"{shown}: cannot run it: {exc.strerror or exc}") from None
+    return done.stdout + "\n" + done.stderr
+
+
+def _linked_libraries(path: Path) -> str:
+    """Names of the shared libraries the binary links and the backend libraries next to it."""
+    names = [p.name for p in path.parent.glob("*ggml*")]
+    tool = ["otool", "-L"] if shutil.which("otool") and not shutil.which("ldd") else ["ldd"]
+    if shutil.which(tool[0]):
+        try:
+            done = subprocess.run([*tool, str(path)], capture_output=True, text=True, errors="replace", timeout=30)
+            names.append(done.stdout)
+        except (OSError, subprocess.TimeoutExpired):
+            pass  # the backend then comes from --version alone
+    return "\n".join(names)
+
+
+def detect_backend(version_output: str, path: Path | None = None) -> str:
+    """The GPU backend a binary was built with, from its `--version` output and linked libraries; else "cpu"."""
+    evidence = version_output + ("\n" + _linked_libraries(path) if path is not None else "")
+    for backend, pattern in _BACKEND_MARKERS:
+        if pattern.search(evidence):
+            return backend
+    return "cpu"
+
+
+def describe(path: Path, origin: str, shown: str | None = None) -> ServerBinary:
+    """Check that `path` is a runnable llama-server and read its version, commit and backend."""
+    shown = shown or str(path)
+    if not path.exists():
+        raise ServerError(f"{shown}: no such file")
+    if path.is_dir():
+        raise ServerError(f"{shown}: is a directory, not the llama-server executable")
+    if not os.access(path, os.X_OK):
+        raise ServerError(f"{shown}: not executable (chmod +x, or point to the llama-server binary)")
+    output = _version_output(path, shown)
+    match = _VERSION_RE.search(output)
+    if match is None:
+        raise ServerError(f"{shown}: not a llama-server (`--version` printed no 'version:' line)")
+    version = match.group(1)
+    build_number: int | None = None
+    commit: str | None = None
+    new_style = _NEW_STYLE_RE.search(version)
+    old_style = _OLD_STYLE_RE.match(version)
+    if new_style is not None:
+        build_number, commit = int(new_style.group(1)), new_style.group(2)
+    elif old_style is not None:
+        build_number, commit = int(old_style.group(1)), old_style.group(2)
+    built_with = _BUILT_WITH_RE.search(output)
+    backend = None
+    if origin in ("cache", "built"):
+        backend = (read_metadata_for(path) or {}).get("backend")
+    return ServerBinary(
+        path=path.resolve(),
+        version=version,
+        commit=None if commit in (None, "unknown") else commit,
+        backend=backend or detect_backend(output, path),
+        origin=origin,
+        build_number=build_number,
+        built_with=built_with.group(1) if built_with else None,
+    )
+
+
+def read_metadata_for(path: Path) -> dict | None:
+    """build.json of a cached binary (the folder name ends in its backend)."""
+    backend = path.parent.name.rsplit("-", 1)[-1]
+    if backend not in BACKENDS or cached_server(backend) != path:
+        return None
+    return read_metadata(backend)
+
+
+def _explicit_path(value: str | Path) -> Path:
+    text = str(value)
+    # A bare name ("llama-server-cuda") means a program on PATH, as a shell would read it.
+    if os.sep not in text and (os.altsep is None or os.altsep not in text) and not Path(text).exists():
+        found = shutil.which(text)
+        if found is not None:
+            return Path(found)
+    return Path(text).expanduser()
+
+
+def find_server(
+    explicit: str | Path | None = None,
+    *,
+    build: bool = True,
+    backend: str = "cpu",
+    progress: Progress | None = None,
+) -> ServerBinary:
+    """The llama-server to use: explicit, $LLAMA_SERVER, PATH, cache, else a fresh pinned build."""
+    if explicit is not None and str(explicit) != "":
+        return describe(_explicit_path(explicit), "--server", str(explicit))
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return describe(_explicit_path(env), "$LLAMA_SERVER", f"${ENV_VAR}={env}")
+    on_path = shutil.which("llama-server")
+    if on_path is not None:
+        return describe(Path(on_path), "PATH")
+    cached = cached_server(backend)
+    if cached is not None:
+        return describe(cached, "cache")
+    if not build:
+        raise ServerError(
+            f"no llama-server found (--server, ${ENV_VAR}, PATH, cache for {backend}): "
+            "run `mtpinspect runtime build`"
+        )
+    return describe(build_server(backend, progress=progress), "built")

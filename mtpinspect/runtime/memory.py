@@ -1,0 +1,108 @@
+"""Memory of a server while it runs: resident set size of its process tree, and GPU memory.
+
+RSS is sampled in a background thread (20 Hz by default) because peaks during loading and drafting
+last only milliseconds; the sum over the process and its children covers router-mode servers.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+from types import TracebackType
+
+import psutil
+
+
+def tree_rss(pid: int) -> int:
+    """RSS in bytes of a process and all its descendants (0 once it has exited)."""
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for proc in processes:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            continue  # a child that exited between listing and reading
+    return total
+
+
+class RssSampler:
+    """Context manager that records the peak RSS of a process tree while the block runs."""
+
+    def __init__(self, pid: int, hz: float = 20.0) -> None:
+        if hz <= 0:
+            raise ValueError("hz must be positive")
+        self.pid = pid
+        self.interval = 1.0 / hz
+        self.peak_bytes = 0
+        self.samples = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def current_bytes(self) -> int:
+        """RSS of the tree right now (also counted towards the peak)."""
+        value = tree_rss(self.pid)
+        self._record(value)
+        return value
+
+    def _record(self, value: int) -> None:
+        if value > 0:
+            with self._lock:  # the sampling thread and current_bytes() both record
+                self.samples += 1
+                self.peak_bytes = max(self.peak_bytes, value)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._record(tree_rss(self.pid))
+            self._stop.wait(self.interval)
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"rss-{self.pid}", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def __enter__(self) -> RssSampler:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def gpu_memory_used() -> dict[int, int] | None:
+    """Used memory in bytes per GPU index from nvidia-smi, or None without an NVIDIA driver."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    used: dict[int, int] = {}
+    for line in done.stdout.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2 and parts[0].isdigit():
+            try:
+                used[int(parts[0])] = int(float(parts[1]) * 1024 * 1024)
+            except ValueError:
+                continue  # "[N/A]" on some boards
+    return used or None

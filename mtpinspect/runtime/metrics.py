@@ -1,0 +1,158 @@
+"""Speculative-decoding counters from a server's Prometheus `/metrics` page.
+
+llama-server (`llamacpp:` prefix, reference §5.4) and vLLM (`vllm:`) expose counters of drafts, draft
+tokens and accepted tokens (with or without the `_total` suffix, depending on version); SGLang
+(`sglang:`) exposes only gauges of the acceptance rate and length. Counters from two scrapes around
+one request give that request's exact figures: mean length = 1 + Δaccepted / Δdrafts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from mtpinspect.errors import FormatError
+
+# name{labels} value [timestamp]
+_SAMPLE_RE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\S+)?\s*$")
+_POSITION_RE = re.compile(r'position="(\d+)"')
+
+_PREFIXES = ("llamacpp", "vllm", "sglang")
+
+
+def _number(text: str) -> float:
+    lowered = text.lower()
+    if lowered in ("nan", "+nan", "-nan"):
+        return math.nan
+    if lowered in ("+inf", "inf"):
+        return math.inf
+    if lowered == "-inf":
+        return -math.inf
+    return float(text)
+
+
+def _parse_samples(text: str) -> dict[str, float]:
+    samples: dict[str, float] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _SAMPLE_RE.match(line)
+        if match is None:
+            raise FormatError(f"metrics page: line {number} is not a Prometheus sample: {line[:80]!r}")
+        name, labels, value = match.groups()
+        try:
+            samples[name + (labels or "")] = _number(value)
+        except ValueError:
+            raise FormatError(f"metrics page: line {number}: {value!r} is not a number") from None
+    return samples
+
+
+def _base(key: str) -> str:
+    """Sample name without labels and without the `_total` suffix, so both naming styles compare equal."""
+    name = key.split("{", 1)[0]
+    return name[: -len("_total")] if name.endswith("_total") else name
+
+
+def _sum(samples: dict[str, float], names: tuple[str, ...]) -> float | None:
+    # vLLM labels its series by model and engine: the total over label sets is the figure.
+    values = [v for k, v in samples.items() if _base(k) in names]
+    return float(sum(values)) if values else None
+
+
+def _mean(samples: dict[str, float], name: str) -> float | None:
+    # SGLang reports one gauge per data-parallel rank: their mean is the server's figure.
+    values = [v for k, v in samples.items() if _base(k) == name and not math.isnan(v)]
+    return sum(values) / len(values) if values else None
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Counters from one scrape (or the difference of two, see :meth:`delta`)."""
+
+    draft_tokens: float
+    accepted_tokens: float
+    drafts: float
+    accepted_per_pos: dict[int, float]
+    tokens_predicted: float
+    raw: dict[str, float]
+    source: str = "llamacpp"
+    # SGLang publishes only running averages, not counters.
+    reported_acceptance: float | None = None
+    reported_mean_length: float | None = None
+    has_spec_counters: bool = True
+
+    @property
+    def acceptance(self) -> float | None:
+        if self.draft_tokens > 0:
+            return self.accepted_tokens / self.draft_tokens
+        return self.reported_acceptance
+
+    @property
+    def mean_length(self) -> float | None:
+        """Tokens emitted per verification step, the target's own token included."""
+        if self.drafts > 0:
+            return 1.0 + self.accepted_tokens / self.drafts
+        return self.reported_mean_length
+
+    def per_position_rates(self) -> tuple[float, ...]:
+        """Per draft position, the share of verification steps that accepted it."""
+        if self.drafts <= 0:
+            return ()
+        return tuple(self.accepted_per_pos[i] / self.drafts for i in sorted(self.accepted_per_pos))
+
+    def delta(self, before: Metrics) -> Metrics:
+        """What happened between an earlier scrape and this one (counters subtract; gauges keep this value)."""
+        positions = set(self.accepted_per_pos) | set(before.accepted_per_pos)
+        return Metrics(
+            draft_tokens=self.draft_tokens - before.draft_tokens,
+            accepted_tokens=self.accepted_tokens - before.accepted_tokens,
+            drafts=self.drafts - before.drafts,
+            accepted_per_pos={
+                p: self.accepted_per_pos.get(p, 0.0) - before.accepted_per_pos.get(p, 0.0) for p in sorted(positions)
+            },
+            tokens_predicted=self.tokens_predicted - before.tokens_predicted,
+            raw={k: v - before.raw.get(k, 0.0) for k, v in self.raw.items()},
+            source=self.source,
+            reported_acceptance=self.reported_acceptance,
+            reported_mean_length=self.reported_mean_length,
+            has_spec_counters=self.has_spec_counters,
+        )
+
+
+def _source(samples: dict[str, float]) -> str:
+    for prefix in _PREFIXES:
+        if any(k.startswith(prefix + ":") for k in samples):
+            return prefix
+    return "unknown"
+
+
+def parse_metrics(text: str) -> Metrics:
+    """Parse a Prometheus text page from llama-server, vLLM or SGLang; missing counters read as 0."""
+    samples = _parse_samples(text)
+    source = _source(samples)
+    p = source + ":"
+    draft_tokens = _sum(samples, (p + "spec_decode_num_draft_tokens",))
+    accepted = _sum(samples, (p + "spec_decode_num_accepted_tokens",))
+    drafts = _sum(samples, (p + "spec_decode_num_drafts",))
+    per_pos: dict[int, float] = {}
+    for key, value in samples.items():
+        if _base(key) == p + "spec_decode_num_accepted_tokens_per_pos":
+            match = _POSITION_RE.search(key)
+            if match is not None:
+                position = int(match.group(1))
+                per_pos[position] = per_pos.get(position, 0.0) + value
+    predicted = _sum(samples, (p + "tokens_predicted", p + "generation_tokens"))
+    return Metrics(
+        draft_tokens=draft_tokens or 0.0,
+        accepted_tokens=accepted or 0.0,
+        drafts=drafts or 0.0,
+        accepted_per_pos=dict(sorted(per_pos.items())),
+        tokens_predicted=predicted or 0.0,
+        raw=samples,
+        source=source,
+        reported_acceptance=_mean(samples, "sglang:spec_accept_rate"),
+        reported_mean_length=_mean(samples, "sglang:spec_accept_length"),
+        has_spec_counters=draft_tokens is not None,
+    )

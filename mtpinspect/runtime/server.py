@@ -1,0 +1,436 @@
+"""One llama-server process on 127.0.0.1: start it, wait until it is ready, send requests, stop it.
+
+Use it as a context manager: whatever happens in the block (an error, Ctrl-C), the server and every
+process it started are terminated when the block ends. The server runs in its own process group so a
+terminal's Ctrl-C reaches only mtpinspect, which then stops the server in order (SIGTERM, a grace
+period, SIGKILL). Its stdout and stderr go to a log file, which is where the reasons for a failed
+start and the draft acceptance lines are read from.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+import psutil
+
+from mtpinspect.errors import ServerError, UsageError
+from mtpinspect.runtime.find import ServerBinary
+from mtpinspect.runtime.logs import failure_reason, last_line
+from mtpinspect.runtime.metrics import Metrics, parse_metrics
+
+HOST = "127.0.0.1"
+_POLL_S = 0.1
+_LOG_TAIL_LINES = 40
+_PORT_ATTEMPTS = 3
+_FIRST_SIGNAL_WAIT_S = 2.0
+# Logged by a slot when it is released, after the request's timing and draft acceptance lines.
+_OWN_FLAGS = ("-m", "--model", "--host", "--port")
+REQUEST_DONE = re.compile(r"stop processing: n_tokens")
+# 127.0.0.1 must never go through an http_proxy from the environment.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class ServerProcessError(ServerError):
+    """A server process that failed: the one-line message, plus what its log says for a closer look."""
+
+    def __init__(self, message: str, log_tail: str = "", returncode: int | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.log_tail = log_tail
+        self.returncode = returncode
+        self.reason = reason or message
+
+
+class ServerStartError(ServerProcessError):
+    """The server exited or did not become ready; the message is the reason read from its log."""
+
+
+class ServerDiedError(ServerProcessError):
+    """A request was sent to a server that has exited (crashed, killed, out of memory)."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The answer to one POST /completion."""
+
+    text: str
+    timings: dict
+    raw: dict
+    predicted_per_second: float
+    prompt_per_second: float
+    predicted_n: int
+    draft_n: int
+    draft_n_accepted: int
+    wall_seconds: float = 0.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def describe_exit(returncode: int | None) -> str:
+    """"exit code 1" or "killed by SIGKILL"."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+def _exited(proc: subprocess.Popen[bytes], seconds: float) -> bool:
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def _complete_utf8(data: bytes) -> int:
+    """Length of the prefix that does not end inside a UTF-8 sequence (the rest is still being written)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data":
+            return exc.start
+    return len(data)
+
+
+def _has_flag(args: Sequence[str], *names: str) -> bool:
+    return any(a in names or any(a.startswith(n + "=") for n in names) for a in args)
+
+
+class LlamaServer:
+    """A llama-server child process serving one model with one set of arguments."""
+
+    def __init__(
+        self,
+        binary: ServerBinary,
+        model: Path,
+        args: Sequence[str] = (),
+        *,
+        log_path: Path,
+        startup_timeout: float = 120.0,
+        env: Mapping[str, str] | None = None,
+        stop_grace: float = 5.0,
+    ) -> None:
+        taken = [flag for flag in _OWN_FLAGS if _has_flag(args, flag)]
+        if taken:
+            raise UsageError(
+                f"llama-server arguments: {', '.join(taken)} cannot be passed through "
+                "(mtpinspect sets the model, 127.0.0.1 and a free port itself)"
+            )
+        self.binary = binary
+        self.model = Path(model)
+        self.args = list(args)
+        self.log_path = Path(log_path)
+        self.startup_timeout = startup_timeout
+        self.stop_grace = stop_grace
+        self.env = dict(env) if env is not None else None
+        self.port = 0
+        self.command: list[str] = []
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._stopped = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def _build_command(self) -> list[str]:
+        command = [str(self.binary.path), "-m", str(self.model), "--host", HOST, "--port", str(self.port), "--metrics"]
+        # One slot: requests are measured one at a time and per-slot stats must not mix.
+        if not _has_flag(self.args, "-np", "--parallel"):
+            command += ["-np", "1"]
+        return command + self.args
+
+    def start(self) -> None:
+        """Launch the server and wait for GET /health to say ok; ServerStartError if it exits or times out."""
+        if self._proc is not None:
+            raise ServerError("llama-server: start() called twice on the same LlamaServer")
+        for attempt in range(_PORT_ATTEMPTS):
+            try:
+                self._launch()
+                self._wait_ready()
+                return
+            except ServerStartError as exc:
+                self.stop()
+                # Another program may take the free port between our probe and the server's bind.
+                if "couldn't bind" not in str(exc) or attempt == _PORT_ATTEMPTS - 1:
+                    raise
+                self._proc = None
+            except BaseException:
+                self.stop()
+                raise
+
+    def _launch(self) -> None:
+        self._stopped = False
+        self.port = free_port()
+        self.command = self._build_command()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("wb")
+        env = {**os.environ, **self.env} if self.env is not None else None
+        try:
+            self._proc = subprocess.Popen(
+                self.command,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=os.name != "nt",
+            )
+        except OSError as exc:
+            self._close_log()
+            raise ServerError(f"{self.binary.path}: cannot run it: {exc.strerror or exc}") from None
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            code = self.returncode
+            if code is not None:
+                text = self.read_log()
+                reason = failure_reason(text) or f"last log line: {last_line(text)}"
+                raise ServerStartError(
+                    f"llama-server failed to start ({describe_exit(code)}): {reason}", self._tail(text), code, reason
+                )
+            if self._health_ok():
+                return
+            if time.monotonic() > deadline:
+                text = self.read_log()
+                raise ServerStartError(
+                    f"llama-server not ready after {self.startup_timeout:g} s; last log line: {last_line(text)}", self._tail(text)
+                )
+            time.sleep(_POLL_S)
+
+    def _health_ok(self) -> bool:
+        try:
+            with _OPENER.open(self.url + "/health", timeout=2.0) as resp:
+                return resp.status == 200 and json.loads(resp.read() or b"{}").get("status") == "ok"
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException):
+            # Not listening yet, or 503 "Loading model".
+            return False
+
+    def stop(self) -> None:
+        """Terminate the server and all its children: SIGTERM, then SIGKILL after the grace period."""
+        proc = self._proc
+        if proc is None:
+            self._close_log()
+            return
+        self._stopped = True
+        try:
+            family = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.Error:
+            family = []
+        if proc.poll() is None:
+            self._signal_group(proc, signal.SIGTERM)
+            # llama-server waits for requests in flight; a second signal makes it exit at once.
+            if not _exited(proc, _FIRST_SIGNAL_WAIT_S):
+                self._signal_group(proc, signal.SIGTERM)
+                if not _exited(proc, self.stop_grace):
+                    self._signal_group(proc, signal.SIGKILL if os.name != "nt" else signal.SIGTERM)
+                    proc.wait()
+        # Children that left the group (router mode spawns servers) are killed one by one.
+        for child in family:
+            try:
+                child.kill()
+                child.wait(timeout=5)
+            except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+                pass
+        self._close_log()
+
+    @staticmethod
+    def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+        try:
+            if os.name == "nt":
+                proc.send_signal(sig)
+            else:
+                os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass  # already gone
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> LlamaServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        if self._proc is None:
+            raise ServerError("llama-server: not started")
+        return self._proc.pid
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._proc is None else self._proc.poll()
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def read_log(self) -> str:
+        try:
+            return self.log_path.read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def log_since(self, offset: int) -> tuple[str, int]:
+        """New log text since a byte offset, and the offset to pass next time."""
+        try:
+            with self.log_path.open("rb") as fh:
+                fh.seek(offset)
+                data = fh.read()
+        except OSError:
+            return "", offset
+        end = _complete_utf8(data)
+        return data[:end].decode("utf-8", errors="replace"), offset + end
+
+    def wait_for_log(
+        self, offset: int, pattern: re.Pattern[str] = REQUEST_DONE, timeout: float = 10.0
+    ) -> tuple[str, int]:
+        """Like log_since, but waits until the new text matches `pattern` (or the timeout passes).
+
+        llama-server writes its log from a thread, a moment after it answers; by default this waits
+        for the slot's "stop processing" line, which follows a request's timing and draft lines.
+        """
+        deadline = time.monotonic() + timeout
+        text, end = self.log_since(offset)
+        while not pattern.search(text) and time.monotonic() < deadline and self.alive():
+            time.sleep(0.01)
+            more, end = self.log_since(end)
+            text += more
+        return text, end
+
+    @staticmethod
+    def _tail(text: str) -> str:
+        return "\n".join(text.splitlines()[-_LOG_TAIL_LINES:])
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def _died(self, during: str) -> ServerDiedError:
+        text = self.read_log()
+        reason = failure_reason(text) or f"last log line: {last_line(text)}"
+        code = self.returncode
+        return ServerDiedError(
+            f"llama-server (pid {self.pid}) died during {during} ({describe_exit(code)}): {reason}",
+            self._tail(text),
+            code,
+            reason,
+        )
+
+    def _wait_exit(self, seconds: float) -> bool:
+        # A killed server closes its sockets a moment before the OS reports its exit.
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.returncode is not None:
+                return True
+            time.sleep(0.02)
+        return self.returncode is not None
+
+    def _request(self, method: str, path: str, body: dict | None, timeout: float) -> bytes:
+        if not self.alive():
+            if self._proc is None or self._stopped:
+                raise ServerError(f"llama-server: {method} {path} sent to a server that is not running (never started or stopped)")
+            raise self._died(f"{method} {path}")
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with _OPENER.open(request, timeout=timeout) as resp:
+                return resp.read()
+        except urllib.error.HTTPError as exc:
+            payload = exc.read().decode("utf-8", errors="replace")
+            try:
+                message = json.loads(payload)["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                message = payload.strip()[:200] or exc.reason
+            raise ServerError(f"llama-server: {method} {path} -> HTTP {exc.code}: {message}") from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+            if self._stopped:
+                raise ServerError(f"llama-server: {method} {path} interrupted: the server was stopped") from None
+            if self._wait_exit(2.0):
+                raise self._died(f"{method} {path}") from None
+            if isinstance(exc, TimeoutError) or "timed out" in str(exc):
+                raise ServerError(f"llama-server: {method} {path} got no answer within {timeout:g} s") from None
+            raise ServerError(f"llama-server: {method} {path} failed: {exc}") from None
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        n_predict: int,
+        seed: int = 42,
+        temperature: float = 0.0,
+        timeout: float = 600.0,
+        **extra: Any,
+    ) -> Completion:
+        """POST /completion with the prompt cache off, so every request does the same work."""
+        body = {
+            "prompt": prompt,
+            "n_predict": n_predict,
+            "seed": seed,
+            "temperature": temperature,
+            "cache_prompt": False,
+            **extra,
+        }
+        started = time.perf_counter()
+        payload = self._request("POST", "/completion", body, timeout)
+        wall = time.perf_counter() - started
+        try:
+            raw = json.loads(payload)
+        except ValueError:
+            raise ServerError(f"llama-server: /completion answered with non-JSON: {payload[:80]!r}") from None
+        timings = raw.get("timings") or {}
+        return Completion(
+            text=raw.get("content", ""),
+            timings=timings,
+            raw=raw,
+            predicted_per_second=float(timings.get("predicted_per_second", 0.0)),
+            prompt_per_second=float(timings.get("prompt_per_second", 0.0)),
+            predicted_n=int(timings.get("predicted_n", 0)),
+            draft_n=int(timings.get("draft_n", 0)),
+            draft_n_accepted=int(timings.get("draft_n_accepted", 0)),
+            wall_seconds=wall,
+        )
+
+    def metrics(self, timeout: float = 30.0) -> Metrics:
+        """GET /metrics, parsed."""
+        return parse_metrics(self._request("GET", "/metrics", None, timeout).decode("utf-8", errors="replace"))
+
+    def get_json(self, path: str, timeout: float = 30.0) -> Any:
+        """GET a JSON endpoint such as /props or /slots."""
+        payload = self._request("GET", path, None, timeout)
+        try:
+            return json.loads(payload)
+        except ValueError:
+            raise ServerError(f"llama-server: {path} answered with non-JSON: {payload[:80]!r}") from None
