@@ -22,6 +22,7 @@ import re
 import shutil
 import struct
 import sys
+import threading
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
@@ -327,13 +328,29 @@ def serve_cases(stub: HubStub, cases: Sequence[Case], workdir: Path) -> dict[str
 
 
 def main(argv: Sequence[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python tests/casekit.py OUTDIR", file=sys.stderr)
+    """`casekit.py OUTDIR` writes every case as a snapshot folder; `casekit.py --serve OUTDIR` also
+    serves them as Hub repos on 127.0.0.1 until Ctrl-C (point HF_ENDPOINT at the printed URL)."""
+    serve = "--serve" in argv
+    args = [a for a in argv if a != "--serve"]
+    if len(args) != 1:
+        print("usage: python tests/casekit.py [--serve] OUTDIR", file=sys.stderr)
         return 2
-    out = Path(argv[0])
-    for case in load_cases():
-        folder = materialize(case, out / case.id)
-        print(f"{case.id:40} {case.repo_id:55} {folder}")
+    out = Path(args[0])
+    cases = load_cases()
+    if not serve:
+        for case in cases:
+            folder = materialize(case, out / case.id)
+            print(f"{case.id:40} {case.repo_id:55} {folder}")
+        return 0
+    with HubStub() as stub:
+        repos = serve_cases(stub, cases, out)
+        for case in cases:
+            print(f"{case.id:40} {repos[case.id]}")
+        print(f"\nserving {len(cases)} case repos: export HF_ENDPOINT={stub.url}  (Ctrl-C to stop)", flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            return 0
     return 0
 
 

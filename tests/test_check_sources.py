@@ -72,7 +72,7 @@ def test_low_bit_head_is_at_risk(tmp_path: Path) -> None:
 
 def test_split_gguf_local(tmp_path: Path) -> None:
     # Two shards: the nextn tensors live in the second, as llama-gguf-split leaves them.
-    from gguf_factory import TensorSpec, glm4moe_metadata, glm4moe_tensors, write_gguf
+    from gguf_factory import glm4moe_metadata, glm4moe_tensors, write_gguf
 
     dims = Glm4MoeDims()
     tensors = glm4moe_tensors(dims, None, sidecar=False)

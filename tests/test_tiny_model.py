@@ -430,7 +430,7 @@ def test_mismatched_sidecars(binary: ServerBinary, folder: Path) -> None:
     main, sidecar = split("vocab")
     args = ["-md", str(sidecar), *_mtp(3)]
     with LlamaServer(binary, main, args, log_path=folder / "mm-vocab.log", env=quiet) as server:
-        with pytest.raises(ServerDiedError) as died:
+        with pytest.raises(ServerDiedError):
             server.complete(PROMPTS[0], n_predict=N_PREDICT)
         assert "failed to add token" in server.read_log()
 

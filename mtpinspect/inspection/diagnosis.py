@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from mtpinspect.formats.quantization import QuantAudit, audit_mtp
-from mtpinspect.inspection.evidence import CheckpointEvidence, Evidence, GgufEvidence
+from mtpinspect.inspection.evidence import Evidence, GgufEvidence
+from mtpinspect.inspection.naming import HEAD_MARKERS
 from mtpinspect.inspection.report import (
     FINDINGS,
     SEVERITY_ORDER,
@@ -51,6 +52,7 @@ class _Draft:
     layout: str = "none"
     mtp_bytes: int | None = None
     mtp_params: int | None = None
+    audit: QuantAudit | None = None
 
     def add(self, code: str, message: str, evidence: list[str] | tuple[str, ...] = (), severity: str | None = None) -> None:
         self.findings.append(Finding(code, severity or FINDINGS[code][1], message, tuple(_clip(list(evidence)))))
@@ -92,7 +94,7 @@ def _checkpoint_presence(ev: Evidence, d: _Draft) -> None:
             lines.insert(0, where)
         if ck.standalone_mtp_file:
             lines.append(f"separate file {ck.standalone_mtp_file}")
-        lines += [f"{n} {ck.mtp_dtypes.get(n) or '?'}" for n in ck.mtp.names if "proj" in n or "fc" in n][:4]
+        lines += [f"{n} {ck.mtp_dtypes.get(n) or '?'}" for n in _representative(ck.mtp.names)]
         d.add("MTP_PRESENT", f"{present} MTP layer(s) with weights in the checkpoint ({len(ck.mtp.names)} tensors)", lines)
         d.mtp_bytes, d.mtp_params = ck.mtp_bytes, ck.mtp_params
         if len(ck.headers_read) < len(ck.mtp_files) + (1 if ck.standalone_mtp_file else 0):
@@ -114,6 +116,18 @@ def _checkpoint_presence(ev: Evidence, d: _Draft) -> None:
     elif not present:
         msg = f"{decl.key} = 0: the model has no MTP head" if decl else "no MTP key in config.json and no MTP tensors"
         d.add("NO_MTP", msg, [where] if where else [ev.config_file or "no config.json"])
+
+
+def _representative(names: tuple[str, ...], limit: int = 4) -> list[str]:
+    """The head's own tensors first (eh_proj, fc, norms), then attention: experts are many and alike."""
+    weights = [n for n in names if n.endswith(".weight")]
+
+    def rank(name: str) -> int:
+        if any(m in name for m in HEAD_MARKERS) or ".fc." in name or name.endswith("mtp.fc.weight"):
+            return 0
+        return 1 if "attn" in name else 2
+
+    return sorted(weights, key=lambda n: (rank(n), names.index(n)))[:limit]
 
 
 def _maker_release(ev: Evidence) -> bool:
@@ -169,7 +183,8 @@ def _quant_findings(ev: Evidence, d: _Draft, audit: QuantAudit) -> bool:
 
 def _checkpoint_runtimes(ev: Evidence, d: _Draft, family: Family | None, at_risk: bool) -> None:
     model = _model_ref(ev)
-    rev = ev.target.revision
+    # Pin the commit in the commands only when the user asked for a revision other than main.
+    rev = ev.target.revision if getattr(ev.target.tree, "revision", None) else None
     present = d.mtp_layers > 0
     mt = ev.config.model_type if ev.config else None
     risk_reason = "MTP head quantized: expect low or zero acceptance"
@@ -223,16 +238,14 @@ def _diagnose_checkpoint(ev: Evidence, d: _Draft) -> None:
         return
     _checkpoint_presence(ev, d)
     at_risk = False
-    audit = None
     ck = ev.checkpoint
     if ck and ck.mtp.names:
-        audit = audit_mtp(ev.quant, ck.mtp_dtypes, ck.weight_map.keys())
-        at_risk = _quant_findings(ev, d, audit)
+        d.audit = audit_mtp(ev.quant, ck.mtp_dtypes, ck.weight_map.keys())
+        at_risk = _quant_findings(ev, d, d.audit)
     _checkpoint_runtimes(ev, d, family, at_risk)
 
 
 def _gemma(ev: Evidence, d: _Draft, mt: str) -> None:
-    model = _model_ref(ev)
     if mt == "gemma4_assistant":
         n = ev.config.num_hidden_layers if ev.config else None
         d.mtp_layers = n or 0
@@ -251,7 +264,6 @@ def _gemma(ev: Evidence, d: _Draft, mt: str) -> None:
     d.runtimes["vllm"] = RuntimeVerdict("unknown", "the pinned tables have no vLLM MTP proposer for Gemma 4", None)
     d.runtimes["sglang"] = RuntimeVerdict("unknown", "the pinned tables have no SGLang MTP path for Gemma 4", None)
     d.runtimes["transformers"] = RuntimeVerdict("unsupported", "Transformers builds no MTP modules; generation ignores the head")
-    del model
 
 
 # ------------------------------------------------------------------------------------------------
@@ -475,8 +487,7 @@ def diagnose(ev: Evidence) -> CheckReport:
     # At risk still counts: the head loads and drafts; the verdict line says how likely it is to fail.
     usable = any(r.status in ("supported", "at-risk") for r in d.runtimes.values())
     t = ev.target
-    q = ev.quant
-    audit_summary = _quant_summary(ev)
+    audit_summary = _quant_summary(ev, d.audit)
     decl = ev.config.mtp if ev.config else None
     if ev.gguf is not None and ev.gguf.nextn_layers is not None:
         declared, declared_by = ev.gguf.nextn_layers, f"{ev.gguf.files[0]}:{ev.gguf.arch}.nextn_predict_layers"
@@ -495,7 +506,6 @@ def diagnose(ev: Evidence) -> CheckReport:
         files["mtp_shards"] = ck.mtp_files if ck else []
         files["headers_read"] = ck.headers_read if ck else []
         total = t.tree.total_size
-    del q
     return CheckReport(
         source=t.display,
         source_kind=t.kind,
@@ -520,10 +530,8 @@ def diagnose(ev: Evidence) -> CheckReport:
     )
 
 
-def _quant_summary(ev: Evidence) -> QuantizationSummary:
+def _quant_summary(ev: Evidence, audit: QuantAudit | None) -> QuantizationSummary:
     q = ev.quant
-    ck = ev.checkpoint
-    audit = audit_mtp(q, ck.mtp_dtypes, ck.weight_map.keys()) if ck and ck.mtp.names else None
     return QuantizationSummary(
         method=q.method if q else None,
         algo=q.algo if q else None,
