@@ -33,9 +33,9 @@ def cli() -> None:
 
 def _register() -> None:
     # Imported here so that `mtpinspect --help` stays fast and each group stays in its own module.
-    from mtpinspect.cli import check, runtime, tiny_model
+    from mtpinspect.cli import check, runtime, sweep, tiny_model
 
-    for module in (check, runtime, tiny_model):
+    for module in (check, sweep, runtime, tiny_model):
         cli.add_command(module.command)
 
 

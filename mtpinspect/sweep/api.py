@@ -1,0 +1,263 @@
+"""The public entry point of the sweep: options in, report out.
+
+``run_sweep`` resolves the model (or writes the built-in tiny one), finds llama-server, plans the
+runs, runs them (journalling each one), then reads the whole journal back and summarises it, so a
+report after ``--resume`` covers the earlier invocations' runs too.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from mtpinspect.errors import SourceError, UsageError
+from mtpinspect.runtime.find import ServerBinary, find_server
+from mtpinspect.sweep.collect import OK, RUN_KIND, SERVER_KIND, RunRecord, ServerRecord
+from mtpinspect.sweep.jsonl import Journal
+from mtpinspect.sweep.plan import Configuration, build_plan, configurations
+from mtpinspect.sweep.plot import write_plot
+from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
+from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts
+from mtpinspect.sweep.report import Failure, RunCounts, ServerInfo, SweepFiles, SweepReport
+from mtpinspect.sweep.run import RunContext, run_visit
+from mtpinspect.sweep.statistics import break_even, recommend, summarize
+from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
+
+JOURNAL_NAME = "runs.jsonl"
+REPORT_NAME = "report.json"
+PLOT_NAME = "sweep.png"
+TINY_MODEL_NAME = "tiny-mtp.gguf"
+# The demo model drafts each token right with probability 0.8: acceptance falls with n-max and the
+# measured mean length sits below n-max + 1, so every column of the report has something to show.
+TINY_ACCEPTANCE = 0.8
+
+# The sweep sets these per configuration; passing them through would make every server the same.
+_RESERVED_ARGS = ("--spec-type", "--spec-draft-n-max", "--spec-synth-rates", "--spec-synth-len", "-m", "--model")
+_DRAFT_MODEL_ARGS = ("-md", "--spec-draft-model", "--model-draft")
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    n_max: tuple[int, ...] = (1, 2, 3, 4)
+    repeat: int = 3
+    # A .txt/.jsonl file, a directory of them, or a built-in class name; None: every built-in class.
+    prompts: str | Path | None = None
+    n_predict: int = 128
+    seed: int = 42
+    server: str | Path | None = None
+    build_server: bool = True
+    backend: str = "cpu"
+    mtp_file: Path | None = None
+    out_dir: Path = Path("out/sweep")
+    resume: bool = False
+    synthetic: tuple[float, ...] = ()
+    server_args: tuple[str, ...] = ()
+    plot: bool = True
+    startup_timeout: float = 600.0
+    request_timeout: float = 600.0
+
+
+def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCallback | None = None) -> SweepReport:
+    """Measure the baseline and every n-max on ``model`` (None: the built-in tiny MTP model)."""
+    if options.n_predict < 2:
+        raise UsageError(f"--n-predict {options.n_predict}: must be >= 2 (the first token is never drafted)")
+    configs = configurations(options.n_max, options.synthetic)
+    server_args, mtp_file = _server_args(options)
+    prompts = load_prompts(options.prompts) if options.prompts is not None else load_builtin()
+    out_dir = Path(options.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model_path, tiny = _model(model, out_dir)
+    settings = {
+        "model": str(model_path),
+        "mtp_file": mtp_file,
+        "n_predict": options.n_predict,
+        "seed": options.seed,
+        "server_args": list(server_args),
+    }
+    journal = Journal(out_dir / JOURNAL_NAME)
+    if not options.resume:
+        _set_aside(journal)
+    runs_before, _ = _matching(journal, settings)
+    done = {r.key for r in runs_before if r.status == OK}
+    plan = build_plan(configs, prompts, options.repeat, done)
+    tracker = ProgressTracker(plan, progress)
+    binary = find_server(
+        options.server,
+        build=options.build_server,
+        backend=options.backend,
+        progress=lambda message: tracker.emit(BUILD, message),
+    )
+    context = RunContext(
+        binary=binary,
+        model=model_path,
+        mtp_file=mtp_file,
+        server_args=server_args,
+        settings=settings,
+        journal=journal,
+        log_dir=out_dir / "logs",
+        n_predict=options.n_predict,
+        seed=options.seed,
+        startup_timeout=options.startup_timeout,
+        request_timeout=options.request_timeout,
+    )
+    for visit in plan.visits:
+        run_visit(visit, context, tracker)
+    report = build_report(journal, settings, configs, prompts, options, binary, tiny, resumed=len(done))
+    if options.plot:
+        write_plot(report, Path(report.files.plot or out_dir / PLOT_NAME))
+    Path(report.files.report).write_text(_json(report), encoding="utf-8")
+    return report
+
+
+def build_report(
+    journal: Journal,
+    settings: dict,
+    configs: list[Configuration],
+    prompts: list[Prompt],
+    options: SweepOptions,
+    binary: ServerBinary,
+    tiny: bool,
+    *,
+    resumed: int,
+) -> SweepReport:
+    """Summarise every journal record made with these settings."""
+    runs, servers = _matching(journal, settings)
+    contents = journal.read()
+    ignored = len(contents.records) - len(runs) - len(servers)
+    latest = _latest(runs)
+    classes = list(dict.fromkeys(p.prompt_class for p in prompts))
+    groups = summarize(latest, servers, configs, classes)
+    planned = len(configs) * len(prompts) * options.repeat
+    ok = sum(1 for r in latest if r.status == OK)
+    failed = sum(1 for r in latest if r.status != OK)
+    out_dir = journal.path.parent
+    baseline_server = next((s for s in reversed(servers) if s.n_max is None and s.command), None)
+    return SweepReport(
+        model=settings["model"],
+        tiny_model=tiny,
+        settings={
+            **settings,
+            "repeat": options.repeat,
+            "n_max": sorted(set(options.n_max)),
+            "synthetic": sorted(set(options.synthetic)),
+            "prompts": str(options.prompts) if options.prompts is not None else "built-in",
+            "temperature": 0.0,
+        },
+        server=ServerInfo(
+            path=str(binary.path),
+            version=binary.version,
+            backend=binary.backend,
+            command=baseline_server.command if baseline_server else [],
+        ),
+        results=groups,
+        recommendation=recommend(groups, classes),
+        break_even=break_even(groups) if options.synthetic else None,
+        failures=_failures(latest, servers),
+        runs=RunCounts(
+            planned=planned,
+            ok=ok,
+            failed=failed,
+            not_run=max(planned - ok - failed, 0),
+            resumed=resumed,
+            ignored=ignored,
+            damaged_lines=contents.damaged_lines,
+        ),
+        files=SweepFiles(
+            out_dir=str(out_dir),
+            jsonl=str(journal.path),
+            report=str(out_dir / REPORT_NAME),
+            plot=str(out_dir / PLOT_NAME) if options.plot else None,
+            logs=str(out_dir / "logs"),
+        ),
+        prompt_classes=classes,
+    )
+
+
+def _model(model: Path | None, out_dir: Path) -> tuple[Path, bool]:
+    if model is None:
+        path = out_dir / TINY_MODEL_NAME
+        write_tiny_model(path, TinyModelSpec(acceptance=TINY_ACCEPTANCE))
+        return path.resolve(), True
+    path = Path(model).expanduser()
+    if not path.is_file():
+        raise SourceError(f"{model}: no such model file")
+    return path.resolve(), False
+
+
+def _server_args(options: SweepOptions) -> tuple[tuple[str, ...], str | None]:
+    """Extra llama-server arguments, with a ``-md FILE`` among them taken as the MTP file."""
+    args = list(options.server_args)
+    mtp_file = str(options.mtp_file) if options.mtp_file is not None else None
+    for index, arg in enumerate(args):
+        name = arg.split("=", 1)[0]
+        if name in _RESERVED_ARGS:
+            raise UsageError(f"{name}: the sweep sets this per configuration; use --n-max / --synthetic / MODEL")
+        if name in _DRAFT_MODEL_ARGS:
+            # Given to the baseline, a draft GGUF would switch MTP on (llama-server infers the type).
+            value = arg.split("=", 1)[1] if "=" in arg else (args[index + 1] if index + 1 < len(args) else None)
+            if value is None:
+                raise UsageError(f"{name}: expects a file")
+            if mtp_file is not None and mtp_file != value:
+                raise UsageError(f"{name} {value}: conflicts with --mtp-file {mtp_file}")
+            mtp_file = value
+            del args[index : index + (1 if "=" in arg else 2)]
+            break
+    if mtp_file is not None:
+        if not Path(mtp_file).is_file():
+            raise SourceError(f"{mtp_file}: no such MTP file")
+        mtp_file = str(Path(mtp_file).resolve())
+    return tuple(args), mtp_file
+
+
+def _set_aside(journal: Journal) -> None:
+    """A fresh sweep keeps the previous journal under a dated name instead of mixing with it."""
+    if journal.path.exists() and journal.path.stat().st_size > 0:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(journal.path.stat().st_mtime))
+        target = journal.path.with_name(f"runs-{stamp}.jsonl")
+        suffix = 1
+        while target.exists():  # rename() would silently replace an earlier journal of the same second
+            suffix += 1
+            target = journal.path.with_name(f"runs-{stamp}-{suffix}.jsonl")
+        journal.path.rename(target)
+
+
+def _matching(journal: Journal, settings: dict) -> tuple[list[RunRecord], list[ServerRecord]]:
+    runs: list[RunRecord] = []
+    servers: list[ServerRecord] = []
+    for record in journal.read().records:
+        if record.get("settings") != settings:
+            continue
+        if record.get("kind") == RUN_KIND:
+            runs.append(RunRecord.from_dict(record))
+        elif record.get("kind") == SERVER_KIND:
+            servers.append(ServerRecord.from_dict(record))
+    return runs, servers
+
+
+def _latest(runs: list[RunRecord]) -> list[RunRecord]:
+    """One record per run key: the finished one, else the last attempt (a resumed retry replaces a crash)."""
+    chosen: dict[tuple[str, str, int], RunRecord] = {}
+    for run in runs:
+        current = chosen.get(run.key)
+        if current is None or current.status != OK:
+            chosen[run.key] = run
+    return list(chosen.values())
+
+
+def _failures(runs: list[RunRecord], servers: list[ServerRecord]) -> list[Failure]:
+    counted: dict[tuple[str, str, str], int] = {}
+    for server in servers:
+        if server.status != "started":
+            key = (server.configuration, "start", server.reason or "unknown")
+            counted[key] = counted.get(key, 0) + 1
+    for run in runs:
+        if run.status != OK:
+            key = (run.configuration, run.status, run.error or "unknown")
+            counted[key] = counted.get(key, 0) + 1
+    return [Failure(config, kind, reason, count) for (config, kind, reason), count in counted.items()]
+
+
+def _json(report: SweepReport) -> str:
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,204 @@
+"""What one sweep run and one server start measured, as records for the JSONL journal.
+
+A run's draft figures come from two independent sources in the server, and both are kept: the
+``/metrics`` counters scraped before and after the request (exact per-request deltas, the source of
+mean length = 1 + Δaccepted / Δdrafts), and the ``draft acceptance ... mean len`` line the server logs
+when the request ends. :func:`cross_check` compares them at the precision the log prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mtpinspect.runtime.logs import DraftStats
+
+RUN_KIND = "run"
+SERVER_KIND = "server"
+
+# Run status values: finished; the server died during the request; the request failed otherwise.
+OK = "ok"
+CRASHED = "crashed"
+ERROR = "error"
+# Server status values.
+STARTED = "started"
+FAILED = "failed"
+
+# The log prints acceptance with %0.5f and mean length with %5.2f: half a unit in the last place.
+_ACCEPTANCE_TOLERANCE = 0.5e-5 + 1e-9
+_MEAN_LENGTH_TOLERANCE = 0.5e-2 + 1e-9
+
+
+class _Timings(Protocol):
+    predicted_per_second: float | None
+    prompt_per_second: float | None
+    predicted_n: int | None
+    draft_n: int | None
+    draft_n_accepted: int | None
+    text: str
+    timings: dict[str, Any]
+
+
+class _MetricsDelta(Protocol):
+    draft_tokens: float
+    accepted_tokens: float
+    drafts: float
+
+    def per_position_rates(self) -> tuple[float, ...]: ...
+
+
+@dataclass
+class LogFigures:
+    """The figures of one ``draft acceptance`` log line."""
+
+    acceptance: float
+    accepted: int
+    generated: int
+    mean_length: float | None
+    line: str
+
+    @classmethod
+    def from_stats(cls, stats: DraftStats) -> LogFigures:
+        return cls(stats.acceptance, stats.accepted, stats.generated, stats.mean_length, stats.raw_line)
+
+
+@dataclass
+class ServerRecord:
+    """One server start: its command, how long it took to come up, its memory after loading."""
+
+    configuration: str
+    n_max: int | None
+    synthetic: float | None
+    server_id: str
+    status: str
+    reason: str | None
+    path: str
+    version: str
+    command: list[str]
+    log_path: str
+    startup_seconds: float | None
+    rss_post_load_bytes: int | None
+    gpu_memory_post_load_bytes: dict[str, int] | None
+    settings: dict[str, Any]
+    started_at: float
+    kind: str = SERVER_KIND
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ServerRecord:
+        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls) if f.name in data})
+
+
+@dataclass
+class RunRecord:
+    """One measured request on one configuration."""
+
+    configuration: str
+    n_max: int | None
+    synthetic: float | None
+    prompt_id: str
+    prompt_class: str
+    repeat: int
+    server_id: str
+    status: str
+    error: str | None
+    wall_seconds: float
+    settings: dict[str, Any]
+    finished_at: float
+    decode_tokens_per_second: float | None = None
+    prompt_tokens_per_second: float | None = None
+    prompt_n: int | None = None
+    predicted_n: int | None = None
+    prompt_ms: float | None = None
+    predicted_ms: float | None = None
+    drafted: int = 0
+    accepted: int = 0
+    drafts: int = 0
+    acceptance: float | None = None
+    mean_length: float | None = None
+    per_position: list[float] = field(default_factory=list)
+    timings_draft_n: int | None = None
+    timings_draft_n_accepted: int | None = None
+    log: LogFigures | None = None
+    log_agrees: bool | None = None
+    log_mismatch: str | None = None
+    text: str = ""
+    rss_peak_bytes: int | None = None
+    gpu_memory_bytes: dict[str, int] | None = None
+    kind: str = RUN_KIND
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.configuration, self.prompt_id, self.repeat)
+
+    @property
+    def server_time_seconds(self) -> float | None:
+        """The request time the server accounts for itself (prompt + generation)."""
+        if self.prompt_ms is None or self.predicted_ms is None:
+            return None
+        return (self.prompt_ms + self.predicted_ms) / 1000.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+        values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        if isinstance(values.get("log"), dict):
+            values["log"] = LogFigures(**values["log"])
+        return cls(**values)
+
+
+def measured_figures(completion: _Timings, delta: _MetricsDelta) -> dict[str, Any]:
+    """The fields of a finished run that come from the response and the /metrics delta."""
+    timings = completion.timings or {}
+    drafted = int(round(delta.draft_tokens))
+    accepted = int(round(delta.accepted_tokens))
+    drafts = int(round(delta.drafts))
+    return {
+        "decode_tokens_per_second": completion.predicted_per_second,
+        "prompt_tokens_per_second": completion.prompt_per_second,
+        "prompt_n": timings.get("prompt_n"),
+        "predicted_n": completion.predicted_n,
+        "prompt_ms": timings.get("prompt_ms"),
+        "predicted_ms": timings.get("predicted_ms"),
+        "drafted": drafted,
+        "accepted": accepted,
+        "drafts": drafts,
+        "acceptance": accepted / drafted if drafted else None,
+        "mean_length": 1.0 + accepted / drafts if drafts else None,
+        "per_position": list(delta.per_position_rates()),
+        "timings_draft_n": completion.draft_n,
+        "timings_draft_n_accepted": completion.draft_n_accepted,
+        "text": completion.text,
+    }
+
+
+def cross_check(figures: dict[str, Any], log: LogFigures | None) -> tuple[bool | None, str | None]:
+    """Do /metrics, the response's timings and the log line agree? (None: nothing was drafted, no line.)"""
+    drafted, accepted = figures["drafted"], figures["accepted"]
+    problems: list[str] = []
+    draft_n = figures["timings_draft_n"] or 0
+    draft_n_accepted = figures["timings_draft_n_accepted"] or 0
+    if (draft_n, draft_n_accepted) != (drafted, accepted):
+        problems.append(f"timings say {draft_n_accepted}/{draft_n} accepted, /metrics {accepted}/{drafted}")
+    if log is None:
+        if drafted == 0 and not problems:
+            return None, None
+        if drafted > 0:
+            problems.append("no 'draft acceptance' line in the server log for this request")
+        return False, "; ".join(problems)
+    if (log.accepted, log.generated) != (accepted, drafted):
+        problems.append(f"log says {log.accepted}/{log.generated} accepted, /metrics {accepted}/{drafted}")
+    if figures["acceptance"] is not None and abs(log.acceptance - figures["acceptance"]) > _ACCEPTANCE_TOLERANCE:
+        problems.append(f"log acceptance {log.acceptance:.5f}, /metrics {figures['acceptance']:.5f}")
+    mean_length = figures["mean_length"]
+    if log.mean_length is not None and (
+        mean_length is None or abs(log.mean_length - mean_length) > _MEAN_LENGTH_TOLERANCE
+    ):
+        shown = "none" if mean_length is None else f"{mean_length:.2f}"
+        problems.append(f"log mean len {log.mean_length:.2f}, /metrics {shown}")
+    return (not problems), ("; ".join(problems) or None)

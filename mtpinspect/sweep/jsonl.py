@@ -1,0 +1,63 @@
+"""The sweep's JSONL journal: one line per server start and per run, written as each one finishes.
+
+Each line is flushed and fsynced before the sweep moves on, so a crash, a kill or Ctrl-C loses at most
+the run in flight. A line cut short by such a crash is skipped on reading (and counted), so the journal
+stays usable for ``--resume``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class JournalContents:
+    records: list[dict[str, Any]] = field(default_factory=list)
+    # Lines that were not a JSON object (a write cut short by a crash).
+    damaged_lines: int = 0
+
+
+class Journal:
+    """Append-only JSONL file of sweep records."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as stream:
+            if stream.tell() > 0 and not self._ends_with_newline():
+                # The previous writer died mid-line; start ours on a fresh line so both stay parseable.
+                stream.write("\n")
+            stream.write(line)
+            stream.flush()
+            os.fsync(stream.fileno())
+
+    def read(self) -> JournalContents:
+        contents = JournalContents()
+        if not self.path.exists():
+            return contents
+        with self.path.open(encoding="utf-8", errors="replace") as stream:
+            for line in stream:
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    contents.damaged_lines += 1
+                    continue
+                if isinstance(record, dict):
+                    contents.records.append(record)
+                else:
+                    contents.damaged_lines += 1
+        return contents
+
+    def _ends_with_newline(self) -> bool:
+        with self.path.open("rb") as stream:
+            stream.seek(-1, os.SEEK_END)
+            return stream.read(1) == b"\n"

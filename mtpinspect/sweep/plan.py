@@ -1,0 +1,142 @@
+"""The sweep plan: which configurations run, in which order, on which server start.
+
+llama-server fixes the draft length when it starts (per-request ``speculative.n_max`` is compiled
+out), so every configuration is its own server process. The baseline runs without ``--spec-type``
+(never ``--spec-draft-n-max 0``: the MTP drafter still drafts one token then).
+
+Repeats are rounds over all configurations, and alternate rounds run the configurations in reverse
+order, so slow drift (thermal throttling, a background job) does not line up with one configuration.
+A *visit* is one server start: the configurations at a round boundary are the same (``... 4 | 4 ...``),
+so that server stays up for both rounds and is started once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from mtpinspect.errors import UsageError
+from mtpinspect.sweep.prompts import Prompt
+
+BASELINE_ID = "baseline"
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One llama-server setting: the baseline (``n_max`` None) or draft-mtp with ``n_max`` tokens."""
+
+    n_max: int | None
+    # Target per-token acceptance p for a synthetic run (--spec-synth-rates); None for real drafting.
+    synthetic: float | None = None
+
+    @property
+    def id(self) -> str:
+        if self.n_max is None:
+            return BASELINE_ID
+        if self.synthetic is not None:
+            return f"synthetic-{self.synthetic:g}-n-max-{self.n_max}"
+        return f"n-max-{self.n_max}"
+
+    @property
+    def label(self) -> str:
+        if self.n_max is None:
+            return "baseline"
+        if self.synthetic is not None:
+            return f"n-max {self.n_max}, forced p={self.synthetic:g}"
+        return f"n-max {self.n_max}"
+
+    def synth_rates(self) -> list[float]:
+        """Unconditional per-position acceptance [p, p^2, ..., p^K]: a constant per-token rate p."""
+        if self.synthetic is None or self.n_max is None:
+            return []
+        return [self.synthetic ** (i + 1) for i in range(self.n_max)]
+
+    def server_args(self, mtp_file: str | None) -> list[str]:
+        """The arguments that make a server run this configuration (model and port come elsewhere)."""
+        if self.n_max is None:
+            # No -md either: llama-server infers draft-mtp from a draft GGUF when --spec-type is absent.
+            return []
+        args = ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(self.n_max)]
+        if mtp_file:
+            args += ["-md", mtp_file]
+        if self.synthetic is not None:
+            args += ["--spec-synth-rates", ",".join(f"{rate:.6g}" for rate in self.synth_rates())]
+        return args
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    configuration: Configuration
+    prompt: Prompt
+    repeat: int
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """What --resume matches on: configuration, prompt and repeat."""
+        return (self.configuration.id, self.prompt.id, self.repeat)
+
+
+@dataclass(frozen=True)
+class Visit:
+    """One server start and the runs it serves, in order."""
+
+    configuration: Configuration
+    runs: tuple[PlannedRun, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    configurations: tuple[Configuration, ...]
+    prompts: tuple[Prompt, ...]
+    repeat: int
+    visits: tuple[Visit, ...]
+
+    @property
+    def total_runs(self) -> int:
+        return sum(len(visit.runs) for visit in self.visits)
+
+
+def configurations(n_max_values: Sequence[int], synthetic: Sequence[float] = ()) -> list[Configuration]:
+    """Baseline first, then each n-max, then each (forced acceptance, n-max) pair."""
+    if not n_max_values:
+        raise UsageError("--n-max: give at least one value (the baseline always runs)")
+    for value in n_max_values:
+        if value < 1:
+            raise UsageError(f"--n-max {value}: must be >= 1 (the baseline is the run without MTP, not n-max 0)")
+    for rate in synthetic:
+        if not 0.0 <= rate <= 1.0:
+            raise UsageError(f"--synthetic {rate:g}: acceptance must be within [0, 1]")
+    n_max_sorted = sorted(set(n_max_values))
+    configs = [Configuration(None)] + [Configuration(n) for n in n_max_sorted]
+    configs += [Configuration(n, synthetic=rate) for rate in sorted(set(synthetic)) for n in n_max_sorted]
+    return configs
+
+
+def build_plan(
+    configs: Sequence[Configuration],
+    prompts: Sequence[Prompt],
+    repeat: int,
+    done: Iterable[tuple[str, str, int]] = (),
+) -> Plan:
+    """Order the runs into visits; runs whose key is in ``done`` are left out (--resume)."""
+    if repeat < 1:
+        raise UsageError(f"--repeat {repeat}: must be >= 1")
+    if not prompts:
+        raise UsageError("no prompts to run")
+    finished = set(done)
+    visits: list[Visit] = []
+    for round_index in range(repeat):
+        order = list(configs) if round_index % 2 == 0 else list(reversed(configs))
+        for config in order:
+            runs = tuple(
+                run
+                for run in (PlannedRun(config, prompt, round_index) for prompt in prompts)
+                if run.key not in finished
+            )
+            if not runs:
+                continue
+            if visits and visits[-1].configuration == config:
+                visits[-1] = Visit(config, visits[-1].runs + runs)
+            else:
+                visits.append(Visit(config, runs))
+    return Plan(tuple(configs), tuple(prompts), repeat, tuple(visits))

@@ -1,0 +1,110 @@
+"""Prompt sets for a sweep: the built-in classes, or the user's text and JSONL files.
+
+Acceptance depends on the kind of text (code drafts well, free prose in another language less so), so
+every prompt carries a class and the sweep reports per class. A JSONL line is
+``{"id": ..., "class": ..., "prompt": ...}`` (``category`` is accepted for ``class``, as in
+ik_llama.cpp's spec-bench datasets); a ``.txt`` file is one prompt. When no class is given, the file's
+stem is the class, so ``code.txt`` and ``prose.txt`` in one directory make two classes.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from mtpinspect.errors import FormatError, SourceError
+
+BUILTIN_PACKAGE = "mtpinspect.prompts"
+PROMPT_SUFFIXES = (".jsonl", ".txt")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    id: str
+    prompt_class: str
+    text: str
+
+
+def builtin_classes() -> list[str]:
+    """Names of the built-in prompt classes (code, prose-en, prose-ja, extraction)."""
+    root = importlib.resources.files(BUILTIN_PACKAGE)
+    return sorted(entry.name[: -len(".jsonl")] for entry in root.iterdir() if entry.name.endswith(".jsonl"))
+
+
+def load_builtin(classes: list[str] | None = None) -> list[Prompt]:
+    """The built-in prompts, all classes or the ones named."""
+    known = builtin_classes()
+    wanted = known if classes is None else classes
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise SourceError(f"{unknown[0]}: no such built-in prompt class (known: {', '.join(known)})")
+    root = importlib.resources.files(BUILTIN_PACKAGE)
+    prompts: list[Prompt] = []
+    for name in wanted:
+        source = f"{BUILTIN_PACKAGE}/{name}.jsonl"
+        prompts.extend(_parse_jsonl(root.joinpath(f"{name}.jsonl").read_text(encoding="utf-8"), source, name))
+    return prompts
+
+
+def load_prompts(spec: str | Path) -> list[Prompt]:
+    """Prompts from a .txt file, a .jsonl file, a directory of them, or a built-in class name."""
+    path = Path(spec)
+    if not path.exists():
+        if str(spec) in builtin_classes():
+            return load_builtin([str(spec)])
+        raise SourceError(f"{spec}: no such prompt file or directory, nor a built-in class ({', '.join(builtin_classes())})")
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in PROMPT_SUFFIXES and p.is_file())
+        if not files:
+            raise SourceError(f"{path}: no .txt or .jsonl prompt files in this directory")
+    else:
+        files = [path]
+    prompts: list[Prompt] = []
+    for file in files:
+        prompts.extend(_load_file(file))
+    _check_unique(prompts)
+    return prompts
+
+
+def _load_file(path: Path) -> list[Prompt]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read ({exc.strerror})") from None
+    if path.suffix == ".jsonl":
+        return _parse_jsonl(text, str(path), path.stem)
+    if not text.strip():
+        raise FormatError(f"{path}: empty prompt file")
+    return [Prompt(id=path.stem, prompt_class=path.stem, text=text)]
+
+
+def _parse_jsonl(text: str, source: str, default_class: str) -> list[Prompt]:
+    prompts: list[Prompt] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"{source}:{number}: not JSON ({exc.msg})") from None
+        if not isinstance(item, dict) or not isinstance(item.get("prompt"), str) or not item["prompt"].strip():
+            raise FormatError(f'{source}:{number}: expected an object with a non-empty "prompt" string')
+        prompt_class = item.get("class", item.get("category", default_class))
+        prompt_id = item.get("id", f"{default_class}-{number}")
+        prompts.append(Prompt(id=str(prompt_id), prompt_class=str(prompt_class), text=item["prompt"]))
+    if not prompts:
+        raise FormatError(f"{source}: no prompts in this file")
+    return prompts
+
+
+def _check_unique(prompts: list[Prompt]) -> None:
+    # Runs are matched on resume by prompt id, so two prompts with one id would shadow each other.
+    seen: set[str] = set()
+    for prompt in prompts:
+        if prompt.id in seen:
+            raise FormatError(f"prompt id {prompt.id!r} appears twice; ids must be unique across the prompt files")
+        seen.add(prompt.id)

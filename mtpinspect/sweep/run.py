@@ -1,0 +1,259 @@
+"""Running a sweep's visits: one llama-server per visit, one measured request per planned run.
+
+Every server start and every run is written to the journal as soon as it is over, before the next
+one begins. A server that fails to start, or dies during a run, is recorded with the reason from its
+log and the sweep goes on with the next visit; the ``with`` blocks stop the server (and the RSS
+sampler) whatever happens, Ctrl-C included.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mtpinspect.errors import ServerError
+from mtpinspect.runtime.find import ServerBinary
+from mtpinspect.runtime.logs import parse_draft_lines
+from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
+from mtpinspect.runtime.metrics import Metrics
+from mtpinspect.runtime.server import LlamaServer, ServerDiedError, ServerStartError
+from mtpinspect.sweep.collect import (
+    CRASHED,
+    ERROR,
+    FAILED,
+    OK,
+    STARTED,
+    LogFigures,
+    RunRecord,
+    ServerRecord,
+    cross_check,
+    measured_figures,
+)
+from mtpinspect.sweep.jsonl import Journal
+from mtpinspect.sweep.plan import PlannedRun, Visit
+from mtpinspect.sweep.progress import RUN_START, SERVER_START, ProgressTracker
+
+# The warm-up only has to page the weights in and build the graphs (drafting ones included).
+WARMUP_TOKENS = 16
+# The server adds a request's counters and prints its log line when the slot is released, which can
+# be a moment after the response was sent.
+SETTLE_TIMEOUT_S = 5.0
+_SETTLE_POLL_S = 0.01
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every visit of one sweep shares."""
+
+    binary: ServerBinary
+    model: Path
+    mtp_file: str | None
+    server_args: tuple[str, ...]
+    settings: dict[str, Any]
+    journal: Journal
+    log_dir: Path
+    n_predict: int
+    seed: int
+    startup_timeout: float
+    request_timeout: float
+
+
+def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
+    """Start the visit's server, warm it up, measure its runs; record everything in the journal."""
+    config = visit.configuration
+    server_id = f"{config.id}-{time.time_ns() // 1_000_000}"
+    server = LlamaServer(
+        ctx.binary,
+        ctx.model,
+        config.server_args(ctx.mtp_file) + list(ctx.server_args),
+        log_path=ctx.log_dir / f"{server_id}.log",
+        startup_timeout=ctx.startup_timeout,
+    )
+    record = ServerRecord(
+        configuration=config.id,
+        n_max=config.n_max,
+        synthetic=config.synthetic,
+        server_id=server_id,
+        status=STARTED,
+        reason=None,
+        path=str(ctx.binary.path),
+        version=ctx.binary.version,
+        command=[],
+        log_path=str(server.log_path),
+        startup_seconds=None,
+        rss_post_load_bytes=None,
+        gpu_memory_post_load_bytes=None,
+        settings=ctx.settings,
+        started_at=time.time(),
+    )
+    tracker.emit(SERVER_START, "starting llama-server", visit=visit)
+    began = time.perf_counter()
+    try:
+        server.start()
+    except ServerStartError as exc:
+        _server_failed(record, server, str(exc), visit, ctx, tracker)
+        return
+    record.command = server.command
+    record.startup_seconds = time.perf_counter() - began
+    try:
+        with RssSampler(server.pid, hz=20) as sampler:
+            record.rss_post_load_bytes = sampler.current_bytes()
+            record.gpu_memory_post_load_bytes = _gpu_keys(gpu_memory_used())
+            try:
+                cursor = _warm_up(server, visit, ctx)
+            except ServerError as exc:
+                _server_failed(record, server, f"warm-up request failed: {exc}", visit, ctx, tracker)
+                return
+            ctx.journal.append(record.to_dict())
+            tracker.server_started(record.startup_seconds)
+            _measure_runs(server, visit, ctx, tracker, sampler, server_id, cursor)
+    finally:
+        server.stop()
+
+
+def _server_failed(
+    record: ServerRecord, server: LlamaServer, reason: str, visit: Visit, ctx: RunContext, tracker: ProgressTracker
+) -> None:
+    record.status, record.reason, record.command = FAILED, reason, server.command
+    ctx.journal.append(record.to_dict())
+    tracker.server_failed(visit, reason)
+
+
+@dataclass
+class _Cursor:
+    """Where the previous request's output ends: in the log, and in the /metrics counters."""
+
+    log_offset: int
+    # The settled scrape after the previous request: the next one's "before" (saves a scrape per run).
+    metrics: Metrics | None
+
+
+def _warm_up(server: LlamaServer, visit: Visit, ctx: RunContext) -> _Cursor:
+    """The discarded first request."""
+    before = server.metrics()
+    warmup = server.complete(
+        visit.runs[0].prompt.text, n_predict=WARMUP_TOKENS, seed=ctx.seed, timeout=ctx.request_timeout
+    )
+    # Let the warm-up's counters and log line land, so the first run does not read them as its own.
+    after = _settled(server, before, warmup.predicted_n)
+    _, log_offset = _log_line(server, 0, expect=after.delta(before).draft_tokens > 0)
+    return _Cursor(log_offset, after)
+
+
+def _measure_runs(
+    server: LlamaServer,
+    visit: Visit,
+    ctx: RunContext,
+    tracker: ProgressTracker,
+    sampler: RssSampler,
+    server_id: str,
+    cursor: _Cursor,
+) -> None:
+    for index, run in enumerate(visit.runs):
+        tracker.emit(RUN_START, "measuring", run=run)
+        result = measure(server, run, ctx, sampler, server_id, cursor)
+        ctx.journal.append(result.to_dict())
+        tracker.run_finished(run, result.wall_seconds, describe(result))
+        if result.status == CRASHED:
+            tracker.runs_abandoned(len(visit.runs) - index - 1)
+            return
+
+
+def measure(
+    server: LlamaServer, run: PlannedRun, ctx: RunContext, sampler: RssSampler, server_id: str, cursor: _Cursor
+) -> RunRecord:
+    """One request with /metrics scraped around it and the server's log line for it; advances the cursor."""
+    config = run.configuration
+    base = dict(
+        configuration=config.id,
+        n_max=config.n_max,
+        synthetic=config.synthetic,
+        prompt_id=run.prompt.id,
+        prompt_class=run.prompt.prompt_class,
+        repeat=run.repeat,
+        server_id=server_id,
+        settings=ctx.settings,
+    )
+    began = time.perf_counter()
+    try:
+        before = cursor.metrics or server.metrics()
+        cursor.metrics = None  # until this request has settled
+        completion = server.complete(
+            run.prompt.text, n_predict=ctx.n_predict, seed=ctx.seed, temperature=0.0, timeout=ctx.request_timeout
+        )
+        after = _settled(server, before, completion.predicted_n)
+    except ServerDiedError as exc:
+        return _failed(base, CRASHED, str(exc), began, sampler)
+    except ServerError as exc:
+        # Whatever the failed request logged must not be read as the next request's line.
+        _, cursor.log_offset = server.log_since(cursor.log_offset)
+        return _failed(base, ERROR, str(exc), began, sampler)
+    cursor.metrics = after
+    figures = measured_figures(completion, after.delta(before))
+    log, cursor.log_offset = _log_line(server, cursor.log_offset, expect=figures["drafted"] > 0)
+    agrees, mismatch = cross_check(figures, log)
+    record = RunRecord(
+        **base,
+        status=OK,
+        error=None,
+        wall_seconds=completion.wall_seconds,
+        finished_at=time.time(),
+        log=log,
+        log_agrees=agrees,
+        log_mismatch=mismatch,
+        rss_peak_bytes=sampler.peak_bytes or None,
+        gpu_memory_bytes=_gpu_keys(gpu_memory_used()),
+        **figures,
+    )
+    return record
+
+
+def describe(record: RunRecord) -> str:
+    """One line about a finished run, for progress output."""
+    if record.status != OK:
+        return f"{record.status}: {record.error}"
+    speed = f"{record.decode_tokens_per_second:.1f} tok/s" if record.decode_tokens_per_second else "no timing"
+    if record.acceptance is None:
+        return speed
+    return f"{speed}, acceptance {record.acceptance:.2f}, mean length {record.mean_length or 0:.2f}"
+
+
+def _settled(server: LlamaServer, before: Metrics, predicted_n: int) -> Metrics:
+    """A scrape that includes the request's counters (they land when the slot is released)."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while True:
+        after = server.metrics()
+        if after.tokens_predicted - before.tokens_predicted >= predicted_n or time.monotonic() > deadline:
+            return after
+        time.sleep(_SETTLE_POLL_S)
+
+
+def _log_line(server: LlamaServer, offset: int, *, expect: bool) -> tuple[LogFigures | None, int]:
+    """The request's ``draft acceptance`` line, waiting briefly for it when the request drafted."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    text = ""
+    while True:
+        new_text, offset = server.log_since(offset)
+        text += new_text
+        lines = parse_draft_lines(text)
+        if lines or not expect or time.monotonic() > deadline:
+            return (LogFigures.from_stats(lines[-1]) if lines else None), offset
+        time.sleep(_SETTLE_POLL_S)
+
+
+def _failed(base: dict[str, Any], status: str, error: str, began: float, sampler: RssSampler) -> RunRecord:
+    return RunRecord(
+        **base,
+        status=status,
+        error=error,
+        wall_seconds=time.perf_counter() - began,
+        finished_at=time.time(),
+        rss_peak_bytes=sampler.peak_bytes or None,
+    )
+
+
+def _gpu_keys(used: dict[int, int] | None) -> dict[str, int] | None:
+    # JSON object keys are strings; converting here keeps a record equal to its journal line.
+    return None if used is None else {str(index): value for index, value in used.items()}

@@ -1,0 +1,346 @@
+"""Figures per configuration and prompt class, the recommendation, and the synthetic break-even.
+
+Speed is summarised by median, min and max over the class's runs (prompts x repeats): medians resist
+one slow outlier, and min-max ranges make "within noise" a plain overlap test, which is what a reader
+can check by eye. Draft figures are pooled counts (Σaccepted / Σdrafted), so long and short runs weigh
+by the work they did, as the server's own counters do.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics as stats
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mtpinspect.sweep.collect import OK, RunRecord, ServerRecord
+from mtpinspect.sweep.plan import BASELINE_ID, Configuration
+
+DETERMINISM_NOTE = (
+    "Different outputs at temperature 0 are expected, not a bug: verifying a draft runs the model on "
+    "several tokens at once, and llama.cpp picks different kernels for different batch sizes, so logits "
+    "differ in the last bits and a near-tie can flip (llama.cpp #23335)."
+)
+
+
+@dataclass(frozen=True)
+class Spread:
+    median: float
+    min: float
+    max: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread | None:
+        return cls(stats.median(values), min(values), max(values)) if values else None
+
+    def overlaps(self, other: Spread) -> bool:
+        return self.min <= other.max and other.min <= self.max
+
+
+@dataclass
+class GroupStats:
+    """One configuration on one prompt class."""
+
+    configuration: str
+    label: str
+    n_max: int | None
+    synthetic: float | None
+    prompt_class: str
+    runs: int
+    failed: int
+    error: str | None
+    tokens_per_second: Spread | None
+    prompt_tokens_per_second: Spread | None
+    speedup: float | None
+    within_noise: bool | None
+    acceptance: float | None
+    mean_length: float | None
+    # Acceptance of the first draft position: the per-token rate when nothing earlier can break the chain.
+    first_position_acceptance: float | None
+    # 1 + a + ... + a^n with a = first_position_acceptance: the mean length if deeper positions were
+    # accepted as often, each given the previous one. A measured mean length below it is decay with depth.
+    expected_length: float | None
+    per_position: list[float]
+    drafted: int
+    accepted: int
+    drafts: int
+    rss_peak_bytes: int | None
+    rss_post_load_bytes: int | None
+    gpu_memory_bytes: int | None
+    repeats_identical: bool | None
+    identical_to_baseline: bool | None
+    first_divergence: int | None
+    log_agrees: bool | None
+    command: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ClassRecommendation:
+    prompt_class: str
+    n_max: int | None
+    speedup: float | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    n_max: int | None
+    reason: str
+    per_class: list[ClassRecommendation]
+
+
+@dataclass(frozen=True)
+class CostPoint:
+    target: float
+    acceptance: float | None
+    speedup: float | None
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """Where forced acceptance makes n-max pay off on this machine (None: no crossing measured)."""
+
+    n_max: int
+    acceptance: float | None
+    note: str
+    points: list[CostPoint]
+
+
+def expected_length(acceptance: float, n_max: int) -> float:
+    """Tokens per step if each draft token were accepted with per-token rate a: 1 + a + a^2 + ... + a^n.
+
+    ``a`` must be a per-token (conditional) rate such as the first position's acceptance, not
+    accepted/drafted: with full drafts, mean length is exactly 1 + n * (accepted/drafted).
+    """
+    return 1.0 + sum(acceptance**i for i in range(1, n_max + 1))
+
+
+def first_divergence(a: str, b: str) -> int | None:
+    """Offset of the first differing character, None when the texts are identical."""
+    for index, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return index
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def summarize(
+    runs: Sequence[RunRecord], servers: Sequence[ServerRecord], configs: Sequence[Configuration], classes: Sequence[str]
+) -> list[GroupStats]:
+    """Stats for every (configuration, class) pair, baseline first, in plan order."""
+    groups: list[GroupStats] = []
+    baseline: dict[str, GroupStats] = {}
+    for config in configs:
+        config_servers = [s for s in servers if s.configuration == config.id]
+        for prompt_class in classes:
+            mine = [r for r in runs if r.configuration == config.id and r.prompt_class == prompt_class]
+            group = _group(config, prompt_class, mine, config_servers)
+            if config.n_max is None:
+                baseline[prompt_class] = group
+            else:
+                _compare(group, baseline.get(prompt_class))
+            groups.append(group)
+    _attach_determinism(groups, runs)
+    return groups
+
+
+def _group(
+    config: Configuration,
+    prompt_class: str,
+    runs: list[RunRecord],
+    servers: list[ServerRecord],
+) -> GroupStats:
+    ok = [r for r in runs if r.status == OK]
+    failed = [r for r in runs if r.status != OK]
+    failed_starts = [s for s in servers if s.status != "started"]
+    drafted = sum(r.drafted for r in ok)
+    accepted = sum(r.accepted for r in ok)
+    drafts = sum(r.drafts for r in ok)
+    acceptance = accepted / drafted if drafted else None
+    positions = max((len(r.per_position) for r in ok), default=0)
+    per_position = [
+        sum(r.per_position[i] * r.drafts for r in ok if i < len(r.per_position)) / drafts for i in range(positions)
+    ] if drafts else []
+    started = [s for s in servers if s.status == "started"]
+    gpu = [sum(r.gpu_memory_bytes.values()) for r in ok if r.gpu_memory_bytes]
+    checks = [r.log_agrees for r in ok if r.log_agrees is not None]
+    return GroupStats(
+        configuration=config.id,
+        label=config.label,
+        n_max=config.n_max,
+        synthetic=config.synthetic,
+        prompt_class=prompt_class,
+        runs=len(ok),
+        failed=len(failed),
+        error=(failed[-1].error if failed else None) or (failed_starts[-1].reason if failed_starts and not ok else None),
+        tokens_per_second=Spread.of([r.decode_tokens_per_second for r in ok if r.decode_tokens_per_second]),
+        prompt_tokens_per_second=Spread.of([r.prompt_tokens_per_second for r in ok if r.prompt_tokens_per_second]),
+        speedup=None,
+        within_noise=None,
+        acceptance=acceptance,
+        mean_length=1.0 + accepted / drafts if drafts else None,
+        first_position_acceptance=per_position[0] if per_position else None,
+        expected_length=expected_length(per_position[0], config.n_max) if per_position and config.n_max else None,
+        per_position=per_position,
+        drafted=drafted,
+        accepted=accepted,
+        drafts=drafts,
+        rss_peak_bytes=max((r.rss_peak_bytes for r in ok if r.rss_peak_bytes), default=None),
+        rss_post_load_bytes=max((s.rss_post_load_bytes for s in started if s.rss_post_load_bytes), default=None),
+        gpu_memory_bytes=max(gpu, default=None),
+        repeats_identical=_repeats_identical(ok),
+        identical_to_baseline=None,
+        first_divergence=None,
+        log_agrees=all(checks) if checks else None,
+        command=started[-1].command if started else (servers[-1].command if servers else []),
+    )
+
+
+def _compare(group: GroupStats, baseline: GroupStats | None) -> None:
+    """Speedup and noise against the baseline of the same class; output identity for real drafting."""
+    if baseline is None or baseline.tokens_per_second is None or group.tokens_per_second is None:
+        return
+    group.speedup = group.tokens_per_second.median / baseline.tokens_per_second.median
+    group.within_noise = group.tokens_per_second.overlaps(baseline.tokens_per_second)
+
+
+def _attach_determinism(groups: list[GroupStats], runs: Sequence[RunRecord]) -> None:
+    """identical_to_baseline and first_divergence per group (synthetic runs' output is not valid text)."""
+    baseline_texts = _texts(runs, BASELINE_ID)
+    for group in groups:
+        if group.n_max is None or group.synthetic is not None:
+            continue
+        offsets: list[int | None] = []
+        for run in runs:
+            if run.configuration != group.configuration or run.prompt_class != group.prompt_class or run.status != OK:
+                continue
+            reference = baseline_texts.get(run.prompt_id)
+            if reference:
+                offsets.append(first_divergence(reference[0], run.text))
+        if offsets:
+            diverged = [o for o in offsets if o is not None]
+            group.identical_to_baseline = not diverged
+            group.first_divergence = min(diverged) if diverged else None
+
+
+def _texts(runs: Sequence[RunRecord], config_id: str) -> dict[str, list[str]]:
+    texts: dict[str, list[str]] = {}
+    for run in sorted((r for r in runs if r.configuration == config_id and r.status == OK), key=lambda r: r.repeat):
+        texts.setdefault(run.prompt_id, []).append(run.text)
+    return texts
+
+
+def _repeats_identical(ok: list[RunRecord]) -> bool | None:
+    by_prompt: dict[str, set[str]] = {}
+    for run in ok:
+        by_prompt.setdefault(run.prompt_id, set()).add(run.text)
+    if not any(len([r for r in ok if r.prompt_id == p]) > 1 for p in by_prompt):
+        return None
+    return all(len(texts) == 1 for texts in by_prompt.values())
+
+
+def recommend(groups: Sequence[GroupStats], classes: Sequence[str]) -> Recommendation:
+    """The n-max to use per class, and overall: the one that wins beyond noise in the most classes."""
+    per_class = [_recommend_class(groups, prompt_class) for prompt_class in classes]
+    winners = [c for c in per_class if c.n_max is not None]
+    if not winners:
+        best = _best_overall(groups, classes)
+        detail = f"; best was n-max {best[0]} at {best[1]:.2f}x (geometric mean over classes)" if best else ""
+        return Recommendation(None, f"leave MTP off: no setting beats the baseline beyond noise{detail}", per_class)
+    votes: dict[int, int] = {}
+    for choice in winners:
+        assert choice.n_max is not None
+        votes[choice.n_max] = votes.get(choice.n_max, 0) + 1
+    means = {n: _geometric_mean_speedup(groups, classes, n) for n in votes}
+    chosen = max(votes, key=lambda n: (votes[n], means[n] or 0.0))
+    wins = ", ".join(f"{c.prompt_class} {c.speedup:.2f}x" for c in winners if c.n_max == chosen)
+    reason = f"n-max {chosen} is fastest beyond noise in {votes[chosen]} of {len(classes)} classes ({wins})"
+    return Recommendation(chosen, reason, per_class)
+
+
+def _real_mtp(groups: Sequence[GroupStats], prompt_class: str) -> list[GroupStats]:
+    return [g for g in groups if g.prompt_class == prompt_class and g.n_max is not None and g.synthetic is None]
+
+
+def _recommend_class(groups: Sequence[GroupStats], prompt_class: str) -> ClassRecommendation:
+    baseline = next((g for g in groups if g.prompt_class == prompt_class and g.n_max is None), None)
+    if baseline is None or baseline.tokens_per_second is None:
+        why = baseline.error if baseline is not None and baseline.error else "no baseline run finished"
+        return ClassRecommendation(prompt_class, None, None, f"no recommendation: {why}")
+    measured = [g for g in _real_mtp(groups, prompt_class) if g.speedup is not None]
+    if not measured:
+        failed = next((g for g in _real_mtp(groups, prompt_class) if g.error), None)
+        why = f" ({failed.label}: {failed.error})" if failed else ""
+        return ClassRecommendation(prompt_class, None, None, f"leave MTP off: no MTP configuration ran{why}")
+    best = max(measured, key=lambda g: g.speedup or 0.0)
+    assert best.speedup is not None and best.tokens_per_second is not None
+    figures = (
+        f"{best.speedup:.2f}x ({best.tokens_per_second.median:.1f} vs "
+        f"{baseline.tokens_per_second.median:.1f} tok/s), acceptance {_fmt(best.acceptance)}"
+    )
+    if best.speedup > 1.0 and not best.within_noise:
+        return ClassRecommendation(prompt_class, best.n_max, best.speedup, f"{best.label}: {figures}")
+    verdict = "within noise" if best.within_noise else "slower"
+    return ClassRecommendation(
+        prompt_class,
+        None,
+        best.speedup,
+        f"leave MTP off: no setting beats the baseline beyond noise (best {best.label}: {figures}, {verdict})",
+    )
+
+
+def _geometric_mean_speedup(groups: Sequence[GroupStats], classes: Sequence[str], n_max: int) -> float | None:
+    values = [
+        g.speedup
+        for prompt_class in classes
+        for g in _real_mtp(groups, prompt_class)
+        if g.n_max == n_max and g.speedup is not None and g.speedup > 0
+    ]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def _best_overall(groups: Sequence[GroupStats], classes: Sequence[str]) -> tuple[int, float] | None:
+    n_values = sorted({g.n_max for g in groups if g.n_max is not None and g.synthetic is None})
+    means = [(n, m) for n in n_values if (m := _geometric_mean_speedup(groups, classes, n)) is not None]
+    return max(means, key=lambda item: item[1]) if means else None
+
+
+def break_even(groups: Sequence[GroupStats]) -> list[BreakEven]:
+    """Per n-max: speedup against measured forced acceptance, and where it crosses 1.0."""
+    results: list[BreakEven] = []
+    for n_max in sorted({g.n_max for g in groups if g.synthetic is not None and g.n_max is not None}):
+        points = []
+        for target in sorted({g.synthetic for g in groups if g.n_max == n_max and g.synthetic is not None}):
+            mine = [g for g in groups if g.n_max == n_max and g.synthetic == target]
+            drafted = sum(g.drafted for g in mine)
+            speedups = [g.speedup for g in mine if g.speedup is not None and g.speedup > 0]
+            points.append(
+                CostPoint(
+                    target=target,
+                    acceptance=sum(g.accepted for g in mine) / drafted if drafted else None,
+                    speedup=math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None,
+                )
+            )
+        results.append(_crossing(n_max, points))
+    return results
+
+
+def _crossing(n_max: int, points: list[CostPoint]) -> BreakEven:
+    curve = sorted(
+        ((p.acceptance, p.speedup) for p in points if p.acceptance is not None and p.speedup is not None),
+        key=lambda xy: xy[0],
+    )
+    if not curve:
+        return BreakEven(n_max, None, "no synthetic run finished", points)
+    for (a0, s0), (a1, s1) in zip(curve, curve[1:]):
+        if s0 < 1.0 <= s1:
+            crossing = a0 + (1.0 - s0) * (a1 - a0) / (s1 - s0) if s1 != s0 else a0
+            return BreakEven(n_max, crossing, f"below acceptance {crossing:.2f}, n-max {n_max} slows decoding here", points)
+    if all(s >= 1.0 for _, s in curve):
+        return BreakEven(n_max, None, f"faster than baseline at every forced acceptance measured (from {curve[0][0]:.2f})", points)
+    if all(s < 1.0 for _, s in curve):
+        return BreakEven(n_max, None, f"slower than baseline even at forced acceptance {curve[-1][0]:.2f}", points)
+    return BreakEven(n_max, None, "speedup does not rise with acceptance here (noise?): no single break-even", points)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"

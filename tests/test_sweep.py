@@ -1,0 +1,312 @@
+"""`mtpinspect sweep` against the real llama-server on tiny MTP models with known acceptance."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from matplotlib import image as mpimg
+
+from mtpinspect.cli._output import Output
+from mtpinspect.cli.sweep import command
+from mtpinspect.runtime.find import ServerBinary, find_server
+from mtpinspect.sweep import ProgressEvent, SweepOptions, render, run_sweep
+from mtpinspect.sweep.collect import CRASHED, OK, RunRecord, ServerRecord
+from mtpinspect.sweep.jsonl import Journal
+from mtpinspect.sweep.progress import RUN_DONE, RUN_START
+from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
+
+pytestmark = pytest.mark.server
+
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[1] / "mtpinspect" / "schemas" / "sweep.schema.json").read_text(encoding="utf-8")
+)
+N_PREDICT = 32
+
+
+@pytest.fixture(scope="module")
+def server_binary() -> ServerBinary:
+    return find_server(build=True, progress=print)
+
+
+@pytest.fixture
+def prompts(tmp_path: Path) -> Path:
+    path = tmp_path / "prompts.jsonl"
+    items = [
+        {"id": "p1", "class": "code", "prompt": "def fibonacci(n: int) -> int:\n    "},
+        {"id": "p2", "class": "code", "prompt": "SELECT name, total FROM orders WHERE"},
+    ]
+    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
+    return path
+
+
+def _model(tmp_path: Path, **spec: Any) -> Path:
+    return write_tiny_model(tmp_path / "tiny.gguf", TinyModelSpec(**spec))[0]
+
+
+def _options(server_binary: ServerBinary, out: Path, prompts: Path, **changes: Any) -> SweepOptions:
+    base = dict(n_max=(2,), repeat=1, prompts=prompts, n_predict=N_PREDICT, server=server_binary.path, out_dir=out)
+    return SweepOptions(**{**base, **changes})
+
+
+def _records(out: Path) -> tuple[list[RunRecord], list[ServerRecord]]:
+    records = Journal(out / "runs.jsonl").read().records
+    runs = [RunRecord.from_dict(r) for r in records if r["kind"] == "run"]
+    servers = [ServerRecord.from_dict(r) for r in records if r["kind"] == "server"]
+    return runs, servers
+
+
+def _server_children() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children(recursive=True) if "llama-server" in p.name()]
+
+
+def _validate(value: Any, schema: dict[str, Any], where: str = "$") -> None:
+    """A small JSON Schema checker for the keywords sweep.schema.json uses (no extra dependency)."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        _validate(value, SCHEMA["$defs"][name], where)
+    if "anyOf" in schema:
+        errors = []
+        for option in schema["anyOf"]:
+            try:
+                _validate(value, option, where)
+                break
+            except AssertionError as exc:
+                errors.append(str(exc))
+        else:
+            raise AssertionError(f"{where}: matches no anyOf branch: {errors}")
+    if "const" in schema:
+        assert value == schema["const"], f"{where}: {value!r} != {schema['const']!r}"
+    if "enum" in schema:
+        assert value in schema["enum"], f"{where}: {value!r} not in {schema['enum']}"
+    if "type" in schema:
+        kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        checks = {
+            "object": lambda v: isinstance(v, dict),
+            "array": lambda v: isinstance(v, list),
+            "string": lambda v: isinstance(v, str),
+            "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+            "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+            "boolean": lambda v: isinstance(v, bool),
+            "null": lambda v: v is None,
+        }
+        assert any(checks[k](value) for k in kinds), f"{where}: {value!r} is not {kinds}"
+    if "minimum" in schema and isinstance(value, (int, float)):
+        assert value >= schema["minimum"], f"{where}: {value} < {schema['minimum']}"
+    if isinstance(value, dict):
+        for key in schema.get("required", []):
+            assert key in value, f"{where}: missing {key!r}"
+        properties = schema.get("properties", {})
+        if schema.get("additionalProperties") is False:
+            extra = set(value) - set(properties)
+            assert not extra, f"{where}: unexpected {sorted(extra)}"
+        for key, item in value.items():
+            if key in properties:
+                _validate(item, properties[key], f"{where}.{key}")
+    if isinstance(value, list) and "items" in schema:
+        for index, item in enumerate(value):
+            _validate(item, schema["items"], f"{where}[{index}]")
+
+
+def test_schema_checker_rejects_what_it_should() -> None:
+    with pytest.raises(AssertionError, match="missing"):
+        _validate({"n_max": 1}, SCHEMA["$defs"]["result"])
+    with pytest.raises(AssertionError, match="is not"):
+        _validate({"median": "fast", "min": 1.0, "max": 2.0}, SCHEMA["$defs"]["spread"])
+
+
+def test_perfect_head(server_binary: ServerBinary, tmp_path: Path, prompts: Path) -> None:
+    out = tmp_path / "out"
+    report = run_sweep(_model(tmp_path, acceptance="perfect"), _options(server_binary, out, prompts, n_max=(1, 2, 3)))
+    groups = {g.configuration: g for g in report.results}
+    assert list(groups) == ["baseline", "n-max-1", "n-max-2", "n-max-3"]
+    for n in (1, 2, 3):
+        group = groups[f"n-max-{n}"]
+        assert group.runs == 2 and group.acceptance == 1.0
+        # Drafts near the n_predict limit are cut short, so deeper positions can see fewer tokens.
+        assert len(group.per_position) == n and group.per_position[0] == 1.0
+        assert group.per_position == sorted(group.per_position, reverse=True)
+        assert group.expected_length == n + 1
+        if n >= 2:
+            assert group.mean_length > n
+        assert group.identical_to_baseline is not None
+        assert group.speedup is not None and group.rss_peak_bytes and group.rss_post_load_bytes
+    assert groups["baseline"].acceptance is None and groups["baseline"].drafted == 0
+
+    runs, servers = _records(out)
+    # One server start per configuration, none per request; the warm-up is not a recorded run.
+    assert sorted(s.configuration for s in servers) == sorted(groups)
+    assert all(s.status == "started" and s.version == server_binary.version for s in servers)
+    assert len(runs) == 4 * 2 and all(r.status == OK for r in runs)
+    for run in runs:
+        assert run.decode_tokens_per_second and run.prompt_tokens_per_second and run.wall_seconds > 0
+        assert run.predicted_n == N_PREDICT and run.text
+        if run.n_max is None:
+            assert run.log is None and run.log_agrees is None
+            continue
+        # Every figure equals the server's own log line for this request.
+        assert run.log is not None and run.log_agrees is True, run.log_mismatch
+        assert (run.log.accepted, run.log.generated) == (run.accepted, run.drafted)
+        assert run.log.acceptance == pytest.approx(run.acceptance, abs=5e-6)
+        assert run.log.mean_length == pytest.approx(run.mean_length, abs=5e-3)
+        assert (run.timings_draft_n, run.timings_draft_n_accepted) == (run.drafted, run.accepted)
+
+    assert report.server.command[:3] == [str(server_binary.path), "-m", report.model]
+    assert "--spec-type" not in report.server.command
+    assert groups["n-max-2"].command[-4:] == ["--spec-type", "draft-mtp", "--spec-draft-n-max", "2"]
+    png = Path(report.files.plot or "")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert mpimg.imread(png).shape[0] > 100
+    document = json.loads(Path(report.files.report).read_text(encoding="utf-8"))
+    _validate(document, SCHEMA)
+    assert document["recommendation"]["reason"]
+    assert not _server_children()
+
+
+@pytest.mark.parametrize("acceptance", ["none", 0.5])
+def test_head_that_drafts_badly(server_binary: ServerBinary, tmp_path: Path, prompts: Path, acceptance: Any) -> None:
+    report = run_sweep(_model(tmp_path, acceptance=acceptance), _options(server_binary, tmp_path / "out", prompts))
+    group = next(g for g in report.results if g.n_max == 2)
+    assert group.runs == 2 and group.drafted > 0 and group.log_agrees is True
+    if acceptance == "none":
+        assert group.acceptance == 0.0 and group.mean_length == 1.0 and group.accepted == 0
+    else:
+        assert 0.0 < group.acceptance < 1.0 and 1.0 < group.mean_length < 3.0
+
+
+def test_model_without_nextn_fails_mtp_only(server_binary: ServerBinary, tmp_path: Path, prompts: Path) -> None:
+    out = tmp_path / "out"
+    report = run_sweep(_model(tmp_path, nextn=False), _options(server_binary, out, prompts, n_max=(1, 2)))
+    groups = {g.configuration: g for g in report.results}
+    assert groups["baseline"].runs == 2 and groups["baseline"].tokens_per_second is not None
+    for config in ("n-max-1", "n-max-2"):
+        assert groups[config].runs == 0 and "MTP" in (groups[config].error or "")
+    assert {(f.configuration, f.kind) for f in report.failures} == {("n-max-1", "start"), ("n-max-2", "start")}
+    assert all("\n" not in f.reason for f in report.failures)
+    assert report.recommendation.n_max is None
+    _, servers = _records(out)
+    assert [s.status for s in servers if s.n_max] == ["failed", "failed"]
+    text = io.StringIO()
+    render(report, Output("table", text))
+    assert "doesn't contain MTP layers" in text.getvalue()
+
+
+def test_server_killed_mid_sweep(server_binary: ServerBinary, tmp_path: Path, prompts: Path) -> None:
+    out = tmp_path / "out"
+    three = tmp_path / "three.jsonl"
+    three.write_text(prompts.read_text() + json.dumps({"id": "p3", "class": "code", "prompt": "fn main() {"}) + "\n")
+    killed: list[int] = []
+
+    def kill_second_mtp_request(event: ProgressEvent) -> None:
+        if event.phase == RUN_START and event.configuration == "n-max 1" and event.prompt_id == "p2" and not killed:
+            (victim,) = _server_children()
+            killer = threading.Thread(target=victim.kill)
+            killer.start()
+            killer.join()
+            victim.wait(5)
+            killed.append(victim.pid)
+
+    options = _options(server_binary, out, three, n_max=(1, 2))
+    model = _model(tmp_path, acceptance="perfect")
+    report = run_sweep(model, options, progress=kill_second_mtp_request)
+    assert killed
+    runs, _ = _records(out)
+    crashed = [r for r in runs if r.status != OK]
+    assert [(r.configuration, r.prompt_id, r.status) for r in crashed] == [("n-max-1", "p2", CRASHED)]
+    assert "died" in (crashed[0].error or "")
+    # Nothing measured is lost, and the sweep went on with the next configuration.
+    assert [r.prompt_id for r in runs if r.configuration == "n-max-1" and r.status == OK] == ["p1"]
+    assert len([r for r in runs if r.configuration == "n-max-2" and r.status == OK]) == 3
+    assert report.runs.failed == 1 and report.runs.not_run == 1
+    assert any(f.kind == CRASHED for f in report.failures)
+    assert not _server_children()
+
+    resumed = run_sweep(model, replace(options, resume=True))
+    assert resumed.runs.ok == 9 and resumed.runs.failed == 0 and resumed.runs.not_run == 0
+
+
+def test_interrupt_keeps_the_journal_and_resume_completes_it(
+    server_binary: ServerBinary, tmp_path: Path, prompts: Path
+) -> None:
+    out = tmp_path / "out"
+    model = _model(tmp_path, acceptance="perfect")
+    options = _options(server_binary, out, prompts, n_max=(1, 2), repeat=2)
+
+    def stop_after_four(event: ProgressEvent) -> None:
+        if event.phase == RUN_DONE and event.done == 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(model, options, progress=stop_after_four)
+    assert not _server_children()
+    first, first_servers = _records(out)
+    assert len(first) == 4 and all(r.status == OK for r in first)
+
+    report = run_sweep(model, replace(options, resume=True))
+    runs, servers = _records(out)
+    keys = [r.key for r in runs]
+    assert len(keys) == len(set(keys)) == 3 * 2 * 2  # every run once: none of the first four ran again
+    assert runs[:4] == first
+    assert report.runs.ok == 12 and report.runs.resumed == 4
+    # Visits: baseline, n-max 1, n-max 2 (both rounds), n-max 1, baseline; the first two were done.
+    assert [s.configuration for s in servers[len(first_servers):]] == ["n-max-2", "n-max-1", "baseline"]
+
+    again = run_sweep(model, replace(options, plot=False))
+    assert again.runs.resumed == 0 and any(p.name.startswith("runs-") for p in out.iterdir())
+
+
+def test_synthetic_cost_curve(server_binary: ServerBinary, tmp_path: Path, prompts: Path) -> None:
+    options = _options(server_binary, tmp_path / "out", prompts, n_max=(1,), synthetic=(0.0, 1.0))
+    report = run_sweep(_model(tmp_path, acceptance="none"), options)
+    forced = {g.synthetic: g for g in report.results if g.synthetic is not None}
+    assert forced[0.0].acceptance == 0.0 and forced[1.0].acceptance == 1.0
+    assert "--spec-synth-rates" in forced[1.0].command
+    assert report.break_even is not None and [c.n_max for c in report.break_even] == [1]
+    points = report.break_even[0].points
+    assert [p.target for p in points] == [0.0, 1.0] and all(p.speedup for p in points)
+    assert report.break_even[0].note
+    # The real head of this model drafts nothing right; the synthetic runs must not count for it.
+    assert next(g for g in report.results if g.configuration == "n-max-1").acceptance == 0.0
+    _validate(report.to_dict(), SCHEMA)
+
+
+def test_cli_without_model_runs_the_tiny_demo(
+    server_binary: ServerBinary, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    common = ["--n-max", "1", "--repeat", "1", "--prompts", "extraction", "--n-predict", "24", "--out", str(out),
+              "--server", str(server_binary.path)]
+    assert command.main([*common, "--format", "json", "--no-plot", "--", "-t", "1"], standalone_mode=False) == 0
+    document = json.loads(capsys.readouterr().out)
+    _validate(document, SCHEMA)
+    assert document["tiny_model"] is True and Path(document["model"]).name == "tiny-mtp.gguf"
+    assert document["settings"]["server_args"] == ["-t", "1"] and document["server"]["command"][-2:] == ["-t", "1"]
+    assert document["files"]["plot"] is None and not (out / "sweep.png").exists()
+    assert {r["prompt_class"] for r in document["results"]} == {"extraction"}
+    mtp = next(r for r in document["results"] if r["n_max"] == 1)
+    assert 0.0 < mtp["acceptance"] < 1.0
+
+    # Same settings with --resume: nothing left to run, the report is rebuilt from the journal.
+    assert command.main([*common, "--resume", "--format", "csv", "--", "-t", "1"], standalone_mode=False) == 0
+    csv_lines = capsys.readouterr().out.splitlines()
+    assert csv_lines[0].startswith("prompt_class,configuration,n_max") and len(csv_lines) == 3
+
+
+def test_separate_mtp_file_goes_to_mtp_configurations_only(
+    server_binary: ServerBinary, tmp_path: Path, prompts: Path
+) -> None:
+    main, sidecar = write_tiny_model(tmp_path / "tiny.gguf", TinyModelSpec(acceptance="perfect", layout="sidecar"))
+    # Given among the extra server arguments, -md is taken as the MTP file, so the baseline stays plain.
+    options = _options(server_binary, tmp_path / "out", prompts, server_args=("-md", str(sidecar), "-t", "1"))
+    report = run_sweep(main, options)
+    groups = {g.configuration: g for g in report.results}
+    assert "-md" not in groups["baseline"].command and groups["baseline"].command[-2:] == ["-t", "1"]
+    assert groups["n-max-2"].command[-6:] == ["--spec-draft-n-max", "2", "-md", str(sidecar.resolve()), "-t", "1"]
+    assert groups["baseline"].runs == 2 and groups["baseline"].drafted == 0
+    assert groups["n-max-2"].acceptance == 1.0 and report.settings["mtp_file"] == str(sidecar.resolve())
