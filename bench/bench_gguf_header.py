@@ -15,6 +15,7 @@ Measures, in one run:
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import subprocess
 import sys
@@ -58,7 +59,21 @@ def _local_counting(path: Path) -> tuple[RangeReader, ByteMeter]:
     return LocalFileReader(path, meter=meter), meter
 
 
-READERS: dict[str, ReaderFactory] = {"local-counting": _local_counting}
+def _hub_http(path: Path) -> tuple[RangeReader, ByteMeter]:
+    """Real HTTP Range requests through huggingface_hub against the loopback Hub stand-in."""
+    from hubstub import HubStub
+
+    from mtpinspect.sources.hub import open_repo
+
+    stub = HubStub().start()
+    atexit.register(stub.stop)
+    stub.add_repo("bench/big-GGUF", {path.name: path})
+    repo = open_repo("bench/big-GGUF", endpoint=stub.url)
+    repo.meter = ByteMeter()  # count the GGUF reads only, not the listing
+    return repo.open(path.name), repo.meter
+
+
+READERS: dict[str, ReaderFactory] = {"local-counting": _local_counting, "hub-http": _hub_http}
 
 
 def remote_pattern(path: Path, open_reader: ReaderFactory) -> dict[str, Any]:

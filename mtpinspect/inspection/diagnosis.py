@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 
 from mtpinspect.formats.quantization import QuantAudit, audit_mtp
 from mtpinspect.inspection.evidence import Evidence, GgufEvidence
-from mtpinspect.inspection.naming import HEAD_MARKERS
+from mtpinspect.inspection.naming import is_head_tensor
 from mtpinspect.inspection.report import (
     FINDINGS,
     SEVERITY_ORDER,
@@ -120,14 +120,17 @@ def _checkpoint_presence(ev: Evidence, d: _Draft) -> None:
 
 def _representative(names: tuple[str, ...], limit: int = 4) -> list[str]:
     """The head's own tensors first (eh_proj, fc, norms), then attention: experts are many and alike."""
-    weights = [n for n in names if n.endswith(".weight")]
+    return _head_first([n for n in names if n.endswith(".weight")])[:limit]
 
+
+def _head_first(names: list[str]) -> list[str]:
     def rank(name: str) -> int:
-        if any(m in name for m in HEAD_MARKERS) or ".fc." in name or name.endswith("mtp.fc.weight"):
+        if is_head_tensor(name):
             return 0
         return 1 if "attn" in name else 2
 
-    return sorted(weights, key=lambda n: (rank(n), names.index(n)))[:limit]
+    order = {n: i for i, n in enumerate(names)}
+    return sorted(names, key=lambda n: (rank(n), order[n]))
 
 
 def _maker_release(ev: Evidence) -> bool:
@@ -142,7 +145,7 @@ def _quant_findings(ev: Evidence, d: _Draft, audit: QuantAudit) -> bool:
         return False
     method = q.method if q else "header dtypes"
     lines = [f"{q.source}: {q.method}{'/' + q.algo if q and q.algo else ''}, {audit.excluded_count} exclusion entries ({q.exclusion_key})"] if q else []
-    kept, quant = audit.kept(), audit.quantized()
+    kept, quant = _head_first(audit.kept()), _head_first(audit.quantized())
     header_notes = [f"{v.module}: {v.header_dtype}" + (f" ({v.note})" if v.note else "") for v in audit.modules if v.header_dtype]
     org = _org(ev.target.repo_id)
     maker = _maker_release(ev)

@@ -13,8 +13,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-# Tensors that only an MTP head has: seeing one of them is proof of MTP weights.
-HEAD_MARKERS = ("eh_proj", "enorm", "hnorm", "shared_head", "e_proj", "h_proj")
+# Modules that only an MTP head has (whole dotted components: "gate_proj" must not match "e_proj").
+HEAD_MARKERS = frozenset({
+    "eh_proj", "enorm", "hnorm", "shared_head", "e_proj", "h_proj", "fc", "pre_fc_norm_embedding", "pre_fc_norm_hidden",
+})
+
+
+def is_head_tensor(name: str) -> bool:
+    """True for the head's own tensors (projection, norms, shared head), not its attention or experts."""
+    return not HEAD_MARKERS.isdisjoint(name.split("."))
 
 _LAYERED = re.compile(r"^(?P<prefix>(?:model\.)?(?:language_model\.)?(?:model\.)?)layers\.(?P<idx>\d+)\.")
 _MTP_PREFIX = re.compile(r"^(?:model\.)?(?:language_model\.)?mtp(?:\.layers)?\.(?P<idx>\d+)\.")
@@ -34,10 +41,6 @@ class MtpTensors:
     @property
     def count(self) -> int:
         return len(self.layers)
-
-    @property
-    def has_head(self) -> bool:
-        return any(any(m in n for m in HEAD_MARKERS) or n.startswith(("mtp.fc", "model.mtp.fc")) for n in self.names)
 
 
 def find_mtp_tensors(names: Iterable[str], num_hidden_layers: int | None) -> MtpTensors:
