@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import gguf  # noqa: E402
+from gguf.constants import Keys  # noqa: E402
 from gguf_factory import (  # noqa: E402
     BIG_TYPES,
     BigGGUF,
@@ -41,7 +42,6 @@ from gguf_factory import (  # noqa: E402
     write_big_gguf,
     write_gguf,
 )
-from gguf.constants import Keys  # noqa: E402
 
 from mtpinspect.formats.gguf import read_gguf_header  # noqa: E402
 from mtpinspect.sources.reader import ByteMeter, LocalFileReader, RangeReader  # noqa: E402

@@ -23,14 +23,14 @@ import shutil
 import struct
 import sys
 import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType, GGUFWriter
-
 from hubstub import HubStub  # tests/ is on sys.path under pytest and when run as a script
 
 CASES_ROOT = Path(__file__).resolve().parent.parent / "cases"

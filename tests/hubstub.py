@@ -21,10 +21,10 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterable, Mapping
 from urllib.parse import parse_qs, unquote, urlsplit
 
 HASH_LIMIT = 10 * 1024 * 1024

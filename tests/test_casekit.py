@@ -26,8 +26,8 @@ from casekit import (
     serve_cases,
 )
 from gguf import GGMLQuantizationType, GGUFReader
-from huggingface_hub import HfApi
 from hubstub import HubStub
+from huggingface_hub import HfApi
 
 CASES = load_cases()
 REFERENCE = CASES_ROOT.parent.parent / "shared" / "reference" / "hf-configs"

@@ -12,11 +12,11 @@ from typing import Any
 
 import jsonschema
 import pytest
+from casekit import Case, load_cases, materialize, serve_cases
+from hubstub import HubStub
 from huggingface_hub import HfApi
 
 import mtpinspect
-from casekit import Case, load_cases, materialize, serve_cases
-from hubstub import HubStub
 
 CASES = load_cases()
 SCHEMA = json.loads((Path(mtpinspect.__file__).parent / "schemas" / "check.schema.json").read_text())

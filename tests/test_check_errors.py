@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from gguf_factory import write_bad_gguf, write_nextn_gguf
 from hubstub import HubStub
 

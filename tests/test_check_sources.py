@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-import mtpinspect
 from gguf_factory import Glm4MoeDims, write_nextn_gguf
 from hubstub import HubStub
+
+import mtpinspect
 from mtpinspect.errors import SourceError
 from mtpinspect.tiny_model import TinyModelSpec, mismatched_sidecar, write_tiny_model
 
@@ -145,7 +145,7 @@ def test_terminal_escapes_in_names_are_sanitised(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     shutil.copy(path, tmp_path / "plain" / "evil.gguf")
     # A GGUF without its head: the finding quotes general.name.
-    from gguf_factory import write_gguf, glm4moe_metadata, glm4moe_tensors
+    from gguf_factory import glm4moe_metadata, glm4moe_tensors, write_gguf
 
     dims = Glm4MoeDims()
     meta = {**glm4moe_metadata(dims), "general.name": "Qwen\x1b[31mRED\x1b[0m", "tokenizer.ggml.model": "test",

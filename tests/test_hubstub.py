@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from hubstub import HubStub
 from huggingface_hub import HfApi, HfFileSystem, get_hf_file_metadata, hf_hub_download, hf_hub_url
 from huggingface_hub.errors import (
     GatedRepoError,
@@ -21,7 +22,6 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
-from hubstub import HubStub
 
 GIB = 1024**3
 MARK_OFFSET = 3 * GIB + 12345

@@ -22,6 +22,7 @@ from mtpinspect.runtime.find import ServerBinary, describe, find_server
 from mtpinspect.runtime.logs import failure_reason, parse_draft_lines, unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
 
+
 @pytest.fixture(scope="module")
 def server_binary() -> ServerBinary:
     return find_server(build=True, progress=print)

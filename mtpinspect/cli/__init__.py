@@ -26,6 +26,7 @@ def cli() -> None:
     check       read a few kilobytes of a model (Hub repo, GGUF, local snapshot) and say
                 whether its MTP head is there, intact, and supported by llama.cpp, vLLM, SGLang
     sweep       measure MTP on this machine with the real llama-server across --spec-draft-n-max
+    diagnose    explain zero or low MTP acceptance (or a slowdown) and say what to change
     runtime     show, build or rebuild the llama-server that sweep uses
     tiny-model  write a tiny GGUF with an MTP head whose draft acceptance you choose
     """
@@ -33,9 +34,9 @@ def cli() -> None:
 
 def _register() -> None:
     # Imported here so that `mtpinspect --help` stays fast and each group stays in its own module.
-    from mtpinspect.cli import check, runtime, sweep, tiny_model
+    from mtpinspect.cli import check, diagnose, runtime, sweep, tiny_model
 
-    for module in (check, sweep, runtime, tiny_model):
+    for module in (check, sweep, diagnose, runtime, tiny_model):
         cli.add_command(module.command)
 
 

@@ -94,7 +94,7 @@ def _after(marker: str) -> Callable[[str], str]:
 # Checked in this order: the first kind found anywhere in the log wins, so the causes come before the
 # generic "failed to load model" / "exiting due to ..." lines that follow them.
 _REASONS: tuple[tuple[re.Pattern[str], Callable[[str], str]], ...] = (
-    (re.compile(r"error while handling (?:argument|environment variable) "), lambda l: l.strip()),
+    (re.compile(r"error while handling (?:argument|environment variable) "), lambda line: line.strip()),
     (re.compile(r"error: invalid argument: "), _after("invalid argument: ")),
     (re.compile(r"the argument has been removed"), _after("the argument has been removed")),
     (re.compile(r"doesn't contain MTP layers"), _strip_prefix),
@@ -103,7 +103,7 @@ _REASONS: tuple[tuple[re.Pattern[str], Callable[[str], str]], ...] = (
     (re.compile(r"failed to open GGUF file|invalid magic characters"), _strip_prefix),
     (re.compile(r"error loading model: "), _after("error loading model: ")),
     (re.compile(r"GGML_ASSERT\(.*\) failed"), _after("GGML_ASSERT")),
-    (re.compile(r"^\s*what\(\):\s+"), lambda l: "uncaught exception: " + l.split("what():", 1)[1].strip()),
+    (re.compile(r"^\s*what\(\):\s+"), lambda line: "uncaught exception: " + line.split("what():", 1)[1].strip()),
     (re.compile(r"GGML_ABORT|ggml_abort|\bfatal error\b"), _strip_prefix),
     (re.compile(r"out of memory|failed to allocate|cudaMalloc failed"), _strip_prefix),
     (re.compile(r"couldn't bind HTTP server socket|couldn't start HTTP listener"), _strip_prefix),

@@ -204,12 +204,11 @@ def _resolve_local_file(path: Path, mtp_file: str | None) -> Target:
         tree = open_files(siblings)
         sidecars = [tree.root / p for p in _pick_sidecar(tree, [m.name for m in mains], None)]
     tree = open_files([*mains, *sidecars])
-    rel = lambda p: p.resolve().relative_to(tree.root).as_posix()  # noqa: E731
     return Target(
         tree,
         "local-file",
         str(path),
         _repo_id_from_cache(main.parent),
-        gguf_files=[rel(m) for m in mains],
-        sidecar_files=[rel(s) for s in sidecars],
+        gguf_files=[p.resolve().relative_to(tree.root).as_posix() for p in mains],
+        sidecar_files=[p.resolve().relative_to(tree.root).as_posix() for p in sidecars],
     )

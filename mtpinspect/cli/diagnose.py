@@ -1,0 +1,169 @@
+"""`mtpinspect diagnose [MODEL] [--log FILE ...] [-- llama-server args]`: why is MTP acceptance zero or low?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mtpinspect.cli._output import Output, OutputFormat
+from mtpinspect.diagnosis import DiagnosisReport
+from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
+
+
+class _DiagnoseCommand(click.Command):
+    """Takes everything after ``--`` as llama-server arguments, so MODEL stays optional."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            split = args.index("--")
+            ctx.meta["server_args"] = tuple(args[split + 1 :])
+            args = args[:split]
+        return super().parse_args(ctx, args)
+
+
+def _pct(value: float | None) -> str | None:
+    return None if value is None else f"{value:.0%}"
+
+
+def render(report: DiagnosisReport, out: Output) -> None:
+    out.document(report.to_dict())
+    out.text(report.verdict)
+    out.table(
+        [
+            {
+                "rank": i,
+                "code": c.code,
+                "confidence": f"{c.confidence:.2f} {c.confidence_word}",
+                "evidence": "\n".join([c.message, *c.evidence]),
+                "fix": c.fix,
+            }
+            for i, c in enumerate(report.causes, start=1)
+        ],
+        ["rank", "code", "confidence", "evidence", "fix"],
+        title="Causes, most likely first",
+        primary=True,
+    )
+    probe = report.probe
+    if probe is not None:
+        out.table(
+            [
+                {
+                    "configuration": "baseline" if f.n_max is None else f"n-max {f.n_max}",
+                    "class": f.prompt_class,
+                    "acceptance": _pct(f.acceptance),
+                    "mean length": f.mean_length,
+                    "tok/s": f.tokens_per_second,
+                    "speedup": None if f.speedup is None else f"{f.speedup:.2f}x",
+                    "error": f.error,
+                }
+                for f in probe.figures
+            ],
+            ["configuration", "class", "acceptance", "mean length", "tok/s", "speedup", "error"],
+            title=f"Probe: llama-server {probe.server_version}, n_predict {probe.n_predict}, one round",
+        )
+        if probe.as_given is not None:
+            given = probe.as_given
+            state = given.failure or (f"ran; acceptance {_pct(given.log.acceptance)}" if given.log and given.log.drafted
+                                      else "ran; no draft tokens")
+            out.text(f"as given: {' '.join(given.command)}\n  -> {state}")
+        if probe.out_dir:
+            out.text(f"probe files: {probe.out_dir}")
+    else:
+        out.text(f"probe: not run ({report.probe_skipped})")
+    check = report.static.report if report.static else None
+    if check is not None:
+        out.table(
+            [{"severity": f.severity, "code": f.code, "message": f.message} for f in check.findings],
+            ["severity", "code", "message"],
+            title=f"Static findings (check): {check.verdict}",
+        )
+    if report.logs:
+        out.table(
+            [{"log": log.path, "kind": log.kind, "drafted": log.drafted, "accepted": log.accepted,
+              "acceptance": _pct(log.acceptance), "failure": log.failure} for log in report.logs],
+            ["log", "kind", "drafted", "accepted", "acceptance", "failure"],
+            title="Logs",
+        )
+    for note in report.notes:
+        out.text(f"note: {note}")
+
+
+def _print_codes(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    out = Output(ctx.params.get("fmt", OutputFormat.table))
+    rows = [{"code": code, "mechanism": kind.mechanism, "weight": MECHANISM_WEIGHT[kind.mechanism], "meaning": kind.meaning}
+            for code, kind in CAUSES.items()]
+    out.table(rows, ["code", "mechanism", "weight", "meaning"], primary=True)
+    out.document(rows)
+    ctx.exit(0)
+
+
+@click.command("diagnose", cls=_DiagnoseCommand)
+@click.argument("model", required=False)
+@click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF the run uses (default: found beside MODEL).")
+@click.option("--server", metavar="PATH", help="llama-server for the probe (default: $LLAMA_SERVER, PATH, cache, else build).")
+@click.option("--log", "logs", multiple=True, metavar="FILE",
+              help="Log of a run made elsewhere: llama-server stderr, a vLLM log, or a saved /metrics page "
+                   "(llama.cpp, vLLM, SGLang). Repeatable.")
+@click.option("--no-probe", is_flag=True, help="Do not run llama-server; use static evidence and logs only.")
+@click.option("--n-predict", "n_predict", type=click.IntRange(min=2), default=64, show_default=True,
+              help="Tokens generated per probe request.")
+@click.option("--prompts", metavar="FILE|DIR", help="Probe prompts (.txt/.jsonl) instead of the built-in code and prose-en.")
+@click.option("--probe-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Keep the probe's files (server logs, runs.jsonl) here (default: a temporary folder, removed).")
+@click.option("--revision", help="Branch, tag or commit of a Hub repo MODEL.")
+@click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved login).")
+@click.option("--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table", show_default=True,
+              is_eager=True, help="table for people; json (diagnose.schema.json), csv (causes) or md.")
+@click.option("--codes", is_flag=True, expose_value=False, callback=_print_codes,
+              help="Print the catalogue of cause codes and exit.")
+@click.pass_context
+def command(
+    ctx: click.Context,
+    model: str | None,
+    mtp_file: str | None,
+    server: str | None,
+    logs: tuple[str, ...],
+    no_probe: bool,
+    n_predict: int,
+    prompts: str | None,
+    probe_dir: Path | None,
+    revision: str | None,
+    token: str | None,
+    fmt: str,
+) -> int:
+    """Explain zero or low MTP acceptance, or MTP that makes decoding slower, and say what to change.
+
+    \b
+    MODEL is anything `check` takes (local GGUF, Hub repo, REPO:QUANT, snapshot folder). For a
+    local GGUF a short probe runs on the real llama-server: the extra arguments after `--` once as
+    given (when they set --spec-type, -md or --spec-draft-n-max), then baseline and n-max 1 and 3 on
+    code and prose-en prompts. MODEL may be omitted when --log files describe a run made elsewhere.
+    \b
+    Examples:
+      mtpinspect diagnose model.gguf -- --spec-type mtp -t 8
+      mtpinspect diagnose --log vllm.log
+      mtpinspect diagnose unsloth/Qwen3.5-2B-MTP-GGUF:Q4_K_M --log server.log
+    \b
+    Exit status: 0 when no cause of low acceptance or slowdown is found, 1 when causes are found,
+    2 on bad input (missing file, unreadable log, a model llama-server cannot run at all).
+    """
+    from mtpinspect.diagnosis import diagnose
+
+    report = diagnose(
+        model,
+        mtp_file=mtp_file,
+        server=server,
+        server_args=ctx.meta.get("server_args", ()),
+        log_files=logs,
+        probe=not no_probe,
+        revision=revision,
+        token=token,
+        n_predict=n_predict,
+        prompts=prompts,
+        probe_dir=probe_dir,
+    )
+    render(report, Output(fmt))
+    return report.exit_code

@@ -1,0 +1,167 @@
+"""`diagnose`: explain zero or low MTP acceptance (or MTP that makes decoding slower) and say what to change.
+
+    >>> from mtpinspect.diagnosis import diagnose
+    >>> report = diagnose("model.gguf", server_args=("-t", "8"))
+    >>> [(c.code, c.confidence_word, c.fix) for c in report.causes]
+
+Evidence comes from `check` (static.py), a short probe on the real llama-server (probe.py, local GGUF
+files only) and logs of runs made elsewhere (logs.py); rank.py turns it into causes, most likely first.
+MODEL may be left out when logs are given: the diagnosis then rests on the logs and the flags alone.
+Exit status (``DiagnosisReport.exit_code``): 0 when no cause of zero or low acceptance or of a slowdown
+is found, 1 when at least one is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtpinspect.cli._output import to_jsonable
+from mtpinspect.diagnosis.causes import CAUSES, Cause, CauseKind
+from mtpinspect.diagnosis.logs import LogEvidence, read_log
+from mtpinspect.diagnosis.probe import PROBE_N_PREDICT, ProbeResult, run_probe
+from mtpinspect.diagnosis.rank import gather_causes
+from mtpinspect.diagnosis.static import RunSettings, StaticEvidence, gather_static, parse_server_args
+from mtpinspect.errors import SourceError, UsageError
+
+SCHEMA_ID = "https://mtpinspect.invalid/schemas/diagnose.schema.json"
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class DiagnosisReport:
+    model: str | None
+    settings: RunSettings
+    causes: list[Cause]  # most likely first
+    static: StaticEvidence | None
+    probe: ProbeResult | None
+    probe_skipped: str | None  # why no probe ran (None when it ran)
+    logs: list[LogEvidence]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.causes else 0
+
+    @property
+    def verdict(self) -> str:
+        if not self.causes:
+            return "no cause of low MTP acceptance or slowdown found"
+        top = self.causes[0]
+        more = f" (+{len(self.causes) - 1} more)" if len(self.causes) > 1 else ""
+        return f"most likely: {top.code} ({top.confidence_word} confidence): {top.message}{more}"
+
+    def to_dict(self) -> dict[str, Any]:
+        report = self.static.report if self.static else None
+        return {
+            "$schema": SCHEMA_ID,
+            "schema_version": SCHEMA_VERSION,
+            "model": self.model,
+            "server_args": list(self.settings.args),
+            "verdict": self.verdict,
+            "causes": [c.to_dict() for c in self.causes],
+            "probe": _probe_dict(self.probe),
+            "probe_skipped": self.probe_skipped,
+            "static": None if report is None else {
+                "verdict": report.verdict,
+                "layout": report.layout,
+                "usable": report.usable,
+                "findings": [f.to_dict() for f in report.findings],
+                "zero_tensors": list(self.static.zero_tensors) if self.static else [],
+            },
+            "logs": [_log_dict(log) for log in self.logs],
+            "notes": list(self.notes),
+            "exit_status": self.exit_code,
+        }
+
+
+def _probe_dict(probe: ProbeResult | None) -> dict[str, Any] | None:
+    if probe is None:
+        return None
+    given = probe.as_given
+    return {
+        "server": {"path": probe.server_path, "version": probe.server_version},
+        "n_predict": probe.n_predict,
+        "prompt_classes": probe.prompt_classes,
+        "results": to_jsonable(probe.figures),
+        "failures": probe.failures,
+        "as_given": None if given is None else {
+            "command": given.command,
+            "started": given.started,
+            "failure": given.failure,
+            "drafted": given.log.drafted if given.log else None,
+            "accepted": given.log.accepted if given.log else None,
+            "acceptance": given.log.acceptance if given.log else None,
+        },
+        "cost_estimates": to_jsonable(probe.costs),
+        "out_dir": probe.out_dir,
+    }
+
+
+def _log_dict(log: LogEvidence) -> dict[str, Any]:
+    return {
+        "path": log.path,
+        "kind": log.kind,
+        "runtime": log.runtime,
+        "drafted": log.drafted,
+        "accepted": log.accepted,
+        "acceptance": log.acceptance,
+        "mean_length": log.mean_length,
+        "per_position": list(log.per_position),
+        "failure": log.failure,
+    }
+
+
+def diagnose(
+    model: str | None = None,
+    *,
+    mtp_file: str | None = None,
+    server: str | Path | None = None,
+    server_args: Sequence[str] = (),
+    log_files: Sequence[str | Path] = (),
+    probe: bool = True,
+    revision: str | None = None,
+    token: str | None = None,
+    n_predict: int = PROBE_N_PREDICT,
+    prompts: str | Path | None = None,
+    probe_dir: Path | None = None,
+) -> DiagnosisReport:
+    """Explain low MTP acceptance of ``model`` (anything `check` takes) and/or the runs in ``log_files``.
+
+    ``server_args`` are the llama-server arguments of the run in question; the probe (local GGUF only,
+    unless ``probe`` is False) reproduces them once as given and measures baseline, n-max 1 and 3.
+    ``prompts`` replaces the probe's built-in code and prose-en prompts; ``probe_dir`` keeps its files.
+    Raises MtpinspectError subclasses for bad input (missing files, unreadable logs, a model the
+    server cannot run at all).
+    """
+    if model is None and not log_files:
+        raise UsageError("diagnose: give a MODEL, a --log FILE, or both")
+    if model is None and mtp_file is not None:
+        raise UsageError("diagnose: --mtp-file needs a MODEL")
+    if mtp_file is not None and not Path(mtp_file).expanduser().is_file():
+        raise SourceError(f"{mtp_file}: no such MTP file")
+    settings = parse_server_args(server_args)
+    # Logs are read first: a bad log should fail before minutes of probing.
+    logs = [read_log(path) for path in log_files]
+    static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token) if model is not None else None
+    result, skipped = None, _skip_reason(model, static, probe)
+    if skipped is None and static is not None and static.local_model is not None:
+        result = run_probe(static.local_model, settings, sidecar=static.sidecar, sidecar_given=static.sidecar_given,
+                           server=server, n_predict=n_predict, prompts=prompts, out_dir=probe_dir)
+    causes, notes = gather_causes(static, settings, result, logs)
+    return DiagnosisReport(model, settings, causes, static, result, skipped, logs, notes)
+
+
+def _skip_reason(model: str | None, static: StaticEvidence | None, probe: bool) -> str | None:
+    if model is None:
+        return "no MODEL given: diagnosed from the logs and flags"
+    if not probe:
+        return "--no-probe"
+    if static is None or static.local_model is None:
+        return "MODEL is not a local GGUF: the probe runs only on local GGUF files"
+    return None
+
+
+__all__ = ["CAUSES", "Cause", "CauseKind", "DiagnosisReport", "LogEvidence", "ProbeResult", "RunSettings", "diagnose"]

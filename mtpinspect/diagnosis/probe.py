@@ -1,0 +1,268 @@
+"""The short probe: the user's own configuration once, then baseline and n-max 1 and 3 on the real
+llama-server, with two prompt classes (code, prose-en), one round and a small n_predict.
+
+Two parts, both on the same local GGUF:
+
+- *as given*: when the extra llama-server arguments choose a speculative configuration, one server
+  runs with exactly those arguments and serves one request, so a wrong flag, a sidecar left out or
+  MTP never enabled shows up in the server's own words;
+- *sweep*: :func:`mtpinspect.sweep.run_sweep` measures the baseline and n-max 1 and 3 with the head
+  switched on properly (the sidecar passed with -md when there is one), giving acceptance, mean
+  length, tok/s and speedup per configuration and prompt class.
+
+The probe measures; rank.py interprets. A baseline that does not run is not a diagnosis but bad
+input (the model does not load at all): ServerError.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mtpinspect.diagnosis.logs import LogEvidence, read_log
+from mtpinspect.diagnosis.static import RunSettings
+from mtpinspect.errors import MtpinspectError, ServerError
+from mtpinspect.runtime.find import ServerBinary, find_server
+from mtpinspect.runtime.server import LlamaServer, ServerProcessError
+from mtpinspect.sweep import SweepOptions, load_builtin, load_prompts, run_sweep
+from mtpinspect.sweep.plan import BASELINE_ID
+from mtpinspect.sweep.report import SweepReport
+from mtpinspect.sweep.statistics import GroupStats
+
+PROBE_N_MAX = (1, 3)
+PROBE_CLASSES = ("code", "prose-en")
+PROBE_N_PREDICT = 64
+_STARTUP_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class ProbeFigure:
+    """One configuration on one prompt class."""
+
+    configuration: str
+    n_max: int | None  # None: the baseline
+    prompt_class: str
+    acceptance: float | None
+    mean_length: float | None
+    tokens_per_second: float | None  # median decode tok/s
+    speedup: float | None
+    within_noise: bool | None
+    per_position: tuple[float, ...]
+    drafted: int
+    accepted: int
+    drafts: int
+    error: str | None
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """What one verification step costs here, from the measured speedup and mean length.
+
+    A step emits ``mean_length`` tokens in the time of ``mean_length / speedup`` baseline tokens, so
+    MTP pays off only when the mean length exceeds that step cost. The break-even per-token
+    acceptance solves 1 + a + ... + a^n = step cost (None when even perfect drafts cannot reach it).
+    An estimate: it assumes a step costs the same whatever is accepted (`sweep --synthetic` measures it).
+    """
+
+    n_max: int
+    mean_length: float
+    speedup: float
+    step_cost: float
+    break_even_acceptance: float | None
+
+    @classmethod
+    def of(cls, n_max: int, mean_length: float, speedup: float) -> CostEstimate:
+        cost = mean_length / speedup
+        return cls(n_max, mean_length, speedup, cost, _solve_acceptance(cost, n_max))
+
+
+def _solve_acceptance(length: float, n_max: int) -> float | None:
+    if length <= 1.0:
+        return 0.0
+    if length > n_max + 1:
+        return None
+    low, high = 0.0, 1.0
+    for _ in range(40):
+        mid = (low + high) / 2
+        if 1 + sum(mid**i for i in range(1, n_max + 1)) < length:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
+@dataclass(frozen=True)
+class AsGivenRun:
+    """The user's own server arguments, run once."""
+
+    command: list[str]
+    started: bool
+    failure: str | None
+    log: LogEvidence | None
+
+
+@dataclass
+class ProbeResult:
+    server_path: str
+    server_version: str
+    n_predict: int
+    prompt_classes: list[str]
+    figures: list[ProbeFigure]
+    failures: list[str]  # "configuration: reason"
+    as_given: AsGivenRun | None
+    mtp_logs: list[LogEvidence] = field(default_factory=list)  # the sweep's MTP servers' logs
+    costs: list[CostEstimate] = field(default_factory=list)
+    out_dir: str | None = None
+
+    def mtp_figures(self) -> list[ProbeFigure]:
+        return [f for f in self.figures if f.n_max is not None]
+
+    def baseline(self, prompt_class: str) -> ProbeFigure | None:
+        return next((f for f in self.figures if f.n_max is None and f.prompt_class == prompt_class), None)
+
+
+def run_probe(
+    model: Path,
+    settings: RunSettings,
+    *,
+    sidecar: Path | None = None,
+    sidecar_given: bool = False,
+    server: str | Path | None = None,
+    n_predict: int = PROBE_N_PREDICT,
+    prompts: str | Path | None = None,
+    out_dir: Path | None = None,
+) -> ProbeResult:
+    """Run the probe on a local GGUF; ServerError if llama-server cannot run the model even without MTP."""
+    binary = find_server(server, build=True)
+    with ExitStack() as stack:
+        if out_dir is None:
+            out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtpinspect-diagnose-")))
+            kept = None
+        else:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            kept = str(out_dir)
+        prompt_source = Path(prompts) if prompts is not None else _builtin_prompts(out_dir)
+        first_prompt = _first_prompt(prompt_source)
+        as_given = None
+        if settings.has_spec_flags:
+            as_given = _run_as_given(binary, model, settings, sidecar if sidecar_given else None, first_prompt,
+                                     n_predict, out_dir / "as-given.log")
+        report = run_sweep(model, SweepOptions(
+            n_max=PROBE_N_MAX, repeat=1, prompts=prompt_source, n_predict=n_predict, server=binary.path,
+            mtp_file=sidecar, out_dir=out_dir / "sweep", server_args=settings.passthrough, plot=False,
+            startup_timeout=_STARTUP_TIMEOUT,
+        ))
+        _require_baseline(model, report)
+        figures = [_figure(g) for g in report.results if g.synthetic is None]
+        return ProbeResult(
+            server_path=str(binary.path),
+            server_version=binary.version,
+            n_predict=n_predict,
+            prompt_classes=list(report.prompt_classes),
+            figures=figures,
+            failures=[f"{f.configuration}: {f.reason}" for f in report.failures],
+            as_given=as_given,
+            mtp_logs=_mtp_logs(out_dir / "sweep" / "logs"),
+            costs=_costs(figures),
+            out_dir=kept,
+        )
+
+
+def _builtin_prompts(out_dir: Path) -> Path:
+    path = out_dir / "prompts.jsonl"
+    lines = [json.dumps({"id": p.id, "class": p.prompt_class, "prompt": p.text}) for p in load_builtin(list(PROBE_CLASSES))]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _first_prompt(source: Path) -> str:
+    return load_prompts(source)[0].text
+
+
+def _run_as_given(
+    binary: ServerBinary, model: Path, settings: RunSettings, sidecar: Path | None, prompt: str, n_predict: int,
+    log_path: Path,
+) -> AsGivenRun:
+    args = list(settings.args)
+    # --mtp-file names the sidecar the user runs with; add it the way llama-server takes it.
+    if sidecar is not None and settings.draft_model is None:
+        args += ["-md", str(sidecar)]
+    server = LlamaServer(binary, model, args, log_path=log_path, startup_timeout=_STARTUP_TIMEOUT)
+    failure: str | None = None
+    started = False
+    try:
+        with server:
+            started = True
+            offset = server.log_since(0)[1]
+            server.complete(prompt, n_predict=n_predict, temperature=settings.temperature or 0.0)
+            server.wait_for_log(offset)
+    except ServerProcessError as exc:
+        failure = exc.reason
+    except ServerError as exc:
+        failure = str(exc)
+    log = None
+    try:
+        log = read_log(log_path)
+    except MtpinspectError:
+        pass  # an empty log: the failure line says what happened
+    return AsGivenRun(command=server.command or [str(binary.path), "-m", str(model), *args], started=started,
+                      failure=failure, log=log)
+
+
+def _require_baseline(model: Path, report: SweepReport) -> None:
+    baseline = [g for g in report.results if g.configuration == BASELINE_ID]
+    if baseline and all(g.tokens_per_second is None for g in baseline):
+        reason = next((f.reason for f in report.failures if f.configuration == BASELINE_ID), None)
+        reason = reason or next((g.error for g in baseline if g.error), "no baseline run finished")
+        raise ServerError(f"{model}: llama-server cannot run this model even without MTP: {reason}")
+
+
+def _figure(group: GroupStats) -> ProbeFigure:
+    return ProbeFigure(
+        configuration=group.configuration,
+        n_max=group.n_max,
+        prompt_class=group.prompt_class,
+        acceptance=group.acceptance,
+        mean_length=group.mean_length,
+        tokens_per_second=group.tokens_per_second.median if group.tokens_per_second else None,
+        speedup=group.speedup,
+        within_noise=group.within_noise,
+        per_position=tuple(group.per_position),
+        drafted=group.drafted,
+        accepted=group.accepted,
+        drafts=group.drafts,
+        error=group.error,
+    )
+
+
+def _mtp_logs(log_dir: Path) -> list[LogEvidence]:
+    logs = []
+    for path in sorted(log_dir.glob("*.log")):
+        if path.name.startswith(BASELINE_ID + "-"):
+            continue
+        try:
+            logs.append(read_log(path))
+        except MtpinspectError:
+            continue  # a server that wrote nothing: its failure is in the sweep's report
+    return logs
+
+
+def _costs(figures: Sequence[ProbeFigure]) -> list[CostEstimate]:
+    """Per n-max, pooled over classes: the geometric mean of speedups and the mean of mean lengths."""
+    costs = []
+    for n_max in sorted({f.n_max for f in figures if f.n_max is not None}):
+        mine = [f for f in figures if f.n_max == n_max and f.speedup and f.mean_length]
+        if not mine:
+            continue
+        speedup = 1.0
+        for f in mine:
+            speedup *= f.speedup or 1.0
+        speedup **= 1 / len(mine)
+        length = sum(f.mean_length or 1.0 for f in mine) / len(mine)
+        costs.append(CostEstimate.of(n_max, length, speedup))
+    return costs
+

@@ -1,0 +1,402 @@
+"""From evidence to a ranked list of causes: the runtime rules, merging, and the ranking rule.
+
+Evidence comes from three places: static (`check` and the run's flags, static.py), the probe
+(probe.py) and logs of runs made elsewhere (logs.py). The rules here read the probe and the logs:
+
+- a start or crash reason names its cause directly (``unknown speculative type: mtp`` ->
+  WRONG_SPEC_TYPE; ``doesn't contain MTP layers`` -> SIDECAR_NOT_PASSED when an mtp- file exists and
+  was not passed, NO_MTP_HEAD when check found no head, else MTP_WEIGHTS_MISSING; ``MTP input row
+  width`` or ``failed to add token`` -> SIDECAR_MISMATCH; anything else -> MTP_FAILED);
+- ``model has unused tensor blk.N.nextn...`` with no draft lines -> MTP_NOT_ENABLED, or NO_MTP_GRAPH
+  when draft-mtp was asked for (or the architecture has no graph);
+- acceptance at most 5% while the baseline runs -> HEAD_QUANTIZED when static evidence shows a
+  quantized or damaged head (check's MTP_QUANTIZED / MTP_PARTIALLY_EXCLUDED / FUSED_NAME_MISMATCH /
+  LOW_BIT_MTP_HEAD, all-zero head weights, a quantized vLLM engine), otherwise HEAD_DISAGREES.
+  A zeroed head is "damaged", so HEAD_QUANTIZED (its evidence line says "all zero"); without data to
+  read (a log only) it is HEAD_DISAGREES. Acceptance of 50% or more refutes a static head warning;
+- classes whose n-max 1 acceptance differ by 0.3 or more, one below 0.5 -> PROMPT_CLASS;
+- going from n-max 1 to 3 gains under 0.35 accepted tokens per extra drafted token and is slower,
+  or the deepest position of a log is accepted under 35% of steps -> NMAX_TOO_HIGH;
+- acceptance 50% or more and every MTP configuration under 0.95x the baseline -> SLOWER_THAN_BASELINE;
+- a request that filled 90% of the slot's context, or was truncated -> CONTEXT_NEAR_LIMIT.
+
+Merging: one cause per code; confidences from independent sources combine as 1 - prod(1 - c);
+evidence lines are concatenated. Ranking: by score = mechanism weight (blocked 1.0, zero 0.9, low
+0.6, slow 0.5) x confidence, highest first; ties keep the catalogue order of causes.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from mtpinspect.diagnosis.causes import CAUSES, Cause
+from mtpinspect.diagnosis.logs import MTP_FAILURE_MARKERS, LogEvidence
+from mtpinspect.diagnosis.probe import ProbeFigure, ProbeResult
+from mtpinspect.diagnosis.static import (
+    RunSettings,
+    StaticEvidence,
+    fix_command,
+    head_fix,
+    settings_causes,
+    static_causes,
+)
+from mtpinspect.inspection.support import llama_cpp_graph
+
+ZERO_ACCEPTANCE = 0.05
+FINE_ACCEPTANCE = 0.5
+SLOWER = 0.95
+CLASS_GAP = 0.3
+DEEP_POSITION_FLOOR = 0.35
+CONTEXT_SHARE = 0.9
+_MAX_EVIDENCE = 10
+
+
+def gather_causes(
+    static: StaticEvidence | None, settings: RunSettings, probe: ProbeResult | None, logs: Sequence[LogEvidence]
+) -> tuple[list[Cause], list[str]]:
+    """Every cause the evidence supports, ranked, and notes on evidence that was set aside."""
+    causes = static_causes(static, settings) if static is not None else settings_causes(settings, None)
+    notes: list[str] = []
+    if probe is not None:
+        causes += _probe_causes(static, settings, probe)
+        causes, refuted = _refute_head_warning(causes, probe)
+        notes += refuted
+    for log in logs:
+        causes += _log_causes(static, settings, log)
+    return rank(causes), notes
+
+
+def rank(causes: Sequence[Cause]) -> list[Cause]:
+    """One cause per code, ordered by mechanism weight x confidence (ties: catalogue order)."""
+    merged: dict[str, Cause] = {}
+    for cause in causes:
+        merged[cause.code] = _merge(merged[cause.code], cause) if cause.code in merged else cause
+    order = list(CAUSES)
+    return sorted(merged.values(), key=lambda c: (-round(c.score, 6), order.index(c.code)))
+
+
+def _merge(a: Cause, b: Cause) -> Cause:
+    strong, weak = (a, b) if a.confidence >= b.confidence else (b, a)
+    evidence = list(dict.fromkeys([*strong.evidence, *weak.evidence]))[:_MAX_EVIDENCE]
+    return Cause(
+        code=a.code,
+        confidence=1 - (1 - a.confidence) * (1 - b.confidence),
+        message=strong.message,
+        evidence=tuple(evidence),
+        fix=strong.fix,
+        sources=tuple(dict.fromkeys([*strong.sources, *weak.sources])),
+    )
+
+
+# -- a failure line names its cause -------------------------------------------------------------
+
+
+def classify_failure(
+    lines: Sequence[str], static: StaticEvidence | None, settings: RunSettings, *, had_sidecar: bool, source: str
+) -> Cause | None:
+    """The cause a failed start or crash names; None when nothing failed."""
+    lines = [line for line in lines if line]
+    if not lines:
+        return None
+    text = "\n".join(lines)
+    telling = next((line for line in lines if MTP_FAILURE_MARKERS.search(line)), lines[0])
+    evidence = (telling,)
+    if "unknown speculative type" in text:
+        fixed = RunSettings(args=settings.passthrough, n_max=settings.n_max)
+        return Cause("WRONG_SPEC_TYPE", 0.98, "llama-server rejects the --spec-type value (MTP is `draft-mtp`)",
+                     evidence, fix_command(static, fixed), (source,))
+    if re.search(r"MTP input row width|failed to add token", text):
+        return Cause("SIDECAR_MISMATCH", 0.95, "the mtp- sidecar does not fit the main model: llama-server aborts",
+                     evidence, _sidecar_fix(static), (source,))
+    if re.search(r"doesn't contain MTP layers|failed to create MTP context", text):
+        return _no_layers(static, settings, evidence, had_sidecar, source)
+    if re.search(r"MTP block missing nextn|missing tensor '[^']*nextn|weights missing from checkpoint", text):
+        return Cause("MTP_WEIGHTS_MISSING", 0.95, "the MTP layer's weights are missing", evidence,
+                     "use a checkpoint or GGUF that ships the MTP weights (not converted with --no-mtp, not a "
+                     "quantization that dropped mtp.*)", (source,))
+    if "not implemented" in text:
+        return Cause("NO_MTP_GRAPH", 0.9, "this build has no MTP graph for the architecture", evidence,
+                     "use a llama.cpp build with MTP support for this architecture, or leave MTP off", (source,))
+    return Cause("MTP_FAILED", 0.7, f"the MTP configuration failed: {telling}", evidence,
+                 "read the server log around this line; run `mtpinspect check MODEL` for static causes", (source,))
+
+
+def _no_layers(
+    static: StaticEvidence | None, settings: RunSettings, evidence: tuple[str, ...], had_sidecar: bool, source: str
+) -> Cause:
+    if static is not None and static.report is not None and static.report.layout == "sidecar" and not had_sidecar:
+        return Cause("SIDECAR_NOT_PASSED", 0.95,
+                     "the main GGUF has no MTP layers; its head is in the mtp- file, which was not passed with -md",
+                     evidence, fix_command(static, settings), (source,))
+    if static is not None and static.has("NO_MTP") and not static.has("MTP_PRESENT"):
+        return Cause("NO_MTP_HEAD", 0.95, "the model has no MTP layers", evidence,
+                     "MTP cannot be used with this model: drop --spec-type draft-mtp", (source,))
+    return Cause("MTP_WEIGHTS_MISSING", 0.9, "the model loaded has no MTP layers", evidence,
+                 "use a GGUF that bundles the head (converted without --no-mtp), or pass its mtp- file with -md",
+                 (source,))
+
+
+def _sidecar_fix(static: StaticEvidence | None) -> str:
+    name = static.sidecar.name if static is not None and static.sidecar is not None else "the mtp- file"
+    return (f"replace {name} with the mtp- file converted from the same model, revision and quantization as the "
+            "main GGUF (python convert_hf_to_gguf.py MODEL_DIR --mtp, from the same snapshot)")
+
+
+# -- the probe ----------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, spec: str = ".2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _figure_line(f: ProbeFigure) -> str:
+    label = "baseline" if f.n_max is None else f"n-max {f.n_max}"
+    if f.error and not f.drafted and f.tokens_per_second is None:
+        return f"probe {label} {f.prompt_class}: failed: {f.error}"
+    speed = f"{_fmt(f.tokens_per_second, '.1f')} tok/s"
+    if f.n_max is None:
+        return f"probe {label} {f.prompt_class}: {speed}"
+    return (f"probe {label} {f.prompt_class}: acceptance {_fmt(f.acceptance)} ({f.accepted}/{f.drafted}), "
+            f"mean length {_fmt(f.mean_length)}, {speed}, speedup {_fmt(f.speedup)}x")
+
+
+def _probe_causes(static: StaticEvidence | None, settings: RunSettings, probe: ProbeResult) -> list[Cause]:
+    causes: list[Cause] = []
+    given = probe.as_given
+    if given is not None:
+        causes += _as_given_causes(static, settings, probe)
+    mtp = probe.mtp_figures()
+    had_sidecar = static is not None and static.sidecar is not None
+    failed = [f for f in mtp if f.error and not f.drafted]
+    if failed:
+        log_lines = [line for log in probe.mtp_logs for line in log.telling]
+        cause = classify_failure([*log_lines, *(f.error or "" for f in failed)], static, settings,
+                                 had_sidecar=had_sidecar, source="probe")
+        if cause is not None:
+            causes.append(cause)
+    ran = [f for f in mtp if f.drafted]
+    if ran:
+        causes += _acceptance_causes(static, settings, probe, ran)
+    elif mtp and not failed and settings.p_min is not None and settings.p_min > 0:
+        causes.append(Cause("HIGH_P_MIN", 0.9, f"no token was drafted at --spec-draft-p-min {settings.p_min:g}",
+                            tuple(_figure_line(f) for f in mtp), "lower it: --spec-draft-p-min 0 (the default)",
+                            ("probe",)))
+    for log in probe.mtp_logs:
+        causes += _context_causes(log, "probe")
+    return causes
+
+
+def _as_given_causes(static: StaticEvidence | None, settings: RunSettings, probe: ProbeResult) -> list[Cause]:
+    given = probe.as_given
+    assert given is not None
+    had_sidecar = settings.draft_model is not None or (static is not None and static.sidecar_given)
+    lines = [*(given.log.telling if given.log else []), given.failure or ""] if given.failure else []
+    cause = classify_failure(lines, static, settings, had_sidecar=had_sidecar, source="probe")
+    if cause is not None:
+        return [cause]
+    if given.log is None:
+        return []
+    return _unused_head_causes(static, settings, given.log, "probe", asked_mtp="draft-mtp" in settings.spec_types)
+
+
+def _unused_head_causes(
+    static: StaticEvidence | None, settings: RunSettings, log: LogEvidence, source: str, *, asked_mtp: bool
+) -> list[Cause]:
+    if log.drafted_anything or not log.unused_nextn:
+        return []
+    evidence = (f"model has unused tensor {log.unused_nextn[0]} (and {len(log.unused_nextn) - 1} more nextn tensors)",
+                f"{log.path}: no draft acceptance line")
+    arch = log.architecture or (static.architecture if static else None)
+    if asked_mtp or (arch is not None and llama_cpp_graph(arch) == "unused"):
+        return [Cause("NO_MTP_GRAPH", 0.85,
+                      f"the server keeps the nextn tensors unused{f' for {arch}' if arch else ''}: this build has no MTP "
+                      "graph for the architecture", (*evidence, f"architecture: {arch or 'unknown'}"),
+                      "use a llama.cpp build whose MTP support covers this architecture, or serve it with vLLM/SGLang",
+                      (source,))]
+    return [Cause("MTP_NOT_ENABLED", 0.9 if source == "log" else 0.95,
+                  "the head is in the file but the run never switched MTP on (no --spec-type draft-mtp)", evidence,
+                  fix_command(static, settings), (source,))]
+
+
+def _pooled(figures: Sequence[ProbeFigure]) -> float | None:
+    drafted = sum(f.drafted for f in figures)
+    return sum(f.accepted for f in figures) / drafted if drafted else None
+
+
+def _baseline_lines(probe: ProbeResult) -> list[str]:
+    return [_figure_line(f) for f in probe.figures if f.n_max is None]
+
+
+def _acceptance_causes(
+    static: StaticEvidence | None, settings: RunSettings, probe: ProbeResult, ran: list[ProbeFigure]
+) -> list[Cause]:
+    pooled = _pooled(ran) or 0.0
+    lines = [_figure_line(f) for f in ran]
+    if pooled <= ZERO_ACCEPTANCE:
+        evidence = (f"probe: acceptance {pooled:.1%} over {sum(f.drafted for f in ran)} drafted tokens", *lines,
+                    *_baseline_lines(probe)[:1])
+        return [_zero_cause(static, None, evidence, "probe", 0.9)]
+    causes = _class_causes(ran) + _nmax_causes(probe, ran)
+    if pooled >= FINE_ACCEPTANCE:
+        causes += _slower_causes(probe, ran, pooled)
+    return causes
+
+
+def _zero_cause(static: StaticEvidence | None, log: LogEvidence | None, evidence: tuple[str, ...], source: str,
+                confidence: float) -> Cause:
+    defects = bool(static and (static.head_defect or static.zero_tensors))
+    quantized_engine = log is not None and log.quantization is not None
+    if defects or quantized_engine:
+        extra = (f"{log.path}: the engine loads the checkpoint with quantization={log.quantization}",) if quantized_engine else ()
+        why = _head_defect_words(static, log if quantized_engine and not defects else None)
+        return Cause("HEAD_QUANTIZED", confidence, f"the MTP head drafts nothing the model accepts: {why}",
+                     (*evidence, *extra), head_fix(static), (source,))
+    return Cause("HEAD_DISAGREES", confidence - 0.05,
+                 "the head loads and drafts, the model runs, yet about every draft is rejected: the head does not "
+                 "match this model (other fine-tune or revision, broken export)", evidence,
+                 "use the head released with this exact model and revision (re-export with convert_hf_to_gguf.py "
+                 "--mtp from the same snapshot, or the maker's GGUF); until then leave MTP off",
+                 (source,))
+
+
+def _head_defect_words(static: StaticEvidence | None, log: LogEvidence | None) -> str:
+    if log is not None:
+        return f"the engine runs it quantized ({log.quantization})"
+    assert static is not None
+    if static.zero_tensors and not static.head_defect:
+        return "its weights are all zero"
+    if static.has("LOW_BIT_MTP_HEAD"):
+        return "its tensors are at very low-bit GGUF types"
+    return "it is quantized without exclusion"
+
+
+def _class_causes(ran: list[ProbeFigure]) -> list[Cause]:
+    first = {f.prompt_class: f for f in ran if f.n_max == min(x.n_max or 0 for x in ran)}
+    if len(first) < 2:
+        return []
+    rates = {c: f.acceptance for c, f in first.items() if f.acceptance is not None}
+    if len(rates) < 2:
+        return []
+    worst, best = min(rates, key=rates.__getitem__), max(rates, key=rates.__getitem__)
+    if rates[worst] >= FINE_ACCEPTANCE or rates[best] - rates[worst] < CLASS_GAP:
+        return []
+    evidence = tuple(_figure_line(first[c]) for c in sorted(first))
+    return [Cause("PROMPT_CLASS", 0.75,
+                  f"acceptance depends on the kind of text: {best} {rates[best]:.0%}, {worst} {rates[worst]:.0%}",
+                  evidence,
+                  f"use MTP where it drafts well ({best}); for {worst} expect little gain or leave it off; "
+                  "measure your own prompts: mtpinspect sweep MODEL --prompts YOUR_PROMPTS.jsonl",
+                  ("probe",))]
+
+
+def _nmax_causes(probe: ProbeResult, ran: list[ProbeFigure]) -> list[Cause]:
+    evidence: list[str] = []
+    for prompt_class in probe.prompt_classes:
+        mine = sorted((f for f in ran if f.prompt_class == prompt_class and f.n_max), key=lambda f: f.n_max or 0)
+        if len(mine) < 2:
+            continue
+        low, high = mine[0], mine[-1]
+        if None in (low.mean_length, high.mean_length, low.speedup, high.speedup):
+            continue
+        assert low.n_max and high.n_max and low.mean_length and high.mean_length and low.speedup and high.speedup
+        gain = (high.mean_length - low.mean_length) / (high.n_max - low.n_max)
+        if gain < DEEP_POSITION_FLOOR and high.speedup < low.speedup:
+            evidence.append(
+                f"{prompt_class}: n-max {low.n_max} -> {high.n_max} adds {gain:.2f} accepted tokens per extra drafted "
+                f"token (mean length {low.mean_length:.2f} -> {high.mean_length:.2f}); speedup {low.speedup:.2f}x -> "
+                f"{high.speedup:.2f}x; per position {', '.join(f'{r:.2f}' for r in high.per_position)}")
+    if not evidence:
+        return []
+    low_n = min(f.n_max or 1 for f in ran)
+    return [Cause("NMAX_TOO_HIGH", 0.7, "deeper draft positions are rarely accepted: a high n-max costs more than it gains",
+                  tuple(evidence), f"--spec-draft-n-max {low_n} (vLLM: num_speculative_tokens {low_n})", ("probe",))]
+
+
+def _slower_causes(probe: ProbeResult, ran: list[ProbeFigure], pooled: float) -> list[Cause]:
+    timed = [f for f in ran if f.speedup is not None]
+    if not timed:
+        return []
+    best = max(timed, key=lambda f: f.speedup or 0.0)
+    assert best.speedup is not None
+    if best.speedup >= SLOWER:
+        return []
+    base = probe.baseline(best.prompt_class)
+    evidence = [
+        f"probe: acceptance {pooled:.0%}, yet the best MTP setting (n-max {best.n_max}, {best.prompt_class}) decodes "
+        f"{_fmt(best.tokens_per_second, '.1f')} tok/s vs {_fmt(base.tokens_per_second if base else None, '.1f')} "
+        f"tok/s without MTP ({best.speedup:.2f}x)",
+    ]
+    for cost in probe.costs:
+        needed = ("no acceptance can pay off here (even perfect drafts give at most "
+                  f"{cost.n_max + 1} tokens per step)") if cost.break_even_acceptance is None else (
+            f"break-even per-token acceptance about {cost.break_even_acceptance:.2f}")
+        evidence.append(f"n-max {cost.n_max}: a verification step costs {cost.step_cost:.2f} baseline tokens "
+                        f"(measured mean length {cost.mean_length:.2f}, {cost.speedup:.2f}x): {needed} (estimate)")
+    confidence = 0.55 if best.within_noise else 0.85
+    return [Cause("SLOWER_THAN_BASELINE", confidence,
+                  "drafts are accepted, but verifying them costs more than it saves on this machine",
+                  tuple(evidence),
+                  "leave MTP off here (drop --spec-type draft-mtp), or run where verification is cheap (a GPU: "
+                  "-ngl 99 with a CUDA build); measure the cost curve: mtpinspect sweep MODEL --synthetic 0.5,0.7,0.9,1.0",
+                  ("probe",))]
+
+
+def _refute_head_warning(causes: list[Cause], probe: ProbeResult) -> tuple[list[Cause], list[str]]:
+    """A static head warning that the probe contradicts (acceptance >= 50%) is dropped, with a note."""
+    pooled = _pooled([f for f in probe.mtp_figures() if f.drafted])
+    if pooled is None or pooled < FINE_ACCEPTANCE:
+        return causes, []
+    kept = [c for c in causes if not (c.code == "HEAD_QUANTIZED" and c.sources == ("static",))]
+    if len(kept) == len(causes):
+        return causes, []
+    return kept, [f"check warns about the head's quantization, but the probe measured acceptance {pooled:.0%}: "
+                  "the head drafts well on this model"]
+
+
+def _context_causes(log: LogEvidence, source: str) -> list[Cause]:
+    if log.n_ctx is None or log.max_tokens is None:
+        return []
+    if log.max_tokens < CONTEXT_SHARE * log.n_ctx and not log.truncated:
+        return []
+    return [Cause("CONTEXT_NEAR_LIMIT", 0.7,
+                  f"requests fill the context ({log.max_tokens} of {log.n_ctx} tokens): drafts are cut to fit",
+                  (f"{log.path}: n_ctx_slot = {log.n_ctx}, a request ended at n_tokens = {log.max_tokens}"
+                   + (", truncated" if log.truncated else ""),),
+                  f"raise the context: -c {max(2 * log.n_ctx, 4096)} (prompt + n_predict + n-max + 2 must fit)",
+                  (source,))]
+
+
+# -- logs of runs made elsewhere ---------------------------------------------------------------
+
+
+def _log_causes(static: StaticEvidence | None, settings: RunSettings, log: LogEvidence) -> list[Cause]:
+    causes: list[Cause] = []
+    had_sidecar = bool(log.mtp_context and "loading draft model" in log.mtp_context)
+    failure = classify_failure([*log.telling, log.failure or ""] if log.failure or log.telling else [],
+                               static, settings, had_sidecar=had_sidecar, source="log")
+    if failure is not None:
+        causes.append(failure)
+    causes += _unused_head_causes(static, settings, log, "log", asked_mtp=log.mtp_context is not None)
+    if log.drafted:
+        acceptance = log.acceptance or 0.0
+        if acceptance <= ZERO_ACCEPTANCE:
+            evidence = (f"{log.path}: {log.accepted} accepted of {log.drafted} drafted tokens ({acceptance:.1%})",
+                        *log.draft_lines[:3])
+            causes.append(_zero_cause(static, log, evidence, "log", 0.75))
+        else:
+            causes += _decay_causes(log)
+    causes += _context_causes(log, "log")
+    return causes
+
+
+def _decay_causes(log: LogEvidence) -> list[Cause]:
+    rates = log.per_position
+    if len(rates) < 2 or rates[-1] >= DEEP_POSITION_FLOOR:
+        return []
+    keep = max(1, sum(1 for r in rates if r >= FINE_ACCEPTANCE))
+    flag = "num_speculative_tokens" if log.runtime == "vllm" else "--spec-draft-n-max"
+    return [Cause("NMAX_TOO_HIGH", 0.6,
+                  f"acceptance decays with draft position ({rates[0]:.2f} -> {rates[-1]:.2f}): the deepest drafts are wasted",
+                  (f"{log.path}: per-position acceptance {', '.join(f'{r:.2f}' for r in rates)}", *log.draft_lines[:2]),
+                  f"{flag} {keep}", ("log",))]

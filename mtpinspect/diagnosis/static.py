@@ -1,0 +1,323 @@
+"""Static evidence for a diagnosis: what `check` says about the model, what the run's flags say, and
+whether the head's weights in a local GGUF are all zero (a damaged head that headers cannot show).
+
+Each check finding that explains zero or low acceptance becomes a candidate cause with a moderate
+confidence; the probe and the logs confirm or refute it (rank.py).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mtpinspect.diagnosis.causes import Cause
+from mtpinspect.errors import MtpinspectError, UsageError
+from mtpinspect.formats.gguf import GGUFHeader, read_gguf_header
+from mtpinspect.inspection.report import CheckReport, Finding
+from mtpinspect.inspection.support import llama_server_command
+from mtpinspect.sources.reader import LocalFileReader
+
+# llama-server's speculative types (reference llama-cpp-mtp.md section 4).
+VALID_SPEC_TYPES = frozenset({
+    "none", "draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark",
+    "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache",
+})
+DRAFT_MODEL_FLAGS = ("-md", "--spec-draft-model", "--model-draft")
+# Flags that choose the speculative configuration; the probe's sweep sets these itself.
+SPEC_FLAGS = ("--spec-type", "--spec-draft-n-max", *DRAFT_MODEL_FLAGS)
+_VALUE_FLAGS = {
+    "--spec-type": "spec_type",
+    "--spec-draft-n-max": "n_max",
+    "--spec-draft-p-min": "p_min",
+    "--draft-p-min": "p_min",
+    "--temp": "temperature",
+    "--temperature": "temperature",
+    "-c": "ctx_size",
+    "--ctx-size": "ctx_size",
+    **{flag: "draft_model" for flag in DRAFT_MODEL_FLAGS},
+}
+HIGH_P_MIN = 0.5
+# Tensors that carry the head's signal: eh_proj is required, shared_head_head optional.
+_SIGNAL_TENSORS = (".nextn.eh_proj.weight", ".nextn.shared_head_head.weight")
+_ZERO_SAMPLE_BYTES = 1 << 20
+
+# check's findings that mean the head cannot draft well, and the wording of the cause.
+_HEAD_FINDINGS = ("MTP_QUANTIZED", "MTP_PARTIALLY_EXCLUDED", "FUSED_NAME_MISMATCH", "LOW_BIT_MTP_HEAD")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The llama-server arguments of the run being diagnosed (the ones after `--`)."""
+
+    args: tuple[str, ...] = ()
+    spec_type: str | None = None
+    n_max: int | None = None
+    p_min: float | None = None
+    temperature: float | None = None
+    ctx_size: int | None = None
+    draft_model: str | None = None
+
+    @property
+    def spec_types(self) -> list[str]:
+        return [t.strip() for t in (self.spec_type or "").split(",") if t.strip()]
+
+    @property
+    def has_spec_flags(self) -> bool:
+        """The user gave a speculative configuration: the probe reproduces it as given."""
+        return self.spec_type is not None or self.draft_model is not None or self.n_max is not None
+
+    @property
+    def passthrough(self) -> tuple[str, ...]:
+        """The arguments without those that choose the speculative configuration."""
+        kept: list[str] = []
+        skip = False
+        for arg in self.args:
+            if skip:
+                skip = False
+                continue
+            name = arg.split("=", 1)[0]
+            if name in SPEC_FLAGS:
+                skip = "=" not in arg
+                continue
+            kept.append(arg)
+        return tuple(kept)
+
+
+def parse_server_args(args: Sequence[str]) -> RunSettings:
+    """Read the flags that matter for a diagnosis; UsageError for a flag that misses its value or a bad number."""
+    values: dict[str, str] = {}
+    args = list(args)
+    index = 0
+    while index < len(args):
+        name, has_eq, inline = args[index].partition("=")
+        field_name = _VALUE_FLAGS.get(name)
+        if field_name is not None:
+            if has_eq:
+                value = inline
+            elif index + 1 < len(args):
+                value = args[index + 1]
+                index += 1
+            else:
+                raise UsageError(f"llama-server argument {name}: expects a value")
+            # llama.cpp appends repeated --spec-type values; the others take the last one.
+            if field_name == "spec_type" and "spec_type" in values:
+                value = values["spec_type"] + "," + value
+            values[field_name] = value
+        index += 1
+    try:
+        return RunSettings(
+            args=tuple(args),
+            spec_type=values.get("spec_type"),
+            n_max=int(values["n_max"]) if "n_max" in values else None,
+            p_min=float(values["p_min"]) if "p_min" in values else None,
+            temperature=float(values["temperature"]) if "temperature" in values else None,
+            ctx_size=int(values["ctx_size"]) if "ctx_size" in values else None,
+            draft_model=values.get("draft_model"),
+        )
+    except ValueError as exc:
+        raise UsageError(f"llama-server arguments: {exc}") from None
+
+
+@dataclass
+class StaticEvidence:
+    """What was read without running anything."""
+
+    report: CheckReport | None
+    local_model: Path | None  # a local GGUF the probe can run
+    sidecar: Path | None  # the mtp- file: given with --mtp-file or found beside the model
+    sidecar_given: bool
+    zero_tensors: list[str] = field(default_factory=list)
+
+    def has(self, code: str) -> bool:
+        return self.report is not None and code in self.report.codes()
+
+    def finding(self, code: str) -> Finding | None:
+        if self.report is None:
+            return None
+        return next((f for f in self.report.findings if f.code == code), None)
+
+    @property
+    def head_defect(self) -> list[Finding]:
+        """check's findings that say the head is quantized too far (a maker's own FP8 head is not a defect)."""
+        if self.report is None:
+            return []
+        return [f for f in self.report.findings if f.code in _HEAD_FINDINGS and f.severity != "info"]
+
+    @property
+    def architecture(self) -> str | None:
+        if self.report is None:
+            return None
+        return self.report.architecture.get("gguf_architecture")
+
+
+def gather_static(
+    model: str, *, mtp_file: str | None = None, revision: str | None = None, token: str | None = None
+) -> StaticEvidence:
+    """Run `check` on the model and, for a local GGUF, look at the head's weights."""
+    from mtpinspect.inspection import check
+
+    report = check(model, revision=revision, token=token, mtp_file=mtp_file)
+    path = Path(model).expanduser()
+    local = path.resolve() if report.source_kind == "local-file" and path.suffix == ".gguf" and path.is_file() else None
+    sidecar: Path | None = None
+    if mtp_file is not None:
+        sidecar = Path(mtp_file).expanduser().resolve()
+    elif local is not None and report.files.get("sidecar"):
+        sidecar = local.with_name(Path(report.files["sidecar"][0]).name)
+    evidence = StaticEvidence(report, local, sidecar, sidecar_given=mtp_file is not None)
+    for file in (local, sidecar):
+        if file is not None and file.is_file():
+            evidence.zero_tensors += zero_signal_tensors(file)
+    return evidence
+
+
+def zero_signal_tensors(path: Path) -> list[str]:
+    """The head's eh_proj / shared_head_head tensors whose stored bytes (first MiB) are all zero."""
+    reader = LocalFileReader(path)
+    try:
+        header: GGUFHeader = read_gguf_header(reader)
+    except MtpinspectError:
+        return []  # check has already said what is wrong with the file
+    found = []
+    for tensor in header.tensors:
+        if not tensor.name.endswith(_SIGNAL_TENSORS):
+            continue
+        data = reader.read_at(header.data_offset + tensor.offset, min(tensor.nbytes, _ZERO_SAMPLE_BYTES))
+        # A file cut short (a header-only stand-in) has no data to judge.
+        if data and data.count(0) == len(data):
+            found.append(f"{path.name}: {tensor.name} ({tensor.ggml_type}): the first {len(data):,} bytes are all zero")
+    return found
+
+
+def fix_command(static: StaticEvidence | None, settings: RunSettings, *, n_max: int = 2) -> str:
+    """The llama-server line that runs this model with MTP, keeping the user's other flags."""
+    model = str(static.local_model) if static and static.local_model else "MODEL.gguf"
+    sidecar = str(static.sidecar) if static and static.sidecar else settings.draft_model
+    base = llama_server_command(model, sidecar=sidecar, n_max=settings.n_max or n_max)
+    extra = settings.passthrough
+    return base + (" " + shlex.join(extra) if extra else "")
+
+
+def _evidence(finding: Finding) -> tuple[str, ...]:
+    return (f"check {finding.code}: {finding.message}", *finding.evidence[:4])
+
+
+def static_causes(static: StaticEvidence, settings: RunSettings) -> list[Cause]:
+    """Candidate causes from check's findings and the run's flags."""
+    causes: list[Cause] = []
+    causes += _from_check(static, settings)
+    causes += settings_causes(settings, static)
+    return causes
+
+
+def _from_check(static: StaticEvidence, settings: RunSettings) -> list[Cause]:
+    causes: list[Cause] = []
+    defects = static.head_defect
+    if defects or static.zero_tensors:
+        evidence = [line for f in defects for line in _evidence(f)] + static.zero_tensors
+        causes.append(Cause(
+            "HEAD_QUANTIZED", 0.55,
+            "the MTP head's weights are damaged (all zero)" if static.zero_tensors and not defects
+            else "the MTP head is quantized below what it needs to draft",
+            tuple(evidence), head_fix(static), ("static",),
+        ))
+    mismatch = static.finding("SIDECAR_MISMATCH")
+    if mismatch is not None:
+        causes.append(Cause(
+            "SIDECAR_MISMATCH", 0.85, mismatch.message, _evidence(mismatch),
+            "use the mtp- file converted from the same model, revision and quantization as the main GGUF "
+            "(python convert_hf_to_gguf.py MODEL_DIR --mtp, from the same snapshot)",
+            ("static",),
+        ))
+    for code in ("MTP_WEIGHTS_MISSING", "MTP_DROPPED_IN_CONVERSION", "SIDECAR_NOT_FOUND"):
+        found = static.finding(code)
+        if found is not None:
+            causes.append(Cause(
+                "MTP_WEIGHTS_MISSING", 0.85, found.message, _evidence(found),
+                "use a release that ships the MTP weights (a GGUF converted without --no-mtp, or its mtp- file "
+                "passed with -md); for safetensors, a quantization that keeps the mtp.* modules",
+                ("static",),
+            ))
+    no_mtp = static.finding("NO_MTP")
+    if no_mtp is not None and not static.has("MTP_PRESENT"):
+        causes.append(Cause(
+            "NO_MTP_HEAD", 0.9, no_mtp.message, _evidence(no_mtp),
+            "MTP cannot be used with this model: drop --spec-type draft-mtp, or use a draft model "
+            "(--spec-type draft-simple -md SMALL.gguf) or n-gram drafting (--spec-type ngram-mod)",
+            ("static",),
+        ))
+    graph = static.finding("ARCH_NO_MTP_GRAPH")
+    if graph is not None:
+        causes.append(Cause(
+            "NO_MTP_GRAPH", 0.9, graph.message, _evidence(graph),
+            "use a llama.cpp build with an MTP graph for this architecture (`mtpinspect runtime --rebuild` with a "
+            "newer pin), or serve the model with vLLM/SGLang; otherwise leave MTP off",
+            ("static",),
+        ))
+    if static.report is not None and static.report.layout == "sidecar" and not static.sidecar_given \
+            and settings.has_spec_flags and settings.draft_model is None:
+        causes.append(Cause(
+            "SIDECAR_NOT_PASSED", 0.8,
+            "the main GGUF has no MTP head; its head is in the mtp- file beside it, which the run does not pass",
+            (f"layout: sidecar ({static.sidecar.name if static.sidecar else 'mtp- file'})",
+             f"run arguments: {shlex.join(settings.args)} (no -md)"),
+            fix_command(static, settings), ("static", "args"),
+        ))
+    return causes
+
+
+def head_fix(static: StaticEvidence | None) -> str:
+    """What to change when the head is quantized or damaged, for a GGUF or a safetensors checkpoint."""
+    if static is not None and static.zero_tensors:
+        return "the head's weights are zero in this file: re-download it (check its sha256) or re-convert the head"
+    if static is not None and static.architecture is not None:  # a GGUF: its types are chosen per tensor
+        layer = _mtp_block(static)
+        return (
+            f"use a GGUF whose MTP block is Q8_0 or better, e.g. re-quantize from the F16/BF16 GGUF keeping it: "
+            f"llama-quantize --tensor-type 'blk\\.{layer}\\.=q8_0' MODEL-F16.gguf MODEL-OUT.gguf Q4_K_M"
+        )
+    return (
+        "use a checkpoint whose quantization excludes the MTP modules (add 're:.*mtp.*' to ignore / exclude_modules, "
+        "matching the engine's fused names), or point the engine's draft at a BF16 copy of the head "
+        "(vLLM --speculative-config '{\"method\":\"mtp\",\"model\":\"BF16_REPO\",\"num_speculative_tokens\":1}')"
+    )
+
+
+def _mtp_block(static: StaticEvidence) -> str:
+    for finding in static.head_defect:
+        for line in finding.evidence:
+            if line.startswith("blk."):
+                return line.split(".", 2)[1]
+    return "N"
+
+
+def settings_causes(settings: RunSettings, static: StaticEvidence | None) -> list[Cause]:
+    """Causes the run's flags show by themselves (temperature, p-min, an unknown spec type)."""
+    causes: list[Cause] = []
+    unknown = [t for t in settings.spec_types if t not in VALID_SPEC_TYPES]
+    if unknown:
+        fixed = RunSettings(args=settings.passthrough, n_max=settings.n_max)
+        causes.append(Cause(
+            "WRONG_SPEC_TYPE", 0.9,
+            f"--spec-type {settings.spec_type}: llama-server knows no type {unknown[0]!r} (MTP is `draft-mtp`)",
+            (f"run arguments: {shlex.join(settings.args)}",),
+            fix_command(static, fixed), ("args",),
+        ))
+    if settings.temperature is not None and settings.temperature > 0:
+        causes.append(Cause(
+            "HIGH_TEMPERATURE", 0.5,
+            f"temperature {settings.temperature:g}: the target samples, the MTP draft is greedy, so fewer drafts match",
+            (f"run arguments: --temp {settings.temperature:g}",),
+            "for the best acceptance use --temp 0 (or top-k 1) in the server or the request; expect lower acceptance "
+            "at higher temperatures", ("args",),
+        ))
+    if settings.p_min is not None and settings.p_min >= HIGH_P_MIN:
+        causes.append(Cause(
+            "HIGH_P_MIN", 0.5,
+            f"--spec-draft-p-min {settings.p_min:g}: the drafter stops whenever its top token is below this probability",
+            (f"run arguments: --spec-draft-p-min {settings.p_min:g}",),
+            "lower it: --spec-draft-p-min 0 (the default) or about 0.3", ("args",),
+        ))
+    return causes

@@ -1,0 +1,104 @@
+"""diagnose's parsers and ranking rule on real files (logs, metrics pages) without a server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mtpinspect.diagnosis import diagnose
+from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT, Cause
+from mtpinspect.diagnosis.logs import read_log
+from mtpinspect.diagnosis.rank import rank
+from mtpinspect.diagnosis.static import parse_server_args
+from mtpinspect.errors import FormatError, UsageError
+
+FIXTURES = Path(__file__).resolve().parent / "diagnose_fixtures"
+
+LLAMACPP_METRICS = """\
+# HELP llamacpp:spec_decode_num_draft_tokens_total Speculative: Total draft tokens generated
+# TYPE llamacpp:spec_decode_num_draft_tokens_total counter
+llamacpp:spec_decode_num_draft_tokens_total 300
+llamacpp:spec_decode_num_accepted_tokens_total 0
+llamacpp:spec_decode_num_drafts_total 100
+llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 0
+llamacpp:tokens_predicted_total 400
+"""
+
+
+def test_vllm_intervals_are_summed() -> None:
+    log = read_log(FIXTURES / "vllm_decay.log")
+    assert (log.kind, log.accepted, log.drafted) == ("vllm", 524 + 508, 3200)
+    assert log.per_position == pytest.approx((0.755, 0.38, 0.145, 0.01))
+    assert log.quantization is None and log.spec_tokens == 4
+
+
+def test_vllm_decay_names_nmax_too_high() -> None:
+    report = diagnose(log_files=[FIXTURES / "vllm_decay.log"])
+    assert [c.code for c in report.causes] == ["NMAX_TOO_HIGH"]
+    assert report.causes[0].fix == "num_speculative_tokens 1"
+
+
+def test_saved_metrics_page_with_zero_acceptance(tmp_path: Path) -> None:
+    page = tmp_path / "metrics.txt"
+    page.write_text(LLAMACPP_METRICS, encoding="utf-8")
+    log = read_log(page)
+    assert (log.kind, log.runtime, log.drafted, log.accepted, log.mean_length) == ("metrics", "llama.cpp", 300, 0, 1.0)
+    report = diagnose(log_files=[page])
+    # No model to read and no quantization named: a head that disagrees, at medium confidence.
+    assert report.causes[0].code == "HEAD_DISAGREES" and report.causes[0].confidence_word == "medium"
+
+
+def test_sglang_page_without_counters(tmp_path: Path) -> None:
+    page = tmp_path / "sglang.prom"
+    page.write_text('sglang:spec_accept_length{tp_rank="0"} 2.6\nsglang:spec_accept_rate{tp_rank="0"} 0.8\n', encoding="utf-8")
+    log = read_log(page)
+    assert (log.runtime, log.drafted, log.acceptance, log.mean_length) == ("sglang", None, 0.8, 2.6)
+    assert diagnose(log_files=[page]).causes == []
+
+
+def test_context_near_limit_from_a_llama_server_log(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(
+        "srv    load_model: initializing, n_slots = 1, n_ctx_slot = 256, kv_unified = 'false'\n"
+        "slot print_timing: id  0 | task 1 | draft acceptance = 0.80000 (   40 accepted /    50 generated), mean len =  2.60\n"
+        "slot      release: id  0 | task 1 | stop processing: n_tokens = 250, truncated = 0\n",
+        encoding="utf-8",
+    )
+    report = diagnose(log_files=[log])
+    assert [c.code for c in report.causes] == ["CONTEXT_NEAR_LIMIT"]
+    assert "-c 4096" in report.causes[0].fix
+
+
+def test_empty_and_wrong_logs(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.log"
+    empty.write_text("", encoding="utf-8")
+    with pytest.raises(FormatError, match="empty log"):
+        read_log(empty)
+    with pytest.raises(FormatError, match="looks like a /metrics page"):
+        read_log(_write(tmp_path / "page.prom", "llamacpp:x 1\nnot a sample at all\n"))
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_flags_alone() -> None:
+    settings = parse_server_args(["-t", "4", "--spec-type", "mtp", "--temp=0.7", "--spec-draft-p-min", "0.8"])
+    assert (settings.spec_type, settings.temperature, settings.p_min) == ("mtp", 0.7, 0.8)
+    assert settings.passthrough == ("-t", "4", "--temp=0.7", "--spec-draft-p-min", "0.8")
+    with pytest.raises(UsageError, match="expects a value"):
+        parse_server_args(["--spec-type"])
+
+
+def test_ranking_rule() -> None:
+    slow = Cause("SLOWER_THAN_BASELINE", 0.95, "m", (), "f", ("probe",))
+    temp = Cause("HIGH_TEMPERATURE", 0.5, "m", (), "f", ("args",))
+    zero = Cause("HEAD_DISAGREES", 0.6, "m", (), "f", ("log",))
+    again = Cause("HEAD_DISAGREES", 0.5, "m2", ("e",), "f2", ("probe",))
+    ranked = rank([slow, temp, zero, again])
+    # 0.9 x (1 - 0.4 x 0.5) = 0.72 > 0.5 x 0.95 = 0.475 > 0.6 x 0.5 = 0.3
+    assert [c.code for c in ranked] == ["HEAD_DISAGREES", "SLOWER_THAN_BASELINE", "HIGH_TEMPERATURE"]
+    assert ranked[0].confidence == pytest.approx(0.8) and ranked[0].sources == ("log", "probe")
+    assert set(MECHANISM_WEIGHT) == {kind.mechanism for kind in CAUSES.values()}
