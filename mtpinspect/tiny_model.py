@@ -26,6 +26,8 @@ Acceptance as a fraction ``p`` is the probability that one drafted token is acce
 at ``--spec-draft-n-max 1``); deeper draft positions compound as p, p^2, ..., like a real head and like
 llama-server's ``--spec-synth-rates``. The poisoned tokens are picked by simulating llama-server's
 draft/verify loop (:func:`simulate`), so the expected figures for a given prompt are exact.
+``TinyModelSpec.poisoned`` names them instead: a cluster of poisoned tokens makes acceptance depend on
+where in the chain a prompt starts (a model that drafts well for one prompt class and badly for another).
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ class TinyModelSpec:
     # The sidecar's spec when it comes from another model (a mismatch, e.g. TinyModelSpec(vocab=96,
     # embd=96)); None: the sidecar matches the main file.
     sidecar_from: TinyModelSpec | None = None
+    # The tokens after which the head drafts x+2, chosen by hand; overrides the choice from the fraction
+    # (which then only labels the model). None: chosen to match the fraction. Not with acceptance "none".
+    poisoned: tuple[int, ...] | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -170,6 +175,12 @@ def _validate(spec: TinyModelSpec) -> None:
         raise UsageError(
             "layout sidecar needs an MTP head: it cannot be combined with no nextn (--no-nextn, nextn=False)"
         )
+    if spec.poisoned is not None:
+        if spec.acceptance == "none":
+            raise UsageError("poisoned tokens need a head that drafts (acceptance perfect or a fraction, not none)")
+        outside = [t for t in spec.poisoned if not 0 <= t < spec.vocab]
+        if outside:
+            raise UsageError(f"poisoned token {outside[0]}: outside the vocabulary 0..{spec.vocab - 1}")
     if spec.sidecar_from is not None:
         if spec.layout != "sidecar":
             raise UsageError("sidecar_from needs layout sidecar")
@@ -190,8 +201,13 @@ def _rms_norm(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
 
 
 def _poisoned(spec: TinyModelSpec) -> frozenset[int]:
-    """Tokens after which the head drafts x+2 instead of x+1, chosen so acceptance tracks the fraction."""
-    if spec.acceptance in ACCEPTANCE_WORDS or spec.head == "zeroed":
+    """Tokens after which the head drafts x+2 instead of x+1: the spec's own, or chosen so acceptance
+    tracks the fraction."""
+    if spec.head == "zeroed":
+        return frozenset()
+    if spec.poisoned is not None:
+        return frozenset(spec.poisoned)
+    if spec.acceptance in ACCEPTANCE_WORDS:
         return frozenset()
     p = spec.fraction
     count = min(spec.vocab - 1, max(1, round((1.0 - p) * spec.vocab)))
@@ -436,6 +452,8 @@ def _tensors(spec: TinyModelSpec, part: str) -> dict[str, Tensor]:
 
 def _describe(spec: TinyModelSpec, part: str) -> str:
     head = f"{spec.head} {spec.head_type}, acceptance {spec.acceptance}"
+    if spec.poisoned is not None:
+        head = f"{spec.head} {spec.head_type}, {len(set(spec.poisoned))} poisoned tokens chosen by hand"
     if not spec.nextn:
         head = "none"
     elif part == "trunk":

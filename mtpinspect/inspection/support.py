@@ -95,8 +95,13 @@ def llama_cpp_graph(arch: str | None) -> str:
     return "unknown"
 
 
-def llama_server_command(model: str, *, hf: bool = False, sidecar: str | None = None, n_max: int = 2) -> str:
+def llama_server_command(
+    model: str, *, hf: bool = False, hf_file: str | None = None, sidecar: str | None = None, n_max: int = 2
+) -> str:
+    """`-m FILE`, or `-hf REPO[:QUANT]` (plus `--hf-file` to name the file) for a Hub repo."""
     parts = ["llama-server", "-hf" if hf else "-m", model]
+    if hf_file:
+        parts += ["--hf-file", hf_file]
     if sidecar:
         parts += ["-md", sidecar]
     parts += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(n_max)]

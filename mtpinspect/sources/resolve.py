@@ -38,6 +38,10 @@ class Target:
     def revision(self) -> str | None:
         return self.tree.sha if self.kind == "hub" else None
 
+    def file_ref(self, rel: str) -> str:
+        """How a command names one of the files: its path locally, its name in the repo on the Hub."""
+        return rel if isinstance(self.tree, HubRepo) else str(self.tree.path(rel))
+
 
 def is_sidecar_name(path: str) -> bool:
     p = PurePosixPath(path)

@@ -1,0 +1,44 @@
+"""The report under construction, shared by the checkpoint and GGUF rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mtpinspect.formats.quantization import QuantAudit
+from mtpinspect.inspection.evidence import Evidence
+from mtpinspect.inspection.report import FINDINGS, Finding, RuntimeVerdict
+
+_SHOWN = 6  # evidence lines per finding before "... and N more"
+
+
+@dataclass
+class Draft:
+    """The report under construction."""
+
+    findings: list[Finding] = field(default_factory=list)
+    runtimes: dict[str, RuntimeVerdict] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    mtp_layers: int = 0
+    layout: str = "none"
+    mtp_bytes: int | None = None
+    mtp_params: int | None = None
+    audit: QuantAudit | None = None
+
+    def add(self, code: str, message: str, evidence: list[str] | tuple[str, ...] = (), severity: str | None = None) -> None:
+        self.findings.append(Finding(code, severity or FINDINGS[code][1], message, tuple(clip(list(evidence)))))
+
+    def has(self, code: str) -> bool:
+        return any(f.code == code for f in self.findings)
+
+
+def clip(lines: list[str]) -> list[str]:
+    return lines if len(lines) <= _SHOWN + 1 else [*lines[:_SHOWN], f"... and {len(lines) - _SHOWN} more"]
+
+
+def org_of(repo_id: str | None) -> str | None:
+    return repo_id.split("/", 1)[0] if repo_id and "/" in repo_id else None
+
+
+def model_ref(ev: Evidence) -> str:
+    t = ev.target
+    return t.repo_id if t.kind == "hub" and t.repo_id else t.display
