@@ -145,3 +145,11 @@ def test_bad_gguf(tmp_path: Path, problem: str, needle: str) -> None:
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     assert peak_mb < MAX_RSS_MB or before / 1024 >= MAX_RSS_MB, f"{problem}: child peak RSS {peak_mb:.0f} MB"
     assert "\x1b" not in line
+
+
+def test_gated_repo_with_saved_login(hub: HubStub, tmp_path: Path) -> None:
+    # `hf auth login` stores the token in HF_HOME/token; huggingface_hub picks it up, and so do we.
+    (tmp_path / "token").write_text("hf_good")
+    proc = run_check("acme/gated", "--format", "json", env=hub_env(hub, tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["revision"] == hub.sha("acme/gated")
