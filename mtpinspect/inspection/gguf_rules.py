@@ -15,6 +15,7 @@ from mtpinspect.inspection.support import (
     llama_cpp_graph,
     llama_server_command,
 )
+from mtpinspect.sources.resolve import quant_tag
 
 # GGUF architectures whose HF originals all carry an MTP head: a GGUF without it lost it in conversion.
 _ARCHS_WITH_MTP_ORIGINALS = {"qwen35", "qwen35moe", "qwen3next", "glm4moe", "glm-dsa", "deepseek32", "mimo2", "step35"}
@@ -170,10 +171,12 @@ def _llama_for_gguf(ev: Evidence, d: Draft, g: GgufEvidence, head: GgufEvidence)
     sidecar = t.file_ref(ev.sidecar.files[0]) if d.layout == "sidecar" and ev.sidecar is not None else None
     if t.kind != "hub":
         return RuntimeVerdict(status, reason, llama_server_command(t.file_ref(g.files[0]), sidecar=sidecar))
-    if t.quant:
+    # -hf REPO:QUANT also fetches the mtp- sibling when --spec-type draft-mtp is given (llama.cpp common/download.cpp).
+    quant = t.quant or quant_tag(g.files[0])
+    if quant:
         if sidecar:
             reason += f"; with -hf and --spec-type draft-mtp, llama-server also downloads {PurePosixPath(sidecar).name}"
-        return RuntimeVerdict(status, reason, llama_server_command(f"{t.repo_id}:{t.quant}", hf=True))
+        return RuntimeVerdict(status, reason, llama_server_command(f"{t.repo_id}:{quant}", hf=True))
     return RuntimeVerdict(status, reason, llama_server_command(t.repo_id or t.display, hf=True, hf_file=g.files[0], sidecar=sidecar))
 
 

@@ -92,7 +92,7 @@ def _pick_gguf(tree: Tree, label: str, *, file: str | None, quant: str | None) -
     if quant:
         hits = [p for p in mains if _quant_matches(p, quant)]
         if not hits:
-            tags = sorted({_quant_tag(p) for p in mains} - {None})
+            tags = sorted({quant_tag(p) for p in mains} - {None})
             raise SourceError(f"{label}: no GGUF for quantization '{quant}' (available: {', '.join(tags) or 'none'})")
         groups = _group(hits)
         return _complete_split(tree, groups[sorted(groups)[0]])
@@ -101,14 +101,14 @@ def _pick_gguf(tree: Tree, label: str, *, file: str | None, quant: str | None) -
         return _complete_split(tree, next(iter(groups.values())))
     if not groups:
         return []
-    tags = sorted({_quant_tag(p) or PurePosixPath(p).name for p in mains})
+    tags = sorted({quant_tag(p) or PurePosixPath(p).name for p in mains})
     raise SourceError(f"{label}: {len(groups)} GGUF models in the repo; pick one with {label}:QUANT or --file (e.g. {', '.join(tags[:6])})")
 
 
 _QUANT_TAG = re.compile(r"(?i)(?:^|[-_.])((?:IQ|Q|TQ)\d[\w]*?|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$")
 
 
-def _quant_tag(path: str) -> str | None:
+def quant_tag(path: str) -> str | None:
     m = _QUANT_TAG.search(PurePosixPath(path).name)
     return m.group(1).upper() if m else None
 
@@ -117,13 +117,13 @@ def _pick_sidecar(tree: Tree, mains: list[str], quant: str | None) -> list[str]:
     sidecars = [p for p in tree.files if p.lower().endswith(".gguf") and is_sidecar_name(p) and p not in mains]
     if not sidecars:
         return []
-    tag = (quant or (_quant_tag(mains[0]) if mains else None) or "").upper()
+    tag = (quant or (quant_tag(mains[0]) if mains else None) or "").upper()
     groups = _group(sidecars)
     # Prefer the sidecar of the same quantization, then the one beside the main file.
     main_dir = str(PurePosixPath(mains[0]).parent) if mains else "."
 
     def rank(key: str) -> tuple[int, int, str]:
-        same_quant = bool(tag) and _quant_tag(groups[key][0]) == tag
+        same_quant = bool(tag) and quant_tag(groups[key][0]) == tag
         same_dir = str(PurePosixPath(groups[key][0]).parent) == main_dir
         return (0 if same_quant else 1, 0 if same_dir else 1, key)
 
