@@ -13,10 +13,21 @@ import pytest
 from mtpinspect.cli._output import Output
 from mtpinspect.cli.diagnose import command, render
 from mtpinspect.diagnosis import DiagnosisReport, diagnose
+from mtpinspect.diagnosis.probe import PROBE_CLASSES, ProbeFigure
+from mtpinspect.diagnosis.rank import DEEP_POSITION_FLOOR
 from mtpinspect.errors import MtpinspectError, ServerError, SourceError
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.server import LlamaServer
-from mtpinspect.tiny_model import TinyModelSpec, mismatched_sidecar, spec_for_head_type, write_tiny_model
+from mtpinspect.sweep import load_builtin, load_prompts
+from mtpinspect.sweep.prompts import Prompt
+from mtpinspect.tiny_model import (
+    DraftRun,
+    TinyModelSpec,
+    expected_run,
+    mismatched_sidecar,
+    spec_for_head_type,
+    write_tiny_model,
+)
 
 pytestmark = pytest.mark.server
 
@@ -26,6 +37,13 @@ SCHEMA = json.loads(
 )
 N_PREDICT = 32
 THREADS = ("-t", "1")
+
+# A head that drafts badly only in one stretch of the bigram chain: three of every four tokens in 0..31
+# are poisoned. With a short n_predict a prompt walks 16 tokens from its first token, so the code
+# prompts (first tokens 35, 41, 38) never meet a poisoned token and the prose prompts (15, 8, 19) mostly do.
+CLASS_SPEC = TinyModelSpec(poisoned=tuple(t for t in range(32) if t % 4))
+CLASS_PROMPTS = FIXTURES / "prompt_classes"
+N_PREDICT_SHORT = 16
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +170,97 @@ def test_healthy_model(server_binary: ServerBinary, tmp_path: Path) -> None:
     out = io.StringIO()
     render(report, Output("md", out))
     assert "## Causes, most likely first" in out.getvalue()
+
+
+def test_spec_draft_n_max_without_spec_type_is_mtp_not_enabled(server_binary: ServerBinary, tmp_path: Path) -> None:
+    model = _model(tmp_path, TinyModelSpec())
+    report = _diagnose(server_binary, model, "--spec-draft-n-max", "3")
+    first = report.causes[0]
+    assert first.code == "MTP_NOT_ENABLED" and first.confidence_word == "high"
+    assert "probe" in first.sources
+    assert any("unused tensor blk.2.nextn" in line for line in first.evidence)
+    # The fix keeps the user's n-max and adds the missing flag.
+    assert "--spec-type draft-mtp --spec-draft-n-max 3" in first.fix
+    given = report.probe.as_given if report.probe else None
+    assert given is not None and given.started and given.failure is None
+    assert given.log is not None and not given.log.drafted_anything
+    # Switched on properly, the same head drafts perfectly: nothing but the flag was missing.
+    assert _mtp_acceptance(report) == 1.0
+
+
+def _pooled_run(spec: TinyModelSpec, prompts: list[Prompt], n_max: int, n_predict: int) -> DraftRun:
+    """What the probe should measure for one prompt class: the simulation, summed over its prompts."""
+    runs = [expected_run(spec, p.text, n_max, n_predict) for p in prompts]
+    return DraftRun(drafted=sum(r.drafted for r in runs), accepted=sum(r.accepted for r in runs),
+                    steps=sum(r.steps for r in runs),
+                    per_position=tuple(sum(column) for column in zip(*(r.per_position for r in runs))))
+
+
+def _measured(report: DiagnosisReport, n_max: int, prompt_class: str) -> ProbeFigure:
+    assert report.probe is not None
+    return next(f for f in report.probe.mtp_figures() if f.n_max == n_max and f.prompt_class == prompt_class)
+
+
+def _assert_matches(figure: ProbeFigure, expected: DraftRun) -> None:
+    assert (figure.accepted, figure.drafted, figure.drafts) == (expected.accepted, expected.drafted, expected.steps)
+    assert figure.per_position == pytest.approx([n / expected.steps for n in expected.per_position])
+
+
+def test_low_acceptance_for_one_prompt_class(server_binary: ServerBinary, tmp_path: Path) -> None:
+    prompts = load_prompts(CLASS_PROMPTS)
+    expected = {(c, n): _pooled_run(CLASS_SPEC, [p for p in prompts if p.prompt_class == c], n, N_PREDICT_SHORT)
+                for c in ("code", "prose") for n in (1, 3)}
+    # The fixture does what it is for: code drafts perfectly, prose below half (12 of 32 at n-max 1).
+    assert expected["code", 1].acceptance == 1.0
+    assert (expected["prose", 1].acceptance or 1.0) < 0.5
+
+    report = diagnose(str(_model(tmp_path, CLASS_SPEC)), server=server_binary.path, server_args=THREADS,
+                      n_predict=N_PREDICT_SHORT, prompts=CLASS_PROMPTS)
+    jsonschema.validate(report.to_dict(), SCHEMA)
+    assert report.probe is not None and sorted(report.probe.prompt_classes) == ["code", "prose"]
+    for (prompt_class, n_max), run in expected.items():
+        _assert_matches(_measured(report, n_max, prompt_class), run)
+
+    first = report.causes[0]
+    assert first.code == "PROMPT_CLASS"
+    prose = expected["prose", 1].acceptance or 0.0
+    assert f"code 100%, prose {prose:.0%}" in first.message
+    assert any(line.startswith("probe n-max 1 prose: acceptance") for line in first.evidence)
+    assert "for prose expect little gain" in first.fix
+    # The head is healthy where it drafts: no cause says it is broken.
+    assert not {"HEAD_QUANTIZED", "HEAD_DISAGREES"} & set(_codes(report))
+
+
+def test_per_position_decay_makes_a_high_n_max_useless(server_binary: ServerBinary, tmp_path: Path) -> None:
+    spec = TinyModelSpec(acceptance=0.5)
+    report = _diagnose(server_binary, _model(tmp_path, spec))
+    builtin = load_builtin(list(PROBE_CLASSES))
+    gains = {}
+    for prompt_class in PROBE_CLASSES:
+        mine = [p for p in builtin if p.prompt_class == prompt_class]
+        low, high = _measured(report, 1, prompt_class), _measured(report, 3, prompt_class)
+        _assert_matches(low, _pooled_run(spec, mine, 1, N_PREDICT))
+        _assert_matches(high, _pooled_run(spec, mine, 3, N_PREDICT))
+        # Compounding acceptance: each deeper position is accepted less often than the one before.
+        assert high.per_position[0] > high.per_position[1] > high.per_position[2]
+        assert low.mean_length is not None and high.mean_length is not None
+        gains[prompt_class] = (high.mean_length - low.mean_length) / 2
+    assert max(gains.values()) < DEEP_POSITION_FLOOR
+
+    # The decay alone names the cause; measuring n-max 3 slower than n-max 1 (timing is the machine's)
+    # only raises the confidence.
+    slower = [c for c in PROBE_CLASSES
+              if (_measured(report, 3, c).speedup or 0.0) < (_measured(report, 1, c).speedup or 0.0)]
+    assert set(_codes(report)) == {"NMAX_TOO_HIGH"}
+    first = report.causes[0]
+    assert first.code == "NMAX_TOO_HIGH" and "probe" in first.sources
+    assert first.confidence == (0.7 if slower else 0.45)
+    assert first.fix.startswith("--spec-draft-n-max 1")
+    assert sorted(line.split(":")[0] for line in first.evidence) == sorted(PROBE_CLASSES)
+    for line in first.evidence:
+        prompt_class = line.split(":")[0]
+        rates = ", ".join(f"{r:.2f}" for r in _measured(report, 3, prompt_class).per_position)
+        assert line.endswith(f"per position {rates}")
 
 
 def _log_without_mtp(server_binary: ServerBinary, tmp_path: Path) -> Path:

@@ -14,9 +14,9 @@ import pytest
 from matplotlib import image as mpimg
 
 from mtpinspect.cli._output import Output
-from mtpinspect.cli.sweep import command
+from mtpinspect.cli.sweep import command, render
 from mtpinspect.runtime.find import ServerBinary, find_server
-from mtpinspect.sweep import ProgressEvent, SweepOptions, render, run_sweep
+from mtpinspect.sweep import ProgressEvent, SweepOptions, run_sweep
 from mtpinspect.sweep.collect import CRASHED, OK, RunRecord, ServerRecord
 from mtpinspect.sweep.jsonl import Journal
 from mtpinspect.sweep.progress import RUN_DONE, RUN_START

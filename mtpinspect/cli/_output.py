@@ -15,7 +15,6 @@ they reach a terminal (as gguf-py's ``gguf_dump`` does with ``sanitize_name``).
 from __future__ import annotations
 
 import csv
-import dataclasses
 import enum
 import json
 import shutil
@@ -24,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from tabulate import tabulate
+
+from mtpinspect.jsonable import to_jsonable
 
 
 class OutputFormat(str, enum.Enum):
@@ -43,24 +44,6 @@ def sanitize(text: str) -> str:
         else:
             out.append(f"\\x{code:02x}")
     return "".join(out)
-
-
-def to_jsonable(value: Any) -> Any:
-    """Dataclasses, enums, tuples and paths become plain JSON values."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        to_dict = getattr(value, "to_dict", None)
-        if callable(to_dict):
-            return to_jsonable(to_dict())
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)
 
 
 def _column_widths(body: list[list[str]], ncols: int, terminal: int) -> list[int | None]:

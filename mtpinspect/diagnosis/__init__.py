@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtpinspect.cli._output import to_jsonable
 from mtpinspect.diagnosis.causes import CAUSES, Cause, CauseKind
 from mtpinspect.diagnosis.logs import LogEvidence, read_log
 from mtpinspect.diagnosis.probe import PROBE_N_PREDICT, ProbeResult, run_probe
 from mtpinspect.diagnosis.rank import gather_causes
 from mtpinspect.diagnosis.static import RunSettings, StaticEvidence, gather_static, parse_server_args
 from mtpinspect.errors import SourceError, UsageError
+from mtpinspect.jsonable import to_jsonable
 
 SCHEMA_ID = "https://mtpinspect.invalid/schemas/diagnose.schema.json"
 SCHEMA_VERSION = 1

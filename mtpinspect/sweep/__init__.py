@@ -11,7 +11,7 @@ from mtpinspect.sweep.api import SweepOptions, run_sweep
 from mtpinspect.sweep.plan import Configuration
 from mtpinspect.sweep.progress import ProgressEvent
 from mtpinspect.sweep.prompts import Prompt, builtin_classes, load_builtin, load_prompts
-from mtpinspect.sweep.report import SweepReport, render
+from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.statistics import BreakEven, GroupStats, Recommendation, Spread
 
 __all__ = [
@@ -27,6 +27,5 @@ __all__ = [
     "builtin_classes",
     "load_builtin",
     "load_prompts",
-    "render",
     "run_sweep",
 ]
