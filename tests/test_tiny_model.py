@@ -437,3 +437,17 @@ def test_mismatched_sidecars(binary: ServerBinary, folder: Path) -> None:
     main, sidecar = split("layers")
     results, _ = _run_prompts(binary, main, ["-md", str(sidecar), *_mtp(3)], folder / "mm-layers.log")
     assert all(r["completion"].draft_n > 0 for r in results)
+
+
+def test_poisoned_tokens_are_exactly_the_ones_drafted_wrong() -> None:
+    spec = TinyModelSpec(acceptance=0.5, poisoned=(3, 7))
+    drafts = head_drafts(spec).tokens
+    wrong = [x for x, drafted in enumerate(drafts) if drafted != (x + 1) % spec.vocab]
+    assert wrong == [3, 7]
+
+
+@pytest.mark.parametrize("fields", [{"poisoned": (64,)}, {"acceptance": "none", "poisoned": (1,)}])
+def test_bad_poisoned_tokens_are_one_line_errors(fields: dict) -> None:
+    with pytest.raises(UsageError) as err:
+        TinyModelSpec(**fields)
+    assert "\n" not in str(err.value)
