@@ -156,3 +156,27 @@ def test_terminal_escapes_in_names_are_sanitised(tmp_path: Path) -> None:
                metadata=meta, tensors=[t for t in glm4moe_tensors(dims, None, sidecar=False) if not t.name.startswith(f"blk.{dims.n_layer}.")])
     out = cli("check", str(tmp_path / "dropped.gguf"))
     assert "\x1b" not in out.stdout and "\\x1b[31mRED" in out.stdout, out.stdout
+
+
+def test_pytorch_index_gives_names_without_dtypes(tmp_path: Path) -> None:
+    config = json.loads((Path(__file__).resolve().parents[1] / "cases" / "deepseek-v3" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    shards = {"model.embed_tokens.weight": "pytorch_model-00001-of-00002.bin",
+              "model.layers.61.eh_proj.weight": "pytorch_model-00002-of-00002.bin",
+              "model.layers.61.enorm.weight": "pytorch_model-00002-of-00002.bin"}
+    (tmp_path / "pytorch_model.bin.index.json").write_text(json.dumps({"weight_map": shards}))
+    for shard in set(shards.values()):
+        (tmp_path / shard).write_bytes(b"\x80\x02not read")
+    report = mtpinspect.check(str(tmp_path))
+    assert (report.mtp_layers, report.layout) == (1, "checkpoint")
+    assert {"MTP_PRESENT", "HEADERS_NOT_READ"} <= set(report.codes())
+    assert "PyTorch pickles" in next(f.message for f in report.findings if f.code == "HEADERS_NOT_READ")
+
+
+def test_lone_pickle_leaves_mtp_undetermined(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "deepseek_v3", "num_hidden_layers": 61,
+                                                      "num_nextn_predict_layers": 1}))
+    (tmp_path / "pytorch_model.bin").write_bytes(b"\x80\x02not read")
+    report = mtpinspect.check(str(tmp_path))
+    assert report.verdict.startswith("MTP undetermined") and "MTP_WEIGHTS_MISSING" not in report.codes()
+    assert report.runtimes["vllm"].status == "unknown" and report.exit_code == 1

@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 
 from mtpinspect.formats.quantization import QuantAudit, audit_mtp
 from mtpinspect.inspection.draft import Draft, model_ref, org_of
-from mtpinspect.inspection.evidence import Evidence
+from mtpinspect.inspection.evidence import MAX_MTP_SHARDS, Evidence
 from mtpinspect.inspection.naming import is_head_tensor
 from mtpinspect.inspection.report import RuntimeVerdict
 from mtpinspect.inspection.support import (
@@ -46,11 +46,16 @@ def _checkpoint_presence(ev: Evidence, d: Draft) -> None:
         lines += [f"{n} {ck.mtp_dtypes.get(n) or '?'}" for n in _representative(ck.mtp.names)]
         d.add("MTP_PRESENT", f"{present} MTP layer(s) with weights in the checkpoint ({len(ck.mtp.names)} tensors)", lines)
         d.mtp_bytes, d.mtp_params = ck.mtp_bytes, ck.mtp_params
-        if len(ck.headers_read) < len(ck.mtp_files) + (1 if ck.standalone_mtp_file else 0):
-            unread = [f for f in ck.mtp_files if f not in ck.headers_read]
-            d.add("HEADERS_NOT_READ", f"{len(unread)} MTP shard header(s) not read", unread)
+        unread = [f for f in ck.mtp_files if f not in ck.headers_read]
+        if unread:
+            why = "PyTorch pickles have no header to read" if all(f.endswith(".bin") for f in unread) else f"at most {MAX_MTP_SHARDS} are read"
+            d.add("HEADERS_NOT_READ", f"{len(unread)} MTP shard header(s) not read ({why}): dtype checks cover the rest", unread)
     if decl is None and present:
         d.add("MTP_FROM_TENSORS_ONLY", "config.json names no MTP depth; the mtp.* tensors show the head", [f"{ck.mtp.scheme}"])
+    elif ev.unreadable_weights:
+        d.add("HEADERS_NOT_READ", "the weights are PyTorch pickles without an index: their tensor names cannot be "
+              "read without downloading them, so whether the MTP weights are there is unknown",
+              [*([where] if where else []), *ev.unreadable_weights])
     elif decl and decl.layers > present:
         names_expected = f"model.layers.{cfg.num_hidden_layers}.*" if cfg and cfg.num_hidden_layers else "MTP tensors"
         lines = [where or "", f"no {names_expected} / mtp.* tensors in {ck.index_file if ck else 'the repo (no safetensors found)'}"]
@@ -143,7 +148,7 @@ def _checkpoint_runtimes(ev: Evidence, d: Draft, family: Family | None, at_risk:
 
     def engine(name: str, has_mtp: bool, command: str | None) -> RuntimeVerdict:
         if not present:
-            return RuntimeVerdict("unsupported", "no MTP weights in the checkpoint")
+            return _absent(ev)
         if family is None:
             return RuntimeVerdict("unknown", f"model_type '{mt}' is not in mtpinspect's table for {name}", command)
         if not has_mtp:
@@ -159,9 +164,15 @@ def _checkpoint_runtimes(ev: Evidence, d: Draft, family: Family | None, at_risk:
     d.runtimes["transformers"] = RuntimeVerdict("unsupported", "Transformers builds no MTP modules; generation ignores the head")
 
 
+def _absent(ev: Evidence) -> RuntimeVerdict:
+    if ev.unreadable_weights:
+        return RuntimeVerdict("unknown", "tensor names of pickled weights cannot be read without downloading them")
+    return RuntimeVerdict("unsupported", "no MTP weights in the checkpoint")
+
+
 def _llama_for_checkpoint(ev: Evidence, d: Draft, family: Family | None, at_risk: bool) -> RuntimeVerdict:
     if not d.mtp_layers:
-        return RuntimeVerdict("unsupported", "no MTP weights in the checkpoint")
+        return _absent(ev)
     mt = ev.config.model_type if ev.config else None
     if family is None or family.gguf_arch is None or family.conversion == "unknown":
         return RuntimeVerdict("unknown", family.note if family and family.note else f"no known GGUF conversion of model_type '{mt}' with MTP")

@@ -27,6 +27,8 @@ def _verdict(d: Draft, usable: bool) -> str:
         return f"MTP usable ({where}) in {', '.join(supported)}{extra}"
     if risky:
         return f"MTP at risk ({where}) in {', '.join(risky)}: {worst.message if worst else ''}"
+    if any(r.status == "unknown" for r in d.runtimes.values()):
+        return f"MTP undetermined: {worst.message if worst else 'no runtime is known to draft with this model'}"
     return f"MTP not usable: {worst.message if worst else 'no MTP head found'}"
 
 

@@ -104,6 +104,7 @@ class Evidence:
     gguf: GgufEvidence | None = None
     sidecar: GgufEvidence | None = None
     other_sidecars: list[str] = field(default_factory=list)  # mtp- files in the repo that were not paired
+    unreadable_weights: list[str] = field(default_factory=list)  # pickled weights without an index
     notes: list[str] = field(default_factory=list)
 
 
@@ -132,10 +133,16 @@ def _read_gguf(target: Target, paths: list[str]) -> GgufEvidence:
 
 
 def _index_file(files: Mapping[str, Any]) -> str | None:
-    if "model.safetensors.index.json" in files:
-        return "model.safetensors.index.json"
-    candidates = sorted(p for p in files if p.endswith(".safetensors.index.json") and "/" not in p)
-    return candidates[0] if candidates else None
+    """The safetensors index, else a PyTorch one (its weight_map gives names, not dtypes)."""
+    for suffix in (".safetensors.index.json", ".bin.index.json"):
+        candidates = sorted(p for p in files if p.endswith(suffix) and "/" not in p)
+        if candidates:
+            return "model.safetensors.index.json" if "model.safetensors.index.json" in candidates else candidates[0]
+    return None
+
+
+def _pickled(files: Mapping[str, Any]) -> list[str]:
+    return sorted(p for p in files if p.endswith((".bin", ".pt", ".pth")) and "/" not in p)
 
 
 def _weight_map(target: Target, index_file: str | None) -> dict[str, str]:
@@ -180,7 +187,8 @@ def _checkpoint(target: Target, config: ModelConfig | None) -> CheckpointEvidenc
     mtp_files = sorted({weight_map[n] for n in mtp.names})
     # Read the shards that hold the head's own projections first: they decide the verdict.
     ordered = sorted(mtp_files, key=lambda f: (0 if any(weight_map[n] == f and "proj" in n for n in mtp.names) else 1, f))
-    for shard in ordered[:MAX_MTP_SHARDS]:
+    # PyTorch pickles have no header to range-read: their dtypes stay unknown.
+    for shard in [f for f in ordered if f.endswith(".safetensors")][:MAX_MTP_SHARDS]:
         if shard not in headers:
             headers[shard] = target.tree.safetensors_header(shard)
     dtypes: dict[str, str | None] = {}
@@ -224,8 +232,10 @@ def gather(target: Target) -> Evidence:
             p for p in files if p.lower().endswith(".gguf") and is_sidecar_name(p) and p not in target.sidecar_files
         )
         return ev
-    if raw_config is None and not any(p.endswith(".safetensors") for p in files):
+    if raw_config is None and not any(p.endswith((".safetensors", ".bin")) for p in files):
         raise SourceError(f"{target.display}: no config.json, safetensors or GGUF files found")
     ev.checkpoint = _checkpoint(target, ev.config)
+    if ev.checkpoint is None:
+        ev.unreadable_weights = _pickled(files)
     ev.other_sidecars = sorted(p for p in files if p.lower().endswith(".gguf") and is_sidecar_name(p))
     return ev
