@@ -28,6 +28,10 @@ llama-server's ``--spec-synth-rates``. The poisoned tokens are picked by simulat
 draft/verify loop (:func:`simulate`), so the expected figures for a given prompt are exact.
 ``TinyModelSpec.poisoned`` names them instead: a cluster of poisoned tokens makes acceptance depend on
 where in the chain a prompt starts (a model that drafts well for one prompt class and badly for another).
+
+The default dimensions make a model so small that on a CPU drafting always costs more than it saves.
+The "heavy" size preset (:func:`spec_for_size`) widens and deepens the trunk until it dominates each
+decode step, so that a good head speeds decoding up (figures: bench/README.md, "MTP pay-off on a CPU").
 """
 
 from __future__ import annotations
@@ -503,14 +507,16 @@ def _write(path: Path, spec: TinyModelSpec, part: str) -> None:
 MISMATCHES = ("embd", "vocab", "layers")
 
 
-def mismatched_sidecar(kind: str) -> TinyModelSpec:
-    """The spec of a sidecar that differs from the default model in n_embd, vocabulary or block_count."""
+def mismatched_sidecar(kind: str, size: str = "tiny") -> TinyModelSpec:
+    """The spec of a sidecar that differs from the size preset's model in n_embd, vocabulary or block_count."""
+    fields = size_fields(size)
+    model = TinyModelSpec(**fields)  # type: ignore[arg-type]
     if kind == "embd":
-        return TinyModelSpec(embd=128)
+        return TinyModelSpec(**{**fields, "embd": 2 * model.embd})  # type: ignore[arg-type]
     if kind == "vocab":
-        return TinyModelSpec(vocab=48)
+        return TinyModelSpec(**{**fields, "vocab": 3 * model.vocab // 4})  # type: ignore[arg-type]
     if kind == "layers":
-        return TinyModelSpec(trunk_layers=3)
+        return TinyModelSpec(**{**fields, "trunk_layers": model.trunk_layers + 1})  # type: ignore[arg-type]
     raise UsageError(f"mismatch {kind!r}: expected one of {', '.join(MISMATCHES)}")
 
 
@@ -537,6 +543,29 @@ def write_tiny_model(path: Path | str, spec: TinyModelSpec = TinyModelSpec()) ->
             raise UsageError(f"{target}: cannot write it ({exc.strerror or exc})") from None
         written.append(target)
     return written
+
+
+# Size presets: the dimensions each one sets (any other field keeps its default).
+# "heavy" gives the trunk enough weights (4 layers, FFN 8192 wide over embd 256: about 107 MB of F32)
+# that on a CPU reading them dominates every decode step. Verifying k+1 tokens in one batch reads them
+# once, about the cost of one single-token decode, while each draft costs one small MTP block: with a
+# good head MTP pays off, as on a real model, where the tiny default only shows the per-step overhead.
+# The vocabulary stays at 64 and embd >= vocab, so the bigram construction is the same.
+SIZES = ("tiny", "heavy")
+
+
+def size_fields(size: str) -> dict[str, int]:
+    """The TinyModelSpec fields a size preset sets: none for "tiny" (the defaults)."""
+    if size == "tiny":
+        return {}
+    if size == "heavy":
+        return {"embd": 256, "ff": 8192, "trunk_layers": 4}
+    raise UsageError(f"size {size!r}: expected one of {', '.join(SIZES)}")
+
+
+def spec_for_size(size: str, **fields: object) -> TinyModelSpec:
+    """A spec with a size preset's dimensions; ``fields`` set the rest (or override the preset)."""
+    return TinyModelSpec(**{**size_fields(size), **fields})  # type: ignore[arg-type]
 
 
 def spec_for_head_type(head_type: str, **fields: object) -> TinyModelSpec:

@@ -31,7 +31,9 @@ from mtpinspect.tiny_model import (
     parse_acceptance,
     sidecar_path,
     simulate,
+    size_fields,
     spec_for_head_type,
+    spec_for_size,
     successor,
     write_tiny_model,
 )
@@ -141,6 +143,25 @@ def test_low_bit_head_needs_block_sized_dims(tmp_path: Path) -> None:
     assert _tensors(path)["blk.2.nextn.shared_head_head.weight"] == GGMLQuantizationType.TQ1_0
 
 
+def test_size_presets_set_only_the_trunk_dimensions() -> None:
+    assert spec_for_size("tiny") == TinyModelSpec()
+    heavy = spec_for_size("heavy", acceptance=0.5)
+    assert heavy == TinyModelSpec(acceptance=0.5, **size_fields("heavy"))  # type: ignore[arg-type]
+    assert heavy.vocab == 64 and heavy.embd >= heavy.vocab  # the one-hot bigram construction holds
+    assert heavy.trunk_layers * heavy.ff > 10 * TinyModelSpec().trunk_layers * TinyModelSpec().ff
+    with pytest.raises(UsageError, match="size 'huge'") as exc:
+        spec_for_size("huge")
+    assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("kind", ["embd", "vocab", "layers"])
+def test_heavy_mismatched_sidecars_differ_in_one_dimension(kind: str) -> None:
+    heavy, sidecar = spec_for_size("heavy"), mismatched_sidecar(kind, "heavy")
+    fields = ("embd", "vocab", "trunk_layers", "ff")
+    differing = [name for name in fields if getattr(heavy, name) != getattr(sidecar, name)]
+    assert differing == [{"layers": "trunk_layers"}.get(kind, kind)]
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
@@ -240,6 +261,22 @@ def test_cli_table_and_low_bit_head(tmp_path: Path) -> None:
     assert _tensors(tmp_path / "t.gguf")["blk.2.nextn.eh_proj.weight"] == GGMLQuantizationType.TQ1_0
 
 
+def test_cli_heavy_size_writes_the_heavy_trunk(tmp_path: Path) -> None:
+    out = tmp_path / "heavy.gguf"
+    result = CliRunner().invoke(command, [str(out), "--size", "heavy", "--acceptance", "0.5", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    heavy = spec_for_size("heavy", acceptance=0.5)
+    assert document["spec"]["size"] == "heavy"
+    assert (document["spec"]["embd"], document["spec"]["ff"]) == (heavy.embd, heavy.ff)
+    assert document["expected"][0]["acceptance"] == expected_acceptance(heavy, 1).acceptance
+    reader = GGUFReader(out)
+    assert _field(reader, "glm4moe.embedding_length") == heavy.embd
+    assert _field(reader, "glm4moe.feed_forward_length") == heavy.ff
+    assert _field(reader, "glm4moe.block_count") == heavy.trunk_layers + 1
+    assert set(_tensors(out)) == SHARED | _trunk_names(heavy.trunk_layers) | _mtp_names(heavy.trunk_layers)
+
+
 @pytest.mark.parametrize("value", ["1.5", "0", "lots"])
 def test_cli_bad_acceptance_is_a_usage_error(tmp_path: Path, value: str) -> None:
     result = CliRunner().invoke(command, [str(tmp_path / "x.gguf"), "--acceptance", value])
@@ -326,6 +363,22 @@ def test_perfect_head_accepts_every_draft(binary: ServerBinary, folder: Path) ->
         # The greedy output is the bigram walk x, x+1, x+2, ...
         tokens = completion.raw["tokens"]
         assert tokens == [(tokens[0] + i) % 64 for i in range(N_PREDICT)]
+    assert "creating MTP draft context" in log
+
+
+@pytest.mark.server
+def test_heavy_perfect_head_loads_and_accepts_every_draft(binary: ServerBinary, folder: Path) -> None:
+    spec = spec_for_size("heavy")
+    (model,) = write_tiny_model(folder / "heavy.gguf", spec)
+    prompt, n_predict = PROMPTS[0], 16
+    with LlamaServer(binary, model, _mtp(3), log_path=folder / "heavy.log") as server:
+        completion = server.complete(prompt, n_predict=n_predict, return_tokens=True)
+        log = server.read_log()
+    expected = expected_run(spec, prompt, 3, n_predict)
+    assert (completion.draft_n_accepted, completion.draft_n) == (expected.accepted, expected.drafted)
+    assert completion.draft_n > 0 and completion.draft_n_accepted == completion.draft_n
+    tokens = completion.raw["tokens"]
+    assert tokens == [(first_token(prompt, spec.vocab) + i) % spec.vocab for i in range(n_predict)]
     assert "creating MTP draft context" in log
 
 

@@ -12,11 +12,13 @@ from mtpinspect.tiny_model import (
     HEAD_TYPES,
     LAYOUTS,
     MISMATCHES,
+    SIZES,
     TinyModelSpec,
     expected_acceptance,
     head_drafts,
     mismatched_sidecar,
     parse_acceptance,
+    size_fields,
     spec_for_head_type,
     write_tiny_model,
 )
@@ -71,22 +73,25 @@ def _note(spec: TinyModelSpec, mismatch: str | None) -> str:
 @click.option("--zero-head", is_flag=True, help="Zero eh_proj and the head: a damaged MTP head.")
 @click.option("--mismatch", type=click.Choice(MISMATCHES), default=None,
               help="Write the sidecar from another model (implies --layout sidecar).")
+@click.option("--size", type=click.Choice(SIZES), default="tiny", show_default=True,
+              help="heavy: a ~107 MB model whose trunk dominates decoding on a CPU, so a good head speeds it up.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random weights.")
 @click.option("--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table",
               help=format_option_help())
 def command(
     out: Path, acceptance: str | float, layout: str, no_nextn: bool, head_type: str, zero_head: bool,
-    mismatch: str | None, seed: int, fmt: str,
+    mismatch: str | None, size: str, seed: int, fmt: str,
 ) -> int:
     """Write OUT, a tiny GGUF (glm4moe, 64-token test vocabulary) with an MTP head whose greedy draft
     acceptance you choose; it loads in llama-server in well under a second."""
     spec = spec_for_head_type(
         head_type.upper(),
+        **size_fields(size),
         acceptance=acceptance,
         nextn=not no_nextn,
         head="zeroed" if zero_head else "normal",
         layout="sidecar" if mismatch else layout,
-        sidecar_from=mismatched_sidecar(mismatch) if mismatch else None,
+        sidecar_from=mismatched_sidecar(mismatch, size) if mismatch else None,
         seed=seed,
     )
     files = write_tiny_model(out, spec)
@@ -108,7 +113,8 @@ def command(
         "files": file_rows,
         "spec": {
             "acceptance": spec.acceptance, "layout": spec.layout, "nextn": spec.nextn, "head_type": spec.head_type,
-            "head": spec.head, "mismatch": mismatch, "vocab": spec.vocab, "embd": spec.embd, "seed": spec.seed,
+            "head": spec.head, "mismatch": mismatch, "size": size, "vocab": spec.vocab, "embd": spec.embd,
+            "trunk_layers": spec.trunk_layers, "ff": spec.ff, "seed": spec.seed,
         },
         "expected": expected or None,
         "note": note,
