@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from mtpinspect.inspection import CheckReport, check
+    from mtpinspect.inspection import CheckReport, check, check_all
 
-__all__ = ["CheckReport", "__version__", "check"]
+__all__ = ["CheckReport", "__version__", "check", "check_all"]
 
 
 def __getattr__(name: str) -> Any:
     # Imported on first use so that `mtpinspect --help` does not pay for huggingface_hub and numpy.
-    if name in ("check", "CheckReport"):
+    if name in ("check", "check_all", "CheckReport"):
         from mtpinspect import inspection
 
         return getattr(inspection, name)

@@ -180,3 +180,25 @@ def test_lone_pickle_leaves_mtp_undetermined(tmp_path: Path) -> None:
     report = mtpinspect.check(str(tmp_path))
     assert report.verdict.startswith("MTP undetermined") and "MTP_WEIGHTS_MISSING" not in report.codes()
     assert report.runtimes["vllm"].status == "unknown" and report.exit_code == 1
+
+
+def test_check_all_ggufs_of_a_repo(tmp_path: Path) -> None:
+    from mtpinspect.tiny_model import spec_for_head_type
+
+    (good,) = write_tiny_model(tmp_path / "Tiny-Q8_0.gguf", TinyModelSpec(head_type="Q8_0"))
+    (low,) = write_tiny_model(tmp_path / "Tiny-TQ1_0.gguf", spec_for_head_type("TQ1_0"))
+    (bare,) = write_tiny_model(tmp_path / "Tiny-F16.gguf", TinyModelSpec(nextn=False))
+    with HubStub() as stub:
+        stub.add_repo("acme/Many-GGUF", {p.name: p for p in (good, low, bare)})
+        reports = mtpinspect.check_all("acme/Many-GGUF", endpoint=stub.url)
+        by_file = {r.files["gguf"][0]: r for r in reports}
+        assert sorted(by_file) == ["Tiny-F16.gguf", "Tiny-Q8_0.gguf", "Tiny-TQ1_0.gguf"]
+        assert by_file["Tiny-Q8_0.gguf"].runtimes["llama.cpp"].status == "supported"
+        assert "Q8_0" in by_file["Tiny-Q8_0.gguf"].mtp_types
+        assert "LOW_BIT_MTP_HEAD" in by_file["Tiny-TQ1_0.gguf"].codes()
+        assert by_file["Tiny-F16.gguf"].layout == "none"
+        proc = cli("check", "acme/Many-GGUF", "--all", "--format", "json", env={"HF_ENDPOINT": stub.url})
+        assert proc.returncode == 0, proc.stderr
+        assert [d["files"]["gguf"][0] for d in json.loads(proc.stdout)] == sorted(by_file)
+        table = cli("check", "acme/Many-GGUF", "--all", env={"HF_ENDPOINT": stub.url}).stdout
+        assert "Tiny-TQ1_0.gguf" in table and "LOW_BIT_MTP_HEAD" in table

@@ -67,6 +67,28 @@ def render(report: CheckReport, out: Output) -> None:
     out.document(report.to_dict())
 
 
+def render_all(reports: list[CheckReport], out: Output) -> None:
+    """One row per GGUF model of a repo: which quantizations keep a usable head."""
+    out.text(f"{reports[0].source}: {len(reports)} GGUF model(s)" + (f" @ {reports[0].revision}" if reports[0].revision else ""))
+    rows = [
+        {
+            "file": r.files["gguf"][0] + (f" (+{len(r.files['gguf']) - 1} shards)" if len(r.files["gguf"]) > 1 else ""),
+            "layout": r.layout,
+            "mtp_layers": r.mtp_layers,
+            "mtp_types": ", ".join(f"{t} x{n}" for t, n in r.mtp_types.items()) or "-",
+            "llama.cpp": r.runtimes["llama.cpp"].status,
+            "findings": ", ".join(c for c in r.codes() if c != "MTP_PRESENT") or "-",
+        }
+        for r in reports
+    ]
+    out.table(rows, ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "findings"], title="GGUF models", primary=True)
+    best = [r for r in reports if r.runtimes["llama.cpp"].status == "supported"]
+    if best:
+        out.heading("Command")
+        out.text(best[0].runtimes["llama.cpp"].command or "")
+    out.document([r.to_dict() for r in reports])
+
+
 def _print_codes(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
@@ -84,25 +106,36 @@ def _print_codes(ctx: click.Context, _param: click.Parameter, value: bool) -> No
 @click.option("--file", "file", metavar="NAME.gguf", help="Pick this GGUF in a repo or folder (split GGUFs: the first shard).")
 @click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF to pair with the main GGUF (default: found beside it).")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved `hf auth login`).")
+@click.option("--all", "all_ggufs", is_flag=True,
+              help="Check every GGUF model in the repo or folder (one row each; json: a list of reports).")
 @click.option("--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table", show_default=True,
               is_eager=True, help="table for people; json (documented schema), csv (findings) or md.")
 @click.option("--codes", is_flag=True, expose_value=False, callback=_print_codes,
               help="Print the catalogue of finding codes and exit.")
-def command(source: str, revision: str | None, file: str | None, mtp_file: str | None, token: str | None, fmt: str) -> int:
+def command(
+    source: str, revision: str | None, file: str | None, mtp_file: str | None, token: str | None, all_ggufs: bool, fmt: str
+) -> int:
     """Tell whether SOURCE's MTP head will work, reading only headers (no weight download).
 
     \b
     SOURCE is one of:
       ORG/NAME              a Hugging Face repo (safetensors checkpoint or GGUF repo)
-      ORG/NAME:QUANT        a GGUF in a repo, as llama.cpp's -hf takes it (e.g. :Q4_K_M)
+      ORG/NAME:QUANT        a GGUF in a repo, as llama.cpp's -hf takes it (e.g. :Q4_K_M);
+                            --all checks every GGUF of the repo, one row each
       PATH.gguf             a local GGUF (split shards and an mtp- file beside it are found)
       DIR                   a local snapshot folder, or a Hugging Face cache folder models--ORG--NAME
 
     Exit status: 0 when MTP is usable in at least one runtime, 1 when not, 2 on error.
     HF_ENDPOINT and HF_TOKEN are honoured, as in huggingface_hub.
     """
-    from mtpinspect.inspection import check
+    from mtpinspect.inspection import check, check_all
 
+    if all_ggufs:
+        if file or mtp_file:
+            raise click.UsageError("--all checks every GGUF; it does not combine with --file or --mtp-file")
+        reports = check_all(source, revision=revision, token=token)
+        render_all(reports, Output(fmt))
+        return 0 if any(r.usable for r in reports) else 1
     report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file)
     render(report, Output(fmt))
     return report.exit_code

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mtpinspect.inspection.diagnosis import diagnose
 from mtpinspect.inspection.evidence import gather
 from mtpinspect.inspection.report import CheckReport
-from mtpinspect.sources.resolve import resolve
+from mtpinspect.sources.resolve import gguf_models, resolve
 
 
 def check(
@@ -26,4 +26,12 @@ def check(
     return diagnose(gather(target))
 
 
-__all__ = ["CheckReport", "check"]
+def check_all(
+    source: str, revision: str | None = None, token: str | None = None, *, endpoint: str | None = None
+) -> list[CheckReport]:
+    """`check` every GGUF model in a repo or folder: which quantizations keep a usable MTP head?"""
+    files = gguf_models(source, revision=revision, token=token, endpoint=endpoint)
+    return [check(source, revision, token, file=f, endpoint=endpoint) for f in files]
+
+
+__all__ = ["CheckReport", "check", "check_all"]

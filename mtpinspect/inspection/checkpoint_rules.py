@@ -6,6 +6,7 @@ quantization config; the quantization audit itself lives in formats/quantization
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import PurePosixPath
 
 from mtpinspect.formats.quantization import QuantAudit, audit_mtp
@@ -46,6 +47,7 @@ def _checkpoint_presence(ev: Evidence, d: Draft) -> None:
         lines += [f"{n} {ck.mtp_dtypes.get(n) or '?'}" for n in _representative(ck.mtp.names)]
         d.add("MTP_PRESENT", f"{present} MTP layer(s) with weights in the checkpoint ({len(ck.mtp.names)} tensors)", lines)
         d.mtp_bytes, d.mtp_params = ck.mtp_bytes, ck.mtp_params
+        d.mtp_types = dict(Counter(t or "unread" for t in ck.mtp_dtypes.values()).most_common())
         unread = [f for f in ck.mtp_files if f not in ck.headers_read]
         if unread:
             why = "PyTorch pickles have no header to read" if all(f.endswith(".bin") for f in unread) else f"at most {MAX_MTP_SHARDS} are read"

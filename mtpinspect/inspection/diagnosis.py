@@ -81,6 +81,7 @@ def diagnose(ev: Evidence) -> CheckReport:
         bytes_read=meter.bytes_read,
         bytes_total=total,
         requests=meter.requests,
+        mtp_types=d.mtp_types,
         notes=[n for n in d.notes if n],
     )
 

@@ -23,6 +23,7 @@ class Draft:
     mtp_bytes: int | None = None
     mtp_params: int | None = None
     audit: QuantAudit | None = None
+    mtp_types: dict[str, int] = field(default_factory=dict)
 
     def add(self, code: str, message: str, evidence: list[str] | tuple[str, ...] = (), severity: str | None = None) -> None:
         self.findings.append(Finding(code, severity or FINDINGS[code][1], message, tuple(clip(list(evidence)))))

@@ -3,6 +3,7 @@ llama.cpp graph support for the architecture, and very low-bit head tensors."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import PurePosixPath
 
 from mtpinspect.inspection.draft import Draft
@@ -66,6 +67,11 @@ def _gguf_mtp_size(g: GgufEvidence) -> tuple[int, int]:
     return sum(tensors[n].nbytes for n in names), sum(tensors[n].n_elements for n in names)
 
 
+def _gguf_mtp_types(g: GgufEvidence) -> dict[str, int]:
+    tensors = g.tensors
+    return dict(Counter(tensors[n].ggml_type for n in g.mtp.block if n in tensors).most_common())
+
+
 def diagnose_gguf(ev: Evidence, d: Draft) -> None:
     g = ev.gguf
     assert g is not None
@@ -106,6 +112,7 @@ def diagnose_gguf(ev: Evidence, d: Draft) -> None:
     if d.mtp_layers:
         _gguf_graph_and_types(d, head)
         d.mtp_bytes, d.mtp_params = _gguf_mtp_size(head)
+        d.mtp_types = _gguf_mtp_types(head)
     _gguf_runtimes(ev, d, head)
 
 

@@ -103,6 +103,7 @@ class CheckReport:
     bytes_read: int
     bytes_total: int
     requests: int
+    mtp_types: dict[str, int] = field(default_factory=dict)  # dtype or ggml type -> MTP tensors of that type
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -135,6 +136,7 @@ class CheckReport:
             "runtimes": {name: rv.to_dict() for name, rv in self.runtimes.items()},
             "findings": [f.to_dict() for f in self.findings],
             "mtp_size": {"parameters": self.mtp_parameters, "bytes": self.mtp_bytes, "share_of_download": self.mtp_share},
+            "mtp_types": self.mtp_types,
             "files": self.files,
             "bytes_read": self.bytes_read,
             "bytes_total": self.bytes_total,

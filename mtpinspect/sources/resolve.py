@@ -216,3 +216,20 @@ def _resolve_local_file(path: Path, mtp_file: str | None) -> Target:
         gguf_files=[p.resolve().relative_to(tree.root).as_posix() for p in mains],
         sidecar_files=[p.resolve().relative_to(tree.root).as_posix() for p in sidecars],
     )
+
+
+def gguf_models(
+    source: str, *, revision: str | None = None, token: str | None = None, endpoint: str | None = None
+) -> list[str]:
+    """The first file of every GGUF model in a repo or folder (a split set counts once), sidecars excluded."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        tree: Tree = open_directory(path, revision=revision)
+    elif _looks_like_repo(source) and ":" not in source:
+        tree = open_repo(source, revision=revision, token=token, endpoint=endpoint)
+    else:
+        raise UsageError(f"{source}: --all takes a Hub repo (ORG/NAME) or a folder of GGUF files")
+    mains = [p for p in tree.files if p.lower().endswith(".gguf") and not is_sidecar_name(p) and "mmproj" not in p.lower()]
+    if not mains:
+        raise SourceError(f"{source}: no GGUF files")
+    return [files[0] for _, files in sorted(_group(mains).items())]
