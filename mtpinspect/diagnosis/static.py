@@ -252,8 +252,8 @@ def _from_check(static: StaticEvidence, settings: RunSettings) -> list[Cause]:
     if graph is not None:
         causes.append(Cause(
             "NO_MTP_GRAPH", 0.9, graph.message, _evidence(graph),
-            "use a llama.cpp build with an MTP graph for this architecture (`mtpinspect runtime --rebuild` with a "
-            "newer pin), or serve the model with vLLM/SGLang; otherwise leave MTP off",
+            "use a llama.cpp build with an MTP graph for this architecture (pass it with --server PATH), "
+            "or serve the model with vLLM/SGLang; otherwise leave MTP off",
             ("static",),
         ))
     if static.report is not None and static.report.layout == "sidecar" and not static.sidecar_given \
