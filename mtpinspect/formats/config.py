@@ -7,12 +7,9 @@ Qwen3-Next announces nothing at all: only its `mtp.*` tensors tell.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from mtpinspect.errors import FormatError
 
 # In the order we trust them; `num_mtp_modules` (MiniMax) is ambiguous and only used when nothing else is set.
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "nextn_predict_layers", "num_mtp_layers")
@@ -42,16 +39,6 @@ class ModelConfig:
     @property
     def text(self) -> Mapping[str, Any]:
         return self.raw.get(self.text_prefix.rstrip("."), self.raw) if self.text_prefix else self.raw
-
-
-def parse_config_bytes(data: bytes, name: str) -> Mapping[str, Any]:
-    try:
-        value = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FormatError(f"{name}: not valid JSON ({exc.__class__.__name__}: {exc})") from None
-    if not isinstance(value, dict):
-        raise FormatError(f"{name}: expected a JSON object, found {type(value).__name__}")
-    return value
 
 
 def _int(value: Any) -> int | None:

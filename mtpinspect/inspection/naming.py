@@ -70,15 +70,6 @@ def _layer_key(layer: str) -> tuple[str, int]:
     return (head, int(idx)) if idx.isdigit() else (layer, 0)
 
 
-def module_of(tensor: str) -> str:
-    """'model.layers.61.eh_proj.weight' -> 'model.layers.61.eh_proj'."""
-    for suffix in (".weight_scale_inv", ".weight_scale_2", ".weight_scale", ".input_scale", ".weight_packed", ".weight_shape",
-                   ".weight_zero_point", ".qweight", ".qzeros", ".scales", ".g_idx", ".weight", ".bias"):
-        if tensor.endswith(suffix):
-            return tensor[: -len(suffix)]
-    return tensor
-
-
 @dataclass(frozen=True)
 class GgufMtpTensors:
     nextn: tuple[str, ...]  # blk.N.nextn.* and the gemma4-assistant nextn.* projections

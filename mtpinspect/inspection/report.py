@@ -33,8 +33,6 @@ FINDINGS: dict[str, tuple[str, str]] = {
 }
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
-STATUSES = ("supported", "at-risk", "unsupported", "unknown")
-LAYOUTS = ("bundled", "sidecar", "separate-checkpoint", "checkpoint", "none")
 
 
 @dataclass(frozen=True)

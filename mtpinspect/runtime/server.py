@@ -427,10 +427,3 @@ class LlamaServer:
         """GET /metrics, parsed."""
         return parse_metrics(self._request("GET", "/metrics", None, timeout).decode("utf-8", errors="replace"))
 
-    def get_json(self, path: str, timeout: float = 30.0) -> Any:
-        """GET a JSON endpoint such as /props or /slots."""
-        payload = self._request("GET", path, None, timeout)
-        try:
-            return json.loads(payload)
-        except ValueError:
-            raise ServerError(f"llama-server: {path} answered with non-JSON: {payload[:80]!r}") from None
