@@ -6,20 +6,10 @@ from pathlib import Path
 
 import click
 
+from mtpinspect.cli._args import ServerArgsCommand
 from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.diagnosis import DiagnosisReport
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
-
-
-class _DiagnoseCommand(click.Command):
-    """Takes everything after ``--`` as llama-server arguments, so MODEL stays optional."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if "--" in args:
-            split = args.index("--")
-            ctx.meta["server_args"] = tuple(args[split + 1 :])
-            args = args[:split]
-        return super().parse_args(ctx, args)
 
 
 def _pct(value: float | None) -> str | None:
@@ -100,7 +90,7 @@ def _print_codes(ctx: click.Context, _param: click.Parameter, value: bool) -> No
     ctx.exit(0)
 
 
-@click.command("diagnose", cls=_DiagnoseCommand)
+@click.command("diagnose", cls=ServerArgsCommand)
 @click.argument("model", required=False)
 @click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF the run uses (default: found beside MODEL).")
 @click.option("--server", metavar="PATH", help="llama-server for the probe (default: $LLAMA_SERVER, PATH, cache, else build).")

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 import click
 
+from mtpinspect.cli._args import ServerArgsCommand
 from mtpinspect.cli._output import Output, OutputFormat, format_option_help, sanitize
 from mtpinspect.errors import UsageError
 from mtpinspect.jsonable import to_jsonable
@@ -84,18 +85,7 @@ class ProgressBar:
             self._drawn = False
 
 
-class _SweepCommand(click.Command):
-    """Takes everything after ``--`` as llama-server arguments, so MODEL stays optional."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if "--" in args:
-            split = args.index("--")
-            ctx.meta["server_args"] = tuple(args[split + 1 :])
-            args = args[:split]
-        return super().parse_args(ctx, args)
-
-
-@click.command("sweep", cls=_SweepCommand)
+@click.command("sweep", cls=ServerArgsCommand)
 @click.argument("model", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--n-max", "n_max", default="1,2,3,4", show_default=True, metavar="LIST",
               help="Draft lengths to measure (--spec-draft-n-max), comma-separated. The baseline always runs.")
