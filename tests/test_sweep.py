@@ -169,6 +169,16 @@ def test_perfect_head(server_binary: ServerBinary, tmp_path: Path, prompts: Path
     assert not _server_children()
 
 
+def test_grouped_order_starts_each_configuration_once(server_binary: ServerBinary, tmp_path: Path, prompts: Path) -> None:
+    out = tmp_path / "out"
+    report = run_sweep(_model(tmp_path, acceptance="perfect"), _options(server_binary, out, prompts, repeat=3, order="grouped"))
+    runs, servers = _records(out)
+    assert sorted(s.configuration for s in servers) == ["baseline", "n-max-2"]
+    assert len(runs) == 2 * 3 * 2 and {r.repeat for r in runs} == {0, 1, 2}
+    assert report.settings["order"] == "grouped"
+    assert {g.configuration: g.runs for g in report.results} == {"baseline": 6, "n-max-2": 6}
+
+
 @pytest.mark.parametrize("acceptance", ["none", 0.5])
 def test_head_that_drafts_badly(server_binary: ServerBinary, tmp_path: Path, prompts: Path, acceptance: Any) -> None:
     report = run_sweep(_model(tmp_path, acceptance=acceptance), _options(server_binary, tmp_path / "out", prompts))

@@ -31,6 +31,16 @@ def test_rounds_alternate_order_and_merge_at_the_boundary() -> None:
     assert [visit.runs[0].repeat for visit in plan.visits] == [0, 0, 0, 1, 1, 2, 2]
 
 
+def test_grouped_order_starts_each_configuration_once() -> None:
+    configs = configurations([2, 1])
+    plan = build_plan(configs, PROMPTS, repeat=3, order="grouped")
+    assert [visit.configuration.id for visit in plan.visits] == ["baseline", "n-max-1", "n-max-2"]
+    assert [run.repeat for run in plan.visits[0].runs] == [r for r in range(3) for _ in PROMPTS]
+    assert plan.total_runs == 3 * 3 * len(PROMPTS)
+    with pytest.raises(UsageError, match="--order sideways"):
+        build_plan(configs, PROMPTS, repeat=1, order="sideways")
+
+
 def test_resume_leaves_finished_runs_and_empty_visits_out() -> None:
     configs = configurations([1])
     full = build_plan(configs, PROMPTS, repeat=1)

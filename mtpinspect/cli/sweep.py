@@ -91,6 +91,9 @@ class ProgressBar:
               help="Draft lengths to measure (--spec-draft-n-max), comma-separated. The baseline always runs.")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
               help="Rounds over all configurations; alternate rounds run them in reverse order.")
+@click.option("--order", type=click.Choice(["rounds", "grouped"]), default="rounds", show_default=True,
+              help="rounds: interleave configurations round by round (drift control); grouped: all rounds of a "
+                   "configuration on one server start (each configuration starts exactly once).")
 @click.option("--prompts", metavar="FILE|DIR|CLASS", default=None,
               help="Prompt .txt/.jsonl file, a directory of them, or a built-in class "
                    "(code, prose-en, prose-ja, extraction). Default: all built-in classes.")
@@ -119,6 +122,7 @@ def command(
     model: Path | None,
     n_max: str,
     repeat: int,
+    order: str,
     prompts: str | None,
     n_predict: int,
     seed: int,
@@ -141,6 +145,7 @@ def command(
     options = SweepOptions(
         n_max=_numbers(n_max, int, "--n-max"),
         repeat=repeat,
+        order=order,
         prompts=prompts,
         n_predict=n_predict,
         seed=seed,

@@ -42,6 +42,7 @@ _DRAFT_MODEL_ARGS = ("-md", "--spec-draft-model", "--model-draft")
 class SweepOptions:
     n_max: tuple[int, ...] = (1, 2, 3, 4)
     repeat: int = 3
+    order: str = "rounds"  # or "grouped": all rounds of a configuration on one server start
     # A .txt/.jsonl file, a directory of them, or a built-in class name; None: every built-in class.
     prompts: str | Path | None = None
     n_predict: int = 128
@@ -81,7 +82,7 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
         _set_aside(journal)
     runs_before, _ = _matching(journal, settings)
     done = {r.key for r in runs_before if r.status == OK}
-    plan = build_plan(configs, prompts, options.repeat, done)
+    plan = build_plan(list(configs), prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
     binary = find_server(
         options.server,
@@ -140,6 +141,7 @@ def build_report(
         settings={
             **settings,
             "repeat": options.repeat,
+            "order": options.order,
             "n_max": sorted(set(options.n_max)),
             "synthetic": sorted(set(options.synthetic)),
             "prompts": str(options.prompts) if options.prompts is not None else "built-in",

@@ -8,6 +8,10 @@ Repeats are rounds over all configurations, and alternate rounds run the configu
 order, so slow drift (thermal throttling, a background job) does not line up with one configuration.
 A *visit* is one server start: the configurations at a round boundary are the same (``... 4 | 4 ...``),
 so that server stays up for both rounds and is started once.
+
+``order="grouped"`` instead runs every round of a configuration on one server, so each configuration
+starts exactly once, whatever --repeat is: fewer starts (a large model loads once per configuration),
+less protection against drift.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from mtpinspect.errors import UsageError
 from mtpinspect.sweep.prompts import Prompt
 
 BASELINE_ID = "baseline"
+ORDERS = ("rounds", "grouped")
 
 
 @dataclass(frozen=True)
@@ -117,26 +122,31 @@ def build_plan(
     prompts: Sequence[Prompt],
     repeat: int,
     done: Iterable[tuple[str, str, int]] = (),
+    order: str = "rounds",
 ) -> Plan:
     """Order the runs into visits; runs whose key is in ``done`` are left out (--resume)."""
     if repeat < 1:
         raise UsageError(f"--repeat {repeat}: must be >= 1")
     if not prompts:
         raise UsageError("no prompts to run")
+    if order not in ORDERS:
+        raise UsageError(f"--order {order}: must be one of {', '.join(ORDERS)}")
     finished = set(done)
     visits: list[Visit] = []
-    for round_index in range(repeat):
-        order = list(configs) if round_index % 2 == 0 else list(reversed(configs))
-        for config in order:
-            runs = tuple(
-                run
-                for run in (PlannedRun(config, prompt, round_index) for prompt in prompts)
-                if run.key not in finished
-            )
-            if not runs:
-                continue
-            if visits and visits[-1].configuration == config:
-                visits[-1] = Visit(config, visits[-1].runs + runs)
-            else:
-                visits.append(Visit(config, runs))
+    if order == "grouped":
+        schedule = [(config, r) for config in configs for r in range(repeat)]
+    else:
+        schedule = [(config, r) for r in range(repeat) for config in (configs if r % 2 == 0 else configs[::-1])]
+    for config, round_index in schedule:
+        runs = tuple(
+            run
+            for run in (PlannedRun(config, prompt, round_index) for prompt in prompts)
+            if run.key not in finished
+        )
+        if not runs:
+            continue
+        if visits and visits[-1].configuration == config:
+            visits[-1] = Visit(config, visits[-1].runs + runs)
+        else:
+            visits.append(Visit(config, runs))
     return Plan(tuple(configs), tuple(prompts), repeat, tuple(visits))
