@@ -131,7 +131,7 @@ def test_hub_gguf_file_option_and_ambiguity(gguf_hub: HubStub) -> None:
 def test_formats_md_csv_json(tmp_path: Path) -> None:
     (path,) = write_tiny_model(tmp_path / "tiny.gguf", TinyModelSpec())
     md = cli("check", str(path), "--format", "md")
-    assert md.returncode == 0 and "## Findings" in md.stdout and "| severity" in md.stdout
+    assert md.returncode == 0 and "## Findings" in md.stdout and "| finding" in md.stdout and "| runtime" in md.stdout
     rows = list(csv.DictReader(io.StringIO(cli("check", str(path), "--format", "csv").stdout)))
     assert rows[0]["code"] == "MTP_PRESENT" and rows[0]["severity"] == "info"
     doc = json.loads(cli("check", str(path), "--format", "json").stdout)

@@ -19,6 +19,7 @@ import enum
 import json
 import shutil
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
@@ -93,6 +94,13 @@ class Output:
         elif self.format is OutputFormat.md:
             self._write(f"\n## {sanitize(text)}\n")
 
+    def lead(self, text: str) -> None:
+        """The one line a reader must not miss (a verdict): bold in Markdown."""
+        if self.format is OutputFormat.md:
+            self._write(f"**{sanitize(text)}**\n")
+        else:
+            self.text(text)
+
     def text(self, text: str) -> None:
         """A paragraph of prose for people (table and md formats only)."""
         if not self.is_machine:
@@ -134,6 +142,31 @@ class Output:
         widths = _column_widths(body, len(headers), shutil.get_terminal_size((120, 24)).columns)
         self._write(tabulate(body, headers=[sanitize(h) for h in headers], tablefmt="simple", disable_numparse=True,
                              maxcolwidths=widths))
+
+    def records(
+        self,
+        items: Sequence[tuple[str, str, Sequence[str]]],
+        *,
+        title: str | None = None,
+        headers: tuple[str, str, str] = ("label", "text", "details"),
+    ) -> None:
+        """Labelled paragraphs with detail lines (a finding and its evidence): wrapped for people,
+        one row each elsewhere (md and csv join the details; json ignores them like every table)."""
+        if self.format is not OutputFormat.table:
+            rows = [dict(zip(headers, (label, text, "\n".join(details)))) for label, text, details in items]
+            self.table(rows, list(headers), title=title)
+            return
+        if title:
+            self.heading(title)
+        width = max(shutil.get_terminal_size((120, 24)).columns, 60)
+        label_width = max((len(label) for label, _, _ in items), default=0) + 2
+        for label, text, details in items:
+            body = textwrap.wrap(sanitize(text), width - label_width) or [""]
+            self._write(sanitize(label).ljust(label_width) + body[0])
+            for line in body[1:]:
+                self._write(" " * label_width + line)
+            for detail in details:
+                self._write(" " * label_width + "  " + sanitize(detail))
 
     def document(self, data: Any) -> None:
         """The machine-readable result: printed as JSON in json format, ignored otherwise."""

@@ -28,7 +28,7 @@ def _quant_text(report: CheckReport) -> str:
 
 
 def render(report: CheckReport, out: Output) -> None:
-    out.text(report.verdict)
+    out.lead(report.verdict)
     rev = f" @ {report.revision}" if report.revision else ""
     out.text(f"source: {report.source}{rev} ({report.source_kind}); read {_size(report.bytes_read)} of "
              f"{_size(report.bytes_total)} in {report.requests} request(s)")
@@ -46,12 +46,15 @@ def render(report: CheckReport, out: Output) -> None:
         ["item", "value"],
         title="Summary",
     )
-    out.table(
-        [{"severity": f.severity, "code": f.code, "message": f.message, "evidence": "\n".join(f.evidence)} for f in report.findings],
-        ["severity", "code", "message", "evidence"],
-        title="Findings",
-        primary=True,
-    )
+    if out.format is OutputFormat.csv:
+        out.table(
+            [{"severity": f.severity, "code": f.code, "message": f.message, "evidence": "\n".join(f.evidence)} for f in report.findings],
+            ["severity", "code", "message", "evidence"],
+            primary=True,
+        )
+    else:
+        out.records([(f"{f.severity} {f.code}", f.message, f.evidence) for f in report.findings], title="Findings",
+                    headers=("finding", "message", "evidence"))
     out.table(
         [{"runtime": name, "status": rv.status, "reason": rv.reason} for name, rv in report.runtimes.items()],
         ["runtime", "status", "reason"],

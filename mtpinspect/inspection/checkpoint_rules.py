@@ -100,7 +100,7 @@ def _quant_findings(ev: Evidence, d: Draft, audit: QuantAudit) -> bool:
     if audit.mtp_excluded is None or q is None and audit.mtp_excluded is not False:
         return False
     method = q.method if q else "header dtypes"
-    lines = [f"{q.source}: {q.method}{'/' + q.algo if q and q.algo else ''}, {audit.excluded_count} exclusion entries ({q.exclusion_key})"] if q else []
+    lines = [f"{q.source}: {q.method}{'/' + q.algo if q.algo else ''}, " + (f"{audit.excluded_count} exclusion entries ({q.exclusion_key})" if q.exclusion_key else "no exclusion list")] if q else []
     kept, quant = _head_first(audit.kept()), _head_first(audit.quantized())
     header_notes = [f"{v.module}: {v.header_dtype}" + (f" ({v.note})" if v.note else "") for v in audit.modules if v.header_dtype]
     org = org_of(ev.target.repo_id)
