@@ -258,7 +258,7 @@ def _write_gguf(path: Path, spec: Mapping[str, Any], sparse: bool) -> None:
         value, vtype, sub_type = _kv_value(raw)
         writer.add_key_value(key, value, vtype, sub_type)
     if spec.get("vocab_size"):
-        # The one synthetic part of the corpus: placeholder strings for a vocabulary of the real size.
+        # Real vocabulary size, made-up token strings (<tokN>): the reference data has sizes, not vocabularies.
         tokens = [f"<tok{i}>" for i in range(spec["vocab_size"])]
         writer.add_key_value("tokenizer.ggml.tokens", tokens, GGUFValueType.ARRAY, GGUFValueType.STRING)
     data_size = 0
