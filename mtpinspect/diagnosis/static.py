@@ -17,14 +17,9 @@ from mtpinspect.errors import MtpinspectError, UsageError
 from mtpinspect.formats.gguf import GGUFHeader, read_gguf_header
 from mtpinspect.inspection.report import CheckReport, Finding
 from mtpinspect.inspection.support import llama_server_command
+from mtpinspect.runtime.flags import DRAFT_MODEL_FLAGS, SPEC_TYPES
 from mtpinspect.sources.reader import LocalFileReader
 
-# llama-server's speculative types (reference llama-cpp-mtp.md section 4).
-VALID_SPEC_TYPES = frozenset({
-    "none", "draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark",
-    "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache",
-})
-DRAFT_MODEL_FLAGS = ("-md", "--spec-draft-model", "--model-draft")
 # Flags that choose the speculative configuration; the probe's sweep sets these itself.
 SPEC_FLAGS = ("--spec-type", "--spec-draft-n-max", *DRAFT_MODEL_FLAGS)
 _VALUE_FLAGS = {
@@ -296,7 +291,7 @@ def _mtp_block(static: StaticEvidence) -> str:
 def settings_causes(settings: RunSettings, static: StaticEvidence | None) -> list[Cause]:
     """Causes the run's flags show by themselves (temperature, p-min, an unknown spec type)."""
     causes: list[Cause] = []
-    unknown = [t for t in settings.spec_types if t not in VALID_SPEC_TYPES]
+    unknown = [t for t in settings.spec_types if t not in SPEC_TYPES]
     if unknown:
         fixed = RunSettings(args=settings.passthrough, n_max=settings.n_max)
         causes.append(Cause(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.runtime.find import ServerBinary, find_server
+from mtpinspect.runtime.flags import DRAFT_MODEL_FLAGS
 from mtpinspect.sweep.collect import OK, RUN_KIND, SERVER_KIND, RunRecord, ServerRecord
 from mtpinspect.sweep.jsonl import Journal
 from mtpinspect.sweep.plan import Configuration, build_plan, configurations
@@ -35,7 +36,6 @@ TINY_ACCEPTANCE = 0.8
 
 # The sweep sets these per configuration; passing them through would make every server the same.
 _RESERVED_ARGS = ("--spec-type", "--spec-draft-n-max", "--spec-synth-rates", "--spec-synth-len", "-m", "--model")
-_DRAFT_MODEL_ARGS = ("-md", "--spec-draft-model", "--model-draft")
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
         _set_aside(journal)
     runs_before, _ = _matching(journal, settings)
     done = {r.key for r in runs_before if r.status == OK}
-    plan = build_plan(list(configs), prompts, options.repeat, done, order=options.order)
+    plan = build_plan(configs, prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
     binary = find_server(
         options.server,
@@ -196,7 +196,7 @@ def _server_args(options: SweepOptions) -> tuple[tuple[str, ...], str | None]:
         name = arg.split("=", 1)[0]
         if name in _RESERVED_ARGS:
             raise UsageError(f"{name}: the sweep sets this per configuration; use --n-max / --synthetic / MODEL")
-        if name in _DRAFT_MODEL_ARGS:
+        if name in DRAFT_MODEL_FLAGS:
             # Given to the baseline, a draft GGUF would switch MTP on (llama-server infers the type).
             value = arg.split("=", 1)[1] if "=" in arg else (args[index + 1] if index + 1 < len(args) else None)
             if value is None:
