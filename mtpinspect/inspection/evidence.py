@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -80,7 +81,7 @@ class GgufEvidence:
         tokens = self.first.get("tokenizer.ggml.tokens")
         return getattr(tokens, "sha256", None)
 
-    @property
+    @cached_property
     def tensors(self) -> dict[str, GGUFTensor]:
         return {t.name: t for h in self.headers for t in h.tensors}
 
@@ -89,7 +90,7 @@ class GgufEvidence:
         """llama.cpp's mtp_only test: a file without blk.0.attn_norm is a sidecar."""
         return "blk.0.attn_norm.weight" in self.tensors
 
-    @property
+    @cached_property
     def mtp(self) -> GgufMtpTensors:
         return find_gguf_mtp_tensors(self.tensors, self.block_count, self.nextn_layers)
 
@@ -145,20 +146,18 @@ def _pickled(files: Mapping[str, Any]) -> list[str]:
     return sorted(p for p in files if p.endswith((".bin", ".pt", ".pth")) and "/" not in p)
 
 
-def _weight_map(target: Target, index_file: str | None) -> dict[str, str]:
+def _weight_map(target: Target, index_file: str | None) -> tuple[dict[str, str], dict[str, SafetensorsFileMetadata]]:
+    """Tensor name -> shard, and the shard headers read to learn it (none when an index says it)."""
     files = target.tree.files
     if index_file:
         index = _json_file(target, index_file)
         wm = index.get("weight_map")
         if not isinstance(wm, dict):
             raise FormatError(f"{target.display}/{index_file}: no weight_map object")
-        return {str(k): str(v) for k, v in wm.items()}
+        return {str(k): str(v) for k, v in wm.items()}, {}
     shards = [p for p in files if p.endswith(".safetensors") and "/" not in p and not _is_mtp_file(p)]
-    weight_map: dict[str, str] = {}
-    for shard in shards[:MAX_MTP_SHARDS]:
-        for name in target.tree.safetensors_header(shard).tensors:
-            weight_map[name] = shard
-    return weight_map
+    headers = {shard: target.tree.safetensors_header(shard) for shard in shards[:MAX_MTP_SHARDS]}
+    return {name: shard for shard, header in headers.items() for name in header.tensors}, headers
 
 
 def _is_mtp_file(path: str) -> bool:
@@ -172,12 +171,11 @@ def _checkpoint(target: Target, config: ModelConfig | None) -> CheckpointEvidenc
     has_weights = index_file or any(p.endswith(".safetensors") for p in files)
     if not has_weights:
         return None
-    weight_map = _weight_map(target, index_file)
+    weight_map, headers = _weight_map(target, index_file)
     for shard in set(weight_map.values()):
         if shard not in files:
             raise SourceError(f"{target.display}: {index_file} names shard '{shard}', which is not in the repo")
     standalone = next((p for p in sorted(files) if _is_mtp_file(p) and p not in weight_map.values()), None)
-    headers: dict[str, SafetensorsFileMetadata] = {}
     if standalone:
         headers[standalone] = target.tree.safetensors_header(standalone)
         for name in headers[standalone].tensors:
