@@ -5,7 +5,7 @@ from __future__ import annotations
 from mtpinspect.inspection.diagnosis import diagnose
 from mtpinspect.inspection.evidence import gather
 from mtpinspect.inspection.report import CheckReport
-from mtpinspect.sources.resolve import gguf_models, resolve
+from mtpinspect.sources.resolve import resolve, resolve_each_gguf
 
 
 def check(
@@ -30,8 +30,8 @@ def check_all(
     source: str, revision: str | None = None, token: str | None = None, *, endpoint: str | None = None
 ) -> list[CheckReport]:
     """`check` every GGUF model in a repo or folder: which quantizations keep a usable MTP head?"""
-    files = gguf_models(source, revision=revision, token=token, endpoint=endpoint)
-    return [check(source, revision, token, file=f, endpoint=endpoint) for f in files]
+    targets = resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint)
+    return [diagnose(gather(target)) for target in targets]
 
 
 __all__ = ["CheckReport", "check", "check_all"]

@@ -8,12 +8,13 @@ SOURCE is a local GGUF, a local snapshot directory (the Hugging Face cache inclu
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.sources.hub import HubRepo, open_repo
 from mtpinspect.sources.local import LocalTree, open_directory, open_files
+from mtpinspect.sources.reader import ByteMeter
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 _SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
@@ -218,18 +219,26 @@ def _resolve_local_file(path: Path, mtp_file: str | None) -> Target:
     )
 
 
-def gguf_models(
+def resolve_each_gguf(
     source: str, *, revision: str | None = None, token: str | None = None, endpoint: str | None = None
-) -> list[str]:
-    """The first file of every GGUF model in a repo or folder (a split set counts once), sidecars excluded."""
+) -> list[Target]:
+    """One target per GGUF model in a repo or folder (a split set counts once, sidecars paired), from one
+    listing. The first target's meter carries the listing's cost; each has its own for its headers."""
     path = Path(source).expanduser()
     if path.is_dir():
         tree: Tree = open_directory(path, revision=revision)
+        kind, repo_id = "local-dir", _repo_id_from_cache(path.resolve())
     elif _looks_like_repo(source) and ":" not in source:
         tree = open_repo(source, revision=revision, token=token, endpoint=endpoint)
+        kind, repo_id = "hub", source
     else:
         raise UsageError(f"{source}: --all takes a Hub repo (ORG/NAME) or a folder of GGUF files")
     mains = [p for p in tree.files if p.lower().endswith(".gguf") and not is_sidecar_name(p) and "mmproj" not in p.lower()]
     if not mains:
         raise SourceError(f"{source}: no GGUF files")
-    return [files[0] for _, files in sorted(_group(mains).items())]
+    targets = []
+    for index, (_, group) in enumerate(sorted(_group(mains).items())):
+        own = tree if index == 0 else replace(tree, meter=ByteMeter())
+        files = _complete_split(own, group)
+        targets.append(Target(own, kind, source, repo_id, gguf_files=files, sidecar_files=_pick_sidecar(own, files, None)))
+    return targets
