@@ -27,8 +27,8 @@ from typing import Any
 import mtpinspect.sweep.api as api
 import mtpinspect.sweep.run as run
 from mtpinspect.sweep import SweepOptions, run_sweep
-from mtpinspect.sweep.collect import OK
-from mtpinspect.sweep.jsonl import Journal
+from mtpinspect.sweep.journal import Journal
+from mtpinspect.sweep.records import OK
 
 
 def _timed(module: Any, name: str, spent: dict[str, float]) -> None:

@@ -17,9 +17,9 @@ from mtpinspect.cli._output import Output
 from mtpinspect.cli.sweep import command, render
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.sweep import ProgressEvent, SweepOptions, run_sweep
-from mtpinspect.sweep.collect import CRASHED, OK, RunRecord, ServerRecord
-from mtpinspect.sweep.jsonl import Journal
+from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.progress import RUN_DONE, RUN_START
+from mtpinspect.sweep.records import CRASHED, OK, RunRecord, ServerRecord
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 
 pytestmark = pytest.mark.server

@@ -10,11 +10,11 @@ import pytest
 
 from mtpinspect.cli.sweep import ProgressBar, command
 from mtpinspect.errors import FormatError, SourceError, UsageError
-from mtpinspect.sweep.collect import OK, LogFigures, RunRecord, cross_check
-from mtpinspect.sweep.jsonl import Journal
+from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.plan import BASELINE_ID, Configuration, build_plan, configurations
 from mtpinspect.sweep.progress import RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
 from mtpinspect.sweep.prompts import Prompt, builtin_classes, load_builtin, load_prompts
+from mtpinspect.sweep.records import OK, LogFigures, RunRecord, cross_check
 from mtpinspect.sweep.statistics import expected_length, first_divergence, recommend, summarize
 
 PROMPTS = [Prompt("a", "code", "def f():"), Prompt("b", "prose", "Once upon a time")]

@@ -1,7 +1,7 @@
 """`mtpinspect sweep`: measure MTP speculative decoding with the real llama-server across n-max.
 
 plan (configurations, rounds, server visits) -> run (one server per visit, journalled runs) ->
-collect (what one run measured) -> statistics (per configuration and prompt class) -> report (JSON,
+records (what one run measured) -> statistics (per configuration and prompt class) -> report (JSON,
 tables, plot). The typed entry point is :func:`run_sweep`.
 """
 

@@ -15,12 +15,12 @@ from pathlib import Path
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.flags import DRAFT_MODEL_FLAGS
-from mtpinspect.sweep.collect import OK, RUN_KIND, SERVER_KIND, RunRecord, ServerRecord
-from mtpinspect.sweep.jsonl import Journal
+from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.plan import Configuration, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
 from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts
+from mtpinspect.sweep.records import OK, RUN_KIND, SERVER_KIND, RunRecord, ServerRecord
 from mtpinspect.sweep.report import Failure, RunCounts, ServerInfo, SweepFiles, SweepReport
 from mtpinspect.sweep.run import RunContext, run_visit
 from mtpinspect.sweep.statistics import break_even, recommend, summarize

@@ -19,7 +19,10 @@ from mtpinspect.runtime.logs import parse_draft_lines
 from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
 from mtpinspect.runtime.metrics import Metrics
 from mtpinspect.runtime.server import LlamaServer, ServerDiedError, ServerStartError
-from mtpinspect.sweep.collect import (
+from mtpinspect.sweep.journal import Journal
+from mtpinspect.sweep.plan import PlannedRun, Visit
+from mtpinspect.sweep.progress import RUN_START, SERVER_START, ProgressTracker
+from mtpinspect.sweep.records import (
     CRASHED,
     ERROR,
     FAILED,
@@ -31,9 +34,6 @@ from mtpinspect.sweep.collect import (
     cross_check,
     measured_figures,
 )
-from mtpinspect.sweep.jsonl import Journal
-from mtpinspect.sweep.plan import PlannedRun, Visit
-from mtpinspect.sweep.progress import RUN_START, SERVER_START, ProgressTracker
 
 # The warm-up only has to page the weights in and build the graphs (drafting ones included).
 WARMUP_TOKENS = 16

@@ -13,8 +13,8 @@ import statistics as stats
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mtpinspect.sweep.collect import OK, RunRecord, ServerRecord
 from mtpinspect.sweep.plan import BASELINE_ID, Configuration
+from mtpinspect.sweep.records import OK, RunRecord, ServerRecord
 
 DETERMINISM_NOTE = (
     "Different outputs at temperature 0 are expected, not a bug: verifying a draft runs the model on "

@@ -1,4 +1,4 @@
-"""The report under construction, shared by the checkpoint and GGUF rules."""
+"""ReportBuilder: check's report under construction, filled in by the checkpoint and GGUF rules."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ _SHOWN = 6  # evidence lines per finding before "... and N more"
 
 
 @dataclass
-class Draft:
-    """The report under construction."""
+class ReportBuilder:
+    """Findings, runtime verdicts and figures as the rules add them; verdict.py turns it into a CheckReport."""
 
     findings: list[Finding] = field(default_factory=list)
     runtimes: dict[str, RuntimeVerdict] = field(default_factory=dict)
