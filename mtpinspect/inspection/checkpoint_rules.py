@@ -143,7 +143,7 @@ def _quant_findings(ev: Evidence, b: ReportBuilder, audit: QuantAudit) -> bool:
 def _checkpoint_runtimes(ev: Evidence, b: ReportBuilder, family: Family | None, at_risk: bool) -> None:
     model = model_ref(ev)
     # Pin the commit in the commands only when the user asked for a revision other than main.
-    rev = ev.target.revision if getattr(ev.target.tree, "revision", None) else None
+    rev = ev.target.revision if ev.target.tree.revision else None
     present = b.mtp_layers > 0
     mt = ev.config.model_type if ev.config else None
     risk_reason = "MTP head quantized: expect low or zero acceptance"

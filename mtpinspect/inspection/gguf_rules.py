@@ -16,7 +16,7 @@ from mtpinspect.inspection.support import (
     llama_cpp_graph,
     llama_server_command,
 )
-from mtpinspect.sources.resolve import quant_tag
+from mtpinspect.sources.filenames import quant_tag
 
 # GGUF architectures whose HF originals all carry an MTP head: a GGUF without it lost it in conversion.
 _ARCHS_WITH_MTP_ORIGINALS = {"qwen35", "qwen35moe", "qwen3next", "glm4moe", "glm-dsa", "deepseek32", "mimo2", "step35"}
