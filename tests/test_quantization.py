@@ -15,11 +15,10 @@ from mtpinspect.formats.quantization import (
     NOT_IN_QUANTIZED_LAYERS,
     NOT_TARGETED,
     QuantizationConfig,
-    audit_mtp,
     find_quantization,
     match_exclusion,
-    mtp_modules_from_tensors,
 )
+from mtpinspect.inspection.quant_audit import audit_mtp, mtp_modules_from_tensors
 
 # The reference corpus sits beside the clone (../shared), in development and in CI alike.
 REF = Path(os.environ.get("MTPINSPECT_REFERENCE", Path(__file__).resolve().parents[2] / "shared" / "reference")) / "hf-configs"

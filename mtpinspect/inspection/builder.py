@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mtpinspect.formats.quantization import QuantAudit
 from mtpinspect.inspection.evidence import Evidence
+from mtpinspect.inspection.quant_audit import QuantAudit
 from mtpinspect.inspection.report import FINDINGS, Finding, RuntimeVerdict
 
 _SHOWN = 6  # evidence lines per finding before "... and N more"

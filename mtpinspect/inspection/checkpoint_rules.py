@@ -1,7 +1,7 @@
 """Rules for an HF safetensors checkpoint: is the head there, did quantization keep it, who runs it.
 
 Inputs are config.json, the MTP tensors found through the index and their shard headers, and the
-quantization config; the quantization audit itself lives in formats/quantization.py.
+quantization config; the quantization audit itself lives in quant_audit.py.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import PurePosixPath
 
-from mtpinspect.formats.quantization import QuantAudit, audit_mtp
 from mtpinspect.inspection.builder import ReportBuilder, model_ref, org_of
 from mtpinspect.inspection.evidence import MAX_MTP_SHARDS, Evidence
 from mtpinspect.inspection.naming import is_head_tensor
+from mtpinspect.inspection.quant_audit import QuantAudit, audit_mtp
 from mtpinspect.inspection.report import RuntimeVerdict
 from mtpinspect.inspection.support import (
     FAMILIES,

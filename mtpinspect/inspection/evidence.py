@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from mtpinspect.errors import FormatError, SourceError
 from mtpinspect.formats.config import ModelConfig, parse_config
 from mtpinspect.formats.gguf import GGUFHeader, GGUFTensor, read_gguf_header
-from mtpinspect.formats.quantization import QuantizationConfig, find_quantization
+from mtpinspect.formats.quantization import QUANT_FILES, QuantizationConfig, find_quantization
 from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
 from mtpinspect.sources.filenames import is_mtp_safetensors, is_sidecar_gguf
 from mtpinspect.sources.reader import read_json
@@ -25,7 +25,6 @@ from mtpinspect.sources.resolve import Target
 if TYPE_CHECKING:
     from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
 
-QUANT_FILES = ("hf_quant_config.json", "quantize_config.json", "quant_config.json", "quantization_config.json")
 # Reading a few shard headers is cheap; reading all 160 of a DeepSeek repo is not needed for the verdict.
 MAX_MTP_SHARDS = 16
 

@@ -8,11 +8,11 @@ way round. This module assembles the report.
 
 from __future__ import annotations
 
-from mtpinspect.formats.quantization import QuantAudit
 from mtpinspect.inspection.builder import ReportBuilder
 from mtpinspect.inspection.checkpoint_rules import apply_checkpoint_rules
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.gguf_rules import apply_gguf_rules
+from mtpinspect.inspection.quant_audit import QuantAudit
 from mtpinspect.inspection.report import SEVERITY_ORDER, CheckReport, QuantizationSummary
 from mtpinspect.inspection.support import FAMILIES
 
