@@ -46,6 +46,7 @@ from gguf import GGMLQuantizationType, GGUFWriter
 from gguf.quants import GGML_QUANT_SIZES, dequantize, quantize
 
 from mtpinspect.errors import UsageError
+from mtpinspect.formulas import expected_length
 
 ARCH = "glm4moe"
 LAYOUTS = ("bundled", "sidecar")
@@ -228,7 +229,8 @@ def _calibration_error(vocab: int, poisoned: frozenset[int], p: float) -> float:
     starts = [round(i * vocab / _CALIBRATION_STARTS) % vocab for i in range(_CALIBRATION_STARTS)]
     error = 0.0
     for n_max in _CALIBRATION_N_MAX:
-        target = sum(p**i for i in range(1, n_max + 1)) / n_max
+        # The per-position rates p, p^2, ..., p^n averaged: what accepted / drafted gives with full drafts.
+        target = (expected_length(p, n_max) - 1) / n_max
         runs = [simulate(drafts, start, n_max, _CALIBRATION_N_PREDICT) for start in starts]
         error += (sum(r.accepted for r in runs) / sum(r.drafted for r in runs) - target) ** 2
     return error

@@ -12,6 +12,7 @@ import sys
 import click
 
 from mtpinspect import __version__
+from mtpinspect.cli._output import Output
 from mtpinspect.errors import MtpinspectError
 
 EXIT_ERROR = 2
@@ -45,24 +46,22 @@ _register()
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: one line and exit 2 for user errors, never a traceback for them."""
+    out = Output()
     try:
         result = cli.main(args=argv, prog_name="mtpinspect", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("mtpinspect: interrupted", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        out.hint("mtpinspect: interrupted")
         return 130
     except click.ClickException as exc:
         # Click's usage errors are several lines; users get one that names the command and the flag.
-        where = f"{exc.ctx.command_path}: " if getattr(exc, "ctx", None) else "mtpinspect: "
-        click.echo(f"{where}error: {exc.format_message()}", err=True)
+        ctx = getattr(exc, "ctx", None)
+        out.error(exc.format_message(), where=ctx.command_path if ctx else "mtpinspect")
         return EXIT_ERROR
     except MtpinspectError as exc:
-        click.echo(f"mtpinspect: error: {exc}", err=True)
+        out.error(str(exc))
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        click.echo("mtpinspect: interrupted", err=True)
-        return 130
     return result if isinstance(result, int) else 0
 
 

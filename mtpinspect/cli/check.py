@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from mtpinspect.cli._args import codes_option, format_option
 from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.inspection.report import FINDINGS, CheckReport
 
@@ -92,15 +93,8 @@ def render_all(reports: list[CheckReport], out: Output) -> None:
     out.document([r.to_dict() for r in reports])
 
 
-def _print_codes(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if not value or ctx.resilient_parsing:
-        return
-    fmt = ctx.params.get("fmt", OutputFormat.table)
-    out = Output(fmt)
-    rows = [{"code": code, "severity": sev, "meaning": meaning} for code, (meaning, sev) in FINDINGS.items()]
-    out.table(rows, ["code", "severity", "meaning"], primary=True)
-    out.document(rows)
-    ctx.exit(0)
+def _finding_codes() -> list[dict[str, str]]:
+    return [{"code": code, "severity": sev, "meaning": meaning} for code, (meaning, sev) in FINDINGS.items()]
 
 
 @click.command("check")
@@ -111,10 +105,8 @@ def _print_codes(ctx: click.Context, _param: click.Parameter, value: bool) -> No
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved `hf auth login`).")
 @click.option("--all", "all_ggufs", is_flag=True,
               help="Check every GGUF model in the repo or folder (one row each; json: a list of reports).")
-@click.option("--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table", show_default=True,
-              is_eager=True, help="table for people; json (documented schema), csv (findings) or md.")
-@click.option("--codes", is_flag=True, expose_value=False, callback=_print_codes,
-              help="Print the catalogue of finding codes and exit.")
+@format_option(csv="findings", schema="check")
+@codes_option("finding", _finding_codes)
 def command(
     source: str, revision: str | None, file: str | None, mtp_file: str | None, token: str | None, all_ggufs: bool, fmt: str
 ) -> int:

@@ -6,15 +6,14 @@ to stderr: a redrawn bar with ETA on a terminal, one line per run elsewhere (CI 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import click
 
-from mtpinspect.cli._args import ServerArgsCommand
-from mtpinspect.cli._output import Output, OutputFormat, format_option_help, sanitize
+from mtpinspect.cli._args import ServerArgsCommand, format_option
+from mtpinspect.cli._output import Output, OutputFormat, sanitize
 from mtpinspect.errors import UsageError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.build import BACKENDS
@@ -113,8 +112,7 @@ class ProgressBar:
 @click.option("--synthetic", metavar="RATES", default=None,
               help="Also measure forced acceptance (e.g. 0.2,0.5,0.8,1.0) with --spec-synth-rates, per n-max, "
                    "and report the break-even acceptance.")
-@click.option("--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table",
-              help=format_option_help("json follows mtpinspect/schemas/sweep.schema.json."))
+@format_option(csv="one row per configuration and prompt class", schema="sweep")
 @click.option("--no-plot", "no_plot", is_flag=True, help="Do not write sweep.png.")
 @click.pass_context
 def command(
@@ -158,19 +156,17 @@ def command(
         server_args=ctx.meta.get("server_args", ()),
         plot=not no_plot,
     )
-    bar = ProgressBar(sys.stderr)
+    out = Output(fmt)
+    bar = ProgressBar(out.errors)
     try:
         report = run_sweep(model, options, progress=bar)
     except KeyboardInterrupt:
         bar.close()
-        click.echo(
-            f"mtpinspect sweep: interrupted; finished runs are in {out_dir / JOURNAL_NAME}, "
-            "run again with --resume to complete them",
-            err=True,
-        )
+        out.hint(f"mtpinspect sweep: interrupted; finished runs are in {out_dir / JOURNAL_NAME}, "
+                 "run again with --resume to complete them")
         return 130
     bar.close()
-    render(report, Output(fmt))
+    render(report, out)
     # Nothing measured at all (every server failed) is a failure a script should notice.
     return 0 if report.runs.ok else 1
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from mtpinspect.diagnosis.logs import LogEvidence, read_log
 from mtpinspect.diagnosis.static import RunSettings
 from mtpinspect.errors import MtpinspectError, ServerError
+from mtpinspect.formulas import acceptance_for_length, geometric_mean
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.server import LlamaServer, ServerProcessError
 from mtpinspect.sweep import SweepOptions, load_builtin, load_prompts, run_sweep
@@ -77,22 +78,7 @@ class CostEstimate:
     @classmethod
     def of(cls, n_max: int, mean_length: float, speedup: float) -> CostEstimate:
         cost = mean_length / speedup
-        return cls(n_max, mean_length, speedup, cost, _solve_acceptance(cost, n_max))
-
-
-def _solve_acceptance(length: float, n_max: int) -> float | None:
-    if length <= 1.0:
-        return 0.0
-    if length > n_max + 1:
-        return None
-    low, high = 0.0, 1.0
-    for _ in range(40):
-        mid = (low + high) / 2
-        if 1 + sum(mid**i for i in range(1, n_max + 1)) < length:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2
+        return cls(n_max, mean_length, speedup, cost, acceptance_for_length(cost, n_max))
 
 
 @dataclass(frozen=True)
@@ -256,12 +242,9 @@ def _costs(figures: Sequence[ProbeFigure]) -> list[CostEstimate]:
     costs = []
     for n_max in sorted({f.n_max for f in figures if f.n_max is not None}):
         mine = [f for f in figures if f.n_max == n_max and f.speedup and f.mean_length]
-        if not mine:
+        speedup = geometric_mean([f.speedup for f in mine if f.speedup])
+        if speedup is None:
             continue
-        speedup = 1.0
-        for f in mine:
-            speedup *= f.speedup or 1.0
-        speedup **= 1 / len(mine)
         length = sum(f.mean_length or 1.0 for f in mine) / len(mine)
         costs.append(CostEstimate.of(n_max, length, speedup))
     return costs

@@ -41,6 +41,23 @@ _ZERO_SAMPLE_BYTES = 1 << 20
 # check's findings that mean the head cannot draft well, and the wording of the cause.
 _HEAD_FINDINGS = ("MTP_QUANTIZED", "MTP_PARTIALLY_EXCLUDED", "FUSED_NAME_MISMATCH", "LOW_BIT_MTP_HEAD")
 
+_SIDECAR_FIX = ("use the mtp- file converted from the same model, revision and quantization as the main GGUF "
+                "(python convert_hf_to_gguf.py MODEL_DIR --mtp, from the same snapshot)")
+_WEIGHTS_FIX = ("use a release that ships the MTP weights (a GGUF converted without --no-mtp, or its mtp- file "
+                "passed with -md); for safetensors, a quantization that keeps the mtp.* modules")
+# check's findings that name a cause by themselves: finding -> (cause, confidence, fix). The message
+# and evidence are the finding's own.
+_FINDING_CAUSES: dict[str, tuple[str, float, str]] = {
+    "SIDECAR_MISMATCH": ("SIDECAR_MISMATCH", 0.85, _SIDECAR_FIX),
+    "MTP_WEIGHTS_MISSING": ("MTP_WEIGHTS_MISSING", 0.85, _WEIGHTS_FIX),
+    "MTP_DROPPED_IN_CONVERSION": ("MTP_WEIGHTS_MISSING", 0.85, _WEIGHTS_FIX),
+    "SIDECAR_NOT_FOUND": ("MTP_WEIGHTS_MISSING", 0.85, _WEIGHTS_FIX),
+    "NO_MTP": ("NO_MTP_HEAD", 0.9, "MTP cannot be used with this model: drop --spec-type draft-mtp, or use a draft model "
+               "(--spec-type draft-simple -md SMALL.gguf) or n-gram drafting (--spec-type ngram-mod)"),
+    "ARCH_NO_MTP_GRAPH": ("NO_MTP_GRAPH", 0.9, "use a llama.cpp build with an MTP graph for this architecture (pass it "
+                          "with --server PATH), or serve the model with vLLM/SGLang; otherwise leave MTP off"),
+}
+
 
 @dataclass(frozen=True)
 class RunSettings:
@@ -218,39 +235,12 @@ def _from_check(static: StaticEvidence, settings: RunSettings) -> list[Cause]:
             else "the MTP head is quantized below what it needs to draft",
             tuple(evidence), head_fix(static), ("static",),
         ))
-    mismatch = static.finding("SIDECAR_MISMATCH")
-    if mismatch is not None:
-        causes.append(Cause(
-            "SIDECAR_MISMATCH", 0.85, mismatch.message, _evidence(mismatch),
-            "use the mtp- file converted from the same model, revision and quantization as the main GGUF "
-            "(python convert_hf_to_gguf.py MODEL_DIR --mtp, from the same snapshot)",
-            ("static",),
-        ))
-    for code in ("MTP_WEIGHTS_MISSING", "MTP_DROPPED_IN_CONVERSION", "SIDECAR_NOT_FOUND"):
-        found = static.finding(code)
-        if found is not None:
-            causes.append(Cause(
-                "MTP_WEIGHTS_MISSING", 0.85, found.message, _evidence(found),
-                "use a release that ships the MTP weights (a GGUF converted without --no-mtp, or its mtp- file "
-                "passed with -md); for safetensors, a quantization that keeps the mtp.* modules",
-                ("static",),
-            ))
-    no_mtp = static.finding("NO_MTP")
-    if no_mtp is not None and not static.has("MTP_PRESENT"):
-        causes.append(Cause(
-            "NO_MTP_HEAD", 0.9, no_mtp.message, _evidence(no_mtp),
-            "MTP cannot be used with this model: drop --spec-type draft-mtp, or use a draft model "
-            "(--spec-type draft-simple -md SMALL.gguf) or n-gram drafting (--spec-type ngram-mod)",
-            ("static",),
-        ))
-    graph = static.finding("ARCH_NO_MTP_GRAPH")
-    if graph is not None:
-        causes.append(Cause(
-            "NO_MTP_GRAPH", 0.9, graph.message, _evidence(graph),
-            "use a llama.cpp build with an MTP graph for this architecture (pass it with --server PATH), "
-            "or serve the model with vLLM/SGLang; otherwise leave MTP off",
-            ("static",),
-        ))
+    for finding_code, (cause_code, confidence, fix) in _FINDING_CAUSES.items():
+        found = static.finding(finding_code)
+        # A head found after all (a second file) outweighs a NO_MTP about the first.
+        if found is None or (finding_code == "NO_MTP" and static.has("MTP_PRESENT")):
+            continue
+        causes.append(Cause(cause_code, confidence, found.message, _evidence(found), fix, ("static",)))
     if static.report is not None and static.report.layout == "sidecar" and not static.sidecar_given \
             and settings.has_spec_flags and settings.draft_model is None:
         causes.append(Cause(

@@ -17,7 +17,6 @@ from mtpinspect.inspection.report import RuntimeVerdict
 from mtpinspect.inspection.support import (
     FAMILIES,
     FIRST_PARTY_QUANTIZERS,
-    LLAMA_CPP_PIN,
     MAKERS,
     Family,
     convert_command,
@@ -26,6 +25,7 @@ from mtpinspect.inspection.support import (
     sglang_command,
     vllm_command,
 )
+from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
 
 
 def _checkpoint_presence(ev: Evidence, b: ReportBuilder) -> None:
@@ -185,14 +185,14 @@ def _llama_for_checkpoint(ev: Evidence, b: ReportBuilder, family: Family | None,
         return RuntimeVerdict("unsupported", family.note)
     graph = llama_cpp_graph(family.gguf_arch)
     if graph != "graph":
-        return RuntimeVerdict("unsupported", f"llama.cpp {LLAMA_CPP_PIN} has no MTP graph for '{family.gguf_arch}'")
+        return RuntimeVerdict("unsupported", f"llama.cpp {PINNED_LLAMA_CPP} has no MTP graph for '{family.gguf_arch}'")
     out = PurePosixPath((ev.target.repo_id or "model").split("/")[-1]).name
     if family.conversion == "sidecar":
         cmd = f"{convert_command('MODEL_DIR', out + '.gguf')} --no-mtp && {convert_command('MODEL_DIR', 'mtp-' + out + '.gguf')} --mtp && {llama_server_command(out + '.gguf', sidecar='mtp-' + out + '.gguf')}"
     else:
         cmd = f"{convert_command('MODEL_DIR', out + '.gguf')} && {llama_server_command(out + '.gguf')}"
     status = "at-risk" if at_risk else "supported"
-    return RuntimeVerdict(status, f"converts to GGUF '{family.gguf_arch}' with its nextn tensors; llama.cpp {LLAMA_CPP_PIN} has its MTP graph", cmd)
+    return RuntimeVerdict(status, f"converts to GGUF '{family.gguf_arch}' with its nextn tensors; llama.cpp {PINNED_LLAMA_CPP} has its MTP graph", cmd)
 
 
 def apply_checkpoint_rules(ev: Evidence, b: ReportBuilder) -> None:

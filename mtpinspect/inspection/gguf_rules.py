@@ -11,11 +11,11 @@ from mtpinspect.inspection.evidence import Evidence, GgufEvidence
 from mtpinspect.inspection.report import RuntimeVerdict
 from mtpinspect.inspection.support import (
     LLAMA_CPP_MTP_GRAPH,
-    LLAMA_CPP_PIN,
     LOW_BIT_GGML,
     llama_cpp_graph,
     llama_server_command,
 )
+from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
 from mtpinspect.sources.filenames import quant_tag
 
 # GGUF architectures whose HF originals all carry an MTP head: a GGUF without it lost it in conversion.
@@ -138,10 +138,10 @@ def _gguf_graph_and_types(b: ReportBuilder, head: GgufEvidence) -> None:
     arch = head.arch
     graph = llama_cpp_graph(arch)
     if graph == "unused":
-        b.add("ARCH_NO_MTP_GRAPH", f"llama.cpp {LLAMA_CPP_PIN} keeps '{arch}' nextn tensors but has no MTP graph: "
+        b.add("ARCH_NO_MTP_GRAPH", f"llama.cpp {PINNED_LLAMA_CPP} keeps '{arch}' nextn tensors but has no MTP graph: "
               "they load as 'unused tensor' and draft-mtp cannot use them", [f"general.architecture = {arch}"])
     elif graph == "unknown":
-        b.add("ARCH_NO_MTP_GRAPH", f"llama.cpp {LLAMA_CPP_PIN} has no MTP draft graph for architecture '{arch}'",
+        b.add("ARCH_NO_MTP_GRAPH", f"llama.cpp {PINNED_LLAMA_CPP} has no MTP draft graph for architecture '{arch}'",
               [f"general.architecture = {arch}"])
     elif LLAMA_CPP_MTP_GRAPH[arch] == "1" and (head.nextn_layers or 0) > 1:
         b.add("NEXTN_COUNT_UNSUPPORTED", f"'{arch}' MTP graph takes exactly 1 layer, the file has {head.nextn_layers}",
@@ -174,7 +174,7 @@ def _llama_for_gguf(ev: Evidence, b: ReportBuilder, g: GgufEvidence, head: GgufE
         return RuntimeVerdict("supported", "load the main GGUF with -m and this file with -md",
                               llama_server_command("MAIN.gguf", sidecar=t.file_ref(g.files[0])))
     status = "at-risk" if b.has("LOW_BIT_MTP_HEAD") or b.has("NEXTN_COUNT_UNSUPPORTED") else "supported"
-    reason = f"llama.cpp {LLAMA_CPP_PIN} has the '{head.arch}' MTP draft graph"
+    reason = f"llama.cpp {PINNED_LLAMA_CPP} has the '{head.arch}' MTP draft graph"
     sidecar = t.file_ref(ev.sidecar.files[0]) if b.layout == "sidecar" and ev.sidecar is not None else None
     if t.kind != "hub":
         return RuntimeVerdict(status, reason, llama_server_command(t.file_ref(g.files[0]), sidecar=sidecar))

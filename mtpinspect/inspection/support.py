@@ -1,8 +1,8 @@
 """What each engine can do with an MTP head, per architecture, and the commands that use it.
 
-The llama.cpp facts are those of the pinned llama.cpp (commit 0c1e570, vendored in llama-cpp-python
-0.3.36): which GGUF architectures have an MTP draft graph, which keep nextn tensors unused, and what
-convert_hf_to_gguf.py does with each HF family's head.
+The llama.cpp facts are those of the pinned llama.cpp (runtime/pin.py): which GGUF architectures have
+an MTP draft graph, which keep nextn tensors unused, and what convert_hf_to_gguf.py does with each HF
+family's head.
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass
-
-LLAMA_CPP_PIN = "0c1e570"
 
 # GGUF architecture -> how many MTP layers its draft graph accepts ("1" or "1+": heads chained).
 LLAMA_CPP_MTP_GRAPH: dict[str, str] = {

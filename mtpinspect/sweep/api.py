@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.flags import DRAFT_MODEL_FLAGS
 from mtpinspect.sweep.journal import Journal
+from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import Configuration, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
@@ -36,28 +36,6 @@ TINY_ACCEPTANCE = 0.8
 
 # The sweep sets these per configuration; passing them through would make every server the same.
 _RESERVED_ARGS = ("--spec-type", "--spec-draft-n-max", "--spec-synth-rates", "--spec-synth-len", "-m", "--model")
-
-
-@dataclass(frozen=True)
-class SweepOptions:
-    n_max: tuple[int, ...] = (1, 2, 3, 4)
-    repeat: int = 3
-    order: str = "rounds"  # or "grouped": all rounds of a configuration on one server start
-    # A .txt/.jsonl file, a directory of them, or a built-in class name; None: every built-in class.
-    prompts: str | Path | None = None
-    n_predict: int = 128
-    seed: int = 42
-    server: str | Path | None = None
-    build_server: bool = True
-    backend: str = "cpu"
-    mtp_file: Path | None = None
-    out_dir: Path = Path("out/sweep")
-    resume: bool = False
-    synthetic: tuple[float, ...] = ()
-    server_args: tuple[str, ...] = ()
-    plot: bool = True
-    startup_timeout: float = 600.0
-    request_timeout: float = 600.0
 
 
 def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCallback | None = None) -> SweepReport:
@@ -91,6 +69,7 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
         progress=lambda message: tracker.emit(BUILD, message),
     )
     context = RunContext(
+        options=options,
         binary=binary,
         model=model_path,
         mtp_file=mtp_file,
@@ -98,10 +77,6 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
         settings=settings,
         journal=journal,
         log_dir=out_dir / "logs",
-        n_predict=options.n_predict,
-        seed=options.seed,
-        startup_timeout=options.startup_timeout,
-        request_timeout=options.request_timeout,
     )
     for visit in plan.visits:
         run_visit(visit, context, tracker)

@@ -20,6 +20,7 @@ from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
 from mtpinspect.runtime.metrics import Metrics
 from mtpinspect.runtime.server import LlamaServer, ServerDiedError, ServerStartError
 from mtpinspect.sweep.journal import Journal
+from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import PlannedRun, Visit
 from mtpinspect.sweep.progress import RUN_START, SERVER_START, ProgressTracker
 from mtpinspect.sweep.records import (
@@ -45,8 +46,9 @@ _SETTLE_POLL_S = 0.01
 
 @dataclass(frozen=True)
 class RunContext:
-    """What every visit of one sweep shares."""
+    """What every visit of one sweep shares: the options, and what was resolved from them."""
 
+    options: SweepOptions
     binary: ServerBinary
     model: Path
     mtp_file: str | None
@@ -54,10 +56,6 @@ class RunContext:
     settings: dict[str, Any]
     journal: Journal
     log_dir: Path
-    n_predict: int
-    seed: int
-    startup_timeout: float
-    request_timeout: float
 
 
 def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
@@ -69,7 +67,7 @@ def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
         ctx.model,
         config.server_args(ctx.mtp_file) + list(ctx.server_args),
         log_path=ctx.log_dir / f"{server_id}.log",
-        startup_timeout=ctx.startup_timeout,
+        startup_timeout=ctx.options.startup_timeout,
     )
     record = ServerRecord(
         configuration=config.id,
@@ -134,7 +132,7 @@ def _warm_up(server: LlamaServer, visit: Visit, ctx: RunContext) -> _Cursor:
     """The discarded first request."""
     before = server.metrics()
     warmup = server.complete(
-        visit.runs[0].prompt.text, n_predict=WARMUP_TOKENS, seed=ctx.seed, timeout=ctx.request_timeout
+        visit.runs[0].prompt.text, n_predict=WARMUP_TOKENS, seed=ctx.options.seed, timeout=ctx.options.request_timeout
     )
     # Let the warm-up's counters and log line land, so the first run does not read them as its own.
     after = _settled(server, before, warmup.predicted_n)
@@ -181,7 +179,7 @@ def measure(
         before = cursor.metrics or server.metrics()
         cursor.metrics = None  # until this request has settled
         completion = server.complete(
-            run.prompt.text, n_predict=ctx.n_predict, seed=ctx.seed, temperature=0.0, timeout=ctx.request_timeout
+            run.prompt.text, n_predict=ctx.options.n_predict, seed=ctx.options.seed, temperature=0.0, timeout=ctx.options.request_timeout
         )
         after = _settled(server, before, completion.predicted_n)
     except ServerDiedError as exc:

@@ -8,11 +8,11 @@ by the work they did, as the server's own counters do.
 
 from __future__ import annotations
 
-import math
 import statistics as stats
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from mtpinspect.formulas import crossing, expected_length, geometric_mean
 from mtpinspect.sweep.plan import BASELINE_ID, Configuration
 from mtpinspect.sweep.records import OK, RunRecord, ServerRecord
 
@@ -104,15 +104,6 @@ class BreakEven:
     acceptance: float | None
     note: str
     points: list[CostPoint]
-
-
-def expected_length(acceptance: float, n_max: int) -> float:
-    """Tokens per step if each draft token were accepted with per-token rate a: 1 + a + a^2 + ... + a^n.
-
-    ``a`` must be a per-token (conditional) rate such as the first position's acceptance, not
-    accepted/drafted: with full drafts, mean length is exactly 1 + n * (accepted/drafted).
-    """
-    return 1.0 + sum(acceptance**i for i in range(1, n_max + 1))
 
 
 def first_divergence(a: str, b: str) -> int | None:
@@ -289,13 +280,12 @@ def _recommend_class(groups: Sequence[GroupStats], prompt_class: str) -> ClassRe
 
 
 def _geometric_mean_speedup(groups: Sequence[GroupStats], classes: Sequence[str], n_max: int) -> float | None:
-    values = [
+    return geometric_mean([
         g.speedup
         for prompt_class in classes
         for g in _real_mtp(groups, prompt_class)
-        if g.n_max == n_max and g.speedup is not None and g.speedup > 0
-    ]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+        if g.n_max == n_max and g.speedup is not None
+    ])
 
 
 def _best_overall(groups: Sequence[GroupStats], classes: Sequence[str]) -> tuple[int, float] | None:
@@ -312,12 +302,11 @@ def break_even(groups: Sequence[GroupStats]) -> list[BreakEven]:
         for target in sorted({g.synthetic for g in groups if g.n_max == n_max and g.synthetic is not None}):
             mine = [g for g in groups if g.n_max == n_max and g.synthetic == target]
             drafted = sum(g.drafted for g in mine)
-            speedups = [g.speedup for g in mine if g.speedup is not None and g.speedup > 0]
             points.append(
                 CostPoint(
                     target=target,
                     acceptance=sum(g.accepted for g in mine) / drafted if drafted else None,
-                    speedup=math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None,
+                    speedup=geometric_mean([g.speedup for g in mine if g.speedup is not None]),
                 )
             )
         results.append(_crossing(n_max, points))
@@ -331,10 +320,9 @@ def _crossing(n_max: int, points: list[CostPoint]) -> BreakEven:
     )
     if not curve:
         return BreakEven(n_max, None, "no synthetic run finished", points)
-    for (a0, s0), (a1, s1) in zip(curve, curve[1:]):
-        if s0 < 1.0 <= s1:
-            crossing = a0 + (1.0 - s0) * (a1 - a0) / (s1 - s0) if s1 != s0 else a0
-            return BreakEven(n_max, crossing, f"below acceptance {crossing:.2f}, n-max {n_max} slows decoding here", points)
+    acceptance = crossing(curve)
+    if acceptance is not None:
+        return BreakEven(n_max, acceptance, f"below acceptance {acceptance:.2f}, n-max {n_max} slows decoding here", points)
     if all(s >= 1.0 for _, s in curve):
         return BreakEven(n_max, None, f"faster than baseline at every forced acceptance measured (from {curve[0][0]:.2f})", points)
     if all(s < 1.0 for _, s in curve):
