@@ -10,8 +10,8 @@ from mtpinspect.diagnosis import diagnose
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT, Cause
 from mtpinspect.diagnosis.logs import read_log
 from mtpinspect.diagnosis.rank import rank
-from mtpinspect.diagnosis.static import parse_server_args
 from mtpinspect.errors import FormatError, UsageError
+from mtpinspect.runtime.flags import SPEC_FLAGS, ServerArgs
 
 FIXTURES = Path(__file__).resolve().parent / "diagnose_fixtures"
 
@@ -85,11 +85,11 @@ def _write(path: Path, text: str) -> Path:
 
 
 def test_flags_alone() -> None:
-    settings = parse_server_args(["-t", "4", "--spec-type", "mtp", "--temp=0.7", "--spec-draft-p-min", "0.8"])
+    settings = ServerArgs.of(["-t", "4", "--spec-type", "mtp", "--temp=0.7", "--spec-draft-p-min", "0.8"]).checked()
     assert (settings.spec_type, settings.temperature, settings.p_min) == ("mtp", 0.7, 0.8)
-    assert settings.passthrough == ("-t", "4", "--temp=0.7", "--spec-draft-p-min", "0.8")
+    assert settings.without(*SPEC_FLAGS).args == ("-t", "4", "--temp=0.7", "--spec-draft-p-min", "0.8")
     with pytest.raises(UsageError, match="expects a value"):
-        parse_server_args(["--spec-type"])
+        ServerArgs.of(["--spec-type"]).checked()
 
 
 def test_ranking_rule() -> None:

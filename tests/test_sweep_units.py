@@ -53,11 +53,11 @@ def test_resume_leaves_finished_runs_and_empty_visits_out() -> None:
 def test_server_arguments_per_configuration() -> None:
     baseline, one = configurations([1])
     # The baseline gets no --spec-type and no -md (a draft GGUF alone would switch MTP on).
-    assert baseline.id == BASELINE_ID and baseline.server_args("mtp-x.gguf") == []
-    assert one.server_args("mtp-x.gguf") == ["--spec-type", "draft-mtp", "--spec-draft-n-max", "1", "-md", "mtp-x.gguf"]
+    assert baseline.id == BASELINE_ID and baseline.server_args("mtp-x.gguf").args == ()
+    assert one.server_args("mtp-x.gguf").args == ("--spec-type", "draft-mtp", "--spec-draft-n-max", "1", "-md", "mtp-x.gguf")
     synth = Configuration(3, synthetic=0.5)
     assert synth.synth_rates() == [0.5, 0.25, 0.125]
-    assert synth.server_args(None)[-2:] == ["--spec-synth-rates", "0.5,0.25,0.125"]
+    assert synth.server_args(None).args[-2:] == ("--spec-synth-rates", "0.5,0.25,0.125")
 
 
 @pytest.mark.parametrize(("n_max", "synthetic"), [([0], []), ([], []), ([1], [1.5])])

@@ -22,9 +22,10 @@ from mtpinspect.diagnosis.causes import CAUSES, Cause, CauseKind
 from mtpinspect.diagnosis.logs import LogEvidence, read_log
 from mtpinspect.diagnosis.probe import PROBE_N_PREDICT, ProbeResult, run_probe
 from mtpinspect.diagnosis.rank import gather_causes
-from mtpinspect.diagnosis.static import RunSettings, StaticEvidence, gather_static, parse_server_args
+from mtpinspect.diagnosis.static import StaticEvidence, gather_static
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.jsonable import to_jsonable
+from mtpinspect.runtime.flags import ServerArgs
 
 SCHEMA_ID = "https://mtpinspect.invalid/schemas/diagnose.schema.json"
 SCHEMA_VERSION = 1
@@ -33,7 +34,7 @@ SCHEMA_VERSION = 1
 @dataclass
 class DiagnosisReport:
     model: str | None
-    settings: RunSettings
+    settings: ServerArgs
     causes: list[Cause]  # most likely first
     static: StaticEvidence | None
     probe: ProbeResult | None
@@ -142,7 +143,7 @@ def diagnose(
         raise UsageError("diagnose: --mtp-file needs a MODEL")
     if mtp_file is not None and not Path(mtp_file).expanduser().is_file():
         raise SourceError(f"{mtp_file}: no such MTP file")
-    settings = parse_server_args(server_args)
+    settings = ServerArgs.of(server_args).checked()
     # Logs are read first: a bad log should fail before minutes of probing.
     logs = [read_log(path) for path in log_files]
     static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token) if model is not None else None
@@ -164,4 +165,4 @@ def _skip_reason(model: str | None, static: StaticEvidence | None, probe: bool) 
     return None
 
 
-__all__ = ["CAUSES", "Cause", "CauseKind", "DiagnosisReport", "LogEvidence", "ProbeResult", "RunSettings", "diagnose"]
+__all__ = ["CAUSES", "Cause", "CauseKind", "DiagnosisReport", "LogEvidence", "ProbeResult", "diagnose"]

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtpinspect.diagnosis.logs import LogEvidence, read_log
-from mtpinspect.diagnosis.static import RunSettings
 from mtpinspect.errors import MtpinspectError, ServerError
 from mtpinspect.formulas import acceptance_for_length, geometric_mean
 from mtpinspect.runtime.find import ServerBinary, find_server
+from mtpinspect.runtime.flags import DRAFT_MODEL, MODEL, SPEC_FLAGS, ServerArgs
 from mtpinspect.runtime.server import LlamaServer, ServerProcessError
 from mtpinspect.sweep import SweepOptions, load_builtin, load_prompts, run_sweep
 from mtpinspect.sweep.plan import BASELINE_ID
@@ -113,7 +113,7 @@ class ProbeResult:
 
 def run_probe(
     model: Path,
-    settings: RunSettings,
+    settings: ServerArgs,
     *,
     sidecar: Path | None = None,
     sidecar_given: bool = False,
@@ -134,12 +134,12 @@ def run_probe(
         prompt_source = Path(prompts) if prompts is not None else _builtin_prompts(out_dir)
         first_prompt = _first_prompt(prompt_source)
         as_given = None
-        if settings.has_spec_flags:
+        if settings.sets_spec:
             as_given = _run_as_given(binary, model, settings, sidecar if sidecar_given else None, first_prompt,
                                      n_predict, out_dir / "as-given.log")
         report = run_sweep(model, SweepOptions(
             n_max=PROBE_N_MAX, repeat=1, prompts=prompt_source, n_predict=n_predict, server=binary.path,
-            mtp_file=sidecar, out_dir=out_dir / "sweep", server_args=settings.passthrough, plot=False,
+            mtp_file=sidecar, out_dir=out_dir / "sweep", server_args=settings.without(*SPEC_FLAGS).args, plot=False,
             startup_timeout=_STARTUP_TIMEOUT,
         ))
         _require_baseline(model, report)
@@ -170,13 +170,13 @@ def _first_prompt(source: Path) -> str:
 
 
 def _run_as_given(
-    binary: ServerBinary, model: Path, settings: RunSettings, sidecar: Path | None, prompt: str, n_predict: int,
+    binary: ServerBinary, model: Path, settings: ServerArgs, sidecar: Path | None, prompt: str, n_predict: int,
     log_path: Path,
 ) -> AsGivenRun:
-    args = list(settings.args)
+    args = settings
     # --mtp-file names the sidecar the user runs with; add it the way llama-server takes it.
     if sidecar is not None and settings.draft_model is None:
-        args += ["-md", str(sidecar)]
+        args = settings.added(*DRAFT_MODEL.spelled(sidecar))
     server = LlamaServer(binary, model, args, log_path=log_path, startup_timeout=_STARTUP_TIMEOUT)
     failure: str | None = None
     started = False
@@ -195,7 +195,7 @@ def _run_as_given(
         log = read_log(log_path)
     except MtpinspectError:
         pass  # an empty log: the failure line says what happened
-    return AsGivenRun(command=server.command or [str(binary.path), "-m", str(model), *args], started=started,
+    return AsGivenRun(command=server.command or [str(binary.path), *MODEL.spelled(model), *args], started=started,
                       failure=failure, log=log)
 
 

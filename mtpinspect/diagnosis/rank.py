@@ -35,7 +35,6 @@ from mtpinspect.diagnosis.causes import CAUSES, Cause
 from mtpinspect.diagnosis.logs import MTP_FAILURE_MARKERS, LogEvidence
 from mtpinspect.diagnosis.probe import ProbeFigure, ProbeResult
 from mtpinspect.diagnosis.static import (
-    RunSettings,
     StaticEvidence,
     fix_command,
     head_fix,
@@ -43,6 +42,7 @@ from mtpinspect.diagnosis.static import (
     static_causes,
 )
 from mtpinspect.inspection.support import llama_cpp_graph
+from mtpinspect.runtime.flags import DRAFT_MODEL, MTP_SPEC_TYPE, SPEC_TYPE, ServerArgs
 
 ZERO_ACCEPTANCE = 0.05
 FINE_ACCEPTANCE = 0.5
@@ -54,7 +54,7 @@ _MAX_EVIDENCE = 10
 
 
 def gather_causes(
-    static: StaticEvidence | None, settings: RunSettings, probe: ProbeResult | None, logs: Sequence[LogEvidence]
+    static: StaticEvidence | None, settings: ServerArgs, probe: ProbeResult | None, logs: Sequence[LogEvidence]
 ) -> tuple[list[Cause], list[str]]:
     """Every cause the evidence supports, ranked, and notes on evidence that was set aside."""
     causes = static_causes(static, settings) if static is not None else settings_causes(settings, None)
@@ -94,7 +94,7 @@ def _merge(a: Cause, b: Cause) -> Cause:
 
 
 def classify_failure(
-    lines: Sequence[str], static: StaticEvidence | None, settings: RunSettings, *, had_sidecar: bool, source: str
+    lines: Sequence[str], static: StaticEvidence | None, settings: ServerArgs, *, had_sidecar: bool, source: str
 ) -> Cause | None:
     """The cause a failed start or crash names; None when nothing failed."""
     lines = [line for line in lines if line]
@@ -104,7 +104,7 @@ def classify_failure(
     telling = next((line for line in lines if MTP_FAILURE_MARKERS.search(line)), lines[0])
     evidence = (telling,)
     if "unknown speculative type" in text:
-        fixed = RunSettings(args=settings.passthrough, n_max=settings.n_max)
+        fixed = settings.without(SPEC_TYPE, DRAFT_MODEL)
         return Cause("WRONG_SPEC_TYPE", 0.98, "llama-server rejects the --spec-type value (MTP is `draft-mtp`)",
                      evidence, fix_command(static, fixed), (source,))
     if re.search(r"MTP input row width|failed to add token", text):
@@ -124,7 +124,7 @@ def classify_failure(
 
 
 def _no_layers(
-    static: StaticEvidence | None, settings: RunSettings, evidence: tuple[str, ...], had_sidecar: bool, source: str
+    static: StaticEvidence | None, settings: ServerArgs, evidence: tuple[str, ...], had_sidecar: bool, source: str
 ) -> Cause:
     if static is not None and static.report is not None and static.report.layout == "sidecar" and not had_sidecar:
         return Cause("SIDECAR_NOT_PASSED", 0.95,
@@ -162,7 +162,7 @@ def _figure_line(f: ProbeFigure) -> str:
             f"mean length {_fmt(f.mean_length)}, {speed}, speedup {_fmt(f.speedup)}x")
 
 
-def _probe_causes(static: StaticEvidence | None, settings: RunSettings, probe: ProbeResult) -> list[Cause]:
+def _probe_causes(static: StaticEvidence | None, settings: ServerArgs, probe: ProbeResult) -> list[Cause]:
     causes: list[Cause] = []
     given = probe.as_given
     if given is not None:
@@ -188,7 +188,7 @@ def _probe_causes(static: StaticEvidence | None, settings: RunSettings, probe: P
     return causes
 
 
-def _as_given_causes(static: StaticEvidence | None, settings: RunSettings, probe: ProbeResult) -> list[Cause]:
+def _as_given_causes(static: StaticEvidence | None, settings: ServerArgs, probe: ProbeResult) -> list[Cause]:
     given = probe.as_given
     assert given is not None
     had_sidecar = settings.draft_model is not None or (static is not None and static.sidecar_given)
@@ -198,11 +198,11 @@ def _as_given_causes(static: StaticEvidence | None, settings: RunSettings, probe
         return [cause]
     if given.log is None:
         return []
-    return _unused_head_causes(static, settings, given.log, "probe", asked_mtp="draft-mtp" in settings.spec_types)
+    return _unused_head_causes(static, settings, given.log, "probe", asked_mtp=MTP_SPEC_TYPE in settings.spec_types)
 
 
 def _unused_head_causes(
-    static: StaticEvidence | None, settings: RunSettings, log: LogEvidence, source: str, *, asked_mtp: bool
+    static: StaticEvidence | None, settings: ServerArgs, log: LogEvidence, source: str, *, asked_mtp: bool
 ) -> list[Cause]:
     if log.drafted_anything or not log.unused_nextn:
         return []
@@ -230,7 +230,7 @@ def _baseline_lines(probe: ProbeResult) -> list[str]:
 
 
 def _acceptance_causes(
-    static: StaticEvidence | None, settings: RunSettings, probe: ProbeResult, ran: list[ProbeFigure]
+    static: StaticEvidence | None, settings: ServerArgs, probe: ProbeResult, ran: list[ProbeFigure]
 ) -> list[Cause]:
     pooled = _pooled(ran) or 0.0
     lines = [_figure_line(f) for f in ran]
@@ -376,7 +376,7 @@ def _context_causes(log: LogEvidence, source: str) -> list[Cause]:
 # -- logs of runs made elsewhere ---------------------------------------------------------------
 
 
-def _log_causes(static: StaticEvidence | None, settings: RunSettings, log: LogEvidence) -> list[Cause]:
+def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvidence) -> list[Cause]:
     causes: list[Cause] = []
     had_sidecar = bool(log.mtp_context and "loading draft model" in log.mtp_context)
     failure = classify_failure([*log.telling, log.failure or ""] if log.failure or log.telling else [],

@@ -8,31 +8,17 @@ confidence; the probe and the logs confirm or refute it (rank.py).
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtpinspect.diagnosis.causes import Cause
-from mtpinspect.errors import MtpinspectError, UsageError
+from mtpinspect.errors import MtpinspectError
 from mtpinspect.formats.gguf import GGUFHeader, read_gguf_header
 from mtpinspect.inspection.report import CheckReport, Finding
 from mtpinspect.inspection.support import llama_server_command
-from mtpinspect.runtime.flags import DRAFT_MODEL_FLAGS, SPEC_TYPES
+from mtpinspect.runtime.flags import DRAFT_MODEL, SPEC_FLAGS, SPEC_TYPE, SPEC_TYPES, ServerArgs
 from mtpinspect.sources.reader import LocalFileReader
 
-# Flags that choose the speculative configuration; the probe's sweep sets these itself.
-SPEC_FLAGS = ("--spec-type", "--spec-draft-n-max", *DRAFT_MODEL_FLAGS)
-_VALUE_FLAGS = {
-    "--spec-type": "spec_type",
-    "--spec-draft-n-max": "n_max",
-    "--spec-draft-p-min": "p_min",
-    "--draft-p-min": "p_min",
-    "--temp": "temperature",
-    "--temperature": "temperature",
-    "-c": "ctx_size",
-    "--ctx-size": "ctx_size",
-    **{flag: "draft_model" for flag in DRAFT_MODEL_FLAGS},
-}
 HIGH_P_MIN = 0.5
 # Tensors that carry the head's signal: eh_proj is required, shared_head_head optional.
 _SIGNAL_TENSORS = (".nextn.eh_proj.weight", ".nextn.shared_head_head.weight")
@@ -57,79 +43,6 @@ _FINDING_CAUSES: dict[str, tuple[str, float, str]] = {
     "ARCH_NO_MTP_GRAPH": ("NO_MTP_GRAPH", 0.9, "use a llama.cpp build with an MTP graph for this architecture (pass it "
                           "with --server PATH), or serve the model with vLLM/SGLang; otherwise leave MTP off"),
 }
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """The llama-server arguments of the run being diagnosed (the ones after `--`)."""
-
-    args: tuple[str, ...] = ()
-    spec_type: str | None = None
-    n_max: int | None = None
-    p_min: float | None = None
-    temperature: float | None = None
-    ctx_size: int | None = None
-    draft_model: str | None = None
-
-    @property
-    def spec_types(self) -> list[str]:
-        return [t.strip() for t in (self.spec_type or "").split(",") if t.strip()]
-
-    @property
-    def has_spec_flags(self) -> bool:
-        """The user gave a speculative configuration: the probe reproduces it as given."""
-        return self.spec_type is not None or self.draft_model is not None or self.n_max is not None
-
-    @property
-    def passthrough(self) -> tuple[str, ...]:
-        """The arguments without those that choose the speculative configuration."""
-        kept: list[str] = []
-        skip = False
-        for arg in self.args:
-            if skip:
-                skip = False
-                continue
-            name = arg.split("=", 1)[0]
-            if name in SPEC_FLAGS:
-                skip = "=" not in arg
-                continue
-            kept.append(arg)
-        return tuple(kept)
-
-
-def parse_server_args(args: Sequence[str]) -> RunSettings:
-    """Read the flags that matter for a diagnosis; UsageError for a flag that misses its value or a bad number."""
-    values: dict[str, str] = {}
-    args = list(args)
-    index = 0
-    while index < len(args):
-        name, has_eq, inline = args[index].partition("=")
-        field_name = _VALUE_FLAGS.get(name)
-        if field_name is not None:
-            if has_eq:
-                value = inline
-            elif index + 1 < len(args):
-                value = args[index + 1]
-                index += 1
-            else:
-                raise UsageError(f"llama-server argument {name}: expects a value")
-            # llama.cpp appends repeated --spec-type values; the others take the last one.
-            if field_name == "spec_type" and "spec_type" in values:
-                value = values["spec_type"] + "," + value
-            values[field_name] = value
-        index += 1
-    try:
-        return RunSettings(
-            args=tuple(args),
-            spec_type=values.get("spec_type"),
-            n_max=int(values["n_max"]) if "n_max" in values else None,
-            p_min=float(values["p_min"]) if "p_min" in values else None,
-            temperature=float(values["temperature"]) if "temperature" in values else None,
-            ctx_size=int(values["ctx_size"]) if "ctx_size" in values else None,
-            draft_model=values.get("draft_model"),
-        )
-    except ValueError as exc:
-        raise UsageError(f"llama-server arguments: {exc}") from None
 
 
 @dataclass
@@ -203,12 +116,12 @@ def zero_signal_tensors(path: Path) -> list[str]:
     return found
 
 
-def fix_command(static: StaticEvidence | None, settings: RunSettings, *, n_max: int = 2) -> str:
+def fix_command(static: StaticEvidence | None, settings: ServerArgs, *, n_max: int = 2) -> str:
     """The llama-server line that runs this model with MTP, keeping the user's other flags."""
     model = str(static.local_model) if static and static.local_model else "MODEL.gguf"
     sidecar = str(static.sidecar) if static and static.sidecar else settings.draft_model
     base = llama_server_command(model, sidecar=sidecar, n_max=settings.n_max or n_max)
-    extra = settings.passthrough
+    extra = settings.without(*SPEC_FLAGS).args
     return base + (" " + shlex.join(extra) if extra else "")
 
 
@@ -216,7 +129,7 @@ def _evidence(finding: Finding) -> tuple[str, ...]:
     return (f"check {finding.code}: {finding.message}", *finding.evidence[:4])
 
 
-def static_causes(static: StaticEvidence, settings: RunSettings) -> list[Cause]:
+def static_causes(static: StaticEvidence, settings: ServerArgs) -> list[Cause]:
     """Candidate causes from check's findings and the run's flags."""
     causes: list[Cause] = []
     causes += _from_check(static, settings)
@@ -224,7 +137,7 @@ def static_causes(static: StaticEvidence, settings: RunSettings) -> list[Cause]:
     return causes
 
 
-def _from_check(static: StaticEvidence, settings: RunSettings) -> list[Cause]:
+def _from_check(static: StaticEvidence, settings: ServerArgs) -> list[Cause]:
     causes: list[Cause] = []
     defects = static.head_defect
     if defects or static.zero_tensors:
@@ -242,7 +155,7 @@ def _from_check(static: StaticEvidence, settings: RunSettings) -> list[Cause]:
             continue
         causes.append(Cause(cause_code, confidence, found.message, _evidence(found), fix, ("static",)))
     if static.report is not None and static.report.layout == "sidecar" and not static.sidecar_given \
-            and settings.has_spec_flags and settings.draft_model is None:
+            and settings.sets_spec and settings.draft_model is None:
         causes.append(Cause(
             "SIDECAR_NOT_PASSED", 0.8,
             "the main GGUF has no MTP head; its head is in the mtp- file beside it, which the run does not pass",
@@ -278,12 +191,12 @@ def _mtp_block(static: StaticEvidence) -> str:
     return "N"
 
 
-def settings_causes(settings: RunSettings, static: StaticEvidence | None) -> list[Cause]:
+def settings_causes(settings: ServerArgs, static: StaticEvidence | None) -> list[Cause]:
     """Causes the run's flags show by themselves (temperature, p-min, an unknown spec type)."""
     causes: list[Cause] = []
     unknown = [t for t in settings.spec_types if t not in SPEC_TYPES]
     if unknown:
-        fixed = RunSettings(args=settings.passthrough, n_max=settings.n_max)
+        fixed = settings.without(SPEC_TYPE, DRAFT_MODEL)
         causes.append(Cause(
             "WRONG_SPEC_TYPE", 0.9,
             f"--spec-type {settings.spec_type}: llama-server knows no type {unknown[0]!r} (MTP is `draft-mtp`)",

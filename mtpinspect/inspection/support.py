@@ -11,6 +11,8 @@ import json
 import shlex
 from dataclasses import dataclass
 
+from mtpinspect.runtime.flags import DRAFT_MODEL, HF_FILE, HF_REPO, MODEL, MTP_SPEC_TYPE, N_MAX, SPEC_TYPE
+
 # GGUF architecture -> how many MTP layers its draft graph accepts ("1" or "1+": heads chained).
 LLAMA_CPP_MTP_GRAPH: dict[str, str] = {
     "qwen35": "1",
@@ -97,12 +99,12 @@ def llama_server_command(
     model: str, *, hf: bool = False, hf_file: str | None = None, sidecar: str | None = None, n_max: int = 2
 ) -> str:
     """`-m FILE`, or `-hf REPO[:QUANT]` (plus `--hf-file` to name the file) for a Hub repo."""
-    parts = ["llama-server", "-hf" if hf else "-m", model]
+    parts = ["llama-server", *(HF_REPO if hf else MODEL).spelled(model)]
     if hf_file:
-        parts += ["--hf-file", hf_file]
+        parts += HF_FILE.spelled(hf_file)
     if sidecar:
-        parts += ["-md", sidecar]
-    parts += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(n_max)]
+        parts += DRAFT_MODEL.spelled(sidecar)
+    parts += [*SPEC_TYPE.spelled(MTP_SPEC_TYPE), *N_MAX.spelled(n_max)]
     return shlex.join(parts)
 
 

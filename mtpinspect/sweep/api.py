@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.runtime.find import ServerBinary, find_server
-from mtpinspect.runtime.flags import DRAFT_MODEL_FLAGS
+from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, ServerArgs
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import Configuration, build_plan, configurations
@@ -34,8 +34,6 @@ TINY_MODEL_NAME = "tiny-mtp.gguf"
 # measured mean length sits below n-max + 1, so every column of the report has something to show.
 TINY_ACCEPTANCE = 0.8
 
-# The sweep sets these per configuration; passing them through would make every server the same.
-_RESERVED_ARGS = ("--spec-type", "--spec-draft-n-max", "--spec-synth-rates", "--spec-synth-len", "-m", "--model")
 
 
 def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCallback | None = None) -> SweepReport:
@@ -53,7 +51,7 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
         "mtp_file": mtp_file,
         "n_predict": options.n_predict,
         "seed": options.seed,
-        "server_args": list(server_args),
+        "server_args": list(server_args.args),
     }
     journal = Journal(out_dir / JOURNAL_NAME)
     if not options.resume:
@@ -163,29 +161,26 @@ def _model(model: Path | None, out_dir: Path) -> tuple[Path, bool]:
     return path.resolve(), False
 
 
-def _server_args(options: SweepOptions) -> tuple[tuple[str, ...], str | None]:
-    """Extra llama-server arguments, with a ``-md FILE`` among them taken as the MTP file."""
-    args = list(options.server_args)
+def _server_args(options: SweepOptions) -> tuple[ServerArgs, str | None]:
+    """Extra llama-server arguments, with a ``-md FILE`` among them taken out as the MTP file."""
+    args = ServerArgs.of(options.server_args)
+    # Passed through, these would make every configuration's server the same.
+    reserved = args.present([*CONFIGURATION_FLAGS, MODEL])
+    if reserved:
+        raise UsageError(f"{reserved[0]}: the sweep sets this per configuration; use --n-max / --synthetic / MODEL")
     mtp_file = str(options.mtp_file) if options.mtp_file is not None else None
-    for index, arg in enumerate(args):
-        name = arg.split("=", 1)[0]
-        if name in _RESERVED_ARGS:
-            raise UsageError(f"{name}: the sweep sets this per configuration; use --n-max / --synthetic / MODEL")
-        if name in DRAFT_MODEL_FLAGS:
-            # Given to the baseline, a draft GGUF would switch MTP on (llama-server infers the type).
-            value = arg.split("=", 1)[1] if "=" in arg else (args[index + 1] if index + 1 < len(args) else None)
-            if value is None:
-                raise UsageError(f"{name}: expects a file")
-            if mtp_file is not None and mtp_file != value:
-                raise UsageError(f"{name} {value}: conflicts with --mtp-file {mtp_file}")
-            mtp_file = value
-            del args[index : index + (1 if "=" in arg else 2)]
-            break
+    draft = args.draft_model
+    if draft is not None:
+        if mtp_file is not None and mtp_file != draft:
+            raise UsageError(f"{args.present([DRAFT_MODEL])[0]} {draft}: conflicts with --mtp-file {mtp_file}")
+        mtp_file = draft
+        # Given to the baseline, a draft GGUF would switch MTP on (llama-server infers the type).
+        args = args.without(DRAFT_MODEL)
     if mtp_file is not None:
         if not Path(mtp_file).is_file():
             raise SourceError(f"{mtp_file}: no such MTP file")
         mtp_file = str(Path(mtp_file).resolve())
-    return tuple(args), mtp_file
+    return args, mtp_file
 
 
 def _set_aside(journal: Journal) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from mtpinspect.errors import ServerError
 from mtpinspect.runtime.find import ServerBinary
+from mtpinspect.runtime.flags import ServerArgs
 from mtpinspect.runtime.logs import parse_draft_lines
 from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
 from mtpinspect.runtime.metrics import Metrics
@@ -52,7 +53,7 @@ class RunContext:
     binary: ServerBinary
     model: Path
     mtp_file: str | None
-    server_args: tuple[str, ...]
+    server_args: ServerArgs  # the user's, passed to every server after the configuration's own
     settings: dict[str, Any]
     journal: Journal
     log_dir: Path
@@ -65,7 +66,7 @@ def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
     server = LlamaServer(
         ctx.binary,
         ctx.model,
-        config.server_args(ctx.mtp_file) + list(ctx.server_args),
+        config.server_args(ctx.mtp_file).added(*ctx.server_args),
         log_path=ctx.log_dir / f"{server_id}.log",
         startup_timeout=ctx.options.startup_timeout,
     )
