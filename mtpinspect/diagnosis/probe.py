@@ -16,7 +16,6 @@ input (the model does not load at all): ServerError.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -29,8 +28,9 @@ from mtpinspect.formulas import acceptance_for_length, geometric_mean
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.flags import DRAFT_MODEL, MODEL, SPEC_FLAGS, ServerArgs
 from mtpinspect.runtime.server import LlamaServer, ServerProcessError
-from mtpinspect.sweep import SweepOptions, load_builtin, load_prompts, run_sweep
+from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.plan import BASELINE_ID
+from mtpinspect.sweep.prompts import load_builtin, load_prompts
 from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.statistics import GroupStats
 
@@ -131,14 +131,13 @@ def run_probe(
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
             kept = str(out_dir)
-        prompt_source = Path(prompts) if prompts is not None else _builtin_prompts(out_dir)
-        first_prompt = _first_prompt(prompt_source)
+        prompt_set = load_prompts(prompts) if prompts is not None else load_builtin(list(PROBE_CLASSES))
         as_given = None
         if settings.sets_spec:
-            as_given = _run_as_given(binary, model, settings, sidecar if sidecar_given else None, first_prompt,
+            as_given = _run_as_given(binary, model, settings, sidecar if sidecar_given else None, prompt_set[0].text,
                                      n_predict, out_dir / "as-given.log")
         report = run_sweep(model, SweepOptions(
-            n_max=PROBE_N_MAX, repeat=1, prompts=prompt_source, n_predict=n_predict, server=binary.path,
+            n_max=PROBE_N_MAX, repeat=1, prompts=tuple(prompt_set), n_predict=n_predict, server=binary.path,
             mtp_file=sidecar, out_dir=out_dir / "sweep", server_args=settings.without(*SPEC_FLAGS).args, plot=False,
             startup_timeout=_STARTUP_TIMEOUT,
         ))
@@ -152,21 +151,10 @@ def run_probe(
             figures=figures,
             failures=[f"{f.configuration}: {f.reason}" for f in report.failures],
             as_given=as_given,
-            mtp_logs=_mtp_logs(out_dir / "sweep" / "logs"),
+            mtp_logs=_mtp_logs(report),
             costs=_costs(figures),
             out_dir=kept,
         )
-
-
-def _builtin_prompts(out_dir: Path) -> Path:
-    path = out_dir / "prompts.jsonl"
-    lines = [json.dumps({"id": p.id, "class": p.prompt_class, "prompt": p.text}) for p in load_builtin(list(PROBE_CLASSES))]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def _first_prompt(source: Path) -> str:
-    return load_prompts(source)[0].text
 
 
 def _run_as_given(
@@ -225,15 +213,16 @@ def _figure(group: GroupStats) -> ProbeFigure:
     )
 
 
-def _mtp_logs(log_dir: Path) -> list[LogEvidence]:
+def _mtp_logs(report: SweepReport) -> list[LogEvidence]:
     logs = []
-    for path in sorted(log_dir.glob("*.log")):
-        if path.name.startswith(BASELINE_ID + "-"):
+    for configuration, paths in report.files.server_logs.items():
+        if configuration == BASELINE_ID:
             continue
-        try:
-            logs.append(read_log(path))
-        except MtpinspectError:
-            continue  # a server that wrote nothing: its failure is in the sweep's report
+        for path in paths:
+            try:
+                logs.append(read_log(path))
+            except MtpinspectError:
+                continue  # a server that wrote nothing: its failure is in the sweep's report
     return logs
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from mtpinspect.errors import SourceError, UsageError
@@ -19,7 +20,7 @@ from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import Configuration, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
-from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts
+from mtpinspect.sweep.prompts import Prompt, check_unique, load_builtin, load_prompts
 from mtpinspect.sweep.records import OK, RUN_KIND, SERVER_KIND, RunRecord, ServerRecord
 from mtpinspect.sweep.report import Failure, RunCounts, ServerInfo, SweepFiles, SweepReport
 from mtpinspect.sweep.run import RunContext, run_visit
@@ -42,7 +43,7 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
         raise UsageError(f"--n-predict {options.n_predict}: must be >= 2 (the first token is never drafted)")
     configs = configurations(options.n_max, options.synthetic)
     server_args, mtp_file = _server_args(options)
-    prompts = load_prompts(options.prompts) if options.prompts is not None else load_builtin()
+    prompts = _prompts(options.prompts)
     out_dir = Path(options.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model_path, tiny = _model(model, out_dir)
@@ -117,7 +118,7 @@ def build_report(
             "order": options.order,
             "n_max": sorted(set(options.n_max)),
             "synthetic": sorted(set(options.synthetic)),
-            "prompts": str(options.prompts) if options.prompts is not None else "built-in",
+            "prompts": _prompt_source(options.prompts, classes),
             "temperature": 0.0,
         },
         server=ServerInfo(
@@ -145,9 +146,35 @@ def build_report(
             report=str(out_dir / REPORT_NAME),
             plot=str(out_dir / PLOT_NAME) if options.plot else None,
             logs=str(out_dir / "logs"),
+            server_logs=_server_logs(servers),
         ),
         prompt_classes=classes,
     )
+
+
+def _prompts(source: str | Path | Sequence[Prompt] | None) -> list[Prompt]:
+    if source is None:
+        return load_builtin()
+    if isinstance(source, (str, Path)):
+        return load_prompts(source)
+    prompts = list(source)
+    check_unique(prompts)
+    return prompts
+
+
+def _prompt_source(source: str | Path | Sequence[Prompt] | None, classes: list[str]) -> str:
+    if source is None:
+        return "built-in"
+    if isinstance(source, (str, Path)):
+        return str(source)
+    return f"given: {', '.join(classes)}"
+
+
+def _server_logs(servers: list[ServerRecord]) -> dict[str, list[str]]:
+    logs: dict[str, list[str]] = {}
+    for server in servers:
+        logs.setdefault(server.configuration, []).append(server.log_path)
+    return logs
 
 
 def _model(model: Path | None, out_dir: Path) -> tuple[Path, bool]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from mtpinspect.sweep.prompts import Prompt
 
 
 @dataclass(frozen=True)
@@ -11,8 +14,9 @@ class SweepOptions:
     n_max: tuple[int, ...] = (1, 2, 3, 4)
     repeat: int = 3
     order: str = "rounds"  # or "grouped": all rounds of a configuration on one server start
-    # A .txt/.jsonl file, a directory of them, or a built-in class name; None: every built-in class.
-    prompts: str | Path | None = None
+    # A .txt/.jsonl file, a directory of them, a built-in class name, or the prompts themselves;
+    # None: every built-in class.
+    prompts: str | Path | Sequence[Prompt] | None = None
     n_predict: int = 128
     seed: int = 42
     server: str | Path | None = None

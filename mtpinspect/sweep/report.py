@@ -55,6 +55,7 @@ class SweepFiles:
     report: str
     plot: str | None
     logs: str
+    server_logs: dict[str, list[str]]  # configuration id -> the log of each of its server starts
 
 
 @dataclass
