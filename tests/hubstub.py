@@ -381,7 +381,9 @@ class HubStub:
         return sum(r.nbytes for r in self.requests(repo_id, path))
 
     def reset_counters(self) -> None:
-        with self._lock:
+        with self._settled:
+            # A request still being answered would otherwise land in the fresh count.
+            self._settled.wait_for(lambda: self._in_flight == 0, timeout=5.0)
             self._records.clear()
 
     def _begin(self) -> None:
