@@ -19,8 +19,9 @@ from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.sweep import ProgressEvent, SweepOptions, run_sweep
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.progress import RUN_DONE, RUN_START
-from mtpinspect.sweep.records import CRASHED, OK, RunRecord, ServerRecord
+from mtpinspect.sweep.records import RunRecord, ServerRecord
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
+from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 pytestmark = pytest.mark.server
 
@@ -142,8 +143,8 @@ def test_perfect_head(server_binary: ServerBinary, tmp_path: Path, prompts: Path
     runs, servers = _records(out)
     # One server start per configuration, none per request; the warm-up is not a recorded run.
     assert sorted(s.configuration for s in servers) == sorted(groups)
-    assert all(s.status == "started" and s.version == server_binary.version for s in servers)
-    assert len(runs) == 4 * 2 and all(r.status == OK for r in runs)
+    assert all(s.status is ServerStatus.started and s.version == server_binary.version for s in servers)
+    assert len(runs) == 4 * 2 and all(r.status == RunStatus.ok for r in runs)
     for run in runs:
         assert run.decode_tokens_per_second and run.prompt_tokens_per_second and run.wall_seconds > 0
         assert run.predicted_n == N_PREDICT and run.text
@@ -227,14 +228,14 @@ def test_server_killed_mid_sweep(server_binary: ServerBinary, tmp_path: Path, pr
     report = run_sweep(model, options, progress=kill_second_mtp_request)
     assert killed
     runs, _ = _records(out)
-    crashed = [r for r in runs if r.status != OK]
-    assert [(r.configuration, r.prompt_id, r.status) for r in crashed] == [("n-max-1", "p2", CRASHED)]
+    crashed = [r for r in runs if r.status != RunStatus.ok]
+    assert [(r.configuration, r.prompt_id, r.status) for r in crashed] == [("n-max-1", "p2", RunStatus.crashed)]
     assert "died" in (crashed[0].error or "")
     # Nothing measured is lost, and the sweep went on with the next configuration.
-    assert [r.prompt_id for r in runs if r.configuration == "n-max-1" and r.status == OK] == ["p1"]
-    assert len([r for r in runs if r.configuration == "n-max-2" and r.status == OK]) == 3
+    assert [r.prompt_id for r in runs if r.configuration == "n-max-1" and r.status == RunStatus.ok] == ["p1"]
+    assert len([r for r in runs if r.configuration == "n-max-2" and r.status == RunStatus.ok]) == 3
     assert report.runs.failed == 1 and report.runs.not_run == 1
-    assert any(f.kind == CRASHED for f in report.failures)
+    assert any(f.kind == RunStatus.crashed for f in report.failures)
     assert not _server_children()
 
     resumed = run_sweep(model, replace(options, resume=True))
@@ -256,7 +257,7 @@ def test_interrupt_keeps_the_journal_and_resume_completes_it(
         run_sweep(model, options, progress=stop_after_four)
     assert not _server_children()
     first, first_servers = _records(out)
-    assert len(first) == 4 and all(r.status == OK for r in first)
+    assert len(first) == 4 and all(r.status == RunStatus.ok for r in first)
 
     report = run_sweep(model, replace(options, resume=True))
     runs, servers = _records(out)

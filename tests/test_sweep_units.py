@@ -14,8 +14,9 @@ from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.plan import BASELINE_ID, Configuration, build_plan, configurations
 from mtpinspect.sweep.progress import RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
 from mtpinspect.sweep.prompts import Prompt, builtin_classes, load_builtin, load_prompts
-from mtpinspect.sweep.records import OK, LogFigures, RunRecord, cross_check
+from mtpinspect.sweep.records import LogFigures, RunRecord, cross_check
 from mtpinspect.sweep.statistics import expected_length, first_divergence, recommend, summarize
+from mtpinspect.vocabulary import RunStatus
 
 PROMPTS = [Prompt("a", "code", "def f():"), Prompt("b", "prose", "Once upon a time")]
 
@@ -136,7 +137,7 @@ def test_expected_length_and_divergence() -> None:
 def _run(config: str, n_max: int | None, tps: float, repeat: int, text: str = "same") -> RunRecord:
     return RunRecord(
         configuration=config, n_max=n_max, synthetic=None, prompt_id="p", prompt_class="code", repeat=repeat,
-        server_id=config, status=OK, error=None, wall_seconds=1.0, settings={}, finished_at=0.0,
+        server_id=config, status=RunStatus.ok, error=None, wall_seconds=1.0, settings={}, finished_at=0.0,
         decode_tokens_per_second=tps, drafted=10 if n_max else 0, accepted=8 if n_max else 0,
         drafts=10 if n_max else 0, per_position=[0.8] if n_max else [], text=text,
     )

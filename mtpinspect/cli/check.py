@@ -7,6 +7,7 @@ import click
 from mtpinspect.cli._args import codes_option, format_option
 from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.inspection.report import FINDINGS, CheckReport
+from mtpinspect.vocabulary import PARTIAL, RuntimeStatus
 
 
 def _size(n: int | None) -> str:
@@ -23,7 +24,7 @@ def _quant_text(report: CheckReport) -> str:
     q = report.quantization
     if not q.method:
         return "none"
-    excluded = {True: "head excluded", False: "head quantized", "partial": "head partly excluded", None: "n/a"}[q.mtp_excluded]
+    excluded = {True: "head excluded", False: "head quantized", PARTIAL: "head partly excluded", None: "n/a"}[q.mtp_excluded]
     algo = f"/{q.algo}" if q.algo else ""
     return f"{q.method}{algo}, {q.excluded_count} exclusions ({q.exclusion_key or '-'}), {excluded}"
 
@@ -61,7 +62,7 @@ def render(report: CheckReport, out: Output) -> None:
         ["runtime", "status", "reason"],
         title="Runtimes",
     )
-    commands = [(name, rv.command) for name, rv in report.runtimes.items() if rv.command and rv.status in ("supported", "at-risk")]
+    commands = [(name, rv.command) for name, rv in report.runtimes.items() if rv.command and rv.status.usable]
     if commands:
         out.heading("Commands")
         for name, cmd in commands:
@@ -86,7 +87,7 @@ def render_all(reports: list[CheckReport], out: Output) -> None:
         for r in reports
     ]
     out.table(rows, ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "findings"], title="GGUF models", primary=True)
-    best = [r for r in reports if r.runtimes["llama.cpp"].status == "supported"]
+    best = [r for r in reports if r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
     if best:
         out.heading("Command")
         out.text(best[0].runtimes["llama.cpp"].command or "")

@@ -18,6 +18,7 @@ from mtpinspect.inspection.report import CheckReport, Finding
 from mtpinspect.inspection.support import llama_server_command
 from mtpinspect.runtime.flags import DRAFT_MODEL, SPEC_FLAGS, SPEC_TYPE, SPEC_TYPES, ServerArgs
 from mtpinspect.sources.reader import LocalFileReader
+from mtpinspect.vocabulary import EvidenceSource, Layout, Severity, SourceKind
 
 HIGH_P_MIN = 0.5
 # Tensors that carry the head's signal: eh_proj is required, shared_head_head optional.
@@ -68,7 +69,7 @@ class StaticEvidence:
         """check's findings that say the head is quantized too far (a maker's own FP8 head is not a defect)."""
         if self.report is None:
             return []
-        return [f for f in self.report.findings if f.code in _HEAD_FINDINGS and f.severity != "info"]
+        return [f for f in self.report.findings if f.code in _HEAD_FINDINGS and f.severity is not Severity.info]
 
     @property
     def architecture(self) -> str | None:
@@ -85,7 +86,7 @@ def gather_static(
 
     report = check(model, revision=revision, token=token, mtp_file=mtp_file)
     path = Path(model).expanduser()
-    local = path.resolve() if report.source_kind == "local-file" and path.suffix == ".gguf" and path.is_file() else None
+    local = path.resolve() if report.source_kind is SourceKind.local_file and path.suffix == ".gguf" and path.is_file() else None
     sidecar: Path | None = None
     if mtp_file is not None:
         sidecar = Path(mtp_file).expanduser().resolve()
@@ -146,22 +147,22 @@ def _from_check(static: StaticEvidence, settings: ServerArgs) -> list[Cause]:
             "HEAD_QUANTIZED", 0.55,
             "the MTP head's weights are damaged (all zero)" if static.zero_tensors and not defects
             else "the MTP head is quantized below what it needs to draft",
-            tuple(evidence), head_fix(static), ("static",),
+            tuple(evidence), head_fix(static), (EvidenceSource.static,),
         ))
     for finding_code, (cause_code, confidence, fix) in _FINDING_CAUSES.items():
         found = static.finding(finding_code)
         # A head found after all (a second file) outweighs a NO_MTP about the first.
         if found is None or (finding_code == "NO_MTP" and static.has("MTP_PRESENT")):
             continue
-        causes.append(Cause(cause_code, confidence, found.message, _evidence(found), fix, ("static",)))
-    if static.report is not None and static.report.layout == "sidecar" and not static.sidecar_given \
+        causes.append(Cause(cause_code, confidence, found.message, _evidence(found), fix, (EvidenceSource.static,)))
+    if static.report is not None and static.report.layout is Layout.sidecar and not static.sidecar_given \
             and settings.sets_spec and settings.draft_model is None:
         causes.append(Cause(
             "SIDECAR_NOT_PASSED", 0.8,
             "the main GGUF has no MTP head; its head is in the mtp- file beside it, which the run does not pass",
             (f"layout: sidecar ({static.sidecar.name if static.sidecar else 'mtp- file'})",
              f"run arguments: {shlex.join(settings.args)} (no -md)"),
-            fix_command(static, settings), ("static", "args"),
+            fix_command(static, settings), (EvidenceSource.static, EvidenceSource.args),
         ))
     return causes
 
@@ -201,7 +202,7 @@ def settings_causes(settings: ServerArgs, static: StaticEvidence | None) -> list
             "WRONG_SPEC_TYPE", 0.9,
             f"--spec-type {settings.spec_type}: llama-server knows no type {unknown[0]!r} (MTP is `draft-mtp`)",
             (f"run arguments: {shlex.join(settings.args)}",),
-            fix_command(static, fixed), ("args",),
+            fix_command(static, fixed), (EvidenceSource.args,),
         ))
     if settings.temperature is not None and settings.temperature > 0:
         causes.append(Cause(
@@ -209,13 +210,13 @@ def settings_causes(settings: ServerArgs, static: StaticEvidence | None) -> list
             f"temperature {settings.temperature:g}: the target samples, the MTP draft is greedy, so fewer drafts match",
             (f"run arguments: --temp {settings.temperature:g}",),
             "for the best acceptance use --temp 0 (or top-k 1) in the server or the request; expect lower acceptance "
-            "at higher temperatures", ("args",),
+            "at higher temperatures", (EvidenceSource.args,),
         ))
     if settings.p_min is not None and settings.p_min >= HIGH_P_MIN:
         causes.append(Cause(
             "HIGH_P_MIN", 0.5,
             f"--spec-draft-p-min {settings.p_min:g}: the drafter stops whenever its top token is below this probability",
             (f"run arguments: --spec-draft-p-min {settings.p_min:g}",),
-            "lower it: --spec-draft-p-min 0 (the default) or about 0.3", ("args",),
+            "lower it: --spec-draft-p-min 0 (the default) or about 0.3", (EvidenceSource.args,),
         ))
     return causes

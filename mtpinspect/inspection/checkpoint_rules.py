@@ -26,6 +26,7 @@ from mtpinspect.inspection.support import (
     vllm_command,
 )
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
+from mtpinspect.vocabulary import Conversion, GraphSupport, Layout, RuntimeStatus, Severity
 
 
 def _checkpoint_presence(ev: Evidence, b: ReportBuilder) -> None:
@@ -37,7 +38,7 @@ def _checkpoint_presence(ev: Evidence, b: ReportBuilder) -> None:
         present = min(present, decl.layers if decl else 1)  # its two HF MTP layers fold into one block
     b.mtp_layers = present
     if ck and present:
-        b.layout = "checkpoint"
+        b.layout = Layout.checkpoint
         files = ", ".join(ck.mtp_files[:3]) + (" ..." if len(ck.mtp_files) > 3 else "")
         lines = [f"{ck.mtp.scheme}: layers {', '.join(ck.mtp.layers)} in {files}"]
         if where:
@@ -119,7 +120,7 @@ def _quant_findings(ev: Evidence, b: ReportBuilder, audit: QuantAudit) -> bool:
         code = "MTP_QUANTIZED" if audit.mtp_excluded is False else "MTP_PARTIALLY_EXCLUDED"
         b.add(code, f"MTP head in FP8 ({len(quant)} modules quantized, {len(kept)} kept): {why}",
               [*lines, *[f"quantized: {m}" for m in quant[:3]], *[f"kept: {m}" for m in kept[:3]], *header_notes[:3]],
-              severity="info")
+              severity=Severity.info)
         return False
     who = "first-party quantizer " + org if org in FIRST_PARTY_QUANTIZERS else ("third-party quantization" if org else "quantized checkpoint of unknown origin")
     if audit.mtp_excluded is False:
@@ -128,7 +129,7 @@ def _quant_findings(ev: Evidence, b: ReportBuilder, audit: QuantAudit) -> bool:
             f"MTP head quantized ({method}) by a {who}: the classic cause of 0% draft acceptance; "
             "use a release that excludes mtp modules, or point the engine's draft at a BF16 head",
             [*lines, *[f"quantized: {m}" for m in quant], *header_notes[:3]],
-            severity="error",
+            severity=Severity.error,
         )
     else:
         b.add(
@@ -152,46 +153,46 @@ def _checkpoint_runtimes(ev: Evidence, b: ReportBuilder, family: Family | None, 
         if not present:
             return _absent(ev)
         if family is None:
-            return RuntimeVerdict("unknown", f"model_type '{mt}' is not in mtpinspect's table for {name}", command)
+            return RuntimeVerdict(RuntimeStatus.unknown, f"model_type '{mt}' is not in mtpinspect's table for {name}", command)
         if not has_mtp:
-            return RuntimeVerdict("unsupported", f"{name} has no MTP drafting for model_type '{mt}'")
+            return RuntimeVerdict(RuntimeStatus.unsupported, f"{name} has no MTP drafting for model_type '{mt}'")
         if at_risk:
-            return RuntimeVerdict("at-risk", risk_reason, command)
-        return RuntimeVerdict("supported", f"{name} drafts with this model's MTP head", command)
+            return RuntimeVerdict(RuntimeStatus.at_risk, risk_reason, command)
+        return RuntimeVerdict(RuntimeStatus.supported, f"{name} drafts with this model's MTP head", command)
 
     b.runtimes["vllm"] = engine("vLLM", bool(family and family.vllm), vllm_command(model, rev))
     algo = family.sglang if family else None
     b.runtimes["sglang"] = engine("SGLang", bool(algo), sglang_command(model, algo, rev) if algo else None)
     b.runtimes["llama.cpp"] = _llama_for_checkpoint(ev, b, family, at_risk)
-    b.runtimes["transformers"] = RuntimeVerdict("unsupported", "Transformers builds no MTP modules; generation ignores the head")
+    b.runtimes["transformers"] = RuntimeVerdict(RuntimeStatus.unsupported, "Transformers builds no MTP modules; generation ignores the head")
 
 
 def _absent(ev: Evidence) -> RuntimeVerdict:
     if ev.unreadable_weights:
-        return RuntimeVerdict("unknown", "tensor names of pickled weights cannot be read without downloading them")
-    return RuntimeVerdict("unsupported", "no MTP weights in the checkpoint")
+        return RuntimeVerdict(RuntimeStatus.unknown, "tensor names of pickled weights cannot be read without downloading them")
+    return RuntimeVerdict(RuntimeStatus.unsupported, "no MTP weights in the checkpoint")
 
 
 def _llama_for_checkpoint(ev: Evidence, b: ReportBuilder, family: Family | None, at_risk: bool) -> RuntimeVerdict:
     if not b.mtp_layers:
         return _absent(ev)
     mt = ev.config.model_type if ev.config else None
-    if family is None or family.gguf_arch is None or family.conversion == "unknown":
-        return RuntimeVerdict("unknown", family.note if family and family.note else f"no known GGUF conversion of model_type '{mt}' with MTP")
+    if family is None or family.gguf_arch is None or family.conversion is Conversion.unknown:
+        return RuntimeVerdict(RuntimeStatus.unknown, family.note if family and family.note else f"no known GGUF conversion of model_type '{mt}' with MTP")
     q = ev.quant
     if q and q.method not in ("fp8",):
-        return RuntimeVerdict("unsupported", f"convert_hf_to_gguf.py takes unquantized or FP8 checkpoints, not {q.method}: convert the original release")
-    if family.conversion == "dropped":
-        return RuntimeVerdict("unsupported", family.note)
+        return RuntimeVerdict(RuntimeStatus.unsupported, f"convert_hf_to_gguf.py takes unquantized or FP8 checkpoints, not {q.method}: convert the original release")
+    if family.conversion is Conversion.dropped:
+        return RuntimeVerdict(RuntimeStatus.unsupported, family.note)
     graph = llama_cpp_graph(family.gguf_arch)
-    if graph != "graph":
-        return RuntimeVerdict("unsupported", f"llama.cpp {PINNED_LLAMA_CPP} has no MTP graph for '{family.gguf_arch}'")
+    if graph is not GraphSupport.graph:
+        return RuntimeVerdict(RuntimeStatus.unsupported, f"llama.cpp {PINNED_LLAMA_CPP} has no MTP graph for '{family.gguf_arch}'")
     out = PurePosixPath((ev.target.repo_id or "model").split("/")[-1]).name
-    if family.conversion == "sidecar":
+    if family.conversion is Conversion.sidecar:
         cmd = f"{convert_command('MODEL_DIR', out + '.gguf')} --no-mtp && {convert_command('MODEL_DIR', 'mtp-' + out + '.gguf')} --mtp && {llama_server_command(out + '.gguf', sidecar='mtp-' + out + '.gguf')}"
     else:
         cmd = f"{convert_command('MODEL_DIR', out + '.gguf')} && {llama_server_command(out + '.gguf')}"
-    status = "at-risk" if at_risk else "supported"
+    status = RuntimeStatus.at_risk if at_risk else RuntimeStatus.supported
     return RuntimeVerdict(status, f"converts to GGUF '{family.gguf_arch}' with its nextn tensors; llama.cpp {PINNED_LLAMA_CPP} has its MTP graph", cmd)
 
 
@@ -214,18 +215,18 @@ def _gemma(ev: Evidence, b: ReportBuilder, mt: str) -> None:
     if mt == "gemma4_assistant":
         n = ev.config.num_hidden_layers if ev.config else None
         b.mtp_layers = n or 0
-        b.layout = "separate-checkpoint"
+        b.layout = Layout.separate_checkpoint
         b.add("SEPARATE_DRAFTER", "this is a Gemma 4 assistant drafter: pass its GGUF with -md next to the gemma4 target",
-              [f"{ev.config_file}: model_type = gemma4_assistant"], severity="info")
-        b.runtimes["llama.cpp"] = RuntimeVerdict("supported", "gemma4-assistant has an MTP draft graph (draft-mtp)",
+              [f"{ev.config_file}: model_type = gemma4_assistant"], severity=Severity.info)
+        b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.supported, "gemma4-assistant has an MTP draft graph (draft-mtp)",
                                                  llama_server_command("gemma-4-target.gguf", sidecar="gemma-4-assistant.gguf"))
     else:
-        b.layout = "separate-checkpoint"
+        b.layout = Layout.separate_checkpoint
         b.add("SEPARATE_DRAFTER", "Gemma 4 keeps no MTP layers in this checkpoint; it drafts with a separate "
               "gemma4_assistant checkpoint, loaded by llama.cpp as the draft model (-md) with --spec-type draft-mtp",
               [f"{ev.config_file}: model_type = gemma4, no MTP key, no MTP tensors"])
-        b.runtimes["llama.cpp"] = RuntimeVerdict("supported", "target gemma4 + a gemma4-assistant drafter GGUF (draft-mtp)",
+        b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.supported, "target gemma4 + a gemma4-assistant drafter GGUF (draft-mtp)",
                                                  llama_server_command("gemma-4-target.gguf", sidecar="gemma-4-assistant.gguf"))
-    b.runtimes["vllm"] = RuntimeVerdict("unknown", "the pinned tables have no vLLM MTP proposer for Gemma 4", None)
-    b.runtimes["sglang"] = RuntimeVerdict("unknown", "the pinned tables have no SGLang MTP path for Gemma 4", None)
-    b.runtimes["transformers"] = RuntimeVerdict("unsupported", "Transformers builds no MTP modules; generation ignores the head")
+    b.runtimes["vllm"] = RuntimeVerdict(RuntimeStatus.unknown, "the pinned tables have no vLLM MTP proposer for Gemma 4", None)
+    b.runtimes["sglang"] = RuntimeVerdict(RuntimeStatus.unknown, "the pinned tables have no SGLang MTP path for Gemma 4", None)
+    b.runtimes["transformers"] = RuntimeVerdict(RuntimeStatus.unsupported, "Transformers builds no MTP modules; generation ignores the head")

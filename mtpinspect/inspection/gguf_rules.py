@@ -17,6 +17,7 @@ from mtpinspect.inspection.support import (
 )
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
 from mtpinspect.sources.filenames import quant_tag
+from mtpinspect.vocabulary import GraphSupport, Layout, RuntimeStatus, Severity, SourceKind
 
 # GGUF architectures whose HF originals all carry an MTP head: a GGUF without it lost it in conversion.
 _ARCHS_WITH_MTP_ORIGINALS = {"qwen35", "qwen35moe", "qwen3next", "glm4moe", "glm-dsa", "deepseek32", "mimo2", "step35"}
@@ -84,19 +85,19 @@ def apply_gguf_rules(ev: Evidence, b: ReportBuilder) -> None:
         _gguf_gemma(ev, b)
         return
     if mtp_tensors and not g.has_trunk:
-        b.layout = "sidecar"
+        b.layout = Layout.sidecar
         b.mtp_layers = g.nextn_layers or len(g.mtp.blocks)
         b.add("MTP_SIDECAR", "this file is an MTP sidecar (nextn tensors only, no blk.0.attn_norm): "
               "pass it with -md next to its main GGUF", [key_line, *_nextn_inventory(g)[0]])
     elif mtp_tensors:
-        b.layout = "bundled"
+        b.layout = Layout.bundled
         b.mtp_layers = g.nextn_layers or len(g.mtp.blocks)
         b.add("MTP_PRESENT", f"{b.mtp_layers} MTP layer(s) bundled in the GGUF ({len(g.mtp.block)} tensors in block(s) "
               f"{', '.join(map(str, g.mtp.blocks))})", [key_line, *_nextn_inventory(g)[0]])
     elif ev.sidecar is not None:
         s = ev.sidecar
         head = s
-        b.layout = "sidecar"
+        b.layout = Layout.sidecar
         b.mtp_layers = s.nextn_layers or len(s.mtp.blocks) if s.mtp.nextn else 0
         b.add("MTP_SIDECAR", f"the MTP head ships as a separate file: {', '.join(s.files)} (pass it with -md)",
               [f"{s.files[0]}: {s.arch}.nextn_predict_layers = {s.nextn_layers}, block_count = {s.block_count}, "
@@ -137,10 +138,10 @@ def _gguf_without_head(ev: Evidence, b: ReportBuilder, key_line: str) -> None:
 def _gguf_graph_and_types(b: ReportBuilder, head: GgufEvidence) -> None:
     arch = head.arch
     graph = llama_cpp_graph(arch)
-    if graph == "unused":
+    if graph is GraphSupport.unused:
         b.add("ARCH_NO_MTP_GRAPH", f"llama.cpp {PINNED_LLAMA_CPP} keeps '{arch}' nextn tensors but has no MTP graph: "
               "they load as 'unused tensor' and draft-mtp cannot use them", [f"general.architecture = {arch}"])
-    elif graph == "unknown":
+    elif graph is GraphSupport.unknown:
         b.add("ARCH_NO_MTP_GRAPH", f"llama.cpp {PINNED_LLAMA_CPP} has no MTP draft graph for architecture '{arch}'",
               [f"general.architecture = {arch}"])
     elif LLAMA_CPP_MTP_GRAPH[arch] == "1" and (head.nextn_layers or 0) > 1:
@@ -157,8 +158,8 @@ def _gguf_runtimes(ev: Evidence, b: ReportBuilder, head: GgufEvidence) -> None:
     assert g is not None
     b.runtimes["llama.cpp"] = _llama_for_gguf(ev, b, g, head)
     gguf_only = "vLLM and SGLang do not run MTP from GGUF files; use the original HF checkpoint"
-    b.runtimes["vllm"] = RuntimeVerdict("unsupported", gguf_only)
-    b.runtimes["sglang"] = RuntimeVerdict("unsupported", gguf_only)
+    b.runtimes["vllm"] = RuntimeVerdict(RuntimeStatus.unsupported, gguf_only)
+    b.runtimes["sglang"] = RuntimeVerdict(RuntimeStatus.unsupported, gguf_only)
     b.notes.append("Ollama and LM Studio load this GGUF's trunk; neither exposes llama.cpp's draft-mtp: serve it with llama-server")
 
 
@@ -166,17 +167,17 @@ def _llama_for_gguf(ev: Evidence, b: ReportBuilder, g: GgufEvidence, head: GgufE
     t = ev.target
     blocking = next((f for f in b.findings if f.code in ("MTP_WEIGHTS_MISSING", "SIDECAR_MISMATCH", "ARCH_NO_MTP_GRAPH")), None)
     if not b.mtp_layers:
-        return RuntimeVerdict("unsupported", b.findings[0].message if b.findings else "no MTP head")
+        return RuntimeVerdict(RuntimeStatus.unsupported, b.findings[0].message if b.findings else "no MTP head")
     if blocking:
-        return RuntimeVerdict("unsupported", blocking.message)
-    if b.layout == "sidecar" and ev.sidecar is None:
+        return RuntimeVerdict(RuntimeStatus.unsupported, blocking.message)
+    if b.layout == Layout.sidecar and ev.sidecar is None:
         # The source itself is the mtp- file: the main GGUF is not known here.
-        return RuntimeVerdict("supported", "load the main GGUF with -m and this file with -md",
+        return RuntimeVerdict(RuntimeStatus.supported, "load the main GGUF with -m and this file with -md",
                               llama_server_command("MAIN.gguf", sidecar=t.file_ref(g.files[0])))
-    status = "at-risk" if b.has("LOW_BIT_MTP_HEAD") or b.has("NEXTN_COUNT_UNSUPPORTED") else "supported"
+    status = RuntimeStatus.at_risk if b.has("LOW_BIT_MTP_HEAD") or b.has("NEXTN_COUNT_UNSUPPORTED") else RuntimeStatus.supported
     reason = f"llama.cpp {PINNED_LLAMA_CPP} has the '{head.arch}' MTP draft graph"
-    sidecar = t.file_ref(ev.sidecar.files[0]) if b.layout == "sidecar" and ev.sidecar is not None else None
-    if t.kind != "hub":
+    sidecar = t.file_ref(ev.sidecar.files[0]) if b.layout == Layout.sidecar and ev.sidecar is not None else None
+    if t.kind is not SourceKind.hub:
         return RuntimeVerdict(status, reason, llama_server_command(t.file_ref(g.files[0]), sidecar=sidecar))
     # -hf REPO:QUANT also fetches the mtp- sibling when --spec-type draft-mtp is given (llama.cpp common/download.cpp).
     quant = t.quant or quant_tag(g.files[0])
@@ -191,24 +192,24 @@ def _gguf_gemma(ev: Evidence, b: ReportBuilder) -> None:
     g, s = ev.gguf, ev.sidecar
     assert g is not None
     t = ev.target
-    b.layout = "separate-checkpoint"
+    b.layout = Layout.separate_checkpoint
     if s is not None and s.arch == "gemma4-assistant":
         b.mtp_layers = s.nextn_layers or s.block_count or 0
         b.add("SEPARATE_DRAFTER", f"Gemma 4 drafts with the assistant GGUF {s.files[0]} (gemma4-assistant, "
               f"{b.mtp_layers} layer(s)): pass it with -md", [f"{s.files[0]}: general.architecture = gemma4-assistant"])
-        b.runtimes["llama.cpp"] = RuntimeVerdict("supported", "gemma4 target + gemma4-assistant drafter (draft-mtp)",
+        b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.supported, "gemma4 target + gemma4-assistant drafter (draft-mtp)",
                                                  llama_server_command(t.file_ref(g.files[0]), sidecar=t.file_ref(s.files[0])))
         b.mtp_bytes, b.mtp_params = sum(x.nbytes for x in s.tensors.values()), sum(x.n_elements for x in s.tensors.values())
     elif g.arch == "gemma4-assistant":
         b.mtp_layers = g.nextn_layers or g.block_count or 0
         b.add("SEPARATE_DRAFTER", "this GGUF is a Gemma 4 assistant drafter: pass it with -md next to a gemma4 target",
               [f"{g.files[0]}: general.architecture = gemma4-assistant"])
-        b.runtimes["llama.cpp"] = RuntimeVerdict("supported", "gemma4-assistant has an MTP draft graph",
+        b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.supported, "gemma4-assistant has an MTP draft graph",
                                                  llama_server_command("gemma-4-target.gguf", sidecar=g.files[0]))
     else:
         b.add("SEPARATE_DRAFTER", "Gemma 4 has no MTP layers of its own; it needs a gemma4-assistant drafter GGUF, "
-              "and none was found beside this file", [f"{g.files[0]}: general.architecture = gemma4"], severity="warning")
-        b.runtimes["llama.cpp"] = RuntimeVerdict("unsupported", "no gemma4-assistant drafter found")
+              "and none was found beside this file", [f"{g.files[0]}: general.architecture = gemma4"], severity=Severity.warning)
+        b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.unsupported, "no gemma4-assistant drafter found")
     gguf_only = "vLLM and SGLang do not run MTP from GGUF files"
-    b.runtimes["vllm"] = RuntimeVerdict("unsupported", gguf_only)
-    b.runtimes["sglang"] = RuntimeVerdict("unsupported", gguf_only)
+    b.runtimes["vllm"] = RuntimeVerdict(RuntimeStatus.unsupported, gguf_only)
+    b.runtimes["sglang"] = RuntimeVerdict(RuntimeStatus.unsupported, gguf_only)

@@ -28,6 +28,7 @@ from mtpinspect.formats.quantization import (
     match_exclusion,
     skip_regexes,
 )
+from mtpinspect.vocabulary import PARTIAL, MtpExcluded
 
 # Tensor suffixes that carry a Linear's weight in the formats we know: plain, compressed-tensors packed,
 # GPTQ/AWQ packed.
@@ -58,7 +59,7 @@ class ModuleVerdict:
 class QuantAudit:
     config: QuantizationConfig | None
     excluded_count: int
-    mtp_excluded: bool | str | None  # True: head high precision; False: quantized; "partial"; None: n/a
+    mtp_excluded: MtpExcluded
     modules: tuple[ModuleVerdict, ...]
     fused_warnings: tuple[str, ...]
 
@@ -223,7 +224,7 @@ def _gptq_order_trap(q: QuantizationConfig, module: str) -> str | None:
     return None
 
 
-def _overall(q: QuantizationConfig | None, verdicts: list[ModuleVerdict]) -> bool | str | None:
+def _overall(q: QuantizationConfig | None, verdicts: list[ModuleVerdict]) -> MtpExcluded:
     if not verdicts:
         return None
     if q is None and not any(v.header_quantized for v in verdicts):
@@ -233,4 +234,4 @@ def _overall(q: QuantizationConfig | None, verdicts: list[ModuleVerdict]) -> boo
         return True
     if all(quantized):
         return False
-    return "partial"
+    return PARTIAL

@@ -9,36 +9,35 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mtpinspect.vocabulary import Layout, MtpExcluded, RuntimeStatus, Severity, SourceKind
+
 SCHEMA_ID = "mtpinspect.check/1"
 
-# code -> (what it means, default severity). README and `check --help-codes` print this table.
-FINDINGS: dict[str, tuple[str, str]] = {
-    "MTP_PRESENT": ("MTP weights are present: how many layers, and where they were found", "info"),
-    "NO_MTP": ("The model has no MTP head (the config announces none, or 0, and no MTP tensors exist)", "info"),
-    "MTP_FROM_TENSORS_ONLY": ("The config names no MTP depth; only the MTP tensors tell (Qwen3-Next)", "info"),
-    "MTP_WEIGHTS_MISSING": ("The config announces MTP layers but the checkpoint has no (or fewer) MTP weights", "error"),
-    "MTP_DROPPED_IN_CONVERSION": ("A GGUF of a family that has an MTP head, converted without it", "error"),
-    "MTP_EXCLUDED": ("The quantization exclusion list keeps every MTP module in high precision", "info"),
-    "MTP_QUANTIZED": ("The MTP head is quantized (list and header dtypes); judged by who quantized it", "warning"),
-    "MTP_PARTIALLY_EXCLUDED": ("Some MTP modules are excluded from quantization, others are not (named)", "warning"),
-    "FUSED_NAME_MISMATCH": ("The exclusion list names unfused modules (q/k/v_proj, gate/up_proj) that engines fuse", "warning"),
-    "MTP_SIDECAR": ("The MTP head ships as a separate mtp- GGUF that must be passed with -md", "info"),
-    "SIDECAR_MISMATCH": ("The mtp- sidecar does not pair with the main GGUF (arch, n_embd, vocab, blocks, key)", "error"),
-    "SIDECAR_NOT_FOUND": ("The main GGUF has no MTP head and no mtp- sidecar was found beside it", "warning"),
-    "LOW_BIT_MTP_HEAD": ("MTP tensors at a very low-bit ggml type (IQ3_S, Q2_K...): expect low or zero acceptance", "warning"),
-    "ARCH_NO_MTP_GRAPH": ("The pinned llama.cpp has no MTP draft graph for this architecture", "error"),
-    "NEXTN_COUNT_UNSUPPORTED": ("More MTP layers than the architecture's llama.cpp graph accepts", "warning"),
-    "SEPARATE_DRAFTER": ("MTP drafting uses a separate drafter checkpoint (Gemma 4 gemma4_assistant)", "info"),
-    "HEADERS_NOT_READ": ("Some MTP shard headers were not read; dtype checks cover the ones that were", "info"),
+# code -> (what it means, default severity). README and `check --codes` print this table.
+FINDINGS: dict[str, tuple[str, Severity]] = {
+    "MTP_PRESENT": ("MTP weights are present: how many layers, and where they were found", Severity.info),
+    "NO_MTP": ("The model has no MTP head (the config announces none, or 0, and no MTP tensors exist)", Severity.info),
+    "MTP_FROM_TENSORS_ONLY": ("The config names no MTP depth; only the MTP tensors tell (Qwen3-Next)", Severity.info),
+    "MTP_WEIGHTS_MISSING": ("The config announces MTP layers but the checkpoint has no (or fewer) MTP weights", Severity.error),
+    "MTP_DROPPED_IN_CONVERSION": ("A GGUF of a family that has an MTP head, converted without it", Severity.error),
+    "MTP_EXCLUDED": ("The quantization exclusion list keeps every MTP module in high precision", Severity.info),
+    "MTP_QUANTIZED": ("The MTP head is quantized (list and header dtypes); judged by who quantized it", Severity.warning),
+    "MTP_PARTIALLY_EXCLUDED": ("Some MTP modules are excluded from quantization, others are not (named)", Severity.warning),
+    "FUSED_NAME_MISMATCH": ("The exclusion list names unfused modules (q/k/v_proj, gate/up_proj) that engines fuse", Severity.warning),
+    "MTP_SIDECAR": ("The MTP head ships as a separate mtp- GGUF that must be passed with -md", Severity.info),
+    "SIDECAR_MISMATCH": ("The mtp- sidecar does not pair with the main GGUF (arch, n_embd, vocab, blocks, key)", Severity.error),
+    "SIDECAR_NOT_FOUND": ("The main GGUF has no MTP head and no mtp- sidecar was found beside it", Severity.warning),
+    "LOW_BIT_MTP_HEAD": ("MTP tensors at a very low-bit ggml type (IQ3_S, Q2_K...): expect low or zero acceptance", Severity.warning),
+    "ARCH_NO_MTP_GRAPH": ("The pinned llama.cpp has no MTP draft graph for this architecture", Severity.error),
+    "NEXTN_COUNT_UNSUPPORTED": ("More MTP layers than the architecture's llama.cpp graph accepts", Severity.warning),
+    "SEPARATE_DRAFTER": ("MTP drafting uses a separate drafter checkpoint (Gemma 4 gemma4_assistant)", Severity.info),
+    "HEADERS_NOT_READ": ("Some MTP shard headers were not read; dtype checks cover the ones that were", Severity.info),
 }
-
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
-
 
 @dataclass(frozen=True)
 class Finding:
-    code: str
-    severity: str  # "error" | "warning" | "info"
+    code: str  # a key of FINDINGS
+    severity: Severity
     message: str
     evidence: tuple[str, ...] = ()
 
@@ -48,7 +47,7 @@ class Finding:
 
 @dataclass(frozen=True)
 class RuntimeVerdict:
-    status: str  # one of STATUSES
+    status: RuntimeStatus
     reason: str
     command: str | None = None
 
@@ -63,7 +62,7 @@ class QuantizationSummary:
     source: str | None
     exclusion_key: str | None
     excluded_count: int
-    mtp_excluded: bool | str | None
+    mtp_excluded: MtpExcluded
     kept: tuple[str, ...] = ()
     quantized: tuple[str, ...] = ()
 
@@ -83,14 +82,14 @@ class QuantizationSummary:
 @dataclass
 class CheckReport:
     source: str
-    source_kind: str  # "hub" | "local-dir" | "local-file"
+    source_kind: SourceKind
     revision: str | None
     usable: bool
     verdict: str
     mtp_layers: int
     mtp_layers_declared: int | None
     declared_by: str | None
-    layout: str
+    layout: Layout
     architecture: dict[str, Any]
     quantization: QuantizationSummary
     runtimes: dict[str, RuntimeVerdict]

@@ -13,21 +13,22 @@ from mtpinspect.inspection.checkpoint_rules import apply_checkpoint_rules
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.gguf_rules import apply_gguf_rules
 from mtpinspect.inspection.quant_audit import QuantAudit
-from mtpinspect.inspection.report import SEVERITY_ORDER, CheckReport, QuantizationSummary
+from mtpinspect.inspection.report import CheckReport, QuantizationSummary
 from mtpinspect.inspection.support import FAMILIES
+from mtpinspect.vocabulary import RuntimeStatus
 
 
 def _verdict(b: ReportBuilder, usable: bool) -> str:
-    supported = [n for n, r in b.runtimes.items() if r.status == "supported"]
-    risky = [n for n, r in b.runtimes.items() if r.status == "at-risk"]
-    worst = min(b.findings, key=lambda f: SEVERITY_ORDER[f.severity]) if b.findings else None
+    supported = [n for n, r in b.runtimes.items() if r.status is RuntimeStatus.supported]
+    risky = [n for n, r in b.runtimes.items() if r.status is RuntimeStatus.at_risk]
+    worst = min(b.findings, key=lambda f: f.severity.rank) if b.findings else None
     where = f"{b.mtp_layers} MTP layer(s), {b.layout}" if b.mtp_layers else b.layout
     if supported:
         extra = f"; at risk in {', '.join(risky)}" if risky else ""
         return f"MTP usable ({where}) in {', '.join(supported)}{extra}"
     if risky:
         return f"MTP at risk ({where}) in {', '.join(risky)}: {worst.message if worst else ''}"
-    if any(r.status == "unknown" for r in b.runtimes.values()):
+    if any(r.status is RuntimeStatus.unknown for r in b.runtimes.values()):
         return f"MTP undetermined: {worst.message if worst else 'no runtime is known to draft with this model'}"
     return f"MTP not usable: {worst.message if worst else 'no MTP head found'}"
 
@@ -39,9 +40,8 @@ def assemble_report(ev: Evidence) -> CheckReport:
         apply_gguf_rules(ev, b)
     else:
         apply_checkpoint_rules(ev, b)
-    b.findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
-    # At risk still counts: the head loads and drafts; the verdict line says how likely it is to fail.
-    usable = any(r.status in ("supported", "at-risk") for r in b.runtimes.values())
+    b.findings.sort(key=lambda f: f.severity.rank)
+    usable = any(r.status.usable for r in b.runtimes.values())
     t = ev.target
     audit_summary = _quant_summary(ev, b.audit)
     decl = ev.config.mtp if ev.config else None

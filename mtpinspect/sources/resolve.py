@@ -25,6 +25,7 @@ from mtpinspect.sources.filenames import (
 )
 from mtpinspect.sources.local import open_directory, open_files
 from mtpinspect.sources.reader import ByteMeter, Tree
+from mtpinspect.vocabulary import SourceKind
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 
@@ -34,7 +35,7 @@ class Target:
     """What `check` reads: a tree (repo or local folder) and, for GGUF, the main file set and sidecar set."""
 
     tree: Tree
-    kind: str  # "hub" | "local-dir" | "local-file"
+    kind: SourceKind
     display: str
     repo_id: str | None  # known for Hub repos and HF cache folders: used in the commands we print
     gguf_files: list[str] = field(default_factory=list)
@@ -43,7 +44,7 @@ class Target:
 
     @property
     def revision(self) -> str | None:
-        return self.tree.sha if self.kind == "hub" else None
+        return self.tree.sha if self.kind is SourceKind.hub else None
 
     def file_ref(self, rel: str) -> str:
         """How a command names one of the files: its path locally, its name in the repo on the Hub."""
@@ -113,7 +114,7 @@ def resolve(
     path = Path(source).expanduser()
     if path.is_dir():
         tree = open_directory(path, revision=revision)
-        target = Target(tree, "local-dir", str(path), repo_id_from_cache(path.resolve()))
+        target = Target(tree, SourceKind.local_dir, str(path), repo_id_from_cache(path.resolve()))
         target.gguf_files = _pick_gguf(tree, str(path), file=file, quant=None)
     elif path.exists():
         if revision:
@@ -124,7 +125,7 @@ def resolve(
 
         repo_id, _, quant = source.partition(":")
         tree = open_repo(repo_id, revision=revision, token=token, endpoint=endpoint)
-        target = Target(tree, "hub", repo_id, repo_id, quant=quant or None)
+        target = Target(tree, SourceKind.hub, repo_id, repo_id, quant=quant or None)
         target.gguf_files = _pick_gguf(tree, repo_id, file=file, quant=quant or None)
     else:
         raise SourceError(f"{source}: no such file or directory, and not a Hub repo id (ORG/NAME or ORG/NAME:QUANT)")
@@ -155,7 +156,7 @@ def _resolve_local_file(path: Path, mtp_file: str | None) -> Target:
         # A lone config.json or safetensors file is read as its folder.
         if main.name.endswith((".json", ".safetensors")):
             tree = open_directory(main.parent)
-            return Target(tree, "local-dir", str(main.parent), repo_id_from_cache(main.parent))
+            return Target(tree, SourceKind.local_dir, str(main.parent), repo_id_from_cache(main.parent))
     siblings = [p for p in main.parent.iterdir() if p.is_file()]
     mains = [main.parent / name for name in _complete_split(str(main), [p.name for p in siblings], main.name)]
     if mtp_file:
@@ -168,7 +169,7 @@ def _resolve_local_file(path: Path, mtp_file: str | None) -> Target:
     tree = open_files([*mains, *sidecars])
     return Target(
         tree,
-        "local-file",
+        SourceKind.local_file,
         str(path),
         repo_id_from_cache(main.parent),
         gguf_files=[p.resolve().relative_to(tree.root).as_posix() for p in mains],
@@ -184,12 +185,12 @@ def resolve_each_gguf(
     path = Path(source).expanduser()
     if path.is_dir():
         tree: Tree = open_directory(path, revision=revision)
-        kind, repo_id = "local-dir", repo_id_from_cache(path.resolve())
+        kind, repo_id = SourceKind.local_dir, repo_id_from_cache(path.resolve())
     elif _looks_like_repo(source) and ":" not in source:
         from mtpinspect.sources.hub import open_repo
 
         tree = open_repo(source, revision=revision, token=token, endpoint=endpoint)
-        kind, repo_id = "hub", source
+        kind, repo_id = SourceKind.hub, source
     else:
         raise UsageError(f"{source}: --all takes a Hub repo (ORG/NAME) or a folder of GGUF files")
     mains = [p for p in tree.files if is_main_gguf(p)]

@@ -21,11 +21,12 @@ from mtpinspect.sweep.plan import Configuration, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
 from mtpinspect.sweep.prompts import Prompt, check_unique, load_builtin, load_prompts
-from mtpinspect.sweep.records import OK, RUN_KIND, SERVER_KIND, RunRecord, ServerRecord
+from mtpinspect.sweep.records import RUN_KIND, SERVER_KIND, RunRecord, ServerRecord
 from mtpinspect.sweep.report import Failure, RunCounts, ServerInfo, SweepFiles, SweepReport
 from mtpinspect.sweep.run import RunContext, run_visit
 from mtpinspect.sweep.statistics import break_even, recommend, summarize
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
+from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 JOURNAL_NAME = "runs.jsonl"
 REPORT_NAME = "report.json"
@@ -58,7 +59,7 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
     if not options.resume:
         _set_aside(journal)
     runs_before, _ = _matching(journal, settings)
-    done = {r.key for r in runs_before if r.status == OK}
+    done = {r.key for r in runs_before if r.status == RunStatus.ok}
     plan = build_plan(configs, prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
     binary = find_server(
@@ -105,8 +106,8 @@ def build_report(
     classes = list(dict.fromkeys(p.prompt_class for p in prompts))
     groups = summarize(latest, servers, configs, classes)
     planned = len(configs) * len(prompts) * options.repeat
-    ok = sum(1 for r in latest if r.status == OK)
-    failed = sum(1 for r in latest if r.status != OK)
+    ok = sum(1 for r in latest if r.status == RunStatus.ok)
+    failed = sum(1 for r in latest if r.status != RunStatus.ok)
     out_dir = journal.path.parent
     baseline_server = next((s for s in reversed(servers) if s.n_max is None and s.command), None)
     return SweepReport(
@@ -240,7 +241,7 @@ def _latest(runs: list[RunRecord]) -> list[RunRecord]:
     chosen: dict[tuple[str, str, int], RunRecord] = {}
     for run in runs:
         current = chosen.get(run.key)
-        if current is None or current.status != OK:
+        if current is None or current.status != RunStatus.ok:
             chosen[run.key] = run
     return list(chosen.values())
 
@@ -248,11 +249,11 @@ def _latest(runs: list[RunRecord]) -> list[RunRecord]:
 def _failures(runs: list[RunRecord], servers: list[ServerRecord]) -> list[Failure]:
     counted: dict[tuple[str, str, str], int] = {}
     for server in servers:
-        if server.status != "started":
+        if server.status is not ServerStatus.started:
             key = (server.configuration, "start", server.reason or "unknown")
             counted[key] = counted.get(key, 0) + 1
     for run in runs:
-        if run.status != OK:
+        if run.status != RunStatus.ok:
             key = (run.configuration, run.status, run.error or "unknown")
             counted[key] = counted.get(key, 0) + 1
     return [Failure(config, kind, reason, count) for (config, kind, reason), count in counted.items()]

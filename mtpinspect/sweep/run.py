@@ -24,18 +24,8 @@ from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import PlannedRun, Visit
 from mtpinspect.sweep.progress import RUN_START, SERVER_START, ProgressTracker
-from mtpinspect.sweep.records import (
-    CRASHED,
-    ERROR,
-    FAILED,
-    OK,
-    STARTED,
-    LogFigures,
-    RunRecord,
-    ServerRecord,
-    cross_check,
-    measured_figures,
-)
+from mtpinspect.sweep.records import LogFigures, RunRecord, ServerRecord, cross_check, measured_figures
+from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 # The warm-up only has to page the weights in and build the graphs (drafting ones included).
 WARMUP_TOKENS = 16
@@ -75,7 +65,7 @@ def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
         n_max=config.n_max,
         synthetic=config.synthetic,
         server_id=server_id,
-        status=STARTED,
+        status=ServerStatus.started,
         reason=None,
         path=str(ctx.binary.path),
         version=ctx.binary.version,
@@ -115,7 +105,7 @@ def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
 def _server_failed(
     record: ServerRecord, server: LlamaServer, reason: str, visit: Visit, ctx: RunContext, tracker: ProgressTracker
 ) -> None:
-    record.status, record.reason, record.command = FAILED, reason, server.command
+    record.status, record.reason, record.command = ServerStatus.failed, reason, server.command
     ctx.journal.append(record.to_dict())
     tracker.server_failed(visit, reason)
 
@@ -155,7 +145,7 @@ def _measure_runs(
         result = measure(server, run, ctx, sampler, server_id, cursor)
         ctx.journal.append(result.to_dict())
         tracker.run_finished(run, result.wall_seconds, describe(result))
-        if result.status == CRASHED:
+        if result.status == RunStatus.crashed:
             tracker.runs_abandoned(len(visit.runs) - index - 1)
             return
 
@@ -184,18 +174,18 @@ def measure(
         )
         after = _settled(server, before, completion.predicted_n)
     except ServerDiedError as exc:
-        return _failed(base, CRASHED, str(exc), began, sampler)
+        return _failed(base, RunStatus.crashed, str(exc), began, sampler)
     except ServerError as exc:
         # Whatever the failed request logged must not be read as the next request's line.
         _, cursor.log_offset = server.log_since(cursor.log_offset)
-        return _failed(base, ERROR, str(exc), began, sampler)
+        return _failed(base, RunStatus.error, str(exc), began, sampler)
     cursor.metrics = after
     figures = measured_figures(completion, after.delta(before))
     log, cursor.log_offset = _log_line(server, cursor.log_offset, expect=figures["drafted"] > 0)
     agrees, mismatch = cross_check(figures, log)
     record = RunRecord(
         **base,
-        status=OK,
+        status=RunStatus.ok,
         error=None,
         wall_seconds=completion.wall_seconds,
         finished_at=time.time(),
@@ -211,7 +201,7 @@ def measure(
 
 def describe(record: RunRecord) -> str:
     """One line about a finished run, for progress output."""
-    if record.status != OK:
+    if record.status != RunStatus.ok:
         return f"{record.status}: {record.error}"
     speed = f"{record.decode_tokens_per_second:.1f} tok/s" if record.decode_tokens_per_second else "no timing"
     if record.acceptance is None:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from mtpinspect.formulas import crossing, expected_length, geometric_mean
 from mtpinspect.sweep.plan import BASELINE_ID, Configuration
-from mtpinspect.sweep.records import OK, RunRecord, ServerRecord
+from mtpinspect.sweep.records import RunRecord, ServerRecord
+from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 DETERMINISM_NOTE = (
     "Different outputs at temperature 0 are expected, not a bug: verifying a draft runs the model on "
@@ -140,9 +141,9 @@ def _group(
     runs: list[RunRecord],
     servers: list[ServerRecord],
 ) -> GroupStats:
-    ok = [r for r in runs if r.status == OK]
-    failed = [r for r in runs if r.status != OK]
-    failed_starts = [s for s in servers if s.status != "started"]
+    ok = [r for r in runs if r.status == RunStatus.ok]
+    failed = [r for r in runs if r.status != RunStatus.ok]
+    failed_starts = [s for s in servers if s.status is not ServerStatus.started]
     drafted = sum(r.drafted for r in ok)
     accepted = sum(r.accepted for r in ok)
     drafts = sum(r.drafts for r in ok)
@@ -151,7 +152,7 @@ def _group(
     per_position = [
         sum(r.per_position[i] * r.drafts for r in ok if i < len(r.per_position)) / drafts for i in range(positions)
     ] if drafts else []
-    started = [s for s in servers if s.status == "started"]
+    started = [s for s in servers if s.status is ServerStatus.started]
     gpu = [sum(r.gpu_memory_bytes.values()) for r in ok if r.gpu_memory_bytes]
     checks = [r.log_agrees for r in ok if r.log_agrees is not None]
     return GroupStats(
@@ -202,7 +203,7 @@ def _attach_determinism(groups: list[GroupStats], runs: Sequence[RunRecord]) -> 
             continue
         offsets: list[int | None] = []
         for run in runs:
-            if run.configuration != group.configuration or run.prompt_class != group.prompt_class or run.status != OK:
+            if run.configuration != group.configuration or run.prompt_class != group.prompt_class or run.status != RunStatus.ok:
                 continue
             reference = baseline_texts.get(run.prompt_id)
             if reference:
@@ -215,7 +216,7 @@ def _attach_determinism(groups: list[GroupStats], runs: Sequence[RunRecord]) -> 
 
 def _texts(runs: Sequence[RunRecord], config_id: str) -> dict[str, list[str]]:
     texts: dict[str, list[str]] = {}
-    for run in sorted((r for r in runs if r.configuration == config_id and r.status == OK), key=lambda r: r.repeat):
+    for run in sorted((r for r in runs if r.configuration == config_id and r.status == RunStatus.ok), key=lambda r: r.repeat):
         texts.setdefault(run.prompt_id, []).append(run.text)
     return texts
 
