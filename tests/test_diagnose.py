@@ -16,6 +16,7 @@ from mtpinspect.diagnosis import DiagnosisReport, diagnose
 from mtpinspect.diagnosis.probe import PROBE_CLASSES, ProbeFigure
 from mtpinspect.diagnosis.rank import DEEP_POSITION_FLOOR
 from mtpinspect.errors import MtpinspectError, ServerError, SourceError
+from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.server import LlamaServer
 from mtpinspect.sweep import load_builtin, load_prompts
@@ -57,7 +58,7 @@ def _model(tmp_path: Path, spec: TinyModelSpec) -> Path:
 
 def _diagnose(server: ServerBinary, model: Path, *args: str, **kwargs: object) -> DiagnosisReport:
     report = diagnose(str(model), server=server.path, server_args=(*THREADS, *args), n_predict=N_PREDICT, **kwargs)  # type: ignore[arg-type]
-    jsonschema.validate(report.to_dict(), SCHEMA)
+    jsonschema.validate(to_jsonable(report), SCHEMA)
     return report
 
 
@@ -216,7 +217,7 @@ def test_low_acceptance_for_one_prompt_class(server_binary: ServerBinary, tmp_pa
 
     report = diagnose(str(_model(tmp_path, CLASS_SPEC)), server=server_binary.path, server_args=THREADS,
                       n_predict=N_PREDICT_SHORT, prompts=CLASS_PROMPTS)
-    jsonschema.validate(report.to_dict(), SCHEMA)
+    jsonschema.validate(to_jsonable(report), SCHEMA)
     assert report.probe is not None and sorted(report.probe.prompt_classes) == ["code", "prose"]
     for (prompt_class, n_max), run in expected.items():
         _assert_matches(_measured(report, n_max, prompt_class), run)
@@ -276,7 +277,7 @@ def _log_without_mtp(server_binary: ServerBinary, tmp_path: Path) -> Path:
 def test_llama_server_log_where_mtp_was_not_enabled(server_binary: ServerBinary, tmp_path: Path) -> None:
     log = _log_without_mtp(server_binary, tmp_path)
     report = diagnose(log_files=[log])
-    jsonschema.validate(report.to_dict(), SCHEMA)
+    jsonschema.validate(to_jsonable(report), SCHEMA)
     first = report.causes[0]
     assert first.code == "MTP_NOT_ENABLED"
     assert "--spec-type draft-mtp" in first.fix

@@ -15,6 +15,7 @@ from matplotlib import image as mpimg
 
 from mtpinspect.cli._output import Output
 from mtpinspect.cli.sweep import command, render
+from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.sweep import ProgressEvent, SweepOptions, run_sweep
 from mtpinspect.sweep.journal import Journal
@@ -278,13 +279,13 @@ def test_synthetic_cost_curve(server_binary: ServerBinary, tmp_path: Path, promp
     forced = {g.synthetic: g for g in report.results if g.synthetic is not None}
     assert forced[0.0].acceptance == 0.0 and forced[1.0].acceptance == 1.0
     assert "--spec-synth-rates" in forced[1.0].command
-    assert report.break_even is not None and [c.n_max for c in report.break_even] == [1]
-    points = report.break_even[0].points
+    assert report.synthetic is not None and [c.n_max for c in report.synthetic.break_even] == [1]
+    points = report.synthetic.break_even[0].points
     assert [p.target for p in points] == [0.0, 1.0] and all(p.speedup for p in points)
-    assert report.break_even[0].note
+    assert report.synthetic.break_even[0].note
     # The real head of this model drafts nothing right; the synthetic runs must not count for it.
     assert next(g for g in report.results if g.configuration == "n-max-1").acceptance == 0.0
-    _validate(report.to_dict(), SCHEMA)
+    _validate(to_jsonable(report), SCHEMA)
 
 
 def test_cli_without_model_runs_the_tiny_demo(

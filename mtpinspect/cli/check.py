@@ -34,7 +34,8 @@ def render(report: CheckReport, out: Output) -> None:
     rev = f" @ {report.revision}" if report.revision else ""
     out.text(f"source: {report.source}{rev} ({report.source_kind}); read {_size(report.bytes_read)} of "
              f"{_size(report.bytes_total)} in {report.requests} request(s)")
-    share = f" ({report.mtp_share:.2%} of the download)" if report.mtp_share is not None else ""
+    size = report.mtp_size
+    share = f" ({size.share_of_download:.2%} of the download)" if size.share_of_download is not None else ""
     declared = f"{report.mtp_layers_declared} by {report.declared_by}" if report.declared_by else "no key"
     out.table(
         [
@@ -43,7 +44,7 @@ def render(report: CheckReport, out: Output) -> None:
             {"item": "layout", "value": report.layout},
             {"item": "architecture", "value": report.architecture.get("gguf_architecture") or report.architecture.get("model_type")},
             {"item": "quantization", "value": _quant_text(report)},
-            {"item": "MTP size", "value": f"{_size(report.mtp_bytes)}, {report.mtp_parameters or 0:,} parameters{share}"},
+            {"item": "MTP size", "value": f"{_size(size.bytes)}, {size.parameters or 0:,} parameters{share}"},
         ],
         ["item", "value"],
         title="Summary",
@@ -69,7 +70,7 @@ def render(report: CheckReport, out: Output) -> None:
             out.text(f"# {name}\n{cmd}")
     for note in report.notes:
         out.text(f"note: {note}")
-    out.document(report.to_dict())
+    out.document(report)
 
 
 def render_all(reports: list[CheckReport], out: Output) -> None:
@@ -91,7 +92,7 @@ def render_all(reports: list[CheckReport], out: Output) -> None:
     if best:
         out.heading("Command")
         out.text(best[0].runtimes["llama.cpp"].command or "")
-    out.document([r.to_dict() for r in reports])
+    out.document(reports)
 
 
 def _finding_codes() -> list[dict[str, str]]:

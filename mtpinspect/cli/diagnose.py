@@ -17,7 +17,7 @@ def _pct(value: float | None) -> str | None:
 
 
 def render(report: DiagnosisReport, out: Output) -> None:
-    out.document(report.to_dict())
+    out.document(report)
     out.text(report.verdict)
     out.table(
         [
@@ -50,7 +50,7 @@ def render(report: DiagnosisReport, out: Output) -> None:
                 for f in probe.figures
             ],
             ["configuration", "class", "acceptance", "mean length", "tok/s", "speedup", "error"],
-            title=f"Probe: llama-server {probe.server_version}, n_predict {probe.n_predict}, one round",
+            title=f"Probe: llama-server {probe.server.version}, n_predict {probe.n_predict}, one round",
         )
         if probe.as_given is not None:
             given = probe.as_given

@@ -176,7 +176,7 @@ def command(
 
 def render(report: SweepReport, out: Output) -> None:
     """Show a report in the sink's format (json: the document; csv: the summary rows)."""
-    out.document(report.to_dict())
+    out.document(report)
     if out.format is OutputFormat.csv:
         out.table(_csv_rows(report.results), primary=True)
         return
@@ -198,7 +198,7 @@ def render(report: SweepReport, out: Output) -> None:
                  "deeper draft token were accepted as often; a measured mean length below it means acceptance "
                  "decays with the draft position.")
     _render_determinism(report, real, out)
-    if report.break_even is not None:
+    if report.synthetic is not None:
         _render_synthetic(report, out)
     if report.failures:
         out.table([to_jsonable(f) for f in report.failures], ["configuration", "kind", "count", "reason"], title="Failures")
@@ -302,7 +302,7 @@ def _render_determinism(report: SweepReport, groups: Sequence[GroupStats], out: 
 
 
 def _render_synthetic(report: SweepReport, out: Output) -> None:
-    assert report.break_even is not None
+    assert report.synthetic is not None
     rows = [
         {
             "n-max": curve.n_max,
@@ -310,9 +310,9 @@ def _render_synthetic(report: SweepReport, out: Output) -> None:
             "acceptance": point.acceptance,
             "speedup": None if point.speedup is None else f"{point.speedup:.2f}x",
         }
-        for curve in report.break_even
+        for curve in report.synthetic.break_even
         for point in curve.points
     ]
     out.table(rows, title="Synthetic cost curve (--spec-synth-rates: acceptance forced, drafting work real)")
-    for curve in report.break_even:
+    for curve in report.synthetic.break_even:
         out.text(f"n-max {curve.n_max}: {curve.note}")

@@ -13,7 +13,7 @@ Every cause belongs to one mechanism, and the mechanism says how badly it hurts 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 from mtpinspect.vocabulary import EvidenceSource, Mechanism
 
@@ -60,6 +60,10 @@ def confidence_word(confidence: float) -> str:
 class Cause:
     """One explanation, with what it rests on and what to change."""
 
+    json_properties: ClassVar[dict[str, str]] = {
+        "confidence_word": "confidence_word", "mechanism": "mechanism", "score": "score",
+    }
+
     code: str  # a key of CAUSES
     confidence: float  # 0..1
     message: str
@@ -82,16 +86,3 @@ class Cause:
     @property
     def score(self) -> float:
         return MECHANISM_WEIGHT[self.mechanism] * self.confidence
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "confidence": round(self.confidence, 3),
-            "confidence_word": self.confidence_word,
-            "mechanism": self.mechanism,
-            "score": round(self.score, 3),
-            "message": self.message,
-            "evidence": list(self.evidence),
-            "fix": self.fix,
-            "sources": list(self.sources),
-        }

@@ -19,12 +19,14 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from mtpinspect.diagnosis.logs import LogEvidence, read_log
 from mtpinspect.errors import MtpinspectError, ServerError
 from mtpinspect.formulas import acceptance_for_length, geometric_mean
+from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.flags import DRAFT_MODEL, MODEL, SPEC_FLAGS, ServerArgs
 from mtpinspect.runtime.server import LlamaServer, ServerProcessError
@@ -85,23 +87,42 @@ class CostEstimate:
 class AsGivenRun:
     """The user's own server arguments, run once."""
 
+    json_properties: ClassVar[dict[str, str]] = {"drafted": "drafted", "accepted": "accepted", "acceptance": "acceptance"}
+
     command: list[str]
     started: bool
     failure: str | None
-    log: LogEvidence | None
+    log: LogEvidence | None = json_field(omit=True)
+
+    @property
+    def drafted(self) -> int | None:
+        return self.log.drafted if self.log else None
+
+    @property
+    def accepted(self) -> int | None:
+        return self.log.accepted if self.log else None
+
+    @property
+    def acceptance(self) -> float | None:
+        return self.log.acceptance if self.log else None
+
+
+@dataclass(frozen=True)
+class ProbeServer:
+    path: str
+    version: str
 
 
 @dataclass
 class ProbeResult:
-    server_path: str
-    server_version: str
+    server: ProbeServer
     n_predict: int
     prompt_classes: list[str]
-    figures: list[ProbeFigure]
+    figures: list[ProbeFigure] = json_field(name="results")
     failures: list[str]  # "configuration: reason"
     as_given: AsGivenRun | None
-    mtp_logs: list[LogEvidence] = field(default_factory=list)  # the sweep's MTP servers' logs
-    costs: list[CostEstimate] = field(default_factory=list)
+    mtp_logs: list[LogEvidence] = json_field(omit=True, default_factory=list)  # the sweep's MTP servers' logs
+    costs: list[CostEstimate] = json_field(name="cost_estimates", default_factory=list)
     out_dir: str | None = None
 
     def mtp_figures(self) -> list[ProbeFigure]:
@@ -144,8 +165,7 @@ def run_probe(
         _require_baseline(model, report)
         figures = [_figure(g) for g in report.results if g.synthetic is None]
         return ProbeResult(
-            server_path=str(binary.path),
-            server_version=binary.version,
+            server=ProbeServer(str(binary.path), binary.version),
             n_predict=n_predict,
             prompt_classes=list(report.prompt_classes),
             figures=figures,

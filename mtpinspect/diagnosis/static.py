@@ -10,12 +10,14 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.errors import MtpinspectError
 from mtpinspect.formats.gguf import GGUFHeader, read_gguf_header
 from mtpinspect.inspection.report import CheckReport, Finding
 from mtpinspect.inspection.support import llama_server_command
+from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.flags import DRAFT_MODEL, SPEC_FLAGS, SPEC_TYPE, SPEC_TYPES, ServerArgs
 from mtpinspect.sources.reader import LocalFileReader
 from mtpinspect.vocabulary import EvidenceSource, Layout, Severity, SourceKind
@@ -48,13 +50,33 @@ _FINDING_CAUSES: dict[str, tuple[str, float, str]] = {
 
 @dataclass
 class StaticEvidence:
-    """What was read without running anything."""
+    """What was read without running anything; in JSON, check's verdict and findings and the zero tensors."""
 
-    report: CheckReport | None
-    local_model: Path | None  # a local GGUF the probe can run
-    sidecar: Path | None  # the mtp- file: given with --mtp-file or found beside the model
-    sidecar_given: bool
+    json_properties: ClassVar[dict[str, str]] = {
+        "verdict": "verdict", "layout": "layout", "usable": "usable", "findings": "findings",
+    }
+
+    report: CheckReport = json_field(omit=True)
+    local_model: Path | None = json_field(omit=True)  # a local GGUF the probe can run
+    sidecar: Path | None = json_field(omit=True)  # the mtp- file: given with --mtp-file or found beside the model
+    sidecar_given: bool = json_field(omit=True)
     zero_tensors: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        return self.report.verdict
+
+    @property
+    def layout(self) -> Layout:
+        return self.report.layout
+
+    @property
+    def usable(self) -> bool:
+        return self.report.usable
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.report.findings
 
     def has(self, code: str) -> bool:
         return self.report is not None and code in self.report.codes()

@@ -1,17 +1,15 @@
 """The result of `check`: a verdict, findings with evidence, per-runtime status and commands.
 
-`CheckReport.to_dict()` is the documented JSON schema (mtpinspect/schemas/check.schema.json); the
-finding codes are a fixed catalogue (FINDINGS) so scripts can match on them.
+A CheckReport is check's JSON document as it stands (mtpinspect/schemas/check.schema.json, through
+mtpinspect.jsonable); the finding codes are a fixed catalogue (FINDINGS) so scripts can match on them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from mtpinspect.vocabulary import Layout, MtpExcluded, RuntimeStatus, Severity, SourceKind
-
-SCHEMA_ID = "mtpinspect.check/1"
 
 # code -> (what it means, default severity). README and `check --codes` print this table.
 FINDINGS: dict[str, tuple[str, Severity]] = {
@@ -41,18 +39,12 @@ class Finding:
     message: str
     evidence: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "message": self.message, "evidence": list(self.evidence)}
-
 
 @dataclass(frozen=True)
 class RuntimeVerdict:
     status: RuntimeStatus
     reason: str
     command: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "reason": self.reason, "command": self.command}
 
 
 @dataclass(frozen=True)
@@ -63,24 +55,22 @@ class QuantizationSummary:
     exclusion_key: str | None
     excluded_count: int
     mtp_excluded: MtpExcluded
-    kept: tuple[str, ...] = ()
-    quantized: tuple[str, ...] = ()
+    mtp_modules_kept: tuple[str, ...] = ()
+    mtp_modules_quantized: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "algo": self.algo,
-            "source": self.source,
-            "exclusion_key": self.exclusion_key,
-            "excluded_count": self.excluded_count,
-            "mtp_excluded": self.mtp_excluded,
-            "mtp_modules_kept": list(self.kept),
-            "mtp_modules_quantized": list(self.quantized),
-        }
+
+@dataclass(frozen=True)
+class MtpSize:
+    parameters: int | None
+    bytes: int | None
+    # MTP bytes / download bytes; None when unknown (stand-in files cut short cannot give a share).
+    share_of_download: float | None
 
 
 @dataclass
 class CheckReport:
+    json_schema: ClassVar[str] = "check"
+
     source: str
     source_kind: SourceKind
     revision: str | None
@@ -94,49 +84,17 @@ class CheckReport:
     quantization: QuantizationSummary
     runtimes: dict[str, RuntimeVerdict]
     findings: list[Finding]
-    mtp_parameters: int | None
-    mtp_bytes: int | None
+    mtp_size: MtpSize
+    mtp_types: dict[str, int]  # dtype or ggml type -> MTP tensors of that type
     files: dict[str, list[str]]
     bytes_read: int
     bytes_total: int
     requests: int
-    mtp_types: dict[str, int] = field(default_factory=dict)  # dtype or ggml type -> MTP tensors of that type
     notes: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
         return 0 if self.usable else 1
 
-    @property
-    def mtp_share(self) -> float | None:
-        if self.mtp_bytes is None or not self.bytes_total or self.mtp_bytes > self.bytes_total:
-            return None  # stand-in files cut short cannot give a share
-        return self.mtp_bytes / self.bytes_total
-
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_ID,
-            "source": self.source,
-            "source_kind": self.source_kind,
-            "revision": self.revision,
-            "usable": self.usable,
-            "verdict": self.verdict,
-            "mtp_layers": self.mtp_layers,
-            "mtp_layers_declared": self.mtp_layers_declared,
-            "declared_by": self.declared_by,
-            "layout": self.layout,
-            "architecture": self.architecture,
-            "quantization": self.quantization.to_dict(),
-            "runtimes": {name: rv.to_dict() for name, rv in self.runtimes.items()},
-            "findings": [f.to_dict() for f in self.findings],
-            "mtp_size": {"parameters": self.mtp_parameters, "bytes": self.mtp_bytes, "share_of_download": self.mtp_share},
-            "mtp_types": self.mtp_types,
-            "files": self.files,
-            "bytes_read": self.bytes_read,
-            "bytes_total": self.bytes_total,
-            "requests": self.requests,
-            "notes": self.notes,
-        }

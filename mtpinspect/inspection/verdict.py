@@ -13,7 +13,7 @@ from mtpinspect.inspection.checkpoint_rules import apply_checkpoint_rules
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.gguf_rules import apply_gguf_rules
 from mtpinspect.inspection.quant_audit import QuantAudit
-from mtpinspect.inspection.report import CheckReport, QuantizationSummary
+from mtpinspect.inspection.report import CheckReport, MtpSize, QuantizationSummary
 from mtpinspect.inspection.support import FAMILIES
 from mtpinspect.vocabulary import RuntimeStatus
 
@@ -76,15 +76,20 @@ def assemble_report(ev: Evidence) -> CheckReport:
         quantization=audit_summary,
         runtimes=b.runtimes,
         findings=b.findings,
-        mtp_parameters=b.mtp_params,
-        mtp_bytes=b.mtp_bytes,
+        mtp_size=MtpSize(b.mtp_params, b.mtp_bytes, _share(b.mtp_bytes, total)),
+        mtp_types=b.mtp_types,
         files=files,
         bytes_read=meter.bytes_read,
         bytes_total=total,
         requests=meter.requests,
-        mtp_types=b.mtp_types,
         notes=[n for n in b.notes if n],
     )
+
+
+def _share(mtp_bytes: int | None, total: int) -> float | None:
+    if mtp_bytes is None or not total or mtp_bytes > total:
+        return None  # stand-in files cut short cannot give a share
+    return mtp_bytes / total
 
 
 def _quant_summary(ev: Evidence, audit: QuantAudit | None) -> QuantizationSummary:
@@ -96,8 +101,8 @@ def _quant_summary(ev: Evidence, audit: QuantAudit | None) -> QuantizationSummar
         exclusion_key=q.exclusion_key if q else None,
         excluded_count=len(q.exclusions) if q else 0,
         mtp_excluded=audit.mtp_excluded if audit else None,
-        kept=tuple(audit.kept()) if audit else (),
-        quantized=tuple(audit.quantized()) if audit else (),
+        mtp_modules_kept=tuple(audit.kept()) if audit else (),
+        mtp_modules_quantized=tuple(audit.quantized()) if audit else (),
     )
 
 

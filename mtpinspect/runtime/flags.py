@@ -7,7 +7,7 @@ argument list (the sweep's pass-through arguments, the run a diagnosis explains,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mtpinspect.errors import UsageError
@@ -62,18 +62,17 @@ SPEC_TYPES = frozenset({
 MTP_SPEC_TYPE = "draft-mtp"
 
 
-@dataclass(frozen=True)
-class ServerArgs:
-    """A llama-server argument list, read and edited by flag (every spelling, `--flag value` or `--flag=value`)."""
-
-    args: tuple[str, ...] = ()
+class ServerArgs(tuple[str, ...]):
+    """A llama-server argument list (a tuple of str), read and edited by flag: every spelling,
+    `--flag value` or `--flag=value`."""
 
     @classmethod
     def of(cls, args: Iterable[str]) -> ServerArgs:
-        return cls(tuple(args))
+        return cls(args)
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.args)
+    @property
+    def args(self) -> tuple[str, ...]:
+        return tuple(self)
 
     def has(self, *flags: Flag) -> bool:
         return any(flag.matches(arg) for arg in self.args for flag in flags)
@@ -123,10 +122,10 @@ class ServerArgs:
                 skip = flag.takes_value and "=" not in arg
                 continue
             kept.append(arg)
-        return ServerArgs(tuple(kept))
+        return ServerArgs(kept)
 
     def added(self, *args: str) -> ServerArgs:
-        return ServerArgs(self.args + tuple(args))
+        return ServerArgs((*self, *args))
 
     # -- the settings a diagnosis reads --------------------------------------------------------------
 

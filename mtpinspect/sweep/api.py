@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mtpinspect.errors import SourceError, UsageError
+from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, ServerArgs
 from mtpinspect.sweep.journal import Journal
@@ -22,9 +23,9 @@ from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
 from mtpinspect.sweep.prompts import Prompt, check_unique, load_builtin, load_prompts
 from mtpinspect.sweep.records import RUN_KIND, SERVER_KIND, RunRecord, ServerRecord
-from mtpinspect.sweep.report import Failure, RunCounts, ServerInfo, SweepFiles, SweepReport
+from mtpinspect.sweep.report import Failure, RunCounts, ServerInfo, SweepFiles, SweepReport, Synthetic
 from mtpinspect.sweep.run import RunContext, run_visit
-from mtpinspect.sweep.statistics import break_even, recommend, summarize
+from mtpinspect.sweep.statistics import DETERMINISM_NOTE, break_even, recommend, summarize
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
@@ -128,9 +129,10 @@ def build_report(
             backend=binary.backend,
             command=baseline_server.command if baseline_server else [],
         ),
+        prompt_classes=classes,
         results=groups,
         recommendation=recommend(groups, classes),
-        break_even=break_even(groups) if options.synthetic else None,
+        synthetic=Synthetic(break_even(groups)) if options.synthetic else None,
         failures=_failures(latest, servers),
         runs=RunCounts(
             planned=planned,
@@ -149,7 +151,7 @@ def build_report(
             logs=str(out_dir / "logs"),
             server_logs=_server_logs(servers),
         ),
-        prompt_classes=classes,
+        determinism_note=DETERMINISM_NOTE,
     )
 
 
@@ -260,4 +262,4 @@ def _failures(runs: list[RunRecord], servers: list[ServerRecord]) -> list[Failur
 
 
 def _json(report: SweepReport) -> str:
-    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(to_jsonable(report), indent=2, ensure_ascii=False) + "\n"

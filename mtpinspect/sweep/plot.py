@@ -20,7 +20,7 @@ from mtpinspect.sweep.statistics import GroupStats
 def write_plot(report: SweepReport, path: Path) -> Path:
     """Draw the report into a PNG file and return its path."""
     real = [g for g in report.results if g.synthetic is None]
-    panels = 4 if report.break_even else 3
+    panels = 4 if report.synthetic and report.synthetic.break_even else 3
     # A bare Figure renders with Agg and leaves pyplot's global backend alone (no display needed).
     fig = Figure(figsize=(5 * panels, 4.2))
     axes = fig.subplots(1, panels)
@@ -49,7 +49,7 @@ def write_plot(report: SweepReport, path: Path) -> Path:
     for ax in axes[:3]:
         if ax.get_legend_handles_labels()[0]:  # a sweep where every MTP server failed has no lines
             ax.legend(fontsize="small")
-    if report.break_even:
+    if report.synthetic and report.synthetic.break_even:
         _cost_curve(axes[3], report)
     fig.suptitle(f"mtpinspect sweep: {Path(report.model).name} (llama-server {report.server.version})", fontsize="medium")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,8 +92,8 @@ def _speed(ax: Axes, groups: list[GroupStats], baseline: GroupStats | None, colo
 
 
 def _cost_curve(ax: Axes, report: SweepReport) -> None:
-    assert report.break_even is not None
-    for curve in report.break_even:
+    assert report.synthetic is not None
+    for curve in report.synthetic.break_even:
         points = sorted(
             (p.acceptance, p.speedup) for p in curve.points if p.acceptance is not None and p.speedup is not None
         )

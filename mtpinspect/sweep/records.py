@@ -78,9 +78,6 @@ class ServerRecord:
     started_at: float
     kind: str = SERVER_KIND
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerRecord:
         values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
@@ -136,9 +133,6 @@ class RunRecord:
         if self.prompt_ms is None or self.predicted_ms is None:
             return None
         return (self.prompt_ms + self.predicted_ms) / 1000.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:

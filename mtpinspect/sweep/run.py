@@ -95,7 +95,7 @@ def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
             except ServerError as exc:
                 _server_failed(record, server, f"warm-up request failed: {exc}", visit, ctx, tracker)
                 return
-            ctx.journal.append(record.to_dict())
+            ctx.journal.append(record)
             tracker.server_started(record.startup_seconds)
             _measure_runs(server, visit, ctx, tracker, sampler, server_id, cursor)
     finally:
@@ -106,7 +106,7 @@ def _server_failed(
     record: ServerRecord, server: LlamaServer, reason: str, visit: Visit, ctx: RunContext, tracker: ProgressTracker
 ) -> None:
     record.status, record.reason, record.command = ServerStatus.failed, reason, server.command
-    ctx.journal.append(record.to_dict())
+    ctx.journal.append(record)
     tracker.server_failed(visit, reason)
 
 
@@ -143,7 +143,7 @@ def _measure_runs(
     for index, run in enumerate(visit.runs):
         tracker.emit(RUN_START, "measuring", run=run)
         result = measure(server, run, ctx, sampler, server_id, cursor)
-        ctx.journal.append(result.to_dict())
+        ctx.journal.append(result)
         tracker.run_finished(run, result.wall_seconds, describe(result))
         if result.status == RunStatus.crashed:
             tracker.runs_abandoned(len(visit.runs) - index - 1)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mtpinspect.formulas import crossing, expected_length, geometric_mean
+from mtpinspect.jsonable import json_field
 from mtpinspect.sweep.plan import BASELINE_ID, Configuration
 from mtpinspect.sweep.records import RunRecord, ServerRecord
 from mtpinspect.vocabulary import RunStatus, ServerStatus
@@ -50,7 +51,8 @@ class GroupStats:
     runs: int
     failed: int
     error: str | None
-    tokens_per_second: Spread | None
+    # A configuration that measured nothing keeps the keys in JSON, with nulls.
+    tokens_per_second: Spread | None = json_field(when_none={"median": None, "min": None, "max": None})
     prompt_tokens_per_second: Spread | None
     speedup: float | None
     within_noise: bool | None
