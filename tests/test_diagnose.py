@@ -19,8 +19,7 @@ from mtpinspect.errors import MtpinspectError, ServerError, SourceError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.server import LlamaServer
-from mtpinspect.sweep import load_builtin, load_prompts
-from mtpinspect.sweep.prompts import Prompt
+from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts
 from mtpinspect.tiny_model import (
     DraftRun,
     TinyModelSpec,

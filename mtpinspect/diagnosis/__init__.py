@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from mtpinspect.diagnosis.causes import CAUSES, Cause, CauseKind
+from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.diagnosis.logs import LogEvidence, read_log
 from mtpinspect.diagnosis.probe import PROBE_N_PREDICT, ProbeResult, run_probe
 from mtpinspect.diagnosis.rank import gather_causes
@@ -104,4 +104,4 @@ def _skip_reason(model: str | None, static: StaticEvidence | None, probe: bool) 
     return None
 
 
-__all__ = ["CAUSES", "Cause", "CauseKind", "DiagnosisReport", "LogEvidence", "ProbeResult", "diagnose"]
+__all__ = ["DiagnosisReport", "diagnose"]

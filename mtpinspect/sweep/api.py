@@ -26,7 +26,6 @@ from mtpinspect.sweep.records import RUN_KIND, SERVER_KIND, RunRecord, ServerRec
 from mtpinspect.sweep.report import Failure, RunCounts, ServerInfo, SweepFiles, SweepReport, Synthetic
 from mtpinspect.sweep.run import RunContext, run_visit
 from mtpinspect.sweep.statistics import DETERMINISM_NOTE, break_even, recommend, summarize
-from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 JOURNAL_NAME = "runs.jsonl"
@@ -182,6 +181,8 @@ def _server_logs(servers: list[ServerRecord]) -> dict[str, list[str]]:
 
 def _model(model: Path | None, out_dir: Path) -> tuple[Path, bool]:
     if model is None:
+        from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model  # numpy and gguf's writer: only here
+
         path = out_dir / TINY_MODEL_NAME
         write_tiny_model(path, TinyModelSpec(acceptance=TINY_ACCEPTANCE))
         return path.resolve(), True

@@ -8,17 +8,21 @@ speedup against forced acceptance, one line per n-max, with the break-even marke
 from __future__ import annotations
 
 from pathlib import Path
-
-import matplotlib
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.statistics import GroupStats
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
 
 def write_plot(report: SweepReport, path: Path) -> Path:
     """Draw the report into a PNG file and return its path."""
+    # matplotlib costs half a second to import: only a sweep that writes its plot pays it.
+    import matplotlib
+    from matplotlib.figure import Figure
+
     real = [g for g in report.results if g.synthetic is None]
     panels = 4 if report.synthetic and report.synthetic.break_even else 3
     # A bare Figure renders with Agg and leaves pyplot's global backend alone (no display needed).
