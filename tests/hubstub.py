@@ -2,7 +2,7 @@
 
 The Hub cannot be reached where this project is built and tested, so every remote-path test talks to
 this threaded stdlib HTTP server on 127.0.0.1. It implements what huggingface_hub 2.4.0 asks of the
-Hub (see ../shared/reference/hub-fixture.md): model_info (with and without a revision, `blobs`),
+Hub: model_info (with and without a revision, `blobs`),
 the tree and paths-info APIs, and `resolve` with HEAD and byte ranges, with the error headers that
 huggingface_hub turns into its exception classes. It counts every body byte it sends, per repo and
 file, which is how a test proves that no weight file was downloaded.

@@ -213,7 +213,7 @@ def test_head_drafts_follow_the_weights_as_written() -> None:
 
 
 def test_simulation_reproduces_the_reference_run() -> None:
-    # llama-cpp-mtp.md: 64 greedy tokens at n-max 3 gave 47/47, 16 drafts, per position 16/16/15.
+    # Measured with the pinned llama-server: 64 greedy tokens at n-max 3 gave 47/47, 16 drafts, per position 16/16/15.
     run = simulate(head_drafts(TinyModelSpec()).tokens, 5, 3, 64)
     assert (run.accepted, run.drafted, run.steps, run.per_position) == (47, 47, 16, (16, 16, 15))
     assert run.mean_length == pytest.approx(3.9375)

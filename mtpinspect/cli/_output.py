@@ -154,8 +154,9 @@ class Output:
         title: str | None = None,
         headers: tuple[str, str, str] = ("label", "text", "details"),
     ) -> None:
-        """Labelled paragraphs with detail lines (a finding and its evidence): wrapped for people,
-        one row each elsewhere (md and csv join the details; json ignores them like every table)."""
+        """Labelled paragraphs with detail lines (a finding and its evidence): wrapped for people, one
+        table row each in Markdown (details joined). Like every table not marked primary, nothing in
+        csv or json: a command that wants them in CSV passes them to :meth:`table` with ``primary``."""
         if self.format is not OutputFormat.table:
             rows = [dict(zip(headers, (label, text, "\n".join(details)))) for label, text, details in items]
             self.table(rows, list(headers), title=title)

@@ -46,7 +46,8 @@ _LLAMA_FAILED = re.compile(
 )
 
 
-# Lines that say why MTP failed, whatever runtime printed them (reference llama-cpp-mtp.md sections 3, 4).
+# Lines that say why MTP failed, whatever runtime printed them (llama.cpp's common/arg.cpp and
+# common/speculative.cpp, vLLM's MTP weight loader).
 MTP_FAILURE_MARKERS = re.compile(
     r"unknown speculative type|doesn't contain MTP layers|failed to create MTP context|MTP input row width|"
     r"failed to add token|MTP block missing nextn|missing tensor '[^']*nextn|weights missing from checkpoint|"
