@@ -12,6 +12,7 @@ from mtpinspect.diagnosis.logs import read_log
 from mtpinspect.diagnosis.rank import rank
 from mtpinspect.errors import FormatError, UsageError
 from mtpinspect.runtime.flags import SPEC_FLAGS, ServerArgs
+from mtpinspect.vocabulary import Mechanism
 
 FIXTURES = Path(__file__).resolve().parent / "diagnose_fixtures"
 
@@ -101,4 +102,4 @@ def test_ranking_rule() -> None:
     # 0.9 x (1 - 0.4 x 0.5) = 0.72 > 0.5 x 0.95 = 0.475 > 0.6 x 0.5 = 0.3
     assert [c.code for c in ranked] == ["HEAD_DISAGREES", "SLOWER_THAN_BASELINE", "HIGH_TEMPERATURE"]
     assert ranked[0].confidence == pytest.approx(0.8) and ranked[0].sources == ("log", "probe")
-    assert set(MECHANISM_WEIGHT) == {kind.mechanism for kind in CAUSES.values()}
+    assert set(MECHANISM_WEIGHT) == set(Mechanism) == {kind.mechanism for kind in CAUSES.values()}

@@ -15,7 +15,7 @@ from mtpinspect.sweep.plan import BASELINE_ID, Configuration, build_plan, config
 from mtpinspect.sweep.progress import RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
 from mtpinspect.sweep.prompts import Prompt, builtin_classes, load_builtin, load_prompts
 from mtpinspect.sweep.records import LogFigures, RunRecord, cross_check
-from mtpinspect.sweep.statistics import expected_length, first_divergence, recommend, summarize
+from mtpinspect.sweep.statistics import first_divergence, recommend, summarize
 from mtpinspect.vocabulary import RunStatus
 
 PROMPTS = [Prompt("a", "code", "def f():"), Prompt("b", "prose", "Once upon a time")]
@@ -125,10 +125,7 @@ def test_journal_survives_a_line_cut_short(tmp_path: Path) -> None:
     assert contents.damaged_lines == 1
 
 
-def test_expected_length_and_divergence() -> None:
-    assert expected_length(1.0, 3) == 4.0
-    assert expected_length(0.0, 4) == 1.0
-    assert expected_length(0.5, 2) == pytest.approx(1.75)
+def test_first_divergence() -> None:
     assert first_divergence("abcdef", "abcdef") is None
     assert first_divergence("abcdef", "abXdef") == 2
     assert first_divergence("abc", "abcdef") == 3

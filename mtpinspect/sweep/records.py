@@ -127,13 +127,6 @@ class RunRecord:
     def key(self) -> tuple[str, str, int]:
         return (self.configuration, self.prompt_id, self.repeat)
 
-    @property
-    def server_time_seconds(self) -> float | None:
-        """The request time the server accounts for itself (prompt + generation)."""
-        if self.prompt_ms is None or self.predicted_ms is None:
-            return None
-        return (self.prompt_ms + self.predicted_ms) / 1000.0
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
         values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
