@@ -12,7 +12,11 @@ stand-ins are cheap. Their git/LFS ids are real content hashes up to `HASH_LIMIT
 they are deterministic stand-ins derived from the size and the first and last MiB (hashing the
 zeros of a sparse 20 GiB file would take minutes and no client checks them).
 
-It never answers 5xx: huggingface_hub retries those for seconds, which would make failures slow.
+It never answers 5xx unless told to: huggingface_hub retries those for seconds, which would make
+failures slow. Told to, it misbehaves as real servers and proxies do (`Fault`, `add_fault`): it stalls
+before or after the headers, trickles a byte at a time, answers 502/503/429 (with Retry-After) a few
+times, ignores Range, sends a wrong Content-Range, or replaces an answer (an HTML page, bad JSON, a
+gzip bomb).
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ import json
 import os
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Literal
 from urllib.parse import parse_qs, unquote, urlsplit
 
 HASH_LIMIT = 10 * 1024 * 1024
@@ -34,6 +39,7 @@ CHUNK = 1024 * 1024
 COMMIT_DATE = "2026-09-01T00:00:00.000Z"
 
 FileSource = Path | bytes
+FaultMode = Literal["stall", "stall-body", "trickle", "ignore-range", "content-range", "replace"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,33 @@ class RequestRecord:
     nbytes: int
     repo_id: str | None
     url: str
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One way to misbehave, on the requests it matches.
+
+    `where` is "listing" (model_info, with or without a revision) or a file of the repo (its `resolve`
+    URL, GET and HEAD). `times` matching requests misbehave (None: every one); then the stub answers
+    normally again, which is how "502, then 200" is made.
+    - stall: read the request and answer nothing (for `seconds`, or until the stub stops);
+    - stall-body: send the real answer's status line and headers, then nothing;
+    - trickle: send the real answer one body byte every `seconds`;
+    - ignore-range: answer a Range request with 200 and the whole file, as if Range were unknown;
+    - content-range: a 206 with other bytes than asked for, `shift` bytes further into the file, and a
+      Content-Range that says so (a broken cache or proxy);
+    - replace: answer `status` with `headers` and `body` instead (a 502 page, a 429 with Retry-After,
+      an HTML login page, JSON of the wrong shape, a gzip bomb with Content-Encoding: gzip).
+    """
+
+    mode: FaultMode
+    where: str = "listing"
+    times: int | None = None
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    seconds: float = 3600.0
+    shift: int = 0
 
 
 @dataclass(frozen=True)
@@ -132,6 +165,7 @@ class _Reply:
     body: bytes = b""
     blob: _Blob | None = None
     span: tuple[int, int] = (0, 0)  # byte range of `blob` to send
+    pace: Fault | None = None  # a stall or trickle fault: how the answer is (not) sent
 
 
 def _git_oid(data: bytes) -> str:
@@ -230,26 +264,39 @@ class _Handler(BaseHTTPRequestHandler):
         stub._begin()
         try:
             repo_id, file_path, reply = stub._route(self.command, self.path, self.headers, body)
+            reply = stub._misbehave(repo_id, file_path if file_path is not None else _listing(self.command, self.path), reply)
         except Exception as exc:  # a stub bug must fail fast, never as a retried 5xx
             repo_id, file_path = None, None
             reply = _error(400, "StubError", f"hub stub error: {type(exc).__name__}: {exc}")
+        record = RequestRecord(self.command, file_path, self.headers.get("Range"), reply.status, 0, repo_id, self.path)
+        if reply.pace is not None:
+            # Recorded as it starts, with no bytes: a stalled answer may never end.
+            stub._record(record)
+            self._send(reply)
+            return
         sent = 0
         try:
             sent = self._send(reply)
         finally:
-            stub._record(
-                RequestRecord(self.command, file_path, self.headers.get("Range"), reply.status, sent, repo_id, self.path)
-            )
+            stub._record(replace(record, nbytes=sent))
 
     def _send(self, reply: _Reply) -> int:
+        if reply.pace is not None and reply.pace.mode == "stall":
+            return self._hold(reply.pace)
         self.send_response(reply.status)
         length = reply.span[1] - reply.span[0] if reply.blob else len(reply.body)
         for name, value in reply.headers.items():
             self.send_header(name, value)
-        self.send_header("Content-Length", str(length))
+        if "Content-Length" not in reply.headers:
+            self.send_header("Content-Length", str(length))
         self.end_headers()
         if self.command == "HEAD":
             return 0
+        if reply.pace is not None and reply.pace.mode == "stall-body":
+            self.wfile.flush()
+            return self._hold(reply.pace)
+        if reply.pace is not None:
+            return self._trickle(reply)
         if reply.blob is None:
             self.wfile.write(reply.body)
             return len(reply.body)
@@ -261,6 +308,36 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         return sent
+
+
+    def _hold(self, fault: Fault) -> int:
+        """Keep the connection open and silent until the fault's time is up or the stub stops."""
+        self.server.stub._stopping.wait(fault.seconds)
+        self.close_connection = True
+        return 0
+
+    def _trickle(self, reply: _Reply) -> int:
+        body = b"".join(reply.blob.chunks(*reply.span)) if reply.blob else reply.body
+        sent = 0
+        try:
+            for i in range(len(body)):
+                if self.server.stub._stopping.wait(reply.pace.seconds if reply.pace else 0):
+                    break
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+                sent += 1
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+        return sent
+
+
+def _listing(method: str, raw_url: str) -> str | None:
+    """"listing" for a model_info request (GET /api/models/NS/NAME[/revision/REV]), else None."""
+    segments = urlsplit(raw_url).path.split("/")[1:]
+    if method == "GET" and segments[:2] == ["api", "models"] and (len(segments) == 4 or (len(segments) == 6 and segments[4] == "revision")):
+        return "listing"
+    return None
 
 
 def _json(data: object, status: int = 200, headers: Mapping[str, str] | None = None) -> _Reply:
@@ -288,6 +365,8 @@ class HubStub:
         self._settled = threading.Condition(self._lock)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._faults: dict[str, list[list]] = {}  # repo id -> [[fault, times left or None], ...]
+        self._stopping = threading.Event()  # set on stop: stalled answers end
 
     # -- set-up -------------------------------------------------------------------------------------
 
@@ -324,6 +403,18 @@ class HubStub:
             self._repos[repo_id] = _Repo(repo_id, private, gated, by_sha, refs)
         return refs["main"]
 
+    def add_fault(self, repo_id: str, fault: Fault) -> None:
+        """Misbehave on `repo_id`'s requests that `fault` matches (see Fault); faults apply in order added."""
+        with self._lock:
+            self._faults.setdefault(repo_id, []).append([fault, fault.times])
+
+    def clear_faults(self, repo_id: str | None = None) -> None:
+        with self._lock:
+            if repo_id is None:
+                self._faults.clear()
+            else:
+                self._faults.pop(repo_id, None)
+
     def sha(self, repo_id: str, revision: str = "main") -> str:
         """The commit sha that `revision` of `repo_id` resolves to."""
         commit = self._repos[repo_id].resolve(revision)
@@ -342,6 +433,7 @@ class HubStub:
 
     def start(self) -> HubStub:
         if self._server is None:
+            self._stopping.clear()
             self._server = _Server(self)
             self._thread = threading.Thread(
                 target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="hubstub", daemon=True
@@ -352,6 +444,7 @@ class HubStub:
     def stop(self) -> None:
         if self._server is None:
             return
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
         if self._thread is not None:
@@ -395,6 +488,32 @@ class HubStub:
             self._records.append(record)
             self._in_flight -= 1
             self._settled.notify_all()
+
+    def _misbehave(self, repo_id: str | None, where: str | None, reply: _Reply) -> _Reply:
+        """The reply as the first matching fault changes it (one use of the fault counted)."""
+        with self._lock:
+            for entry in self._faults.get(repo_id or "", []):
+                fault, left = entry
+                if fault.where != where or left == 0:
+                    continue
+                if fault.mode in ("ignore-range", "content-range") and reply.status != 206:
+                    continue
+                if left is not None:
+                    entry[1] = left - 1
+                break
+            else:
+                return reply
+        if fault.mode in ("stall", "stall-body", "trickle"):
+            return replace(reply, pace=fault)
+        if fault.mode == "ignore-range":
+            headers = {k: v for k, v in reply.headers.items() if k != "Content-Range"}
+            return replace(reply, status=200, headers=headers, span=(0, reply.blob.size if reply.blob else 0))
+        if fault.mode == "content-range" and reply.blob is not None:
+            start = min(reply.span[0] + fault.shift, reply.blob.size - 1)
+            end = min(reply.span[1] + fault.shift, reply.blob.size)
+            content_range = f"bytes {start}-{end - 1}/{reply.blob.size}"
+            return replace(reply, headers={**reply.headers, "Content-Range": content_range}, span=(start, end))
+        return _Reply(fault.status, {"Content-Type": "application/json", **fault.headers}, fault.body)
 
     # -- routing ------------------------------------------------------------------------------------
 
