@@ -4,6 +4,14 @@ The CLI renders any of these as one line on stderr and exits with status 2; anyt
 and keeps its traceback.
 """
 
+from __future__ import annotations
+
+import reprlib
+from typing import Any
+
+_VALUE = reprlib.Repr()  # attributes, not keywords: Python 3.10 and 3.11 take none
+_VALUE.maxlevel, _VALUE.maxdict, _VALUE.maxlist, _VALUE.maxstring, _VALUE.maxlong, _VALUE.maxother = 2, 4, 6, 60, 40, 60
+
 
 class MtpinspectError(Exception):
     """Base class: the message names the thing and what is wrong with it, in one line."""
@@ -23,3 +31,13 @@ class ServerError(MtpinspectError):
 
 class UsageError(MtpinspectError):
     """A combination of options that cannot work."""
+
+
+def shown(value: Any) -> str:
+    """A value read from a file, as a one-line message quotes it: JSON's words for null and booleans,
+    and never long, whatever the file holds."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return _VALUE.repr(value)

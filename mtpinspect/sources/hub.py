@@ -1,8 +1,8 @@
-"""The Hugging Face Hub as a source: listing, small JSON files, range reads and safetensors headers.
+"""The Hugging Face Hub as a source: listing, small JSON files and range reads.
 
-Every Hub access goes through huggingface_hub (auth, revisions, HF_ENDPOINT, error classes, its
-safetensors header reader). Nothing here downloads a weight file: GGUF and safetensors are read
-through HTTP Range requests, and every byte that comes back is counted in a ByteMeter.
+Every Hub access goes through huggingface_hub (auth, revisions, HF_ENDPOINT, error classes). Nothing
+here downloads a weight file: GGUF and safetensors are read through HTTP Range requests, and every
+byte that comes back is counted in a ByteMeter.
 """
 
 from __future__ import annotations
@@ -22,12 +22,10 @@ from huggingface_hub.errors import (
     RemoteEntryNotFoundError,
     RepositoryNotFoundError,
     RevisionNotFoundError,
-    SafetensorsParsingError,
 )
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
 
-from mtpinspect.errors import FormatError, SourceError
+from mtpinspect.errors import SourceError
 from mtpinspect.sources.reader import ByteMeter, RepoFile
 
 # huggingface_hub keeps one shared HTTP client; a response hook on it feeds the meter of the check
@@ -95,16 +93,6 @@ class HubRepo:
         if path not in self.files:
             raise SourceError(f"{self.repo_id}: no file '{path}' at revision {self.sha[:12]}")
         return HubFileReader(self, path)
-
-    def safetensors_header(self, path: str) -> SafetensorsFileMetadata:
-        """The shard's header, read with huggingface_hub's own reader (two range requests at most)."""
-        api = HfApi(endpoint=self.endpoint, token=self.token)
-        with metered(self.meter), _hub_errors(self.repo_id, self.revision, path):
-            self.meter.requests += 1
-            try:
-                return api.parse_safetensors_file_metadata(self.repo_id, path, revision=self.sha)
-            except SafetensorsParsingError as exc:
-                raise FormatError(f"{self.repo_id}/{path}: bad safetensors header ({exc})") from None
 
 
 class HubFileReader:
