@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
-from mtpinspect.cli._args import codes_option, format_option
+from mtpinspect.cli._args import codes_option, format_option, hub_options
 from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.inspection.report import FINDINGS, CheckReport
+from mtpinspect.sources.fetch import FetchPolicy
 from mtpinspect.vocabulary import PARTIAL, RuntimeStatus
 
 
@@ -107,10 +108,18 @@ def _finding_codes() -> list[dict[str, str]]:
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved `hf auth login`).")
 @click.option("--all", "all_ggufs", is_flag=True,
               help="Check every GGUF model in the repo or folder (one row each; json: a list of reports).")
+@hub_options
 @format_option(csv="findings", schema="check")
 @codes_option("finding", _finding_codes)
 def command(
-    source: str, revision: str | None, file: str | None, mtp_file: str | None, token: str | None, all_ggufs: bool, fmt: str
+    source: str,
+    revision: str | None,
+    file: str | None,
+    mtp_file: str | None,
+    token: str | None,
+    all_ggufs: bool,
+    fmt: str,
+    policy: FetchPolicy,
 ) -> int:
     """Tell whether SOURCE's MTP head will work, reading only headers (no weight download).
 
@@ -123,16 +132,17 @@ def command(
       DIR                   a local snapshot folder, or a Hugging Face cache folder models--ORG--NAME
 
     Exit status: 0 when MTP is usable in at least one runtime, 1 when not, 2 on error.
-    HF_ENDPOINT and HF_TOKEN are honoured, as in huggingface_hub.
+    HF_ENDPOINT and HF_TOKEN are honoured, as in huggingface_hub. Every Hub request is bounded by
+    --timeout, retried per --retries, and all of them end by --deadline.
     """
     from mtpinspect.inspection import check, check_all
 
     if all_ggufs:
         if file or mtp_file:
             raise click.UsageError("--all checks every GGUF; it does not combine with --file or --mtp-file")
-        reports = check_all(source, revision=revision, token=token)
+        reports = check_all(source, revision=revision, token=token, policy=policy)
         render_all(reports, Output(fmt))
         return 0 if any(r.usable for r in reports) else 1
-    report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file)
+    report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file, policy=policy)
     render(report, Output(fmt))
     return report.exit_code

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
-from mtpinspect.cli._args import ServerArgsCommand, codes_option, format_option
+from mtpinspect.cli._args import ServerArgsCommand, codes_option, format_option, hub_options
 from mtpinspect.cli._output import Output
 from mtpinspect.diagnosis import DiagnosisReport
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
+from mtpinspect.sources.fetch import FetchPolicy
 
 
 def _pct(value: float | None) -> str | None:
@@ -99,6 +100,7 @@ def _cause_codes() -> list[dict[str, object]]:
               help="Keep the probe's files (server logs, runs.jsonl) here (default: a temporary folder, removed).")
 @click.option("--revision", help="Branch, tag or commit of a Hub repo MODEL.")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved login).")
+@hub_options
 @format_option(csv="causes", schema="diagnose")
 @codes_option("cause", _cause_codes)
 @click.pass_context
@@ -115,6 +117,7 @@ def command(
     revision: str | None,
     token: str | None,
     fmt: str,
+    policy: FetchPolicy,
 ) -> int:
     """Explain zero or low MTP acceptance, or MTP that makes decoding slower, and say what to change.
 
@@ -146,6 +149,7 @@ def command(
         n_predict=n_predict,
         prompts=prompts,
         probe_dir=probe_dir,
+        policy=policy,
     )
     render(report, Output(fmt))
     return report.exit_code

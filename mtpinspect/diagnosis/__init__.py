@@ -25,6 +25,7 @@ from mtpinspect.diagnosis.rank import gather_causes
 from mtpinspect.diagnosis.static import StaticEvidence, gather_static
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.runtime.flags import ServerArgs
+from mtpinspect.sources.fetch import FetchPolicy
 
 
 @dataclass
@@ -67,12 +68,14 @@ def diagnose(
     n_predict: int = PROBE_N_PREDICT,
     prompts: str | Path | None = None,
     probe_dir: Path | None = None,
+    policy: FetchPolicy | None = None,
 ) -> DiagnosisReport:
     """Explain low MTP acceptance of ``model`` (anything `check` takes) and/or the runs in ``log_files``.
 
     ``server_args`` are the llama-server arguments of the run in question; the probe (local GGUF only,
     unless ``probe`` is False) reproduces them once as given and measures baseline, n-max 1 and 3.
     ``prompts`` replaces the probe's built-in code and prose-en prompts; ``probe_dir`` keeps its files.
+    ``policy`` bounds the Hub requests of a Hub MODEL (timeout, retries, deadline).
     Raises MtpinspectError subclasses for bad input (missing files, unreadable logs, a model the
     server cannot run at all).
     """
@@ -85,7 +88,7 @@ def diagnose(
     settings = ServerArgs.of(server_args).checked()
     # Logs are read first: a bad log should fail before minutes of probing.
     logs = [read_log(path) for path in log_files]
-    static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token) if model is not None else None
+    static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token, policy=policy) if model is not None else None
     result, skipped = None, _skip_reason(model, static, probe)
     if skipped is None and static is not None and static.local_model is not None:
         result = run_probe(static.local_model, settings, sidecar=static.sidecar, sidecar_given=static.sidecar_given,

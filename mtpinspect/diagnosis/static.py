@@ -19,6 +19,7 @@ from mtpinspect.inspection.report import CheckReport, Finding
 from mtpinspect.inspection.support import llama_server_command
 from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.flags import DRAFT_MODEL, SPEC_FLAGS, SPEC_TYPE, SPEC_TYPES, ServerArgs
+from mtpinspect.sources.fetch import FetchPolicy
 from mtpinspect.sources.reader import LocalFileReader
 from mtpinspect.vocabulary import EvidenceSource, Layout, Severity, SourceKind
 
@@ -101,12 +102,17 @@ class StaticEvidence:
 
 
 def gather_static(
-    model: str, *, mtp_file: str | None = None, revision: str | None = None, token: str | None = None
+    model: str,
+    *,
+    mtp_file: str | None = None,
+    revision: str | None = None,
+    token: str | None = None,
+    policy: FetchPolicy | None = None,
 ) -> StaticEvidence:
     """Run `check` on the model and, for a local GGUF, look at the head's weights."""
     from mtpinspect.inspection import check
 
-    report = check(model, revision=revision, token=token, mtp_file=mtp_file)
+    report = check(model, revision=revision, token=token, mtp_file=mtp_file, policy=policy)
     path = Path(model).expanduser()
     local = path.resolve() if report.source_kind is SourceKind.local_file and path.suffix == ".gguf" and path.is_file() else None
     sidecar: Path | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mtpinspect.inspection.evidence import gather
 from mtpinspect.inspection.report import CheckReport
 from mtpinspect.inspection.verdict import assemble_report
+from mtpinspect.sources.fetch import FetchPolicy
 from mtpinspect.sources.resolve import resolve, resolve_each_gguf
 
 
@@ -16,22 +17,29 @@ def check(
     file: str | None = None,
     mtp_file: str | None = None,
     endpoint: str | None = None,
+    policy: FetchPolicy | None = None,
 ) -> CheckReport:
     """Decide whether the MTP head of ``source`` will work, reading only headers and small files.
 
     ``source`` is a Hub repo id (``ORG/NAME`` or ``ORG/NAME:QUANT``), a local GGUF, or a local snapshot
-    directory (the Hugging Face cache included). Raises ``MtpinspectError`` subclasses for bad input.
+    directory (the Hugging Face cache included). ``policy`` bounds the Hub requests (timeout, retries,
+    deadline). Raises ``MtpinspectError`` subclasses for bad input.
     """
-    target = resolve(source, revision=revision, token=token, endpoint=endpoint, file=file, mtp_file=mtp_file)
+    target = resolve(source, revision=revision, token=token, endpoint=endpoint, file=file, mtp_file=mtp_file, policy=policy)
     return assemble_report(gather(target))
 
 
 def check_all(
-    source: str, revision: str | None = None, token: str | None = None, *, endpoint: str | None = None
+    source: str,
+    revision: str | None = None,
+    token: str | None = None,
+    *,
+    endpoint: str | None = None,
+    policy: FetchPolicy | None = None,
 ) -> list[CheckReport]:
     """`check` every GGUF model in a repo or folder: which quantizations keep a usable MTP head?"""
-    targets = resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint)
+    targets = resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint, policy=policy)
     return [assemble_report(gather(target)) for target in targets]
 
 
-__all__ = ["CheckReport", "check", "check_all"]
+__all__ = ["CheckReport", "FetchPolicy", "check", "check_all"]

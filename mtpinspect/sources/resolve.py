@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from mtpinspect.errors import SourceError, UsageError
+from mtpinspect.sources.fetch import FetchPolicy
 from mtpinspect.sources.filenames import (
     group_splits,
     is_main_gguf,
@@ -110,6 +111,7 @@ def resolve(
     endpoint: str | None = None,
     file: str | None = None,
     mtp_file: str | None = None,
+    policy: FetchPolicy | None = None,
 ) -> Target:
     path = Path(source).expanduser()
     if path.is_dir():
@@ -124,7 +126,7 @@ def resolve(
         from mtpinspect.sources.hub import open_repo  # huggingface_hub only for Hub sources
 
         repo_id, _, quant = source.partition(":")
-        tree = open_repo(repo_id, revision=revision, token=token, endpoint=endpoint)
+        tree = open_repo(repo_id, revision=revision, token=token, endpoint=endpoint, policy=policy)
         target = Target(tree, SourceKind.hub, repo_id, repo_id, quant=quant or None)
         target.gguf_files = _pick_gguf(tree, repo_id, file=file, quant=quant or None)
     else:
@@ -178,7 +180,12 @@ def _resolve_local_file(path: Path, mtp_file: str | None) -> Target:
 
 
 def resolve_each_gguf(
-    source: str, *, revision: str | None = None, token: str | None = None, endpoint: str | None = None
+    source: str,
+    *,
+    revision: str | None = None,
+    token: str | None = None,
+    endpoint: str | None = None,
+    policy: FetchPolicy | None = None,
 ) -> list[Target]:
     """One target per GGUF model in a repo or folder (a split set counts once, sidecars paired), from one
     listing. The first target's meter carries the listing's cost; each has its own for its headers."""
@@ -189,7 +196,7 @@ def resolve_each_gguf(
     elif _looks_like_repo(source) and ":" not in source:
         from mtpinspect.sources.hub import open_repo
 
-        tree = open_repo(source, revision=revision, token=token, endpoint=endpoint)
+        tree = open_repo(source, revision=revision, token=token, endpoint=endpoint, policy=policy)
         kind, repo_id = SourceKind.hub, source
     else:
         raise UsageError(f"{source}: --all takes a Hub repo (ORG/NAME) or a folder of GGUF files")
