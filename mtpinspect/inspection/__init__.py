@@ -42,4 +42,4 @@ def check_all(
     return [assemble_report(gather(target)) for target in targets]
 
 
-__all__ = ["CheckReport", "FetchPolicy", "check", "check_all"]
+__all__ = ["CheckReport", "check", "check_all"]

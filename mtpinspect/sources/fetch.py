@@ -125,7 +125,7 @@ def fetch(
             if attempt > policy.retries:
                 raise request.error(
                     f"cannot reach the Hub at {urlsplit(url).netloc} ({type(exc).__name__}: {exc}; "
-                    f"{attempt} attempts, {request.shown})"
+                    f"{_attempts(attempt)}, {request.shown})"
                 ) from None
             outcome = None
         if isinstance(outcome, Answer):
@@ -158,7 +158,7 @@ def _attempt(request: _Request, limit: int, *, last: bool) -> Answer | float | N
                     f"{RETRY_AFTER_CAP:g} s mtpinspect waits ({request.shown}); try again later"
                 )
             if last:
-                raise request.error(f"HTTP {status} from the Hub, {clock.policy.retries + 1} attempts ({request.shown}); "
+                raise request.error(f"HTTP {status} from the Hub, {_attempts(clock.policy.retries + 1)} ({request.shown}); "
                                     "try again later, or raise --retries")
             return retry_after
         if status >= 400:
@@ -221,6 +221,10 @@ def _retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def _attempts(n: int) -> str:
+    return f"{n} attempt" if n == 1 else f"{n} attempts"
 
 
 def _past_deadline(request: _Request) -> SourceError:
