@@ -257,6 +257,18 @@ def test_gzip_bomb_listing_is_bounded(stub: HubStub, files, tmp_path: Path) -> N
     assert_bounded(run, 30)
 
 
+def test_gzip_listing_ends_where_its_stream_ends(stub: HubStub, files, tmp_path: Path) -> None:
+    # A real listing, gzipped, then 256 MiB that are not part of it: never read, never kept.
+    repo = serve(stub, files, "gzip-trailer", "gguf")
+    listing = {"id": repo, "sha": stub.sha(repo),
+               "siblings": [{"rfilename": p, "size": len(v) if isinstance(v, bytes) else v.stat().st_size} for p, v in files["gguf"].items()]}
+    body = zlib.compress(json.dumps(listing).encode(), wbits=31) + bytes(256 << 20)
+    stub.add_fault(repo, Fault("replace", headers={"Content-Encoding": "gzip"}, body=body))
+    run = check(stub, tmp_path, repo, "--format", "json")
+    assert assert_ok(run)["layout"] == "bundled"
+    assert_bounded(run, 30)
+
+
 def test_listing_without_sizes_reads_the_sizes(stub: HubStub, files, tmp_path: Path) -> None:
     # A mirror that ignores ?blobs=true lists names only: the sizes come from the files themselves.
     repo = serve(stub, files, "no-sizes", "gguf")

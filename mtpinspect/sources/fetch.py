@@ -200,6 +200,9 @@ def _read_body(resp: httpx2.Response, request: _Request, limit: int) -> tuple[by
             got += len(piece)
             if got > limit:
                 return b"".join(chunks)[:limit], False
+            if inflater is not None and inflater.eof:
+                # Whatever follows the end of the stream is not part of the answer: not read, not kept.
+                return b"".join(chunks), True
             if not piece:
                 break
     return b"".join(chunks), True
