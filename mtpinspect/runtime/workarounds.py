@@ -1,0 +1,178 @@
+"""Get a crashing MTP configuration of llama-server to run: one suspect change at a time, by experiment.
+
+MTP crashes reported against llama.cpp cluster around a few features: a batch too small for the
+sampled token plus the draft, tensor-parallel split mode, a quantized draft KV cache, CPU weight
+repacking (extra buffer types such as AMX take quantized weights), flash attention, threading, long
+drafts, and the head's weights on a GPU. Each :class:`Workaround` is one change that avoids one of
+them. :func:`find_workaround` starts the server with one change at a time, in the catalogue's order
+(cheapest first: what the change costs in speed), and keeps the first that starts and decodes with
+MTP still on: a verified fix, not a guess. Used by `diagnose` (the probe) and `sweep --workaround auto`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mtpinspect.errors import ServerError
+from mtpinspect.runtime.crash import Crash, crash_of
+from mtpinspect.runtime.find import ServerBinary
+from mtpinspect.runtime.flags import (
+    BATCH_FLAGS,
+    DRAFT_CACHE_TYPE_FLAGS,
+    DRAFT_GPU_LAYERS_FLAGS,
+    DRAFT_MODEL_FLAGS,
+    FLASH_ATTN_FLAGS,
+    GPU_LAYERS_FLAGS,
+    N_MAX_FLAGS,
+    NO_REPACK_FLAGS,
+    OVERRIDE_TENSOR_FLAGS,
+    SPLIT_MODE_FLAGS,
+    THREADS_FLAGS,
+    flag_value,
+    has_flag,
+    without_flags,
+)
+from mtpinspect.runtime.server import LlamaServer, ServerProcessError
+
+# A decode long enough to run several draft and verification steps, short enough for a probe.
+CHECK_N_PREDICT = 16
+CHECK_PROMPT = "def add(a, b):\n    return a + b\n\n"
+_MTP_ON_MARKERS = ("creating MTP draft context", "loading draft model")
+
+
+class Workaround(str, enum.Enum):
+    """One change to a llama-server command line; the value is how users see it."""
+
+    DEFAULT_BATCH = "without -b/-ub"
+    NO_TENSOR_SPLIT = "without -sm tensor"
+    DRAFT_CACHE_F16 = "without --spec-draft-type-k/v"
+    NO_REPACK = "--no-repack"
+    FLASH_ATTN_OFF = "-fa off"
+    ONE_THREAD = "-t 1"
+    N_MAX_1 = "--spec-draft-n-max 1"
+    HEAD_ON_CPU = "MTP head on the CPU"
+
+    @property
+    def reason(self) -> str:
+        return _REASONS[self]
+
+    def apply(self, args: Sequence[str], mtp_block: int | None = None) -> list[str] | None:
+        """``args`` with this change made, or None when the change does not apply to them."""
+        args = list(args)
+        if self is Workaround.DEFAULT_BATCH:
+            return without_flags(args, BATCH_FLAGS) if has_flag(args, BATCH_FLAGS) else None
+        if self is Workaround.NO_TENSOR_SPLIT:
+            return without_flags(args, SPLIT_MODE_FLAGS) if flag_value(args, SPLIT_MODE_FLAGS) == "tensor" else None
+        if self is Workaround.DRAFT_CACHE_F16:
+            return without_flags(args, DRAFT_CACHE_TYPE_FLAGS) if has_flag(args, DRAFT_CACHE_TYPE_FLAGS) else None
+        if self is Workaround.NO_REPACK:
+            return None if has_flag(args, NO_REPACK_FLAGS) else [*args, "--no-repack"]
+        if self is Workaround.FLASH_ATTN_OFF:
+            return None if flag_value(args, FLASH_ATTN_FLAGS) == "off" else [*without_flags(args, FLASH_ATTN_FLAGS), "-fa", "off"]
+        if self is Workaround.ONE_THREAD:
+            return None if flag_value(args, THREADS_FLAGS) == "1" else [*without_flags(args, THREADS_FLAGS), "-t", "1"]
+        if self is Workaround.N_MAX_1:
+            return None if flag_value(args, N_MAX_FLAGS) == "1" else [*without_flags(args, N_MAX_FLAGS), "--spec-draft-n-max", "1"]
+        return _head_on_cpu(args, mtp_block)
+
+
+_REASONS = {
+    Workaround.DEFAULT_BATCH: "a batch must hold the sampled token and the whole draft (1 + n-max tokens)",
+    Workaround.NO_TENSOR_SPLIT: "tensor-parallel split mode and the MTP context crash together in several builds",
+    Workaround.DRAFT_CACHE_F16: "a quantized draft KV cache is a frequent MTP crash",
+    Workaround.NO_REPACK: "CPU weight repacking (extra buffer types such as AMX) hands the MTP graph weights in a layout it cannot use",
+    Workaround.FLASH_ATTN_OFF: "flash-attention kernels and the MTP graph's shapes crash together in some builds",
+    Workaround.ONE_THREAD: "a threading race in the draft path goes away with one thread",
+    Workaround.N_MAX_1: "shorter drafts avoid buffers sized for one draft token",
+    Workaround.HEAD_ON_CPU: "keeping the MTP weights off the GPU avoids GPU faults in the head's kernels",
+}
+
+
+def _head_on_cpu(args: list[str], mtp_block: int | None) -> list[str] | None:
+    if has_flag(args, DRAFT_MODEL_FLAGS):
+        if flag_value(args, DRAFT_GPU_LAYERS_FLAGS) == "0":
+            return None
+        return [*without_flags(args, DRAFT_GPU_LAYERS_FLAGS), "-ngld", "0"]
+    if flag_value(args, GPU_LAYERS_FLAGS) in (None, "0") or has_flag(args, OVERRIDE_TENSOR_FLAGS):
+        return None  # nothing on a GPU, or the user already places tensors: leave that to them
+    pattern = rf"blk\.{mtp_block}\.=CPU" if mtp_block is not None else r"\.nextn\.=CPU"
+    return [*args, "-ot", pattern]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One change, tried: the arguments it ran with and what happened."""
+
+    workaround: Workaround
+    args: tuple[str, ...]
+    ok: bool
+    outcome: str  # "starts and decodes", or the crash / failure in one line
+
+
+@dataclass(frozen=True)
+class WorkaroundSearch:
+    crash: Crash | None  # the crash being worked around, as first seen
+    trials: tuple[Trial, ...]
+
+    @property
+    def fix(self) -> Trial | None:
+        """The first change that made MTP start and decode; None when none did."""
+        return next((t for t in self.trials if t.ok), None)
+
+    @property
+    def summary(self) -> str:
+        fix = self.fix
+        if fix is not None:
+            return f"verified: starts and decodes with {fix.workaround.value}"
+        tried = ", ".join(t.workaround.value for t in self.trials) or "no change applies to these arguments"
+        return f"no single change made it start and decode (tried: {tried})"
+
+
+def decodes_with_mtp(
+    binary: ServerBinary, model: Path, args: Sequence[str], log_path: Path, *, startup_timeout: float = 120.0
+) -> tuple[bool, str, Crash | None]:
+    """Start the server, decode a few tokens, and check that MTP was on: (ok, outcome, crash)."""
+    server = LlamaServer(binary, model, args, log_path=log_path, startup_timeout=startup_timeout)
+    try:
+        with server:
+            server.complete(CHECK_PROMPT, n_predict=CHECK_N_PREDICT, timeout=startup_timeout)
+            if not server.alive():
+                raise ServerError("llama-server exited after answering")
+            log = server.read_log()
+    except ServerProcessError as exc:
+        crash = crash_of(exc.returncode, server.read_log())
+        return False, crash.summary if crash else exc.reason, crash
+    except ServerError as exc:
+        return False, str(exc), None
+    if not any(marker in log for marker in _MTP_ON_MARKERS):
+        return False, "started, but without MTP", None
+    return True, "starts and decodes", None
+
+
+def find_workaround(
+    binary: ServerBinary,
+    model: Path,
+    args: Sequence[str],
+    log_dir: Path,
+    *,
+    crash: Crash | None = None,
+    mtp_block: int | None = None,
+    catalogue: Sequence[Workaround] = tuple(Workaround),
+    startup_timeout: float = 120.0,
+) -> WorkaroundSearch:
+    """Try each applicable change on a crashing MTP command line (``args``), cheapest first; stop at
+    the first that starts and decodes. ``crash`` is the crash being worked around, for the record."""
+    trials: list[Trial] = []
+    for workaround in catalogue:
+        changed = workaround.apply(args, mtp_block)
+        if changed is None:
+            continue
+        log_path = log_dir / f"workaround-{len(trials) + 1}.log"
+        ok, outcome, _ = decodes_with_mtp(binary, model, changed, log_path, startup_timeout=startup_timeout)
+        trials.append(Trial(workaround, tuple(changed), ok, outcome))
+        if ok:
+            break
+    return WorkaroundSearch(crash, tuple(trials))

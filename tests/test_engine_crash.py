@@ -1,0 +1,117 @@
+"""Engine crashes with MTP, on the real llama-server: recognised, and worked around by experiment.
+
+Two crashes of the pinned build reproduce on every machine and stand for the class:
+- `-b 2 -ub 2` with `--spec-draft-n-max 3`: the first decode aborts with GGML_ASSERT "batch must be large
+  enough to hold the sampled and draft tokens" (tools/server/server-context.cpp), while the same flags
+  without MTP serve; dropping -b/-ub is the verified fix;
+- an mtp- sidecar of another width: GGML_ASSERT "MTP input row width must match" (common/speculative.cpp)
+  at load, which no flag fixes.
+A third depends on the CPU: a Q8_0 MTP head crashes at load (SIGSEGV) on CPUs whose ggml build has an
+extra buffer type for Q8_0 weights (AMX), and `--no-repack` avoids it. It runs where it reproduces and is
+reported as a skip, with the CPU's features, where it does not.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from mtpinspect.runtime.crash import CrashKind, crash_in_log, crash_of, signal_name
+from mtpinspect.runtime.find import ServerBinary, find_server
+from mtpinspect.runtime.server import LlamaServer, ServerProcessError
+from mtpinspect.runtime.workarounds import Workaround, decodes_with_mtp, find_workaround
+from mtpinspect.tiny_model import TinyModelSpec, mismatched_sidecar, write_tiny_model
+
+MTP3 = ["--spec-type", "draft-mtp", "--spec-draft-n-max", "3"]
+SMALL_BATCH = ["-b", "2", "-ub", "2"]
+
+
+@pytest.fixture(scope="module")
+def binary() -> ServerBinary:
+    return find_server(build=True, progress=print)
+
+
+def _tiny(tmp_path: Path, **fields: object) -> list[Path]:
+    return write_tiny_model(tmp_path / "tiny.gguf", TinyModelSpec(**fields))  # type: ignore[arg-type]
+
+
+def _cpu_flags() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "unknown CPU"
+    flags = re.search(r"^flags\s*:\s*(.+)$", text, re.M)
+    return " ".join(f for f in (flags.group(1).split() if flags else []) if f.startswith(("avx512", "amx"))) or "no AVX-512/AMX"
+
+
+@pytest.mark.server
+def test_small_batch_crash_is_an_assert_and_dropping_the_batch_flags_fixes_it(binary: ServerBinary, tmp_path: Path) -> None:
+    (model,) = _tiny(tmp_path)
+    args = ["-t", "1", *SMALL_BATCH, *MTP3]
+    ok, outcome, crash = decodes_with_mtp(binary, model, args, tmp_path / "as-given.log")
+    assert not ok and crash is not None, outcome
+    assert crash.kind is CrashKind.ASSERT and crash.signal == "SIGABRT"
+    assert "batch must be large enough" in crash.message and crash.where == "tools/server/server-context.cpp:508"
+    # Without MTP the same batch flags serve: the crash is MTP's.
+    with LlamaServer(binary, model, ["-t", "1", *SMALL_BATCH], log_path=tmp_path / "baseline.log") as server:
+        assert server.complete("def f(x):", n_predict=16).predicted_n == 16
+
+    search = find_workaround(binary, model, args, tmp_path, crash=crash)
+    assert search.fix is not None and search.fix.workaround is Workaround.DEFAULT_BATCH
+    assert search.trials == (search.fix,)  # the cheapest change worked, so nothing else ran
+    assert "-b" not in search.fix.args and "--spec-draft-n-max" in search.fix.args
+    assert search.summary == "verified: starts and decodes with without -b/-ub"
+
+
+@pytest.mark.server
+def test_n_max_1_is_found_when_the_batch_is_kept(binary: ServerBinary, tmp_path: Path) -> None:
+    (model,) = _tiny(tmp_path)
+    catalogue = [w for w in Workaround if w is not Workaround.DEFAULT_BATCH]
+    search = find_workaround(binary, model, ["-t", "1", *SMALL_BATCH, *MTP3], tmp_path, catalogue=catalogue)
+    # --no-repack, -fa off and -t 1 leave a 2-token batch too small for 1 + 3 tokens; n-max 1 fits.
+    assert [t.workaround for t in search.trials] == [Workaround.NO_REPACK, Workaround.FLASH_ATTN_OFF, Workaround.N_MAX_1]
+    assert all("GGML_ASSERT" in t.outcome for t in search.trials[:-1])
+    assert search.fix is not None and search.fix.workaround is Workaround.N_MAX_1
+
+
+@pytest.mark.server
+def test_a_crash_no_flag_fixes_is_reported_as_such(binary: ServerBinary, tmp_path: Path) -> None:
+    main, sidecar = write_tiny_model(tmp_path / "mm.gguf", TinyModelSpec(layout="sidecar", sidecar_from=mismatched_sidecar("embd")))
+    args = ["-t", "1", "-md", str(sidecar), *MTP3]
+    ok, _, crash = decodes_with_mtp(binary, main, args, tmp_path / "as-given.log")
+    assert not ok and crash is not None and "MTP input row width must match" in crash.message
+    search = find_workaround(binary, main, args, tmp_path, crash=crash)
+    assert search.fix is None and search.trials
+    assert all(not t.ok and "row width" in t.outcome for t in search.trials)
+    assert search.summary.startswith("no single change made it start and decode (tried: --no-repack")
+
+
+@pytest.mark.server
+def test_quantized_head_crash_on_cpus_with_an_extra_buffer_type(binary: ServerBinary, tmp_path: Path) -> None:
+    """The crash of issue 12: a Q8_0 head, on a CPU whose ggml build repacks Q8_0 (AMX)."""
+    (model,) = write_tiny_model(tmp_path / "q8.gguf", TinyModelSpec(head_type="Q8_0"))
+    args = ["-t", "1", *MTP3]
+    ok, outcome, crash = decodes_with_mtp(binary, model, args, tmp_path / "as-given.log")
+    if ok:
+        pytest.skip(f"a Q8_0 MTP head does not crash this build on this CPU ({_cpu_flags()}); "
+                    "it crashed (SIGSEGV at load) on AVX-512 CPUs with an extra buffer type for Q8_0")
+    assert crash is not None, outcome
+    search = find_workaround(binary, model, args, tmp_path, crash=crash)
+    assert search.fix is not None and search.fix.workaround is Workaround.NO_REPACK, search.summary
+
+
+@pytest.mark.server
+def test_server_error_carries_what_crash_of_needs(binary: ServerBinary, tmp_path: Path) -> None:
+    (model,) = _tiny(tmp_path)
+    server = LlamaServer(binary, model, ["-t", "1", *SMALL_BATCH, *MTP3], log_path=tmp_path / "s.log")
+    with pytest.raises(ServerProcessError) as exc, server:
+        server.complete("def f(x):", n_predict=16)
+    assert signal_name(exc.value.returncode) == "SIGABRT"
+    crash = crash_of(exc.value.returncode, server.read_log())
+    assert crash is not None and crash.kind is CrashKind.ASSERT
+    # The same log pasted elsewhere, without the return code, is still a crash.
+    pasted = crash_in_log(server.read_log())
+    assert pasted is not None and pasted.message == crash.message
+
