@@ -27,8 +27,8 @@ from typing import Any
 import mtpinspect.sweep.api as api
 import mtpinspect.sweep.run as run
 from mtpinspect.sweep import SweepOptions, run_sweep
-from mtpinspect.sweep.collect import OK
-from mtpinspect.sweep.jsonl import Journal
+from mtpinspect.sweep.journal import Journal
+from mtpinspect.vocabulary import RunStatus
 
 
 def _timed(module: Any, name: str, spent: dict[str, float]) -> None:
@@ -65,7 +65,7 @@ def main() -> None:
     wall = time.perf_counter() - began
 
     records = Journal(out / api.JOURNAL_NAME).read().records
-    runs = [r for r in records if r["kind"] == "run" and r["status"] == OK]
+    runs = [r for r in records if r["kind"] == "run" and r["status"] == RunStatus.ok]
     servers = [r for r in records if r["kind"] == "server"]
     server_time = sum((r["prompt_ms"] + r["predicted_ms"]) / 1000.0 for r in runs)
     request_overhead = sum(r["wall_seconds"] for r in runs) - server_time

@@ -4,7 +4,7 @@ They are the embedded default model of `mtpinspect sweep`, the fixtures of the t
 to reproduce MTP failure modes (a dropped, damaged or low-bit head, a sidecar from another model) in
 well under a second of llama-server load time.
 
-The recipe (reference llama-cpp-mtp.md section 9, verified with llama-server) is a glm4moe model:
+The recipe (verified with the pinned llama-server) is a glm4moe model:
 a dense trunk with plain attention, plus one MoE MTP block ``blk.L``.
 
 - One-hot token embeddings and ``attn_output = ffn_down = 0`` make every hidden state equal to its
@@ -46,6 +46,7 @@ from gguf import GGMLQuantizationType, GGUFWriter
 from gguf.quants import GGML_QUANT_SIZES, dequantize, quantize
 
 from mtpinspect.errors import UsageError
+from mtpinspect.formulas import expected_length
 
 ARCH = "glm4moe"
 LAYOUTS = ("bundled", "sidecar")
@@ -228,7 +229,8 @@ def _calibration_error(vocab: int, poisoned: frozenset[int], p: float) -> float:
     starts = [round(i * vocab / _CALIBRATION_STARTS) % vocab for i in range(_CALIBRATION_STARTS)]
     error = 0.0
     for n_max in _CALIBRATION_N_MAX:
-        target = sum(p**i for i in range(1, n_max + 1)) / n_max
+        # The per-position rates p, p^2, ..., p^n averaged: what accepted / drafted gives with full drafts.
+        target = (expected_length(p, n_max) - 1) / n_max
         runs = [simulate(drafts, start, n_max, _CALIBRATION_N_PREDICT) for start in starts]
         error += (sum(r.accepted for r in runs) / sum(r.drafted for r in runs) - target) ** 2
     return error
@@ -472,7 +474,7 @@ def _write(path: Path, spec: TinyModelSpec, part: str) -> None:
     writer.add_description(_describe(spec, part))
     writer.add_context_length(2048)
     writer.add_embedding_length(spec.embd)
-    # --mtp files keep block_count L+N and the key; --no-mtp files drop both (reference section 2.2).
+    # convert_hf_to_gguf.py's --mtp files keep block_count L+N and the key; --no-mtp files drop both.
     writer.add_block_count(spec.trunk_layers + (1 if has_head else 0))
     if has_head:
         writer.add_nextn_predict_layers(1)

@@ -6,7 +6,7 @@ Everything here writes real files (gguf.GGUFReader reads them all, except the br
   data is zeros, made by extending the file sparsely, so claiming GBs costs no disk; ``data_bytes``
   cuts the data short (as in the cases/ corpus).
 - ``write_nextn_gguf(path, ...)``: a glm4moe model with ``blk.L.nextn.*`` MTP tensors (the tiny layout of
-  shared/reference/llama-cpp-mtp.md section 9.2 by default), or its ``mtp-`` sidecar (nextn block only).
+  mtpinspect.tiny_model by default), or its ``mtp-`` sidecar (nextn block only).
 - ``write_big_gguf(path, size_gib=8)``: a realistic header (150k-token BPE vocabulary with scores, token
   types and merges; about 1,000 tensors of mixed ggml types, MTP block included) over GBs of sparse data.
 - ``write_bad_gguf(path, problem)``: one file per entry of ``BAD_GGUF_PROBLEMS`` (truncated, not a GGUF,
@@ -131,7 +131,7 @@ def _item_type(value: Any) -> GGUFValueType:
 
 @dataclass(frozen=True)
 class Glm4MoeDims:
-    """Sizes of a glm4moe model; the defaults are the tiny model of llama-cpp-mtp.md section 9.2."""
+    """Sizes of a glm4moe model; the defaults are those of mtpinspect.tiny_model's tiny model."""
 
     n_vocab: int = 64
     n_embd: int = 64

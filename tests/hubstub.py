@@ -2,7 +2,7 @@
 
 The Hub cannot be reached where this project is built and tested, so every remote-path test talks to
 this threaded stdlib HTTP server on 127.0.0.1. It implements what huggingface_hub 2.4.0 asks of the
-Hub (see ../shared/reference/hub-fixture.md): model_info (with and without a revision, `blobs`),
+Hub: model_info (with and without a revision, `blobs`),
 the tree and paths-info APIs, and `resolve` with HEAD and byte ranges, with the error headers that
 huggingface_hub turns into its exception classes. It counts every body byte it sends, per repo and
 file, which is how a test proves that no weight file was downloaded.
@@ -227,15 +227,19 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         stub = self.server.stub
+        stub._begin()
         try:
             repo_id, file_path, reply = stub._route(self.command, self.path, self.headers, body)
         except Exception as exc:  # a stub bug must fail fast, never as a retried 5xx
             repo_id, file_path = None, None
             reply = _error(400, "StubError", f"hub stub error: {type(exc).__name__}: {exc}")
-        sent = self._send(reply)
-        stub._record(
-            RequestRecord(self.command, file_path, self.headers.get("Range"), reply.status, sent, repo_id, self.path)
-        )
+        sent = 0
+        try:
+            sent = self._send(reply)
+        finally:
+            stub._record(
+                RequestRecord(self.command, file_path, self.headers.get("Range"), reply.status, sent, repo_id, self.path)
+            )
 
     def _send(self, reply: _Reply) -> int:
         self.send_response(reply.status)
@@ -279,6 +283,9 @@ class HubStub:
         self._repos: dict[str, _Repo] = {}
         self._records: list[RequestRecord] = []
         self._lock = threading.Lock()
+        # Requests whose answer may be on the wire but not yet recorded: the counters wait for them.
+        self._in_flight = 0
+        self._settled = threading.Condition(self._lock)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -361,7 +368,9 @@ class HubStub:
 
     def requests(self, repo_id: str | None = None, path: str | None = None) -> list[RequestRecord]:
         """Requests answered so far, optionally only those for one repo and/or one file."""
-        with self._lock:
+        with self._settled:
+            # A client has its whole answer a moment before the handler records it.
+            self._settled.wait_for(lambda: self._in_flight == 0, timeout=5.0)
             records = list(self._records)
         return [
             r for r in records if (repo_id is None or r.repo_id == repo_id) and (path is None or r.path == path)
@@ -372,12 +381,20 @@ class HubStub:
         return sum(r.nbytes for r in self.requests(repo_id, path))
 
     def reset_counters(self) -> None:
-        with self._lock:
+        with self._settled:
+            # A request still being answered would otherwise land in the fresh count.
+            self._settled.wait_for(lambda: self._in_flight == 0, timeout=5.0)
             self._records.clear()
 
-    def _record(self, record: RequestRecord) -> None:
+    def _begin(self) -> None:
         with self._lock:
+            self._in_flight += 1
+
+    def _record(self, record: RequestRecord) -> None:
+        with self._settled:
             self._records.append(record)
+            self._in_flight -= 1
+            self._settled.notify_all()
 
     # -- routing ------------------------------------------------------------------------------------
 

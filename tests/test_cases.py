@@ -17,6 +17,7 @@ from hubstub import HubStub
 from huggingface_hub import HfApi
 
 import mtpinspect
+from mtpinspect.jsonable import to_jsonable
 
 CASES = load_cases()
 SCHEMA = json.loads((Path(mtpinspect.__file__).parent / "schemas" / "check.schema.json").read_text())
@@ -32,7 +33,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _compare(case: Case, report: mtpinspect.CheckReport, *, provenance_known: bool = True) -> list[str]:
-    exp, got = case.expect, report.to_dict()
+    exp, got = case.expect, to_jsonable(report)
     problems = []
     if "exit" in exp and exp["exit"] != report.exit_code:
         problems.append(f"exit {report.exit_code} != {exp['exit']}")
@@ -57,7 +58,7 @@ def test_case_over_the_hub(case: Case, served: Any) -> None:
     stub.reset_counters()
     report = mtpinspect.check(repo, endpoint=stub.url)
     assert not _compare(case, report), (_compare(case, report), report.verdict)
-    doc = report.to_dict()
+    doc = to_jsonable(report)
     jsonschema.validate(doc, SCHEMA)
     assert doc["revision"] == stub.sha(repo)
     # The bytes we say we read are the bytes the Hub sent, and no weight file came down whole.
@@ -89,4 +90,4 @@ def test_case_from_local_snapshot(case: Case, tmp_path_factory: pytest.TempPathF
     # Provenance (who quantized the head) is known from a repo id; a plain folder does not tell.
     assert not _compare(case, report, provenance_known=False), (_compare(case, report, provenance_known=False), report.verdict)
     assert report.revision is None
-    jsonschema.validate(report.to_dict(), SCHEMA)
+    jsonschema.validate(to_jsonable(report), SCHEMA)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,22 @@ import pytest
 from gguf_factory import write_bad_gguf, write_nextn_gguf
 from hubstub import HubStub
 
-MAX_RSS_MB = 400  # the interpreter with huggingface_hub and numpy loaded is ~120 MB; a 2**60 array would be far more
+MAX_RSS_MB = 200  # `check` on a local GGUF peaks near 60 MB (numpy and gguf-py); a 2**60 array would be far more
+
+# Runs the CLI as `python -m mtpinspect` does, then writes the process's own peak RSS (VmHWM, counted
+# from exec: a forked child's ru_maxrss would include the test runner's memory) to the file in argv[1].
+_MEASURED = """
+import runpy, sys
+peak_file, sys.argv = sys.argv[1], ["mtpinspect", *sys.argv[2:]]
+try:
+    {run}
+finally:
+    with open("/proc/self/status") as status:
+        kib = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(peak_file, "w") as out:
+        out.write(kib)
+"""
+_CLI = 'runpy.run_module("mtpinspect", run_name="__main__", alter_sys=True)'
 
 
 def run_check(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -25,6 +39,13 @@ def run_check(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
         [sys.executable, "-m", "mtpinspect", "check", *args],
         capture_output=True, text=True, timeout=120, env={**base, **(env or {})},
     )
+
+
+def run_check_measured(peak_file: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """run_check, and the child's own peak RSS in MB."""
+    proc = subprocess.run([sys.executable, "-c", _MEASURED.format(run=_CLI), str(peak_file), "check", *args],
+                          capture_output=True, text=True, timeout=120)
+    return proc, int(peak_file.read_text()) / 1024
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
@@ -138,13 +159,22 @@ def test_nonexistent_path() -> None:
         ("huge-kv-count", ""),
     ],
 )
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="peak RSS is read from /proc (Linux)")
 def test_bad_gguf(tmp_path: Path, problem: str, needle: str) -> None:
     path = write_bad_gguf(tmp_path / f"{problem}.gguf", problem)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    line = assert_one_line_error(run_check(str(path)), path.name, needle)
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    assert peak_mb < MAX_RSS_MB or before / 1024 >= MAX_RSS_MB, f"{problem}: child peak RSS {peak_mb:.0f} MB"
+    proc, peak_mb = run_check_measured(tmp_path / "peak-kib", str(path))
+    line = assert_one_line_error(proc, path.name, needle)
+    assert peak_mb < MAX_RSS_MB, f"{problem}: child peak RSS {peak_mb:.0f} MB"
     assert "\x1b" not in line
+
+
+def test_peak_rss_is_the_childs_own(tmp_path: Path) -> None:
+    """The measurement sees memory the child itself allocates (so the bound above can fail)."""
+    allocate = "block = b\"x\" * (300 << 20); sys.exit(2)"
+    proc = subprocess.run([sys.executable, "-c", _MEASURED.format(run=allocate), str(tmp_path / "peak")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert int((tmp_path / "peak").read_text()) / 1024 > 300
 
 
 def test_gated_repo_with_saved_login(hub: HubStub, tmp_path: Path) -> None:

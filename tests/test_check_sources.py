@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 from gguf_factory import Glm4MoeDims, write_nextn_gguf
 from hubstub import HubStub
@@ -18,6 +19,8 @@ from hubstub import HubStub
 import mtpinspect
 from mtpinspect.errors import SourceError
 from mtpinspect.tiny_model import TinyModelSpec, mismatched_sidecar, write_tiny_model
+
+CHECK_SCHEMA = json.loads((Path(mtpinspect.__file__).parent / "schemas" / "check.schema.json").read_text())
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -135,7 +138,10 @@ def test_formats_md_csv_json(tmp_path: Path) -> None:
     rows = list(csv.DictReader(io.StringIO(cli("check", str(path), "--format", "csv").stdout)))
     assert rows[0]["code"] == "MTP_PRESENT" and rows[0]["severity"] == "info"
     doc = json.loads(cli("check", str(path), "--format", "json").stdout)
-    assert doc["schema"] == "mtpinspect.check/1" and doc["layout"] == "bundled"
+    # Version 2: the header sweep and diagnose documents share.
+    assert (doc["$schema"], doc["schema_version"]) == ("https://mtpinspect.invalid/schemas/check.schema.json", 2)
+    assert doc["layout"] == "bundled" and doc["mtp_size"]["parameters"] > 0
+    jsonschema.validate(doc, CHECK_SCHEMA)
     codes = json.loads(cli("check", "--codes", "--format", "json", "x").stdout)
     assert {"MTP_PRESENT", "SIDECAR_MISMATCH", "LOW_BIT_MTP_HEAD", "ARCH_NO_MTP_GRAPH", "SEPARATE_DRAFTER"} <= {c["code"] for c in codes}
 

@@ -14,12 +14,11 @@ from mtpinspect.cli._output import Output
 from mtpinspect.cli.diagnose import command, render
 from mtpinspect.diagnosis import DiagnosisReport, diagnose
 from mtpinspect.diagnosis.probe import PROBE_CLASSES, ProbeFigure
-from mtpinspect.diagnosis.rank import DEEP_POSITION_FLOOR
 from mtpinspect.errors import MtpinspectError, ServerError, SourceError
+from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.server import LlamaServer
-from mtpinspect.sweep import load_builtin, load_prompts
-from mtpinspect.sweep.prompts import Prompt
+from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts
 from mtpinspect.tiny_model import (
     DraftRun,
     TinyModelSpec,
@@ -28,8 +27,6 @@ from mtpinspect.tiny_model import (
     spec_for_head_type,
     write_tiny_model,
 )
-
-pytestmark = pytest.mark.server
 
 FIXTURES = Path(__file__).resolve().parent / "diagnose_fixtures"
 SCHEMA = json.loads(
@@ -57,7 +54,7 @@ def _model(tmp_path: Path, spec: TinyModelSpec) -> Path:
 
 def _diagnose(server: ServerBinary, model: Path, *args: str, **kwargs: object) -> DiagnosisReport:
     report = diagnose(str(model), server=server.path, server_args=(*THREADS, *args), n_predict=N_PREDICT, **kwargs)  # type: ignore[arg-type]
-    jsonschema.validate(report.to_dict(), SCHEMA)
+    jsonschema.validate(to_jsonable(report), SCHEMA)
     return report
 
 
@@ -71,6 +68,7 @@ def _mtp_acceptance(report: DiagnosisReport) -> float:
     return sum(f.accepted for f in figures) / sum(f.drafted for f in figures)
 
 
+@pytest.mark.server
 def test_zeroed_head_is_a_damaged_head(server_binary: ServerBinary, tmp_path: Path) -> None:
     report = _diagnose(server_binary, _model(tmp_path, TinyModelSpec(head="zeroed")))
     first = report.causes[0]
@@ -81,6 +79,7 @@ def test_zeroed_head_is_a_damaged_head(server_binary: ServerBinary, tmp_path: Pa
     assert report.exit_code == 1
 
 
+@pytest.mark.server
 def test_low_bit_head_is_quantized(server_binary: ServerBinary, tmp_path: Path) -> None:
     report = _diagnose(server_binary, _model(tmp_path, spec_for_head_type("TQ1_0")))
     first = report.causes[0]
@@ -99,6 +98,7 @@ def test_low_bit_head_without_probe_is_a_medium_static_warning(tmp_path: Path) -
     assert report.probe is None and report.probe_skipped == "--no-probe"
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("kind", ["embd", "vocab"])
 def test_mismatched_sidecar(server_binary: ServerBinary, tmp_path: Path, kind: str) -> None:
     model = _model(tmp_path, TinyModelSpec(layout="sidecar", sidecar_from=mismatched_sidecar(kind)))
@@ -109,6 +109,7 @@ def test_mismatched_sidecar(server_binary: ServerBinary, tmp_path: Path, kind: s
     assert report.probe is not None and all(f.error for f in report.probe.mtp_figures())
 
 
+@pytest.mark.server
 def test_missing_nextn_tensors(server_binary: ServerBinary, tmp_path: Path) -> None:
     report = _diagnose(server_binary, _model(tmp_path, TinyModelSpec(nextn=False)))
     # check calls a glm4moe GGUF without its head MTP_DROPPED_IN_CONVERSION: the family has a head, this file lost it.
@@ -118,6 +119,7 @@ def test_missing_nextn_tensors(server_binary: ServerBinary, tmp_path: Path) -> N
     assert any("doesn't contain MTP layers" in line for line in first.evidence)
 
 
+@pytest.mark.server
 def test_sidecar_not_passed(server_binary: ServerBinary, tmp_path: Path) -> None:
     model = _model(tmp_path, TinyModelSpec(layout="sidecar"))
     report = _diagnose(server_binary, model, "--spec-type", "draft-mtp")
@@ -130,6 +132,7 @@ def test_sidecar_not_passed(server_binary: ServerBinary, tmp_path: Path) -> None
     assert _mtp_acceptance(report) == 1.0
 
 
+@pytest.mark.server
 def test_wrong_spec_type_through_the_command(server_binary: ServerBinary, tmp_path: Path) -> None:
     model = _model(tmp_path, TinyModelSpec())
     out = io.StringIO()
@@ -148,6 +151,7 @@ def test_wrong_spec_type_through_the_command(server_binary: ServerBinary, tmp_pa
     assert "unknown speculative type: mtp" in document["probe"]["as_given"]["failure"]
 
 
+@pytest.mark.server
 def test_head_that_disagrees(server_binary: ServerBinary, tmp_path: Path) -> None:
     report = _diagnose(server_binary, _model(tmp_path, TinyModelSpec(acceptance="none")))
     assert report.causes[0].code == "HEAD_DISAGREES"
@@ -155,6 +159,7 @@ def test_head_that_disagrees(server_binary: ServerBinary, tmp_path: Path) -> Non
     assert _mtp_acceptance(report) == 0.0
 
 
+@pytest.mark.server
 def test_healthy_model(server_binary: ServerBinary, tmp_path: Path) -> None:
     report = _diagnose(server_binary, _model(tmp_path, TinyModelSpec()))
     assert _mtp_acceptance(report) == 1.0
@@ -172,6 +177,7 @@ def test_healthy_model(server_binary: ServerBinary, tmp_path: Path) -> None:
     assert "## Causes, most likely first" in out.getvalue()
 
 
+@pytest.mark.server
 def test_spec_draft_n_max_without_spec_type_is_mtp_not_enabled(server_binary: ServerBinary, tmp_path: Path) -> None:
     model = _model(tmp_path, TinyModelSpec())
     report = _diagnose(server_binary, model, "--spec-draft-n-max", "3")
@@ -206,6 +212,7 @@ def _assert_matches(figure: ProbeFigure, expected: DraftRun) -> None:
     assert figure.per_position == pytest.approx([n / expected.steps for n in expected.per_position])
 
 
+@pytest.mark.server
 def test_low_acceptance_for_one_prompt_class(server_binary: ServerBinary, tmp_path: Path) -> None:
     prompts = load_prompts(CLASS_PROMPTS)
     expected = {(c, n): _pooled_run(CLASS_SPEC, [p for p in prompts if p.prompt_class == c], n, N_PREDICT_SHORT)
@@ -216,7 +223,7 @@ def test_low_acceptance_for_one_prompt_class(server_binary: ServerBinary, tmp_pa
 
     report = diagnose(str(_model(tmp_path, CLASS_SPEC)), server=server_binary.path, server_args=THREADS,
                       n_predict=N_PREDICT_SHORT, prompts=CLASS_PROMPTS)
-    jsonschema.validate(report.to_dict(), SCHEMA)
+    jsonschema.validate(to_jsonable(report), SCHEMA)
     assert report.probe is not None and sorted(report.probe.prompt_classes) == ["code", "prose"]
     for (prompt_class, n_max), run in expected.items():
         _assert_matches(_measured(report, n_max, prompt_class), run)
@@ -231,6 +238,7 @@ def test_low_acceptance_for_one_prompt_class(server_binary: ServerBinary, tmp_pa
     assert not {"HEAD_QUANTIZED", "HEAD_DISAGREES"} & set(_codes(report))
 
 
+@pytest.mark.server
 def test_per_position_decay_makes_a_high_n_max_useless(server_binary: ServerBinary, tmp_path: Path) -> None:
     spec = TinyModelSpec(acceptance=0.5)
     report = _diagnose(server_binary, _model(tmp_path, spec))
@@ -245,7 +253,9 @@ def test_per_position_decay_makes_a_high_n_max_useless(server_binary: ServerBina
         assert high.per_position[0] > high.per_position[1] > high.per_position[2]
         assert low.mean_length is not None and high.mean_length is not None
         gains[prompt_class] = (high.mean_length - low.mean_length) / 2
-    assert max(gains.values()) < DEEP_POSITION_FLOOR
+    # 1 + a vs 1 + a + a^2 + a^3 at a = 0.5: (1.875 - 1.5) / 2 = 0.19 accepted tokens per extra drafted
+    # token, well under the 0.35 the rule names (rank.py).
+    assert max(gains.values()) == pytest.approx(0.19, abs=0.1)
 
     # The decay alone names the cause; measuring n-max 3 slower than n-max 1 (timing is the machine's)
     # only raises the confidence.
@@ -273,10 +283,11 @@ def _log_without_mtp(server_binary: ServerBinary, tmp_path: Path) -> Path:
     return log
 
 
+@pytest.mark.server
 def test_llama_server_log_where_mtp_was_not_enabled(server_binary: ServerBinary, tmp_path: Path) -> None:
     log = _log_without_mtp(server_binary, tmp_path)
     report = diagnose(log_files=[log])
-    jsonschema.validate(report.to_dict(), SCHEMA)
+    jsonschema.validate(to_jsonable(report), SCHEMA)
     first = report.causes[0]
     assert first.code == "MTP_NOT_ENABLED"
     assert "--spec-type draft-mtp" in first.fix
@@ -301,6 +312,7 @@ def test_vllm_log_with_zero_accepted_tokens() -> None:
     assert (document["logs"][0]["accepted"], document["logs"][0]["drafted"]) == (0, 758 + 768 + 432)
 
 
+@pytest.mark.server
 def test_bad_input_is_one_line(server_binary: ServerBinary, tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="no such log file"):
         diagnose(log_files=[tmp_path / "missing.log"])
@@ -317,6 +329,7 @@ def test_bad_input_is_one_line(server_binary: ServerBinary, tmp_path: Path) -> N
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.server
 def test_a_model_the_server_cannot_run_is_a_server_error(server_binary: ServerBinary, tmp_path: Path) -> None:
     # An argument llama-server rejects stops the baseline too: nothing can be diagnosed, the input is wrong.
     with pytest.raises(ServerError, match="even without MTP.*--no-such-flag") as caught:

@@ -10,8 +10,9 @@ from mtpinspect.diagnosis import diagnose
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT, Cause
 from mtpinspect.diagnosis.logs import read_log
 from mtpinspect.diagnosis.rank import rank
-from mtpinspect.diagnosis.static import parse_server_args
 from mtpinspect.errors import FormatError, UsageError
+from mtpinspect.runtime.flags import SPEC_FLAGS, ServerArgs
+from mtpinspect.vocabulary import Mechanism
 
 FIXTURES = Path(__file__).resolve().parent / "diagnose_fixtures"
 
@@ -85,11 +86,11 @@ def _write(path: Path, text: str) -> Path:
 
 
 def test_flags_alone() -> None:
-    settings = parse_server_args(["-t", "4", "--spec-type", "mtp", "--temp=0.7", "--spec-draft-p-min", "0.8"])
+    settings = ServerArgs.of(["-t", "4", "--spec-type", "mtp", "--temp=0.7", "--spec-draft-p-min", "0.8"]).checked()
     assert (settings.spec_type, settings.temperature, settings.p_min) == ("mtp", 0.7, 0.8)
-    assert settings.passthrough == ("-t", "4", "--temp=0.7", "--spec-draft-p-min", "0.8")
+    assert settings.without(*SPEC_FLAGS).args == ("-t", "4", "--temp=0.7", "--spec-draft-p-min", "0.8")
     with pytest.raises(UsageError, match="expects a value"):
-        parse_server_args(["--spec-type"])
+        ServerArgs.of(["--spec-type"]).checked()
 
 
 def test_ranking_rule() -> None:
@@ -101,4 +102,4 @@ def test_ranking_rule() -> None:
     # 0.9 x (1 - 0.4 x 0.5) = 0.72 > 0.5 x 0.95 = 0.475 > 0.6 x 0.5 = 0.3
     assert [c.code for c in ranked] == ["HEAD_DISAGREES", "SLOWER_THAN_BASELINE", "HIGH_TEMPERATURE"]
     assert ranked[0].confidence == pytest.approx(0.8) and ranked[0].sources == ("log", "probe")
-    assert set(MECHANISM_WEIGHT) == {kind.mechanism for kind in CAUSES.values()}
+    assert set(MECHANISM_WEIGHT) == set(Mechanism) == {kind.mechanism for kind in CAUSES.values()}

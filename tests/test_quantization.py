@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -15,19 +15,46 @@ from mtpinspect.formats.quantization import (
     NOT_IN_QUANTIZED_LAYERS,
     NOT_TARGETED,
     QuantizationConfig,
-    audit_mtp,
     find_quantization,
     match_exclusion,
-    mtp_modules_from_tensors,
 )
+from mtpinspect.inspection.quant_audit import audit_mtp, mtp_modules_from_tensors
 
-# The reference corpus sits beside the clone (../shared), in development and in CI alike.
-REF = Path(os.environ.get("MTPINSPECT_REFERENCE", Path(__file__).resolve().parents[2] / "shared" / "reference")) / "hf-configs"
-needs_ref = pytest.mark.skipif(not REF.is_dir(), reason=f"reference configs not found at {REF}")
+# Published configs, by their name in the reference corpus (cases/README.md): most are a case's own copy,
+# the rest live in tests/data/hf-configs.
+_CASES = Path(__file__).resolve().parents[1] / "cases"
+_DATA = Path(__file__).resolve().parent / "data" / "hf-configs"
+_IN_CASES = {
+    "controls_no_mtp/openai__gpt-oss-20b.json": "gpt-oss-20b/config.json",
+    "deepseek/deepseek-ai__DeepSeek-V3.json": "deepseek-v3/config.json",
+    "gemma4/nvidia__Gemma-4-26B-A4B-NVFP4.json": "gemma-4-26b-a4b-nvfp4/config.json",
+    "gemma4/nvidia__Gemma-4-26B-A4B-NVFP4.hf_quant_config.json": "gemma-4-26b-a4b-nvfp4/hf_quant_config.json",
+    "glm/nvidia__GLM-5.1-NVFP4.json": "glm-5.1-nvfp4/config.json",
+    "glm/nvidia__GLM-5.1-NVFP4.hf_quant_config.json": "glm-5.1-nvfp4/hf_quant_config.json",
+    "glm/zai-org__GLM-5.1-FP8.json": "glm-5.1-fp8/config.json",
+    "kimi/moonshotai__Kimi-K2.5.json": "kimi-k2.5/config.json",
+    "qwen3_5/Qwen__Qwen3.8-2.4T-A95B-FP8.json": "qwen3.8-2.4t-a95b-fp8/config.json",
+    "qwen3_5/nvidia__Qwen3.5-122B-A10B-NVFP4.json": "qwen3.5-122b-a10b-nvfp4/config.json",
+    "qwen3_5/nvidia__Qwen3.5-122B-A10B-NVFP4.hf_quant_config.json": "qwen3.5-122b-a10b-nvfp4/hf_quant_config.json",
+    "qwen3_5/nvidia__Qwen3.6-27B-NVFP4.json": "qwen3.6-27b-nvfp4/config.json",
+    "qwen3_5/nvidia__Qwen3.6-27B-NVFP4.hf_quant_config.json": "qwen3.6-27b-nvfp4/hf_quant_config.json",
+}
+
+
+def _path(rel: str) -> Path:
+    return _CASES / _IN_CASES[rel] if rel in _IN_CASES else _DATA / rel
 
 
 def load(rel: str) -> dict:
-    return json.loads((REF / rel).read_text())
+    return json.loads(_path(rel).read_text())
+
+
+def test_configs_are_the_published_files():
+    published = {line.split()[0] for line in (_CASES / "PUBLISHED.sha256").read_text().splitlines() if line.strip()}
+    rels = [*_IN_CASES, *(p.relative_to(_DATA).as_posix() for p in _DATA.rglob("*.json"))]
+    assert len(rels) == len(_IN_CASES) + 5
+    for rel in rels:
+        assert hashlib.sha256(_path(rel).read_bytes()).hexdigest() in published, rel
 
 
 def real(config_rel: str, hf_quant_rel: str | None = None) -> QuantizationConfig:
@@ -75,7 +102,6 @@ def fp8(modules) -> tuple[dict[str, str], list[str]]:
 # ------------------------------------------------------------------ real configs
 
 
-@needs_ref
 def test_nvidia_glm51_nvfp4_excludes_the_whole_mtp_layer():
     q = real("glm/nvidia__GLM-5.1-NVFP4.json", "glm/nvidia__GLM-5.1-NVFP4.hf_quant_config.json")
     assert (q.method, q.algo, q.source) == ("modelopt", "NVFP4", "hf_quant_config.json:quantization")
@@ -92,7 +118,6 @@ def test_nvidia_glm51_nvfp4_excludes_the_whole_mtp_layer():
     assert match_exclusion(q, "model.layers.77.mlp.experts.0.up_proj") is None
 
 
-@needs_ref
 def test_nvidia_glm51_nvfp4_header_bf16_agrees_and_raises_no_note():
     q = real("glm/nvidia__GLM-5.1-NVFP4.json", "glm/nvidia__GLM-5.1-NVFP4.hf_quant_config.json")
     audit = audit_mtp(q, weights(GLM_LINEARS, "BF16"), [f"{m}.weight" for m in GLM_LINEARS])
@@ -100,7 +125,6 @@ def test_nvidia_glm51_nvfp4_header_bf16_agrees_and_raises_no_note():
     assert all(v.header_quantized is False and v.note is None for v in audit.modules)
 
 
-@needs_ref
 def test_zai_glm51_fp8_excludes_only_the_heads_small_modules():
     q = real("glm/zai-org__GLM-5.1-FP8.json")
     assert (q.method, q.algo, q.exclusion_key, len(q.exclusions)) == ("fp8", "e4m3", "modules_to_not_convert", 712)
@@ -119,7 +143,6 @@ def test_zai_glm51_fp8_excludes_only_the_heads_small_modules():
     assert all(v.header_dtype == "F8_E4M3" and v.header_quantized for v in audit.modules if v is not eh)
 
 
-@needs_ref
 def test_qwen38_fp8_lists_ten_mtp_modules_but_routed_experts_stay_fp8():
     q = real("qwen3_5/Qwen__Qwen3.8-2.4T-A95B-FP8.json")
     assert (q.method, q.algo, q.exclusion_key, len(q.exclusions)) == ("fp8", None, "modules_to_not_convert", 978)
@@ -140,7 +163,6 @@ def test_qwen38_fp8_lists_ten_mtp_modules_but_routed_experts_stay_fp8():
     assert expert.note == "not excluded, while 8 other MTP module(s) are"
 
 
-@needs_ref
 def test_nvidia_qwen36_27b_mixed_precision_keeps_mtp_in_bf16():
     q = real("qwen3_5/nvidia__Qwen3.6-27B-NVFP4.json", "qwen3_5/nvidia__Qwen3.6-27B-NVFP4.hf_quant_config.json")
     assert (q.algo, q.exclusions, q.targets_key, len(q.targets)) == (
@@ -155,7 +177,6 @@ def test_nvidia_qwen36_27b_mixed_precision_keeps_mtp_in_bf16():
     assert match_exclusion(no_list, "model.language_model.layers.0.mlp.gate_proj") is None
 
 
-@needs_ref
 def test_modelopt_list_with_mtp_layers_glob_but_without_mtp_star_misses_mtp_fc():
     """nvidia Qwen3.5-397B-A17B-NVFP4 shipped `mtp.layers.0*` without `mtp*` (vLLM #38832); rebuilt from the 122B list."""
     q = real("qwen3_5/nvidia__Qwen3.5-122B-A10B-NVFP4.json", "qwen3_5/nvidia__Qwen3.5-122B-A10B-NVFP4.hf_quant_config.json")
@@ -169,7 +190,6 @@ def test_modelopt_list_with_mtp_layers_glob_but_without_mtp_star_misses_mtp_fc()
     assert audit.modules[0].note == f"not excluded, while {len(audit.modules) - 1} other MTP module(s) are"
 
 
-@needs_ref
 def test_deepseek_v3_fp8_has_no_list_so_the_head_is_fp8():
     q = real("deepseek/deepseek-ai__DeepSeek-V3.json")
     assert (q.method, q.algo, q.exclusion_key, q.exclusions) == ("fp8", "e4m3", None, ())
@@ -181,7 +201,6 @@ def test_deepseek_v3_fp8_has_no_list_so_the_head_is_fp8():
     assert all(v.excluded_by is None and v.header_quantized is None for v in audit.modules)
 
 
-@needs_ref
 @pytest.mark.parametrize("with_hf_quant", [True, False])
 def test_deepseek_v4_flash_nvfp4_excludes_mtp_star(with_hf_quant):
     hf_quant = "deepseek/nvidia__DeepSeek-V4-Flash-NVFP4.hf_quant_config.json" if with_hf_quant else None
@@ -201,7 +220,6 @@ def test_deepseek_v4_flash_nvfp4_excludes_mtp_star(with_hf_quant):
     assert match_exclusion(q, "layers.3.ffn.shared_experts.w1") == "*.ffn.shared_experts.*"
 
 
-@needs_ref
 def test_gemma4_nvfp4_has_a_list_but_no_mtp_modules():
     q = real("gemma4/nvidia__Gemma-4-26B-A4B-NVFP4.json", "gemma4/nvidia__Gemma-4-26B-A4B-NVFP4.hf_quant_config.json")
     assert (q.method, q.algo, len(q.exclusions)) == ("modelopt", "NVFP4", 93)
@@ -209,7 +227,6 @@ def test_gemma4_nvfp4_has_a_list_but_no_mtp_modules():
     assert (audit.mtp_excluded, audit.modules, audit.excluded_count) == (None, (), 93)
 
 
-@needs_ref
 def test_nemotron_super_fp8_hf_quant_without_list_quantizes_the_head():
     q = find_quantization(load("nemotron/nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json"),
                           {"hf_quant_config.json": load("nemotron/nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8.hf_quant_config.json")})
@@ -217,7 +234,6 @@ def test_nemotron_super_fp8_hf_quant_without_list_quantizes_the_head():
     assert audit_mtp(q, weights(["mtp.layers.0.mixer.in_proj"])).mtp_excluded is False
 
 
-@needs_ref
 def test_kimi_k25_compressed_tensors_under_text_config_uses_re_prefix():
     q = real("kimi/moonshotai__Kimi-K2.5.json")
     assert (q.method, q.algo, q.source) == ("compressed-tensors", "pack-quantized", "config.json:text_config.quantization_config")
@@ -227,7 +243,6 @@ def test_kimi_k25_compressed_tensors_under_text_config_uses_re_prefix():
     assert match_exclusion(q, "language_model.model.layers.5.mlp.experts.3.up_proj") is None
 
 
-@needs_ref
 def test_hf_style_lists_gpt_oss_globs_and_minimax_short_names():
     gpt = real("controls_no_mtp/openai__gpt-oss-20b.json")
     assert (gpt.method, gpt.exclusion_key) == ("mxfp4", "modules_to_not_convert")
@@ -238,7 +253,6 @@ def test_hf_style_lists_gpt_oss_globs_and_minimax_short_names():
     assert match_exclusion(minimax, "model.layers.0.block_sparse_moe.experts.0.w1") is None
 
 
-@needs_ref
 def test_config_and_hf_quant_disagreement_is_noted_and_hf_quant_wins():
     config = load("glm/nvidia__GLM-5.1-NVFP4.json")
     hf_quant = load("glm/nvidia__GLM-5.1-NVFP4.hf_quant_config.json")

@@ -17,10 +17,11 @@ import pytest
 
 from mtpinspect.errors import FormatError, ServerError
 from mtpinspect.runtime import build as build_mod
-from mtpinspect.runtime.build import PINNED_LLAMA_CPP, build_server, cache_root, cached_server, cmake_args
+from mtpinspect.runtime.build import build_server, cache_root, cached_server, cmake_args
 from mtpinspect.runtime.find import ServerBinary, describe, find_server
 from mtpinspect.runtime.logs import failure_reason, parse_draft_lines, unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
+from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
 
 
 @pytest.fixture(scope="module")

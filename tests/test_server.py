@@ -21,8 +21,6 @@ from mtpinspect.runtime.memory import RssSampler, tree_rss
 from mtpinspect.runtime.server import LlamaServer, ServerDiedError, ServerStartError
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 
-pytestmark = pytest.mark.server
-
 MTP_3 = ["--spec-type", "draft-mtp", "--spec-draft-n-max", "3"]
 
 
@@ -56,6 +54,7 @@ def _start_failure(binary: ServerBinary, model: Path, args: list[str], tmp_path:
     return exc.value
 
 
+@pytest.mark.server
 def test_mtp_request_figures_agree(binary: ServerBinary, models: dict[str, Path], tmp_path: Path) -> None:
     with _server(binary, models["perfect"], MTP_3, tmp_path) as server:
         assert server.command[:2] == [str(binary.path), "-m"]
@@ -82,6 +81,7 @@ def test_mtp_request_figures_agree(binary: ServerBinary, models: dict[str, Path]
     assert offset2 > offset and unused_nextn_tensors(new_log) == []
 
 
+@pytest.mark.server
 def test_rejecting_head_and_baseline(binary: ServerBinary, models: dict[str, Path], tmp_path: Path) -> None:
     with _server(binary, models["none"], MTP_3, tmp_path) as server:
         before = server.metrics()
@@ -101,21 +101,25 @@ def test_rejecting_head_and_baseline(binary: ServerBinary, models: dict[str, Pat
     assert rejected.text[: len(plain.text)] == plain.text
 
 
+@pytest.mark.server
 def test_unknown_spec_type_mtp(binary: ServerBinary, models: dict[str, Path], tmp_path: Path) -> None:
     error = _start_failure(binary, models["perfect"], ["--spec-type", "mtp"], tmp_path)
     assert "unknown speculative type: mtp" in error.reason and error.reason in str(error)
 
 
+@pytest.mark.server
 def test_draft_mtp_without_nextn(binary: ServerBinary, models: dict[str, Path], tmp_path: Path) -> None:
     error = _start_failure(binary, models["no-nextn"], ["--spec-type", "draft-mtp"], tmp_path)
     assert "doesn't contain MTP layers" in str(error) or "failed to create MTP context" in str(error)
 
 
+@pytest.mark.server
 def test_model_file_that_is_missing(binary: ServerBinary, tmp_path: Path) -> None:
     error = _start_failure(binary, tmp_path / "absent.gguf", [], tmp_path)
     assert "absent.gguf" in str(error)
 
 
+@pytest.mark.server
 def test_killed_mid_request(binary: ServerBinary, models: dict[str, Path], tmp_path: Path) -> None:
     # The rejecting head drafts and discards three tokens per step: a long request takes seconds.
     with _server(binary, models["none"], MTP_3, tmp_path) as server:
@@ -132,6 +136,7 @@ def test_killed_mid_request(binary: ServerBinary, models: dict[str, Path], tmp_p
             server.metrics()
 
 
+@pytest.mark.server
 def test_stop_leaves_no_process(binary: ServerBinary, models: dict[str, Path], tmp_path: Path) -> None:
     server = _server(binary, models["perfect"], MTP_3, tmp_path)
     with pytest.raises(KeyboardInterrupt):
@@ -148,6 +153,7 @@ def test_stop_leaves_no_process(binary: ServerBinary, models: dict[str, Path], t
     assert "not running" in str(exc.value)
 
 
+@pytest.mark.server
 def test_rss_sampler_sees_the_server(binary: ServerBinary, models: dict[str, Path], tmp_path: Path) -> None:
     with _server(binary, models["none"], MTP_3, tmp_path) as server:
         with RssSampler(server.pid, hz=50) as sampler:
@@ -157,6 +163,7 @@ def test_rss_sampler_sees_the_server(binary: ServerBinary, models: dict[str, Pat
     assert 1 << 20 < now <= sampler.peak_bytes < 4 << 30
 
 
+@pytest.mark.server
 def test_arguments_mtpinspect_owns(binary: ServerBinary, models: dict[str, Path], tmp_path: Path) -> None:
     with pytest.raises(UsageError) as exc:
         _server(binary, models["perfect"], ["--port", "8080", "-t", "2"], tmp_path)

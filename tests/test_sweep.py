@@ -9,20 +9,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import psutil
 import pytest
 from matplotlib import image as mpimg
 
 from mtpinspect.cli._output import Output
 from mtpinspect.cli.sweep import command, render
+from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.sweep import ProgressEvent, SweepOptions, run_sweep
-from mtpinspect.sweep.collect import CRASHED, OK, RunRecord, ServerRecord
-from mtpinspect.sweep.jsonl import Journal
+from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.progress import RUN_DONE, RUN_START
+from mtpinspect.sweep.records import RunRecord, ServerRecord
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
-
-pytestmark = pytest.mark.server
+from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[1] / "mtpinspect" / "schemas" / "sweep.schema.json").read_text(encoding="utf-8")
@@ -66,61 +67,7 @@ def _server_children() -> list[psutil.Process]:
     return [p for p in psutil.Process().children(recursive=True) if "llama-server" in p.name()]
 
 
-def _validate(value: Any, schema: dict[str, Any], where: str = "$") -> None:
-    """A small JSON Schema checker for the keywords sweep.schema.json uses (no extra dependency)."""
-    if "$ref" in schema:
-        name = schema["$ref"].rsplit("/", 1)[-1]
-        _validate(value, SCHEMA["$defs"][name], where)
-    if "anyOf" in schema:
-        errors = []
-        for option in schema["anyOf"]:
-            try:
-                _validate(value, option, where)
-                break
-            except AssertionError as exc:
-                errors.append(str(exc))
-        else:
-            raise AssertionError(f"{where}: matches no anyOf branch: {errors}")
-    if "const" in schema:
-        assert value == schema["const"], f"{where}: {value!r} != {schema['const']!r}"
-    if "enum" in schema:
-        assert value in schema["enum"], f"{where}: {value!r} not in {schema['enum']}"
-    if "type" in schema:
-        kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        checks = {
-            "object": lambda v: isinstance(v, dict),
-            "array": lambda v: isinstance(v, list),
-            "string": lambda v: isinstance(v, str),
-            "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-            "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-            "boolean": lambda v: isinstance(v, bool),
-            "null": lambda v: v is None,
-        }
-        assert any(checks[k](value) for k in kinds), f"{where}: {value!r} is not {kinds}"
-    if "minimum" in schema and isinstance(value, (int, float)):
-        assert value >= schema["minimum"], f"{where}: {value} < {schema['minimum']}"
-    if isinstance(value, dict):
-        for key in schema.get("required", []):
-            assert key in value, f"{where}: missing {key!r}"
-        properties = schema.get("properties", {})
-        if schema.get("additionalProperties") is False:
-            extra = set(value) - set(properties)
-            assert not extra, f"{where}: unexpected {sorted(extra)}"
-        for key, item in value.items():
-            if key in properties:
-                _validate(item, properties[key], f"{where}.{key}")
-    if isinstance(value, list) and "items" in schema:
-        for index, item in enumerate(value):
-            _validate(item, schema["items"], f"{where}[{index}]")
-
-
-def test_schema_checker_rejects_what_it_should() -> None:
-    with pytest.raises(AssertionError, match="missing"):
-        _validate({"n_max": 1}, SCHEMA["$defs"]["result"])
-    with pytest.raises(AssertionError, match="is not"):
-        _validate({"median": "fast", "min": 1.0, "max": 2.0}, SCHEMA["$defs"]["spread"])
-
-
+@pytest.mark.server
 def test_perfect_head(server_binary: ServerBinary, tmp_path: Path, prompts: Path) -> None:
     out = tmp_path / "out"
     report = run_sweep(_model(tmp_path, acceptance="perfect"), _options(server_binary, out, prompts, n_max=(1, 2, 3)))
@@ -135,15 +82,16 @@ def test_perfect_head(server_binary: ServerBinary, tmp_path: Path, prompts: Path
         assert group.expected_length == n + 1
         if n >= 2:
             assert group.mean_length > n
-        assert group.identical_to_baseline is not None
+        # A perfect head at temperature 0 on the tiny model changes nothing in the text.
+        assert group.identical_to_baseline is True and group.first_divergence is None
         assert group.speedup is not None and group.rss_peak_bytes and group.rss_post_load_bytes
     assert groups["baseline"].acceptance is None and groups["baseline"].drafted == 0
 
     runs, servers = _records(out)
     # One server start per configuration, none per request; the warm-up is not a recorded run.
     assert sorted(s.configuration for s in servers) == sorted(groups)
-    assert all(s.status == "started" and s.version == server_binary.version for s in servers)
-    assert len(runs) == 4 * 2 and all(r.status == OK for r in runs)
+    assert all(s.status is ServerStatus.started and s.version == server_binary.version for s in servers)
+    assert len(runs) == 4 * 2 and all(r.status == RunStatus.ok for r in runs)
     for run in runs:
         assert run.decode_tokens_per_second and run.prompt_tokens_per_second and run.wall_seconds > 0
         assert run.predicted_n == N_PREDICT and run.text
@@ -164,11 +112,14 @@ def test_perfect_head(server_binary: ServerBinary, tmp_path: Path, prompts: Path
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert mpimg.imread(png).shape[0] > 100
     document = json.loads(Path(report.files.report).read_text(encoding="utf-8"))
-    _validate(document, SCHEMA)
-    assert document["recommendation"]["reason"]
+    jsonschema.validate(document, SCHEMA)
+    choice = document["recommendation"]
+    expected_start = "leave MTP off" if choice["n_max"] is None else f"n-max {choice['n_max']} is fastest"
+    assert choice["reason"].startswith(expected_start), choice
     assert not _server_children()
 
 
+@pytest.mark.server
 def test_grouped_order_starts_each_configuration_once(server_binary: ServerBinary, tmp_path: Path, prompts: Path) -> None:
     out = tmp_path / "out"
     report = run_sweep(_model(tmp_path, acceptance="perfect"), _options(server_binary, out, prompts, repeat=3, order="grouped"))
@@ -179,6 +130,7 @@ def test_grouped_order_starts_each_configuration_once(server_binary: ServerBinar
     assert {g.configuration: g.runs for g in report.results} == {"baseline": 6, "n-max-2": 6}
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("acceptance", ["none", 0.5])
 def test_head_that_drafts_badly(server_binary: ServerBinary, tmp_path: Path, prompts: Path, acceptance: Any) -> None:
     report = run_sweep(_model(tmp_path, acceptance=acceptance), _options(server_binary, tmp_path / "out", prompts))
@@ -190,6 +142,7 @@ def test_head_that_drafts_badly(server_binary: ServerBinary, tmp_path: Path, pro
         assert 0.0 < group.acceptance < 1.0 and 1.0 < group.mean_length < 3.0
 
 
+@pytest.mark.server
 def test_model_without_nextn_fails_mtp_only(server_binary: ServerBinary, tmp_path: Path, prompts: Path) -> None:
     out = tmp_path / "out"
     report = run_sweep(_model(tmp_path, nextn=False), _options(server_binary, out, prompts, n_max=(1, 2)))
@@ -207,6 +160,7 @@ def test_model_without_nextn_fails_mtp_only(server_binary: ServerBinary, tmp_pat
     assert "doesn't contain MTP layers" in text.getvalue()
 
 
+@pytest.mark.server
 def test_server_killed_mid_sweep(server_binary: ServerBinary, tmp_path: Path, prompts: Path) -> None:
     out = tmp_path / "out"
     three = tmp_path / "three.jsonl"
@@ -227,20 +181,21 @@ def test_server_killed_mid_sweep(server_binary: ServerBinary, tmp_path: Path, pr
     report = run_sweep(model, options, progress=kill_second_mtp_request)
     assert killed
     runs, _ = _records(out)
-    crashed = [r for r in runs if r.status != OK]
-    assert [(r.configuration, r.prompt_id, r.status) for r in crashed] == [("n-max-1", "p2", CRASHED)]
+    crashed = [r for r in runs if r.status != RunStatus.ok]
+    assert [(r.configuration, r.prompt_id, r.status) for r in crashed] == [("n-max-1", "p2", RunStatus.crashed)]
     assert "died" in (crashed[0].error or "")
     # Nothing measured is lost, and the sweep went on with the next configuration.
-    assert [r.prompt_id for r in runs if r.configuration == "n-max-1" and r.status == OK] == ["p1"]
-    assert len([r for r in runs if r.configuration == "n-max-2" and r.status == OK]) == 3
+    assert [r.prompt_id for r in runs if r.configuration == "n-max-1" and r.status == RunStatus.ok] == ["p1"]
+    assert len([r for r in runs if r.configuration == "n-max-2" and r.status == RunStatus.ok]) == 3
     assert report.runs.failed == 1 and report.runs.not_run == 1
-    assert any(f.kind == CRASHED for f in report.failures)
+    assert any(f.kind == RunStatus.crashed for f in report.failures)
     assert not _server_children()
 
     resumed = run_sweep(model, replace(options, resume=True))
     assert resumed.runs.ok == 9 and resumed.runs.failed == 0 and resumed.runs.not_run == 0
 
 
+@pytest.mark.server
 def test_interrupt_keeps_the_journal_and_resume_completes_it(
     server_binary: ServerBinary, tmp_path: Path, prompts: Path
 ) -> None:
@@ -256,7 +211,7 @@ def test_interrupt_keeps_the_journal_and_resume_completes_it(
         run_sweep(model, options, progress=stop_after_four)
     assert not _server_children()
     first, first_servers = _records(out)
-    assert len(first) == 4 and all(r.status == OK for r in first)
+    assert len(first) == 4 and all(r.status == RunStatus.ok for r in first)
 
     report = run_sweep(model, replace(options, resume=True))
     runs, servers = _records(out)
@@ -271,21 +226,30 @@ def test_interrupt_keeps_the_journal_and_resume_completes_it(
     assert again.runs.resumed == 0 and any(p.name.startswith("runs-") for p in out.iterdir())
 
 
+@pytest.mark.server
 def test_synthetic_cost_curve(server_binary: ServerBinary, tmp_path: Path, prompts: Path) -> None:
     options = _options(server_binary, tmp_path / "out", prompts, n_max=(1,), synthetic=(0.0, 1.0))
     report = run_sweep(_model(tmp_path, acceptance="none"), options)
     forced = {g.synthetic: g for g in report.results if g.synthetic is not None}
     assert forced[0.0].acceptance == 0.0 and forced[1.0].acceptance == 1.0
     assert "--spec-synth-rates" in forced[1.0].command
-    assert report.break_even is not None and [c.n_max for c in report.break_even] == [1]
-    points = report.break_even[0].points
+    assert report.synthetic is not None and [c.n_max for c in report.synthetic.break_even] == [1]
+    points = report.synthetic.break_even[0].points
     assert [p.target for p in points] == [0.0, 1.0] and all(p.speedup for p in points)
-    assert report.break_even[0].note
+    # The note follows the two measured points: below 1x at forced 0, and above or below it at 1.
+    (low, high), note = points, report.synthetic.break_even[0].note
+    if high.speedup >= 1.0 > low.speedup:
+        assert note.startswith("below acceptance ") and report.synthetic.break_even[0].acceptance is not None
+    elif high.speedup < 1.0:
+        assert note == "slower than baseline even at forced acceptance 1.00"
+    else:
+        assert note.startswith("faster than baseline at every forced acceptance")
     # The real head of this model drafts nothing right; the synthetic runs must not count for it.
     assert next(g for g in report.results if g.configuration == "n-max-1").acceptance == 0.0
-    _validate(report.to_dict(), SCHEMA)
+    jsonschema.validate(to_jsonable(report), SCHEMA)
 
 
+@pytest.mark.server
 def test_cli_without_model_runs_the_tiny_demo(
     server_binary: ServerBinary, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -294,7 +258,7 @@ def test_cli_without_model_runs_the_tiny_demo(
               "--server", str(server_binary.path)]
     assert command.main([*common, "--format", "json", "--no-plot", "--", "-t", "1"], standalone_mode=False) == 0
     document = json.loads(capsys.readouterr().out)
-    _validate(document, SCHEMA)
+    jsonschema.validate(document, SCHEMA)
     assert document["tiny_model"] is True and Path(document["model"]).name == "tiny-mtp.gguf"
     assert document["settings"]["server_args"] == ["-t", "1"] and document["server"]["command"][-2:] == ["-t", "1"]
     assert document["files"]["plot"] is None and not (out / "sweep.png").exists()
@@ -308,6 +272,7 @@ def test_cli_without_model_runs_the_tiny_demo(
     assert csv_lines[0].startswith("prompt_class,configuration,n_max") and len(csv_lines) == 3
 
 
+@pytest.mark.server
 def test_separate_mtp_file_goes_to_mtp_configurations_only(
     server_binary: ServerBinary, tmp_path: Path, prompts: Path
 ) -> None:

@@ -10,12 +10,13 @@ import pytest
 
 from mtpinspect.cli.sweep import ProgressBar, command
 from mtpinspect.errors import FormatError, SourceError, UsageError
-from mtpinspect.sweep.collect import OK, LogFigures, RunRecord, cross_check
-from mtpinspect.sweep.jsonl import Journal
+from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.plan import BASELINE_ID, Configuration, build_plan, configurations
 from mtpinspect.sweep.progress import RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
 from mtpinspect.sweep.prompts import Prompt, builtin_classes, load_builtin, load_prompts
-from mtpinspect.sweep.statistics import expected_length, first_divergence, recommend, summarize
+from mtpinspect.sweep.records import LogFigures, RunRecord, cross_check
+from mtpinspect.sweep.statistics import first_divergence, recommend, summarize
+from mtpinspect.vocabulary import RunStatus
 
 PROMPTS = [Prompt("a", "code", "def f():"), Prompt("b", "prose", "Once upon a time")]
 
@@ -53,11 +54,11 @@ def test_resume_leaves_finished_runs_and_empty_visits_out() -> None:
 def test_server_arguments_per_configuration() -> None:
     baseline, one = configurations([1])
     # The baseline gets no --spec-type and no -md (a draft GGUF alone would switch MTP on).
-    assert baseline.id == BASELINE_ID and baseline.server_args("mtp-x.gguf") == []
-    assert one.server_args("mtp-x.gguf") == ["--spec-type", "draft-mtp", "--spec-draft-n-max", "1", "-md", "mtp-x.gguf"]
+    assert baseline.id == BASELINE_ID and baseline.server_args("mtp-x.gguf").args == ()
+    assert one.server_args("mtp-x.gguf").args == ("--spec-type", "draft-mtp", "--spec-draft-n-max", "1", "-md", "mtp-x.gguf")
     synth = Configuration(3, synthetic=0.5)
     assert synth.synth_rates() == [0.5, 0.25, 0.125]
-    assert synth.server_args(None)[-2:] == ["--spec-synth-rates", "0.5,0.25,0.125"]
+    assert synth.server_args(None).args[-2:] == ("--spec-synth-rates", "0.5,0.25,0.125")
 
 
 @pytest.mark.parametrize(("n_max", "synthetic"), [([0], []), ([], []), ([1], [1.5])])
@@ -124,10 +125,7 @@ def test_journal_survives_a_line_cut_short(tmp_path: Path) -> None:
     assert contents.damaged_lines == 1
 
 
-def test_expected_length_and_divergence() -> None:
-    assert expected_length(1.0, 3) == 4.0
-    assert expected_length(0.0, 4) == 1.0
-    assert expected_length(0.5, 2) == pytest.approx(1.75)
+def test_first_divergence() -> None:
     assert first_divergence("abcdef", "abcdef") is None
     assert first_divergence("abcdef", "abXdef") == 2
     assert first_divergence("abc", "abcdef") == 3
@@ -136,7 +134,7 @@ def test_expected_length_and_divergence() -> None:
 def _run(config: str, n_max: int | None, tps: float, repeat: int, text: str = "same") -> RunRecord:
     return RunRecord(
         configuration=config, n_max=n_max, synthetic=None, prompt_id="p", prompt_class="code", repeat=repeat,
-        server_id=config, status=OK, error=None, wall_seconds=1.0, settings={}, finished_at=0.0,
+        server_id=config, status=RunStatus.ok, error=None, wall_seconds=1.0, settings={}, finished_at=0.0,
         decode_tokens_per_second=tps, drafted=10 if n_max else 0, accepted=8 if n_max else 0,
         drafts=10 if n_max else 0, per_position=[0.8] if n_max else [], text=text,
     )

@@ -213,7 +213,7 @@ def test_head_drafts_follow_the_weights_as_written() -> None:
 
 
 def test_simulation_reproduces_the_reference_run() -> None:
-    # llama-cpp-mtp.md: 64 greedy tokens at n-max 3 gave 47/47, 16 drafts, per position 16/16/15.
+    # Measured with the pinned llama-server: 64 greedy tokens at n-max 3 gave 47/47, 16 drafts, per position 16/16/15.
     run = simulate(head_drafts(TinyModelSpec()).tokens, 5, 3, 64)
     assert (run.accepted, run.drafted, run.steps, run.per_position) == (47, 47, 16, (16, 16, 15))
     assert run.mean_length == pytest.approx(3.9375)
@@ -251,7 +251,8 @@ def test_cli_writes_files_and_reports_expected_acceptance(tmp_path: Path) -> Non
     assert all(Path(f["file"]).stat().st_size == f["bytes"] for f in document["files"])
     assert [row["n_max"] for row in document["expected"]] == [1, 2, 3, 4]
     assert 0 < document["expected"][2]["acceptance"] < 1
-    assert document["expected"][0]["acceptance"] == expected_acceptance(TinyModelSpec(acceptance=0.5), 1).acceptance
+    # At n-max 1 the acceptance is the chosen per-token fraction.
+    assert document["expected"][0]["acceptance"] == pytest.approx(0.5, abs=POOLED_TOLERANCE)
 
 
 def test_cli_table_and_low_bit_head(tmp_path: Path) -> None:
@@ -266,15 +267,15 @@ def test_cli_heavy_size_writes_the_heavy_trunk(tmp_path: Path) -> None:
     result = CliRunner().invoke(command, [str(out), "--size", "heavy", "--acceptance", "0.5", "--format", "json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
-    heavy = spec_for_size("heavy", acceptance=0.5)
+    # The heavy trunk as documented (README): embd 256, FFN 8192, 4 layers.
     assert document["spec"]["size"] == "heavy"
-    assert (document["spec"]["embd"], document["spec"]["ff"]) == (heavy.embd, heavy.ff)
-    assert document["expected"][0]["acceptance"] == expected_acceptance(heavy, 1).acceptance
+    assert (document["spec"]["embd"], document["spec"]["ff"], document["spec"]["trunk_layers"]) == (256, 8192, 4)
+    assert document["expected"][0]["acceptance"] == pytest.approx(0.5, abs=POOLED_TOLERANCE)
     reader = GGUFReader(out)
-    assert _field(reader, "glm4moe.embedding_length") == heavy.embd
-    assert _field(reader, "glm4moe.feed_forward_length") == heavy.ff
-    assert _field(reader, "glm4moe.block_count") == heavy.trunk_layers + 1
-    assert set(_tensors(out)) == SHARED | _trunk_names(heavy.trunk_layers) | _mtp_names(heavy.trunk_layers)
+    assert _field(reader, "glm4moe.embedding_length") == 256
+    assert _field(reader, "glm4moe.feed_forward_length") == 8192
+    assert _field(reader, "glm4moe.block_count") == 4 + 1
+    assert set(_tensors(out)) == SHARED | _trunk_names(4) | _mtp_names(4)
 
 
 @pytest.mark.parametrize("value", ["1.5", "0", "lots"])

@@ -1,46 +1,62 @@
 """The `mtpinspect` command line: parses arguments, calls the typed API, renders through one sink.
 
-Each command group lives in its own module and is registered here. Errors that are the user's
-(a missing repo, a corrupt GGUF, a wrong flag) become one line on stderr and exit status 2.
+Each command lives in its own module (package: check = inspection/, sweep = sweep/, diagnose =
+diagnosis/, runtime = runtime/, tiny-model = tiny_model.py), imported only when that command runs, so
+`mtpinspect --help` and `check` on a local file start at once. Errors that are the user's (a missing
+repo, a corrupt GGUF, a wrong flag) become one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from mtpinspect import __version__
 from mtpinspect.errors import MtpinspectError
 
+if TYPE_CHECKING:
+    from mtpinspect.cli._output import Output
+
 EXIT_ERROR = 2
 
+# name -> (module under mtpinspect.cli, one-line help for the command list).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("check", "Read a few kilobytes of a model (Hub repo, GGUF, local snapshot) and say whether its MTP "
+                       "head is there, intact, and supported by llama.cpp, vLLM, SGLang."),
+    "sweep": ("sweep", "Measure MTP on this machine with the real llama-server across --spec-draft-n-max."),
+    "diagnose": ("diagnose", "Explain zero or low MTP acceptance (or a slowdown) and say what to change."),
+    "runtime": ("runtime", "Show, build or rebuild the llama-server that sweep uses."),
+    "tiny-model": ("tiny_model", "Write a tiny GGUF with an MTP head whose draft acceptance you choose."),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported when invoked; the command list comes from COMMANDS."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module = importlib.import_module(f"mtpinspect.cli.{COMMANDS[name][0]}")
+        command: click.Command = module.command
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # The short help of each command without importing it.
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, short) for name, (_, short) in COMMANDS.items()])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="mtpinspect")
 def cli() -> None:
-    """Will a model's MTP / NextN head work for speculative decoding?
-
-    \b
-    check       read a few kilobytes of a model (Hub repo, GGUF, local snapshot) and say
-                whether its MTP head is there, intact, and supported by llama.cpp, vLLM, SGLang
-    sweep       measure MTP on this machine with the real llama-server across --spec-draft-n-max
-    diagnose    explain zero or low MTP acceptance (or a slowdown) and say what to change
-    runtime     show, build or rebuild the llama-server that sweep uses
-    tiny-model  write a tiny GGUF with an MTP head whose draft acceptance you choose
-    """
-
-
-def _register() -> None:
-    # Imported here so that `mtpinspect --help` stays fast and each group stays in its own module.
-    from mtpinspect.cli import check, diagnose, runtime, sweep, tiny_model
-
-    for module in (check, sweep, diagnose, runtime, tiny_model):
-        cli.add_command(module.command)
-
-
-_register()
+    """Will a model's MTP / NextN head work for speculative decoding?"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,21 +65,24 @@ def main(argv: list[str] | None = None) -> int:
         result = cli.main(args=argv, prog_name="mtpinspect", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("mtpinspect: interrupted", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _sink().hint("mtpinspect: interrupted")
         return 130
     except click.ClickException as exc:
         # Click's usage errors are several lines; users get one that names the command and the flag.
-        where = f"{exc.ctx.command_path}: " if getattr(exc, "ctx", None) else "mtpinspect: "
-        click.echo(f"{where}error: {exc.format_message()}", err=True)
+        ctx = getattr(exc, "ctx", None)
+        _sink().error(exc.format_message(), where=ctx.command_path if ctx else "mtpinspect")
         return EXIT_ERROR
     except MtpinspectError as exc:
-        click.echo(f"mtpinspect: error: {exc}", err=True)
+        _sink().error(str(exc))
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        click.echo("mtpinspect: interrupted", err=True)
-        return 130
     return result if isinstance(result, int) else 0
+
+
+def _sink() -> Output:
+    from mtpinspect.cli._output import Output  # only when there is something to say
+
+    return Output()
 
 
 def _terminate(signum: int, _frame: object) -> None:

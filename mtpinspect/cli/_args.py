@@ -1,8 +1,15 @@
-"""Argument handling shared by the commands that start llama-server."""
+"""Options and argument handling that several commands share, declared once."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
 import click
+
+from mtpinspect.cli._output import Output, OutputFormat
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ServerArgsCommand(click.Command):
@@ -15,3 +22,31 @@ class ServerArgsCommand(click.Command):
             ctx.meta["server_args"] = tuple(args[split + 1 :])
             args = args[:split]
         return super().parse_args(ctx, args)
+
+
+def format_option(csv: str, schema: str | None = None) -> Callable[[F], F]:
+    """--format: ``csv`` says what the CSV holds, ``schema`` names the JSON schema the json follows.
+
+    Eager, so that --codes (which prints before the command runs) can render in the chosen format.
+    """
+    json = f"json ({schema}.schema.json)" if schema else "json"
+    return click.option(
+        "--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table", show_default=True,
+        is_eager=True, help=f"Output format: table for people; {json}, csv ({csv}) or md.",
+    )
+
+
+def codes_option(what: str, catalogue: Callable[[], Sequence[Mapping[str, Any]]]) -> Callable[[F], F]:
+    """--codes: print a catalogue of codes (one row each) in the chosen format and exit."""
+
+    def show(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        if not value or ctx.resilient_parsing:
+            return
+        rows = list(catalogue())
+        out = Output(ctx.params.get("fmt", OutputFormat.table))
+        out.table(rows, list(rows[0]), primary=True)
+        out.document(rows)
+        ctx.exit(0)
+
+    return click.option("--codes", is_flag=True, expose_value=False, callback=show,
+                        help=f"Print the catalogue of {what} codes and exit.")

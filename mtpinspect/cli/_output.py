@@ -74,9 +74,13 @@ def _cell(value: Any) -> str:
 class Output:
     """Renders a command's output in one format onto one stream."""
 
-    def __init__(self, fmt: OutputFormat | str = OutputFormat.table, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, fmt: OutputFormat | str = OutputFormat.table, stream: TextIO | None = None, errors: TextIO | None = None
+    ) -> None:
         self.format = OutputFormat(fmt)
         self.stream = stream if stream is not None else sys.stdout
+        # Messages about the run (errors, warnings, progress of a build) go here, whatever the format.
+        self.errors = errors if errors is not None else sys.stderr
         self._csv_tables = 0
 
     @property
@@ -150,8 +154,9 @@ class Output:
         title: str | None = None,
         headers: tuple[str, str, str] = ("label", "text", "details"),
     ) -> None:
-        """Labelled paragraphs with detail lines (a finding and its evidence): wrapped for people,
-        one row each elsewhere (md and csv join the details; json ignores them like every table)."""
+        """Labelled paragraphs with detail lines (a finding and its evidence): wrapped for people, one
+        table row each in Markdown (details joined). Like every table not marked primary, nothing in
+        csv or json: a command that wants them in CSV passes them to :meth:`table` with ``primary``."""
         if self.format is not OutputFormat.table:
             rows = [dict(zip(headers, (label, text, "\n".join(details)))) for label, text, details in items]
             self.table(rows, list(headers), title=title)
@@ -168,11 +173,23 @@ class Output:
             for detail in details:
                 self._write(" " * label_width + "  " + sanitize(detail))
 
+    def error(self, message: str, where: str = "mtpinspect") -> None:
+        """The one line a user error gets (exit status 2 follows)."""
+        self._message(f"{where}: error: {message}")
+
+    def warning(self, message: str, where: str = "mtpinspect") -> None:
+        self._message(f"{where}: warning: {message}")
+
+    def hint(self, message: str) -> None:
+        """What the tool is doing or what to do next, for people watching (never part of the result)."""
+        self._message(message)
+
+    def _message(self, text: str) -> None:
+        self.errors.write(sanitize(text) + "\n")
+        self.errors.flush()
+
     def document(self, data: Any) -> None:
         """The machine-readable result: printed as JSON in json format, ignored otherwise."""
         if self.format is OutputFormat.json:
             self._write(json.dumps(to_jsonable(data), indent=2, ensure_ascii=False))
 
-
-def format_option_help(extra: str = "") -> str:
-    return "Output format: table (for people), json, csv or md." + (f" {extra}" if extra else "")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
+from mtpinspect.cli._args import codes_option, format_option
 from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.inspection.report import FINDINGS, CheckReport
+from mtpinspect.vocabulary import PARTIAL, RuntimeStatus
 
 
 def _size(n: int | None) -> str:
@@ -22,7 +24,7 @@ def _quant_text(report: CheckReport) -> str:
     q = report.quantization
     if not q.method:
         return "none"
-    excluded = {True: "head excluded", False: "head quantized", "partial": "head partly excluded", None: "n/a"}[q.mtp_excluded]
+    excluded = {True: "head excluded", False: "head quantized", PARTIAL: "head partly excluded", None: "n/a"}[q.mtp_excluded]
     algo = f"/{q.algo}" if q.algo else ""
     return f"{q.method}{algo}, {q.excluded_count} exclusions ({q.exclusion_key or '-'}), {excluded}"
 
@@ -32,7 +34,8 @@ def render(report: CheckReport, out: Output) -> None:
     rev = f" @ {report.revision}" if report.revision else ""
     out.text(f"source: {report.source}{rev} ({report.source_kind}); read {_size(report.bytes_read)} of "
              f"{_size(report.bytes_total)} in {report.requests} request(s)")
-    share = f" ({report.mtp_share:.2%} of the download)" if report.mtp_share is not None else ""
+    size = report.mtp_size
+    share = f" ({size.share_of_download:.2%} of the download)" if size.share_of_download is not None else ""
     declared = f"{report.mtp_layers_declared} by {report.declared_by}" if report.declared_by else "no key"
     out.table(
         [
@@ -41,7 +44,7 @@ def render(report: CheckReport, out: Output) -> None:
             {"item": "layout", "value": report.layout},
             {"item": "architecture", "value": report.architecture.get("gguf_architecture") or report.architecture.get("model_type")},
             {"item": "quantization", "value": _quant_text(report)},
-            {"item": "MTP size", "value": f"{_size(report.mtp_bytes)}, {report.mtp_parameters or 0:,} parameters{share}"},
+            {"item": "MTP size", "value": f"{_size(size.bytes)}, {size.parameters or 0:,} parameters{share}"},
         ],
         ["item", "value"],
         title="Summary",
@@ -60,14 +63,14 @@ def render(report: CheckReport, out: Output) -> None:
         ["runtime", "status", "reason"],
         title="Runtimes",
     )
-    commands = [(name, rv.command) for name, rv in report.runtimes.items() if rv.command and rv.status in ("supported", "at-risk")]
+    commands = [(name, rv.command) for name, rv in report.runtimes.items() if rv.command and rv.status.usable]
     if commands:
         out.heading("Commands")
         for name, cmd in commands:
             out.text(f"# {name}\n{cmd}")
     for note in report.notes:
         out.text(f"note: {note}")
-    out.document(report.to_dict())
+    out.document(report)
 
 
 def render_all(reports: list[CheckReport], out: Output) -> None:
@@ -85,22 +88,15 @@ def render_all(reports: list[CheckReport], out: Output) -> None:
         for r in reports
     ]
     out.table(rows, ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "findings"], title="GGUF models", primary=True)
-    best = [r for r in reports if r.runtimes["llama.cpp"].status == "supported"]
+    best = [r for r in reports if r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
     if best:
         out.heading("Command")
         out.text(best[0].runtimes["llama.cpp"].command or "")
-    out.document([r.to_dict() for r in reports])
+    out.document(reports)
 
 
-def _print_codes(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if not value or ctx.resilient_parsing:
-        return
-    fmt = ctx.params.get("fmt", OutputFormat.table)
-    out = Output(fmt)
-    rows = [{"code": code, "severity": sev, "meaning": meaning} for code, (meaning, sev) in FINDINGS.items()]
-    out.table(rows, ["code", "severity", "meaning"], primary=True)
-    out.document(rows)
-    ctx.exit(0)
+def _finding_codes() -> list[dict[str, str]]:
+    return [{"code": code, "severity": sev, "meaning": meaning} for code, (meaning, sev) in FINDINGS.items()]
 
 
 @click.command("check")
@@ -111,10 +107,8 @@ def _print_codes(ctx: click.Context, _param: click.Parameter, value: bool) -> No
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved `hf auth login`).")
 @click.option("--all", "all_ggufs", is_flag=True,
               help="Check every GGUF model in the repo or folder (one row each; json: a list of reports).")
-@click.option("--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table", show_default=True,
-              is_eager=True, help="table for people; json (documented schema), csv (findings) or md.")
-@click.option("--codes", is_flag=True, expose_value=False, callback=_print_codes,
-              help="Print the catalogue of finding codes and exit.")
+@format_option(csv="findings", schema="check")
+@codes_option("finding", _finding_codes)
 def command(
     source: str, revision: str | None, file: str | None, mtp_file: str | None, token: str | None, all_ggufs: bool, fmt: str
 ) -> int:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from mtpinspect.cli._args import ServerArgsCommand
-from mtpinspect.cli._output import Output, OutputFormat
+from mtpinspect.cli._args import ServerArgsCommand, codes_option, format_option
+from mtpinspect.cli._output import Output
 from mtpinspect.diagnosis import DiagnosisReport
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
 
@@ -17,7 +17,7 @@ def _pct(value: float | None) -> str | None:
 
 
 def render(report: DiagnosisReport, out: Output) -> None:
-    out.document(report.to_dict())
+    out.document(report)
     out.text(report.verdict)
     out.table(
         [
@@ -50,7 +50,7 @@ def render(report: DiagnosisReport, out: Output) -> None:
                 for f in probe.figures
             ],
             ["configuration", "class", "acceptance", "mean length", "tok/s", "speedup", "error"],
-            title=f"Probe: llama-server {probe.server_version}, n_predict {probe.n_predict}, one round",
+            title=f"Probe: llama-server {probe.server.version}, n_predict {probe.n_predict}, one round",
         )
         if probe.as_given is not None:
             given = probe.as_given
@@ -79,15 +79,9 @@ def render(report: DiagnosisReport, out: Output) -> None:
         out.text(f"note: {note}")
 
 
-def _print_codes(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if not value or ctx.resilient_parsing:
-        return
-    out = Output(ctx.params.get("fmt", OutputFormat.table))
-    rows = [{"code": code, "mechanism": kind.mechanism, "weight": MECHANISM_WEIGHT[kind.mechanism], "meaning": kind.meaning}
+def _cause_codes() -> list[dict[str, object]]:
+    return [{"code": code, "mechanism": kind.mechanism, "weight": MECHANISM_WEIGHT[kind.mechanism], "meaning": kind.meaning}
             for code, kind in CAUSES.items()]
-    out.table(rows, ["code", "mechanism", "weight", "meaning"], primary=True)
-    out.document(rows)
-    ctx.exit(0)
 
 
 @click.command("diagnose", cls=ServerArgsCommand)
@@ -105,10 +99,8 @@ def _print_codes(ctx: click.Context, _param: click.Parameter, value: bool) -> No
               help="Keep the probe's files (server logs, runs.jsonl) here (default: a temporary folder, removed).")
 @click.option("--revision", help="Branch, tag or commit of a Hub repo MODEL.")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved login).")
-@click.option("--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table", show_default=True,
-              is_eager=True, help="table for people; json (diagnose.schema.json), csv (causes) or md.")
-@click.option("--codes", is_flag=True, expose_value=False, callback=_print_codes,
-              help="Print the catalogue of cause codes and exit.")
+@format_option(csv="causes", schema="diagnose")
+@codes_option("cause", _cause_codes)
 @click.pass_context
 def command(
     ctx: click.Context,

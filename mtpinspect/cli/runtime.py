@@ -7,26 +7,17 @@ from typing import Any
 
 import click
 
-from mtpinspect.cli._output import Output, OutputFormat, format_option_help
-from mtpinspect.runtime.build import (
-    BACKENDS,
-    PINNED_LLAMA_CPP,
-    PINNED_PACKAGE,
-    PINNED_VERSION,
-    build_server,
-    cache_root,
-    cached_server,
-)
+from mtpinspect.cli._args import format_option
+from mtpinspect.cli._output import Output
+from mtpinspect.runtime.build import BACKENDS, build_server, cache_root, cached_server
 from mtpinspect.runtime.find import ServerBinary, describe, find_server
+from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_VERSION
 
 _FIELDS = ("path", "version", "commit", "backend", "origin", "built_with")
 
 
 def _options(func: Callable[..., Any]) -> Callable[..., Any]:
-    func = click.option(
-        "--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table",
-        help=format_option_help(),
-    )(func)
+    func = format_option(csv="the fields")(func)
     func = click.option(
         "--backend", type=click.Choice(BACKENDS), default="cpu", show_default=True,
         help="Which cached pinned build to look for.",
@@ -37,8 +28,7 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
-def _render(binary: ServerBinary, fmt: str) -> None:
-    out = Output(fmt)
+def _render(binary: ServerBinary, out: Output) -> None:
     rows = [{"field": name, "value": getattr(binary, name)} for name in _FIELDS]
     out.table(rows, ["field", "value"], title="llama-server", primary=True)
     out.text(f"\npinned build: {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}), cache: {cache_root()}")
@@ -48,7 +38,7 @@ def _render(binary: ServerBinary, fmt: str) -> None:
 
 def _show(server: str | None, backend: str, fmt: str) -> int:
     # Showing never starts a many-minute build; `runtime build` does that on request.
-    _render(find_server(server, build=False, backend=backend), fmt)
+    _render(find_server(server, build=False, backend=backend), Output(fmt))
     return 0
 
 
@@ -74,18 +64,15 @@ def show(server: str | None, backend: str, fmt: str) -> int:
               help="cuda needs the CUDA toolkit (nvcc on PATH or $CUDACXX).")
 @click.option("--force", is_flag=True, help="Rebuild even if the cache already holds this build.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel compile jobs (default: all cores).")
-@click.option("--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table",
-              help=format_option_help())
+@format_option(csv="the fields")
 def build(backend: str, force: bool, jobs: int | None, fmt: str) -> int:
     """Build the pinned llama-server from the llama-cpp-python sdist (minutes; cached afterwards)."""
+    out = Output(fmt)
     if cached_server(backend) is not None and not force:
-        click.echo("llama-server is already built (use --force to rebuild)", err=True)
+        out.hint("llama-server is already built (use --force to rebuild)")
     else:
-        click.echo(
-            f"building llama-server from {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}, "
-            f"{backend}) into {cache_root()}; this takes several minutes",
-            err=True,
-        )
-    path = build_server(backend, force=force, jobs=jobs, progress=lambda line: click.echo(line, err=True))
-    _render(describe(path, "built"), fmt)
+        out.hint(f"building llama-server from {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}, "
+                 f"{backend}) into {cache_root()}; this takes several minutes")
+    path = build_server(backend, force=force, jobs=jobs, progress=out.hint)
+    _render(describe(path, "built"), out)
     return 0

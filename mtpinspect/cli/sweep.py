@@ -6,15 +6,14 @@ to stderr: a redrawn bar with ETA on a terminal, one line per run elsewhere (CI 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import click
 
-from mtpinspect.cli._args import ServerArgsCommand
-from mtpinspect.cli._output import Output, OutputFormat, format_option_help, sanitize
+from mtpinspect.cli._args import ServerArgsCommand, format_option
+from mtpinspect.cli._output import Output, OutputFormat, sanitize
 from mtpinspect.errors import UsageError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.build import BACKENDS
@@ -113,8 +112,7 @@ class ProgressBar:
 @click.option("--synthetic", metavar="RATES", default=None,
               help="Also measure forced acceptance (e.g. 0.2,0.5,0.8,1.0) with --spec-synth-rates, per n-max, "
                    "and report the break-even acceptance.")
-@click.option("--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table",
-              help=format_option_help("json follows mtpinspect/schemas/sweep.schema.json."))
+@format_option(csv="one row per configuration and prompt class", schema="sweep")
 @click.option("--no-plot", "no_plot", is_flag=True, help="Do not write sweep.png.")
 @click.pass_context
 def command(
@@ -158,19 +156,17 @@ def command(
         server_args=ctx.meta.get("server_args", ()),
         plot=not no_plot,
     )
-    bar = ProgressBar(sys.stderr)
+    out = Output(fmt)
+    bar = ProgressBar(out.errors)
     try:
         report = run_sweep(model, options, progress=bar)
     except KeyboardInterrupt:
         bar.close()
-        click.echo(
-            f"mtpinspect sweep: interrupted; finished runs are in {out_dir / JOURNAL_NAME}, "
-            "run again with --resume to complete them",
-            err=True,
-        )
+        out.hint(f"mtpinspect sweep: interrupted; finished runs are in {out_dir / JOURNAL_NAME}, "
+                 "run again with --resume to complete them")
         return 130
     bar.close()
-    render(report, Output(fmt))
+    render(report, out)
     # Nothing measured at all (every server failed) is a failure a script should notice.
     return 0 if report.runs.ok else 1
 
@@ -180,7 +176,7 @@ def command(
 
 def render(report: SweepReport, out: Output) -> None:
     """Show a report in the sink's format (json: the document; csv: the summary rows)."""
-    out.document(report.to_dict())
+    out.document(report)
     if out.format is OutputFormat.csv:
         out.table(_csv_rows(report.results), primary=True)
         return
@@ -202,7 +198,7 @@ def render(report: SweepReport, out: Output) -> None:
                  "deeper draft token were accepted as often; a measured mean length below it means acceptance "
                  "decays with the draft position.")
     _render_determinism(report, real, out)
-    if report.break_even is not None:
+    if report.synthetic is not None:
         _render_synthetic(report, out)
     if report.failures:
         out.table([to_jsonable(f) for f in report.failures], ["configuration", "kind", "count", "reason"], title="Failures")
@@ -306,7 +302,7 @@ def _render_determinism(report: SweepReport, groups: Sequence[GroupStats], out: 
 
 
 def _render_synthetic(report: SweepReport, out: Output) -> None:
-    assert report.break_even is not None
+    assert report.synthetic is not None
     rows = [
         {
             "n-max": curve.n_max,
@@ -314,9 +310,9 @@ def _render_synthetic(report: SweepReport, out: Output) -> None:
             "acceptance": point.acceptance,
             "speedup": None if point.speedup is None else f"{point.speedup:.2f}x",
         }
-        for curve in report.break_even
+        for curve in report.synthetic.break_even
         for point in curve.points
     ]
     out.table(rows, title="Synthetic cost curve (--spec-synth-rates: acceptance forced, drafting work real)")
-    for curve in report.break_even:
+    for curve in report.synthetic.break_even:
         out.text(f"n-max {curve.n_max}: {curve.note}")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from mtpinspect.cli._output import Output, OutputFormat, format_option_help
+from mtpinspect.cli._args import format_option
+from mtpinspect.cli._output import Output
 from mtpinspect.errors import UsageError
 from mtpinspect.tiny_model import (
     HEAD_TYPES,
@@ -76,8 +77,7 @@ def _note(spec: TinyModelSpec, mismatch: str | None) -> str:
 @click.option("--size", type=click.Choice(SIZES), default="tiny", show_default=True,
               help="heavy: a ~107 MB model whose trunk dominates decoding on a CPU, so a good head speeds it up.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random weights.")
-@click.option("--format", "fmt", type=click.Choice([f.value for f in OutputFormat]), default="table",
-              help=format_option_help())
+@format_option(csv="the files written")
 def command(
     out: Path, acceptance: str | float, layout: str, no_nextn: bool, head_type: str, zero_head: bool,
     mismatch: str | None, size: str, seed: int, fmt: str,

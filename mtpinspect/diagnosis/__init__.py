@@ -16,24 +16,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
-from mtpinspect.diagnosis.causes import CAUSES, Cause, CauseKind
+from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.diagnosis.logs import LogEvidence, read_log
 from mtpinspect.diagnosis.probe import PROBE_N_PREDICT, ProbeResult, run_probe
 from mtpinspect.diagnosis.rank import gather_causes
-from mtpinspect.diagnosis.static import RunSettings, StaticEvidence, gather_static, parse_server_args
+from mtpinspect.diagnosis.static import StaticEvidence, gather_static
 from mtpinspect.errors import SourceError, UsageError
-from mtpinspect.jsonable import to_jsonable
-
-SCHEMA_ID = "https://mtpinspect.invalid/schemas/diagnose.schema.json"
-SCHEMA_VERSION = 1
+from mtpinspect.runtime.flags import ServerArgs
 
 
 @dataclass
 class DiagnosisReport:
+    json_schema: ClassVar[str] = "diagnose"
+    json_properties: ClassVar[dict[str, str]] = {"verdict": "verdict", "exit_status": "exit_code"}
+
     model: str | None
-    settings: RunSettings
+    server_args: ServerArgs  # of the run being diagnosed
     causes: list[Cause]  # most likely first
     static: StaticEvidence | None
     probe: ProbeResult | None
@@ -52,66 +52,6 @@ class DiagnosisReport:
         top = self.causes[0]
         more = f" (+{len(self.causes) - 1} more)" if len(self.causes) > 1 else ""
         return f"most likely: {top.code} ({top.confidence_word} confidence): {top.message}{more}"
-
-    def to_dict(self) -> dict[str, Any]:
-        report = self.static.report if self.static else None
-        return {
-            "$schema": SCHEMA_ID,
-            "schema_version": SCHEMA_VERSION,
-            "model": self.model,
-            "server_args": list(self.settings.args),
-            "verdict": self.verdict,
-            "causes": [c.to_dict() for c in self.causes],
-            "probe": _probe_dict(self.probe),
-            "probe_skipped": self.probe_skipped,
-            "static": None if report is None else {
-                "verdict": report.verdict,
-                "layout": report.layout,
-                "usable": report.usable,
-                "findings": [f.to_dict() for f in report.findings],
-                "zero_tensors": list(self.static.zero_tensors) if self.static else [],
-            },
-            "logs": [_log_dict(log) for log in self.logs],
-            "notes": list(self.notes),
-            "exit_status": self.exit_code,
-        }
-
-
-def _probe_dict(probe: ProbeResult | None) -> dict[str, Any] | None:
-    if probe is None:
-        return None
-    given = probe.as_given
-    return {
-        "server": {"path": probe.server_path, "version": probe.server_version},
-        "n_predict": probe.n_predict,
-        "prompt_classes": probe.prompt_classes,
-        "results": to_jsonable(probe.figures),
-        "failures": probe.failures,
-        "as_given": None if given is None else {
-            "command": given.command,
-            "started": given.started,
-            "failure": given.failure,
-            "drafted": given.log.drafted if given.log else None,
-            "accepted": given.log.accepted if given.log else None,
-            "acceptance": given.log.acceptance if given.log else None,
-        },
-        "cost_estimates": to_jsonable(probe.costs),
-        "out_dir": probe.out_dir,
-    }
-
-
-def _log_dict(log: LogEvidence) -> dict[str, Any]:
-    return {
-        "path": log.path,
-        "kind": log.kind,
-        "runtime": log.runtime,
-        "drafted": log.drafted,
-        "accepted": log.accepted,
-        "acceptance": log.acceptance,
-        "mean_length": log.mean_length,
-        "per_position": list(log.per_position),
-        "failure": log.failure,
-    }
 
 
 def diagnose(
@@ -142,7 +82,7 @@ def diagnose(
         raise UsageError("diagnose: --mtp-file needs a MODEL")
     if mtp_file is not None and not Path(mtp_file).expanduser().is_file():
         raise SourceError(f"{mtp_file}: no such MTP file")
-    settings = parse_server_args(server_args)
+    settings = ServerArgs.of(server_args).checked()
     # Logs are read first: a bad log should fail before minutes of probing.
     logs = [read_log(path) for path in log_files]
     static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token) if model is not None else None
@@ -164,4 +104,4 @@ def _skip_reason(model: str | None, static: StaticEvidence | None, probe: bool) 
     return None
 
 
-__all__ = ["CAUSES", "Cause", "CauseKind", "DiagnosisReport", "LogEvidence", "ProbeResult", "RunSettings", "diagnose"]
+__all__ = ["DiagnosisReport", "diagnose"]

@@ -13,35 +13,37 @@ Every cause belongs to one mechanism, and the mechanism says how badly it hurts 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
-MECHANISM_WEIGHT: dict[str, float] = {"blocked": 1.0, "zero": 0.9, "low": 0.6, "slow": 0.5}
+from mtpinspect.vocabulary import EvidenceSource, Mechanism
+
+MECHANISM_WEIGHT: dict[Mechanism, float] = {Mechanism.blocked: 1.0, Mechanism.zero: 0.9, Mechanism.low: 0.6, Mechanism.slow: 0.5}
 
 
 @dataclass(frozen=True)
 class CauseKind:
-    mechanism: str  # a key of MECHANISM_WEIGHT
+    mechanism: Mechanism
     meaning: str
 
 
 # README and `diagnose --codes` print this table; its order is the tie-break of the ranking.
 CAUSES: dict[str, CauseKind] = {
-    "WRONG_SPEC_TYPE": CauseKind("blocked", "--spec-type names a type this llama-server does not know (`mtp` instead of `draft-mtp`)"),
-    "NO_MTP_HEAD": CauseKind("blocked", "The model has no MTP head at all (its family has none)"),
-    "MTP_WEIGHTS_MISSING": CauseKind("blocked", "The family has an MTP head but this checkpoint or GGUF lacks its weights (dropped in conversion or quantization)"),
-    "SIDECAR_MISMATCH": CauseKind("blocked", "The mtp- sidecar comes from another model, revision or quantization (arch, n_embd, vocab, blocks differ)"),
-    "SIDECAR_NOT_PASSED": CauseKind("blocked", "The main GGUF has no head, an mtp- file lies beside it, and the run did not pass it with -md"),
-    "NO_MTP_GRAPH": CauseKind("blocked", "This llama.cpp has no MTP draft graph for the architecture (the server predates its MTP support)"),
-    "MTP_NOT_ENABLED": CauseKind("blocked", "The head is there but the run never enabled MTP (`model has unused tensor blk.N.nextn...`, no draft lines)"),
-    "MTP_FAILED": CauseKind("blocked", "The MTP configuration fails to start or crashes for a reason no other cause explains (the log line is the evidence)"),
-    "HEAD_QUANTIZED": CauseKind("zero", "The MTP head is quantized or damaged (FP8/NVFP4 not excluded, very low-bit GGUF types, all-zero weights): ~0% acceptance"),
-    "HEAD_DISAGREES": CauseKind("zero", "A head with no static defect whose drafts the model rejects: ~0% acceptance while everything loads and runs"),
-    "HIGH_TEMPERATURE": CauseKind("low", "Sampling temperature above 0: the target samples tokens the greedy draft cannot predict"),
-    "HIGH_P_MIN": CauseKind("low", "A high --spec-draft-p-min stops the drafter early: few or no tokens are drafted"),
-    "CONTEXT_NEAR_LIMIT": CauseKind("low", "The context is nearly full: llama-server shortens drafts to fit (n_ctx - n_tokens - 2)"),
-    "PROMPT_CLASS": CauseKind("low", "Acceptance is low only for some kinds of text (e.g. prose vs code)"),
-    "NMAX_TOO_HIGH": CauseKind("slow", "Per-position acceptance decays: drafting more tokens (higher n-max) costs more than it gains"),
-    "SLOWER_THAN_BASELINE": CauseKind("slow", "Acceptance is fine but decoding is slower than without MTP on this machine (verification costs too much)"),
+    "WRONG_SPEC_TYPE": CauseKind(Mechanism.blocked, "--spec-type names a type this llama-server does not know (`mtp` instead of `draft-mtp`)"),
+    "NO_MTP_HEAD": CauseKind(Mechanism.blocked, "The model has no MTP head at all (its family has none)"),
+    "MTP_WEIGHTS_MISSING": CauseKind(Mechanism.blocked, "The family has an MTP head but this checkpoint or GGUF lacks its weights (dropped in conversion or quantization)"),
+    "SIDECAR_MISMATCH": CauseKind(Mechanism.blocked, "The mtp- sidecar comes from another model, revision or quantization (arch, n_embd, vocab, blocks differ)"),
+    "SIDECAR_NOT_PASSED": CauseKind(Mechanism.blocked, "The main GGUF has no head, an mtp- file lies beside it, and the run did not pass it with -md"),
+    "NO_MTP_GRAPH": CauseKind(Mechanism.blocked, "This llama.cpp has no MTP draft graph for the architecture (the server predates its MTP support)"),
+    "MTP_NOT_ENABLED": CauseKind(Mechanism.blocked, "The head is there but the run never enabled MTP (`model has unused tensor blk.N.nextn...`, no draft lines)"),
+    "MTP_FAILED": CauseKind(Mechanism.blocked, "The MTP configuration fails to start or crashes for a reason no other cause explains (the log line is the evidence)"),
+    "HEAD_QUANTIZED": CauseKind(Mechanism.zero, "The MTP head is quantized or damaged (FP8/NVFP4 not excluded, very low-bit GGUF types, all-zero weights): ~0% acceptance"),
+    "HEAD_DISAGREES": CauseKind(Mechanism.zero, "A head with no static defect whose drafts the model rejects: ~0% acceptance while everything loads and runs"),
+    "HIGH_TEMPERATURE": CauseKind(Mechanism.low, "Sampling temperature above 0: the target samples tokens the greedy draft cannot predict"),
+    "HIGH_P_MIN": CauseKind(Mechanism.low, "A high --spec-draft-p-min stops the drafter early: few or no tokens are drafted"),
+    "CONTEXT_NEAR_LIMIT": CauseKind(Mechanism.low, "The context is nearly full: llama-server shortens drafts to fit (n_ctx - n_tokens - 2)"),
+    "PROMPT_CLASS": CauseKind(Mechanism.low, "Acceptance is low only for some kinds of text (e.g. prose vs code)"),
+    "NMAX_TOO_HIGH": CauseKind(Mechanism.slow, "Per-position acceptance decays: drafting more tokens (higher n-max) costs more than it gains"),
+    "SLOWER_THAN_BASELINE": CauseKind(Mechanism.slow, "Acceptance is fine but decoding is slower than without MTP on this machine (verification costs too much)"),
 }
 
 
@@ -58,19 +60,23 @@ def confidence_word(confidence: float) -> str:
 class Cause:
     """One explanation, with what it rests on and what to change."""
 
+    json_properties: ClassVar[dict[str, str]] = {
+        "confidence_word": "confidence_word", "mechanism": "mechanism", "score": "score",
+    }
+
     code: str  # a key of CAUSES
     confidence: float  # 0..1
     message: str
     evidence: tuple[str, ...]
     fix: str
-    sources: tuple[str, ...]  # where the evidence came from: "static", "args", "probe", "log"
+    sources: tuple[EvidenceSource, ...]
 
     def __post_init__(self) -> None:
         if self.code not in CAUSES:
             raise ValueError(f"unknown cause code {self.code!r}")
 
     @property
-    def mechanism(self) -> str:
+    def mechanism(self) -> Mechanism:
         return CAUSES[self.code].mechanism
 
     @property
@@ -80,16 +86,3 @@ class Cause:
     @property
     def score(self) -> float:
         return MECHANISM_WEIGHT[self.mechanism] * self.confidence
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "confidence": round(self.confidence, 3),
-            "confidence_word": self.confidence_word,
-            "mechanism": self.mechanism,
-            "score": round(self.score, 3),
-            "message": self.message,
-            "evidence": list(self.evidence),
-            "fix": self.fix,
-            "sources": list(self.sources),
-        }

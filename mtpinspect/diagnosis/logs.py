@@ -14,10 +14,11 @@ kind of file is recognised from its content, not its name:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from mtpinspect.errors import FormatError, SourceError
+from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.logs import failure_reason, parse_draft_lines, unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
 
@@ -45,7 +46,8 @@ _LLAMA_FAILED = re.compile(
 )
 
 
-# Lines that say why MTP failed, whatever runtime printed them (reference llama-cpp-mtp.md sections 3, 4).
+# Lines that say why MTP failed, whatever runtime printed them (llama.cpp's common/arg.cpp and
+# common/speculative.cpp, vLLM's MTP weight loader).
 MTP_FAILURE_MARKERS = re.compile(
     r"unknown speculative type|doesn't contain MTP layers|failed to create MTP context|MTP input row width|"
     r"failed to add token|MTP block missing nextn|missing tensor '[^']*nextn|weights missing from checkpoint|"
@@ -55,30 +57,30 @@ MTP_FAILURE_MARKERS = re.compile(
 
 @dataclass
 class LogEvidence:
-    """What one log file says about a run."""
+    """What one log file says about a run (in JSON, the figures and the failure; the rest feeds the rules)."""
 
     path: str
     kind: str  # "llama-server", "vllm", "metrics"
     runtime: str  # "llama.cpp", "vllm", "sglang", "unknown"
     drafted: int | None = None
     accepted: int | None = None
-    drafts: int | None = None  # verification steps, where the source counts them
+    drafts: int | None = json_field(omit=True, default=None)  # verification steps, where the source counts them
     acceptance: float | None = None
     mean_length: float | None = None
     per_position: tuple[float, ...] = ()
-    draft_lines: list[str] = field(default_factory=list)  # the lines the figures come from (evidence)
-    unused_nextn: list[str] = field(default_factory=list)
-    mtp_context: str | None = None  # the line that shows MTP was set up, if any
+    draft_lines: list[str] = json_field(omit=True, default_factory=list)  # the lines the figures come from (evidence)
+    unused_nextn: list[str] = json_field(omit=True, default_factory=list)
+    mtp_context: str | None = json_field(omit=True, default=None)  # the line that shows MTP was set up, if any
     failure: str | None = None
-    architecture: str | None = None
-    n_ctx: int | None = None
-    max_tokens: int | None = None  # the most tokens a slot held when a request finished
-    truncated: bool = False
-    quantization: str | None = None  # vLLM engine banner: None, "fp8", "compressed-tensors", ...
-    model_name: str | None = None
-    spec_tokens: int | None = None
+    architecture: str | None = json_field(omit=True, default=None)
+    n_ctx: int | None = json_field(omit=True, default=None)
+    max_tokens: int | None = json_field(omit=True, default=None)  # the most tokens a slot held when a request finished
+    truncated: bool = json_field(omit=True, default=False)
+    quantization: str | None = json_field(omit=True, default=None)  # vLLM engine banner: None, "fp8", "compressed-tensors", ...
+    model_name: str | None = json_field(omit=True, default=None)
+    spec_tokens: int | None = json_field(omit=True, default=None)
     # Lines that name a known MTP failure (sidecar width, missing layers, unknown type...), in log order.
-    telling: list[str] = field(default_factory=list)
+    telling: list[str] = json_field(omit=True, default_factory=list)
 
     @property
     def drafted_anything(self) -> bool:

@@ -16,20 +16,23 @@ input (the model does not load at all): ServerError.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from mtpinspect.diagnosis.logs import LogEvidence, read_log
-from mtpinspect.diagnosis.static import RunSettings
 from mtpinspect.errors import MtpinspectError, ServerError
+from mtpinspect.formulas import acceptance_for_length, geometric_mean
+from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.find import ServerBinary, find_server
+from mtpinspect.runtime.flags import DRAFT_MODEL, MODEL, SPEC_FLAGS, ServerArgs
 from mtpinspect.runtime.server import LlamaServer, ServerProcessError
-from mtpinspect.sweep import SweepOptions, load_builtin, load_prompts, run_sweep
+from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.plan import BASELINE_ID
+from mtpinspect.sweep.prompts import load_builtin, load_prompts
 from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.statistics import GroupStats
 
@@ -77,45 +80,49 @@ class CostEstimate:
     @classmethod
     def of(cls, n_max: int, mean_length: float, speedup: float) -> CostEstimate:
         cost = mean_length / speedup
-        return cls(n_max, mean_length, speedup, cost, _solve_acceptance(cost, n_max))
-
-
-def _solve_acceptance(length: float, n_max: int) -> float | None:
-    if length <= 1.0:
-        return 0.0
-    if length > n_max + 1:
-        return None
-    low, high = 0.0, 1.0
-    for _ in range(40):
-        mid = (low + high) / 2
-        if 1 + sum(mid**i for i in range(1, n_max + 1)) < length:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2
+        return cls(n_max, mean_length, speedup, cost, acceptance_for_length(cost, n_max))
 
 
 @dataclass(frozen=True)
 class AsGivenRun:
     """The user's own server arguments, run once."""
 
+    json_properties: ClassVar[dict[str, str]] = {"drafted": "drafted", "accepted": "accepted", "acceptance": "acceptance"}
+
     command: list[str]
     started: bool
     failure: str | None
-    log: LogEvidence | None
+    log: LogEvidence | None = json_field(omit=True)
+
+    @property
+    def drafted(self) -> int | None:
+        return self.log.drafted if self.log else None
+
+    @property
+    def accepted(self) -> int | None:
+        return self.log.accepted if self.log else None
+
+    @property
+    def acceptance(self) -> float | None:
+        return self.log.acceptance if self.log else None
+
+
+@dataclass(frozen=True)
+class ProbeServer:
+    path: str
+    version: str
 
 
 @dataclass
 class ProbeResult:
-    server_path: str
-    server_version: str
+    server: ProbeServer
     n_predict: int
     prompt_classes: list[str]
-    figures: list[ProbeFigure]
+    figures: list[ProbeFigure] = json_field(name="results")
     failures: list[str]  # "configuration: reason"
     as_given: AsGivenRun | None
-    mtp_logs: list[LogEvidence] = field(default_factory=list)  # the sweep's MTP servers' logs
-    costs: list[CostEstimate] = field(default_factory=list)
+    mtp_logs: list[LogEvidence] = json_field(omit=True, default_factory=list)  # the sweep's MTP servers' logs
+    costs: list[CostEstimate] = json_field(name="cost_estimates", default_factory=list)
     out_dir: str | None = None
 
     def mtp_figures(self) -> list[ProbeFigure]:
@@ -127,7 +134,7 @@ class ProbeResult:
 
 def run_probe(
     model: Path,
-    settings: RunSettings,
+    settings: ServerArgs,
     *,
     sidecar: Path | None = None,
     sidecar_given: bool = False,
@@ -145,52 +152,39 @@ def run_probe(
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
             kept = str(out_dir)
-        prompt_source = Path(prompts) if prompts is not None else _builtin_prompts(out_dir)
-        first_prompt = _first_prompt(prompt_source)
+        prompt_set = load_prompts(prompts) if prompts is not None else load_builtin(list(PROBE_CLASSES))
         as_given = None
-        if settings.has_spec_flags:
-            as_given = _run_as_given(binary, model, settings, sidecar if sidecar_given else None, first_prompt,
+        if settings.sets_spec:
+            as_given = _run_as_given(binary, model, settings, sidecar if sidecar_given else None, prompt_set[0].text,
                                      n_predict, out_dir / "as-given.log")
         report = run_sweep(model, SweepOptions(
-            n_max=PROBE_N_MAX, repeat=1, prompts=prompt_source, n_predict=n_predict, server=binary.path,
-            mtp_file=sidecar, out_dir=out_dir / "sweep", server_args=settings.passthrough, plot=False,
+            n_max=PROBE_N_MAX, repeat=1, prompts=tuple(prompt_set), n_predict=n_predict, server=binary.path,
+            mtp_file=sidecar, out_dir=out_dir / "sweep", server_args=settings.without(*SPEC_FLAGS).args, plot=False,
             startup_timeout=_STARTUP_TIMEOUT,
         ))
         _require_baseline(model, report)
         figures = [_figure(g) for g in report.results if g.synthetic is None]
         return ProbeResult(
-            server_path=str(binary.path),
-            server_version=binary.version,
+            server=ProbeServer(str(binary.path), binary.version),
             n_predict=n_predict,
             prompt_classes=list(report.prompt_classes),
             figures=figures,
             failures=[f"{f.configuration}: {f.reason}" for f in report.failures],
             as_given=as_given,
-            mtp_logs=_mtp_logs(out_dir / "sweep" / "logs"),
+            mtp_logs=_mtp_logs(report),
             costs=_costs(figures),
             out_dir=kept,
         )
 
 
-def _builtin_prompts(out_dir: Path) -> Path:
-    path = out_dir / "prompts.jsonl"
-    lines = [json.dumps({"id": p.id, "class": p.prompt_class, "prompt": p.text}) for p in load_builtin(list(PROBE_CLASSES))]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def _first_prompt(source: Path) -> str:
-    return load_prompts(source)[0].text
-
-
 def _run_as_given(
-    binary: ServerBinary, model: Path, settings: RunSettings, sidecar: Path | None, prompt: str, n_predict: int,
+    binary: ServerBinary, model: Path, settings: ServerArgs, sidecar: Path | None, prompt: str, n_predict: int,
     log_path: Path,
 ) -> AsGivenRun:
-    args = list(settings.args)
+    args = settings
     # --mtp-file names the sidecar the user runs with; add it the way llama-server takes it.
     if sidecar is not None and settings.draft_model is None:
-        args += ["-md", str(sidecar)]
+        args = settings.added(*DRAFT_MODEL.spelled(sidecar))
     server = LlamaServer(binary, model, args, log_path=log_path, startup_timeout=_STARTUP_TIMEOUT)
     failure: str | None = None
     started = False
@@ -209,7 +203,7 @@ def _run_as_given(
         log = read_log(log_path)
     except MtpinspectError:
         pass  # an empty log: the failure line says what happened
-    return AsGivenRun(command=server.command or [str(binary.path), "-m", str(model), *args], started=started,
+    return AsGivenRun(command=server.command or [str(binary.path), *MODEL.spelled(model), *args], started=started,
                       failure=failure, log=log)
 
 
@@ -239,15 +233,16 @@ def _figure(group: GroupStats) -> ProbeFigure:
     )
 
 
-def _mtp_logs(log_dir: Path) -> list[LogEvidence]:
+def _mtp_logs(report: SweepReport) -> list[LogEvidence]:
     logs = []
-    for path in sorted(log_dir.glob("*.log")):
-        if path.name.startswith(BASELINE_ID + "-"):
+    for configuration, paths in report.files.server_logs.items():
+        if configuration == BASELINE_ID:
             continue
-        try:
-            logs.append(read_log(path))
-        except MtpinspectError:
-            continue  # a server that wrote nothing: its failure is in the sweep's report
+        for path in paths:
+            try:
+                logs.append(read_log(path))
+            except MtpinspectError:
+                continue  # a server that wrote nothing: its failure is in the sweep's report
     return logs
 
 
@@ -256,12 +251,9 @@ def _costs(figures: Sequence[ProbeFigure]) -> list[CostEstimate]:
     costs = []
     for n_max in sorted({f.n_max for f in figures if f.n_max is not None}):
         mine = [f for f in figures if f.n_max == n_max and f.speedup and f.mean_length]
-        if not mine:
+        speedup = geometric_mean([f.speedup for f in mine if f.speedup])
+        if speedup is None:
             continue
-        speedup = 1.0
-        for f in mine:
-            speedup *= f.speedup or 1.0
-        speedup **= 1 / len(mine)
         length = sum(f.mean_length or 1.0 for f in mine) / len(mine)
         costs.append(CostEstimate.of(n_max, length, speedup))
     return costs

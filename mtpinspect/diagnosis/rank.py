@@ -35,7 +35,6 @@ from mtpinspect.diagnosis.causes import CAUSES, Cause
 from mtpinspect.diagnosis.logs import MTP_FAILURE_MARKERS, LogEvidence
 from mtpinspect.diagnosis.probe import ProbeFigure, ProbeResult
 from mtpinspect.diagnosis.static import (
-    RunSettings,
     StaticEvidence,
     fix_command,
     head_fix,
@@ -43,6 +42,8 @@ from mtpinspect.diagnosis.static import (
     static_causes,
 )
 from mtpinspect.inspection.support import llama_cpp_graph
+from mtpinspect.runtime.flags import DRAFT_MODEL, MTP_SPEC_TYPE, SPEC_TYPE, ServerArgs
+from mtpinspect.vocabulary import EvidenceSource, GraphSupport, Layout
 
 ZERO_ACCEPTANCE = 0.05
 FINE_ACCEPTANCE = 0.5
@@ -54,7 +55,7 @@ _MAX_EVIDENCE = 10
 
 
 def gather_causes(
-    static: StaticEvidence | None, settings: RunSettings, probe: ProbeResult | None, logs: Sequence[LogEvidence]
+    static: StaticEvidence | None, settings: ServerArgs, probe: ProbeResult | None, logs: Sequence[LogEvidence]
 ) -> tuple[list[Cause], list[str]]:
     """Every cause the evidence supports, ranked, and notes on evidence that was set aside."""
     causes = static_causes(static, settings) if static is not None else settings_causes(settings, None)
@@ -94,7 +95,7 @@ def _merge(a: Cause, b: Cause) -> Cause:
 
 
 def classify_failure(
-    lines: Sequence[str], static: StaticEvidence | None, settings: RunSettings, *, had_sidecar: bool, source: str
+    lines: Sequence[str], static: StaticEvidence | None, settings: ServerArgs, *, had_sidecar: bool, source: EvidenceSource
 ) -> Cause | None:
     """The cause a failed start or crash names; None when nothing failed."""
     lines = [line for line in lines if line]
@@ -104,7 +105,7 @@ def classify_failure(
     telling = next((line for line in lines if MTP_FAILURE_MARKERS.search(line)), lines[0])
     evidence = (telling,)
     if "unknown speculative type" in text:
-        fixed = RunSettings(args=settings.passthrough, n_max=settings.n_max)
+        fixed = settings.without(SPEC_TYPE, DRAFT_MODEL)
         return Cause("WRONG_SPEC_TYPE", 0.98, "llama-server rejects the --spec-type value (MTP is `draft-mtp`)",
                      evidence, fix_command(static, fixed), (source,))
     if re.search(r"MTP input row width|failed to add token", text):
@@ -124,9 +125,9 @@ def classify_failure(
 
 
 def _no_layers(
-    static: StaticEvidence | None, settings: RunSettings, evidence: tuple[str, ...], had_sidecar: bool, source: str
+    static: StaticEvidence | None, settings: ServerArgs, evidence: tuple[str, ...], had_sidecar: bool, source: EvidenceSource
 ) -> Cause:
-    if static is not None and static.report is not None and static.report.layout == "sidecar" and not had_sidecar:
+    if static is not None and static.report is not None and static.report.layout is Layout.sidecar and not had_sidecar:
         return Cause("SIDECAR_NOT_PASSED", 0.95,
                      "the main GGUF has no MTP layers; its head is in the mtp- file, which was not passed with -md",
                      evidence, fix_command(static, settings), (source,))
@@ -162,7 +163,7 @@ def _figure_line(f: ProbeFigure) -> str:
             f"mean length {_fmt(f.mean_length)}, {speed}, speedup {_fmt(f.speedup)}x")
 
 
-def _probe_causes(static: StaticEvidence | None, settings: RunSettings, probe: ProbeResult) -> list[Cause]:
+def _probe_causes(static: StaticEvidence | None, settings: ServerArgs, probe: ProbeResult) -> list[Cause]:
     causes: list[Cause] = []
     given = probe.as_given
     if given is not None:
@@ -173,7 +174,7 @@ def _probe_causes(static: StaticEvidence | None, settings: RunSettings, probe: P
     if failed:
         log_lines = [line for log in probe.mtp_logs for line in log.telling]
         cause = classify_failure([*log_lines, *(f.error or "" for f in failed)], static, settings,
-                                 had_sidecar=had_sidecar, source="probe")
+                                 had_sidecar=had_sidecar, source=EvidenceSource.probe)
         if cause is not None:
             causes.append(cause)
     ran = [f for f in mtp if f.drafted]
@@ -182,40 +183,40 @@ def _probe_causes(static: StaticEvidence | None, settings: RunSettings, probe: P
     elif mtp and not failed and settings.p_min is not None and settings.p_min > 0:
         causes.append(Cause("HIGH_P_MIN", 0.9, f"no token was drafted at --spec-draft-p-min {settings.p_min:g}",
                             tuple(_figure_line(f) for f in mtp), "lower it: --spec-draft-p-min 0 (the default)",
-                            ("probe",)))
+                            (EvidenceSource.probe,)))
     for log in probe.mtp_logs:
-        causes += _context_causes(log, "probe")
+        causes += _context_causes(log, EvidenceSource.probe)
     return causes
 
 
-def _as_given_causes(static: StaticEvidence | None, settings: RunSettings, probe: ProbeResult) -> list[Cause]:
+def _as_given_causes(static: StaticEvidence | None, settings: ServerArgs, probe: ProbeResult) -> list[Cause]:
     given = probe.as_given
     assert given is not None
     had_sidecar = settings.draft_model is not None or (static is not None and static.sidecar_given)
     lines = [*(given.log.telling if given.log else []), given.failure or ""] if given.failure else []
-    cause = classify_failure(lines, static, settings, had_sidecar=had_sidecar, source="probe")
+    cause = classify_failure(lines, static, settings, had_sidecar=had_sidecar, source=EvidenceSource.probe)
     if cause is not None:
         return [cause]
     if given.log is None:
         return []
-    return _unused_head_causes(static, settings, given.log, "probe", asked_mtp="draft-mtp" in settings.spec_types)
+    return _unused_head_causes(static, settings, given.log, EvidenceSource.probe, asked_mtp=MTP_SPEC_TYPE in settings.spec_types)
 
 
 def _unused_head_causes(
-    static: StaticEvidence | None, settings: RunSettings, log: LogEvidence, source: str, *, asked_mtp: bool
+    static: StaticEvidence | None, settings: ServerArgs, log: LogEvidence, source: EvidenceSource, *, asked_mtp: bool
 ) -> list[Cause]:
     if log.drafted_anything or not log.unused_nextn:
         return []
     evidence = (f"model has unused tensor {log.unused_nextn[0]} (and {len(log.unused_nextn) - 1} more nextn tensors)",
                 f"{log.path}: no draft acceptance line")
     arch = log.architecture or (static.architecture if static else None)
-    if asked_mtp or (arch is not None and llama_cpp_graph(arch) == "unused"):
+    if asked_mtp or (arch is not None and llama_cpp_graph(arch) is GraphSupport.unused):
         return [Cause("NO_MTP_GRAPH", 0.85,
                       f"the server keeps the nextn tensors unused{f' for {arch}' if arch else ''}: this build has no MTP "
                       "graph for the architecture", (*evidence, f"architecture: {arch or 'unknown'}"),
                       "use a llama.cpp build whose MTP support covers this architecture, or serve it with vLLM/SGLang",
                       (source,))]
-    return [Cause("MTP_NOT_ENABLED", 0.9 if source == "log" else 0.95,
+    return [Cause("MTP_NOT_ENABLED", 0.9 if source is EvidenceSource.log else 0.95,
                   "the head is in the file but the run never switched MTP on (no --spec-type draft-mtp)", evidence,
                   fix_command(static, settings), (source,))]
 
@@ -230,21 +231,21 @@ def _baseline_lines(probe: ProbeResult) -> list[str]:
 
 
 def _acceptance_causes(
-    static: StaticEvidence | None, settings: RunSettings, probe: ProbeResult, ran: list[ProbeFigure]
+    static: StaticEvidence | None, settings: ServerArgs, probe: ProbeResult, ran: list[ProbeFigure]
 ) -> list[Cause]:
     pooled = _pooled(ran) or 0.0
     lines = [_figure_line(f) for f in ran]
     if pooled <= ZERO_ACCEPTANCE:
         evidence = (f"probe: acceptance {pooled:.1%} over {sum(f.drafted for f in ran)} drafted tokens", *lines,
                     *_baseline_lines(probe)[:1])
-        return [_zero_cause(static, None, evidence, "probe", 0.9)]
+        return [_zero_cause(static, None, evidence, EvidenceSource.probe, 0.9)]
     causes = _class_causes(ran) + _nmax_causes(probe, ran)
     if pooled >= FINE_ACCEPTANCE:
         causes += _slower_causes(probe, ran, pooled)
     return causes
 
 
-def _zero_cause(static: StaticEvidence | None, log: LogEvidence | None, evidence: tuple[str, ...], source: str,
+def _zero_cause(static: StaticEvidence | None, log: LogEvidence | None, evidence: tuple[str, ...], source: EvidenceSource,
                 confidence: float) -> Cause:
     defects = bool(static and (static.head_defect or static.zero_tensors))
     quantized_engine = log is not None and log.quantization is not None
@@ -288,7 +289,7 @@ def _class_causes(ran: list[ProbeFigure]) -> list[Cause]:
                   evidence,
                   f"use MTP where it drafts well ({best}); for {worst} expect little gain or leave it off; "
                   "measure your own prompts: mtpinspect sweep MODEL --prompts YOUR_PROMPTS.jsonl",
-                  ("probe",))]
+                  (EvidenceSource.probe,))]
 
 
 def _nmax_causes(probe: ProbeResult, ran: list[ProbeFigure]) -> list[Cause]:
@@ -316,7 +317,7 @@ def _nmax_causes(probe: ProbeResult, ran: list[ProbeFigure]) -> list[Cause]:
     low_n = min(f.n_max or 1 for f in ran)
     return [Cause("NMAX_TOO_HIGH", 0.7 if slower else 0.45,
                   "deeper draft positions are rarely accepted: a high n-max costs more than it gains",
-                  tuple(evidence), f"--spec-draft-n-max {low_n} (vLLM: num_speculative_tokens {low_n})", ("probe",))]
+                  tuple(evidence), f"--spec-draft-n-max {low_n} (vLLM: num_speculative_tokens {low_n})", (EvidenceSource.probe,))]
 
 
 def _slower_causes(probe: ProbeResult, ran: list[ProbeFigure], pooled: float) -> list[Cause]:
@@ -345,7 +346,7 @@ def _slower_causes(probe: ProbeResult, ran: list[ProbeFigure], pooled: float) ->
                   tuple(evidence),
                   "leave MTP off here (drop --spec-type draft-mtp), or run where verification is cheap (a GPU: "
                   "-ngl 99 with a CUDA build); measure the cost curve: mtpinspect sweep MODEL --synthetic 0.5,0.7,0.9,1.0",
-                  ("probe",))]
+                  (EvidenceSource.probe,))]
 
 
 def _refute_head_warning(causes: list[Cause], probe: ProbeResult) -> tuple[list[Cause], list[str]]:
@@ -353,14 +354,14 @@ def _refute_head_warning(causes: list[Cause], probe: ProbeResult) -> tuple[list[
     pooled = _pooled([f for f in probe.mtp_figures() if f.drafted])
     if pooled is None or pooled < FINE_ACCEPTANCE:
         return causes, []
-    kept = [c for c in causes if not (c.code == "HEAD_QUANTIZED" and c.sources == ("static",))]
+    kept = [c for c in causes if not (c.code == "HEAD_QUANTIZED" and c.sources == (EvidenceSource.static,))]
     if len(kept) == len(causes):
         return causes, []
     return kept, [f"check warns about the head's quantization, but the probe measured acceptance {pooled:.0%}: "
                   "the head drafts well on this model"]
 
 
-def _context_causes(log: LogEvidence, source: str) -> list[Cause]:
+def _context_causes(log: LogEvidence, source: EvidenceSource) -> list[Cause]:
     if log.n_ctx is None or log.max_tokens is None:
         return []
     if log.max_tokens < CONTEXT_SHARE * log.n_ctx and not log.truncated:
@@ -376,23 +377,23 @@ def _context_causes(log: LogEvidence, source: str) -> list[Cause]:
 # -- logs of runs made elsewhere ---------------------------------------------------------------
 
 
-def _log_causes(static: StaticEvidence | None, settings: RunSettings, log: LogEvidence) -> list[Cause]:
+def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvidence) -> list[Cause]:
     causes: list[Cause] = []
     had_sidecar = bool(log.mtp_context and "loading draft model" in log.mtp_context)
     failure = classify_failure([*log.telling, log.failure or ""] if log.failure or log.telling else [],
-                               static, settings, had_sidecar=had_sidecar, source="log")
+                               static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log)
     if failure is not None:
         causes.append(failure)
-    causes += _unused_head_causes(static, settings, log, "log", asked_mtp=log.mtp_context is not None)
+    causes += _unused_head_causes(static, settings, log, EvidenceSource.log, asked_mtp=log.mtp_context is not None)
     if log.drafted:
         acceptance = log.acceptance or 0.0
         if acceptance <= ZERO_ACCEPTANCE:
             evidence = (f"{log.path}: {log.accepted} accepted of {log.drafted} drafted tokens ({acceptance:.1%})",
                         *log.draft_lines[:3])
-            causes.append(_zero_cause(static, log, evidence, "log", 0.75))
+            causes.append(_zero_cause(static, log, evidence, EvidenceSource.log, 0.75))
         else:
             causes += _decay_causes(log)
-    causes += _context_causes(log, "log")
+    causes += _context_causes(log, EvidenceSource.log)
     return causes
 
 
@@ -405,4 +406,4 @@ def _decay_causes(log: LogEvidence) -> list[Cause]:
     return [Cause("NMAX_TOO_HIGH", 0.6,
                   f"acceptance decays with draft position ({rates[0]:.2f} -> {rates[-1]:.2f}): the deepest drafts are wasted",
                   (f"{log.path}: per-position acceptance {', '.join(f'{r:.2f}' for r in rates)}", *log.draft_lines[:2]),
-                  f"{flag} {keep}", ("log",))]
+                  f"{flag} {keep}", (EvidenceSource.log,))]

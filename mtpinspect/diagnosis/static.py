@@ -8,31 +8,20 @@ confidence; the probe and the logs confirm or refute it (rank.py).
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from mtpinspect.diagnosis.causes import Cause
-from mtpinspect.errors import MtpinspectError, UsageError
+from mtpinspect.errors import MtpinspectError
 from mtpinspect.formats.gguf import GGUFHeader, read_gguf_header
 from mtpinspect.inspection.report import CheckReport, Finding
 from mtpinspect.inspection.support import llama_server_command
-from mtpinspect.runtime.flags import DRAFT_MODEL_FLAGS, SPEC_TYPES
+from mtpinspect.jsonable import json_field
+from mtpinspect.runtime.flags import DRAFT_MODEL, SPEC_FLAGS, SPEC_TYPE, SPEC_TYPES, ServerArgs
 from mtpinspect.sources.reader import LocalFileReader
+from mtpinspect.vocabulary import EvidenceSource, Layout, Severity, SourceKind
 
-# Flags that choose the speculative configuration; the probe's sweep sets these itself.
-SPEC_FLAGS = ("--spec-type", "--spec-draft-n-max", *DRAFT_MODEL_FLAGS)
-_VALUE_FLAGS = {
-    "--spec-type": "spec_type",
-    "--spec-draft-n-max": "n_max",
-    "--spec-draft-p-min": "p_min",
-    "--draft-p-min": "p_min",
-    "--temp": "temperature",
-    "--temperature": "temperature",
-    "-c": "ctx_size",
-    "--ctx-size": "ctx_size",
-    **{flag: "draft_model" for flag in DRAFT_MODEL_FLAGS},
-}
 HIGH_P_MIN = 0.5
 # Tensors that carry the head's signal: eh_proj is required, shared_head_head optional.
 _SIGNAL_TENSORS = (".nextn.eh_proj.weight", ".nextn.shared_head_head.weight")
@@ -41,89 +30,53 @@ _ZERO_SAMPLE_BYTES = 1 << 20
 # check's findings that mean the head cannot draft well, and the wording of the cause.
 _HEAD_FINDINGS = ("MTP_QUANTIZED", "MTP_PARTIALLY_EXCLUDED", "FUSED_NAME_MISMATCH", "LOW_BIT_MTP_HEAD")
 
-
-@dataclass(frozen=True)
-class RunSettings:
-    """The llama-server arguments of the run being diagnosed (the ones after `--`)."""
-
-    args: tuple[str, ...] = ()
-    spec_type: str | None = None
-    n_max: int | None = None
-    p_min: float | None = None
-    temperature: float | None = None
-    ctx_size: int | None = None
-    draft_model: str | None = None
-
-    @property
-    def spec_types(self) -> list[str]:
-        return [t.strip() for t in (self.spec_type or "").split(",") if t.strip()]
-
-    @property
-    def has_spec_flags(self) -> bool:
-        """The user gave a speculative configuration: the probe reproduces it as given."""
-        return self.spec_type is not None or self.draft_model is not None or self.n_max is not None
-
-    @property
-    def passthrough(self) -> tuple[str, ...]:
-        """The arguments without those that choose the speculative configuration."""
-        kept: list[str] = []
-        skip = False
-        for arg in self.args:
-            if skip:
-                skip = False
-                continue
-            name = arg.split("=", 1)[0]
-            if name in SPEC_FLAGS:
-                skip = "=" not in arg
-                continue
-            kept.append(arg)
-        return tuple(kept)
-
-
-def parse_server_args(args: Sequence[str]) -> RunSettings:
-    """Read the flags that matter for a diagnosis; UsageError for a flag that misses its value or a bad number."""
-    values: dict[str, str] = {}
-    args = list(args)
-    index = 0
-    while index < len(args):
-        name, has_eq, inline = args[index].partition("=")
-        field_name = _VALUE_FLAGS.get(name)
-        if field_name is not None:
-            if has_eq:
-                value = inline
-            elif index + 1 < len(args):
-                value = args[index + 1]
-                index += 1
-            else:
-                raise UsageError(f"llama-server argument {name}: expects a value")
-            # llama.cpp appends repeated --spec-type values; the others take the last one.
-            if field_name == "spec_type" and "spec_type" in values:
-                value = values["spec_type"] + "," + value
-            values[field_name] = value
-        index += 1
-    try:
-        return RunSettings(
-            args=tuple(args),
-            spec_type=values.get("spec_type"),
-            n_max=int(values["n_max"]) if "n_max" in values else None,
-            p_min=float(values["p_min"]) if "p_min" in values else None,
-            temperature=float(values["temperature"]) if "temperature" in values else None,
-            ctx_size=int(values["ctx_size"]) if "ctx_size" in values else None,
-            draft_model=values.get("draft_model"),
-        )
-    except ValueError as exc:
-        raise UsageError(f"llama-server arguments: {exc}") from None
+_SIDECAR_FIX = ("use the mtp- file converted from the same model, revision and quantization as the main GGUF "
+                "(python convert_hf_to_gguf.py MODEL_DIR --mtp, from the same snapshot)")
+_WEIGHTS_FIX = ("use a release that ships the MTP weights (a GGUF converted without --no-mtp, or its mtp- file "
+                "passed with -md); for safetensors, a quantization that keeps the mtp.* modules")
+# check's findings that name a cause by themselves: finding -> (cause, confidence, fix). The message
+# and evidence are the finding's own.
+_FINDING_CAUSES: dict[str, tuple[str, float, str]] = {
+    "SIDECAR_MISMATCH": ("SIDECAR_MISMATCH", 0.85, _SIDECAR_FIX),
+    "MTP_WEIGHTS_MISSING": ("MTP_WEIGHTS_MISSING", 0.85, _WEIGHTS_FIX),
+    "MTP_DROPPED_IN_CONVERSION": ("MTP_WEIGHTS_MISSING", 0.85, _WEIGHTS_FIX),
+    "SIDECAR_NOT_FOUND": ("MTP_WEIGHTS_MISSING", 0.85, _WEIGHTS_FIX),
+    "NO_MTP": ("NO_MTP_HEAD", 0.9, "MTP cannot be used with this model: drop --spec-type draft-mtp, or use a draft model "
+               "(--spec-type draft-simple -md SMALL.gguf) or n-gram drafting (--spec-type ngram-mod)"),
+    "ARCH_NO_MTP_GRAPH": ("NO_MTP_GRAPH", 0.9, "use a llama.cpp build with an MTP graph for this architecture (pass it "
+                          "with --server PATH), or serve the model with vLLM/SGLang; otherwise leave MTP off"),
+}
 
 
 @dataclass
 class StaticEvidence:
-    """What was read without running anything."""
+    """What was read without running anything; in JSON, check's verdict and findings and the zero tensors."""
 
-    report: CheckReport | None
-    local_model: Path | None  # a local GGUF the probe can run
-    sidecar: Path | None  # the mtp- file: given with --mtp-file or found beside the model
-    sidecar_given: bool
+    json_properties: ClassVar[dict[str, str]] = {
+        "verdict": "verdict", "layout": "layout", "usable": "usable", "findings": "findings",
+    }
+
+    report: CheckReport = json_field(omit=True)
+    local_model: Path | None = json_field(omit=True)  # a local GGUF the probe can run
+    sidecar: Path | None = json_field(omit=True)  # the mtp- file: given with --mtp-file or found beside the model
+    sidecar_given: bool = json_field(omit=True)
     zero_tensors: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        return self.report.verdict
+
+    @property
+    def layout(self) -> Layout:
+        return self.report.layout
+
+    @property
+    def usable(self) -> bool:
+        return self.report.usable
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.report.findings
 
     def has(self, code: str) -> bool:
         return self.report is not None and code in self.report.codes()
@@ -138,7 +91,7 @@ class StaticEvidence:
         """check's findings that say the head is quantized too far (a maker's own FP8 head is not a defect)."""
         if self.report is None:
             return []
-        return [f for f in self.report.findings if f.code in _HEAD_FINDINGS and f.severity != "info"]
+        return [f for f in self.report.findings if f.code in _HEAD_FINDINGS and f.severity is not Severity.info]
 
     @property
     def architecture(self) -> str | None:
@@ -155,7 +108,7 @@ def gather_static(
 
     report = check(model, revision=revision, token=token, mtp_file=mtp_file)
     path = Path(model).expanduser()
-    local = path.resolve() if report.source_kind == "local-file" and path.suffix == ".gguf" and path.is_file() else None
+    local = path.resolve() if report.source_kind is SourceKind.local_file and path.suffix == ".gguf" and path.is_file() else None
     sidecar: Path | None = None
     if mtp_file is not None:
         sidecar = Path(mtp_file).expanduser().resolve()
@@ -186,12 +139,12 @@ def zero_signal_tensors(path: Path) -> list[str]:
     return found
 
 
-def fix_command(static: StaticEvidence | None, settings: RunSettings, *, n_max: int = 2) -> str:
+def fix_command(static: StaticEvidence | None, settings: ServerArgs, *, n_max: int = 2) -> str:
     """The llama-server line that runs this model with MTP, keeping the user's other flags."""
     model = str(static.local_model) if static and static.local_model else "MODEL.gguf"
     sidecar = str(static.sidecar) if static and static.sidecar else settings.draft_model
     base = llama_server_command(model, sidecar=sidecar, n_max=settings.n_max or n_max)
-    extra = settings.passthrough
+    extra = settings.without(*SPEC_FLAGS).args
     return base + (" " + shlex.join(extra) if extra else "")
 
 
@@ -199,7 +152,7 @@ def _evidence(finding: Finding) -> tuple[str, ...]:
     return (f"check {finding.code}: {finding.message}", *finding.evidence[:4])
 
 
-def static_causes(static: StaticEvidence, settings: RunSettings) -> list[Cause]:
+def static_causes(static: StaticEvidence, settings: ServerArgs) -> list[Cause]:
     """Candidate causes from check's findings and the run's flags."""
     causes: list[Cause] = []
     causes += _from_check(static, settings)
@@ -207,7 +160,7 @@ def static_causes(static: StaticEvidence, settings: RunSettings) -> list[Cause]:
     return causes
 
 
-def _from_check(static: StaticEvidence, settings: RunSettings) -> list[Cause]:
+def _from_check(static: StaticEvidence, settings: ServerArgs) -> list[Cause]:
     causes: list[Cause] = []
     defects = static.head_defect
     if defects or static.zero_tensors:
@@ -216,49 +169,22 @@ def _from_check(static: StaticEvidence, settings: RunSettings) -> list[Cause]:
             "HEAD_QUANTIZED", 0.55,
             "the MTP head's weights are damaged (all zero)" if static.zero_tensors and not defects
             else "the MTP head is quantized below what it needs to draft",
-            tuple(evidence), head_fix(static), ("static",),
+            tuple(evidence), head_fix(static), (EvidenceSource.static,),
         ))
-    mismatch = static.finding("SIDECAR_MISMATCH")
-    if mismatch is not None:
-        causes.append(Cause(
-            "SIDECAR_MISMATCH", 0.85, mismatch.message, _evidence(mismatch),
-            "use the mtp- file converted from the same model, revision and quantization as the main GGUF "
-            "(python convert_hf_to_gguf.py MODEL_DIR --mtp, from the same snapshot)",
-            ("static",),
-        ))
-    for code in ("MTP_WEIGHTS_MISSING", "MTP_DROPPED_IN_CONVERSION", "SIDECAR_NOT_FOUND"):
-        found = static.finding(code)
-        if found is not None:
-            causes.append(Cause(
-                "MTP_WEIGHTS_MISSING", 0.85, found.message, _evidence(found),
-                "use a release that ships the MTP weights (a GGUF converted without --no-mtp, or its mtp- file "
-                "passed with -md); for safetensors, a quantization that keeps the mtp.* modules",
-                ("static",),
-            ))
-    no_mtp = static.finding("NO_MTP")
-    if no_mtp is not None and not static.has("MTP_PRESENT"):
-        causes.append(Cause(
-            "NO_MTP_HEAD", 0.9, no_mtp.message, _evidence(no_mtp),
-            "MTP cannot be used with this model: drop --spec-type draft-mtp, or use a draft model "
-            "(--spec-type draft-simple -md SMALL.gguf) or n-gram drafting (--spec-type ngram-mod)",
-            ("static",),
-        ))
-    graph = static.finding("ARCH_NO_MTP_GRAPH")
-    if graph is not None:
-        causes.append(Cause(
-            "NO_MTP_GRAPH", 0.9, graph.message, _evidence(graph),
-            "use a llama.cpp build with an MTP graph for this architecture (pass it with --server PATH), "
-            "or serve the model with vLLM/SGLang; otherwise leave MTP off",
-            ("static",),
-        ))
-    if static.report is not None and static.report.layout == "sidecar" and not static.sidecar_given \
-            and settings.has_spec_flags and settings.draft_model is None:
+    for finding_code, (cause_code, confidence, fix) in _FINDING_CAUSES.items():
+        found = static.finding(finding_code)
+        # A head found after all (a second file) outweighs a NO_MTP about the first.
+        if found is None or (finding_code == "NO_MTP" and static.has("MTP_PRESENT")):
+            continue
+        causes.append(Cause(cause_code, confidence, found.message, _evidence(found), fix, (EvidenceSource.static,)))
+    if static.report is not None and static.report.layout is Layout.sidecar and not static.sidecar_given \
+            and settings.sets_spec and settings.draft_model is None:
         causes.append(Cause(
             "SIDECAR_NOT_PASSED", 0.8,
             "the main GGUF has no MTP head; its head is in the mtp- file beside it, which the run does not pass",
             (f"layout: sidecar ({static.sidecar.name if static.sidecar else 'mtp- file'})",
              f"run arguments: {shlex.join(settings.args)} (no -md)"),
-            fix_command(static, settings), ("static", "args"),
+            fix_command(static, settings), (EvidenceSource.static, EvidenceSource.args),
         ))
     return causes
 
@@ -288,17 +214,17 @@ def _mtp_block(static: StaticEvidence) -> str:
     return "N"
 
 
-def settings_causes(settings: RunSettings, static: StaticEvidence | None) -> list[Cause]:
+def settings_causes(settings: ServerArgs, static: StaticEvidence | None) -> list[Cause]:
     """Causes the run's flags show by themselves (temperature, p-min, an unknown spec type)."""
     causes: list[Cause] = []
     unknown = [t for t in settings.spec_types if t not in SPEC_TYPES]
     if unknown:
-        fixed = RunSettings(args=settings.passthrough, n_max=settings.n_max)
+        fixed = settings.without(SPEC_TYPE, DRAFT_MODEL)
         causes.append(Cause(
             "WRONG_SPEC_TYPE", 0.9,
             f"--spec-type {settings.spec_type}: llama-server knows no type {unknown[0]!r} (MTP is `draft-mtp`)",
             (f"run arguments: {shlex.join(settings.args)}",),
-            fix_command(static, fixed), ("args",),
+            fix_command(static, fixed), (EvidenceSource.args,),
         ))
     if settings.temperature is not None and settings.temperature > 0:
         causes.append(Cause(
@@ -306,13 +232,13 @@ def settings_causes(settings: RunSettings, static: StaticEvidence | None) -> lis
             f"temperature {settings.temperature:g}: the target samples, the MTP draft is greedy, so fewer drafts match",
             (f"run arguments: --temp {settings.temperature:g}",),
             "for the best acceptance use --temp 0 (or top-k 1) in the server or the request; expect lower acceptance "
-            "at higher temperatures", ("args",),
+            "at higher temperatures", (EvidenceSource.args,),
         ))
     if settings.p_min is not None and settings.p_min >= HIGH_P_MIN:
         causes.append(Cause(
             "HIGH_P_MIN", 0.5,
             f"--spec-draft-p-min {settings.p_min:g}: the drafter stops whenever its top token is below this probability",
             (f"run arguments: --spec-draft-p-min {settings.p_min:g}",),
-            "lower it: --spec-draft-p-min 0 (the default) or about 0.3", ("args",),
+            "lower it: --spec-draft-p-min 0 (the default) or about 0.3", (EvidenceSource.args,),
         ))
     return causes

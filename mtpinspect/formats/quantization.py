@@ -1,8 +1,8 @@
-"""Quantization audit: which format a checkpoint uses, what it leaves unquantized, and where the MTP head stands.
+"""Quantization configs: which format a checkpoint uses, and which modules its exclusion list keeps unquantized.
 
-Every format spells its exclusion list differently and matches it with its own rules; an MTP head that
-the list misses (or that the header shows in another precision than the list implies) is the classic cause
-of 0% draft acceptance. The rules below follow the loaders that read these lists:
+Every format spells its exclusion list differently and matches it with its own rules (the judgement of
+an MTP head against them is inspection/quant_audit.py). The rules below follow the loaders that read
+these lists:
 
 - fp8 (HF fine-grained) and mxfp4: `ignored_layers`, else `modules_to_not_convert`. An entry excludes a
   module when it equals the name (vLLM `is_layer_skipped`), is a dotted prefix or dotted suffix of it
@@ -23,11 +23,6 @@ of its shards, so a list that names only some shards leaves the whole fused modu
 Two formats also say what IS quantized: compressed-tensors `config_groups.*.targets` and ModelOpt
 MIXED_PRECISION `quantized_layers`. A module that neither names stays in high precision; `match_exclusion`
 reports that as `NOT_TARGETED` / `NOT_IN_QUANTIZED_LAYERS`.
-
-Routers (`mlp.gate`, `shared_expert_gate`, `router`), norms, embeddings and LM heads are not counted as
-quantizable MTP modules: every format here keeps them in high precision by design (vLLM builds MoE routers
-without a quant config; the ModelOpt and llm-compressor recipes ignore them), so they say nothing about
-whether the head was quantized.
 
 When a repo has both `hf_quant_config.json` and `config.json:quantization_config` from ModelOpt, the former
 is used (it is ModelOpt's own file and the one vLLM's ModelOpt loader prefers); a disagreement between the
@@ -52,25 +47,15 @@ FUSED_SHARDS: Mapping[str, tuple[str, ...]] = {
     "gate_up_proj": ("gate_proj", "up_proj"),
     "fused_qkv_a_proj_with_mqa": ("q_a_proj", "kv_a_proj_with_mqa"),
 }
-_SHARD_TO_FUSED = {shard: fused for fused, shards in FUSED_SHARDS.items() for shard in shards}
+SHARD_TO_FUSED = {shard: fused for fused, shards in FUSED_SHARDS.items() for shard in shards}
 
-# Tensor suffixes that carry a Linear's weight in the formats we know: plain, compressed-tensors packed,
-# GPTQ/AWQ packed.
-_WEIGHT_SUFFIXES = (".weight", ".weight_packed", ".qweight")
-_SCALE_SUFFIXES = (
-    ".weight_scale_inv", ".weight_scale", ".weight_scale_2", ".weight_global_scale", ".scales", ".weight_zero_point",
-)
-_HIGH_PRECISION = frozenset({"BF16", "F16", "F32", "F64"})
-_FLOAT8 = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FN", "F8_E8M0"})
-_PACKED_INT = frozenset({"U8", "I8", "I16", "U16", "I32", "U32"})
-
-_NOT_QUANTIZABLE_LEAVES = frozenset({
-    "gate", "router", "shared_expert_gate", "embed_tokens", "embed", "lm_head", "head", "conv1d",
-})
 _LIST_KEYS = (
     "ignored_layers", "modules_to_not_convert", "ignore", "exclude_modules", "exclude", "llm_int8_skip_modules",
 )
+# Legacy side files of AutoGPTQ, AutoAWQ and others, read when config.json has no quantization_config.
 _SIDE_FILES = ("quantize_config.json", "quant_config.json", "quantization_config.json")
+# Every file beside config.json that may hold the quantization config.
+QUANT_FILES = ("hf_quant_config.json", *_SIDE_FILES)
 
 
 @dataclass(frozen=True)
@@ -98,31 +83,6 @@ class QuantizationConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", _build_index(self.method, self.exclusions))
-
-
-@dataclass(frozen=True)
-class ModuleVerdict:
-    module: str
-    excluded_by: str | None  # the entry (or allow-list marker) that keeps it unquantized; None if the config does not
-    header_dtype: str | None
-    header_quantized: bool | None  # True: FP8 or packed ints; False: BF16/F16/F32; None: unknown
-    quantized: bool  # final judgement: the header wins over the list when it is known
-    note: str | None
-
-
-@dataclass(frozen=True)
-class QuantAudit:
-    config: QuantizationConfig | None
-    excluded_count: int
-    mtp_excluded: bool | str | None  # True: head high precision; False: quantized; "partial"; None: n/a
-    modules: tuple[ModuleVerdict, ...]
-    fused_warnings: tuple[str, ...]
-
-    def kept(self) -> list[str]:
-        return [v.module for v in self.modules if not v.quantized]
-
-    def quantized(self) -> list[str]:
-        return [v.module for v in self.modules if v.quantized]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -222,7 +182,7 @@ def _gptq(qc: Mapping, source: str, producer: str | None) -> QuantizationConfig:
     if dynamic is not None and not isinstance(dynamic, Mapping):
         raise FormatError(f"{source}: 'dynamic' must be an object of regex keys, got {type(dynamic).__name__}")
     keys = tuple(str(k) for k in (dynamic or {}))
-    bad = [k for k in keys if _compile(_gptq_pattern(k)) is None]
+    bad = [k for k in keys if compile_pattern(gptq_pattern(k)) is None]
     notes = tuple(f"dynamic key {k!r} is not a valid regex; engines fail on it" for k in bad)
     return QuantizationConfig(
         method="gptq", algo=_str_or_none(qc.get("bits")), source=source,
@@ -325,22 +285,22 @@ def _excluded_fused_aware(q: QuantizationConfig, module: str) -> str | None:
     parent, _, leaf = module.rpartition(".")
     prefix = f"{parent}." if parent else ""
     if leaf in FUSED_SHARDS:
-        return _direct(q, module) or _all_shards(q, [prefix + s for s in FUSED_SHARDS[leaf]])
-    if leaf in _SHARD_TO_FUSED:
-        fused = _SHARD_TO_FUSED[leaf]
-        return _direct(q, prefix + fused) or _all_shards(q, [prefix + s for s in FUSED_SHARDS[fused]])
-    return _direct(q, module)
+        return direct_match(q, module) or _all_shards(q, [prefix + s for s in FUSED_SHARDS[leaf]])
+    if leaf in SHARD_TO_FUSED:
+        fused = SHARD_TO_FUSED[leaf]
+        return direct_match(q, prefix + fused) or _all_shards(q, [prefix + s for s in FUSED_SHARDS[fused]])
+    return direct_match(q, module)
 
 
 def _all_shards(q: QuantizationConfig, shards: list[str]) -> str | None:
-    entries = [_direct(q, shard) for shard in shards]
+    entries = [direct_match(q, shard) for shard in shards]
     return entries[0] if all(entries) else None
 
 
-def _direct(q: QuantizationConfig, name: str) -> str | None:
+def direct_match(q: QuantizationConfig, name: str) -> str | None:
     """The format's own matching rule applied to one (unfused) name; the earliest matching entry wins."""
     if q.method == "gptq":
-        return _gptq_first_match(q.exclusions, name)[0]
+        return gptq_first_match(q.exclusions, name)[0]
     index = q._index
     found = [index.literals[key] for key in _lookup_keys(q.method, name) if key in index.literals]
     best = min(found, default=len(q.exclusions))
@@ -371,7 +331,7 @@ def _pattern_test(method: str, entry: str) -> Callable[[str], bool] | None:
     if method in ("compressed-tensors", "quark"):
         if not entry.startswith("re:"):
             return None
-        pattern = _compile(entry[3:])
+        pattern = compile_pattern(entry[3:])
         return (lambda name: pattern.match(name) is not None) if pattern else (lambda name: False)
     if method == "modelopt":
         return (lambda name: fnmatch.fnmatchcase(name, entry)) if any(c in entry for c in "*?[") else None
@@ -394,20 +354,20 @@ def _build_index(method: str, exclusions: tuple[str, ...]) -> _ListIndex:
     return _ListIndex(literals, tuple(patterns))
 
 
-def _gptq_pattern(key: str) -> str:
+def gptq_pattern(key: str) -> str:
     return key[2:] if key.startswith(("-:", "+:")) else key
 
 
-def _gptq_first_match(keys: Iterable[str], name: str) -> tuple[str | None, str | None]:
+def gptq_first_match(keys: Iterable[str], name: str) -> tuple[str | None, str | None]:
     """(the `-:` key that skips `name`, or None; the key that matched first)."""
     for key in keys:
-        pattern = _compile(_gptq_pattern(key))
+        pattern = compile_pattern(gptq_pattern(key))
         if pattern is not None and pattern.match(name):
             return (key if key.startswith("-:") else None), key
     return None, None
 
 
-def _compile(pattern: str) -> re.Pattern[str] | None:
+def compile_pattern(pattern: str) -> re.Pattern[str] | None:
     try:
         return re.compile(pattern)
     except re.error:
@@ -417,9 +377,9 @@ def _compile(pattern: str) -> re.Pattern[str] | None:
 def _targeted(q: QuantizationConfig, module: str) -> bool:
     parent, _, leaf = module.rpartition(".")
     prefix = f"{parent}." if parent else ""
-    if leaf in _SHARD_TO_FUSED:
-        names = [prefix + s for s in FUSED_SHARDS[_SHARD_TO_FUSED[leaf]]]
-        return _covered(q, prefix + _SHARD_TO_FUSED[leaf]) or all(_covered(q, n) for n in names)
+    if leaf in SHARD_TO_FUSED:
+        names = [prefix + s for s in FUSED_SHARDS[SHARD_TO_FUSED[leaf]]]
+        return _covered(q, prefix + SHARD_TO_FUSED[leaf]) or all(_covered(q, n) for n in names)
     return _covered(q, module)
 
 
@@ -434,7 +394,7 @@ def _covered(q: QuantizationConfig, name: str) -> bool:
 
 def _ct_target_matches(target: str, name: str) -> bool:
     if target.startswith("re:"):
-        pattern = _compile(target[3:])
+        pattern = compile_pattern(target[3:])
         return bool(pattern and pattern.match(name))
     if "." in target or not target[:1].isupper():
         return target == name
@@ -443,177 +403,10 @@ def _ct_target_matches(target: str, name: str) -> bool:
     return True
 
 
-# --------------------------------------------------------------------------------------------------
-# The MTP audit
-
-
-def mtp_modules_from_tensors(tensor_names: Iterable[str]) -> list[str]:
-    """Quantizable (Linear-like) modules among MTP tensor names, in natural order.
-
-    Weights may be `.weight`, `.weight_packed` (compressed-tensors) or `.qweight` (GPTQ/AWQ). Norms,
-    embeddings, LM heads and routers are left out (see the module docstring).
-    """
-    modules = {m for m in (_module_of(name) for name in tensor_names) if m and _quantizable(m)}
-    return sorted(modules, key=_natural_key)
-
-
-def _module_of(tensor: str) -> str | None:
-    return next((tensor[: -len(s)] for s in _WEIGHT_SUFFIXES if tensor.endswith(s)), None)
-
-
-def _quantizable(module: str) -> bool:
-    parts = module.split(".")
-    leaf = parts[-1]
-    if leaf in _NOT_QUANTIZABLE_LEAVES or "norm" in leaf:
-        return False
-    # shared_head.head is the MTP block's own LM head.
-    return not (len(parts) >= 2 and parts[-2] == "shared_head")
-
-
-def _natural_key(name: str) -> list[Any]:
-    return [(0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.split(r"(\d+)", name)]
-
-
-def audit_mtp(
-    q: QuantizationConfig | None, mtp_tensors: Mapping[str, str | None], all_tensor_names: Iterable[str] = ()
-) -> QuantAudit:
-    """Decide, for each quantizable MTP module, whether it is kept in high precision.
-
-    `mtp_tensors` maps MTP tensor names to their safetensors header dtype (None when the header was not
-    read); `all_tensor_names` adds the names of scale tensors and the like that sit next to the weights.
-    """
-    names = set(mtp_tensors) | set(all_tensor_names)
-    modules = mtp_modules_from_tensors(mtp_tensors)
-    list_excluded = {m: (match_exclusion(q, m) if q else None) for m in modules}
-    raw_excluded = {m: (_direct(q, m) if q else None) for m in modules}
-    fused_warnings, fused_notes = _fused_partials(modules, raw_excluded, list_excluded)
-    excluded_somewhere = sum(1 for m in modules if list_excluded[m] is not None)
-    verdicts = []
-    for module in modules:
-        dtype, header_quantized, header_note = _header_state(module, mtp_tensors, names, bool(all_tensor_names))
-        excluded_by = list_excluded[module]
-        by_list = q is not None and excluded_by is None
-        quantized = header_quantized if header_quantized is not None else by_list
-        notes = [fused_notes.get(module), header_note, _disagreement(dtype, header_quantized, excluded_by, q)]
-        if q is not None and excluded_by is None:
-            notes.append(_trap_note(q, module, excluded_somewhere))
-        verdicts.append(ModuleVerdict(module, excluded_by, dtype, header_quantized, quantized,
-                                      "; ".join(n for n in notes if n) or None))
-    return QuantAudit(
-        config=q, excluded_count=len(q.exclusions) if q else 0, mtp_excluded=_overall(q, verdicts),
-        modules=tuple(verdicts), fused_warnings=tuple(fused_warnings),
-    )
-
-
-def _fused_partials(
-    modules: list[str], raw: Mapping[str, str | None], effective: Mapping[str, str | None]
-) -> tuple[list[str], dict[str, str]]:
-    """Fused groups whose shards the list names only in part: engines quantize the whole fused module."""
-    groups: dict[str, list[str]] = {}
-    for module in modules:
-        parent, _, leaf = module.rpartition(".")
-        if leaf in _SHARD_TO_FUSED:
-            groups.setdefault(f"{parent}.{_SHARD_TO_FUSED[leaf]}", []).append(module)
-    warnings, notes = [], {}
-    for fused, shards in groups.items():
-        named = [s for s in shards if raw[s] is not None]
-        missing = [s.rpartition(".")[2] for s in shards if raw[s] is None]
-        if not named or not missing or any(effective[s] is not None for s in shards):
-            continue
-        fused_leaf = fused.rpartition(".")[2]
-        leaves = "/".join(FUSED_SHARDS[fused_leaf])
-        warnings.append(f"{fused}: the list names {', '.join(s.rpartition('.')[2] for s in named)} but not "
-                        f"{', '.join(missing)}; engines fuse {leaves} into {fused_leaf} and quantize all of it")
-        for shard in named:
-            notes[shard] = (f"list names {shard.rpartition('.')[2]} ({raw[shard]}) but engines fuse {leaves} into "
-                            f"{fused_leaf}: {', '.join(missing)} not excluded, so {fused_leaf} is quantized")
-    return warnings, notes
-
-
-def _header_state(
-    module: str, dtypes: Mapping[str, str | None], names: set[str], scales_known: bool
-) -> tuple[str | None, bool | None, str | None]:
-    """(dtype of the weight, whether the header shows it quantized, a note)."""
-    if module + ".weight_packed" in names or module + ".qweight" in names:
-        tensor = module + (".weight_packed" if module + ".weight_packed" in names else ".qweight")
-        return dtypes.get(tensor), True, None
-    dtype = dtypes.get(module + ".weight")
-    has_scale = any(module + s in names for s in _SCALE_SUFFIXES)
-    if dtype is None:
-        return None, (True if has_scale else None), None
-    dtype = dtype.upper()
-    if dtype in _HIGH_PRECISION:
-        return dtype, False, None
-    if dtype in _FLOAT8:
-        note = None if has_scale or not scales_known else f"{dtype} weight without a weight_scale(_inv) beside it"
-        return dtype, True, note
-    if dtype in _PACKED_INT:
-        if has_scale:
-            return dtype, True, None
-        return dtype, None, (f"{dtype} weight without scale tensors beside it" if scales_known else None)
-    return dtype, None, None
-
-
-def _disagreement(
-    dtype: str | None, header_quantized: bool | None, excluded_by: str | None, q: QuantizationConfig | None
-) -> str | None:
-    if q is None or header_quantized is None:
-        return None
-    if header_quantized is False and excluded_by is None:
-        return (f"header says {dtype} although the list does not exclude it: "
-                "engines expect quantized weights here (load failure or garbage head)")
-    if header_quantized is True and excluded_by is not None:
-        return f"header says {dtype or 'quantized'} although the list excludes it ({excluded_by})"
-    return None
-
-
-def _trap_note(q: QuantizationConfig, module: str, excluded_somewhere: int) -> str | None:
-    """Why a module the list was probably meant to cover is not covered."""
-    return (
-        _anchoring_trap(q, module)
-        or _gptq_order_trap(q, module)
-        or (f"not excluded, while {excluded_somewhere} other MTP module(s) are" if excluded_somewhere else None)
-    )
-
-
-def _skip_regexes(q: QuantizationConfig) -> list[str]:
+def skip_regexes(q: QuantizationConfig) -> list[str]:
+    """The regex texts of the entries that skip quantization (GPTQ `-:` keys, `re:` entries)."""
     if q.method == "gptq":
         return [k[2:] for k in q.exclusions if k.startswith("-:")]
     if q.method in ("compressed-tensors", "quark"):
         return [e[3:] for e in q.exclusions if e.startswith("re:")]
     return []
-
-
-def _anchoring_trap(q: QuantizationConfig, module: str) -> str | None:
-    for text in _skip_regexes(q):
-        pattern = _compile(text)
-        if pattern and not pattern.match(module) and (pattern.match("." + module) or pattern.search(module)):
-            return (f"regex {text!r} does not match {module!r}: re.match anchors at the start of the name "
-                    "and the pattern needs something before it (e.g. a leading dot)")
-    return None
-
-
-def _gptq_order_trap(q: QuantizationConfig, module: str) -> str | None:
-    if q.method != "gptq":
-        return None
-    skip, first = _gptq_first_match(q.exclusions, module)
-    if skip is not None or first is None:
-        return None
-    for key in q.exclusions:
-        pattern = _compile(key[2:]) if key.startswith("-:") else None
-        if pattern and pattern.match(module):
-            return f"GPTQ dynamic: {first!r} matches first, so the later {key!r} never applies (first match wins)"
-    return None
-
-
-def _overall(q: QuantizationConfig | None, verdicts: list[ModuleVerdict]) -> bool | str | None:
-    if not verdicts:
-        return None
-    if q is None and not any(v.header_quantized for v in verdicts):
-        return None
-    quantized = [v.quantized for v in verdicts]
-    if not any(quantized):
-        return True
-    if all(quantized):
-        return False
-    return "partial"

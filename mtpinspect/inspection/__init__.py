@@ -1,10 +1,10 @@
-"""Inspection: sources -> formats -> evidence -> diagnosis -> report, reading headers only."""
+"""Inspection: sources -> formats -> evidence -> verdict -> report, reading headers only."""
 
 from __future__ import annotations
 
-from mtpinspect.inspection.diagnosis import diagnose
 from mtpinspect.inspection.evidence import gather
 from mtpinspect.inspection.report import CheckReport
+from mtpinspect.inspection.verdict import assemble_report
 from mtpinspect.sources.resolve import resolve, resolve_each_gguf
 
 
@@ -23,7 +23,7 @@ def check(
     directory (the Hugging Face cache included). Raises ``MtpinspectError`` subclasses for bad input.
     """
     target = resolve(source, revision=revision, token=token, endpoint=endpoint, file=file, mtp_file=mtp_file)
-    return diagnose(gather(target))
+    return assemble_report(gather(target))
 
 
 def check_all(
@@ -31,7 +31,7 @@ def check_all(
 ) -> list[CheckReport]:
     """`check` every GGUF model in a repo or folder: which quantizations keep a usable MTP head?"""
     targets = resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint)
-    return [diagnose(gather(target)) for target in targets]
+    return [assemble_report(gather(target)) for target in targets]
 
 
 __all__ = ["CheckReport", "check", "check_all"]

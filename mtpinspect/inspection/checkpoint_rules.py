@@ -1,7 +1,7 @@
 """Rules for an HF safetensors checkpoint: is the head there, did quantization keep it, who runs it.
 
 Inputs are config.json, the MTP tensors found through the index and their shard headers, and the
-quantization config; the quantization audit itself lives in formats/quantization.py.
+quantization config; the quantization audit itself lives in quant_audit.py.
 """
 
 from __future__ import annotations
@@ -9,15 +9,14 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import PurePosixPath
 
-from mtpinspect.formats.quantization import QuantAudit, audit_mtp
-from mtpinspect.inspection.draft import Draft, model_ref, org_of
+from mtpinspect.inspection.builder import ReportBuilder, model_ref, org_of
 from mtpinspect.inspection.evidence import MAX_MTP_SHARDS, Evidence
 from mtpinspect.inspection.naming import is_head_tensor
+from mtpinspect.inspection.quant_audit import QuantAudit, audit_mtp
 from mtpinspect.inspection.report import RuntimeVerdict
 from mtpinspect.inspection.support import (
     FAMILIES,
     FIRST_PARTY_QUANTIZERS,
-    LLAMA_CPP_PIN,
     MAKERS,
     Family,
     convert_command,
@@ -26,18 +25,20 @@ from mtpinspect.inspection.support import (
     sglang_command,
     vllm_command,
 )
+from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
+from mtpinspect.vocabulary import Conversion, GraphSupport, Layout, RuntimeStatus, Severity
 
 
-def _checkpoint_presence(ev: Evidence, d: Draft) -> None:
+def _checkpoint_presence(ev: Evidence, b: ReportBuilder) -> None:
     cfg, ck = ev.config, ev.checkpoint
     decl = cfg.mtp if cfg else None
     where = f"{ev.config_file}: {decl.key} = {decl.layers}" if decl else None
     present = ck.mtp.count if ck else 0
     if cfg and cfg.model_type == "nemotron_h" and present:
         present = min(present, decl.layers if decl else 1)  # its two HF MTP layers fold into one block
-    d.mtp_layers = present
+    b.mtp_layers = present
     if ck and present:
-        d.layout = "checkpoint"
+        b.layout = Layout.checkpoint
         files = ", ".join(ck.mtp_files[:3]) + (" ..." if len(ck.mtp_files) > 3 else "")
         lines = [f"{ck.mtp.scheme}: layers {', '.join(ck.mtp.layers)} in {files}"]
         if where:
@@ -45,17 +46,17 @@ def _checkpoint_presence(ev: Evidence, d: Draft) -> None:
         if ck.standalone_mtp_file:
             lines.append(f"separate file {ck.standalone_mtp_file}")
         lines += [f"{n} {ck.mtp_dtypes.get(n) or '?'}" for n in _representative(ck.mtp.names)]
-        d.add("MTP_PRESENT", f"{present} MTP layer(s) with weights in the checkpoint ({len(ck.mtp.names)} tensors)", lines)
-        d.mtp_bytes, d.mtp_params = ck.mtp_bytes, ck.mtp_params
-        d.mtp_types = dict(Counter(t or "unread" for t in ck.mtp_dtypes.values()).most_common())
+        b.add("MTP_PRESENT", f"{present} MTP layer(s) with weights in the checkpoint ({len(ck.mtp.names)} tensors)", lines)
+        b.mtp_bytes, b.mtp_params = ck.mtp_bytes, ck.mtp_params
+        b.mtp_types = dict(Counter(t or "unread" for t in ck.mtp_dtypes.values()).most_common())
         unread = [f for f in ck.mtp_files if f not in ck.headers_read]
         if unread:
             why = "PyTorch pickles have no header to read" if all(f.endswith(".bin") for f in unread) else f"at most {MAX_MTP_SHARDS} are read"
-            d.add("HEADERS_NOT_READ", f"{len(unread)} MTP shard header(s) not read ({why}): dtype checks cover the rest", unread)
+            b.add("HEADERS_NOT_READ", f"{len(unread)} MTP shard header(s) not read ({why}): dtype checks cover the rest", unread)
     if decl is None and present:
-        d.add("MTP_FROM_TENSORS_ONLY", "config.json names no MTP depth; the mtp.* tensors show the head", [f"{ck.mtp.scheme}"])
+        b.add("MTP_FROM_TENSORS_ONLY", "config.json names no MTP depth; the mtp.* tensors show the head", [f"{ck.mtp.scheme}"])
     elif ev.unreadable_weights:
-        d.add("HEADERS_NOT_READ", "the weights are PyTorch pickles without an index: their tensor names cannot be "
+        b.add("HEADERS_NOT_READ", "the weights are PyTorch pickles without an index: their tensor names cannot be "
               "read without downloading them, so whether the MTP weights are there is unknown",
               [*([where] if where else []), *ev.unreadable_weights])
     elif decl and decl.layers > present:
@@ -63,7 +64,7 @@ def _checkpoint_presence(ev: Evidence, d: Draft) -> None:
         lines = [where or "", f"no {names_expected} / mtp.* tensors in {ck.index_file if ck else 'the repo (no safetensors found)'}"]
         if present:
             lines[1] = f"only {present} MTP layer(s) have weights"
-        d.add(
+        b.add(
             "MTP_WEIGHTS_MISSING",
             f"config announces {decl.layers} MTP layer(s) but the checkpoint has weights for {present}: "
             "a quantization or conversion dropped the head (engines then load garbage or refuse)",
@@ -71,7 +72,7 @@ def _checkpoint_presence(ev: Evidence, d: Draft) -> None:
         )
     elif not present:
         msg = f"{decl.key} = 0: the model has no MTP head" if decl else "no MTP key in config.json and no MTP tensors"
-        d.add("NO_MTP", msg, [where] if where else [ev.config_file or "no config.json"])
+        b.add("NO_MTP", msg, [where] if where else [ev.config_file or "no config.json"])
 
 
 def _representative(names: tuple[str, ...], limit: int = 4) -> list[str]:
@@ -94,7 +95,7 @@ def _maker_release(ev: Evidence) -> bool:
     return org in MAKERS
 
 
-def _quant_findings(ev: Evidence, d: Draft, audit: QuantAudit) -> bool:
+def _quant_findings(ev: Evidence, b: ReportBuilder, audit: QuantAudit) -> bool:
     """Adds quantization findings; returns True when the head is at risk."""
     q = audit.config
     if audit.mtp_excluded is None or q is None and audit.mtp_excluded is not False:
@@ -107,9 +108,9 @@ def _quant_findings(ev: Evidence, d: Draft, audit: QuantAudit) -> bool:
     maker = _maker_release(ev)
     fp8 = q is not None and q.method == "fp8" or any(v.header_dtype and v.header_dtype.startswith("F8") for v in audit.modules)
     for warning in audit.fused_warnings:
-        d.add("FUSED_NAME_MISMATCH", warning, lines)
+        b.add("FUSED_NAME_MISMATCH", warning, lines)
     if audit.mtp_excluded is True:
-        d.add("MTP_EXCLUDED", f"all {len(kept)} quantizable MTP modules are kept in high precision", [*lines, *header_notes[:4]])
+        b.add("MTP_EXCLUDED", f"all {len(kept)} quantizable MTP modules are kept in high precision", [*lines, *header_notes[:4]])
         return bool(audit.fused_warnings)
     if maker and fp8:
         why = (
@@ -117,21 +118,21 @@ def _quant_findings(ev: Evidence, d: Draft, audit: QuantAudit) -> bool:
             "(DeepSeek-V3 was trained in FP8; GLM FP8 releases exclude only the head's norms and projection)"
         )
         code = "MTP_QUANTIZED" if audit.mtp_excluded is False else "MTP_PARTIALLY_EXCLUDED"
-        d.add(code, f"MTP head in FP8 ({len(quant)} modules quantized, {len(kept)} kept): {why}",
+        b.add(code, f"MTP head in FP8 ({len(quant)} modules quantized, {len(kept)} kept): {why}",
               [*lines, *[f"quantized: {m}" for m in quant[:3]], *[f"kept: {m}" for m in kept[:3]], *header_notes[:3]],
-              severity="info")
+              severity=Severity.info)
         return False
     who = "first-party quantizer " + org if org in FIRST_PARTY_QUANTIZERS else ("third-party quantization" if org else "quantized checkpoint of unknown origin")
     if audit.mtp_excluded is False:
-        d.add(
+        b.add(
             "MTP_QUANTIZED",
             f"MTP head quantized ({method}) by a {who}: the classic cause of 0% draft acceptance; "
             "use a release that excludes mtp modules, or point the engine's draft at a BF16 head",
             [*lines, *[f"quantized: {m}" for m in quant], *header_notes[:3]],
-            severity="error",
+            severity=Severity.error,
         )
     else:
-        d.add(
+        b.add(
             "MTP_PARTIALLY_EXCLUDED",
             f"only part of the MTP head is excluded from quantization ({len(kept)} kept, {len(quant)} quantized); "
             f"quantized: {', '.join(quant[:4])}{' ...' if len(quant) > 4 else ''}",
@@ -140,11 +141,11 @@ def _quant_findings(ev: Evidence, d: Draft, audit: QuantAudit) -> bool:
     return True
 
 
-def _checkpoint_runtimes(ev: Evidence, d: Draft, family: Family | None, at_risk: bool) -> None:
+def _checkpoint_runtimes(ev: Evidence, b: ReportBuilder, family: Family | None, at_risk: bool) -> None:
     model = model_ref(ev)
     # Pin the commit in the commands only when the user asked for a revision other than main.
-    rev = ev.target.revision if getattr(ev.target.tree, "revision", None) else None
-    present = d.mtp_layers > 0
+    rev = ev.target.revision if ev.target.tree.revision else None
+    present = b.mtp_layers > 0
     mt = ev.config.model_type if ev.config else None
     risk_reason = "MTP head quantized: expect low or zero acceptance"
 
@@ -152,80 +153,80 @@ def _checkpoint_runtimes(ev: Evidence, d: Draft, family: Family | None, at_risk:
         if not present:
             return _absent(ev)
         if family is None:
-            return RuntimeVerdict("unknown", f"model_type '{mt}' is not in mtpinspect's table for {name}", command)
+            return RuntimeVerdict(RuntimeStatus.unknown, f"model_type '{mt}' is not in mtpinspect's table for {name}", command)
         if not has_mtp:
-            return RuntimeVerdict("unsupported", f"{name} has no MTP drafting for model_type '{mt}'")
+            return RuntimeVerdict(RuntimeStatus.unsupported, f"{name} has no MTP drafting for model_type '{mt}'")
         if at_risk:
-            return RuntimeVerdict("at-risk", risk_reason, command)
-        return RuntimeVerdict("supported", f"{name} drafts with this model's MTP head", command)
+            return RuntimeVerdict(RuntimeStatus.at_risk, risk_reason, command)
+        return RuntimeVerdict(RuntimeStatus.supported, f"{name} drafts with this model's MTP head", command)
 
-    d.runtimes["vllm"] = engine("vLLM", bool(family and family.vllm), vllm_command(model, rev))
+    b.runtimes["vllm"] = engine("vLLM", bool(family and family.vllm), vllm_command(model, rev))
     algo = family.sglang if family else None
-    d.runtimes["sglang"] = engine("SGLang", bool(algo), sglang_command(model, algo, rev) if algo else None)
-    d.runtimes["llama.cpp"] = _llama_for_checkpoint(ev, d, family, at_risk)
-    d.runtimes["transformers"] = RuntimeVerdict("unsupported", "Transformers builds no MTP modules; generation ignores the head")
+    b.runtimes["sglang"] = engine("SGLang", bool(algo), sglang_command(model, algo, rev) if algo else None)
+    b.runtimes["llama.cpp"] = _llama_for_checkpoint(ev, b, family, at_risk)
+    b.runtimes["transformers"] = RuntimeVerdict(RuntimeStatus.unsupported, "Transformers builds no MTP modules; generation ignores the head")
 
 
 def _absent(ev: Evidence) -> RuntimeVerdict:
     if ev.unreadable_weights:
-        return RuntimeVerdict("unknown", "tensor names of pickled weights cannot be read without downloading them")
-    return RuntimeVerdict("unsupported", "no MTP weights in the checkpoint")
+        return RuntimeVerdict(RuntimeStatus.unknown, "tensor names of pickled weights cannot be read without downloading them")
+    return RuntimeVerdict(RuntimeStatus.unsupported, "no MTP weights in the checkpoint")
 
 
-def _llama_for_checkpoint(ev: Evidence, d: Draft, family: Family | None, at_risk: bool) -> RuntimeVerdict:
-    if not d.mtp_layers:
+def _llama_for_checkpoint(ev: Evidence, b: ReportBuilder, family: Family | None, at_risk: bool) -> RuntimeVerdict:
+    if not b.mtp_layers:
         return _absent(ev)
     mt = ev.config.model_type if ev.config else None
-    if family is None or family.gguf_arch is None or family.conversion == "unknown":
-        return RuntimeVerdict("unknown", family.note if family and family.note else f"no known GGUF conversion of model_type '{mt}' with MTP")
+    if family is None or family.gguf_arch is None or family.conversion is Conversion.unknown:
+        return RuntimeVerdict(RuntimeStatus.unknown, family.note if family and family.note else f"no known GGUF conversion of model_type '{mt}' with MTP")
     q = ev.quant
     if q and q.method not in ("fp8",):
-        return RuntimeVerdict("unsupported", f"convert_hf_to_gguf.py takes unquantized or FP8 checkpoints, not {q.method}: convert the original release")
-    if family.conversion == "dropped":
-        return RuntimeVerdict("unsupported", family.note)
+        return RuntimeVerdict(RuntimeStatus.unsupported, f"convert_hf_to_gguf.py takes unquantized or FP8 checkpoints, not {q.method}: convert the original release")
+    if family.conversion is Conversion.dropped:
+        return RuntimeVerdict(RuntimeStatus.unsupported, family.note)
     graph = llama_cpp_graph(family.gguf_arch)
-    if graph != "graph":
-        return RuntimeVerdict("unsupported", f"llama.cpp {LLAMA_CPP_PIN} has no MTP graph for '{family.gguf_arch}'")
+    if graph is not GraphSupport.graph:
+        return RuntimeVerdict(RuntimeStatus.unsupported, f"llama.cpp {PINNED_LLAMA_CPP} has no MTP graph for '{family.gguf_arch}'")
     out = PurePosixPath((ev.target.repo_id or "model").split("/")[-1]).name
-    if family.conversion == "sidecar":
+    if family.conversion is Conversion.sidecar:
         cmd = f"{convert_command('MODEL_DIR', out + '.gguf')} --no-mtp && {convert_command('MODEL_DIR', 'mtp-' + out + '.gguf')} --mtp && {llama_server_command(out + '.gguf', sidecar='mtp-' + out + '.gguf')}"
     else:
         cmd = f"{convert_command('MODEL_DIR', out + '.gguf')} && {llama_server_command(out + '.gguf')}"
-    status = "at-risk" if at_risk else "supported"
-    return RuntimeVerdict(status, f"converts to GGUF '{family.gguf_arch}' with its nextn tensors; llama.cpp {LLAMA_CPP_PIN} has its MTP graph", cmd)
+    status = RuntimeStatus.at_risk if at_risk else RuntimeStatus.supported
+    return RuntimeVerdict(status, f"converts to GGUF '{family.gguf_arch}' with its nextn tensors; llama.cpp {PINNED_LLAMA_CPP} has its MTP graph", cmd)
 
 
-def diagnose_checkpoint(ev: Evidence, d: Draft) -> None:
+def apply_checkpoint_rules(ev: Evidence, b: ReportBuilder) -> None:
     mt = ev.config.model_type if ev.config else None
     family = FAMILIES.get(mt or "")
     if mt in ("gemma4", "gemma4_assistant"):
-        _gemma(ev, d, mt)
+        _gemma(ev, b, mt)
         return
-    _checkpoint_presence(ev, d)
+    _checkpoint_presence(ev, b)
     at_risk = False
     ck = ev.checkpoint
     if ck and ck.mtp.names:
-        d.audit = audit_mtp(ev.quant, ck.mtp_dtypes, ck.weight_map.keys())
-        at_risk = _quant_findings(ev, d, d.audit)
-    _checkpoint_runtimes(ev, d, family, at_risk)
+        b.audit = audit_mtp(ev.quant, ck.mtp_dtypes, ck.weight_map.keys())
+        at_risk = _quant_findings(ev, b, b.audit)
+    _checkpoint_runtimes(ev, b, family, at_risk)
 
 
-def _gemma(ev: Evidence, d: Draft, mt: str) -> None:
+def _gemma(ev: Evidence, b: ReportBuilder, mt: str) -> None:
     if mt == "gemma4_assistant":
         n = ev.config.num_hidden_layers if ev.config else None
-        d.mtp_layers = n or 0
-        d.layout = "separate-checkpoint"
-        d.add("SEPARATE_DRAFTER", "this is a Gemma 4 assistant drafter: pass its GGUF with -md next to the gemma4 target",
-              [f"{ev.config_file}: model_type = gemma4_assistant"], severity="info")
-        d.runtimes["llama.cpp"] = RuntimeVerdict("supported", "gemma4-assistant has an MTP draft graph (draft-mtp)",
+        b.mtp_layers = n or 0
+        b.layout = Layout.separate_checkpoint
+        b.add("SEPARATE_DRAFTER", "this is a Gemma 4 assistant drafter: pass its GGUF with -md next to the gemma4 target",
+              [f"{ev.config_file}: model_type = gemma4_assistant"], severity=Severity.info)
+        b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.supported, "gemma4-assistant has an MTP draft graph (draft-mtp)",
                                                  llama_server_command("gemma-4-target.gguf", sidecar="gemma-4-assistant.gguf"))
     else:
-        d.layout = "separate-checkpoint"
-        d.add("SEPARATE_DRAFTER", "Gemma 4 keeps no MTP layers in this checkpoint; it drafts with a separate "
+        b.layout = Layout.separate_checkpoint
+        b.add("SEPARATE_DRAFTER", "Gemma 4 keeps no MTP layers in this checkpoint; it drafts with a separate "
               "gemma4_assistant checkpoint, loaded by llama.cpp as the draft model (-md) with --spec-type draft-mtp",
               [f"{ev.config_file}: model_type = gemma4, no MTP key, no MTP tensors"])
-        d.runtimes["llama.cpp"] = RuntimeVerdict("supported", "target gemma4 + a gemma4-assistant drafter GGUF (draft-mtp)",
+        b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.supported, "target gemma4 + a gemma4-assistant drafter GGUF (draft-mtp)",
                                                  llama_server_command("gemma-4-target.gguf", sidecar="gemma-4-assistant.gguf"))
-    d.runtimes["vllm"] = RuntimeVerdict("unknown", "the pinned tables have no vLLM MTP proposer for Gemma 4", None)
-    d.runtimes["sglang"] = RuntimeVerdict("unknown", "the pinned tables have no SGLang MTP path for Gemma 4", None)
-    d.runtimes["transformers"] = RuntimeVerdict("unsupported", "Transformers builds no MTP modules; generation ignores the head")
+    b.runtimes["vllm"] = RuntimeVerdict(RuntimeStatus.unknown, "the pinned tables have no vLLM MTP proposer for Gemma 4", None)
+    b.runtimes["sglang"] = RuntimeVerdict(RuntimeStatus.unknown, "the pinned tables have no SGLang MTP path for Gemma 4", None)
+    b.runtimes["transformers"] = RuntimeVerdict(RuntimeStatus.unsupported, "Transformers builds no MTP modules; generation ignores the head")

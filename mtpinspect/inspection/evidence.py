@@ -11,18 +11,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import PurePosixPath
-from typing import Any
-
-from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
+from typing import TYPE_CHECKING, Any
 
 from mtpinspect.errors import FormatError, SourceError
 from mtpinspect.formats.config import ModelConfig, parse_config
 from mtpinspect.formats.gguf import GGUFHeader, GGUFTensor, read_gguf_header
-from mtpinspect.formats.quantization import QuantizationConfig, find_quantization
+from mtpinspect.formats.quantization import QUANT_FILES, QuantizationConfig, find_quantization
 from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
-from mtpinspect.sources.resolve import Target, is_sidecar_name
+from mtpinspect.sources.filenames import is_mtp_safetensors, is_sidecar_gguf
+from mtpinspect.sources.reader import read_json
+from mtpinspect.sources.resolve import Target
 
-QUANT_FILES = ("hf_quant_config.json", "quantize_config.json", "quant_config.json", "quantization_config.json")
+if TYPE_CHECKING:
+    from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
+
 # Reading a few shard headers is cheap; reading all 160 of a DeepSeek repo is not needed for the verdict.
 MAX_MTP_SHARDS = 16
 
@@ -110,7 +112,7 @@ class Evidence:
 
 
 def _json_file(target: Target, path: str) -> Mapping[str, Any]:
-    value = target.tree.read_json(path)
+    value = read_json(target.tree, path)
     if not isinstance(value, dict):
         raise FormatError(f"{target.display}/{path}: expected a JSON object, found {type(value).__name__}")
     return value
@@ -155,14 +157,9 @@ def _weight_map(target: Target, index_file: str | None) -> tuple[dict[str, str],
         if not isinstance(wm, dict):
             raise FormatError(f"{target.display}/{index_file}: no weight_map object")
         return {str(k): str(v) for k, v in wm.items()}, {}
-    shards = [p for p in files if p.endswith(".safetensors") and "/" not in p and not _is_mtp_file(p)]
+    shards = [p for p in files if p.endswith(".safetensors") and "/" not in p and not is_mtp_safetensors(p)]
     headers = {shard: target.tree.safetensors_header(shard) for shard in shards[:MAX_MTP_SHARDS]}
     return {name: shard for shard, header in headers.items() for name in header.tensors}, headers
-
-
-def _is_mtp_file(path: str) -> bool:
-    name = PurePosixPath(path).name.lower()
-    return name.endswith(".safetensors") and ("mtp" in name or "nextn" in name)
 
 
 def _checkpoint(target: Target, config: ModelConfig | None) -> CheckpointEvidence | None:
@@ -175,7 +172,7 @@ def _checkpoint(target: Target, config: ModelConfig | None) -> CheckpointEvidenc
     for shard in set(weight_map.values()):
         if shard not in files:
             raise SourceError(f"{target.display}: {index_file} names shard '{shard}', which is not in the repo")
-    standalone = next((p for p in sorted(files) if _is_mtp_file(p) and p not in weight_map.values()), None)
+    standalone = next((p for p in sorted(files) if is_mtp_safetensors(p) and p not in weight_map.values()), None)
     if standalone:
         headers[standalone] = target.tree.safetensors_header(standalone)
         for name in headers[standalone].tensors:
@@ -227,7 +224,7 @@ def gather(target: Target) -> Evidence:
         if target.sidecar_files:
             ev.sidecar = _read_gguf(target, target.sidecar_files)
         ev.other_sidecars = sorted(
-            p for p in files if p.lower().endswith(".gguf") and is_sidecar_name(p) and p not in target.sidecar_files
+            p for p in files if is_sidecar_gguf(p) and p not in target.sidecar_files
         )
         return ev
     if raw_config is None and not any(p.endswith((".safetensors", ".bin")) for p in files):
@@ -235,5 +232,5 @@ def gather(target: Target) -> Evidence:
     ev.checkpoint = _checkpoint(target, ev.config)
     if ev.checkpoint is None:
         ev.unreadable_weights = _pickled(files)
-    ev.other_sidecars = sorted(p for p in files if p.lower().endswith(".gguf") and is_sidecar_name(p))
+    ev.other_sidecars = sorted(p for p in files if is_sidecar_gguf(p))
     return ev

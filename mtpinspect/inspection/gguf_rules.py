@@ -6,17 +6,18 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import PurePosixPath
 
-from mtpinspect.inspection.draft import Draft
+from mtpinspect.inspection.builder import ReportBuilder
 from mtpinspect.inspection.evidence import Evidence, GgufEvidence
 from mtpinspect.inspection.report import RuntimeVerdict
 from mtpinspect.inspection.support import (
     LLAMA_CPP_MTP_GRAPH,
-    LLAMA_CPP_PIN,
     LOW_BIT_GGML,
     llama_cpp_graph,
     llama_server_command,
 )
-from mtpinspect.sources.resolve import quant_tag
+from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
+from mtpinspect.sources.filenames import quant_tag
+from mtpinspect.vocabulary import GraphSupport, Layout, RuntimeStatus, Severity, SourceKind
 
 # GGUF architectures whose HF originals all carry an MTP head: a GGUF without it lost it in conversion.
 _ARCHS_WITH_MTP_ORIGINALS = {"qwen35", "qwen35moe", "qwen3next", "glm4moe", "glm-dsa", "deepseek32", "mimo2", "step35"}
@@ -72,7 +73,7 @@ def _gguf_mtp_types(g: GgufEvidence) -> dict[str, int]:
     return dict(Counter(tensors[n].ggml_type for n in g.mtp.block if n in tensors).most_common())
 
 
-def diagnose_gguf(ev: Evidence, d: Draft) -> None:
+def apply_gguf_rules(ev: Evidence, b: ReportBuilder) -> None:
     g = ev.gguf
     assert g is not None
     arch = g.arch
@@ -81,42 +82,42 @@ def diagnose_gguf(ev: Evidence, d: Draft) -> None:
     mtp_tensors = [n for n in g.mtp.nextn if n in g.tensors]
     key_line = f"{g.files[0]}: {key} = {g.nextn_layers}, block_count = {g.block_count}"
     if arch == "gemma4" or (ev.sidecar and ev.sidecar.arch == "gemma4-assistant"):
-        _gguf_gemma(ev, d)
+        _gguf_gemma(ev, b)
         return
     if mtp_tensors and not g.has_trunk:
-        d.layout = "sidecar"
-        d.mtp_layers = g.nextn_layers or len(g.mtp.blocks)
-        d.add("MTP_SIDECAR", "this file is an MTP sidecar (nextn tensors only, no blk.0.attn_norm): "
+        b.layout = Layout.sidecar
+        b.mtp_layers = g.nextn_layers or len(g.mtp.blocks)
+        b.add("MTP_SIDECAR", "this file is an MTP sidecar (nextn tensors only, no blk.0.attn_norm): "
               "pass it with -md next to its main GGUF", [key_line, *_nextn_inventory(g)[0]])
     elif mtp_tensors:
-        d.layout = "bundled"
-        d.mtp_layers = g.nextn_layers or len(g.mtp.blocks)
-        d.add("MTP_PRESENT", f"{d.mtp_layers} MTP layer(s) bundled in the GGUF ({len(g.mtp.block)} tensors in block(s) "
+        b.layout = Layout.bundled
+        b.mtp_layers = g.nextn_layers or len(g.mtp.blocks)
+        b.add("MTP_PRESENT", f"{b.mtp_layers} MTP layer(s) bundled in the GGUF ({len(g.mtp.block)} tensors in block(s) "
               f"{', '.join(map(str, g.mtp.blocks))})", [key_line, *_nextn_inventory(g)[0]])
     elif ev.sidecar is not None:
         s = ev.sidecar
         head = s
-        d.layout = "sidecar"
-        d.mtp_layers = s.nextn_layers or len(s.mtp.blocks) if s.mtp.nextn else 0
-        d.add("MTP_SIDECAR", f"the MTP head ships as a separate file: {', '.join(s.files)} (pass it with -md)",
+        b.layout = Layout.sidecar
+        b.mtp_layers = s.nextn_layers or len(s.mtp.blocks) if s.mtp.nextn else 0
+        b.add("MTP_SIDECAR", f"the MTP head ships as a separate file: {', '.join(s.files)} (pass it with -md)",
               [f"{s.files[0]}: {s.arch}.nextn_predict_layers = {s.nextn_layers}, block_count = {s.block_count}, "
                f"trunk {'present' if s.has_trunk else 'absent'}", *_nextn_inventory(s)[0]])
         problems = _pairing_problems(g, s)
         if problems:
-            d.add("SIDECAR_MISMATCH", f"{s.files[0]} does not pair with {g.files[0]}: {problems[0]}", problems)
+            b.add("SIDECAR_MISMATCH", f"{s.files[0]} does not pair with {g.files[0]}: {problems[0]}", problems)
     elif g.nextn_layers:
-        d.add("MTP_WEIGHTS_MISSING", f"{key} = {g.nextn_layers} but no blk.N.nextn.* tensors: llama.cpp fails to load "
+        b.add("MTP_WEIGHTS_MISSING", f"{key} = {g.nextn_layers} but no blk.N.nextn.* tensors: llama.cpp fails to load "
               "or aborts with --spec-type draft-mtp", [key_line])
     else:
-        _gguf_without_head(ev, d, key_line)
-    if d.mtp_layers:
-        _gguf_graph_and_types(d, head)
-        d.mtp_bytes, d.mtp_params = _gguf_mtp_size(head)
-        d.mtp_types = _gguf_mtp_types(head)
-    _gguf_runtimes(ev, d, head)
+        _gguf_without_head(ev, b, key_line)
+    if b.mtp_layers:
+        _gguf_graph_and_types(b, head)
+        b.mtp_bytes, b.mtp_params = _gguf_mtp_size(head)
+        b.mtp_types = _gguf_mtp_types(head)
+    _gguf_runtimes(ev, b, head)
 
 
-def _gguf_without_head(ev: Evidence, d: Draft, key_line: str) -> None:
+def _gguf_without_head(ev: Evidence, b: ReportBuilder, key_line: str) -> None:
     g = ev.gguf
     assert g is not None
     decl = ev.config.mtp if ev.config else None
@@ -126,57 +127,57 @@ def _gguf_without_head(ev: Evidence, d: Draft, key_line: str) -> None:
     ):
         why = "DeepSeek-V2/V3 conversions drop the MTP layer (skip_mtp)" if g.arch == "deepseek2" else (
             "the original has an MTP head; convert with the head (no --no-mtp) or use a GGUF that bundles it")
-        d.add("MTP_DROPPED_IN_CONVERSION", f"no nextn tensors and no mtp- sidecar in this {g.arch} GGUF: {why}",
+        b.add("MTP_DROPPED_IN_CONVERSION", f"no nextn tensors and no mtp- sidecar in this {g.arch} GGUF: {why}",
               [key_line, f"general.name = {name}", *([f"{ev.config_file}: {decl.key} = {decl.layers}"] if decl else [])])
     elif g.arch == "deepseek4":
-        d.add("SIDECAR_NOT_FOUND", "DeepSeek-V4 GGUFs carry MTP only in a separate mtp- file; none was found", [key_line])
+        b.add("SIDECAR_NOT_FOUND", "DeepSeek-V4 GGUFs carry MTP only in a separate mtp- file; none was found", [key_line])
     else:
-        d.add("NO_MTP", f"no nextn tensors and no {g.arch}.nextn_predict_layers key: this GGUF has no MTP head", [key_line])
+        b.add("NO_MTP", f"no nextn tensors and no {g.arch}.nextn_predict_layers key: this GGUF has no MTP head", [key_line])
 
 
-def _gguf_graph_and_types(d: Draft, head: GgufEvidence) -> None:
+def _gguf_graph_and_types(b: ReportBuilder, head: GgufEvidence) -> None:
     arch = head.arch
     graph = llama_cpp_graph(arch)
-    if graph == "unused":
-        d.add("ARCH_NO_MTP_GRAPH", f"llama.cpp {LLAMA_CPP_PIN} keeps '{arch}' nextn tensors but has no MTP graph: "
+    if graph is GraphSupport.unused:
+        b.add("ARCH_NO_MTP_GRAPH", f"llama.cpp {PINNED_LLAMA_CPP} keeps '{arch}' nextn tensors but has no MTP graph: "
               "they load as 'unused tensor' and draft-mtp cannot use them", [f"general.architecture = {arch}"])
-    elif graph == "unknown":
-        d.add("ARCH_NO_MTP_GRAPH", f"llama.cpp {LLAMA_CPP_PIN} has no MTP draft graph for architecture '{arch}'",
+    elif graph is GraphSupport.unknown:
+        b.add("ARCH_NO_MTP_GRAPH", f"llama.cpp {PINNED_LLAMA_CPP} has no MTP draft graph for architecture '{arch}'",
               [f"general.architecture = {arch}"])
     elif LLAMA_CPP_MTP_GRAPH[arch] == "1" and (head.nextn_layers or 0) > 1:
-        d.add("NEXTN_COUNT_UNSUPPORTED", f"'{arch}' MTP graph takes exactly 1 layer, the file has {head.nextn_layers}",
+        b.add("NEXTN_COUNT_UNSUPPORTED", f"'{arch}' MTP graph takes exactly 1 layer, the file has {head.nextn_layers}",
               [f"{arch}.nextn_predict_layers = {head.nextn_layers}"])
     _, low = _nextn_inventory(head)
     if low:
-        d.add("LOW_BIT_MTP_HEAD", f"{len(low)} MTP tensor(s) at very low-bit types: heads this small often draft garbage "
+        b.add("LOW_BIT_MTP_HEAD", f"{len(low)} MTP tensor(s) at very low-bit types: heads this small often draft garbage "
               "(e.g. 0/3595 accepted with an IQ3_S head); use a GGUF whose nextn tensors are Q8_0 or better", low)
 
 
-def _gguf_runtimes(ev: Evidence, d: Draft, head: GgufEvidence) -> None:
+def _gguf_runtimes(ev: Evidence, b: ReportBuilder, head: GgufEvidence) -> None:
     g = ev.gguf
     assert g is not None
-    d.runtimes["llama.cpp"] = _llama_for_gguf(ev, d, g, head)
+    b.runtimes["llama.cpp"] = _llama_for_gguf(ev, b, g, head)
     gguf_only = "vLLM and SGLang do not run MTP from GGUF files; use the original HF checkpoint"
-    d.runtimes["vllm"] = RuntimeVerdict("unsupported", gguf_only)
-    d.runtimes["sglang"] = RuntimeVerdict("unsupported", gguf_only)
-    d.notes.append("Ollama and LM Studio load this GGUF's trunk; neither exposes llama.cpp's draft-mtp: serve it with llama-server")
+    b.runtimes["vllm"] = RuntimeVerdict(RuntimeStatus.unsupported, gguf_only)
+    b.runtimes["sglang"] = RuntimeVerdict(RuntimeStatus.unsupported, gguf_only)
+    b.notes.append("Ollama and LM Studio load this GGUF's trunk; neither exposes llama.cpp's draft-mtp: serve it with llama-server")
 
 
-def _llama_for_gguf(ev: Evidence, d: Draft, g: GgufEvidence, head: GgufEvidence) -> RuntimeVerdict:
+def _llama_for_gguf(ev: Evidence, b: ReportBuilder, g: GgufEvidence, head: GgufEvidence) -> RuntimeVerdict:
     t = ev.target
-    blocking = next((f for f in d.findings if f.code in ("MTP_WEIGHTS_MISSING", "SIDECAR_MISMATCH", "ARCH_NO_MTP_GRAPH")), None)
-    if not d.mtp_layers:
-        return RuntimeVerdict("unsupported", d.findings[0].message if d.findings else "no MTP head")
+    blocking = next((f for f in b.findings if f.code in ("MTP_WEIGHTS_MISSING", "SIDECAR_MISMATCH", "ARCH_NO_MTP_GRAPH")), None)
+    if not b.mtp_layers:
+        return RuntimeVerdict(RuntimeStatus.unsupported, b.findings[0].message if b.findings else "no MTP head")
     if blocking:
-        return RuntimeVerdict("unsupported", blocking.message)
-    if d.layout == "sidecar" and ev.sidecar is None:
+        return RuntimeVerdict(RuntimeStatus.unsupported, blocking.message)
+    if b.layout == Layout.sidecar and ev.sidecar is None:
         # The source itself is the mtp- file: the main GGUF is not known here.
-        return RuntimeVerdict("supported", "load the main GGUF with -m and this file with -md",
+        return RuntimeVerdict(RuntimeStatus.supported, "load the main GGUF with -m and this file with -md",
                               llama_server_command("MAIN.gguf", sidecar=t.file_ref(g.files[0])))
-    status = "at-risk" if d.has("LOW_BIT_MTP_HEAD") or d.has("NEXTN_COUNT_UNSUPPORTED") else "supported"
-    reason = f"llama.cpp {LLAMA_CPP_PIN} has the '{head.arch}' MTP draft graph"
-    sidecar = t.file_ref(ev.sidecar.files[0]) if d.layout == "sidecar" and ev.sidecar is not None else None
-    if t.kind != "hub":
+    status = RuntimeStatus.at_risk if b.has("LOW_BIT_MTP_HEAD") or b.has("NEXTN_COUNT_UNSUPPORTED") else RuntimeStatus.supported
+    reason = f"llama.cpp {PINNED_LLAMA_CPP} has the '{head.arch}' MTP draft graph"
+    sidecar = t.file_ref(ev.sidecar.files[0]) if b.layout == Layout.sidecar and ev.sidecar is not None else None
+    if t.kind is not SourceKind.hub:
         return RuntimeVerdict(status, reason, llama_server_command(t.file_ref(g.files[0]), sidecar=sidecar))
     # -hf REPO:QUANT also fetches the mtp- sibling when --spec-type draft-mtp is given (llama.cpp common/download.cpp).
     quant = t.quant or quant_tag(g.files[0])
@@ -187,28 +188,28 @@ def _llama_for_gguf(ev: Evidence, d: Draft, g: GgufEvidence, head: GgufEvidence)
     return RuntimeVerdict(status, reason, llama_server_command(t.repo_id or t.display, hf=True, hf_file=g.files[0], sidecar=sidecar))
 
 
-def _gguf_gemma(ev: Evidence, d: Draft) -> None:
+def _gguf_gemma(ev: Evidence, b: ReportBuilder) -> None:
     g, s = ev.gguf, ev.sidecar
     assert g is not None
     t = ev.target
-    d.layout = "separate-checkpoint"
+    b.layout = Layout.separate_checkpoint
     if s is not None and s.arch == "gemma4-assistant":
-        d.mtp_layers = s.nextn_layers or s.block_count or 0
-        d.add("SEPARATE_DRAFTER", f"Gemma 4 drafts with the assistant GGUF {s.files[0]} (gemma4-assistant, "
-              f"{d.mtp_layers} layer(s)): pass it with -md", [f"{s.files[0]}: general.architecture = gemma4-assistant"])
-        d.runtimes["llama.cpp"] = RuntimeVerdict("supported", "gemma4 target + gemma4-assistant drafter (draft-mtp)",
+        b.mtp_layers = s.nextn_layers or s.block_count or 0
+        b.add("SEPARATE_DRAFTER", f"Gemma 4 drafts with the assistant GGUF {s.files[0]} (gemma4-assistant, "
+              f"{b.mtp_layers} layer(s)): pass it with -md", [f"{s.files[0]}: general.architecture = gemma4-assistant"])
+        b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.supported, "gemma4 target + gemma4-assistant drafter (draft-mtp)",
                                                  llama_server_command(t.file_ref(g.files[0]), sidecar=t.file_ref(s.files[0])))
-        d.mtp_bytes, d.mtp_params = sum(x.nbytes for x in s.tensors.values()), sum(x.n_elements for x in s.tensors.values())
+        b.mtp_bytes, b.mtp_params = sum(x.nbytes for x in s.tensors.values()), sum(x.n_elements for x in s.tensors.values())
     elif g.arch == "gemma4-assistant":
-        d.mtp_layers = g.nextn_layers or g.block_count or 0
-        d.add("SEPARATE_DRAFTER", "this GGUF is a Gemma 4 assistant drafter: pass it with -md next to a gemma4 target",
+        b.mtp_layers = g.nextn_layers or g.block_count or 0
+        b.add("SEPARATE_DRAFTER", "this GGUF is a Gemma 4 assistant drafter: pass it with -md next to a gemma4 target",
               [f"{g.files[0]}: general.architecture = gemma4-assistant"])
-        d.runtimes["llama.cpp"] = RuntimeVerdict("supported", "gemma4-assistant has an MTP draft graph",
+        b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.supported, "gemma4-assistant has an MTP draft graph",
                                                  llama_server_command("gemma-4-target.gguf", sidecar=g.files[0]))
     else:
-        d.add("SEPARATE_DRAFTER", "Gemma 4 has no MTP layers of its own; it needs a gemma4-assistant drafter GGUF, "
-              "and none was found beside this file", [f"{g.files[0]}: general.architecture = gemma4"], severity="warning")
-        d.runtimes["llama.cpp"] = RuntimeVerdict("unsupported", "no gemma4-assistant drafter found")
+        b.add("SEPARATE_DRAFTER", "Gemma 4 has no MTP layers of its own; it needs a gemma4-assistant drafter GGUF, "
+              "and none was found beside this file", [f"{g.files[0]}: general.architecture = gemma4"], severity=Severity.warning)
+        b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.unsupported, "no gemma4-assistant drafter found")
     gguf_only = "vLLM and SGLang do not run MTP from GGUF files"
-    d.runtimes["vllm"] = RuntimeVerdict("unsupported", gguf_only)
-    d.runtimes["sglang"] = RuntimeVerdict("unsupported", gguf_only)
+    b.runtimes["vllm"] = RuntimeVerdict(RuntimeStatus.unsupported, gguf_only)
+    b.runtimes["sglang"] = RuntimeVerdict(RuntimeStatus.unsupported, gguf_only)

@@ -1,8 +1,8 @@
 """What each engine can do with an MTP head, per architecture, and the commands that use it.
 
-The llama.cpp facts are those of the pinned llama.cpp (commit 0c1e570, vendored in llama-cpp-python
-0.3.36): which GGUF architectures have an MTP draft graph, which keep nextn tensors unused, and what
-convert_hf_to_gguf.py does with each HF family's head.
+The llama.cpp facts are those of the pinned llama.cpp (runtime/pin.py): which GGUF architectures have
+an MTP draft graph, which keep nextn tensors unused, and what convert_hf_to_gguf.py does with each HF
+family's head.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import json
 import shlex
 from dataclasses import dataclass
 
-LLAMA_CPP_PIN = "0c1e570"
+from mtpinspect.runtime.flags import DRAFT_MODEL, HF_FILE, HF_REPO, MODEL, MTP_SPEC_TYPE, N_MAX, SPEC_TYPE
+from mtpinspect.vocabulary import Conversion, GraphSupport
 
 # GGUF architecture -> how many MTP layers its draft graph accepts ("1" or "1+": heads chained).
 LLAMA_CPP_MTP_GRAPH: dict[str, str] = {
@@ -40,37 +41,37 @@ class Family:
     """An HF model family (by model_type): its GGUF architecture and what conversion does to the head."""
 
     gguf_arch: str | None
-    conversion: str  # "bundled" | "sidecar" (only with --mtp) | "dropped" | "unknown"
+    conversion: Conversion
     vllm: bool  # vLLM has an MTP proposer for it
     sglang: str | None  # SGLang speculative algorithm name, None if none
     note: str = ""
 
 
 FAMILIES: dict[str, Family] = {
-    "deepseek_v3": Family("deepseek2", "dropped", True, "EAGLE", "convert_hf_to_gguf.py drops DeepSeek-V3's MTP layer (skip_mtp)"),
-    "deepseek_v32": Family("deepseek32", "bundled", True, "EAGLE"),
-    "deepseek_v4": Family("deepseek4", "sidecar", True, "EAGLE", "llama.cpp loads DeepSeek-V4 MTP only from a separate --mtp conversion"),
-    "deepseek_ref": Family("deepseek4", "sidecar", True, "EAGLE"),
-    "kimi_k2": Family("deepseek2", "dropped", True, "EAGLE"),
-    "kimi_k25": Family("deepseek2", "dropped", True, "EAGLE"),
-    "glm4_moe": Family("glm4moe", "bundled", True, "EAGLE"),
-    "glm4_moe_lite": Family("deepseek2", "bundled", True, "EAGLE"),
-    "glm_moe_dsa": Family("glm-dsa", "bundled", True, "EAGLE"),
-    "qwen3_next": Family("qwen3next", "bundled", True, "NEXTN"),
-    "qwen3_5": Family("qwen35", "bundled", True, "NEXTN"),
-    "qwen3_5_text": Family("qwen35", "bundled", True, "NEXTN"),
-    "qwen3_5_moe": Family("qwen35moe", "bundled", True, "NEXTN"),
-    "qwen3_5_moe_text": Family("qwen35moe", "bundled", True, "NEXTN"),
-    "mimo": Family(None, "unknown", True, "EAGLE", "MiMo-7B converts to a GGUF architecture without an MTP graph"),
-    "mimo_v2_flash": Family("mimo2", "bundled", True, "EAGLE"),
-    "step3p5": Family("step35", "bundled", True, "EAGLE"),
-    "step3p7": Family("step35", "unknown", True, "EAGLE", "Step-3.7 is newer than the pinned converter; its Step-3.5 text model converts to step35"),
-    "nemotron_h": Family("nemotron_h_moe", "bundled", True, "EAGLE"),
-    "hunyuan_v3": Family("hy_v3", "bundled", True, "EAGLE"),
-    "gemma4": Family("gemma4", "sidecar", False, None, "Gemma 4 drafts with a separate gemma4_assistant checkpoint"),
-    "gemma4_assistant": Family("gemma4-assistant", "bundled", False, None),
-    "minimax_m3": Family(None, "unknown", True, "EAGLE"),
-    "minimax_m2": Family(None, "unknown", False, None),
+    "deepseek_v3": Family("deepseek2", Conversion.dropped, True, "EAGLE", "convert_hf_to_gguf.py drops DeepSeek-V3's MTP layer (skip_mtp)"),
+    "deepseek_v32": Family("deepseek32", Conversion.bundled, True, "EAGLE"),
+    "deepseek_v4": Family("deepseek4", Conversion.sidecar, True, "EAGLE", "llama.cpp loads DeepSeek-V4 MTP only from a separate --mtp conversion"),
+    "deepseek_ref": Family("deepseek4", Conversion.sidecar, True, "EAGLE"),
+    "kimi_k2": Family("deepseek2", Conversion.dropped, True, "EAGLE"),
+    "kimi_k25": Family("deepseek2", Conversion.dropped, True, "EAGLE"),
+    "glm4_moe": Family("glm4moe", Conversion.bundled, True, "EAGLE"),
+    "glm4_moe_lite": Family("deepseek2", Conversion.bundled, True, "EAGLE"),
+    "glm_moe_dsa": Family("glm-dsa", Conversion.bundled, True, "EAGLE"),
+    "qwen3_next": Family("qwen3next", Conversion.bundled, True, "NEXTN"),
+    "qwen3_5": Family("qwen35", Conversion.bundled, True, "NEXTN"),
+    "qwen3_5_text": Family("qwen35", Conversion.bundled, True, "NEXTN"),
+    "qwen3_5_moe": Family("qwen35moe", Conversion.bundled, True, "NEXTN"),
+    "qwen3_5_moe_text": Family("qwen35moe", Conversion.bundled, True, "NEXTN"),
+    "mimo": Family(None, Conversion.unknown, True, "EAGLE", "MiMo-7B converts to a GGUF architecture without an MTP graph"),
+    "mimo_v2_flash": Family("mimo2", Conversion.bundled, True, "EAGLE"),
+    "step3p5": Family("step35", Conversion.bundled, True, "EAGLE"),
+    "step3p7": Family("step35", Conversion.unknown, True, "EAGLE", "Step-3.7 is newer than the pinned converter; its Step-3.5 text model converts to step35"),
+    "nemotron_h": Family("nemotron_h_moe", Conversion.bundled, True, "EAGLE"),
+    "hunyuan_v3": Family("hy_v3", Conversion.bundled, True, "EAGLE"),
+    "gemma4": Family("gemma4", Conversion.sidecar, False, None, "Gemma 4 drafts with a separate gemma4_assistant checkpoint"),
+    "gemma4_assistant": Family("gemma4-assistant", Conversion.bundled, False, None),
+    "minimax_m3": Family(None, Conversion.unknown, True, "EAGLE"),
+    "minimax_m2": Family(None, Conversion.unknown, False, None),
 }
 
 # Orgs that publish the original weights of a family: their own FP8 releases ship the head as they serve it.
@@ -86,25 +87,24 @@ LOW_BIT_GGML = frozenset({
 })
 
 
-def llama_cpp_graph(arch: str | None) -> str:
-    """'graph', 'unused' (tensors kept but no graph) or 'unknown'."""
+def llama_cpp_graph(arch: str | None) -> GraphSupport:
     if arch in LLAMA_CPP_MTP_GRAPH:
-        return "graph"
+        return GraphSupport.graph
     if arch in LLAMA_CPP_NEXTN_UNUSED:
-        return "unused"
-    return "unknown"
+        return GraphSupport.unused
+    return GraphSupport.unknown
 
 
 def llama_server_command(
     model: str, *, hf: bool = False, hf_file: str | None = None, sidecar: str | None = None, n_max: int = 2
 ) -> str:
     """`-m FILE`, or `-hf REPO[:QUANT]` (plus `--hf-file` to name the file) for a Hub repo."""
-    parts = ["llama-server", "-hf" if hf else "-m", model]
+    parts = ["llama-server", *(HF_REPO if hf else MODEL).spelled(model)]
     if hf_file:
-        parts += ["--hf-file", hf_file]
+        parts += HF_FILE.spelled(hf_file)
     if sidecar:
-        parts += ["-md", sidecar]
-    parts += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(n_max)]
+        parts += DRAFT_MODEL.spelled(sidecar)
+    parts += [*SPEC_TYPE.spelled(MTP_SPEC_TYPE), *N_MAX.spelled(n_max)]
     return shlex.join(parts)
 
 

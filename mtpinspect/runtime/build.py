@@ -29,12 +29,7 @@ from pathlib import Path
 import platformdirs
 
 from mtpinspect.errors import ServerError
-
-PINNED_PACKAGE = "llama-cpp-python"
-PINNED_VERSION = "0.3.36"
-PINNED_LLAMA_CPP = "0c1e570"
-# sha256 of llama_cpp_python-0.3.36.tar.gz as published on PyPI.
-PINNED_SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
+from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_SDIST_SHA256, PINNED_VERSION
 
 BACKENDS = ("cpu", "cuda")
 BINARY_NAME = "llama-server.exe" if os.name == "nt" else "llama-server"

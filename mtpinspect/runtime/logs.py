@@ -1,6 +1,7 @@
 """Reading llama-server's stderr log: draft acceptance lines, the reason a start failed, unused MTP tensors.
 
-The texts come from llama.cpp's sources (reference llama-cpp-mtp.md §3, §4, §6, §7); older and newer
+The texts come from llama.cpp's sources (common/speculative.cpp, common/arg.cpp, src/llama-model-loader.cpp,
+tools/server/server-context.cpp of the pinned commit); older and newer
 builds word the acceptance line differently, so every format seen in the wild is accepted.
 """
 

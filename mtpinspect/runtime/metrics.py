@@ -1,6 +1,6 @@
 """Speculative-decoding counters from a server's Prometheus `/metrics` page.
 
-llama-server (`llamacpp:` prefix, reference §5.4) and vLLM (`vllm:`) expose counters of drafts, draft
+llama-server (`llamacpp:` prefix, with --metrics; tools/server/server-context.cpp) and vLLM (`vllm:`) expose counters of drafts, draft
 tokens and accepted tokens (with or without the `_total` suffix, depending on version); SGLang
 (`sglang:`) exposes only gauges of the acceptance rate and length. Counters from two scrapes around
 one request give that request's exact figures: mean length = 1 + Δaccepted / Δdrafts.

@@ -29,6 +29,8 @@ import psutil
 
 from mtpinspect.errors import ServerError, UsageError
 from mtpinspect.runtime.find import ServerBinary
+from mtpinspect.runtime.flags import HOST as HOST_FLAG
+from mtpinspect.runtime.flags import LAUNCHER_FLAGS, METRICS, MODEL, PARALLEL, PORT, ServerArgs
 from mtpinspect.runtime.logs import failure_reason, last_line
 from mtpinspect.runtime.metrics import Metrics, parse_metrics
 
@@ -38,7 +40,6 @@ _LOG_TAIL_LINES = 40
 _PORT_ATTEMPTS = 3
 _FIRST_SIGNAL_WAIT_S = 2.0
 # Logged by a slot when it is released, after the request's timing and draft acceptance lines.
-_OWN_FLAGS = ("-m", "--model", "--host", "--port")
 REQUEST_DONE = re.compile(r"stop processing: n_tokens")
 # 127.0.0.1 must never go through an http_proxy from the environment.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -114,10 +115,6 @@ def _complete_utf8(data: bytes) -> int:
     return len(data)
 
 
-def _has_flag(args: Sequence[str], *names: str) -> bool:
-    return any(a in names or any(a.startswith(n + "=") for n in names) for a in args)
-
-
 class LlamaServer:
     """A llama-server child process serving one model with one set of arguments."""
 
@@ -125,14 +122,15 @@ class LlamaServer:
         self,
         binary: ServerBinary,
         model: Path,
-        args: Sequence[str] = (),
+        args: ServerArgs | Sequence[str] = (),
         *,
         log_path: Path,
         startup_timeout: float = 120.0,
         env: Mapping[str, str] | None = None,
         stop_grace: float = 5.0,
     ) -> None:
-        taken = [flag for flag in _OWN_FLAGS if _has_flag(args, flag)]
+        args = args if isinstance(args, ServerArgs) else ServerArgs.of(args)
+        taken = args.present(LAUNCHER_FLAGS)
         if taken:
             raise UsageError(
                 f"llama-server arguments: {', '.join(taken)} cannot be passed through "
@@ -140,7 +138,7 @@ class LlamaServer:
             )
         self.binary = binary
         self.model = Path(model)
-        self.args = list(args)
+        self.args = args
         self.log_path = Path(log_path)
         self.startup_timeout = startup_timeout
         self.stop_grace = stop_grace
@@ -154,11 +152,12 @@ class LlamaServer:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def _build_command(self) -> list[str]:
-        command = [str(self.binary.path), "-m", str(self.model), "--host", HOST, "--port", str(self.port), "--metrics"]
+        command = [str(self.binary.path), *MODEL.spelled(self.model), *HOST_FLAG.spelled(HOST),
+                   *PORT.spelled(self.port), *METRICS.spelled()]
         # One slot: requests are measured one at a time and per-slot stats must not mix.
-        if not _has_flag(self.args, "-np", "--parallel"):
-            command += ["-np", "1"]
-        return command + self.args
+        if not self.args.has(PARALLEL):
+            command += PARALLEL.spelled(1)
+        return command + list(self.args)
 
     def start(self) -> None:
         """Launch the server and wait for GET /health to say ok; ServerStartError if it exits or times out."""

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx2
 from huggingface_hub import HfApi, constants, hf_hub_url
@@ -30,7 +28,7 @@ from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_st
 from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
 
 from mtpinspect.errors import FormatError, SourceError
-from mtpinspect.sources.reader import ByteMeter
+from mtpinspect.sources.reader import ByteMeter, RepoFile
 
 # huggingface_hub keeps one shared HTTP client; a response hook on it feeds the meter of the check
 # that is running in this context, so calls made inside huggingface_hub are counted too.
@@ -62,15 +60,9 @@ def metered(meter: ByteMeter) -> Iterator[None]:
         _ACTIVE_METER.reset(token)
 
 
-@dataclass(frozen=True)
-class RepoFile:
-    path: str
-    size: int
-
-
 @dataclass
 class HubRepo:
-    """One repo at one resolved commit, with the file listing that model_info returns."""
+    """One repo at one resolved commit, with the file listing that model_info returns (a Tree)."""
 
     repo_id: str
     revision: str | None
@@ -83,21 +75,21 @@ class HubRepo:
     meter: ByteMeter = field(default_factory=ByteMeter)
 
     @property
+    def name(self) -> str:
+        return self.repo_id
+
+    @property
     def total_size(self) -> int:
         return sum(f.size for f in self.files.values())
+
+    def ref(self, path: str) -> str:
+        return path
 
     def url(self, path: str) -> str:
         return hf_hub_url(self.repo_id, path, revision=self.sha, endpoint=self.endpoint)
 
     def _headers(self) -> dict[str, str]:
         return build_hf_headers(token=self.token)
-
-    def read_json(self, path: str, *, limit: int = 64 * 1024 * 1024) -> Any:
-        data = self.open(path).read_at(0, min(self.files[path].size, limit))
-        try:
-            return json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise FormatError(f"{self.repo_id}/{path}: not valid JSON ({exc})") from None
 
     def open(self, path: str) -> HubFileReader:
         if path not in self.files:

@@ -6,33 +6,32 @@ safetensors headers), so the formats and the evidence never ask where the bytes 
 
 from __future__ import annotations
 
-import json
-import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from huggingface_hub import parse_local_safetensors_file_metadata
-from huggingface_hub.errors import SafetensorsParsingError
-from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
+from typing import TYPE_CHECKING, ClassVar
 
 from mtpinspect.errors import FormatError, SourceError
-from mtpinspect.sources.hub import RepoFile
-from mtpinspect.sources.reader import ByteMeter, LocalFileReader
+from mtpinspect.sources.filenames import HF_CACHE_FOLDER
+from mtpinspect.sources.reader import ByteMeter, LocalFileReader, RepoFile
+
+if TYPE_CHECKING:
+    from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
 
 _SKIPPED_DIRS = {".git", ".cache", "__pycache__"}
 
 
 @dataclass
 class LocalTree:
-    """Files under one directory, addressed by their path relative to it (as in a repo)."""
+    """Files under one directory, addressed by their path relative to it (as in a repo): a Tree."""
 
     root: Path
     name: str
     files: dict[str, RepoFile]
     meter: ByteMeter = field(default_factory=ByteMeter)
-    sha: str | None = None
+    sha: str | None = None  # the snapshot's commit, for a Hugging Face cache folder
+    # Commands name local files by path: no revision to pin.
+    revision: ClassVar[None] = None
 
     @property
     def total_size(self) -> int:
@@ -41,20 +40,19 @@ class LocalTree:
     def path(self, rel: str) -> Path:
         return self.root / rel
 
+    def ref(self, rel: str) -> str:
+        return str(self.path(rel))
+
     def open(self, rel: str) -> LocalFileReader:
         if rel not in self.files:
             raise SourceError(f"{self.root}: no file '{rel}'")
         return LocalFileReader(self.path(rel), meter=self.meter)
 
-    def read_json(self, rel: str, *, limit: int = 64 * 1024 * 1024) -> Any:
-        reader = self.open(rel)
-        data = reader.read_at(0, min(reader.size, limit))
-        try:
-            return json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise FormatError(f"{self.path(rel)}: not valid JSON ({exc})") from None
-
     def safetensors_header(self, rel: str) -> SafetensorsFileMetadata:
+        # huggingface_hub's own parser, imported only when a checkpoint is read.
+        from huggingface_hub import parse_local_safetensors_file_metadata
+        from huggingface_hub.errors import SafetensorsParsingError
+
         try:
             meta = parse_local_safetensors_file_metadata(self.path(rel))
         except SafetensorsParsingError as exc:
@@ -82,9 +80,6 @@ def _list_dir(root: Path) -> dict[str, RepoFile]:
     return files
 
 
-_CACHE_REPO = re.compile(r"^models--(?P<org>[^/]+?)--(?P<name>.+)$")
-
-
 def _resolve_hf_cache(root: Path, revision: str | None) -> tuple[Path, str | None]:
     """A `models--org--name` cache folder resolves to one of its snapshots (refs/<revision> or the sha)."""
     ref = revision or "main"
@@ -103,7 +98,7 @@ def _resolve_hf_cache(root: Path, revision: str | None) -> tuple[Path, str | Non
 def open_directory(path: Path, *, revision: str | None = None) -> LocalTree:
     path = path.expanduser()
     sha = None
-    if _CACHE_REPO.match(path.name) and (path / "snapshots").is_dir():
+    if HF_CACHE_FOLDER.match(path.name) and (path / "snapshots").is_dir():
         path, sha = _resolve_hf_cache(path, revision)
     elif revision is not None:
         raise SourceError(f"{path}: --revision applies to Hub repos and Hugging Face cache folders, not to a plain directory")

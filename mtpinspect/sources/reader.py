@@ -1,18 +1,26 @@
-"""Random access to the bytes of one file, local or remote, with the cost of every read counted.
+"""Random access to the bytes of files, local or remote, with the cost of every read counted.
 
 Format parsers read through a ``RangeReader`` and never ask where the bytes come from. Each
 ``read_at`` may be an HTTP round trip (the Hub reader sends one Range request per call), so parsers
-ask for few, large reads.
+ask for few, large reads. A ``Tree`` is a set of such files with their sizes (a Hub repo at one
+commit, a local folder): what a new kind of source implements.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from mtpinspect.errors import SourceError
+from mtpinspect.errors import FormatError, SourceError
+
+if TYPE_CHECKING:
+    from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
+
+# A JSON file (config, index, quantization config) larger than this is not one we read.
+JSON_LIMIT = 64 * 1024 * 1024
 
 
 @dataclass
@@ -28,6 +36,14 @@ class ByteMeter:
 
     def add(self, nbytes: int) -> None:
         self.bytes_read += nbytes
+
+
+@dataclass(frozen=True)
+class RepoFile:
+    """One file of a tree: its path relative to the tree's root ('/'-separated) and its size."""
+
+    path: str
+    size: int
 
 
 class RangeReader(Protocol):
@@ -77,3 +93,38 @@ class LocalFileReader:
             self.meter.requests += 1
             self.meter.add(len(data))
         return data
+
+
+class Tree(Protocol):
+    """Files addressed by their path relative to one root, as in a repo: what check reads from."""
+
+    name: str  # shown in messages: a repo id or a folder
+    files: dict[str, RepoFile]
+    meter: ByteMeter  # every read through this tree is counted here
+    sha: str | None  # the commit, when the tree is a snapshot of a repo
+    revision: str | None  # the revision the user asked for, pinned in printed commands; None: the default
+
+    @property
+    def total_size(self) -> int: ...
+
+    def open(self, path: str) -> RangeReader:
+        """A reader for one of ``files``; SourceError for a path that is not there."""
+        ...
+
+    def safetensors_header(self, path: str) -> SafetensorsFileMetadata:
+        """The header of a safetensors file of the tree (read with huggingface_hub's parser)."""
+        ...
+
+    def ref(self, path: str) -> str:
+        """How a printed command names the file: its local path, or its name in the repo."""
+        ...
+
+
+def read_json(tree: Tree, path: str, *, limit: int = JSON_LIMIT) -> Any:
+    """A small JSON file of a tree, parsed; FormatError when it is not JSON."""
+    reader = tree.open(path)
+    data = reader.read_at(0, min(reader.size, limit))
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FormatError(f"{reader.name}: not valid JSON ({exc})") from None

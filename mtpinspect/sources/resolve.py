@@ -7,20 +7,27 @@ SOURCE is a local GGUF, a local snapshot directory (the Hugging Face cache inclu
 
 from __future__ import annotations
 
+import copy
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from mtpinspect.errors import SourceError, UsageError
-from mtpinspect.sources.hub import HubRepo, open_repo
-from mtpinspect.sources.local import LocalTree, open_directory, open_files
-from mtpinspect.sources.reader import ByteMeter
+from mtpinspect.sources.filenames import (
+    group_splits,
+    is_main_gguf,
+    is_sidecar,
+    is_sidecar_gguf,
+    quant_matches,
+    quant_tag,
+    repo_id_from_cache,
+    split_members,
+)
+from mtpinspect.sources.local import open_directory, open_files
+from mtpinspect.sources.reader import ByteMeter, Tree
+from mtpinspect.vocabulary import SourceKind
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
-_SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
-_HF_CACHE_NAME = re.compile(r"^models--(?P<org>[^/]+?)--(?P<name>[^/]+)$")
-
-Tree = HubRepo | LocalTree
 
 
 @dataclass
@@ -28,7 +35,7 @@ class Target:
     """What `check` reads: a tree (repo or local folder) and, for GGUF, the main file set and sidecar set."""
 
     tree: Tree
-    kind: str  # "hub" | "local-dir" | "local-file"
+    kind: SourceKind
     display: str
     repo_id: str | None  # known for Hub repos and HF cache folders: used in the commands we print
     gguf_files: list[str] = field(default_factory=list)
@@ -37,89 +44,53 @@ class Target:
 
     @property
     def revision(self) -> str | None:
-        return self.tree.sha if self.kind == "hub" else None
+        return self.tree.sha if self.kind is SourceKind.hub else None
 
     def file_ref(self, rel: str) -> str:
         """How a command names one of the files: its path locally, its name in the repo on the Hub."""
-        return rel if isinstance(self.tree, HubRepo) else str(self.tree.path(rel))
+        return self.tree.ref(rel)
 
 
-def is_sidecar_name(path: str) -> bool:
-    p = PurePosixPath(path)
-    return p.name.lower().startswith("mtp-") or any(part.lower() == "mtp" for part in p.parts[:-1])
-
-
-def split_group(path: str) -> tuple[str, int, int] | None:
-    """('model', 1, 3) for 'model-00001-of-00003.gguf'; None for a single-file GGUF."""
-    m = _SPLIT.search(path)
-    return (path[: m.start()], int(m.group(1)), int(m.group(2))) if m else None
-
-
-def _group(paths: list[str]) -> dict[str, list[str]]:
-    """GGUF files by model: split shards together, ordered by shard number."""
-    groups: dict[str, list[str]] = {}
-    for p in sorted(paths):
-        key = split_group(p)[0] if split_group(p) else p
-        groups.setdefault(key, []).append(p)
-    return groups
-
-
-def _complete_split(tree: Tree, files: list[str]) -> list[str]:
-    first = split_group(files[0])
-    if not first:
-        return files
-    stem, _, total = first
-    wanted = [f"{stem}-{i:05d}-of-{total:05d}.gguf" for i in range(1, total + 1)]
-    names = {p.lower(): p for p in tree.files}
+def _complete_split(name: str, present: list[str], first: str) -> list[str]:
+    """The whole split set ``first`` starts, matched case-insensitively against ``present``."""
+    wanted = split_members(first)
+    names = {p.lower(): p for p in present}
     missing = [w for w in wanted if w.lower() not in names]
     if missing:
-        raise SourceError(f"{tree.name if isinstance(tree, LocalTree) else tree.repo_id}: split GGUF is incomplete: {PurePosixPath(missing[0]).name} is missing")
+        raise SourceError(f"{name}: split GGUF is incomplete: {PurePosixPath(missing[0]).name} is missing")
     return [names[w.lower()] for w in wanted]
-
-
-def _quant_matches(path: str, quant: str) -> bool:
-    name = PurePosixPath(path).name.lower()
-    return re.search(rf"(^|[-_.]){re.escape(quant.lower())}([-_.]|$)", name) is not None
 
 
 def _pick_gguf(tree: Tree, label: str, *, file: str | None, quant: str | None) -> list[str]:
     ggufs = [p for p in tree.files if p.lower().endswith(".gguf")]
-    mains = [p for p in ggufs if not is_sidecar_name(p) and "mmproj" not in p.lower()]
+    mains = [p for p in ggufs if is_main_gguf(p)]
     if file:
         hits = [p for p in ggufs if p == file or PurePosixPath(p).name == file]
         if not hits:
             raise SourceError(f"{label}: no GGUF file named '{file}'")
-        return _complete_split(tree, hits[:1])
+        return _complete_split(tree.name, list(tree.files), hits[0])
     if quant:
-        hits = [p for p in mains if _quant_matches(p, quant)]
+        hits = [p for p in mains if quant_matches(p, quant)]
         if not hits:
             tags = sorted({quant_tag(p) for p in mains} - {None})
             raise SourceError(f"{label}: no GGUF for quantization '{quant}' (available: {', '.join(tags) or 'none'})")
-        groups = _group(hits)
-        return _complete_split(tree, groups[sorted(groups)[0]])
-    groups = _group(mains)
+        groups = group_splits(hits)
+        return _complete_split(tree.name, list(tree.files), groups[sorted(groups)[0]][0])
+    groups = group_splits(mains)
     if len(groups) == 1:
-        return _complete_split(tree, next(iter(groups.values())))
+        return _complete_split(tree.name, list(tree.files), next(iter(groups.values()))[0])
     if not groups:
         return []
     tags = sorted({quant_tag(p) or PurePosixPath(p).name for p in mains})
     raise SourceError(f"{label}: {len(groups)} GGUF models in the repo; pick one with {label}:QUANT or --file (e.g. {', '.join(tags[:6])})")
 
 
-_QUANT_TAG = re.compile(r"(?i)(?:^|[-_.])((?:IQ|Q|TQ)\d[\w]*?|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$")
-
-
-def quant_tag(path: str) -> str | None:
-    m = _QUANT_TAG.search(PurePosixPath(path).name)
-    return m.group(1).upper() if m else None
-
-
 def _pick_sidecar(tree: Tree, mains: list[str], quant: str | None) -> list[str]:
-    sidecars = [p for p in tree.files if p.lower().endswith(".gguf") and is_sidecar_name(p) and p not in mains]
+    sidecars = [p for p in tree.files if is_sidecar_gguf(p) and p not in mains]
     if not sidecars:
         return []
     tag = (quant or (quant_tag(mains[0]) if mains else None) or "").upper()
-    groups = _group(sidecars)
+    groups = group_splits(sidecars)
     # Prefer the sidecar of the same quantization, then the one beside the main file.
     main_dir = str(PurePosixPath(mains[0]).parent) if mains else "."
 
@@ -129,14 +100,6 @@ def _pick_sidecar(tree: Tree, mains: list[str], quant: str | None) -> list[str]:
         return (0 if same_quant else 1, 0 if same_dir else 1, key)
 
     return groups[min(groups, key=rank)]
-
-
-def _repo_id_from_cache(path: Path) -> str | None:
-    for part in (path, *path.parents):
-        m = _HF_CACHE_NAME.match(part.name)
-        if m:
-            return f"{m.group('org')}/{m.group('name')}"
-    return None
 
 
 def resolve(
@@ -151,16 +114,18 @@ def resolve(
     path = Path(source).expanduser()
     if path.is_dir():
         tree = open_directory(path, revision=revision)
-        target = Target(tree, "local-dir", str(path), _repo_id_from_cache(path.resolve()))
+        target = Target(tree, SourceKind.local_dir, str(path), repo_id_from_cache(path.resolve()))
         target.gguf_files = _pick_gguf(tree, str(path), file=file, quant=None)
     elif path.exists():
         if revision:
             raise UsageError(f"{source}: --revision applies to Hub repos, not to a local file")
         return _resolve_local_file(path, mtp_file)
     elif _looks_like_repo(source):
+        from mtpinspect.sources.hub import open_repo  # huggingface_hub only for Hub sources
+
         repo_id, _, quant = source.partition(":")
         tree = open_repo(repo_id, revision=revision, token=token, endpoint=endpoint)
-        target = Target(tree, "hub", repo_id, repo_id, quant=quant or None)
+        target = Target(tree, SourceKind.hub, repo_id, repo_id, quant=quant or None)
         target.gguf_files = _pick_gguf(tree, repo_id, file=file, quant=quant or None)
     else:
         raise SourceError(f"{source}: no such file or directory, and not a Hub repo id (ORG/NAME or ORG/NAME:QUANT)")
@@ -182,7 +147,7 @@ def _resolve_named_sidecar(tree: Tree, name: str) -> list[str]:
     hits = [p for p in tree.files if p == name or PurePosixPath(p).name == name]
     if not hits:
         raise SourceError(f"{name}: no such MTP file in the source")
-    return _complete_split(tree, hits[:1])
+    return _complete_split(tree.name, list(tree.files), hits[0])
 
 
 def _resolve_local_file(path: Path, mtp_file: str | None) -> Target:
@@ -191,19 +156,12 @@ def _resolve_local_file(path: Path, mtp_file: str | None) -> Target:
         # A lone config.json or safetensors file is read as its folder.
         if main.name.endswith((".json", ".safetensors")):
             tree = open_directory(main.parent)
-            return Target(tree, "local-dir", str(main.parent), _repo_id_from_cache(main.parent))
+            return Target(tree, SourceKind.local_dir, str(main.parent), repo_id_from_cache(main.parent))
     siblings = [p for p in main.parent.iterdir() if p.is_file()]
-    group = split_group(main.name)
-    mains = [main]
-    if group:
-        stem, _, total = group
-        mains = [main.parent / f"{stem}-{i:05d}-of-{total:05d}.gguf" for i in range(1, total + 1)]
-        missing = [m for m in mains if not m.exists()]
-        if missing:
-            raise SourceError(f"{main}: split GGUF is incomplete: {missing[0].name} is missing")
+    mains = [main.parent / name for name in _complete_split(str(main), [p.name for p in siblings], main.name)]
     if mtp_file:
         sidecars = [Path(mtp_file).expanduser().resolve()]
-    elif is_sidecar_name(main.name):
+    elif is_sidecar(main.name):
         sidecars = []
     else:
         tree = open_files(siblings)
@@ -211,9 +169,9 @@ def _resolve_local_file(path: Path, mtp_file: str | None) -> Target:
     tree = open_files([*mains, *sidecars])
     return Target(
         tree,
-        "local-file",
+        SourceKind.local_file,
         str(path),
-        _repo_id_from_cache(main.parent),
+        repo_id_from_cache(main.parent),
         gguf_files=[p.resolve().relative_to(tree.root).as_posix() for p in mains],
         sidecar_files=[p.resolve().relative_to(tree.root).as_posix() for p in sidecars],
     )
@@ -227,18 +185,26 @@ def resolve_each_gguf(
     path = Path(source).expanduser()
     if path.is_dir():
         tree: Tree = open_directory(path, revision=revision)
-        kind, repo_id = "local-dir", _repo_id_from_cache(path.resolve())
+        kind, repo_id = SourceKind.local_dir, repo_id_from_cache(path.resolve())
     elif _looks_like_repo(source) and ":" not in source:
+        from mtpinspect.sources.hub import open_repo
+
         tree = open_repo(source, revision=revision, token=token, endpoint=endpoint)
-        kind, repo_id = "hub", source
+        kind, repo_id = SourceKind.hub, source
     else:
         raise UsageError(f"{source}: --all takes a Hub repo (ORG/NAME) or a folder of GGUF files")
-    mains = [p for p in tree.files if p.lower().endswith(".gguf") and not is_sidecar_name(p) and "mmproj" not in p.lower()]
+    mains = [p for p in tree.files if is_main_gguf(p)]
     if not mains:
         raise SourceError(f"{source}: no GGUF files")
     targets = []
-    for index, (_, group) in enumerate(sorted(_group(mains).items())):
-        own = tree if index == 0 else replace(tree, meter=ByteMeter())
-        files = _complete_split(own, group)
+    for index, (_, group) in enumerate(sorted(group_splits(mains).items())):
+        own = tree if index == 0 else _with_own_meter(tree)
+        files = _complete_split(own.name, list(own.files), group[0])
         targets.append(Target(own, kind, source, repo_id, gguf_files=files, sidecar_files=_pick_sidecar(own, files, None)))
     return targets
+
+
+def _with_own_meter(tree: Tree) -> Tree:
+    own = copy.copy(tree)
+    own.meter = ByteMeter()
+    return own

@@ -9,22 +9,24 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 from mtpinspect.errors import SourceError, UsageError
+from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.find import ServerBinary, find_server
-from mtpinspect.runtime.flags import DRAFT_MODEL_FLAGS
-from mtpinspect.sweep.collect import OK, RUN_KIND, SERVER_KIND, RunRecord, ServerRecord
-from mtpinspect.sweep.jsonl import Journal
+from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, ServerArgs
+from mtpinspect.sweep.journal import Journal
+from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import Configuration, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
-from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts
-from mtpinspect.sweep.report import Failure, RunCounts, ServerInfo, SweepFiles, SweepReport
+from mtpinspect.sweep.prompts import Prompt, check_unique, load_builtin, load_prompts
+from mtpinspect.sweep.records import RUN_KIND, SERVER_KIND, RunRecord, ServerRecord
+from mtpinspect.sweep.report import Failure, RunCounts, ServerInfo, SweepFiles, SweepReport, Synthetic
 from mtpinspect.sweep.run import RunContext, run_visit
-from mtpinspect.sweep.statistics import break_even, recommend, summarize
-from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
+from mtpinspect.sweep.statistics import DETERMINISM_NOTE, break_even, recommend, summarize
+from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 JOURNAL_NAME = "runs.jsonl"
 REPORT_NAME = "report.json"
@@ -34,30 +36,6 @@ TINY_MODEL_NAME = "tiny-mtp.gguf"
 # measured mean length sits below n-max + 1, so every column of the report has something to show.
 TINY_ACCEPTANCE = 0.8
 
-# The sweep sets these per configuration; passing them through would make every server the same.
-_RESERVED_ARGS = ("--spec-type", "--spec-draft-n-max", "--spec-synth-rates", "--spec-synth-len", "-m", "--model")
-
-
-@dataclass(frozen=True)
-class SweepOptions:
-    n_max: tuple[int, ...] = (1, 2, 3, 4)
-    repeat: int = 3
-    order: str = "rounds"  # or "grouped": all rounds of a configuration on one server start
-    # A .txt/.jsonl file, a directory of them, or a built-in class name; None: every built-in class.
-    prompts: str | Path | None = None
-    n_predict: int = 128
-    seed: int = 42
-    server: str | Path | None = None
-    build_server: bool = True
-    backend: str = "cpu"
-    mtp_file: Path | None = None
-    out_dir: Path = Path("out/sweep")
-    resume: bool = False
-    synthetic: tuple[float, ...] = ()
-    server_args: tuple[str, ...] = ()
-    plot: bool = True
-    startup_timeout: float = 600.0
-    request_timeout: float = 600.0
 
 
 def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCallback | None = None) -> SweepReport:
@@ -66,7 +44,7 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
         raise UsageError(f"--n-predict {options.n_predict}: must be >= 2 (the first token is never drafted)")
     configs = configurations(options.n_max, options.synthetic)
     server_args, mtp_file = _server_args(options)
-    prompts = load_prompts(options.prompts) if options.prompts is not None else load_builtin()
+    prompts = _prompts(options.prompts)
     out_dir = Path(options.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model_path, tiny = _model(model, out_dir)
@@ -75,13 +53,13 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
         "mtp_file": mtp_file,
         "n_predict": options.n_predict,
         "seed": options.seed,
-        "server_args": list(server_args),
+        "server_args": list(server_args.args),
     }
     journal = Journal(out_dir / JOURNAL_NAME)
     if not options.resume:
         _set_aside(journal)
     runs_before, _ = _matching(journal, settings)
-    done = {r.key for r in runs_before if r.status == OK}
+    done = {r.key for r in runs_before if r.status == RunStatus.ok}
     plan = build_plan(configs, prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
     binary = find_server(
@@ -91,6 +69,7 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
         progress=lambda message: tracker.emit(BUILD, message),
     )
     context = RunContext(
+        options=options,
         binary=binary,
         model=model_path,
         mtp_file=mtp_file,
@@ -98,10 +77,6 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
         settings=settings,
         journal=journal,
         log_dir=out_dir / "logs",
-        n_predict=options.n_predict,
-        seed=options.seed,
-        startup_timeout=options.startup_timeout,
-        request_timeout=options.request_timeout,
     )
     for visit in plan.visits:
         run_visit(visit, context, tracker)
@@ -131,8 +106,8 @@ def build_report(
     classes = list(dict.fromkeys(p.prompt_class for p in prompts))
     groups = summarize(latest, servers, configs, classes)
     planned = len(configs) * len(prompts) * options.repeat
-    ok = sum(1 for r in latest if r.status == OK)
-    failed = sum(1 for r in latest if r.status != OK)
+    ok = sum(1 for r in latest if r.status == RunStatus.ok)
+    failed = sum(1 for r in latest if r.status != RunStatus.ok)
     out_dir = journal.path.parent
     baseline_server = next((s for s in reversed(servers) if s.n_max is None and s.command), None)
     return SweepReport(
@@ -144,7 +119,7 @@ def build_report(
             "order": options.order,
             "n_max": sorted(set(options.n_max)),
             "synthetic": sorted(set(options.synthetic)),
-            "prompts": str(options.prompts) if options.prompts is not None else "built-in",
+            "prompts": _prompt_source(options.prompts, classes),
             "temperature": 0.0,
         },
         server=ServerInfo(
@@ -153,9 +128,10 @@ def build_report(
             backend=binary.backend,
             command=baseline_server.command if baseline_server else [],
         ),
+        prompt_classes=classes,
         results=groups,
         recommendation=recommend(groups, classes),
-        break_even=break_even(groups) if options.synthetic else None,
+        synthetic=Synthetic(break_even(groups)) if options.synthetic else None,
         failures=_failures(latest, servers),
         runs=RunCounts(
             planned=planned,
@@ -172,13 +148,41 @@ def build_report(
             report=str(out_dir / REPORT_NAME),
             plot=str(out_dir / PLOT_NAME) if options.plot else None,
             logs=str(out_dir / "logs"),
+            server_logs=_server_logs(servers),
         ),
-        prompt_classes=classes,
+        determinism_note=DETERMINISM_NOTE,
     )
+
+
+def _prompts(source: str | Path | Sequence[Prompt] | None) -> list[Prompt]:
+    if source is None:
+        return load_builtin()
+    if isinstance(source, (str, Path)):
+        return load_prompts(source)
+    prompts = list(source)
+    check_unique(prompts)
+    return prompts
+
+
+def _prompt_source(source: str | Path | Sequence[Prompt] | None, classes: list[str]) -> str:
+    if source is None:
+        return "built-in"
+    if isinstance(source, (str, Path)):
+        return str(source)
+    return f"given: {', '.join(classes)}"
+
+
+def _server_logs(servers: list[ServerRecord]) -> dict[str, list[str]]:
+    logs: dict[str, list[str]] = {}
+    for server in servers:
+        logs.setdefault(server.configuration, []).append(server.log_path)
+    return logs
 
 
 def _model(model: Path | None, out_dir: Path) -> tuple[Path, bool]:
     if model is None:
+        from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model  # numpy and gguf's writer: only here
+
         path = out_dir / TINY_MODEL_NAME
         write_tiny_model(path, TinyModelSpec(acceptance=TINY_ACCEPTANCE))
         return path.resolve(), True
@@ -188,29 +192,26 @@ def _model(model: Path | None, out_dir: Path) -> tuple[Path, bool]:
     return path.resolve(), False
 
 
-def _server_args(options: SweepOptions) -> tuple[tuple[str, ...], str | None]:
-    """Extra llama-server arguments, with a ``-md FILE`` among them taken as the MTP file."""
-    args = list(options.server_args)
+def _server_args(options: SweepOptions) -> tuple[ServerArgs, str | None]:
+    """Extra llama-server arguments, with a ``-md FILE`` among them taken out as the MTP file."""
+    args = ServerArgs.of(options.server_args)
+    # Passed through, these would make every configuration's server the same.
+    reserved = args.present([*CONFIGURATION_FLAGS, MODEL])
+    if reserved:
+        raise UsageError(f"{reserved[0]}: the sweep sets this per configuration; use --n-max / --synthetic / MODEL")
     mtp_file = str(options.mtp_file) if options.mtp_file is not None else None
-    for index, arg in enumerate(args):
-        name = arg.split("=", 1)[0]
-        if name in _RESERVED_ARGS:
-            raise UsageError(f"{name}: the sweep sets this per configuration; use --n-max / --synthetic / MODEL")
-        if name in DRAFT_MODEL_FLAGS:
-            # Given to the baseline, a draft GGUF would switch MTP on (llama-server infers the type).
-            value = arg.split("=", 1)[1] if "=" in arg else (args[index + 1] if index + 1 < len(args) else None)
-            if value is None:
-                raise UsageError(f"{name}: expects a file")
-            if mtp_file is not None and mtp_file != value:
-                raise UsageError(f"{name} {value}: conflicts with --mtp-file {mtp_file}")
-            mtp_file = value
-            del args[index : index + (1 if "=" in arg else 2)]
-            break
+    draft = args.draft_model
+    if draft is not None:
+        if mtp_file is not None and mtp_file != draft:
+            raise UsageError(f"{args.present([DRAFT_MODEL])[0]} {draft}: conflicts with --mtp-file {mtp_file}")
+        mtp_file = draft
+        # Given to the baseline, a draft GGUF would switch MTP on (llama-server infers the type).
+        args = args.without(DRAFT_MODEL)
     if mtp_file is not None:
         if not Path(mtp_file).is_file():
             raise SourceError(f"{mtp_file}: no such MTP file")
         mtp_file = str(Path(mtp_file).resolve())
-    return tuple(args), mtp_file
+    return args, mtp_file
 
 
 def _set_aside(journal: Journal) -> None:
@@ -243,7 +244,7 @@ def _latest(runs: list[RunRecord]) -> list[RunRecord]:
     chosen: dict[tuple[str, str, int], RunRecord] = {}
     for run in runs:
         current = chosen.get(run.key)
-        if current is None or current.status != OK:
+        if current is None or current.status != RunStatus.ok:
             chosen[run.key] = run
     return list(chosen.values())
 
@@ -251,15 +252,15 @@ def _latest(runs: list[RunRecord]) -> list[RunRecord]:
 def _failures(runs: list[RunRecord], servers: list[ServerRecord]) -> list[Failure]:
     counted: dict[tuple[str, str, str], int] = {}
     for server in servers:
-        if server.status != "started":
+        if server.status is not ServerStatus.started:
             key = (server.configuration, "start", server.reason or "unknown")
             counted[key] = counted.get(key, 0) + 1
     for run in runs:
-        if run.status != OK:
+        if run.status != RunStatus.ok:
             key = (run.configuration, run.status, run.error or "unknown")
             counted[key] = counted.get(key, 0) + 1
     return [Failure(config, kind, reason, count) for (config, kind, reason), count in counted.items()]
 
 
 def _json(report: SweepReport) -> str:
-    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(to_jsonable(report), indent=2, ensure_ascii=False) + "\n"

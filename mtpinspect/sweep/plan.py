@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from mtpinspect.errors import UsageError
+from mtpinspect.runtime.flags import DRAFT_MODEL, MTP_SPEC_TYPE, N_MAX, SPEC_TYPE, SYNTH_RATES, ServerArgs
 from mtpinspect.sweep.prompts import Prompt
 
 BASELINE_ID = "baseline"
@@ -56,17 +57,17 @@ class Configuration:
             return []
         return [self.synthetic ** (i + 1) for i in range(self.n_max)]
 
-    def server_args(self, mtp_file: str | None) -> list[str]:
+    def server_args(self, mtp_file: str | None) -> ServerArgs:
         """The arguments that make a server run this configuration (model and port come elsewhere)."""
         if self.n_max is None:
             # No -md either: llama-server infers draft-mtp from a draft GGUF when --spec-type is absent.
-            return []
-        args = ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(self.n_max)]
+            return ServerArgs()
+        args = [*SPEC_TYPE.spelled(MTP_SPEC_TYPE), *N_MAX.spelled(self.n_max)]
         if mtp_file:
-            args += ["-md", mtp_file]
+            args += DRAFT_MODEL.spelled(mtp_file)
         if self.synthetic is not None:
-            args += ["--spec-synth-rates", ",".join(f"{rate:.6g}" for rate in self.synth_rates())]
-        return args
+            args += SYNTH_RATES.spelled(",".join(f"{rate:.6g}" for rate in self.synth_rates()))
+        return ServerArgs.of(args)
 
 
 @dataclass(frozen=True)

@@ -8,19 +8,23 @@ speedup against forced acceptance, one line per n-max, with the break-even marke
 from __future__ import annotations
 
 from pathlib import Path
-
-import matplotlib
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.statistics import GroupStats
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
 
 def write_plot(report: SweepReport, path: Path) -> Path:
     """Draw the report into a PNG file and return its path."""
+    # matplotlib costs half a second to import: only a sweep that writes its plot pays it.
+    import matplotlib
+    from matplotlib.figure import Figure
+
     real = [g for g in report.results if g.synthetic is None]
-    panels = 4 if report.break_even else 3
+    panels = 4 if report.synthetic and report.synthetic.break_even else 3
     # A bare Figure renders with Agg and leaves pyplot's global backend alone (no display needed).
     fig = Figure(figsize=(5 * panels, 4.2))
     axes = fig.subplots(1, panels)
@@ -49,7 +53,7 @@ def write_plot(report: SweepReport, path: Path) -> Path:
     for ax in axes[:3]:
         if ax.get_legend_handles_labels()[0]:  # a sweep where every MTP server failed has no lines
             ax.legend(fontsize="small")
-    if report.break_even:
+    if report.synthetic and report.synthetic.break_even:
         _cost_curve(axes[3], report)
     fig.suptitle(f"mtpinspect sweep: {Path(report.model).name} (llama-server {report.server.version})", fontsize="medium")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,8 +96,8 @@ def _speed(ax: Axes, groups: list[GroupStats], baseline: GroupStats | None, colo
 
 
 def _cost_curve(ax: Axes, report: SweepReport) -> None:
-    assert report.break_even is not None
-    for curve in report.break_even:
+    assert report.synthetic is not None
+    for curve in report.synthetic.break_even:
         points = sorted(
             (p.acceptance, p.speedup) for p in curve.points if p.acceptance is not None and p.speedup is not None
         )

@@ -64,7 +64,7 @@ def load_prompts(spec: str | Path) -> list[Prompt]:
     prompts: list[Prompt] = []
     for file in files:
         prompts.extend(_load_file(file))
-    _check_unique(prompts)
+    check_unique(prompts)
     return prompts
 
 
@@ -101,7 +101,7 @@ def _parse_jsonl(text: str, source: str, default_class: str) -> list[Prompt]:
     return prompts
 
 
-def _check_unique(prompts: list[Prompt]) -> None:
+def check_unique(prompts: list[Prompt]) -> None:
     # Runs are matched on resume by prompt id, so two prompts with one id would shadow each other.
     seen: set[str] = set()
     for prompt in prompts:

@@ -15,25 +15,17 @@ from typing import Any
 
 from mtpinspect.errors import ServerError
 from mtpinspect.runtime.find import ServerBinary
+from mtpinspect.runtime.flags import ServerArgs
 from mtpinspect.runtime.logs import parse_draft_lines
 from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
 from mtpinspect.runtime.metrics import Metrics
 from mtpinspect.runtime.server import LlamaServer, ServerDiedError, ServerStartError
-from mtpinspect.sweep.collect import (
-    CRASHED,
-    ERROR,
-    FAILED,
-    OK,
-    STARTED,
-    LogFigures,
-    RunRecord,
-    ServerRecord,
-    cross_check,
-    measured_figures,
-)
-from mtpinspect.sweep.jsonl import Journal
+from mtpinspect.sweep.journal import Journal
+from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import PlannedRun, Visit
 from mtpinspect.sweep.progress import RUN_START, SERVER_START, ProgressTracker
+from mtpinspect.sweep.records import LogFigures, RunRecord, ServerRecord, cross_check, measured_figures
+from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 # The warm-up only has to page the weights in and build the graphs (drafting ones included).
 WARMUP_TOKENS = 16
@@ -45,19 +37,16 @@ _SETTLE_POLL_S = 0.01
 
 @dataclass(frozen=True)
 class RunContext:
-    """What every visit of one sweep shares."""
+    """What every visit of one sweep shares: the options, and what was resolved from them."""
 
+    options: SweepOptions
     binary: ServerBinary
     model: Path
     mtp_file: str | None
-    server_args: tuple[str, ...]
+    server_args: ServerArgs  # the user's, passed to every server after the configuration's own
     settings: dict[str, Any]
     journal: Journal
     log_dir: Path
-    n_predict: int
-    seed: int
-    startup_timeout: float
-    request_timeout: float
 
 
 def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
@@ -67,16 +56,16 @@ def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
     server = LlamaServer(
         ctx.binary,
         ctx.model,
-        config.server_args(ctx.mtp_file) + list(ctx.server_args),
+        config.server_args(ctx.mtp_file).added(*ctx.server_args),
         log_path=ctx.log_dir / f"{server_id}.log",
-        startup_timeout=ctx.startup_timeout,
+        startup_timeout=ctx.options.startup_timeout,
     )
     record = ServerRecord(
         configuration=config.id,
         n_max=config.n_max,
         synthetic=config.synthetic,
         server_id=server_id,
-        status=STARTED,
+        status=ServerStatus.started,
         reason=None,
         path=str(ctx.binary.path),
         version=ctx.binary.version,
@@ -106,7 +95,7 @@ def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
             except ServerError as exc:
                 _server_failed(record, server, f"warm-up request failed: {exc}", visit, ctx, tracker)
                 return
-            ctx.journal.append(record.to_dict())
+            ctx.journal.append(record)
             tracker.server_started(record.startup_seconds)
             _measure_runs(server, visit, ctx, tracker, sampler, server_id, cursor)
     finally:
@@ -116,8 +105,8 @@ def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
 def _server_failed(
     record: ServerRecord, server: LlamaServer, reason: str, visit: Visit, ctx: RunContext, tracker: ProgressTracker
 ) -> None:
-    record.status, record.reason, record.command = FAILED, reason, server.command
-    ctx.journal.append(record.to_dict())
+    record.status, record.reason, record.command = ServerStatus.failed, reason, server.command
+    ctx.journal.append(record)
     tracker.server_failed(visit, reason)
 
 
@@ -134,7 +123,7 @@ def _warm_up(server: LlamaServer, visit: Visit, ctx: RunContext) -> _Cursor:
     """The discarded first request."""
     before = server.metrics()
     warmup = server.complete(
-        visit.runs[0].prompt.text, n_predict=WARMUP_TOKENS, seed=ctx.seed, timeout=ctx.request_timeout
+        visit.runs[0].prompt.text, n_predict=WARMUP_TOKENS, seed=ctx.options.seed, timeout=ctx.options.request_timeout
     )
     # Let the warm-up's counters and log line land, so the first run does not read them as its own.
     after = _settled(server, before, warmup.predicted_n)
@@ -154,9 +143,9 @@ def _measure_runs(
     for index, run in enumerate(visit.runs):
         tracker.emit(RUN_START, "measuring", run=run)
         result = measure(server, run, ctx, sampler, server_id, cursor)
-        ctx.journal.append(result.to_dict())
+        ctx.journal.append(result)
         tracker.run_finished(run, result.wall_seconds, describe(result))
-        if result.status == CRASHED:
+        if result.status == RunStatus.crashed:
             tracker.runs_abandoned(len(visit.runs) - index - 1)
             return
 
@@ -181,22 +170,22 @@ def measure(
         before = cursor.metrics or server.metrics()
         cursor.metrics = None  # until this request has settled
         completion = server.complete(
-            run.prompt.text, n_predict=ctx.n_predict, seed=ctx.seed, temperature=0.0, timeout=ctx.request_timeout
+            run.prompt.text, n_predict=ctx.options.n_predict, seed=ctx.options.seed, temperature=0.0, timeout=ctx.options.request_timeout
         )
         after = _settled(server, before, completion.predicted_n)
     except ServerDiedError as exc:
-        return _failed(base, CRASHED, str(exc), began, sampler)
+        return _failed(base, RunStatus.crashed, str(exc), began, sampler)
     except ServerError as exc:
         # Whatever the failed request logged must not be read as the next request's line.
         _, cursor.log_offset = server.log_since(cursor.log_offset)
-        return _failed(base, ERROR, str(exc), began, sampler)
+        return _failed(base, RunStatus.error, str(exc), began, sampler)
     cursor.metrics = after
     figures = measured_figures(completion, after.delta(before))
     log, cursor.log_offset = _log_line(server, cursor.log_offset, expect=figures["drafted"] > 0)
     agrees, mismatch = cross_check(figures, log)
     record = RunRecord(
         **base,
-        status=OK,
+        status=RunStatus.ok,
         error=None,
         wall_seconds=completion.wall_seconds,
         finished_at=time.time(),
@@ -212,7 +201,7 @@ def measure(
 
 def describe(record: RunRecord) -> str:
     """One line about a finished run, for progress output."""
-    if record.status != OK:
+    if record.status != RunStatus.ok:
         return f"{record.status}: {record.error}"
     speed = f"{record.decode_tokens_per_second:.1f} tok/s" if record.decode_tokens_per_second else "no timing"
     if record.acceptance is None:

@@ -8,13 +8,15 @@ by the work they did, as the server's own counters do.
 
 from __future__ import annotations
 
-import math
 import statistics as stats
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mtpinspect.sweep.collect import OK, RunRecord, ServerRecord
+from mtpinspect.formulas import crossing, expected_length, geometric_mean
+from mtpinspect.jsonable import json_field
 from mtpinspect.sweep.plan import BASELINE_ID, Configuration
+from mtpinspect.sweep.records import RunRecord, ServerRecord
+from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 DETERMINISM_NOTE = (
     "Different outputs at temperature 0 are expected, not a bug: verifying a draft runs the model on "
@@ -49,7 +51,8 @@ class GroupStats:
     runs: int
     failed: int
     error: str | None
-    tokens_per_second: Spread | None
+    # A configuration that measured nothing keeps the keys in JSON, with nulls.
+    tokens_per_second: Spread | None = json_field(when_none={"median": None, "min": None, "max": None})
     prompt_tokens_per_second: Spread | None
     speedup: float | None
     within_noise: bool | None
@@ -106,15 +109,6 @@ class BreakEven:
     points: list[CostPoint]
 
 
-def expected_length(acceptance: float, n_max: int) -> float:
-    """Tokens per step if each draft token were accepted with per-token rate a: 1 + a + a^2 + ... + a^n.
-
-    ``a`` must be a per-token (conditional) rate such as the first position's acceptance, not
-    accepted/drafted: with full drafts, mean length is exactly 1 + n * (accepted/drafted).
-    """
-    return 1.0 + sum(acceptance**i for i in range(1, n_max + 1))
-
-
 def first_divergence(a: str, b: str) -> int | None:
     """Offset of the first differing character, None when the texts are identical."""
     for index, (x, y) in enumerate(zip(a, b)):
@@ -149,9 +143,9 @@ def _group(
     runs: list[RunRecord],
     servers: list[ServerRecord],
 ) -> GroupStats:
-    ok = [r for r in runs if r.status == OK]
-    failed = [r for r in runs if r.status != OK]
-    failed_starts = [s for s in servers if s.status != "started"]
+    ok = [r for r in runs if r.status == RunStatus.ok]
+    failed = [r for r in runs if r.status != RunStatus.ok]
+    failed_starts = [s for s in servers if s.status is not ServerStatus.started]
     drafted = sum(r.drafted for r in ok)
     accepted = sum(r.accepted for r in ok)
     drafts = sum(r.drafts for r in ok)
@@ -160,7 +154,7 @@ def _group(
     per_position = [
         sum(r.per_position[i] * r.drafts for r in ok if i < len(r.per_position)) / drafts for i in range(positions)
     ] if drafts else []
-    started = [s for s in servers if s.status == "started"]
+    started = [s for s in servers if s.status is ServerStatus.started]
     gpu = [sum(r.gpu_memory_bytes.values()) for r in ok if r.gpu_memory_bytes]
     checks = [r.log_agrees for r in ok if r.log_agrees is not None]
     return GroupStats(
@@ -211,7 +205,7 @@ def _attach_determinism(groups: list[GroupStats], runs: Sequence[RunRecord]) -> 
             continue
         offsets: list[int | None] = []
         for run in runs:
-            if run.configuration != group.configuration or run.prompt_class != group.prompt_class or run.status != OK:
+            if run.configuration != group.configuration or run.prompt_class != group.prompt_class or run.status != RunStatus.ok:
                 continue
             reference = baseline_texts.get(run.prompt_id)
             if reference:
@@ -224,7 +218,7 @@ def _attach_determinism(groups: list[GroupStats], runs: Sequence[RunRecord]) -> 
 
 def _texts(runs: Sequence[RunRecord], config_id: str) -> dict[str, list[str]]:
     texts: dict[str, list[str]] = {}
-    for run in sorted((r for r in runs if r.configuration == config_id and r.status == OK), key=lambda r: r.repeat):
+    for run in sorted((r for r in runs if r.configuration == config_id and r.status == RunStatus.ok), key=lambda r: r.repeat):
         texts.setdefault(run.prompt_id, []).append(run.text)
     return texts
 
@@ -289,13 +283,12 @@ def _recommend_class(groups: Sequence[GroupStats], prompt_class: str) -> ClassRe
 
 
 def _geometric_mean_speedup(groups: Sequence[GroupStats], classes: Sequence[str], n_max: int) -> float | None:
-    values = [
+    return geometric_mean([
         g.speedup
         for prompt_class in classes
         for g in _real_mtp(groups, prompt_class)
-        if g.n_max == n_max and g.speedup is not None and g.speedup > 0
-    ]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+        if g.n_max == n_max and g.speedup is not None
+    ])
 
 
 def _best_overall(groups: Sequence[GroupStats], classes: Sequence[str]) -> tuple[int, float] | None:
@@ -312,12 +305,11 @@ def break_even(groups: Sequence[GroupStats]) -> list[BreakEven]:
         for target in sorted({g.synthetic for g in groups if g.n_max == n_max and g.synthetic is not None}):
             mine = [g for g in groups if g.n_max == n_max and g.synthetic == target]
             drafted = sum(g.drafted for g in mine)
-            speedups = [g.speedup for g in mine if g.speedup is not None and g.speedup > 0]
             points.append(
                 CostPoint(
                     target=target,
                     acceptance=sum(g.accepted for g in mine) / drafted if drafted else None,
-                    speedup=math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None,
+                    speedup=geometric_mean([g.speedup for g in mine if g.speedup is not None]),
                 )
             )
         results.append(_crossing(n_max, points))
@@ -331,10 +323,9 @@ def _crossing(n_max: int, points: list[CostPoint]) -> BreakEven:
     )
     if not curve:
         return BreakEven(n_max, None, "no synthetic run finished", points)
-    for (a0, s0), (a1, s1) in zip(curve, curve[1:]):
-        if s0 < 1.0 <= s1:
-            crossing = a0 + (1.0 - s0) * (a1 - a0) / (s1 - s0) if s1 != s0 else a0
-            return BreakEven(n_max, crossing, f"below acceptance {crossing:.2f}, n-max {n_max} slows decoding here", points)
+    acceptance = crossing(curve)
+    if acceptance is not None:
+        return BreakEven(n_max, acceptance, f"below acceptance {acceptance:.2f}, n-max {n_max} slows decoding here", points)
     if all(s >= 1.0 for _, s in curve):
         return BreakEven(n_max, None, f"faster than baseline at every forced acceptance measured (from {curve[0][0]:.2f})", points)
     if all(s < 1.0 for _, s in curve):

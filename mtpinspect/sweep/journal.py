@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtpinspect.jsonable import to_jsonable
+
 
 @dataclass
 class JournalContents:
@@ -27,8 +29,9 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    def append(self, record: Any) -> None:
+        """One record (a dataclass, through mtpinspect.jsonable) as one line, on disk before this returns."""
+        line = json.dumps(to_jsonable(record), ensure_ascii=False, separators=(",", ":")) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as stream:
             if stream.tell() > 0 and not self._ends_with_newline():

@@ -1,48 +1,49 @@
 """From evidence to a verdict: findings, per-runtime status, the commands to run.
 
-Two paths: an HF checkpoint (checkpoint_rules: config + safetensors headers + quantization config)
-and a GGUF (gguf_rules: header of the main file and of an `mtp-` sidecar). Each rule adds findings
+Two sets of rules: an HF checkpoint (checkpoint_rules: config + safetensors headers + quantization
+config) and a GGUF (gguf_rules: header of the main file and of an `mtp-` sidecar). Each rule adds findings
 with the lines of evidence it rests on; the runtime statuses follow from the findings, never the other
 way round. This module assembles the report.
 """
 
 from __future__ import annotations
 
-from mtpinspect.formats.quantization import QuantAudit
-from mtpinspect.inspection.checkpoint_rules import diagnose_checkpoint
-from mtpinspect.inspection.draft import Draft
+from mtpinspect.inspection.builder import ReportBuilder
+from mtpinspect.inspection.checkpoint_rules import apply_checkpoint_rules
 from mtpinspect.inspection.evidence import Evidence
-from mtpinspect.inspection.gguf_rules import diagnose_gguf
-from mtpinspect.inspection.report import SEVERITY_ORDER, CheckReport, QuantizationSummary
+from mtpinspect.inspection.gguf_rules import apply_gguf_rules
+from mtpinspect.inspection.quant_audit import QuantAudit
+from mtpinspect.inspection.report import CheckReport, MtpSize, QuantizationSummary
 from mtpinspect.inspection.support import FAMILIES
+from mtpinspect.vocabulary import RuntimeStatus
 
 
-def _verdict(d: Draft, usable: bool) -> str:
-    supported = [n for n, r in d.runtimes.items() if r.status == "supported"]
-    risky = [n for n, r in d.runtimes.items() if r.status == "at-risk"]
-    worst = min(d.findings, key=lambda f: SEVERITY_ORDER[f.severity]) if d.findings else None
-    where = f"{d.mtp_layers} MTP layer(s), {d.layout}" if d.mtp_layers else d.layout
+def _verdict(b: ReportBuilder, usable: bool) -> str:
+    supported = [n for n, r in b.runtimes.items() if r.status is RuntimeStatus.supported]
+    risky = [n for n, r in b.runtimes.items() if r.status is RuntimeStatus.at_risk]
+    worst = min(b.findings, key=lambda f: f.severity.rank) if b.findings else None
+    where = f"{b.mtp_layers} MTP layer(s), {b.layout}" if b.mtp_layers else b.layout
     if supported:
         extra = f"; at risk in {', '.join(risky)}" if risky else ""
         return f"MTP usable ({where}) in {', '.join(supported)}{extra}"
     if risky:
         return f"MTP at risk ({where}) in {', '.join(risky)}: {worst.message if worst else ''}"
-    if any(r.status == "unknown" for r in d.runtimes.values()):
+    if any(r.status is RuntimeStatus.unknown for r in b.runtimes.values()):
         return f"MTP undetermined: {worst.message if worst else 'no runtime is known to draft with this model'}"
     return f"MTP not usable: {worst.message if worst else 'no MTP head found'}"
 
 
-def diagnose(ev: Evidence) -> CheckReport:
-    d = Draft()
+def assemble_report(ev: Evidence) -> CheckReport:
+    """Apply the rules for the evidence's kind (GGUF or checkpoint) and assemble check's report."""
+    b = ReportBuilder()
     if ev.gguf is not None:
-        diagnose_gguf(ev, d)
+        apply_gguf_rules(ev, b)
     else:
-        diagnose_checkpoint(ev, d)
-    d.findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
-    # At risk still counts: the head loads and drafts; the verdict line says how likely it is to fail.
-    usable = any(r.status in ("supported", "at-risk") for r in d.runtimes.values())
+        apply_checkpoint_rules(ev, b)
+    b.findings.sort(key=lambda f: f.severity.rank)
+    usable = any(r.status.usable for r in b.runtimes.values())
     t = ev.target
-    audit_summary = _quant_summary(ev, d.audit)
+    audit_summary = _quant_summary(ev, b.audit)
     decl = ev.config.mtp if ev.config else None
     if ev.gguf is not None and ev.gguf.nextn_layers is not None:
         declared, declared_by = ev.gguf.nextn_layers, f"{ev.gguf.files[0]}:{ev.gguf.arch}.nextn_predict_layers"
@@ -66,24 +67,29 @@ def diagnose(ev: Evidence) -> CheckReport:
         source_kind=t.kind,
         revision=t.revision,
         usable=usable,
-        verdict=_verdict(d, usable),
-        mtp_layers=d.mtp_layers,
+        verdict=_verdict(b, usable),
+        mtp_layers=b.mtp_layers,
         mtp_layers_declared=declared,
         declared_by=declared_by,
-        layout=d.layout,
+        layout=b.layout,
         architecture=_architecture(ev),
         quantization=audit_summary,
-        runtimes=d.runtimes,
-        findings=d.findings,
-        mtp_parameters=d.mtp_params,
-        mtp_bytes=d.mtp_bytes,
+        runtimes=b.runtimes,
+        findings=b.findings,
+        mtp_size=MtpSize(b.mtp_params, b.mtp_bytes, _share(b.mtp_bytes, total)),
+        mtp_types=b.mtp_types,
         files=files,
         bytes_read=meter.bytes_read,
         bytes_total=total,
         requests=meter.requests,
-        mtp_types=d.mtp_types,
-        notes=[n for n in d.notes if n],
+        notes=[n for n in b.notes if n],
     )
+
+
+def _share(mtp_bytes: int | None, total: int) -> float | None:
+    if mtp_bytes is None or not total or mtp_bytes > total:
+        return None  # stand-in files cut short cannot give a share
+    return mtp_bytes / total
 
 
 def _quant_summary(ev: Evidence, audit: QuantAudit | None) -> QuantizationSummary:
@@ -95,8 +101,8 @@ def _quant_summary(ev: Evidence, audit: QuantAudit | None) -> QuantizationSummar
         exclusion_key=q.exclusion_key if q else None,
         excluded_count=len(q.exclusions) if q else 0,
         mtp_excluded=audit.mtp_excluded if audit else None,
-        kept=tuple(audit.kept()) if audit else (),
-        quantized=tuple(audit.quantized()) if audit else (),
+        mtp_modules_kept=tuple(audit.kept()) if audit else (),
+        mtp_modules_quantized=tuple(audit.quantized()) if audit else (),
     )
 
 

@@ -1,31 +1,34 @@
-"""The report under construction, shared by the checkpoint and GGUF rules."""
+"""ReportBuilder: check's report under construction, filled in by the checkpoint and GGUF rules."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mtpinspect.formats.quantization import QuantAudit
 from mtpinspect.inspection.evidence import Evidence
+from mtpinspect.inspection.quant_audit import QuantAudit
 from mtpinspect.inspection.report import FINDINGS, Finding, RuntimeVerdict
+from mtpinspect.vocabulary import Layout, Severity, SourceKind
 
 _SHOWN = 6  # evidence lines per finding before "... and N more"
 
 
 @dataclass
-class Draft:
-    """The report under construction."""
+class ReportBuilder:
+    """Findings, runtime verdicts and figures as the rules add them; verdict.py turns it into a CheckReport."""
 
     findings: list[Finding] = field(default_factory=list)
     runtimes: dict[str, RuntimeVerdict] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     mtp_layers: int = 0
-    layout: str = "none"
+    layout: Layout = Layout.none
     mtp_bytes: int | None = None
     mtp_params: int | None = None
     audit: QuantAudit | None = None
     mtp_types: dict[str, int] = field(default_factory=dict)
 
-    def add(self, code: str, message: str, evidence: list[str] | tuple[str, ...] = (), severity: str | None = None) -> None:
+    def add(
+        self, code: str, message: str, evidence: list[str] | tuple[str, ...] = (), severity: Severity | None = None
+    ) -> None:
         self.findings.append(Finding(code, severity or FINDINGS[code][1], message, tuple(clip(list(evidence)))))
 
     def has(self, code: str) -> bool:
@@ -42,4 +45,4 @@ def org_of(repo_id: str | None) -> str | None:
 
 def model_ref(ev: Evidence) -> str:
     t = ev.target
-    return t.repo_id if t.kind == "hub" and t.repo_id else t.display
+    return t.repo_id if t.kind is SourceKind.hub and t.repo_id else t.display

@@ -13,17 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mtpinspect.runtime.logs import DraftStats
+from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 RUN_KIND = "run"
 SERVER_KIND = "server"
 
-# Run status values: finished; the server died during the request; the request failed otherwise.
-OK = "ok"
-CRASHED = "crashed"
-ERROR = "error"
-# Server status values.
-STARTED = "started"
-FAILED = "failed"
 
 # The log prints acceptance with %0.5f and mean length with %5.2f: half a unit in the last place.
 _ACCEPTANCE_TOLERANCE = 0.5e-5 + 1e-9
@@ -71,7 +65,7 @@ class ServerRecord:
     n_max: int | None
     synthetic: float | None
     server_id: str
-    status: str
+    status: ServerStatus
     reason: str | None
     path: str
     version: str
@@ -84,12 +78,11 @@ class ServerRecord:
     started_at: float
     kind: str = SERVER_KIND
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerRecord:
-        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls) if f.name in data})
+        values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        values["status"] = ServerStatus(values["status"])
+        return cls(**values)
 
 
 @dataclass
@@ -103,7 +96,7 @@ class RunRecord:
     prompt_class: str
     repeat: int
     server_id: str
-    status: str
+    status: RunStatus
     error: str | None
     wall_seconds: float
     settings: dict[str, Any]
@@ -134,19 +127,10 @@ class RunRecord:
     def key(self) -> tuple[str, str, int]:
         return (self.configuration, self.prompt_id, self.repeat)
 
-    @property
-    def server_time_seconds(self) -> float | None:
-        """The request time the server accounts for itself (prompt + generation)."""
-        if self.prompt_ms is None or self.predicted_ms is None:
-            return None
-        return (self.prompt_ms + self.predicted_ms) / 1000.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
         values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        values["status"] = RunStatus(values["status"])
         if isinstance(values.get("log"), dict):
             values["log"] = LogFigures(**values["log"])
         return cls(**values)

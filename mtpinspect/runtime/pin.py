@@ -1,0 +1,9 @@
+"""The llama.cpp this project is pinned to: the one it builds, and the one whose behaviour its tables,
+flag spellings and log patterns describe (inspection/support.py, runtime/flags.py, runtime/logs.py)."""
+
+PINNED_PACKAGE = "llama-cpp-python"
+PINNED_VERSION = "0.3.36"
+# The llama.cpp commit vendored in that source distribution.
+PINNED_LLAMA_CPP = "0c1e570"
+# sha256 of llama_cpp_python-0.3.36.tar.gz as published on PyPI.
+PINNED_SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"

@@ -1,0 +1,86 @@
+"""What file names say: GGUF split sets, quantization tags, `mtp-` sidecars, the main GGUF of a folder,
+a separate MTP safetensors file, and Hugging Face cache folders.
+
+Names are paths relative to a tree's root, '/'-separated (as in a repo listing). Every rule that reads
+meaning out of a file or folder name lives here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+
+_SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
+_QUANT_TAG = re.compile(r"(?i)(?:^|[-_.])((?:IQ|Q|TQ)\d[\w]*?|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$")
+# huggingface_hub's cache keeps a repo in models--ORG--NAME/{refs,snapshots,blobs}.
+HF_CACHE_FOLDER = re.compile(r"^models--(?P<org>[^/]+?)--(?P<name>[^/]+)$")
+
+
+def is_gguf(path: str) -> bool:
+    return path.lower().endswith(".gguf")
+
+
+def is_sidecar(path: str) -> bool:
+    """An MTP head file: `mtp-*.gguf`, or any file in an `MTP/` folder (as llama.cpp's -hf looks for it)."""
+    p = PurePosixPath(path)
+    return p.name.lower().startswith("mtp-") or any(part.lower() == "mtp" for part in p.parts[:-1])
+
+
+def is_sidecar_gguf(path: str) -> bool:
+    return is_gguf(path) and is_sidecar(path)
+
+
+def is_main_gguf(path: str) -> bool:
+    """A GGUF that holds a model: not an MTP sidecar, not a vision projector (mmproj)."""
+    return is_gguf(path) and not is_sidecar(path) and "mmproj" not in path.lower()
+
+
+def is_mtp_safetensors(path: str) -> bool:
+    """A separate safetensors file for the MTP head (GLM-4.7's mtp.safetensors)."""
+    name = PurePosixPath(path).name.lower()
+    return name.endswith(".safetensors") and ("mtp" in name or "nextn" in name)
+
+
+def split_group(path: str) -> tuple[str, int, int] | None:
+    """('model', 1, 3) for 'model-00001-of-00003.gguf'; None for a single-file GGUF."""
+    m = _SPLIT.search(path)
+    return (path[: m.start()], int(m.group(1)), int(m.group(2))) if m else None
+
+
+def split_members(path: str) -> list[str]:
+    """Every shard of the split set ``path`` belongs to, in order; [path] for a single file."""
+    group = split_group(path)
+    if group is None:
+        return [path]
+    stem, _, total = group
+    return [f"{stem}-{i:05d}-of-{total:05d}.gguf" for i in range(1, total + 1)]
+
+
+def group_splits(paths: list[str]) -> dict[str, list[str]]:
+    """GGUF files by model: split shards together, ordered by shard number."""
+    groups: dict[str, list[str]] = {}
+    for p in sorted(paths):
+        group = split_group(p)
+        groups.setdefault(group[0] if group else p, []).append(p)
+    return groups
+
+
+def quant_tag(path: str) -> str | None:
+    """'Q4_K_M' for 'Model-Q4_K_M.gguf' or 'Model-Q4_K_M-00001-of-00002.gguf'."""
+    m = _QUANT_TAG.search(PurePosixPath(path).name)
+    return m.group(1).upper() if m else None
+
+
+def quant_matches(path: str, quant: str) -> bool:
+    """Does the file name carry this quantization (as `-hf REPO:QUANT` picks a file)?"""
+    name = PurePosixPath(path).name.lower()
+    return re.search(rf"(^|[-_.]){re.escape(quant.lower())}([-_.]|$)", name) is not None
+
+
+def repo_id_from_cache(path: Path) -> str | None:
+    """ORG/NAME when ``path`` is, or lies inside, a Hugging Face cache folder models--ORG--NAME."""
+    for part in (path, *path.parents):
+        m = HF_CACHE_FOLDER.match(part.name)
+        if m:
+            return f"{m.group('org')}/{m.group('name')}"
+    return None

@@ -1,0 +1,114 @@
+"""The words mtpinspect's results are made of, each a closed set: one place to read what a field may hold.
+
+Every set is a str Enum (:class:`Word`): a member compares equal to its value, prints as it and is
+written to JSON as it, so documents and journals hold plain strings while the code names the member.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Literal
+
+
+class Word(str, enum.Enum):
+    """A member of a closed vocabulary; ``str()`` and f-strings give its value on every Python version."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class SourceKind(Word):
+    """Where check read the model from."""
+
+    hub = "hub"
+    local_dir = "local-dir"
+    local_file = "local-file"
+
+
+class Layout(Word):
+    """Where a model keeps its MTP head."""
+
+    bundled = "bundled"  # inside the GGUF
+    sidecar = "sidecar"  # in a separate mtp- GGUF, passed with -md
+    separate_checkpoint = "separate-checkpoint"  # a separate drafter model (Gemma 4 assistant)
+    checkpoint = "checkpoint"  # inside an HF safetensors checkpoint
+    none = "none"
+
+
+class Severity(Word):
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+    @property
+    def rank(self) -> int:
+        """0 for the most severe: findings sort by it."""
+        return list(Severity).index(self)
+
+
+class RuntimeStatus(Word):
+    """What one engine will do with the head."""
+
+    supported = "supported"
+    at_risk = "at-risk"  # loads and drafts, but expect low or zero acceptance
+    unsupported = "unsupported"
+    unknown = "unknown"
+
+    @property
+    def usable(self) -> bool:
+        """The head loads and drafts (at risk still counts: the verdict says how likely it is to fail)."""
+        return self in (RuntimeStatus.supported, RuntimeStatus.at_risk)
+
+
+class Conversion(Word):
+    """What llama.cpp's convert_hf_to_gguf.py does with a family's MTP head."""
+
+    bundled = "bundled"
+    sidecar = "sidecar"  # only in a separate --mtp conversion
+    dropped = "dropped"
+    unknown = "unknown"
+
+
+class GraphSupport(Word):
+    """Whether the pinned llama.cpp can draft with an architecture's nextn tensors."""
+
+    graph = "graph"  # it has an MTP draft graph
+    unused = "unused"  # it keeps the tensors but has no graph
+    unknown = "unknown"
+
+
+class Mechanism(Word):
+    """How a diagnose cause hurts MTP, worst first (causes.py weighs each)."""
+
+    blocked = "blocked"  # MTP does not run at all
+    zero = "zero"  # it runs, but about every draft is rejected
+    low = "low"  # drafts are accepted, less than they could be
+    slow = "slow"  # acceptance is fine, decoding is not faster
+
+
+class EvidenceSource(Word):
+    """Where a cause's evidence came from."""
+
+    static = "static"  # check's findings
+    args = "args"  # the run's llama-server flags
+    probe = "probe"  # the short run on the real llama-server
+    log = "log"  # a log of a run made elsewhere
+
+
+class RunStatus(Word):
+    """How one measured sweep request ended."""
+
+    ok = "ok"
+    crashed = "crashed"  # the server died during the request
+    error = "error"  # the request failed otherwise
+
+
+class ServerStatus(Word):
+    started = "started"
+    failed = "failed"
+
+
+# Whether a quantization keeps the MTP head in high precision: True (all of it), False (none of it),
+# "partial", or None (nothing quantized, or nothing to judge).
+MtpExcluded = Literal[True, False, "partial"] | None
+PARTIAL: Literal["partial"] = "partial"
