@@ -20,6 +20,7 @@ import pytest
 
 from mtpinspect.runtime.crash import CrashKind, crash_in_log, crash_of, signal_name
 from mtpinspect.runtime.find import ServerBinary, find_server
+from mtpinspect.runtime.flags import BATCH, N_MAX, ServerArgs
 from mtpinspect.runtime.server import LlamaServer, ServerProcessError
 from mtpinspect.runtime.workarounds import Workaround, decodes_with_mtp, find_workaround
 from mtpinspect.tiny_model import TinyModelSpec, mismatched_sidecar, write_tiny_model
@@ -49,7 +50,7 @@ def _cpu_flags() -> str:
 @pytest.mark.server
 def test_small_batch_crash_is_an_assert_and_dropping_the_batch_flags_fixes_it(binary: ServerBinary, tmp_path: Path) -> None:
     (model,) = _tiny(tmp_path)
-    args = ["-t", "1", *SMALL_BATCH, *MTP3]
+    args = ServerArgs.of(["-t", "1", *SMALL_BATCH, *MTP3])
     ok, outcome, crash = decodes_with_mtp(binary, model, args, tmp_path / "as-given.log")
     assert not ok and crash is not None, outcome
     assert crash.kind is CrashKind.ASSERT and crash.signal == "SIGABRT"
@@ -61,7 +62,7 @@ def test_small_batch_crash_is_an_assert_and_dropping_the_batch_flags_fixes_it(bi
     search = find_workaround(binary, model, args, tmp_path, crash=crash)
     assert search.fix is not None and search.fix.workaround is Workaround.DEFAULT_BATCH
     assert search.trials == (search.fix,)  # the cheapest change worked, so nothing else ran
-    assert "-b" not in search.fix.args and "--spec-draft-n-max" in search.fix.args
+    assert not search.fix.args.has(BATCH) and search.fix.args.value(N_MAX) == "3"
     assert search.summary == "verified: starts and decodes with without -b/-ub"
 
 
@@ -69,7 +70,7 @@ def test_small_batch_crash_is_an_assert_and_dropping_the_batch_flags_fixes_it(bi
 def test_n_max_1_is_found_when_the_batch_is_kept(binary: ServerBinary, tmp_path: Path) -> None:
     (model,) = _tiny(tmp_path)
     catalogue = [w for w in Workaround if w is not Workaround.DEFAULT_BATCH]
-    search = find_workaround(binary, model, ["-t", "1", *SMALL_BATCH, *MTP3], tmp_path, catalogue=catalogue)
+    search = find_workaround(binary, model, ServerArgs.of(["-t", "1", *SMALL_BATCH, *MTP3]), tmp_path, catalogue=catalogue)
     # --no-repack, -fa off and -t 1 leave a 2-token batch too small for 1 + 3 tokens; n-max 1 fits.
     assert [t.workaround for t in search.trials] == [Workaround.NO_REPACK, Workaround.FLASH_ATTN_OFF, Workaround.N_MAX_1]
     assert all("GGML_ASSERT" in t.outcome for t in search.trials[:-1])
@@ -79,7 +80,7 @@ def test_n_max_1_is_found_when_the_batch_is_kept(binary: ServerBinary, tmp_path:
 @pytest.mark.server
 def test_a_crash_no_flag_fixes_is_reported_as_such(binary: ServerBinary, tmp_path: Path) -> None:
     main, sidecar = write_tiny_model(tmp_path / "mm.gguf", TinyModelSpec(layout="sidecar", sidecar_from=mismatched_sidecar("embd")))
-    args = ["-t", "1", "-md", str(sidecar), *MTP3]
+    args = ServerArgs.of(["-t", "1", "-md", str(sidecar), *MTP3])
     ok, _, crash = decodes_with_mtp(binary, main, args, tmp_path / "as-given.log")
     assert not ok and crash is not None and "MTP input row width must match" in crash.message
     search = find_workaround(binary, main, args, tmp_path, crash=crash)
@@ -92,7 +93,7 @@ def test_a_crash_no_flag_fixes_is_reported_as_such(binary: ServerBinary, tmp_pat
 def test_quantized_head_crash_on_cpus_with_an_extra_buffer_type(binary: ServerBinary, tmp_path: Path) -> None:
     """The crash of issue 12: a Q8_0 head, on a CPU whose ggml build repacks Q8_0 (AMX)."""
     (model,) = write_tiny_model(tmp_path / "q8.gguf", TinyModelSpec(head_type="Q8_0"))
-    args = ["-t", "1", *MTP3]
+    args = ServerArgs.of(["-t", "1", *MTP3])
     ok, outcome, crash = decodes_with_mtp(binary, model, args, tmp_path / "as-given.log")
     if ok:
         pytest.skip(f"a Q8_0 MTP head does not crash this build on this CPU ({_cpu_flags()}); "

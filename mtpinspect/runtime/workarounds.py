@@ -20,20 +20,21 @@ from mtpinspect.errors import ServerError
 from mtpinspect.runtime.crash import Crash, crash_of
 from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.flags import (
-    BATCH_FLAGS,
-    DRAFT_CACHE_TYPE_FLAGS,
-    DRAFT_GPU_LAYERS_FLAGS,
-    DRAFT_MODEL_FLAGS,
-    FLASH_ATTN_FLAGS,
-    GPU_LAYERS_FLAGS,
-    N_MAX_FLAGS,
-    NO_REPACK_FLAGS,
-    OVERRIDE_TENSOR_FLAGS,
-    SPLIT_MODE_FLAGS,
-    THREADS_FLAGS,
-    flag_value,
-    has_flag,
-    without_flags,
+    BATCH,
+    DRAFT_CACHE_TYPE_K,
+    DRAFT_CACHE_TYPE_V,
+    DRAFT_GPU_LAYERS,
+    DRAFT_MODEL,
+    FLASH_ATTN,
+    GPU_LAYERS,
+    N_MAX,
+    NO_REPACK,
+    OVERRIDE_TENSOR,
+    SPLIT_MODE,
+    THREADS,
+    UBATCH,
+    Flag,
+    ServerArgs,
 )
 from mtpinspect.runtime.server import LlamaServer, ServerProcessError
 
@@ -59,24 +60,28 @@ class Workaround(str, enum.Enum):
     def reason(self) -> str:
         return _REASONS[self]
 
-    def apply(self, args: Sequence[str], mtp_block: int | None = None) -> list[str] | None:
+    def apply(self, args: ServerArgs, mtp_block: int | None = None) -> ServerArgs | None:
         """``args`` with this change made, or None when the change does not apply to them."""
-        args = list(args)
         if self is Workaround.DEFAULT_BATCH:
-            return without_flags(args, BATCH_FLAGS) if has_flag(args, BATCH_FLAGS) else None
+            return args.without(BATCH, UBATCH) if args.has(BATCH, UBATCH) else None
         if self is Workaround.NO_TENSOR_SPLIT:
-            return without_flags(args, SPLIT_MODE_FLAGS) if flag_value(args, SPLIT_MODE_FLAGS) == "tensor" else None
+            return args.without(SPLIT_MODE) if args.value(SPLIT_MODE) == "tensor" else None
         if self is Workaround.DRAFT_CACHE_F16:
-            return without_flags(args, DRAFT_CACHE_TYPE_FLAGS) if has_flag(args, DRAFT_CACHE_TYPE_FLAGS) else None
+            draft_cache = (DRAFT_CACHE_TYPE_K, DRAFT_CACHE_TYPE_V)
+            return args.without(*draft_cache) if args.has(*draft_cache) else None
         if self is Workaround.NO_REPACK:
-            return None if has_flag(args, NO_REPACK_FLAGS) else [*args, "--no-repack"]
+            return None if args.has(NO_REPACK) else args.added(*NO_REPACK.spelled())
         if self is Workaround.FLASH_ATTN_OFF:
-            return None if flag_value(args, FLASH_ATTN_FLAGS) == "off" else [*without_flags(args, FLASH_ATTN_FLAGS), "-fa", "off"]
+            return _set(args, FLASH_ATTN, "off")
         if self is Workaround.ONE_THREAD:
-            return None if flag_value(args, THREADS_FLAGS) == "1" else [*without_flags(args, THREADS_FLAGS), "-t", "1"]
+            return _set(args, THREADS, "1")
         if self is Workaround.N_MAX_1:
-            return None if flag_value(args, N_MAX_FLAGS) == "1" else [*without_flags(args, N_MAX_FLAGS), "--spec-draft-n-max", "1"]
+            return _set(args, N_MAX, "1")
         return _head_on_cpu(args, mtp_block)
+
+
+def _set(args: ServerArgs, flag: Flag, value: str) -> ServerArgs | None:
+    return None if args.value(flag) == value else args.without(flag).added(*flag.spelled(value))
 
 
 _REASONS = {
@@ -91,15 +96,13 @@ _REASONS = {
 }
 
 
-def _head_on_cpu(args: list[str], mtp_block: int | None) -> list[str] | None:
-    if has_flag(args, DRAFT_MODEL_FLAGS):
-        if flag_value(args, DRAFT_GPU_LAYERS_FLAGS) == "0":
-            return None
-        return [*without_flags(args, DRAFT_GPU_LAYERS_FLAGS), "-ngld", "0"]
-    if flag_value(args, GPU_LAYERS_FLAGS) in (None, "0") or has_flag(args, OVERRIDE_TENSOR_FLAGS):
+def _head_on_cpu(args: ServerArgs, mtp_block: int | None) -> ServerArgs | None:
+    if args.has(DRAFT_MODEL):
+        return _set(args, DRAFT_GPU_LAYERS, "0")
+    if args.value(GPU_LAYERS) in (None, "0") or args.has(OVERRIDE_TENSOR):
         return None  # nothing on a GPU, or the user already places tensors: leave that to them
     pattern = rf"blk\.{mtp_block}\.=CPU" if mtp_block is not None else r"\.nextn\.=CPU"
-    return [*args, "-ot", pattern]
+    return args.added(*OVERRIDE_TENSOR.spelled(pattern))
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ class Trial:
     """One change, tried: the arguments it ran with and what happened."""
 
     workaround: Workaround
-    args: tuple[str, ...]
+    args: ServerArgs
     ok: bool
     outcome: str  # "starts and decodes", or the crash / failure in one line
 
@@ -132,7 +135,7 @@ class WorkaroundSearch:
 
 
 def decodes_with_mtp(
-    binary: ServerBinary, model: Path, args: Sequence[str], log_path: Path, *, startup_timeout: float = 120.0
+    binary: ServerBinary, model: Path, args: ServerArgs, log_path: Path, *, startup_timeout: float = 120.0
 ) -> tuple[bool, str, Crash | None]:
     """Start the server, decode a few tokens, and check that MTP was on: (ok, outcome, crash)."""
     server = LlamaServer(binary, model, args, log_path=log_path, startup_timeout=startup_timeout)
@@ -155,7 +158,7 @@ def decodes_with_mtp(
 def find_workaround(
     binary: ServerBinary,
     model: Path,
-    args: Sequence[str],
+    args: ServerArgs,
     log_dir: Path,
     *,
     crash: Crash | None = None,
@@ -172,7 +175,7 @@ def find_workaround(
             continue
         log_path = log_dir / f"workaround-{len(trials) + 1}.log"
         ok, outcome, _ = decodes_with_mtp(binary, model, changed, log_path, startup_timeout=startup_timeout)
-        trials.append(Trial(workaround, tuple(changed), ok, outcome))
+        trials.append(Trial(workaround, changed, ok, outcome))
         if ok:
             break
     return WorkaroundSearch(crash, tuple(trials))
