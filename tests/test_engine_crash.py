@@ -13,17 +13,28 @@ reported as a skip, with the CPU's features, where it does not.
 
 from __future__ import annotations
 
+import io
+import json
 import re
 from pathlib import Path
 
+import jsonschema
 import pytest
 
+from mtpinspect.cli._output import Output
+from mtpinspect.cli.sweep import render
+from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import CrashKind, crash_in_log, crash_of, signal_name
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.flags import BATCH, N_MAX, ServerArgs
 from mtpinspect.runtime.server import LlamaServer, ServerProcessError
 from mtpinspect.runtime.workarounds import Workaround, decodes_with_mtp, find_workaround
+from mtpinspect.sweep import SweepOptions, run_sweep
+from mtpinspect.sweep.journal import Journal
+from mtpinspect.sweep.prompts import Prompt
+from mtpinspect.sweep.report import SweepReport
 from mtpinspect.tiny_model import TinyModelSpec, mismatched_sidecar, write_tiny_model
+from mtpinspect.vocabulary import WorkaroundMode
 
 MTP3 = ["--spec-type", "draft-mtp", "--spec-draft-n-max", "3"]
 SMALL_BATCH = ["-b", "2", "-ub", "2"]
@@ -116,3 +127,78 @@ def test_server_error_carries_what_crash_of_needs(binary: ServerBinary, tmp_path
     pasted = crash_in_log(server.read_log())
     assert pasted is not None and pasted.message == crash.message
 
+
+
+# -- sweep: survives and explains ---------------------------------------------------------------
+
+SWEEP_PROMPTS = (
+    Prompt("c1", "code", "def fibonacci(n: int) -> int:\n    "),
+    Prompt("c2", "code", "SELECT name, total FROM orders WHERE"),
+)
+SWEEP_SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[1] / "mtpinspect" / "schemas" / "sweep.schema.json").read_text(encoding="utf-8")
+)
+
+
+def _sweep(binary: ServerBinary, tmp_path: Path, **changes: object) -> SweepReport:
+    (model,) = _tiny(tmp_path)
+    options = SweepOptions(**{  # type: ignore[arg-type]
+        "n_max": (1, 3), "repeat": 2, "prompts": SWEEP_PROMPTS, "n_predict": 24, "server": binary.path,
+        "out_dir": tmp_path / "out", "server_args": ("-t", "1", *SMALL_BATCH), "plot": False, **changes,
+    })
+    report = run_sweep(model, options)
+    jsonschema.validate(to_jsonable(report), SWEEP_SCHEMA)
+    return report
+
+
+@pytest.mark.server
+def test_sweep_retries_a_crashing_configuration_with_the_verified_change(binary: ServerBinary, tmp_path: Path) -> None:
+    report = _sweep(binary, tmp_path)
+    by_config = {g.configuration: g for g in report.results}
+    # n-max 1 fits a 2-token batch (1 + 1 tokens) and runs as planned; n-max 3 crashes and is retried.
+    assert by_config["n-max-1"].workaround is None and by_config["n-max-1"].runs == 4
+    retried = by_config["n-max-3"]
+    assert retried.workaround is Workaround.DEFAULT_BATCH and retried.runs == 4 and retried.acceptance == 1.0
+    assert "-b" not in retried.command and retried.shown_label == "n-max 3 [without -b/-ub]"
+    (entry,) = report.crashes
+    assert entry.configuration == "n-max-3" and entry.crash.kind is CrashKind.ASSERT
+    assert entry.workaround is Workaround.DEFAULT_BATCH
+    assert [t.workaround for t in entry.tried] == [Workaround.DEFAULT_BATCH] and entry.tried[0].ok
+    # The journal says which runs were measured with the change, and the crash that made it needed.
+    records = Journal(tmp_path / "out" / "runs.jsonl").read().records
+    assert {r["workaround"] for r in records if r["kind"] == "run" and r["configuration"] == "n-max-3" and r["status"] == "ok"} == {"without -b/-ub"}
+    assert any(r["kind"] == "workaround" and r["fix"] == "without -b/-ub" for r in records)
+    # Rounds alternate, so n-max 3 ends round 1 and opens round 2 on one server: one crash, one search,
+    # then one start with the change for the runs of both rounds.
+    n3_starts = [r for r in records if r["kind"] == "server" and r["configuration"] == "n-max-3"]
+    assert [s["workaround"] for s in n3_starts] == [None, "without -b/-ub"]
+    assert n3_starts[0]["crash"]["kind"] == "assert" and n3_starts[1]["crash"] is None
+
+    text = io.StringIO()
+    render(report, Output("table", stream=text))
+    shown = text.getvalue()
+    assert "Engine crashes with MTP" in shown and "n-max 3 [without -b/-ub]" in shown
+    assert "tried without -b/-ub: starts and decodes" in shown
+
+
+@pytest.mark.server
+def test_sweep_says_mtp_crashes_when_no_change_is_tried(binary: ServerBinary, tmp_path: Path) -> None:
+    report = _sweep(binary, tmp_path, n_max=(3,), repeat=1, workaround=WorkaroundMode.off)
+    assert report.recommendation.n_max is None
+    assert report.recommendation.reason.startswith("leave MTP off: MTP crashes this llama-server build on this machine (n-max 3: SIGABRT: GGML_ASSERT(add_ok")
+    assert report.recommendation.reason.endswith("while the baseline runs")
+    (entry,) = report.crashes
+    assert entry.workaround is None and entry.tried == []
+    (group,) = [g for g in report.results if g.configuration == "n-max-3"]
+    assert group.runs == 0 and group.crash is not None and "batch must be large enough" in group.crash.message
+
+
+@pytest.mark.server
+def test_sweep_reuses_a_verified_change_for_the_next_crashing_configuration(binary: ServerBinary, tmp_path: Path) -> None:
+    report = _sweep(binary, tmp_path, n_max=(2, 3), repeat=1)
+    crashes = {c.configuration: c for c in report.crashes}
+    assert set(crashes) == {"n-max-2", "n-max-3"}
+    assert all(c.workaround is Workaround.DEFAULT_BATCH for c in crashes.values())
+    assert len(crashes["n-max-2"].tried) == 1 and crashes["n-max-3"].tried == []  # found once, then reused
+    records = Journal(tmp_path / "out" / "runs.jsonl").read().records
+    assert sum(1 for r in records if r["kind"] == "workaround") == 1

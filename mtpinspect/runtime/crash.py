@@ -17,6 +17,7 @@ import enum
 import re
 import signal
 from dataclasses import dataclass
+from typing import ClassVar
 
 # Signals that mean the program itself broke, as opposed to being stopped from outside.
 CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGABRT, signal.SIGILL, signal.SIGBUS, signal.SIGFPE})
@@ -36,11 +37,19 @@ class CrashKind(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Crash:
+    json_properties: ClassVar[dict[str, str]] = {"summary": "summary"}
+
     kind: CrashKind
     signal: str | None  # "SIGSEGV", "SIGABRT", ... when known
     message: str  # the assert condition, the exception's what(), the GPU error, or the signal's meaning
     where: str | None  # "common/speculative.cpp:1376" when the engine printed it
     lines: tuple[str, ...]  # the log's last meaningful lines (no debugger noise)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Crash:
+        """A crash as a journal holds it (its JSON form)."""
+        return cls(CrashKind(data["kind"]), data.get("signal"), str(data.get("message", "")), data.get("where"),
+                   tuple(str(line) for line in data.get("lines") or ()))
 
     @property
     def summary(self) -> str:
