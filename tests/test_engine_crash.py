@@ -23,6 +23,7 @@ import pytest
 
 from mtpinspect.cli._output import Output
 from mtpinspect.cli.sweep import render
+from mtpinspect.diagnosis import diagnose
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import CrashKind, crash_in_log, crash_of, signal_name
 from mtpinspect.runtime.find import ServerBinary, find_server
@@ -74,7 +75,7 @@ def test_small_batch_crash_is_an_assert_and_dropping_the_batch_flags_fixes_it(bi
     assert search.fix is not None and search.fix.workaround is Workaround.DEFAULT_BATCH
     assert search.trials == (search.fix,)  # the cheapest change worked, so nothing else ran
     assert not search.fix.args.has(BATCH) and search.fix.args.value(N_MAX) == "3"
-    assert search.summary == "verified: starts and decodes with without -b/-ub"
+    assert search.summary == "verified: starts and decodes without -b/-ub"
 
 
 @pytest.mark.server
@@ -135,9 +136,9 @@ SWEEP_PROMPTS = (
     Prompt("c1", "code", "def fibonacci(n: int) -> int:\n    "),
     Prompt("c2", "code", "SELECT name, total FROM orders WHERE"),
 )
-SWEEP_SCHEMA = json.loads(
-    (Path(__file__).resolve().parents[1] / "mtpinspect" / "schemas" / "sweep.schema.json").read_text(encoding="utf-8")
-)
+SCHEMAS = Path(__file__).resolve().parents[1] / "mtpinspect" / "schemas"
+SWEEP_SCHEMA = json.loads((SCHEMAS / "sweep.schema.json").read_text(encoding="utf-8"))
+DIAGNOSE_SCHEMA = json.loads((SCHEMAS / "diagnose.schema.json").read_text(encoding="utf-8"))
 
 
 def _sweep(binary: ServerBinary, tmp_path: Path, **changes: object) -> SweepReport:
@@ -202,3 +203,49 @@ def test_sweep_reuses_a_verified_change_for_the_next_crashing_configuration(bina
     assert len(crashes["n-max-2"].tried) == 1 and crashes["n-max-3"].tried == []  # found once, then reused
     records = Journal(tmp_path / "out" / "runs.jsonl").read().records
     assert sum(1 for r in records if r["kind"] == "workaround") == 1
+
+
+# -- diagnose: names the crash, finds the fix by experiment, reads crash logs ------------------
+
+CASE_LOGS = Path(__file__).resolve().parents[1] / "cases" / "logs"
+CRASH_CASES = [e for e in json.loads((CASE_LOGS / "index.json").read_text(encoding="utf-8")) if e["kind"] == "crash"]
+
+
+@pytest.mark.server
+def test_diagnose_names_the_crash_and_the_verified_change(binary: ServerBinary, tmp_path: Path) -> None:
+    (model,) = _tiny(tmp_path)
+    report = diagnose(str(model), server=binary.path, n_predict=24,
+                      server_args=("-t", "1", *SMALL_BATCH, *MTP3))
+    top = report.causes[0]
+    assert top.code == "MTP_ENGINE_CRASH" and top.confidence_word == "high"
+    assert "GGML_ASSERT(add_ok" in top.message and "decodes without it" in top.message
+    assert top.fix.startswith("verified: starts and decodes without -b/-ub: llama-server -m ")
+    assert " -b " not in top.fix and "--spec-draft-n-max 3" in top.fix
+    given = report.probe.as_given if report.probe else None
+    assert given is not None and given.crash is not None and given.workarounds is not None
+    assert given.workarounds.fix is not None and given.workarounds.fix.workaround is Workaround.DEFAULT_BATCH
+    # The probe's own n-max 3 crashed the same way and was measured with the change.
+    assert [c.configuration for c in report.probe.crashes] == ["n-max-3"]
+    measured = [f for f in report.probe.figures if f.n_max == 3]
+    assert measured and all(f.acceptance == 1.0 for f in measured)
+    document = to_jsonable(report)
+    jsonschema.validate(document, DIAGNOSE_SCHEMA)
+    assert document["probe"]["as_given"]["workarounds"]["summary"] == "verified: starts and decodes without -b/-ub"
+
+
+@pytest.mark.parametrize("case", CRASH_CASES, ids=[c["file"] for c in CRASH_CASES])
+def test_diagnose_log_recognises_real_crash_reports(case: dict) -> None:
+    report = diagnose(log_files=[CASE_LOGS / case["file"]])
+    assert report.causes, case["file"]
+    assert report.causes[0].code == case["expect"]["causes"][0], (case["file"], [c.code for c in report.causes])
+    (log,) = report.logs
+    assert log.crash is not None
+
+
+def test_crash_log_suggestions_follow_the_signature() -> None:
+    fattn = diagnose(log_files=[CASE_LOGS / "llama.cpp-gemma4-sm-tensor-mtp-fattn-579.log"]).causes[0]
+    assert fattn.code == "MTP_ENGINE_CRASH" and fattn.confidence_word == "high"
+    assert fattn.fix.startswith("try, one change at a time: ")
+    assert fattn.fix.removeprefix("try, one change at a time: ").startswith("-fa off, ")  # fattn.cu aborted
+    gpu = diagnose(log_files=[CASE_LOGS / "vllm-qwen36-27b-fp8-mtp-illegal-memory-access.log"]).causes[0]
+    assert gpu.code == "MTP_ENGINE_CRASH" and "MTP head on the CPU" in gpu.fix.split(";")[0]

@@ -333,7 +333,7 @@ def _render_crashes(report: SweepReport, out: Output) -> None:
     out.heading("Engine crashes with MTP")
     for entry in report.crashes:
         if entry.workaround is not None:
-            outcome = f"ran with {entry.workaround.value} (its rows are marked [{entry.workaround.value}])"
+            outcome = f"ran {entry.workaround.phrase} (its rows are marked [{entry.workaround.value}])"
         elif entry.tried:
             outcome = "no single change made it start and decode"
         else:

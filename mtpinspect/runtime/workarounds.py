@@ -12,12 +12,14 @@ MTP still on: a verified fix, not a guess. Used by `diagnose` (the probe) and `s
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from mtpinspect.errors import ServerError
-from mtpinspect.runtime.crash import Crash, crash_of
+from mtpinspect.runtime.crash import Crash, CrashKind, crash_of
 from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.flags import (
     BATCH,
@@ -59,6 +61,11 @@ class Workaround(str, enum.Enum):
     @property
     def reason(self) -> str:
         return _REASONS[self]
+
+    @property
+    def phrase(self) -> str:
+        """How the change reads after a verb: "with --no-repack", "without -b/-ub"."""
+        return self.value if self.value.startswith("without") else f"with {self.value}"
 
     def apply(self, args: ServerArgs, mtp_block: int | None = None) -> ServerArgs | None:
         """``args`` with this change made, or None when the change does not apply to them."""
@@ -105,6 +112,26 @@ def _head_on_cpu(args: ServerArgs, mtp_block: int | None) -> ServerArgs | None:
     return args.added(*OVERRIDE_TENSOR.spelled(pattern))
 
 
+# What a crash seen in a log points at: (pattern over the crash and the log, the changes it suggests).
+_SIGNS: tuple[tuple[re.Pattern[str], tuple[Workaround, ...]], ...] = (
+    (re.compile(r"batch must be large enough"), (Workaround.DEFAULT_BATCH, Workaround.N_MAX_1)),
+    (re.compile(r"split[-_ ]mode\W+tensor|-sm tensor|backend-meta|\bmeta\b.*backend", re.IGNORECASE), (Workaround.NO_TENSOR_SPLIT,)),
+    (re.compile(r"-ctkd|-ctvd|spec-draft-type-[kv]|cache-type-[kv]-draft|type_[kv]_draft"), (Workaround.DRAFT_CACHE_F16,)),
+    (re.compile(r"fattn|flash[-_ ]?attn", re.IGNORECASE), (Workaround.FLASH_ATTN_OFF,)),
+    (re.compile(r"CPU_REPACK|\bAMX\b|repack", re.IGNORECASE), (Workaround.NO_REPACK,)),
+)
+
+
+def suggest(crash: Crash, log_text: str = "") -> list[Workaround]:
+    """The changes to try, most likely first, for a crash seen in a log (no experiment possible): what the
+    crash text and the log point at, then GPU faults' usual suspects, then the rest of the catalogue."""
+    text = "\n".join([crash.message, crash.where or "", *crash.lines, log_text])
+    ranked: list[Workaround] = [w for pattern, changes in _SIGNS if pattern.search(text) for w in changes]
+    if crash.kind is CrashKind.GPU_FAULT:
+        ranked += [Workaround.HEAD_ON_CPU, Workaround.FLASH_ATTN_OFF, Workaround.NO_TENSOR_SPLIT]
+    return list(dict.fromkeys([*ranked, *Workaround]))
+
+
 @dataclass(frozen=True)
 class Trial:
     """One change, tried: the arguments it ran with and what happened."""
@@ -117,6 +144,8 @@ class Trial:
 
 @dataclass(frozen=True)
 class WorkaroundSearch:
+    json_properties: ClassVar[dict[str, str]] = {"fix": "fix", "summary": "summary"}
+
     crash: Crash | None  # the crash being worked around, as first seen
     trials: tuple[Trial, ...]
 
@@ -129,7 +158,7 @@ class WorkaroundSearch:
     def summary(self) -> str:
         fix = self.fix
         if fix is not None:
-            return f"verified: starts and decodes with {fix.workaround.value}"
+            return f"verified: starts and decodes {fix.workaround.phrase}"
         tried = ", ".join(t.workaround.value for t in self.trials) or "no change applies to these arguments"
         return f"no single change made it start and decode (tried: {tried})"
 

@@ -155,7 +155,7 @@ class TrialRecord:
     workaround: Workaround
     ok: bool
     outcome: str
-    command: list[str]
+    args: list[str]  # the llama-server arguments it ran with (the model and port aside)
 
 
 @dataclass
@@ -175,7 +175,7 @@ class WorkaroundRecord:
         return cls(
             configuration=data["configuration"],
             crash=Crash.from_dict(data["crash"]) if isinstance(data.get("crash"), dict) else None,
-            trials=[TrialRecord(Workaround(t["workaround"]), bool(t["ok"]), str(t["outcome"]), list(t["command"]))
+            trials=[TrialRecord(Workaround(t["workaround"]), bool(t["ok"]), str(t["outcome"]), list(t["args"]))
                     for t in data.get("trials") or []],
             fix=Workaround(data["fix"]) if data.get("fix") else None,
             settings=data["settings"],
