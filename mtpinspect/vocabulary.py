@@ -60,6 +60,25 @@ class RuntimeStatus(Word):
         return self in (RuntimeStatus.supported, RuntimeStatus.at_risk)
 
 
+class OriginKind(Word):
+    """Who made (and quantized) a checkpoint (inspection/origin.py)."""
+
+    maker = "maker"  # the family's maker: its own release
+    first_party_quantizer = "first-party-quantizer"  # nvidia, RedHatAI, amd: quantize with the serving stack in mind
+    third_party = "third-party"
+    unknown = "unknown"
+
+
+class OriginSignal(Word):
+    """The signal that decided who made a checkpoint, strongest first."""
+
+    card = "model card"
+    hub_repo = "Hub repo id"
+    cache_folder = "HF cache folder"
+    name_or_path = "config.json _name_or_path"
+    format = "quantization format"
+
+
 class Conversion(Word):
     """What llama.cpp's convert_hf_to_gguf.py does with a family's MTP head."""
 

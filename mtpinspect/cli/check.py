@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from mtpinspect.cli._args import codes_option, format_option
 from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.inspection.report import FINDINGS, CheckReport
-from mtpinspect.vocabulary import PARTIAL, RuntimeStatus
+from mtpinspect.vocabulary import PARTIAL, OriginKind, RuntimeStatus
+
+if TYPE_CHECKING:
+    from mtpinspect.inspection.origin import Origin
 
 
 def _size(n: int | None) -> str:
@@ -29,6 +34,12 @@ def _quant_text(report: CheckReport) -> str:
     return f"{q.method}{algo}, {q.excluded_count} exclusions ({q.exclusion_key or '-'}), {excluded}"
 
 
+def _origin_text(origin: Origin) -> str:
+    if origin.kind is OriginKind.unknown:
+        return "unknown: " + "; ".join(origin.missing)
+    return f"{origin.kind}" + (f": {origin.who}" if origin.who else "") + f" (decided by the {origin.decided_by})"
+
+
 def render(report: CheckReport, out: Output) -> None:
     out.lead(report.verdict)
     rev = f" @ {report.revision}" if report.revision else ""
@@ -44,6 +55,7 @@ def render(report: CheckReport, out: Output) -> None:
             {"item": "layout", "value": report.layout},
             {"item": "architecture", "value": report.architecture.get("gguf_architecture") or report.architecture.get("model_type")},
             {"item": "quantization", "value": _quant_text(report)},
+            *([{"item": "made by", "value": _origin_text(report.origin)}] if report.origin else []),
             {"item": "MTP size", "value": f"{_size(size.bytes)}, {size.parameters or 0:,} parameters{share}"},
         ],
         ["item", "value"],

@@ -7,9 +7,12 @@ mtpinspect.jsonable); the finding codes are a fixed catalogue (FINDINGS) so scri
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mtpinspect.vocabulary import Layout, MtpExcluded, RuntimeStatus, Severity, SourceKind
+
+if TYPE_CHECKING:
+    from mtpinspect.inspection.origin import Origin
 
 # code -> (what it means, default severity). README and `check --codes` print this table.
 FINDINGS: dict[str, tuple[str, Severity]] = {
@@ -91,6 +94,7 @@ class CheckReport:
     bytes_total: int
     requests: int
     notes: list[str] = field(default_factory=list)
+    origin: Origin | None = None  # who made the checkpoint, for HF checkpoints (None for GGUF)
 
     @property
     def exit_code(self) -> int:

@@ -83,6 +83,7 @@ def assemble_report(ev: Evidence) -> CheckReport:
         bytes_total=total,
         requests=meter.requests,
         notes=[n for n in b.notes if n],
+        origin=b.origin,
     )
 
 
