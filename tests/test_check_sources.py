@@ -46,16 +46,18 @@ def test_sidecar_found_beside_main_file(tmp_path: Path) -> None:
     assert f"-md {side}" in report.runtimes["llama.cpp"].command
 
 
-@pytest.mark.parametrize("kind", ["embd", "vocab", "layers"])
-def test_mismatched_sidecar_named_explicitly(tmp_path: Path, kind: str) -> None:
+# What llama-server does with each (tiny_model.MISMATCHES): another width aborts at start, a smaller
+# vocabulary on the first draft; another depth starts and drafts with a head made for another model.
+@pytest.mark.parametrize(("kind", "status"), [("embd", "unsupported"), ("vocab", "unsupported"), ("layers", "at-risk")])
+def test_mismatched_sidecar_named_explicitly(tmp_path: Path, kind: str, status: str) -> None:
     (main,) = write_tiny_model(tmp_path / "main.gguf", TinyModelSpec(nextn=False))
     (tmp_path / "other").mkdir()
     other = write_tiny_model(tmp_path / "other" / "x.gguf", TinyModelSpec(layout="sidecar", sidecar_from=mismatched_sidecar(kind)))
     sidecar = next(p for p in other if p.name.startswith("mtp-"))
     report = mtpinspect.check(str(main), mtp_file=str(sidecar))
     assert "SIDECAR_MISMATCH" in report.codes(), report.codes()
-    assert report.runtimes["llama.cpp"].status == "unsupported"
-    assert report.exit_code == 1
+    assert report.runtimes["llama.cpp"].status == status
+    assert report.exit_code == (1 if status == "unsupported" else 0)
 
 
 def test_no_nextn_gguf_is_not_usable(tmp_path: Path) -> None:
@@ -208,3 +210,4 @@ def test_check_all_ggufs_of_a_repo(tmp_path: Path) -> None:
         assert [d["files"]["gguf"][0] for d in json.loads(proc.stdout)] == sorted(by_file)
         table = cli("check", "acme/Many-GGUF", "--all", env={"HF_ENDPOINT": stub.url}).stdout
         assert "Tiny-TQ1_0.gguf" in table and "LOW_BIT_MTP_HEAD" in table
+
