@@ -16,7 +16,8 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "MTP_PRESENT": ("MTP weights are present: how many layers, and where they were found", Severity.info),
     "NO_MTP": ("The model has no MTP head (the config announces none, or 0, and no MTP tensors exist)", Severity.info),
     "MTP_FROM_TENSORS_ONLY": ("The config names no MTP depth; only the MTP tensors tell (Qwen3-Next)", Severity.info),
-    "MTP_WEIGHTS_MISSING": ("The config announces MTP layers but the checkpoint has no (or fewer) MTP weights", Severity.error),
+    "MTP_WEIGHTS_MISSING": ("The config announces MTP layers but the checkpoint has no (or fewer) MTP weights; worded by "
+                            "origin: the maker never published them, a derivative dropped them, or unknown", Severity.error),
     "MTP_DROPPED_IN_CONVERSION": ("A GGUF of a family that has an MTP head, converted without it", Severity.error),
     "MTP_EXCLUDED": ("The quantization exclusion list keeps every MTP module in high precision", Severity.info),
     "MTP_QUANTIZED": ("The MTP head is quantized (list and header dtypes); judged by who quantized it", Severity.warning),
