@@ -7,9 +7,12 @@ mtpinspect.jsonable); the finding codes are a fixed catalogue (FINDINGS) so scri
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mtpinspect.vocabulary import Layout, MtpExcluded, RuntimeStatus, Severity, SourceKind
+
+if TYPE_CHECKING:
+    from mtpinspect.runtime.verify import MemoryEstimate
 
 # code -> (what it means, default severity). README and `check --codes` print this table.
 FINDINGS: dict[str, tuple[str, Severity]] = {
@@ -33,6 +36,7 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "NEXTN_COUNT_UNSUPPORTED": ("More MTP layers than the architecture's llama.cpp graph accepts", Severity.warning),
     "SEPARATE_DRAFTER": ("MTP drafting uses a separate drafter checkpoint (Gemma 4 gemma4_assistant)", Severity.info),
     "HEADERS_NOT_READ": ("Some MTP shard headers were not read; dtype checks cover the ones that were", Severity.info),
+    "LLAMA_CPP_REFUSED": ("The pinned llama.cpp's own loader refuses the model with draft-mtp (its message quoted)", Severity.error),
 }
 
 @dataclass(frozen=True)
@@ -44,10 +48,20 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Verified:
+    """The engine's own verdict (inspection/engine.py): did llama.cpp start the model with draft-mtp?"""
+
+    ok: bool
+    by: str  # "llama.cpp <commit>"
+    error: str | None  # llama.cpp's own message when it refused
+
+
+@dataclass(frozen=True)
 class RuntimeVerdict:
     status: RuntimeStatus
     reason: str
     command: str | None = None
+    verified: Verified | None = None  # None: only the rules speak (the engine was not asked)
 
 
 @dataclass(frozen=True)
@@ -93,6 +107,8 @@ class CheckReport:
     bytes_read: int
     bytes_total: int
     requests: int
+    # What llama-server would allocate with and without MTP, from llama.cpp's metadata-only load (GGUF only).
+    memory: MemoryEstimate | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
