@@ -27,7 +27,8 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "MTP_PARTIALLY_EXCLUDED": ("Some MTP modules are excluded from quantization, others are not (named)", Severity.warning),
     "FUSED_NAME_MISMATCH": ("The exclusion list names unfused modules (q/k/v_proj, gate/up_proj) that engines fuse", Severity.warning),
     "MTP_SIDECAR": ("The MTP head ships as a separate mtp- GGUF that must be passed with -md", Severity.info),
-    "SIDECAR_MISMATCH": ("The mtp- sidecar does not pair with the main GGUF (arch, n_embd, vocab, blocks, key)", Severity.error),
+    "SIDECAR_MISMATCH": ("The mtp- sidecar does not pair with the main GGUF: arch, n_embd, vocab, key (error: llama-server "
+                         "stops) or trunk depth, tokenizer strings (warning: it drafts with another model's head)", Severity.error),
     "SIDECAR_INCOMPLETE": ("The mtp- sidecar lacks tensors llama.cpp needs to load it as a draft model (token_embd, output_norm)",
                            Severity.error),
     "SIDECAR_NOT_FOUND": ("The main GGUF has no MTP head and no mtp- sidecar was found beside it", Severity.warning),
