@@ -219,3 +219,27 @@ def test_cli_reports_the_engine_verdict_and_memory(helper: Path, tmp_path: Path)
     assert doc["memory"]["context"] == 2048 and doc["memory"]["llama_server_args"][-2:] == ["-c", "2048"]
     rules = json.loads(subprocess.run([*run, "--no-verify", "--format", "json"], capture_output=True, text=True, timeout=120).stdout)
     assert rules["runtimes"]["llama.cpp"]["verified"] is None and rules["memory"] is None
+
+
+def test_memory_estimate_against_the_rss_sweep_measures(helper: Path, tmp_path: Path) -> None:
+    """The estimate is llama.cpp's worst case (compute buffers for a full micro-batch); with a prompt
+    longer than one (-ub 512), sweep's peak RSS with the same flags comes within 15% of it. The tiny
+    model's MTP run sits at that edge (bench/README.md) and is left to the benchmark."""
+    from mtpinspect.sweep import SweepOptions, run_sweep
+    from mtpinspect.tiny_model import spec_for_size
+
+    prompt = tmp_path / "long.txt"
+    prompt.write_text(" ".join(["alpha", "beta", "gamma", "delta", "omega"][i % 5] for i in range(700)), encoding="utf-8")
+    checked = []
+    for size in ("tiny", "heavy"):
+        (model,) = write_tiny_model(tmp_path / f"{size}.gguf", spec_for_size(size, acceptance=0.8))
+        options = SweepOptions(n_max=(3,), repeat=1, prompts=prompt, n_predict=32, server_args=("-c", "4096"),
+                               out_dir=tmp_path / f"sweep-{size}", plot=False)
+        peaks = {g.n_max: g.rss_peak_bytes for g in run_sweep(model, options).results}
+        v = verify(helper, ["-m", str(model), "-np", "1", "-c", "4096", "--spec-type", "draft-mtp", "--spec-draft-n-max", "3"])
+        assert v.memory is not None and v.memory.total_bytes is not None
+        pairs = [(v.memory.without_mtp_bytes, peaks[None])] + ([(v.memory.total_bytes, peaks[3])] if size == "heavy" else [])
+        for estimate, measured in pairs:
+            assert measured and abs(estimate - measured) <= 0.15 * measured, (size, estimate / 2**20, measured / 2**20)
+            checked.append(size)
+    assert checked == ["tiny", "heavy", "heavy"]

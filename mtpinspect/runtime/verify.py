@@ -144,7 +144,7 @@ def verify(helper: Path, args: ServerArgs | Sequence[str], *, timeout: float = T
     said = err.tail().strip().splitlines()
     last = said[-1][:300] if said else "no output on stderr"
     if timed_out.is_set():
-        raise VerifyError(f"{helper.name}: no verdict within {timeout:.0f} s (killed)")
+        raise VerifyError(f"{helper.name}: no verdict within {timeout:g} s (killed)")
     if out.overflow:
         raise VerifyError(f"{helper.name}: printed more than {MAX_STDOUT} bytes (killed)")
     if status < 0:
