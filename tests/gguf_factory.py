@@ -6,7 +6,8 @@ Everything here writes real files (gguf.GGUFReader reads them all, except the br
   data is zeros, made by extending the file sparsely, so claiming GBs costs no disk; ``data_bytes``
   cuts the data short (as in the cases/ corpus).
 - ``write_nextn_gguf(path, ...)``: a glm4moe model with ``blk.L.nextn.*`` MTP tensors (the tiny layout of
-  mtpinspect.tiny_model by default), or its ``mtp-`` sidecar (nextn block only).
+  mtpinspect.tiny_model by default), or its ``mtp-`` sidecar (MTP block and the shared embedding/output
+  tensors, or the MTP block alone).
 - ``write_big_gguf(path, size_gib=8)``: a realistic header (150k-token BPE vocabulary with scores, token
   types and merges; about 1,000 tensors of mixed ggml types, MTP block included) over GBs of sparse data.
 - ``write_bad_gguf(path, problem)``: one file per entry of ``BAD_GGUF_PROBLEMS`` (truncated, not a GGUF,
@@ -171,13 +172,15 @@ def glm4moe_metadata(dims: Glm4MoeDims) -> dict[str, Any]:
 
 
 def glm4moe_tensors(
-    dims: Glm4MoeDims, types: Mapping[str, str] | None = None, *, sidecar: bool = False
+    dims: Glm4MoeDims, types: Mapping[str, str] | None = None, *, sidecar: bool = False, shared: bool = True
 ) -> list[TensorSpec]:
     """Tensor infos of a glm4moe model with its MTP block(s), in the order convert_hf_to_gguf writes them.
 
     ``types`` maps a name without its ``blk.N.`` prefix (e.g. ``"ffn_down_exps.weight"``,
     ``"nextn.eh_proj.weight"``) to a ggml type name; anything unlisted is F32. ``sidecar`` keeps only
-    the MTP blocks, as in an ``mtp-*.gguf`` file (no ``blk.0.attn_norm.weight``).
+    the MTP blocks and the shared embedding and output tensors, as ``convert_hf_to_gguf.py --mtp``
+    writes an ``mtp-*.gguf`` file (no ``blk.0.attn_norm.weight``); ``shared=False`` leaves those out
+    too, as some published sidecars do (llama.cpp cannot load them as a draft model).
     """
     types = types or {}
     e, v, f, fe, x = dims.n_embd, dims.n_vocab, dims.n_ff, dims.n_ff_exp, dims.n_expert
@@ -211,7 +214,7 @@ def glm4moe_tensors(
         ("nextn.shared_head_norm.weight", (e,)),
     ]
     top = [("token_embd.weight", (e, v)), ("output_norm.weight", (e,)), ("output.weight", (e, v))]
-    specs = [] if sidecar else [TensorSpec(n, s, types.get(n, "F32")) for n, s in top]
+    specs = [TensorSpec(n, s, types.get(n, "F32")) for n, s in top] if shared or not sidecar else []
     for il in range(dims.n_layer + dims.n_nextn):
         is_mtp = il >= dims.n_layer
         if not is_mtp and sidecar:
@@ -227,11 +230,13 @@ def write_nextn_gguf(
     dims: Glm4MoeDims = Glm4MoeDims(),
     types: Mapping[str, str] | None = None,
     sidecar: bool = False,
+    shared: bool = True,
     extra_metadata: Mapping[str, Any] | None = None,
 ) -> Path:
     """A glm4moe GGUF with ``glm4moe.nextn_predict_layers`` and ``blk.L.nextn.*`` tensors (data zeros).
 
-    Tokenizer: the ``test`` model with tokens ``t0..t{V-1}``. ``sidecar=True`` writes the MTP-only file.
+    Tokenizer: the ``test`` model with tokens ``t0..t{V-1}``. ``sidecar=True`` writes the MTP file
+    (``shared=False``: without the embedding and output tensors; see glm4moe_tensors).
     """
     metadata: dict[str, Any] = {
         Keys.General.NAME: "tiny-glm4moe-mtp",
@@ -240,7 +245,7 @@ def write_nextn_gguf(
         Keys.Tokenizer.LIST: [f"t{i}" for i in range(dims.n_vocab)],
         **(extra_metadata or {}),
     }
-    return write_gguf(path, arch="glm4moe", metadata=metadata, tensors=glm4moe_tensors(dims, types, sidecar=sidecar))
+    return write_gguf(path, arch="glm4moe", metadata=metadata, tensors=glm4moe_tensors(dims, types, sidecar=sidecar, shared=shared))
 
 
 # -- the big realistic file --------------------------------------------------------------------------
@@ -301,14 +306,24 @@ def big_dims(size_gib: float, n_vocab: int = 150_000) -> Glm4MoeDims:
     return replace(base, n_expert=n_expert, n_expert_used=min(8, n_expert))
 
 
-def write_big_gguf(path: str | os.PathLike[str], *, size_gib: float = 8.0, n_vocab: int = 150_000, seed: int = 0) -> BigGGUF:
+BIG_PARTS = ("bundled", "trunk", "mtp")
+
+
+def write_big_gguf(
+    path: str | os.PathLike[str], *, size_gib: float = 8.0, n_vocab: int = 150_000, seed: int = 0, part: str = "bundled"
+) -> BigGGUF:
     """A header as big as a real large model's, over ~``size_gib`` GiB of sparse zero tensor data.
 
     Keys in convert_hf_to_gguf order: general.*, glm4moe.*, then a gpt2 tokenizer whose ``n_vocab`` tokens,
     scores, token types and merges look like a real BPE vocabulary (byte tokens, words growing longer
-    with rank, some CJK, special tokens last), bos/eos ids and a chat template.
+    with rank, some CJK, special tokens last), bos/eos ids and a chat template. ``part``: the whole
+    model with its MTP block, or the two files of a ``--no-mtp`` / ``--mtp`` conversion: the trunk
+    (no nextn key, block_count L) and its ``mtp-`` sidecar (the MTP block and the shared tensors).
     """
+    if part not in BIG_PARTS:
+        raise ValueError(f"part {part!r}: expected one of {BIG_PARTS}")
     dims = big_dims(size_gib, n_vocab)
+    written_dims = replace(dims, n_nextn=0) if part == "trunk" else dims
     tokens, token_types, merges = bpe_vocab(n_vocab, seed)
     metadata: dict[str, Any] = {
         Keys.General.TYPE: "model",
@@ -316,7 +331,7 @@ def write_big_gguf(path: str | os.PathLike[str], *, size_gib: float = 8.0, n_voc
         Keys.General.SIZE_LABEL: "106B-A12B",
         Keys.General.LICENSE: "mit",
         Keys.General.FILE_TYPE: 15,  # MOSTLY_Q4_K_M
-        **glm4moe_metadata(dims),
+        **{k: v for k, v in glm4moe_metadata(written_dims).items() if part != "trunk" or "nextn" not in k},
         Keys.Tokenizer.MODEL: "gpt2",
         Keys.Tokenizer.PRE: "glm4",
         Keys.Tokenizer.LIST: tokens,
@@ -329,9 +344,9 @@ def write_big_gguf(path: str | os.PathLike[str], *, size_gib: float = 8.0, n_voc
         Keys.Tokenizer.CHAT_TEMPLATE: _CHAT_TEMPLATE,
         Keys.General.QUANTIZATION_VERSION: 2,
     }
-    tensors = glm4moe_tensors(dims, BIG_TYPES)
+    tensors = glm4moe_tensors(written_dims, BIG_TYPES, sidecar=part == "mtp")
     path = write_gguf(path, arch="glm4moe", metadata=metadata, tensors=tensors)
-    return BigGGUF(path, dims, len(tensors), dims.n_layer, path.stat().st_size)
+    return BigGGUF(path, written_dims, len(tensors), dims.n_layer, path.stat().st_size)
 
 
 def _byte_chars() -> list[str]:
