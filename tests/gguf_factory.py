@@ -9,6 +9,8 @@ Everything here writes real files (gguf.GGUFReader reads them all, except the br
   mtpinspect.tiny_model by default), or its ``mtp-`` sidecar (nextn block only).
 - ``write_big_gguf(path, size_gib=8)``: a realistic header (150k-token BPE vocabulary with scores, token
   types and merges; about 1,000 tensors of mixed ggml types, MTP block included) over GBs of sparse data.
+- ``write_split_gguf(path, n_shards=5, ...)``: a split set as gguf-py writes it (``M-00001-of-00005.gguf``...):
+  every key in the first shard, only the ``split.*`` keys in the others.
 - ``write_bad_gguf(path, problem)``: one file per entry of ``BAD_GGUF_PROBLEMS`` (truncated, not a GGUF,
   hostile lengths...), for error-path tests.
 - ``graft_tensors(vocab_gguf, path, tensors)``: a real vocabulary-only GGUF (llama.cpp's
@@ -309,11 +311,21 @@ def write_big_gguf(path: str | os.PathLike[str], *, size_gib: float = 8.0, n_voc
     with rank, some CJK, special tokens last), bos/eos ids and a chat template.
     """
     dims = big_dims(size_gib, n_vocab)
+    tensors = glm4moe_tensors(dims, BIG_TYPES)
+    path = write_gguf(path, arch="glm4moe", metadata=big_metadata(dims, seed=seed), tensors=tensors)
+    return BigGGUF(path, dims, len(tensors), dims.n_layer, path.stat().st_size)
+
+
+def big_metadata(
+    dims: Glm4MoeDims, *, name: str = "Big Test Model Air", size_label: str = "106B-A12B", seed: int = 0
+) -> dict[str, Any]:
+    """The keys of a real Q4_K_M glm4moe conversion, with a ``dims.n_vocab``-token BPE vocabulary."""
+    n_vocab = dims.n_vocab
     tokens, token_types, merges = bpe_vocab(n_vocab, seed)
-    metadata: dict[str, Any] = {
+    return {
         Keys.General.TYPE: "model",
-        Keys.General.NAME: "Big Test Model Air",
-        Keys.General.SIZE_LABEL: "106B-A12B",
+        Keys.General.NAME: name,
+        Keys.General.SIZE_LABEL: size_label,
         Keys.General.LICENSE: "mit",
         Keys.General.FILE_TYPE: 15,  # MOSTLY_Q4_K_M
         **glm4moe_metadata(dims),
@@ -329,9 +341,42 @@ def write_big_gguf(path: str | os.PathLike[str], *, size_gib: float = 8.0, n_voc
         Keys.Tokenizer.CHAT_TEMPLATE: _CHAT_TEMPLATE,
         Keys.General.QUANTIZATION_VERSION: 2,
     }
-    tensors = glm4moe_tensors(dims, BIG_TYPES)
-    path = write_gguf(path, arch="glm4moe", metadata=metadata, tensors=tensors)
-    return BigGGUF(path, dims, len(tensors), dims.n_layer, path.stat().st_size)
+
+
+def write_split_gguf(
+    path: str | os.PathLike[str],
+    *,
+    arch: str,
+    metadata: Mapping[str, Any],
+    tensors: Sequence[TensorSpec],
+    n_shards: int,
+) -> list[Path]:
+    """A split GGUF as gguf-py's GGUFWriter (``--split-max-tensors``) writes it; returns the shard paths.
+
+    ``path`` names the set: ``dir/M.gguf`` gives ``dir/M-00001-of-0000N.gguf``... Tensors are dealt out in
+    order, the same number per shard; each shard's data is zeros and sparse.
+    """
+    per_shard = math.ceil(len(tensors) / n_shards)
+    writer = GGUFWriter(Path(path), arch, split_max_tensors=per_shard)
+    for key, value in metadata.items():
+        _add_kv(writer, key, value)
+    for spec in tensors:
+        writer.add_tensor_info(
+            spec.name, tuple(reversed(spec.shape)), np.dtype(np.float32), spec.nbytes, GGMLQuantizationType[spec.ggml_type]
+        )
+    if len(writer.tensors) != n_shards:
+        raise ValueError(f"{len(tensors)} tensors do not deal out into {n_shards} shards")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    assert writer.fout is not None
+    header_ends = [fout.tell() for fout in writer.fout]
+    paths = writer.format_shard_names(Path(path))
+    data_sizes = [sum(GGUFWriter.ggml_pad(t.nbytes, writer.data_alignment) for t in shard.values()) for shard in writer.tensors]
+    writer.close()
+    for shard_path, header_end, data_size in zip(paths, header_ends, data_sizes):
+        os.truncate(shard_path, GGUFWriter.ggml_pad(header_end, writer.data_alignment) + data_size)
+    return paths
 
 
 def _byte_chars() -> list[str]:
