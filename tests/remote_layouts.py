@@ -10,7 +10,7 @@ sparse hole) and served by the Hub stand-in (tests/hubstub.py):
   shards 2-5);
 - `safetensors-163`: a DeepSeek-V3-like FP8 checkpoint (the real config.json; 91,991 tensors, 641.29 GiB,
   as a public tensor listing of the real 163-file DeepSeek-R1 counts them; an 8.9 MB
-  model.safetensors.index.json) in 163 shards, the MTP layer 61 (1,564 tensors, a 204 KB header) alone
+  model.safetensors.index.json) in 163 shards, the MTP layer 61 (1,564 tensors, a 203 KB header) alone
   in the last;
 - `safetensors-163-mtp4`: the same with layer 61 spread over the last 4 shards (the real repo keeps
   layer 61's own tensors in shard 163 and its experts across the last few).
@@ -130,15 +130,16 @@ def deepseek_v3_tensors(config: Mapping) -> tuple[list[Tensor], list[Tensor]]:
     mtp: list[Tensor] = []
     for layer in range(n_layers, n_layers + config["num_nextn_predict_layers"]):
         p = f"model.layers.{layer}"
+        # The MTP layer's own tensors come last: the real repo keeps them in shard 163.
+        mtp += deepseek_v3_layer(layer, config)
         mtp += [
+            (f"{p}.eh_proj.weight", "BF16", [h, 2 * h]),
+            (f"{p}.embed_tokens.weight", "BF16", [vocab, h]),
             (f"{p}.enorm.weight", "BF16", [h]),
             (f"{p}.hnorm.weight", "BF16", [h]),
-            (f"{p}.eh_proj.weight", "BF16", [h, 2 * h]),
-            (f"{p}.shared_head.norm.weight", "BF16", [h]),
-            (f"{p}.embed_tokens.weight", "BF16", [vocab, h]),
             (f"{p}.shared_head.head.weight", "BF16", [vocab, h]),
+            (f"{p}.shared_head.norm.weight", "BF16", [h]),
         ]
-        mtp += deepseek_v3_layer(layer, config)
     return trunk, mtp
 
 
