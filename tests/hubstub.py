@@ -323,14 +323,21 @@ class _Handler(BaseHTTPRequestHandler):
         logged: list[RequestRecord] = []
 
         def log(nbytes: int) -> RequestRecord:
-            logged.append(
-                RequestRecord(
-                    self.command, file_path, self.headers.get("Range"), reply.status, nbytes, repo_id, self.path,
-                    origin, start, time.perf_counter(),
-                )
+            record = RequestRecord(
+                method=self.command,
+                path=file_path,
+                range=self.headers.get("Range"),
+                status=reply.status,
+                nbytes=nbytes,
+                repo_id=repo_id,
+                url=self.path,
+                origin=origin,
+                start=start,
+                end=time.perf_counter(),
             )
-            stub._record(logged[-1])
-            return logged[-1]
+            logged.append(record)
+            stub._record(record)
+            return record
 
         try:
             self._send(reply, log)
@@ -388,9 +395,7 @@ class HubStub:
     `lfs_redirect` sends `resolve` requests for LFS files to the CDN origin (`.cdn_url`) with a 302.
     """
 
-    def __init__(
-        self, *, tokens: dict[str, set[str]] | None = None, latency: float = 0.0, lfs_redirect: bool = False
-    ) -> None:
+    def __init__(self, *, tokens: dict[str, set[str]] | None = None, latency: float = 0.0, lfs_redirect: bool = False) -> None:
         self._tokens = {token: set(repos) for token, repos in (tokens or {}).items()}
         self._repos: dict[str, _Repo] = {}
         self._records: list[RequestRecord] = []

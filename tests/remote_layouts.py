@@ -57,8 +57,12 @@ def gguf_single(workdir: Path) -> Layout:
     files: dict[str, FileSource] = {f"GLM-4.5-Air-{q}.gguf": big.path for q in ("Q2_K", "Q4_K_M", "Q8_0")}
     files["README.md"] = GGUF_README
     return Layout(
-        "gguf-single", "bench/GLM-4.5-Air-GGUF", files, "bench/GLM-4.5-Air-GGUF:Q4_K_M", "GLM-4.5-Air-Q4_K_M.gguf",
-        "one GGUF per quantization (3 listed), 1,005 tensors, 150k-token vocabulary",
+        name="gguf-single",
+        repo_id="bench/GLM-4.5-Air-GGUF",
+        files=files,
+        source="bench/GLM-4.5-Air-GGUF:Q4_K_M",
+        gguf_entry="GLM-4.5-Air-Q4_K_M.gguf",
+        description="one GGUF per quantization (3 listed), 1,005 tensors, 150k-token vocabulary",
     )
 
 
@@ -67,12 +71,18 @@ def gguf_split(workdir: Path, n_shards: int = 5) -> Layout:
     folder.mkdir(parents=True, exist_ok=True)
     metadata = big_metadata(GLM47_DIMS, name="GLM 4.7", size_label="358B-A32B")
     tensors = glm4moe_tensors(GLM47_DIMS, BIG_TYPES)
-    shards = write_split_gguf(folder / "GLM-4.7-Q4_K_M.gguf", arch="glm4moe", metadata=metadata, tensors=tensors, n_shards=n_shards)
+    shards = write_split_gguf(
+        folder / "GLM-4.7-Q4_K_M.gguf", arch="glm4moe", metadata=metadata, tensors=tensors, n_shards=n_shards
+    )
     files: dict[str, FileSource] = {f"Q4_K_M/{shard.name}": shard for shard in shards}
     files["README.md"] = GGUF_README
     return Layout(
-        f"gguf-split-{n_shards}", "bench/GLM-4.7-GGUF", files, "bench/GLM-4.7-GGUF:Q4_K_M", f"Q4_K_M/{shards[0].name}",
-        f"GLM-4.7-like Q4_K_M split in {n_shards} shards, 1,573 tensors, 151,552-token vocabulary",
+        name=f"gguf-split-{n_shards}",
+        repo_id="bench/GLM-4.7-GGUF",
+        files=files,
+        source="bench/GLM-4.7-GGUF:Q4_K_M",
+        gguf_entry=f"Q4_K_M/{shards[0].name}",
+        description=f"GLM-4.7-like Q4_K_M split in {n_shards} shards, 1,573 tensors, 151,552-token vocabulary",
     )
 
 
@@ -115,9 +125,8 @@ def deepseek_v3_layer(layer: int, config: Mapping) -> list[Tensor]:
 
 
 def _mlp(prefix: str, hidden: int, ff: int) -> list[Tensor]:
-    return _fp8_linear(f"{prefix}.gate_proj", ff, hidden) + _fp8_linear(f"{prefix}.up_proj", ff, hidden) + _fp8_linear(
-        f"{prefix}.down_proj", hidden, ff
-    )
+    gate, up = _fp8_linear(f"{prefix}.gate_proj", ff, hidden), _fp8_linear(f"{prefix}.up_proj", ff, hidden)
+    return gate + up + _fp8_linear(f"{prefix}.down_proj", hidden, ff)
 
 
 def deepseek_v3_tensors(config: Mapping) -> tuple[list[Tensor], list[Tensor]]:
@@ -186,8 +195,12 @@ def deepseek_v3_checkpoint(workdir: Path, mtp_shards: int) -> Layout:
     spread = "alone in the last shard" if mtp_shards == 1 else f"over the last {mtp_shards} shards"
     repo_id = f"bench/DeepSeek-V3{suffix}"
     return Layout(
-        f"safetensors-163{suffix}", repo_id, files, repo_id, None,
-        f"DeepSeek-V3-like FP8, {len(trunk) + len(mtp):,} tensors in 163 shards, MTP layer {spread}",
+        name=f"safetensors-163{suffix}",
+        repo_id=repo_id,
+        files=files,
+        source=repo_id,
+        gguf_entry=None,
+        description=f"DeepSeek-V3-like FP8, {len(trunk) + len(mtp):,} tensors in 163 shards, MTP layer {spread}",
     )
 
 

@@ -403,9 +403,7 @@ def test_download_through_the_redirect(redirecting: HubStub, tmp_path: Path) -> 
     # Access is checked on the Hub, before the redirect: a private file needs the token there.
     with pytest.raises(RepositoryNotFoundError):
         hf_hub_download("org/private", "small.safetensors", cache_dir=tmp_path, endpoint=redirecting.url, token=False)
-    got = hf_hub_download(
-        "org/private", "small.safetensors", cache_dir=tmp_path, endpoint=redirecting.url, token="reader"
-    )
+    got = hf_hub_download("org/private", "small.safetensors", cache_dir=tmp_path, endpoint=redirecting.url, token="reader")
     assert Path(got).read_bytes() == SMALL_LFS
 
 
@@ -419,7 +417,8 @@ def test_range_reads_through_the_redirect(redirecting: HubStub, sparse_shard: Pa
     assert [(r.origin, r.status) for r in log] == [("hub", 302), ("cdn", 206), ("hub", 302), ("cdn", 206)]
     assert [r.range for r in log] == ["bytes=0-100000"] * 2 + [f"bytes=8-{header_len + 7}"] * 2  # Range survives
     assert redirecting.bytes_served("org/model", name) == 100_001 + header_len
-    assert redirecting.traffic("org/model") == Traffic(4, 100_001 + header_len, 4, 1, 2, pytest.approx(log[-1].end - log[0].start))
+    seconds = pytest.approx(log[-1].end - log[0].start)
+    assert redirecting.traffic("org/model") == Traffic(4, 100_001 + header_len, 4, 1, 2, seconds)
 
     fs = HfFileSystem(endpoint=redirecting.url, token=False, skip_instance_cache=True)
     with fs.open(f"org/model/{name}", "rb", block_size=64 * 1024) as handle:
