@@ -10,6 +10,8 @@ Everything here writes real files (gguf.GGUFReader reads them all, except the br
   tensors, or the MTP block alone).
 - ``write_big_gguf(path, size_gib=8)``: a realistic header (150k-token BPE vocabulary with scores, token
   types and merges; about 1,000 tensors of mixed ggml types, MTP block included) over GBs of sparse data.
+- ``write_split_gguf(path, n_shards=5, ...)``: a split set as gguf-py writes it (``M-00001-of-00005.gguf``...):
+  every key in the first shard, only the ``split.*`` keys in the others.
 - ``write_bad_gguf(path, problem)``: one file per entry of ``BAD_GGUF_PROBLEMS`` (truncated, not a GGUF,
   hostile lengths...), for error-path tests.
 - ``graft_tensors(vocab_gguf, path, tensors)``: a real vocabulary-only GGUF (llama.cpp's
@@ -324,14 +326,27 @@ def write_big_gguf(
         raise ValueError(f"part {part!r}: expected one of {BIG_PARTS}")
     dims = big_dims(size_gib, n_vocab)
     written_dims = replace(dims, n_nextn=0) if part == "trunk" else dims
+    metadata = big_metadata(written_dims, seed=seed)
+    if part == "trunk":
+        metadata = {k: v for k, v in metadata.items() if "nextn" not in k}
+    tensors = glm4moe_tensors(written_dims, BIG_TYPES, sidecar=part == "mtp")
+    path = write_gguf(path, arch="glm4moe", metadata=metadata, tensors=tensors)
+    return BigGGUF(path, written_dims, len(tensors), dims.n_layer, path.stat().st_size)
+
+
+def big_metadata(
+    dims: Glm4MoeDims, *, name: str = "Big Test Model Air", size_label: str = "106B-A12B", seed: int = 0
+) -> dict[str, Any]:
+    """The keys of a real Q4_K_M glm4moe conversion, with a ``dims.n_vocab``-token BPE vocabulary."""
+    n_vocab = dims.n_vocab
     tokens, token_types, merges = bpe_vocab(n_vocab, seed)
-    metadata: dict[str, Any] = {
+    return {
         Keys.General.TYPE: "model",
-        Keys.General.NAME: "Big Test Model Air",
-        Keys.General.SIZE_LABEL: "106B-A12B",
+        Keys.General.NAME: name,
+        Keys.General.SIZE_LABEL: size_label,
         Keys.General.LICENSE: "mit",
         Keys.General.FILE_TYPE: 15,  # MOSTLY_Q4_K_M
-        **{k: v for k, v in glm4moe_metadata(written_dims).items() if part != "trunk" or "nextn" not in k},
+        **glm4moe_metadata(dims),
         Keys.Tokenizer.MODEL: "gpt2",
         Keys.Tokenizer.PRE: "glm4",
         Keys.Tokenizer.LIST: tokens,
@@ -344,9 +359,42 @@ def write_big_gguf(
         Keys.Tokenizer.CHAT_TEMPLATE: _CHAT_TEMPLATE,
         Keys.General.QUANTIZATION_VERSION: 2,
     }
-    tensors = glm4moe_tensors(written_dims, BIG_TYPES, sidecar=part == "mtp")
-    path = write_gguf(path, arch="glm4moe", metadata=metadata, tensors=tensors)
-    return BigGGUF(path, written_dims, len(tensors), dims.n_layer, path.stat().st_size)
+
+
+def write_split_gguf(
+    path: str | os.PathLike[str],
+    *,
+    arch: str,
+    metadata: Mapping[str, Any],
+    tensors: Sequence[TensorSpec],
+    n_shards: int,
+) -> list[Path]:
+    """A split GGUF as gguf-py's GGUFWriter (``--split-max-tensors``) writes it; returns the shard paths.
+
+    ``path`` names the set: ``dir/M.gguf`` gives ``dir/M-00001-of-0000N.gguf``... Tensors are dealt out in
+    order, the same number per shard; each shard's data is zeros and sparse.
+    """
+    per_shard = math.ceil(len(tensors) / n_shards)
+    writer = GGUFWriter(Path(path), arch, split_max_tensors=per_shard)
+    for key, value in metadata.items():
+        _add_kv(writer, key, value)
+    for spec in tensors:
+        writer.add_tensor_info(
+            spec.name, tuple(reversed(spec.shape)), np.dtype(np.float32), spec.nbytes, GGMLQuantizationType[spec.ggml_type]
+        )
+    if len(writer.tensors) != n_shards:
+        raise ValueError(f"{len(tensors)} tensors do not deal out into {n_shards} shards")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    assert writer.fout is not None
+    header_ends = [fout.tell() for fout in writer.fout]
+    paths = writer.format_shard_names(Path(path))
+    data_sizes = [sum(GGUFWriter.ggml_pad(t.nbytes, writer.data_alignment) for t in shard.values()) for shard in writer.tensors]
+    writer.close()
+    for shard_path, header_end, data_size in zip(paths, header_ends, data_sizes):
+        os.truncate(shard_path, GGUFWriter.ggml_pad(header_end, writer.data_alignment) + data_size)
+    return paths
 
 
 def _byte_chars() -> list[str]:
