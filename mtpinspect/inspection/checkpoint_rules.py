@@ -25,10 +25,10 @@ from mtpinspect.inspection.support import (
     vllm_command,
 )
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
-from mtpinspect.vocabulary import Conversion, GraphSupport, Layout, RuntimeStatus, Severity
+from mtpinspect.vocabulary import Conversion, GraphSupport, Layout, OriginKind, RuntimeStatus, Severity
 
 
-def _checkpoint_presence(ev: Evidence, b: ReportBuilder) -> None:
+def _checkpoint_presence(ev: Evidence, b: ReportBuilder, origin: Origin) -> None:
     cfg, ck = ev.config, ev.checkpoint
     decl = cfg.mtp if cfg else None
     where = f"{ev.config_file}: {decl.key} = {decl.layers}" if decl else None
@@ -66,8 +66,8 @@ def _checkpoint_presence(ev: Evidence, b: ReportBuilder) -> None:
         b.add(
             "MTP_WEIGHTS_MISSING",
             f"config announces {decl.layers} MTP layer(s) but the checkpoint has weights for {present}: "
-            "a quantization or conversion dropped the head (engines then load garbage or refuse)",
-            lines,
+            f"{_who_lost_the_head(origin)} (engines then load garbage or refuse)",
+            [*lines, *origin.lines()],
         )
     elif not present:
         msg = f"{decl.key} = 0: the model has no MTP head" if decl else "no MTP key in config.json and no MTP tensors"
@@ -87,6 +87,18 @@ def _head_first(names: list[str]) -> list[str]:
 
     order = {n: i for i, n in enumerate(names)}
     return sorted(names, key=lambda n: (rank(n), order[n]))
+
+
+def _who_lost_the_head(origin: Origin) -> str:
+    """How MTP weights a config announces and the checkpoint lacks are worded, by who made the checkpoint:
+    its maker never published them, a derivative dropped them, or nobody can tell."""
+    if origin.is_maker:
+        return f"{origin.who or 'the maker'}, the maker, never published the MTP weights in this release (the config keeps the key)"
+    if origin.kind is OriginKind.unknown:
+        return ("the head is missing; whether its maker never published it or a quantization or conversion dropped it "
+                "cannot be told (nothing says who made this checkpoint)")
+    by = f" by {origin.who}" if origin.who else ""
+    return f"this derivative{by} dropped the head in quantization or conversion; use a release that keeps it"
 
 
 def _quant_findings(b: ReportBuilder, audit: QuantAudit, origin: Origin) -> bool:
@@ -201,7 +213,7 @@ def apply_checkpoint_rules(ev: Evidence, b: ReportBuilder) -> None:
         _gemma(ev, b, mt)
         return
     b.origin = judge_origin(ev)
-    _checkpoint_presence(ev, b)
+    _checkpoint_presence(ev, b, b.origin)
     at_risk = False
     ck = ev.checkpoint
     if ck and ck.mtp.names:
