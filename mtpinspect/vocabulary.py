@@ -138,3 +138,21 @@ class WorkaroundMode(Word):
 
     auto = "auto"  # find a change that gets it running (runtime/workarounds.py) and retry once with it
     off = "off"  # record the crash and go on
+
+
+class Engine(Word):
+    """The inference engine a log comes from."""
+
+    llama_cpp = "llama.cpp"
+    vllm = "vllm"
+    sglang = "sglang"
+    unknown = "unknown"
+
+
+class LogKind(Word):
+    """What a file given to `diagnose --log` is."""
+
+    llama_server = "llama-server"  # llama-server (or llama-cli, llama-speculative-simple) stderr
+    vllm = "vllm"  # a vLLM server log, `vllm bench serve` output or the offline spec_decode example's summary
+    sglang = "sglang"  # an SGLang server log
+    metrics = "metrics"  # a saved Prometheus /metrics page (or a pasted query table of its samples)

@@ -74,9 +74,11 @@ def render(report: DiagnosisReport, out: Output) -> None:
         )
     if report.logs:
         out.table(
-            [{"log": log.path, "kind": log.kind, "drafted": log.drafted, "accepted": log.accepted,
-              "acceptance": _pct(log.acceptance), "failure": log.failure} for log in report.logs],
-            ["log", "kind", "drafted", "accepted", "acceptance", "failure"],
+            [{"log": log.path, "format": "\n".join(log.formats) or log.kind, "drafted": log.drafted,
+              "accepted": log.accepted, "acceptance": _pct(log.acceptance),
+              "mean length": None if log.mean_length is None else f"{log.mean_length:.2f}",
+              "lacks": ", ".join(log.missing) or None, "failure": log.failure} for log in report.logs],
+            ["log", "format", "drafted", "accepted", "acceptance", "mean length", "lacks", "failure"],
             title="Logs",
         )
     for note in report.notes:
@@ -93,8 +95,8 @@ def _cause_codes() -> list[dict[str, object]]:
 @click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF the run uses (default: found beside MODEL).")
 @click.option("--server", metavar="PATH", help="llama-server for the probe (default: $LLAMA_SERVER, PATH, cache, else build).")
 @click.option("--log", "logs", multiple=True, metavar="FILE",
-              help="Log of a run made elsewhere: llama-server stderr, a vLLM log, or a saved /metrics page "
-                   "(llama.cpp, vLLM, SGLang). Repeatable.")
+              help="Log of a run made elsewhere: llama-server stderr, a vLLM or SGLang log (also `vllm bench serve` "
+                   "output), or a saved /metrics page (llama.cpp, vLLM, SGLang). Repeatable.")
 @click.option("--no-probe", is_flag=True, help="Do not run llama-server; use static evidence and logs only.")
 @click.option("--n-predict", "n_predict", type=click.IntRange(min=2), default=64, show_default=True,
               help="Tokens generated per probe request.")
