@@ -110,3 +110,17 @@ def missing_weights_fix(engine: Engine) -> str:
                 "that dropped mtp.*)")
     return ("use a checkpoint that ships the MTP layer's weights (the maker's own, or a quantization that keeps mtp.*: "
             "`mtpinspect check REPO` says which), or leave speculative decoding off")
+
+
+def engine_crash_fix(engine: Engine) -> str | None:
+    """What to try about an MTP crash in a vLLM or SGLang run; None for llama.cpp, whose changes are
+    tried by experiment or suggested from the crash (runtime/workarounds.py)."""
+    if engine is Engine.vllm:
+        return ("the crash is vLLM's: try the latest vLLM release (MTP crashes are fixed release by release) and "
+                "report it with this log; meanwhile try, one at a time: --enforce-eager (no CUDA graphs), without "
+                "--kv-cache-dtype fp8, num_speculative_tokens 1, or serve without --speculative-config")
+    if engine is Engine.sglang:
+        return ("the crash is SGLang's: try the latest SGLang release and report it with this log; meanwhile try, "
+                "one at a time: --disable-cuda-graph, --speculative-num-steps 1, or serve without "
+                "--speculative-algorithm")
+    return None

@@ -125,7 +125,8 @@ def read_log(path: str | Path) -> LogEvidence:
     evidence = _parse(str(file), text, crashed=crash is not None)
     evidence.telling = [line.strip() for line in text.splitlines() if MTP_FAILURE_MARKERS.search(line)][:4]
     evidence.crash = crash
-    evidence.suggested = suggest(crash, text) if crash else []
+    # llama-server changes only make sense for a llama.cpp log; other engines get their own advice (advice.py).
+    evidence.suggested = suggest(crash, text) if crash and evidence.runtime is Engine.llama_cpp else []
     return evidence
 
 

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 from mtpinspect.diagnosis.advice import (
     disagreeing_head_fix,
+    engine_crash_fix,
     failed_start_fix,
     known_bugs,
     missing_weights_fix,
@@ -212,6 +213,7 @@ class CrashEvidence:
     fixed_by: Workaround | None = None
     suggested: tuple[Workaround, ...] = ()  # from a log's signature, when nothing could be tried
     baseline_ran: bool = False  # the same server decodes the model without MTP
+    engine: Engine = Engine.llama_cpp  # whose crash: the fix is said in that engine's terms
 
 
 def _crash_cause(evidence: CrashEvidence, static: StaticEvidence | None, source: EvidenceSource) -> Cause:
@@ -234,6 +236,9 @@ def _crash_cause(evidence: CrashEvidence, static: StaticEvidence | None, source:
                "release, or the pinned one: mtpinspect runtime build), report the crash to llama.cpp with this log, "
                "and leave MTP off meanwhile")
         return Cause("MTP_ENGINE_CRASH", 0.95 if evidence.baseline_ran else 0.85, message, tuple(lines), fix, (source,))
+    other_engine = engine_crash_fix(evidence.engine)
+    if other_engine is not None:
+        return Cause("MTP_ENGINE_CRASH", 0.8, message, tuple(lines), other_engine, (source,))
     order = ", ".join(w.value for w in evidence.suggested[:4]) or "a newer llama.cpp build"
     fix = (f"try, one change at a time: {order}; `mtpinspect diagnose MODEL -- <your llama-server flags>` tries them "
            "on this machine and says which one works")
@@ -521,7 +526,7 @@ def _context_causes(log: LogEvidence, source: EvidenceSource) -> list[Cause]:
 def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvidence) -> list[Cause]:
     causes: list[Cause] = []
     had_sidecar = bool(log.mtp_context and "loading draft model" in log.mtp_context)
-    crash = CrashEvidence(log.crash, suggested=tuple(log.suggested)) if log.crash is not None else None
+    crash = CrashEvidence(log.crash, suggested=tuple(log.suggested), engine=log.runtime) if log.crash is not None else None
     failure = classify_failure([*log.telling, log.failure or ""] if log.failure or log.telling else [],
                                static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log, crash=crash,
                                offered=log.offered_spec_types, engine=log.runtime)
