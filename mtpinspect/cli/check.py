@@ -6,7 +6,8 @@ import click
 
 from mtpinspect.cli._args import codes_option, format_option
 from mtpinspect.cli._output import Output, OutputFormat
-from mtpinspect.inspection.report import FINDINGS, CheckReport
+from mtpinspect.errors import SourceError
+from mtpinspect.inspection.report import FINDINGS, CheckFailure, CheckReport
 from mtpinspect.vocabulary import PARTIAL, RuntimeStatus
 
 
@@ -73,26 +74,42 @@ def render(report: CheckReport, out: Output) -> None:
     out.document(report)
 
 
-def render_all(reports: list[CheckReport], out: Output) -> None:
-    """One row per GGUF model of a repo: which quantizations keep a usable head."""
-    out.text(f"{reports[0].source}: {len(reports)} GGUF model(s)" + (f" @ {reports[0].revision}" if reports[0].revision else ""))
-    rows = [
-        {
-            "file": r.files["gguf"][0] + (f" (+{len(r.files['gguf']) - 1} shards)" if len(r.files["gguf"]) > 1 else ""),
+def render_all(results: list[CheckReport | CheckFailure], out: Output) -> None:
+    """One row per GGUF model of a repo: which quantizations keep a usable head (and which cannot be read)."""
+    first = results[0]
+    out.text(f"{first.source}: {len(results)} GGUF model(s)" + (f" @ {first.revision}" if first.revision else ""))
+    rows = [_failure_row(r) if isinstance(r, CheckFailure) else {
+            "file": _files_text(r.files),
             "layout": r.layout,
             "mtp_layers": r.mtp_layers,
             "mtp_types": ", ".join(f"{t} x{n}" for t, n in r.mtp_types.items()) or "-",
             "llama.cpp": r.runtimes["llama.cpp"].status,
             "findings": ", ".join(c for c in r.codes() if c != "MTP_PRESENT") or "-",
         }
-        for r in reports
+        for r in results
     ]
     out.table(rows, ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "findings"], title="GGUF models", primary=True)
-    best = [r for r in reports if r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
+    best = [r for r in results if isinstance(r, CheckReport) and r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
     if best:
         out.heading("Command")
         out.text(best[0].runtimes["llama.cpp"].command or "")
-    out.document(reports)
+    out.document(results)
+
+
+def _files_text(files: dict[str, list[str]]) -> str:
+    """'m-00001-of-00002.gguf (+1 shards) + mtp-m.gguf': the model's files and the sidecar paired with it."""
+    gguf, sidecar = files["gguf"], files.get("sidecar") or []
+    text = gguf[0] + (f" (+{len(gguf) - 1} shards)" if len(gguf) > 1 else "")
+    return text + (f" + {sidecar[0]}" if sidecar else "")
+
+
+def _failure_row(failure: CheckFailure) -> dict[str, object]:
+    # The message starts with the file's path, which the row already names.
+    name = failure.files["gguf"][0]
+    head, sep, rest = failure.error.partition(": ")
+    error = rest if sep and head.endswith(name) else failure.error
+    return {"file": _files_text(failure.files), "layout": "-", "mtp_layers": "-", "mtp_types": "-", "llama.cpp": "-",
+            "findings": f"error: {error}"}
 
 
 def _finding_codes() -> list[dict[str, str]]:
@@ -106,7 +123,8 @@ def _finding_codes() -> list[dict[str, str]]:
 @click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF to pair with the main GGUF (default: found beside it).")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved `hf auth login`).")
 @click.option("--all", "all_ggufs", is_flag=True,
-              help="Check every GGUF model in the repo or folder (one row each; json: a list of reports).")
+              help="Check every GGUF model in the repo or folder (one row each, a file that cannot be read with its "
+                   "error; json: a list of reports). Exit 2 only when none can be read.")
 @format_option(csv="findings", schema="check")
 @codes_option("finding", _finding_codes)
 def command(
@@ -130,9 +148,11 @@ def command(
     if all_ggufs:
         if file or mtp_file:
             raise click.UsageError("--all checks every GGUF; it does not combine with --file or --mtp-file")
-        reports = check_all(source, revision=revision, token=token)
-        render_all(reports, Output(fmt))
-        return 0 if any(r.usable for r in reports) else 1
+        results = check_all(source, revision=revision, token=token)
+        render_all(results, Output(fmt))
+        if all(isinstance(r, CheckFailure) for r in results):
+            raise SourceError(f"{source}: none of the {len(results)} GGUF models could be read (each row above says why)")
+        return 0 if any(r.usable for r in results) else 1
     report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file)
     render(report, Output(fmt))
     return report.exit_code

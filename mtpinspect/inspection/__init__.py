@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from mtpinspect.errors import MtpinspectError
 from mtpinspect.inspection.evidence import gather
-from mtpinspect.inspection.report import CheckReport
+from mtpinspect.inspection.report import CheckFailure, CheckReport
 from mtpinspect.inspection.verdict import assemble_report
 from mtpinspect.sources.resolve import resolve, resolve_each_gguf
 
@@ -28,10 +29,20 @@ def check(
 
 def check_all(
     source: str, revision: str | None = None, token: str | None = None, *, endpoint: str | None = None
-) -> list[CheckReport]:
-    """`check` every GGUF model in a repo or folder: which quantizations keep a usable MTP head?"""
-    targets = resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint)
-    return [assemble_report(gather(target)) for target in targets]
+) -> list[CheckReport | CheckFailure]:
+    """`check` every GGUF model in a repo or folder: which quantizations keep a usable MTP head? A model
+    that cannot be read (corrupt, cut short, an incomplete split set) is a CheckFailure in its place."""
+    results: list[CheckReport | CheckFailure] = []
+    for target in resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint):
+        error = target.unreadable
+        if error is None:
+            try:
+                results.append(assemble_report(gather(target)))
+                continue
+            except MtpinspectError as exc:
+                error = str(exc)
+        results.append(CheckFailure(target.display, target.kind, target.revision, {"gguf": target.gguf_files}, error))
+    return results
 
 
-__all__ = ["CheckReport", "check", "check_all"]
+__all__ = ["CheckFailure", "CheckReport", "check", "check_all"]

@@ -18,7 +18,8 @@ from mtpinspect.formats.config import ModelConfig, parse_config
 from mtpinspect.formats.gguf import GGUFHeader, GGUFTensor, read_gguf_header
 from mtpinspect.formats.quantization import QUANT_FILES, QuantizationConfig, find_quantization
 from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
-from mtpinspect.sources.filenames import is_mtp_safetensors, is_sidecar_gguf
+from mtpinspect.inspection.pairing import SidecarChoice, choose_sidecar, named_sidecar
+from mtpinspect.sources.filenames import is_mtp_safetensors, sidecar_ggufs
 from mtpinspect.sources.reader import read_json
 from mtpinspect.sources.resolve import Target
 
@@ -106,6 +107,7 @@ class Evidence:
     checkpoint: CheckpointEvidence | None = None
     gguf: GgufEvidence | None = None
     sidecar: GgufEvidence | None = None
+    sidecar_choice: SidecarChoice = field(default_factory=lambda: SidecarChoice([]))  # which sidecar, and why
     other_sidecars: list[str] = field(default_factory=list)  # mtp- files in the repo that were not paired
     unreadable_weights: list[str] = field(default_factory=list)  # pickled weights without an index
     notes: list[str] = field(default_factory=list)
@@ -220,11 +222,22 @@ def gather(target: Target) -> Evidence:
     extra = {name: _json_file(target, name) for name in QUANT_FILES if name in files}
     ev.quant = find_quantization(raw_config, extra)
     if target.gguf_files:
-        ev.gguf = _read_gguf(target, target.gguf_files)
-        if target.sidecar_files:
-            ev.sidecar = _read_gguf(target, target.sidecar_files)
+        read: dict[tuple[str, ...], GgufEvidence] = {}
+
+        def read_once(paths: list[str]) -> GgufEvidence:
+            if tuple(paths) not in read:
+                read[tuple(paths)] = _read_gguf(target, paths)
+            return read[tuple(paths)]
+
+        ev.gguf = read_once(target.gguf_files)
+        if target.sidecar_files is None:
+            ev.sidecar_choice = choose_sidecar(files, target.gguf_files, ev.gguf, read_once)
+        else:
+            ev.sidecar_choice = named_sidecar(target.sidecar_files)
+        if ev.sidecar_choice.files:
+            ev.sidecar = read_once(ev.sidecar_choice.files)
         ev.other_sidecars = sorted(
-            p for p in files if is_sidecar_gguf(p) and p not in target.sidecar_files
+            p for p in sidecar_ggufs(files) if p not in ev.sidecar_choice.files and p not in target.gguf_files
         )
         return ev
     if raw_config is None and not any(p.endswith((".safetensors", ".bin")) for p in files):
@@ -232,5 +245,5 @@ def gather(target: Target) -> Evidence:
     ev.checkpoint = _checkpoint(target, ev.config)
     if ev.checkpoint is None:
         ev.unreadable_weights = _pickled(files)
-    ev.other_sidecars = sorted(p for p in files if is_sidecar_gguf(p))
+    ev.other_sidecars = sorted(sidecar_ggufs(files))
     return ev

@@ -100,7 +100,8 @@ def apply_gguf_rules(ev: Evidence, b: ReportBuilder) -> None:
         b.layout = Layout.sidecar
         b.mtp_layers = s.nextn_layers or len(s.mtp.blocks) if s.mtp.nextn else 0
         b.add("MTP_SIDECAR", f"the MTP head ships as a separate file: {', '.join(s.files)} (pass it with -md)",
-              [f"{s.files[0]}: {s.arch}.nextn_predict_layers = {s.nextn_layers}, block_count = {s.block_count}, "
+              [ev.sidecar_choice.why,
+               f"{s.files[0]}: {s.arch}.nextn_predict_layers = {s.nextn_layers}, block_count = {s.block_count}, "
                f"trunk {'present' if s.has_trunk else 'absent'}", *_nextn_inventory(s)[0]])
         problems = _pairing_problems(g, s)
         if problems:
@@ -120,6 +121,7 @@ def apply_gguf_rules(ev: Evidence, b: ReportBuilder) -> None:
 def _gguf_without_head(ev: Evidence, b: ReportBuilder, key_line: str) -> None:
     g = ev.gguf
     assert g is not None
+    passed = list(ev.sidecar_choice.passed_over)
     decl = ev.config.mtp if ev.config else None
     name = str(g.first.get("general.name") or g.first.get("general.basename") or g.files[0])
     if decl is not None and decl.layers > 0 or (decl is None and g.arch in _ARCHS_WITH_MTP_ORIGINALS) or (
@@ -128,11 +130,11 @@ def _gguf_without_head(ev: Evidence, b: ReportBuilder, key_line: str) -> None:
         why = "DeepSeek-V2/V3 conversions drop the MTP layer (skip_mtp)" if g.arch == "deepseek2" else (
             "the original has an MTP head; convert with the head (no --no-mtp) or use a GGUF that bundles it")
         b.add("MTP_DROPPED_IN_CONVERSION", f"no nextn tensors and no mtp- sidecar in this {g.arch} GGUF: {why}",
-              [key_line, f"general.name = {name}", *([f"{ev.config_file}: {decl.key} = {decl.layers}"] if decl else [])])
+              [key_line, f"general.name = {name}", *([f"{ev.config_file}: {decl.key} = {decl.layers}"] if decl else []), *passed])
     elif g.arch == "deepseek4":
-        b.add("SIDECAR_NOT_FOUND", "DeepSeek-V4 GGUFs carry MTP only in a separate mtp- file; none was found", [key_line])
+        b.add("SIDECAR_NOT_FOUND", "DeepSeek-V4 GGUFs carry MTP only in a separate mtp- file; none was found", [key_line, *passed])
     else:
-        b.add("NO_MTP", f"no nextn tensors and no {g.arch}.nextn_predict_layers key: this GGUF has no MTP head", [key_line])
+        b.add("NO_MTP", f"no nextn tensors and no {g.arch}.nextn_predict_layers key: this GGUF has no MTP head", [key_line, *passed])
 
 
 def _gguf_graph_and_types(b: ReportBuilder, head: GgufEvidence) -> None:

@@ -98,3 +98,17 @@ class CheckReport:
 
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]
+
+
+@dataclass
+class CheckFailure:
+    """One model of `check --all` that could not be read: its files and the one line `check` would print."""
+
+    json_schema: ClassVar[str] = "check"
+
+    source: str
+    source_kind: SourceKind
+    revision: str | None
+    files: dict[str, list[str]]
+    error: str
+    usable: ClassVar[bool] = False
