@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from mtpinspect.errors import FormatError, SourceError
 from mtpinspect.formats.config import ModelConfig, parse_config
-from mtpinspect.formats.gguf import GGUFHeader, GGUFTensor, read_gguf_header
+from mtpinspect.formats.gguf import LLAMA_MAX_LAYERS, GGUFHeader, GGUFTensor, read_gguf_header
 from mtpinspect.formats.quantization import QUANT_FILES, QuantizationConfig, find_quantization
+from mtpinspect.formats.safetensors import tensor_extent
 from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
 from mtpinspect.inspection.pairing import SidecarChoice, choose_sidecar, named_sidecar
 from mtpinspect.sources.filenames import is_mtp_safetensors, sidecar_ggufs
@@ -59,25 +60,31 @@ class GgufEvidence:
     def arch(self) -> str | None:
         return self.first.architecture
 
-    def key(self, suffix: str) -> Any:
-        return self.first.get(f"{self.arch}.{suffix}") if self.arch else None
+    def _count(self, suffix: str, **limits: Any) -> int | None:
+        """``<arch>.<suffix>``, read as llama.cpp reads it: a UINT32, within ``limits``."""
+        return self.first.uint32(f"{self.arch}.{suffix}", **limits) if self.arch else None
 
     @property
     def block_count(self) -> int | None:
-        return self.key("block_count")
+        return self._count("block_count", lowest=1, highest=LLAMA_MAX_LAYERS,
+                           limit=f"llama.cpp loads 1 to {LLAMA_MAX_LAYERS} blocks (LLAMA_MAX_LAYERS)")
 
     @property
     def nextn_layers(self) -> int | None:
-        return self.key("nextn_predict_layers")
+        blocks = self.block_count
+        if blocks is None:
+            return self._count("nextn_predict_layers")
+        return self._count("nextn_predict_layers", highest=blocks,
+                           limit=f"more than the {blocks} blocks of {self.arch}.block_count (llama.cpp asserts it is at most that)")
 
     @property
     def embedding_length(self) -> int | None:
-        return self.key("embedding_length")
+        return self._count("embedding_length")
 
     @property
     def vocab_size(self) -> int | None:
         n = self.first.array_length("tokenizer.ggml.tokens")
-        return n if n is not None else self.key("vocab_size")
+        return n if n is not None else self._count("vocab_size")
 
     @property
     def tokenizer_digest(self) -> str | None:
@@ -133,8 +140,12 @@ def _find_config(target: Target) -> str | None:
 
 
 def _read_gguf(target: Target, paths: list[str]) -> GgufEvidence:
-    headers = [read_gguf_header(target.tree.open(p)) for p in paths]
-    return GgufEvidence(paths, headers, sum(target.tree.files[p].size for p in paths))
+    """The headers of one GGUF (all shards of a split set), each checked for the data it declares and for
+    the type and range of the keys the rules read, so a bad file is refused here with one line."""
+    headers = [read_gguf_header(target.tree.open(p)).require_data() for p in paths]
+    g = GgufEvidence(paths, headers, sum(target.tree.files[p].size for p in paths))
+    _ = g.arch, g.nextn_layers, g.embedding_length, g.vocab_size  # block_count is read by nextn_layers
+    return g
 
 
 def _index_file(files: Mapping[str, Any]) -> str | None:
@@ -197,8 +208,9 @@ def _checkpoint(target: Target, config: ModelConfig | None) -> CheckpointEvidenc
             raise FormatError(f"{target.display}/{weight_map[name]}: index lists '{name}' but the shard header does not have it")
         dtypes[name] = tensor.dtype if tensor else None
         if tensor:
-            nbytes += tensor.data_offsets[1] - tensor.data_offsets[0]
-            params += tensor.parameter_count
+            extent = tensor_extent(f"{target.display}/{weight_map[name]}", name, tensor.dtype, tensor.shape, tensor.data_offsets)
+            nbytes += extent.nbytes
+            params += extent.parameters
     return CheckpointEvidence(
         index_file=index_file,
         weight_map=weight_map,

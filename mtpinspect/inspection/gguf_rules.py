@@ -19,6 +19,8 @@ from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
 from mtpinspect.sources.filenames import quant_tag
 from mtpinspect.vocabulary import GraphSupport, Layout, RuntimeStatus, Severity, SourceKind
 
+# More MTP layers than any published model has (they have 1 to 3): a count above it is a finding, never a size.
+PLAUSIBLE_MTP_LAYERS = 64
 # GGUF architectures whose HF originals all carry an MTP head: a GGUF without it lost it in conversion.
 _ARCHS_WITH_MTP_ORIGINALS = {"qwen35", "qwen35moe", "qwen3next", "glm4moe", "glm-dsa", "deepseek32", "mimo2", "step35"}
 
@@ -86,19 +88,19 @@ def apply_gguf_rules(ev: Evidence, b: ReportBuilder) -> None:
         return
     if mtp_tensors and not g.has_trunk:
         b.layout = Layout.sidecar
-        b.mtp_layers = g.nextn_layers or len(g.mtp.blocks)
+        b.mtp_layers = len(g.mtp.blocks)
         b.add("MTP_SIDECAR", "this file is an MTP sidecar (nextn tensors only, no blk.0.attn_norm): "
               "pass it with -md next to its main GGUF", [key_line, *_nextn_inventory(g)[0]])
     elif mtp_tensors:
         b.layout = Layout.bundled
-        b.mtp_layers = g.nextn_layers or len(g.mtp.blocks)
+        b.mtp_layers = len(g.mtp.blocks)
         b.add("MTP_PRESENT", f"{b.mtp_layers} MTP layer(s) bundled in the GGUF ({len(g.mtp.block)} tensors in block(s) "
               f"{', '.join(map(str, g.mtp.blocks))})", [key_line, *_nextn_inventory(g)[0]])
     elif ev.sidecar is not None:
         s = ev.sidecar
         head = s
         b.layout = Layout.sidecar
-        b.mtp_layers = s.nextn_layers or len(s.mtp.blocks) if s.mtp.nextn else 0
+        b.mtp_layers = len(s.mtp.blocks) if s.mtp.nextn else 0
         b.add("MTP_SIDECAR", f"the MTP head ships as a separate file: {', '.join(s.files)} (pass it with -md)",
               [ev.sidecar_choice.why,
                f"{s.files[0]}: {s.arch}.nextn_predict_layers = {s.nextn_layers}, block_count = {s.block_count}, "
@@ -111,11 +113,25 @@ def apply_gguf_rules(ev: Evidence, b: ReportBuilder) -> None:
               "or aborts with --spec-type draft-mtp", [key_line])
     else:
         _gguf_without_head(ev, b, key_line)
+    _unbacked_layers(b, head)
     if b.mtp_layers:
         _gguf_graph_and_types(b, head)
         b.mtp_bytes, b.mtp_params = _gguf_mtp_size(head)
         b.mtp_types = _gguf_mtp_types(head)
     _gguf_runtimes(ev, b, head)
+
+
+def _unbacked_layers(b: ReportBuilder, head: GgufEvidence) -> None:
+    """A head that declares more MTP layers than its tensors hold: llama.cpp stops at the missing blocks.
+    The count comes from the tensors, never from the key (a header may claim millions)."""
+    declared = head.nextn_layers
+    if not b.mtp_layers or not declared or declared <= b.mtp_layers:
+        return
+    far = f" (no real model has more than {PLAUSIBLE_MTP_LAYERS})" if declared > PLAUSIBLE_MTP_LAYERS else ""
+    b.add("MTP_WEIGHTS_MISSING", f"{head.arch}.nextn_predict_layers = {declared}{far} but the tensors hold "
+          f"{b.mtp_layers} MTP layer(s): llama.cpp fails to load the missing blocks",
+          [f"{head.files[0]}: {head.arch}.nextn_predict_layers = {declared}, block_count = {head.block_count}",
+           f"MTP tensors in block(s) {', '.join(map(str, head.mtp.blocks))}"])
 
 
 def _gguf_without_head(ev: Evidence, b: ReportBuilder, key_line: str) -> None:
