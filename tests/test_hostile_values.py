@@ -18,6 +18,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from casekit import safetensors_header
 from gguf import GGUFValue
 from gguf.constants import GGUFValueType
 from gguf_factory import write_nextn_gguf
@@ -180,3 +181,28 @@ def test_twenty_million_mtp_layers_cost_nothing(tmp_path: Path) -> None:
     proc, peak_mb = check_measured(tmp_path, str(path))
     one_error_line(proc, "m.gguf", f"{BLOCKS} = 20000002")
     assert peak_mb < MAX_RSS_MB and time.monotonic() - started < 30, (peak_mb, time.monotonic() - started)
+
+
+# -- item 10: an exclusion regex that backtracks for ever ---------------------------------------------------
+
+
+def test_catastrophic_exclusion_regex_is_bounded_and_reported(tmp_path: Path) -> None:
+    pattern = r"re:mtp\.(a|aa)+\.x"
+    config = {
+        "model_type": "qwen3_next", "architectures": ["Qwen3NextForCausalLM"], "num_hidden_layers": 2,
+        "quantization_config": {"quant_method": "compressed-tensors", "format": "float-quantized",
+                                "ignore": ["lm_head", pattern], "config_groups": {"group_0": {"targets": ["Linear"]}}},
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    name = "mtp." + "a" * 42 + ".weight"
+    header, data = safetensors_header({"tensors": [[name, "F8_E4M3", [16, 16]], ["mtp.fc.weight", "F8_E4M3", [16, 32]]]})
+    (tmp_path / "model.safetensors").write_bytes(header + bytes(data))
+    started = time.monotonic()
+    proc = check(str(tmp_path), "--format", "json", timeout=60)
+    elapsed = time.monotonic() - started
+    assert proc.returncode in (0, 1), proc.stderr
+    assert elapsed < 20, elapsed
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, CHECK_SCHEMA)
+    finding = next(f for f in doc["findings"] if f["code"] == "PATTERN_NOT_EVALUATED")
+    assert any(pattern in line for line in finding["evidence"]), finding

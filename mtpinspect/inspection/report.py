@@ -30,6 +30,7 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "NEXTN_COUNT_UNSUPPORTED": ("More MTP layers than the architecture's llama.cpp graph accepts", Severity.warning),
     "SEPARATE_DRAFTER": ("MTP drafting uses a separate drafter checkpoint (Gemma 4 gemma4_assistant)", Severity.info),
     "HEADERS_NOT_READ": ("Some MTP shard headers were not read; dtype checks cover the ones that were", Severity.info),
+    "PATTERN_NOT_EVALUATED": ("An exclusion regex backtracks past its time bound; it is reported and counts as matching nothing", Severity.warning),
 }
 
 @dataclass(frozen=True)
