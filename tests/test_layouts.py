@@ -23,6 +23,7 @@ from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 
 CHECK_SCHEMA = json.loads((Path(mtpinspect.__file__).parent / "schemas" / "check.schema.json").read_text())
 SHA = "0123456789abcdef0123456789abcdef01234567"
+TINY = Glm4MoeDims()
 
 
 def check(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -117,7 +118,7 @@ def test_sidecar_paired_by_header_identity_says_so(tmp_path: Path) -> None:
     assert "header" in paired and "mtp-head.gguf" in paired, paired
 
 
-def _trunk_only(path: Path, dims: Glm4MoeDims = Glm4MoeDims()) -> None:
+def _trunk_only(path: Path, dims: Glm4MoeDims = TINY) -> None:
     meta = {**glm4moe_metadata(dims), "tokenizer.ggml.model": "test", "tokenizer.ggml.tokens": [f"t{i}" for i in range(dims.n_vocab)]}
     meta.pop("glm4moe.nextn_predict_layers")
     meta["glm4moe.block_count"] = dims.n_layer
@@ -125,7 +126,7 @@ def _trunk_only(path: Path, dims: Glm4MoeDims = Glm4MoeDims()) -> None:
                tensors=[t for t in glm4moe_tensors(dims) if not t.name.startswith(f"blk.{dims.n_layer}.")])
 
 
-def _sidecar(folder: Path, name: str, dims: Glm4MoeDims = Glm4MoeDims(), *, shards: int = 1) -> None:
+def _sidecar(folder: Path, name: str, dims: Glm4MoeDims = TINY, *, shards: int = 1) -> None:
     """An MTP-only GGUF (the nextn block), in ``shards`` split files when asked."""
     meta = {**glm4moe_metadata(dims), "tokenizer.ggml.model": "test", "tokenizer.ggml.tokens": [f"t{i}" for i in range(dims.n_vocab)]}
     tensors = glm4moe_tensors(dims, sidecar=True)
@@ -223,6 +224,19 @@ def test_hf_cache_snapshot_finds_its_sidecar(tmp_path: Path) -> None:
 
 def proc_text(proc: subprocess.CompletedProcess[str]) -> str:
     return proc.stdout + proc.stderr
+
+
+def test_diagnose_in_hf_cache_snapshot_fixes_with_the_users_paths(tmp_path: Path) -> None:
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    write_tiny_model(staged / "tiny-Q8_0.gguf", TinyModelSpec(layout="sidecar"))
+    snap = hf_cache_repo(tmp_path / "hub", {p.name: p for p in staged.iterdir()})
+    proc = subprocess.run([sys.executable, "-m", "mtpinspect", "diagnose", str(snap / "tiny-Q8_0.gguf"), "--no-probe",
+                           "--format", "json", "--", "--spec-type", "draft-mtp"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    cause = json.loads(proc.stdout)["causes"][0]
+    assert cause["code"] == "SIDECAR_NOT_PASSED", cause
+    assert cause["fix"].startswith(f"llama-server -m {snap / 'tiny-Q8_0.gguf'} -md {snap / 'mtp-tiny-Q8_0.gguf'} "), cause
 
 
 def test_hf_cache_snapshot_reads_every_split_shard(tmp_path: Path) -> None:

@@ -137,7 +137,8 @@ def command(
       ORG/NAME              a Hugging Face repo (safetensors checkpoint or GGUF repo)
       ORG/NAME:QUANT        a GGUF in a repo, as llama.cpp's -hf takes it (e.g. :Q4_K_M);
                             --all checks every GGUF of the repo, one row each
-      PATH.gguf             a local GGUF (split shards and an mtp- file beside it are found)
+      PATH.gguf             a local GGUF (its split shards, and its own mtp- sidecar beside it
+                            or in MTP/, are found)
       DIR                   a local snapshot folder, or a Hugging Face cache folder models--ORG--NAME
 
     Exit status: 0 when MTP is usable in at least one runtime, 1 when not, 2 on error.
