@@ -96,14 +96,15 @@ def test_sidecar_of_another_model_is_not_paired(tmp_path: Path) -> None:
     assert any("mtp-x.gguf" in line and "x.gguf" in line for line in lines), lines
 
 
-def test_same_model_sidecar_of_another_quantization(tmp_path: Path) -> None:
+@pytest.mark.parametrize("main", ["Tiny-Q4_K_M.gguf", "Tiny-UD-Q4_K_XL.gguf"])
+def test_same_model_sidecar_of_another_quantization(tmp_path: Path, main: str) -> None:
     # One MTP file per model serves every quantization of it (as unsloth publishes them); the other model's
     # sidecar sorts first and must not be taken.
     write_tiny_model(tmp_path / "Other-Q4_K_M.gguf", TinyModelSpec(layout="sidecar", embd=128))
     os.replace(tmp_path / "mtp-Other-Q4_K_M.gguf", tmp_path / "mtp-Other-Q8_0.gguf")
-    write_tiny_model(tmp_path / "Tiny-Q4_K_M.gguf", TinyModelSpec(layout="sidecar"))
-    os.replace(tmp_path / "mtp-Tiny-Q4_K_M.gguf", tmp_path / "mtp-Tiny-Q8_0.gguf")
-    code, doc = check_json(str(tmp_path / "Tiny-Q4_K_M.gguf"))
+    write_tiny_model(tmp_path / main, TinyModelSpec(layout="sidecar"))
+    os.replace(tmp_path / f"mtp-{main}", tmp_path / "mtp-Tiny-Q8_0.gguf")
+    code, doc = check_json(str(tmp_path / main))
     assert code == 0, doc["verdict"]
     assert doc["files"]["sidecar"] == ["mtp-Tiny-Q8_0.gguf"]
     assert "same model" in evidence_of(doc, "MTP_SIDECAR")[0]
@@ -264,17 +265,20 @@ def test_hf_cache_snapshot_reads_every_split_shard(tmp_path: Path) -> None:
 def test_all_prints_every_row_with_a_corrupt_file(tmp_path: Path) -> None:
     write_tiny_model(tmp_path / "good.gguf", TinyModelSpec())
     (tmp_path / "broken.gguf").write_bytes(b"GGUF" + bytes(20))  # version 0: not a GGUF we can read
+    shutil.copy(tmp_path / "good.gguf", tmp_path / "split-00001-of-00002.gguf")  # its second shard is missing
     proc = check(str(tmp_path), "--all")
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith(("good.gguf", "broken.gguf"))}
-    assert set(rows) == {"good.gguf", "broken.gguf"}, proc.stdout
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith(("good.gguf", "broken.gguf", "split-"))}
+    assert set(rows) == {"good.gguf", "broken.gguf", "split-00001-of-00002.gguf"}, proc.stdout
     assert "supported" in rows["good.gguf"] and "error:" in rows["broken.gguf"], proc.stdout
-    assert "error: unsupported GGUF version 0" in " ".join(proc.stdout.split()), proc.stdout  # the cell may wrap
+    flat = " ".join(proc.stdout.split())  # the cells may wrap
+    assert "error: unsupported GGUF version 0" in flat and "split-00002-of-00002.gguf is missing" in flat, proc.stdout
     docs = json.loads(check(str(tmp_path), "--all", "--format", "json").stdout)
-    failed = [d for d in docs if "error" in d]
-    assert len(docs) == 2 and len(failed) == 1 and failed[0]["files"]["gguf"] == ["broken.gguf"]
-    jsonschema.validate(failed[0], CHECK_SCHEMA)
+    failed = {d["files"]["gguf"][0]: d for d in docs if "error" in d}
+    assert len(docs) == 3 and sorted(failed) == ["broken.gguf", "split-00001-of-00002.gguf"]
+    for doc in docs:
+        jsonschema.validate(doc, CHECK_SCHEMA)
 
 
 def test_all_is_exit_2_only_when_nothing_could_be_read(tmp_path: Path) -> None:

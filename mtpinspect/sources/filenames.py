@@ -14,7 +14,8 @@ from pathlib import Path, PurePosixPath
 _SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
 _QUANT = r"(?:IQ|Q|TQ)\d[\w]*?|BF16|F16|F32|MXFP4(?:_MOE)?"
 _QUANT_TAG = re.compile(rf"(?i)(?:^|[-_.])({_QUANT})(?:-\d{{5}}-of-\d{{5}})?\.gguf$")
-_STEM_QUANT_TAG = re.compile(rf"(?i)[-_.](?:{_QUANT})$")
+# Unsloth's dynamic quantizations put UD- before the tag: Model-UD-Q4_K_XL.gguf is Model's too.
+_STEM_QUANT_TAG = re.compile(rf"(?i)[-_.](?:UD[-_])?(?:{_QUANT})$")
 # convert_hf_to_gguf.py names the head file mtp-<name>.gguf; some uploads use <name>-mtp.gguf.
 SIDECAR_PREFIX = "mtp-"
 SIDECAR_SUFFIX = "-mtp"
