@@ -122,3 +122,10 @@ class ServerStatus(Word):
 # "partial", or None (nothing quantized, or nothing to judge).
 MtpExcluded = Literal[True, False, "partial"] | None
 PARTIAL: Literal["partial"] = "partial"
+
+
+class WorkaroundMode(Word):
+    """What a sweep does when an MTP configuration crashes the engine and the baseline does not."""
+
+    auto = "auto"  # find a change that gets it running (runtime/workarounds.py) and retry once with it
+    off = "off"  # record the crash and go on

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from gguf_factory import Glm4MoeDims, glm4moe_metadata, glm4moe_tensors, write_gguf
+from gguf_factory import Glm4MoeDims, glm4moe_metadata, glm4moe_tensors, write_gguf, write_split_gguf
 
 import mtpinspect
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
@@ -134,13 +134,8 @@ def _sidecar(folder: Path, name: str, dims: Glm4MoeDims = TINY, *, shards: int =
     (folder / name).parent.mkdir(parents=True, exist_ok=True)
     if shards == 1:
         write_gguf(folder / name, arch="glm4moe", metadata=meta, tensors=tensors)
-        return
-    stem = name.removesuffix(".gguf")
-    half = len(tensors) // 2
-    write_gguf(folder / f"{stem}-00001-of-00002.gguf", arch="glm4moe",
-               metadata={**meta, "split.no": 0, "split.count": 2}, tensors=tensors[:half])
-    write_gguf(folder / f"{stem}-00002-of-00002.gguf", arch="glm4moe",
-               metadata={"split.no": 1, "split.count": 2}, tensors=tensors[half:])
+    else:
+        write_split_gguf(folder / name, arch="glm4moe", metadata=meta, tensors=tensors, n_shards=shards)
 
 
 @pytest.mark.parametrize(
@@ -171,13 +166,12 @@ def test_split_main_pairs_with_its_sidecar(tmp_path: Path) -> None:
     _trunk_only(tmp_path / "whole.gguf", dims)
     _sidecar(tmp_path, "mtp-a-other.gguf", Glm4MoeDims(n_embd=128))
     _sidecar(tmp_path, "mtp-m.gguf", dims)
-    # m-0000k-of-00002: the trunk of whole.gguf split in two, as llama-gguf-split writes it.
+    # m-0000k-of-00002: the trunk of whole.gguf split in two, as gguf-py's writer splits it.
     tensors = [t for t in glm4moe_tensors(dims) if not t.name.startswith(f"blk.{dims.n_layer}.")]
     meta = {**glm4moe_metadata(dims), "tokenizer.ggml.model": "test", "tokenizer.ggml.tokens": [f"t{i}" for i in range(dims.n_vocab)]}
     meta.pop("glm4moe.nextn_predict_layers")
     meta["glm4moe.block_count"] = dims.n_layer
-    write_gguf(tmp_path / "m-00001-of-00002.gguf", arch="glm4moe", metadata={**meta, "split.no": 0, "split.count": 2}, tensors=tensors[:5])
-    write_gguf(tmp_path / "m-00002-of-00002.gguf", arch="glm4moe", metadata={"split.no": 1, "split.count": 2}, tensors=tensors[5:])
+    write_split_gguf(tmp_path / "m.gguf", arch="glm4moe", metadata=meta, tensors=tensors, n_shards=2)
     (tmp_path / "whole.gguf").unlink()
     code, doc = check_json(str(tmp_path / "m-00001-of-00002.gguf"))
     assert code == 0, doc["verdict"]
@@ -243,15 +237,11 @@ def test_diagnose_in_hf_cache_snapshot_fixes_with_the_users_paths(tmp_path: Path
 def test_hf_cache_snapshot_reads_every_split_shard(tmp_path: Path) -> None:
     dims = Glm4MoeDims()
     tensors = glm4moe_tensors(dims)
-    meta = {**glm4moe_metadata(dims), "tokenizer.ggml.model": "test", "tokenizer.ggml.tokens": [f"t{i}" for i in range(dims.n_vocab)],
-            "split.count": 2}
+    meta = {**glm4moe_metadata(dims), "tokenizer.ggml.model": "test", "tokenizer.ggml.tokens": [f"t{i}" for i in range(dims.n_vocab)]}
     staged = tmp_path / "staged"
     staged.mkdir()
-    # The nextn tensors live in the second shard, as llama-gguf-split leaves them.
-    write_gguf(staged / "m-00001-of-00002.gguf", arch="glm4moe", metadata={**meta, "split.no": 0},
-               tensors=[t for t in tensors if ".nextn." not in t.name])
-    write_gguf(staged / "m-00002-of-00002.gguf", arch="glm4moe", metadata={"split.no": 1, "split.count": 2},
-               tensors=[t for t in tensors if ".nextn." in t.name])
+    # The MTP block (nextn tensors included) comes last, in the second shard.
+    write_split_gguf(staged / "m.gguf", arch="glm4moe", metadata=meta, tensors=tensors, n_shards=2)
     snap = hf_cache_repo(tmp_path / "hub", {p.name: p for p in staged.iterdir()})
     code, doc = check_json(str(snap / "m-00001-of-00002.gguf"))
     assert code == 0, doc["verdict"]

@@ -39,7 +39,8 @@ def render(report: DiagnosisReport, out: Output) -> None:
         out.table(
             [
                 {
-                    "configuration": "baseline" if f.n_max is None else f"n-max {f.n_max}",
+                    "configuration": ("baseline" if f.n_max is None else f"n-max {f.n_max}")
+                    + (f" [{f.workaround.value}]" if f.workaround else ""),
                     "class": f.prompt_class,
                     "acceptance": _pct(f.acceptance),
                     "mean length": f.mean_length,
@@ -57,6 +58,9 @@ def render(report: DiagnosisReport, out: Output) -> None:
             state = given.failure or (f"ran; acceptance {_pct(given.log.acceptance)}" if given.log and given.log.drafted
                                       else "ran; no draft tokens")
             out.text(f"as given: {' '.join(given.command)}\n  -> {state}")
+            if given.workarounds is not None:
+                tried = "".join(f"\n  tried {t.workaround.value}: {t.outcome}" for t in given.workarounds.trials)
+                out.text(f"  {given.workarounds.summary}{tried}")
         if probe.out_dir:
             out.text(f"probe files: {probe.out_dir}")
     else:

@@ -19,8 +19,10 @@ from pathlib import Path
 
 from mtpinspect.errors import FormatError, SourceError
 from mtpinspect.jsonable import json_field
+from mtpinspect.runtime.crash import Crash, crash_in_log
 from mtpinspect.runtime.logs import failure_reason, parse_draft_lines, unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
+from mtpinspect.runtime.workarounds import Workaround, suggest
 
 MAX_LOG_BYTES = 256 << 20
 
@@ -51,7 +53,7 @@ _LLAMA_FAILED = re.compile(
 MTP_FAILURE_MARKERS = re.compile(
     r"unknown speculative type|doesn't contain MTP layers|failed to create MTP context|MTP input row width|"
     r"failed to add token|MTP block missing nextn|missing tensor '[^']*nextn|weights missing from checkpoint|"
-    r"NextN graph not implemented|error while handling argument"
+    r"NextN graph not implemented|error while handling argument|requires nextn_predict_layers > 0"
 )
 
 
@@ -81,6 +83,9 @@ class LogEvidence:
     spec_tokens: int | None = json_field(omit=True, default=None)
     # Lines that name a known MTP failure (sidecar width, missing layers, unknown type...), in log order.
     telling: list[str] = json_field(omit=True, default_factory=list)
+    crash: Crash | None = None  # the engine crashed (signal, GGML_ASSERT, abort, exception, GPU fault)
+    # For a crash: the changes to try, most likely first, from what the crash and the log point at.
+    suggested: list[Workaround] = json_field(omit=True, default_factory=list)
 
     @property
     def drafted_anything(self) -> bool:
@@ -102,17 +107,20 @@ def read_log(path: str | Path) -> LogEvidence:
         raise SourceError(f"{file}: cannot read ({exc.strerror or exc})") from None
     if not text.strip():
         raise FormatError(f"{file}: empty log")
-    evidence = _parse(str(file), text)
+    crash = crash_in_log(text)
+    evidence = _parse(str(file), text, crashed=crash is not None)
     evidence.telling = [line.strip() for line in text.splitlines() if MTP_FAILURE_MARKERS.search(line)][:4]
+    evidence.crash = crash
+    evidence.suggested = suggest(crash, text) if crash else []
     return evidence
 
 
-def _parse(file: str, text: str) -> LogEvidence:
+def _parse(file: str, text: str, *, crashed: bool) -> LogEvidence:
     if _METRIC_LINE.search(text) and not _VLLM_SPEC.search(text):
         return _metrics(file, text)
     if _VLLM_SPEC.search(text) or _VLLM_BANNER.search(text):
         return _vllm(file, text)
-    return _llama_server(file, text)
+    return _llama_server(file, text, crashed=crashed)
 
 
 def _metrics(path: str, text: str) -> LogEvidence:
@@ -170,7 +178,7 @@ def _vllm(path: str, text: str) -> LogEvidence:
     return evidence
 
 
-def _llama_server(path: str, text: str) -> LogEvidence:
+def _llama_server(path: str, text: str, *, crashed: bool) -> LogEvidence:
     evidence = LogEvidence(path=path, kind="llama-server", runtime="llama.cpp")
     stats = parse_draft_lines(text)
     if stats:
@@ -197,7 +205,7 @@ def _llama_server(path: str, text: str) -> LogEvidence:
     if stops:
         evidence.max_tokens = max(n for n, _ in stops)
         evidence.truncated = any(t for _, t in stops)
-    recognised = stats or evidence.unused_nextn or evidence.failure or evidence.n_ctx or evidence.architecture
+    recognised = stats or evidence.unused_nextn or evidence.failure or evidence.n_ctx or evidence.architecture or crashed
     if not recognised and "llama" not in text:
         raise FormatError(
             f"{path}: not a llama-server log, a vLLM log or a /metrics page (no line this tool recognises)"

@@ -6,7 +6,10 @@ Evidence comes from three places: static (`check` and the run's flags, static.py
 - a start or crash reason names its cause directly (``unknown speculative type: mtp`` ->
   WRONG_SPEC_TYPE; ``doesn't contain MTP layers`` -> SIDECAR_NOT_PASSED when an mtp- file exists and
   was not passed, NO_MTP_HEAD when check found no head, else MTP_WEIGHTS_MISSING; ``MTP input row
-  width`` or ``failed to add token`` -> SIDECAR_MISMATCH; anything else -> MTP_FAILED);
+  width`` or ``failed to add token`` -> SIDECAR_MISMATCH; a crash no such line explains (a signal,
+  GGML_ASSERT, abort, uncaught exception or GPU fault) -> MTP_ENGINE_CRASH, confidence 0.95 when the
+  probe reproduced it (its baseline ran: the crash is MTP's) and 0.8 from a log, with the change the
+  probe verified as the fix, or from a log the changes its signature points at; anything else -> MTP_FAILED);
 - ``model has unused tensor blk.N.nextn...`` with no draft lines -> MTP_NOT_ENABLED, or NO_MTP_GRAPH
   when draft-mtp was asked for (or the architecture has no graph);
 - acceptance at most 5% while the baseline runs -> HEAD_QUANTIZED when static evidence shows a
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mtpinspect.diagnosis.causes import CAUSES, Cause
 from mtpinspect.diagnosis.logs import MTP_FAILURE_MARKERS, LogEvidence
@@ -42,7 +46,9 @@ from mtpinspect.diagnosis.static import (
     static_causes,
 )
 from mtpinspect.inspection.support import llama_cpp_graph
-from mtpinspect.runtime.flags import DRAFT_MODEL, MTP_SPEC_TYPE, SPEC_TYPE, ServerArgs
+from mtpinspect.runtime.crash import Crash, CrashKind
+from mtpinspect.runtime.flags import DRAFT_MODEL, MTP_SPEC_TYPE, SPEC_FLAGS, SPEC_TYPE, ServerArgs
+from mtpinspect.runtime.workarounds import Trial, Workaround
 from mtpinspect.vocabulary import EvidenceSource, GraphSupport, Layout
 
 ZERO_ACCEPTANCE = 0.05
@@ -95,10 +101,18 @@ def _merge(a: Cause, b: Cause) -> Cause:
 
 
 def classify_failure(
-    lines: Sequence[str], static: StaticEvidence | None, settings: ServerArgs, *, had_sidecar: bool, source: EvidenceSource
+    lines: Sequence[str],
+    static: StaticEvidence | None,
+    settings: ServerArgs,
+    *,
+    had_sidecar: bool,
+    source: EvidenceSource,
+    crash: CrashEvidence | None = None,
 ) -> Cause | None:
     """The cause a failed start or crash names; None when nothing failed."""
     lines = [line for line in lines if line]
+    if crash is not None:
+        lines = [*lines, crash.crash.summary, *crash.crash.lines]
     if not lines:
         return None
     text = "\n".join(lines)
@@ -113,15 +127,56 @@ def classify_failure(
                      evidence, _sidecar_fix(static), (source,))
     if re.search(r"doesn't contain MTP layers|failed to create MTP context", text):
         return _no_layers(static, settings, evidence, had_sidecar, source)
-    if re.search(r"MTP block missing nextn|missing tensor '[^']*nextn|weights missing from checkpoint", text):
+    if re.search(r"MTP block missing nextn|missing tensor '[^']*nextn|weights missing from checkpoint|"
+                 r"requires nextn_predict_layers > 0", text):
         return Cause("MTP_WEIGHTS_MISSING", 0.95, "the MTP layer's weights are missing", evidence,
                      "use a checkpoint or GGUF that ships the MTP weights (not converted with --no-mtp, not a "
                      "quantization that dropped mtp.*)", (source,))
     if "not implemented" in text:
         return Cause("NO_MTP_GRAPH", 0.9, "this build has no MTP graph for the architecture", evidence,
                      "use a llama.cpp build with MTP support for this architecture, or leave MTP off", (source,))
+    if crash is not None:
+        return _crash_cause(crash, static, source)
     return Cause("MTP_FAILED", 0.7, f"the MTP configuration failed: {telling}", evidence,
                  "read the server log around this line; run `mtpinspect check MODEL` for static causes", (source,))
+
+
+@dataclass(frozen=True)
+class CrashEvidence:
+    """An engine crash with MTP on, and what is known about getting around it."""
+
+    crash: Crash
+    tried: tuple[Trial, ...] = ()  # changes the probe tried, in order (empty: none tried)
+    fix: ServerArgs | None = None  # the arguments that started and decoded (verified by the probe)
+    fixed_by: Workaround | None = None
+    suggested: tuple[Workaround, ...] = ()  # from a log's signature, when nothing could be tried
+    baseline_ran: bool = False  # the same server decodes the model without MTP
+
+
+def _crash_cause(evidence: CrashEvidence, static: StaticEvidence | None, source: EvidenceSource) -> Cause:
+    crash = evidence.crash
+    lines = [crash.summary]
+    if crash.kind in (CrashKind.SIGNAL, CrashKind.BACKTRACE) and crash.lines:
+        lines.append(f"last log line: {crash.lines[-1].strip()}")  # only the signal: where it died is the clue
+    if evidence.baseline_ran:
+        lines.append("without MTP the same llama-server decodes this model (the probe's baseline)")
+    lines += [f"tried {t.workaround.value}: {t.outcome}" for t in evidence.tried]
+    without = " and decodes without it" if evidence.baseline_ran else ""
+    message = f"the engine crashes with MTP on{without}: {crash.summary}"
+    if evidence.fix is not None and evidence.fixed_by is not None:
+        fix = (f"verified: starts and decodes {evidence.fixed_by.phrase}: {fix_command(static, evidence.fix)} "
+               "(the crash is the engine's: report it to llama.cpp with this log)")
+        return Cause("MTP_ENGINE_CRASH", 0.95, message, tuple(lines), fix, (source,))
+    if evidence.tried:
+        tried = ", ".join(t.workaround.value for t in evidence.tried)
+        fix = (f"no single change made it start and decode (tried {tried}): use another llama.cpp build (a newer "
+               "release, or the pinned one: mtpinspect runtime build), report the crash to llama.cpp with this log, "
+               "and leave MTP off meanwhile")
+        return Cause("MTP_ENGINE_CRASH", 0.95 if evidence.baseline_ran else 0.85, message, tuple(lines), fix, (source,))
+    order = ", ".join(w.value for w in evidence.suggested[:4]) or "a newer llama.cpp build"
+    fix = (f"try, one change at a time: {order}; `mtpinspect diagnose MODEL -- <your llama-server flags>` tries them "
+           "on this machine and says which one works")
+    return Cause("MTP_ENGINE_CRASH", 0.8, message, tuple(lines), fix, (source,))
 
 
 def _no_layers(
@@ -170,7 +225,17 @@ def _probe_causes(static: StaticEvidence | None, settings: ServerArgs, probe: Pr
         causes += _as_given_causes(static, settings, probe)
     mtp = probe.mtp_figures()
     had_sidecar = static is not None and static.sidecar is not None
-    failed = [f for f in mtp if f.error and not f.drafted]
+    crashed = {entry.configuration for entry in probe.crashes}
+    for entry in probe.crashes:
+        fix = entry.workaround.apply(settings.without(*SPEC_FLAGS).added(*SPEC_TYPE.spelled(MTP_SPEC_TYPE))) \
+            if entry.workaround else None
+        evidence = CrashEvidence(entry.crash, tuple(Trial(t.workaround, ServerArgs.of(t.args), t.ok, t.outcome)
+                                                    for t in entry.tried),
+                                 fix, entry.workaround, baseline_ran=True)
+        cause = classify_failure([], static, settings, had_sidecar=had_sidecar, source=EvidenceSource.probe, crash=evidence)
+        if cause is not None:
+            causes.append(cause)
+    failed = [f for f in mtp if f.error and not f.drafted and f.configuration not in crashed]
     if failed:
         log_lines = [line for log in probe.mtp_logs for line in log.telling]
         cause = classify_failure([*log_lines, *(f.error or "" for f in failed)], static, settings,
@@ -194,7 +259,13 @@ def _as_given_causes(static: StaticEvidence | None, settings: ServerArgs, probe:
     assert given is not None
     had_sidecar = settings.draft_model is not None or (static is not None and static.sidecar_given)
     lines = [*(given.log.telling if given.log else []), given.failure or ""] if given.failure else []
-    cause = classify_failure(lines, static, settings, had_sidecar=had_sidecar, source=EvidenceSource.probe)
+    crash = None
+    if given.crash is not None:
+        search = given.workarounds
+        found = search.fix if search else None
+        crash = CrashEvidence(given.crash, search.trials if search else (), found.args if found else None,
+                              found.workaround if found else None, baseline_ran=_baseline_ran(probe))
+    cause = classify_failure(lines, static, settings, had_sidecar=had_sidecar, source=EvidenceSource.probe, crash=crash)
     if cause is not None:
         return [cause]
     if given.log is None:
@@ -219,6 +290,10 @@ def _unused_head_causes(
     return [Cause("MTP_NOT_ENABLED", 0.9 if source is EvidenceSource.log else 0.95,
                   "the head is in the file but the run never switched MTP on (no --spec-type draft-mtp)", evidence,
                   fix_command(static, settings), (source,))]
+
+
+def _baseline_ran(probe: ProbeResult) -> bool:
+    return any(f.n_max is None and f.tokens_per_second is not None for f in probe.figures)
 
 
 def _pooled(figures: Sequence[ProbeFigure]) -> float | None:
@@ -380,8 +455,9 @@ def _context_causes(log: LogEvidence, source: EvidenceSource) -> list[Cause]:
 def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvidence) -> list[Cause]:
     causes: list[Cause] = []
     had_sidecar = bool(log.mtp_context and "loading draft model" in log.mtp_context)
+    crash = CrashEvidence(log.crash, suggested=tuple(log.suggested)) if log.crash is not None else None
     failure = classify_failure([*log.telling, log.failure or ""] if log.failure or log.telling else [],
-                               static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log)
+                               static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log, crash=crash)
     if failure is not None:
         causes.append(failure)
     causes += _unused_head_causes(static, settings, log, EvidenceSource.log, asked_mtp=log.mtp_context is not None)

@@ -107,7 +107,8 @@ def gather_static(
     """Run `check` on the model and, for a local GGUF, look at the head's weights."""
     from mtpinspect.inspection import check
 
-    report = check(model, revision=revision, token=token, mtp_file=mtp_file)
+    # Rules only: the probe that follows starts the real llama-server, which says more than a dry load.
+    report = check(model, revision=revision, token=token, mtp_file=mtp_file, verify=False)
     path = Path(os.path.abspath(Path(model).expanduser()))
     # Absolute (the probe's server runs elsewhere) with symlinks kept: check names the sidecar relative to the
     # folder the user named (a Hugging Face cache snapshot's files are links into blobs/, where it is not).

@@ -21,8 +21,9 @@ from mtpinspect.formats.safetensors import tensor_extent
 from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
 from mtpinspect.inspection.pairing import SidecarChoice, choose_sidecar, named_sidecar
 from mtpinspect.sources.filenames import is_mtp_safetensors, sidecar_ggufs
-from mtpinspect.sources.reader import read_json
+from mtpinspect.sources.reader import RecordingReader, read_json
 from mtpinspect.sources.resolve import Target
+from mtpinspect.vocabulary import SourceKind
 
 if TYPE_CHECKING:
     from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
@@ -51,6 +52,8 @@ class GgufEvidence:
     files: list[str]
     headers: list[GGUFHeader]
     size: int
+    # Remote files: the bytes fetched to parse each header, by offset (for a header-only copy).
+    fetched: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
 
     @property
     def first(self) -> GGUFHeader:
@@ -142,8 +145,10 @@ def _find_config(target: Target) -> str | None:
 def _read_gguf(target: Target, paths: list[str]) -> GgufEvidence:
     """The headers of one GGUF (all shards of a split set), each checked for the data it declares and for
     the type and range of the keys the rules read, so a bad file is refused here with one line."""
-    headers = [read_gguf_header(target.tree.open(p)).require_data() for p in paths]
-    g = GgufEvidence(paths, headers, sum(target.tree.files[p].size for p in paths))
+    readers = {p: RecordingReader(target.tree.open(p)) if target.kind is SourceKind.hub else target.tree.open(p) for p in paths}
+    headers = [read_gguf_header(r).require_data() for r in readers.values()]
+    fetched = {p: r.pieces for p, r in readers.items() if isinstance(r, RecordingReader)}
+    g = GgufEvidence(paths, headers, sum(target.tree.files[p].size for p in paths), fetched)
     _ = g.arch, g.nextn_layers, g.embedding_length, g.vocab_size  # block_count is read by nextn_layers
     return g
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.jsonable import to_jsonable
+from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, ServerArgs
 from mtpinspect.sweep.journal import Journal
@@ -22,8 +23,8 @@ from mtpinspect.sweep.plan import Configuration, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
 from mtpinspect.sweep.prompts import Prompt, check_unique, load_builtin, load_prompts
-from mtpinspect.sweep.records import RUN_KIND, SERVER_KIND, RunRecord, ServerRecord
-from mtpinspect.sweep.report import Failure, RunCounts, ServerInfo, SweepFiles, SweepReport, Synthetic
+from mtpinspect.sweep.records import RUN_KIND, SERVER_KIND, WORKAROUND_KIND, RunRecord, ServerRecord, WorkaroundRecord
+from mtpinspect.sweep.report import EngineCrash, Failure, RunCounts, ServerInfo, SweepFiles, SweepReport, Synthetic
 from mtpinspect.sweep.run import RunContext, run_visit
 from mtpinspect.sweep.statistics import DETERMINISM_NOTE, break_even, recommend, summarize
 from mtpinspect.vocabulary import RunStatus, ServerStatus
@@ -58,7 +59,7 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
     journal = Journal(out_dir / JOURNAL_NAME)
     if not options.resume:
         _set_aside(journal)
-    runs_before, _ = _matching(journal, settings)
+    runs_before, _, _ = _matching(journal, settings)
     done = {r.key for r in runs_before if r.status == RunStatus.ok}
     plan = build_plan(configs, prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
@@ -99,9 +100,9 @@ def build_report(
     resumed: int,
 ) -> SweepReport:
     """Summarise every journal record made with these settings."""
-    runs, servers = _matching(journal, settings)
+    runs, servers, searches = _matching(journal, settings)
     contents = journal.read()
-    ignored = len(contents.records) - len(runs) - len(servers)
+    ignored = len(contents.records) - len(runs) - len(servers) - len(searches)
     latest = _latest(runs)
     classes = list(dict.fromkeys(p.prompt_class for p in prompts))
     groups = summarize(latest, servers, configs, classes)
@@ -121,6 +122,7 @@ def build_report(
             "synthetic": sorted(set(options.synthetic)),
             "prompts": _prompt_source(options.prompts, classes),
             "temperature": 0.0,
+            "workaround": options.workaround,
         },
         server=ServerInfo(
             path=str(binary.path),
@@ -133,6 +135,7 @@ def build_report(
         recommendation=recommend(groups, classes),
         synthetic=Synthetic(break_even(groups)) if options.synthetic else None,
         failures=_failures(latest, servers),
+        crashes=_crashes(runs, servers, searches),
         runs=RunCounts(
             planned=planned,
             ok=ok,
@@ -226,9 +229,10 @@ def _set_aside(journal: Journal) -> None:
         journal.path.rename(target)
 
 
-def _matching(journal: Journal, settings: dict) -> tuple[list[RunRecord], list[ServerRecord]]:
+def _matching(journal: Journal, settings: dict) -> tuple[list[RunRecord], list[ServerRecord], list[WorkaroundRecord]]:
     runs: list[RunRecord] = []
     servers: list[ServerRecord] = []
+    searches: list[WorkaroundRecord] = []
     for record in journal.read().records:
         if record.get("settings") != settings:
             continue
@@ -236,7 +240,24 @@ def _matching(journal: Journal, settings: dict) -> tuple[list[RunRecord], list[S
             runs.append(RunRecord.from_dict(record))
         elif record.get("kind") == SERVER_KIND:
             servers.append(ServerRecord.from_dict(record))
-    return runs, servers
+        elif record.get("kind") == WORKAROUND_KIND:
+            searches.append(WorkaroundRecord.from_dict(record))
+    return runs, servers, searches
+
+
+def _crashes(runs: list[RunRecord], servers: list[ServerRecord], searches: list[WorkaroundRecord]) -> list[EngineCrash]:
+    """Per MTP configuration that crashed: the first crash, the change it then ran with, what was tried."""
+    first: dict[str, Crash] = {}
+    for record in [*servers, *runs]:
+        if record.crash is not None and record.n_max is not None and record.workaround is None:
+            first.setdefault(record.configuration, record.crash)
+    crashes = []
+    for configuration, crash in first.items():
+        fixed = next((s.workaround for s in servers if s.configuration == configuration and s.workaround
+                      and s.status is ServerStatus.started), None)
+        tried = [t for w in searches if w.configuration == configuration for t in w.trials]
+        crashes.append(EngineCrash(configuration, crash, fixed, tried))
+    return crashes
 
 
 def _latest(runs: list[RunRecord]) -> list[RunRecord]:

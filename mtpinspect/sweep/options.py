@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtpinspect.sweep.prompts import Prompt
+from mtpinspect.vocabulary import WorkaroundMode
 
 
 @dataclass(frozen=True)
@@ -30,3 +31,4 @@ class SweepOptions:
     plot: bool = True
     startup_timeout: float = 600.0
     request_timeout: float = 600.0
+    workaround: WorkaroundMode = WorkaroundMode.auto

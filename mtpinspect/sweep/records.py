@@ -12,11 +12,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.logs import DraftStats
+from mtpinspect.runtime.workarounds import Workaround
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 RUN_KIND = "run"
 SERVER_KIND = "server"
+WORKAROUND_KIND = "workaround"
 
 
 # The log prints acceptance with %0.5f and mean length with %5.2f: half a unit in the last place.
@@ -76,12 +79,17 @@ class ServerRecord:
     gpu_memory_post_load_bytes: dict[str, int] | None
     settings: dict[str, Any]
     started_at: float
+    # The change made to the configuration's command because it crashed without it (None: as planned).
+    workaround: Workaround | None = None
+    crash: Crash | None = None  # how the server crashed, when it did (at start, warm-up or a run)
     kind: str = SERVER_KIND
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerRecord:
         values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
         values["status"] = ServerStatus(values["status"])
+        values["workaround"] = Workaround(values["workaround"]) if values.get("workaround") else None
+        values["crash"] = Crash.from_dict(values["crash"]) if isinstance(values.get("crash"), dict) else None
         return cls(**values)
 
 
@@ -121,6 +129,8 @@ class RunRecord:
     text: str = ""
     rss_peak_bytes: int | None = None
     gpu_memory_bytes: dict[str, int] | None = None
+    workaround: Workaround | None = None  # as on the ServerRecord of the server that ran it
+    crash: Crash | None = None  # status crashed: how the engine died, when its log tells
     kind: str = RUN_KIND
 
     @property
@@ -133,7 +143,44 @@ class RunRecord:
         values["status"] = RunStatus(values["status"])
         if isinstance(values.get("log"), dict):
             values["log"] = LogFigures(**values["log"])
+        values["workaround"] = Workaround(values["workaround"]) if values.get("workaround") else None
+        values["crash"] = Crash.from_dict(values["crash"]) if isinstance(values.get("crash"), dict) else None
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One change tried on a crashing configuration, and what happened."""
+
+    workaround: Workaround
+    ok: bool
+    outcome: str
+    args: list[str]  # the llama-server arguments it ran with (the model and port aside)
+
+
+@dataclass
+class WorkaroundRecord:
+    """A search for a change that gets a crashing MTP configuration to run (runtime/workarounds.py)."""
+
+    configuration: str
+    crash: Crash | None
+    trials: list[TrialRecord]
+    fix: Workaround | None  # the first change that started and decoded; None when none did
+    settings: dict[str, Any]
+    finished_at: float
+    kind: str = WORKAROUND_KIND
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorkaroundRecord:
+        return cls(
+            configuration=data["configuration"],
+            crash=Crash.from_dict(data["crash"]) if isinstance(data.get("crash"), dict) else None,
+            trials=[TrialRecord(Workaround(t["workaround"]), bool(t["ok"]), str(t["outcome"]), list(t["args"]))
+                    for t in data.get("trials") or []],
+            fix=Workaround(data["fix"]) if data.get("fix") else None,
+            settings=data["settings"],
+            finished_at=data["finished_at"],
+        )
 
 
 def measured_figures(completion: _Timings, delta: _MetricsDelta) -> dict[str, Any]:
