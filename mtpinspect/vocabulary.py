@@ -35,6 +35,16 @@ class Layout(Word):
     none = "none"
 
 
+class Pairing(Word):
+    """How check chose the mtp- sidecar of a main GGUF (inspection/pairing.py)."""
+
+    given = "given"  # --mtp-file
+    name = "name"  # the sidecar's name is the main file's: mtp-<stem>.gguf, <stem>-mtp.gguf, MTP/<stem>.gguf
+    same_model = "same-model"  # its name is the same model's in another quantization
+    header = "header"  # no name relates them; architecture, widths, vocabulary, blocks and tokenizer agree
+    only = "only"  # the one mtp- file no other model claims, though nothing relates it: the rules judge the fit
+
+
 class Severity(Word):
     error = "error"
     warning = "warning"

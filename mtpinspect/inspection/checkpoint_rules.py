@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import PurePosixPath
 
+from mtpinspect.formats.quantization import MATCH_TIMEOUT_S
 from mtpinspect.inspection.builder import ReportBuilder, model_ref
 from mtpinspect.inspection.evidence import MAX_MTP_SHARDS, Evidence
 from mtpinspect.inspection.naming import is_head_tensor
@@ -219,7 +220,16 @@ def apply_checkpoint_rules(ev: Evidence, b: ReportBuilder) -> None:
     if ck and ck.mtp.names:
         b.audit = audit_mtp(ev.quant, ck.mtp_dtypes, ck.weight_map.keys())
         at_risk = _quant_findings(b, b.audit, b.origin)
+        _unevaluated_patterns(b.audit, b)
     _checkpoint_runtimes(ev, b, family, at_risk)
+
+
+def _unevaluated_patterns(audit: QuantAudit, b: ReportBuilder) -> None:
+    if audit.unevaluated and audit.config is not None:
+        b.add("PATTERN_NOT_EVALUATED", f"{len(audit.unevaluated)} exclusion regex(es) could not be evaluated within "
+              f"{MATCH_TIMEOUT_S} s per name (catastrophic backtracking): they count as matching nothing, so the modules "
+              "they were meant to keep are judged by the other entries and the header dtypes",
+              [f"{audit.config.source}: {entry} (on {name})" for entry, name in audit.unevaluated])
 
 
 def _gemma(ev: Evidence, b: ReportBuilder, mt: str) -> None:

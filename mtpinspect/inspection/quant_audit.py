@@ -22,7 +22,6 @@ from mtpinspect.formats.quantization import (
     FUSED_SHARDS,
     SHARD_TO_FUSED,
     QuantizationConfig,
-    compile_pattern,
     direct_match,
     gptq_first_match,
     match_exclusion,
@@ -67,6 +66,8 @@ class QuantAudit:
     mtp_excluded: MtpExcluded
     modules: tuple[ModuleVerdict, ...]
     fused_warnings: tuple[str, ...]
+    # Entries whose regex could not be evaluated in time, as written in the list, and the name it was tried on.
+    unevaluated: tuple[tuple[str, str], ...] = ()
 
     def kept(self) -> list[str]:
         return [v.module for v in self.modules if not v.quantized]
@@ -134,7 +135,17 @@ def audit_mtp(
                                       "; ".join(n for n in notes if n) or None))
     return QuantAudit(
         config=q, excluded_count=len(q.exclusions) if q else 0, mtp_excluded=_overall(q, verdicts),
-        modules=tuple(verdicts), fused_warnings=tuple(fused_warnings),
+        modules=tuple(verdicts), fused_warnings=tuple(fused_warnings), unevaluated=_unevaluated(q),
+    )
+
+
+def _unevaluated(q: QuantizationConfig | None) -> tuple[tuple[str, str], ...]:
+    if q is None:
+        return ()
+    entries = [*q.exclusions, *sorted(q.targets or ())]
+    return tuple(
+        (next((e for e in entries if e in (pattern, f"re:{pattern}", f"-:{pattern}", f"+:{pattern}")), pattern), name)
+        for pattern, name in q.regexes.unevaluated.items()
     )
 
 
@@ -215,9 +226,9 @@ def _trap_note(q: QuantizationConfig, module: str, excluded_somewhere: int) -> s
 
 
 def _anchoring_trap(q: QuantizationConfig, module: str) -> str | None:
+    match = q.regexes.match
     for text in skip_regexes(q):
-        pattern = compile_pattern(text)
-        if pattern and not pattern.match(module) and (pattern.match("." + module) or pattern.search(module)):
+        if not match(text, module) and (match(text, "." + module) or match(text, module, anywhere=True)):
             return (f"regex {text!r} does not match {module!r}: re.match anchors at the start of the name "
                     "and the pattern needs something before it (e.g. a leading dot)")
     return None
@@ -226,12 +237,11 @@ def _anchoring_trap(q: QuantizationConfig, module: str) -> str | None:
 def _gptq_order_trap(q: QuantizationConfig, module: str) -> str | None:
     if q.method != "gptq":
         return None
-    skip, first = gptq_first_match(q.exclusions, module)
+    skip, first = gptq_first_match(q, module)
     if skip is not None or first is None:
         return None
     for key in q.exclusions:
-        pattern = compile_pattern(key[2:]) if key.startswith("-:") else None
-        if pattern and pattern.match(module):
+        if key.startswith("-:") and q.regexes.match(key[2:], module):
             return f"GPTQ dynamic: {first!r} matches first, so the later {key!r} never applies (first match wins)"
     return None
 

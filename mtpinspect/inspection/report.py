@@ -39,6 +39,7 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "SEPARATE_DRAFTER": ("MTP drafting uses a separate drafter checkpoint (Gemma 4 gemma4_assistant)", Severity.info),
     "HEADERS_NOT_READ": ("Some MTP shard headers were not read; dtype checks cover the ones that were", Severity.info),
     "LLAMA_CPP_REFUSED": ("The pinned llama.cpp's own loader refuses the model with draft-mtp (its message quoted)", Severity.error),
+    "PATTERN_NOT_EVALUATED": ("An exclusion regex backtracks past its time bound; it is reported and counts as matching nothing", Severity.warning),
 }
 
 @dataclass(frozen=True)
@@ -120,3 +121,17 @@ class CheckReport:
 
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]
+
+
+@dataclass
+class CheckFailure:
+    """One model of `check --all` that could not be read: its files and the one line `check` would print."""
+
+    json_schema: ClassVar[str] = "check"
+
+    source: str
+    source_kind: SourceKind
+    revision: str | None
+    files: dict[str, list[str]]
+    error: str
+    usable: ClassVar[bool] = False
