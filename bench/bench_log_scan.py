@@ -54,8 +54,8 @@ def main() -> None:
             rows.append({
                 "log": name,
                 "MiB": round(len(big) / 2**20),
-                "crash scan s": round(_median_seconds(lambda: crash_in_log(big), args.repeat), 2),
-                "read_log s": round(_median_seconds(lambda: read_log(path), args.repeat), 2),
+                "crash scan s": round(_median_seconds(lambda text=big: crash_in_log(text), args.repeat), 2),
+                "read_log s": round(_median_seconds(lambda file=path: read_log(file), args.repeat), 2),
                 "crash": crash.summary[:50] if crash else "-",
             })
     print(tabulate(rows, headers="keys"))

@@ -74,7 +74,7 @@ def test_first_cause_is_the_threads(entry: dict[str, Any]) -> None:
 def test_with_the_model_the_cause_in_the_model_is_found(entry: dict[str, Any], tmp_path: Path) -> None:
     """Where the thread's cause lies in the model, the same log diagnosed with the model names it."""
     (case,) = [c for c in load_cases() if c.id == entry["expect"]["with_model"]["case"]]
-    root = materialize(case, tmp_path, sparse=False)  # headers only: no weights to judge as zero
+    root = materialize(case, tmp_path)
     model = next(root.glob("*.gguf"), root)
     report = diagnose(str(model), log_files=[CASE_LOGS / entry["file"]], probe=False)
     top = report.causes[0]
