@@ -8,6 +8,7 @@ sampler) whatever happens, Ctrl-C included.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +50,10 @@ class RunContext:
     log_dir: Path
 
 
-def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
-    """Start the visit's server, warm it up, measure its runs; record everything in the journal."""
+def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> str | None:
+    """Start the visit's server, warm it up, measure its runs; record everything in the journal.
+
+    Returns why the server did not start (None when it did)."""
     config = visit.configuration
     server_id = f"{config.id}-{time.time_ns() // 1_000_000}"
     server = LlamaServer(
@@ -83,7 +86,7 @@ def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
         server.start()
     except ServerStartError as exc:
         _server_failed(record, server, str(exc), visit, ctx, tracker)
-        return
+        return exc.reason
     record.command = server.command
     record.startup_seconds = time.perf_counter() - began
     try:
@@ -94,12 +97,13 @@ def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
                 cursor = _warm_up(server, visit, ctx)
             except ServerError as exc:
                 _server_failed(record, server, f"warm-up request failed: {exc}", visit, ctx, tracker)
-                return
+                return None
             ctx.journal.append(record)
             tracker.server_started(record.startup_seconds)
             _measure_runs(server, visit, ctx, tracker, sampler, server_id, cursor)
     finally:
         server.stop()
+    return None
 
 
 def _server_failed(
@@ -241,6 +245,29 @@ def _failed(base: dict[str, Any], status: str, error: str, began: float, sampler
         finished_at=time.time(),
         rss_peak_bytes=sampler.peak_bytes or None,
     )
+
+
+class StartFailures:
+    """Failed server starts by reason: two configurations that fail alike stop the sweep.
+
+    A server that cannot come up at all (a broken build, a model that does not load, a hung GPU) fails
+    every configuration the same way, and each start may cost the whole start timeout.
+    """
+
+    def __init__(self) -> None:
+        self._by_reason: dict[str, list[str]] = {}
+
+    def add(self, configuration: str, reason: str | None) -> str | None:
+        """Count a visit's start (``reason`` None: it started); why the sweep should stop, if it should."""
+        if reason is None:
+            return None
+        # Ports, PIDs and timings differ between starts that fail alike.
+        failed = self._by_reason.setdefault(re.sub(r"\d+", "N", reason), [])
+        if configuration not in failed:
+            failed.append(configuration)
+        if len(failed) < 2:
+            return None
+        return f"{failed[0]} and {failed[1]} failed to start for the same reason ({reason})"
 
 
 def _gpu_keys(used: dict[int, int] | None) -> dict[str, int] | None:
