@@ -110,6 +110,15 @@ def reap(process: psutil.Process) -> None:
         pass
 
 
+def stop_cli(proc: subprocess.Popen[str]) -> None:
+    """End a CLI process a test started, and its llama-servers with it, whatever the code under test does."""
+    if proc.poll() is None:
+        for server in llama_servers(proc.pid):
+            reap(server)
+        proc.kill()
+        proc.wait()
+
+
 def mount_namespace() -> list[str]:
     """The command prefix that runs a shell script in a private mount namespace, or skip the test."""
     prefix = ["unshare", "--mount"] if os.geteuid() == 0 else ["unshare", "--user", "--map-root-user", "--mount"]

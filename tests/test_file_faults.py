@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cliproc import CLI, error_line, in_mounts, run_cli, run_cli_measured, wait_for_server
+from cliproc import CLI, error_line, in_mounts, run_cli, run_cli_measured, stop_cli, wait_for_server
 
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 
@@ -152,9 +152,7 @@ def test_second_sweep_into_a_busy_folder(tmp_path: Path, tiny: Path) -> None:
         assert len(second.stderr.splitlines()) == 1, second.stderr
         stdout, stderr = first.communicate(timeout=120)
     finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
+        stop_cli(first)
     assert first.returncode == 0, stderr
     counts = json.loads(stdout)["runs"]
     # The first sweep's journal was left alone: everything it measured is in its report.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from cliproc import CLI, error_line, gone, reap, run_cli, wait_for_server
+from cliproc import CLI, error_line, gone, reap, run_cli, stop_cli, wait_for_server
 
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.server import LlamaServer, ServerStartError
@@ -163,8 +163,7 @@ def test_signals_leave_no_server_behind(tiny: Path, tmp_path: Path, sig: signal.
         assert gone(server), f"llama-server outlived mtpinspect after {sig.name}"
     finally:
         reap(server)
-        if proc.poll() is None:
-            proc.kill()
+        stop_cli(proc)
     if sig != signal.SIGKILL:
         assert proc.returncode == 130 and "Traceback" not in stderr, stderr
         assert "interrupted" in stderr.splitlines()[-1]
@@ -182,8 +181,7 @@ def test_diagnose_cleans_its_temporary_folder_on_hangup(tiny: Path, tmp_path: Pa
         assert gone(server)
     finally:
         reap(server)
-        if proc.poll() is None:
-            proc.kill()
+        stop_cli(proc)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
     assert not list(tmp_path.glob("mtpinspect-diagnose-*"))
 
