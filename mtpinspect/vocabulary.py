@@ -60,6 +60,25 @@ class RuntimeStatus(Word):
         return self in (RuntimeStatus.supported, RuntimeStatus.at_risk)
 
 
+class OriginKind(Word):
+    """Who made (and quantized) a checkpoint (inspection/origin.py)."""
+
+    maker = "maker"  # the family's maker: its own release
+    first_party_quantizer = "first-party-quantizer"  # nvidia, RedHatAI, amd: quantize with the serving stack in mind
+    third_party = "third-party"
+    unknown = "unknown"
+
+
+class OriginSignal(Word):
+    """The signal that decided who made a checkpoint, strongest first."""
+
+    card = "model card"
+    hub_repo = "Hub repo id"
+    cache_folder = "HF cache folder"
+    name_or_path = "config.json _name_or_path"
+    format = "quantization format"
+
+
 class Conversion(Word):
     """What llama.cpp's convert_hf_to_gguf.py does with a family's MTP head."""
 
@@ -112,3 +131,28 @@ class ServerStatus(Word):
 # "partial", or None (nothing quantized, or nothing to judge).
 MtpExcluded = Literal[True, False, "partial"] | None
 PARTIAL: Literal["partial"] = "partial"
+
+
+class WorkaroundMode(Word):
+    """What a sweep does when an MTP configuration crashes the engine and the baseline does not."""
+
+    auto = "auto"  # find a change that gets it running (runtime/workarounds.py) and retry once with it
+    off = "off"  # record the crash and go on
+
+
+class Engine(Word):
+    """The inference engine a log comes from."""
+
+    llama_cpp = "llama.cpp"
+    vllm = "vllm"
+    sglang = "sglang"
+    unknown = "unknown"
+
+
+class LogKind(Word):
+    """What a file given to `diagnose --log` is."""
+
+    llama_server = "llama-server"  # llama-server (or llama-cli, llama-speculative-simple) stderr
+    vllm = "vllm"  # a vLLM server log, `vllm bench serve` output or the offline spec_decode example's summary
+    sglang = "sglang"  # an SGLang server log
+    metrics = "metrics"  # a saved Prometheus /metrics page (or a pasted query table of its samples)

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from mtpinspect.cli._args import codes_option, format_option
 from mtpinspect.cli._output import Output, OutputFormat
-from mtpinspect.inspection.report import FINDINGS, CheckReport
-from mtpinspect.vocabulary import PARTIAL, RuntimeStatus
+from mtpinspect.inspection.report import FINDINGS, CheckReport, Verified
+from mtpinspect.runtime.verify import DEFAULT_CONTEXT
+from mtpinspect.vocabulary import PARTIAL, OriginKind, RuntimeStatus
+
+if TYPE_CHECKING:
+    from mtpinspect.inspection.origin import Origin
+    from mtpinspect.runtime.verify import Allocation, MemoryEstimate
 
 
 def _size(n: int | None) -> str:
@@ -29,6 +36,42 @@ def _quant_text(report: CheckReport) -> str:
     return f"{q.method}{algo}, {q.excluded_count} exclusions ({q.exclusion_key or '-'}), {excluded}"
 
 
+def _origin_text(origin: Origin) -> str:
+    if origin.kind is OriginKind.unknown:
+        return "unknown: " + "; ".join(origin.missing)
+    return f"{origin.kind}" + (f": {origin.who}" if origin.who else "") + f" (decided by the {origin.decided_by})"
+
+
+def _verified_text(report: CheckReport) -> str:
+    v = report.runtimes["llama.cpp"].verified
+    if v is None:
+        return "not asked: the rules alone decide" + (" (see the note below)" if report.notes else "")
+    return f"{v.by}: starts it with draft-mtp" if v.ok else f"{v.by}: refuses it (LLAMA_CPP_REFUSED below)"
+
+
+def _verified_word(verified: Verified | None) -> str:
+    return "-" if verified is None else ("yes" if verified.ok else "refused")
+
+
+def _parts(a: Allocation) -> str:
+    return f"weights {_size(a.weights)}, KV {_size(a.kv)}, compute {_size(a.compute)}"
+
+
+def _memory_rows(memory: MemoryEstimate | None) -> list[dict[str, str]]:
+    """'memory at -c N' and 'MTP adds X at -c N', from llama.cpp's own allocations."""
+    if memory is None:
+        return []
+    at = f"-c {memory.context}"
+    without = (f"{_size(memory.without_mtp_bytes)} without MTP ({_parts(memory.without_mtp)}, "
+               f"process {_size(memory.process)})")
+    if memory.mtp is None:
+        return [{"item": f"memory at {at}", "value": f"{without}; llama.cpp refused the MTP draft context"}]
+    return [
+        {"item": f"memory at {at}", "value": f"{_size(memory.total_bytes)} with MTP; {without}"},
+        {"item": "MTP adds", "value": f"{_size(memory.mtp_bytes)} at {at} ({_parts(memory.mtp)})"},
+    ]
+
+
 def render(report: CheckReport, out: Output) -> None:
     out.lead(report.verdict)
     rev = f" @ {report.revision}" if report.revision else ""
@@ -44,7 +87,10 @@ def render(report: CheckReport, out: Output) -> None:
             {"item": "layout", "value": report.layout},
             {"item": "architecture", "value": report.architecture.get("gguf_architecture") or report.architecture.get("model_type")},
             {"item": "quantization", "value": _quant_text(report)},
+            *([{"item": "made by", "value": _origin_text(report.origin)}] if report.origin else []),
             {"item": "MTP size", "value": f"{_size(size.bytes)}, {size.parameters or 0:,} parameters{share}"},
+            *([{"item": "llama.cpp itself", "value": _verified_text(report)}] if report.files.get("gguf") else []),
+            *_memory_rows(report.memory),
         ],
         ["item", "value"],
         title="Summary",
@@ -58,9 +104,12 @@ def render(report: CheckReport, out: Output) -> None:
     else:
         out.records([(f"{f.severity} {f.code}", f.message, f.evidence) for f in report.findings], title="Findings",
                     headers=("finding", "message", "evidence"))
+    # Only llama.cpp verifies, and only GGUFs: a checkpoint's table has no column of dashes.
+    columns = ["runtime", "status", *(["verified"] if report.files.get("gguf") else []), "reason"]
     out.table(
-        [{"runtime": name, "status": rv.status, "reason": rv.reason} for name, rv in report.runtimes.items()],
-        ["runtime", "status", "reason"],
+        [{"runtime": name, "status": rv.status, "verified": _verified_word(rv.verified), "reason": rv.reason}
+         for name, rv in report.runtimes.items()],
+        columns,
         title="Runtimes",
     )
     commands = [(name, rv.command) for name, rv in report.runtimes.items() if rv.command and rv.status.usable]
@@ -83,11 +132,14 @@ def render_all(reports: list[CheckReport], out: Output) -> None:
             "mtp_layers": r.mtp_layers,
             "mtp_types": ", ".join(f"{t} x{n}" for t, n in r.mtp_types.items()) or "-",
             "llama.cpp": r.runtimes["llama.cpp"].status,
+            "verified": _verified_word(r.runtimes["llama.cpp"].verified),
+            "MTP adds": _size(r.memory.mtp_bytes) if r.memory else "-",
             "findings": ", ".join(c for c in r.codes() if c != "MTP_PRESENT") or "-",
         }
         for r in reports
     ]
-    out.table(rows, ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "findings"], title="GGUF models", primary=True)
+    out.table(rows, ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "verified", "MTP adds", "findings"],
+              title="GGUF models", primary=True)
     best = [r for r in reports if r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
     if best:
         out.heading("Command")
@@ -107,10 +159,17 @@ def _finding_codes() -> list[dict[str, str]]:
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved `hf auth login`).")
 @click.option("--all", "all_ggufs", is_flag=True,
               help="Check every GGUF model in the repo or folder (one row each; json: a list of reports).")
+@click.option("--verify/--no-verify", default=None,
+              help="Ask the pinned llama.cpp itself whether it starts a GGUF with its MTP head (a metadata-only "
+                   "load, no weights read; also gives the memory estimate). Default: when its helper is built; "
+                   "--verify builds it first (minutes, once).")
+@click.option("-c", "--context", type=click.IntRange(min=0), default=DEFAULT_CONTEXT, show_default=True,
+              help="Context size (llama-server -c) of the memory estimate; 0: the model's training context.")
 @format_option(csv="findings", schema="check")
 @codes_option("finding", _finding_codes)
 def command(
-    source: str, revision: str | None, file: str | None, mtp_file: str | None, token: str | None, all_ggufs: bool, fmt: str
+    source: str, revision: str | None, file: str | None, mtp_file: str | None, token: str | None, all_ggufs: bool,
+    verify: bool | None, context: int, fmt: str,
 ) -> int:
     """Tell whether SOURCE's MTP head will work, reading only headers (no weight download).
 
@@ -122,17 +181,26 @@ def command(
       PATH.gguf             a local GGUF (split shards and an mtp- file beside it are found)
       DIR                   a local snapshot folder, or a Hugging Face cache folder models--ORG--NAME
 
+    For a GGUF, the pinned llama.cpp (built by `mtpinspect runtime build`) also loads the model's
+    metadata as llama-server would with --spec-type draft-mtp: its own verdict decides the llama.cpp
+    status, and its allocations give the memory with and without MTP at -c CONTEXT.
+
     Exit status: 0 when MTP is usable in at least one runtime, 1 when not, 2 on error.
     HF_ENDPOINT and HF_TOKEN are honoured, as in huggingface_hub.
     """
     from mtpinspect.inspection import check, check_all
+    from mtpinspect.runtime.build import build_server, find_helper
 
+    out = Output(fmt)
+    if all_ggufs and (file or mtp_file):
+        raise click.UsageError("--all checks every GGUF; it does not combine with --file or --mtp-file")
+    if verify and find_helper() is None:
+        out.hint("building the pinned llama.cpp's verify helper (minutes, once)")
+        build_server("cpu", progress=out.hint)
     if all_ggufs:
-        if file or mtp_file:
-            raise click.UsageError("--all checks every GGUF; it does not combine with --file or --mtp-file")
-        reports = check_all(source, revision=revision, token=token)
-        render_all(reports, Output(fmt))
+        reports = check_all(source, revision=revision, token=token, verify=verify, context=context)
+        render_all(reports, out)
         return 0 if any(r.usable for r in reports) else 1
-    report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file)
-    render(report, Output(fmt))
+    report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file, verify=verify, context=context)
+    render(report, out)
     return report.exit_code

@@ -27,13 +27,15 @@ from mtpinspect.diagnosis.logs import LogEvidence, read_log
 from mtpinspect.errors import MtpinspectError, ServerError
 from mtpinspect.formulas import acceptance_for_length, geometric_mean
 from mtpinspect.jsonable import json_field
+from mtpinspect.runtime.crash import Crash, crash_of
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
 from mtpinspect.runtime.flags import DRAFT_MODEL, MODEL, SPEC_FLAGS, ServerArgs
 from mtpinspect.runtime.server import START_TIMEOUT_S, LlamaServer, ServerProcessError
+from mtpinspect.runtime.workarounds import Workaround, WorkaroundSearch, find_workaround
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.plan import BASELINE_ID
 from mtpinspect.sweep.prompts import load_builtin, load_prompts
-from mtpinspect.sweep.report import SweepReport
+from mtpinspect.sweep.report import EngineCrash, SweepReport
 from mtpinspect.sweep.statistics import GroupStats
 
 PROBE_N_MAX = (1, 3)
@@ -58,6 +60,7 @@ class ProbeFigure:
     accepted: int
     drafts: int
     error: str | None
+    workaround: Workaround | None = None  # measured with this change: the configuration crashed without it
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,9 @@ class AsGivenRun:
     started: bool
     failure: str | None
     log: LogEvidence | None = json_field(omit=True)
+    crash: Crash | None = None  # the run crashed the engine
+    # For a crash: the changes tried on the user's own command, one at a time, and the one that worked.
+    workarounds: WorkaroundSearch | None = None
 
     @property
     def drafted(self) -> int | None:
@@ -122,6 +128,8 @@ class ProbeResult:
     as_given: AsGivenRun | None
     mtp_logs: list[LogEvidence] = json_field(omit=True, default_factory=list)  # the sweep's MTP servers' logs
     costs: list[CostEstimate] = json_field(name="cost_estimates", default_factory=list)
+    # Probe configurations that crashed the engine, and the change the probe then measured them with.
+    crashes: list[EngineCrash] = json_field(default_factory=list)
     out_dir: str | None = None
 
     def mtp_figures(self) -> list[ProbeFigure]:
@@ -173,6 +181,7 @@ def run_probe(
             as_given=as_given,
             mtp_logs=_mtp_logs(report),
             costs=_costs(figures),
+            crashes=list(report.crashes),
             out_dir=kept,
         )
 
@@ -187,6 +196,7 @@ def _run_as_given(
         args = settings.added(*DRAFT_MODEL.spelled(sidecar))
     server = LlamaServer(binary, model, args, log_path=log_path, startup_timeout=start_timeout)
     failure: str | None = None
+    crash: Crash | None = None
     started = False
     try:
         with server:
@@ -196,6 +206,7 @@ def _run_as_given(
             server.wait_for_log(offset)
     except ServerProcessError as exc:
         failure = exc.reason
+        crash = crash_of(exc.returncode, server.read_log())
     except ServerError as exc:
         failure = str(exc)
     log = None
@@ -203,8 +214,13 @@ def _run_as_given(
         log = read_log(log_path)
     except MtpinspectError:
         pass  # an empty log: the failure line says what happened
+    # A crash of the user's own command: find the change that avoids it, by experiment, on that command.
+    search = None
+    if crash is not None and settings.sets_spec:
+        search = find_workaround(binary, model, args, log_path.parent / "as-given-workarounds", crash=crash,
+                                 startup_timeout=start_timeout)
     return AsGivenRun(command=server.command or [str(binary.path), *MODEL.spelled(model), *args], started=started,
-                      failure=failure, log=log)
+                      failure=failure, log=log, crash=crash, workarounds=search)
 
 
 def _require_baseline(model: Path, report: SweepReport) -> None:
@@ -230,6 +246,7 @@ def _figure(group: GroupStats) -> ProbeFigure:
         accepted=group.accepted,
         drafts=group.drafts,
         error=group.error,
+        workaround=group.workaround,
     )
 
 

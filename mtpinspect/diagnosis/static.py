@@ -106,7 +106,8 @@ def gather_static(
     """Run `check` on the model and, for a local GGUF, look at the head's weights."""
     from mtpinspect.inspection import check
 
-    report = check(model, revision=revision, token=token, mtp_file=mtp_file)
+    # Rules only: the probe that follows starts the real llama-server, which says more than a dry load.
+    report = check(model, revision=revision, token=token, mtp_file=mtp_file, verify=False)
     path = Path(model).expanduser()
     local = path.resolve() if report.source_kind is SourceKind.local_file and path.suffix == ".gguf" and path.is_file() else None
     sidecar: Path | None = None
@@ -193,7 +194,8 @@ def head_fix(static: StaticEvidence | None) -> str:
     """What to change when the head is quantized or damaged, for a GGUF or a safetensors checkpoint."""
     if static is not None and static.zero_tensors:
         return "the head's weights are zero in this file: re-download it (check its sha256) or re-convert the head"
-    if static is not None and static.architecture is not None:  # a GGUF: its types are chosen per tensor
+    # A GGUF's types are chosen per tensor (check names a GGUF architecture for checkpoints too: the layout tells).
+    if static is not None and static.layout in (Layout.bundled, Layout.sidecar):
         layer = _mtp_block(static)
         return (
             f"use a GGUF whose MTP block is Q8_0 or better, e.g. re-quantize from the F16/BF16 GGUF keeping it: "

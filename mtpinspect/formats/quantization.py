@@ -79,6 +79,7 @@ class QuantizationConfig:
     targets_key: str | None = None
     targets: frozenset[str] | None = None
     notes: tuple[str, ...] = field(default=())
+    block_size: tuple[int, ...] | None = None  # fp8 `weight_block_size`: (128, 128) for block-wise FP8
     _index: _ListIndex = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -161,10 +162,12 @@ def _from_embedded(qc: Mapping, source: str) -> QuantizationConfig:
         return _gptq(qc, source, producer)
     key = _exclusion_key(method, qc)
     targets = _ct_targets(qc) if method == "compressed-tensors" else None
+    block = qc.get("weight_block_size")
     return QuantizationConfig(
         method=method, algo=_algo(method, qc), source=source, exclusion_key=key,
         exclusions=_entries(qc.get(key), source, key) if key else (), producer=producer,
         targets_key="config_groups.targets" if targets is not None else None, targets=targets,
+        block_size=tuple(block) if isinstance(block, list) and all(isinstance(n, int) for n in block) else None,
     )
 
 

@@ -14,13 +14,17 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from mtpinspect.errors import FormatError, SourceError
+from mtpinspect.formats.card import CARD_FILE, CARD_LIMIT, ModelCard, card_from_metadata, parse_card
 from mtpinspect.formats.config import ModelConfig, parse_config
 from mtpinspect.formats.gguf import GGUFHeader, GGUFTensor, read_gguf_header
 from mtpinspect.formats.quantization import QUANT_FILES, QuantizationConfig, find_quantization
 from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
 from mtpinspect.sources.filenames import is_mtp_safetensors, is_sidecar_gguf
-from mtpinspect.sources.reader import read_json
+from mtpinspect.sources.local import LocalTree
+from mtpinspect.sources.provenance import LocalDownload, local_download
+from mtpinspect.sources.reader import RecordingReader, read_json
 from mtpinspect.sources.resolve import Target
+from mtpinspect.vocabulary import SourceKind
 
 if TYPE_CHECKING:
     from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
@@ -49,6 +53,8 @@ class GgufEvidence:
     files: list[str]
     headers: list[GGUFHeader]
     size: int
+    # Remote files: the bytes fetched to parse each header, by offset (for a header-only copy).
+    fetched: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
 
     @property
     def first(self) -> GGUFHeader:
@@ -108,6 +114,9 @@ class Evidence:
     sidecar: GgufEvidence | None = None
     other_sidecars: list[str] = field(default_factory=list)  # mtp- files in the repo that were not paired
     unreadable_weights: list[str] = field(default_factory=list)  # pickled weights without an index
+    card: ModelCard | None = None  # the model card's lineage keys (README.md front matter)
+    card_problem: str | None = None  # why a README.md that is there gave no card
+    download: LocalDownload | None = None  # `hf download --local-dir` records of a local folder
     notes: list[str] = field(default_factory=list)
 
 
@@ -131,8 +140,10 @@ def _find_config(target: Target) -> str | None:
 
 
 def _read_gguf(target: Target, paths: list[str]) -> GgufEvidence:
-    headers = [read_gguf_header(target.tree.open(p)) for p in paths]
-    return GgufEvidence(paths, headers, sum(target.tree.files[p].size for p in paths))
+    readers = {p: RecordingReader(target.tree.open(p)) if target.kind is SourceKind.hub else target.tree.open(p) for p in paths}
+    headers = [read_gguf_header(r) for r in readers.values()]
+    fetched = {p: r.pieces for p, r in readers.items() if isinstance(r, RecordingReader)}
+    return GgufEvidence(paths, headers, sum(target.tree.files[p].size for p in paths), fetched)
 
 
 def _index_file(files: Mapping[str, Any]) -> str | None:
@@ -210,9 +221,26 @@ def _checkpoint(target: Target, config: ModelConfig | None) -> CheckpointEvidenc
     )
 
 
+def _card(target: Target) -> tuple[ModelCard | None, str | None]:
+    """The model card: the Hub's parsed cardData where it came with the listing, else README.md's front matter."""
+    if target.tree.card_data is not None:
+        return card_from_metadata(target.tree.card_data, "model info cardData"), None
+    if CARD_FILE not in target.tree.files:
+        return None, None
+    reader = target.tree.open(CARD_FILE)
+    try:
+        card = parse_card(reader.read_at(0, min(reader.size, CARD_LIMIT)))
+    except FormatError as exc:
+        return None, str(exc)
+    return card, None if card else f"{CARD_FILE} has no front matter (or none that ends in its first {CARD_LIMIT // 1024} KiB)"
+
+
 def gather(target: Target) -> Evidence:
     ev = Evidence(target)
     files = target.tree.files
+    ev.card, ev.card_problem = _card(target)
+    if isinstance(target.tree, LocalTree):
+        ev.download = local_download(target.tree.root, files)
     ev.config_file = _find_config(target)
     raw_config = _json_file(target, ev.config_file) if ev.config_file else None
     if raw_config is not None:

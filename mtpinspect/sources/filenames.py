@@ -1,5 +1,5 @@
 """What file names say: GGUF split sets, quantization tags, `mtp-` sidecars, the main GGUF of a folder,
-a separate MTP safetensors file, and Hugging Face cache folders.
+a separate MTP safetensors file, Hugging Face cache folders and repo ids.
 
 Names are paths relative to a tree's root, '/'-separated (as in a repo listing). Every rule that reads
 meaning out of a file or folder name lives here.
@@ -14,6 +14,7 @@ _SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
 _QUANT_TAG = re.compile(r"(?i)(?:^|[-_.])((?:IQ|Q|TQ)\d[\w]*?|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$")
 # huggingface_hub's cache keeps a repo in models--ORG--NAME/{refs,snapshots,blobs}.
 HF_CACHE_FOLDER = re.compile(r"^models--(?P<org>[^/]+?)--(?P<name>[^/]+)$")
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 
 
 def is_gguf(path: str) -> bool:
@@ -75,6 +76,11 @@ def quant_matches(path: str, quant: str) -> bool:
     """Does the file name carry this quantization (as `-hf REPO:QUANT` picks a file)?"""
     name = PurePosixPath(path).name.lower()
     return re.search(rf"(^|[-_.]){re.escape(quant.lower())}([-_.]|$)", name) is not None
+
+
+def is_repo_id(text: str) -> bool:
+    """ORG/NAME as the Hub spells repo ids (not a path: './x/y' and '/x/y' are not)."""
+    return bool(_REPO_ID.match(text))
 
 
 def repo_id_from_cache(path: Path) -> str | None:

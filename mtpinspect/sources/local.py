@@ -32,6 +32,8 @@ class LocalTree:
     sha: str | None = None  # the snapshot's commit, for a Hugging Face cache folder
     # Commands name local files by path: no revision to pin.
     revision: ClassVar[None] = None
+    # A folder's model card is its README.md, read like any other file.
+    card_data: ClassVar[None] = None
 
     @property
     def total_size(self) -> int:

@@ -8,7 +8,6 @@ SOURCE is a local GGUF, a local snapshot directory (the Hugging Face cache inclu
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -16,6 +15,7 @@ from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.sources.filenames import (
     group_splits,
     is_main_gguf,
+    is_repo_id,
     is_sidecar,
     is_sidecar_gguf,
     quant_matches,
@@ -26,8 +26,6 @@ from mtpinspect.sources.filenames import (
 from mtpinspect.sources.local import open_directory, open_files
 from mtpinspect.sources.reader import ByteMeter, Tree
 from mtpinspect.vocabulary import SourceKind
-
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 
 
 @dataclass
@@ -140,7 +138,7 @@ def resolve(
 
 
 def _looks_like_repo(text: str) -> bool:
-    return bool(_REPO_ID.match(text.partition(":")[0])) and not text.startswith(("/", ".", "~"))
+    return is_repo_id(text.partition(":")[0]) and not text.startswith(("/", ".", "~"))
 
 
 def _resolve_named_sidecar(tree: Tree, name: str) -> list[str]:

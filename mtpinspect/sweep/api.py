@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mtpinspect.errors import OutputError, SourceError, UsageError
 from mtpinspect.jsonable import to_jsonable
+from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
 from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, ServerArgs
 from mtpinspect.sweep.journal import Journal
@@ -23,9 +24,17 @@ from mtpinspect.sweep.plan import Configuration, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
 from mtpinspect.sweep.prompts import Prompt, check_unique, load_builtin, load_prompts
-from mtpinspect.sweep.records import RUN_KIND, SERVER_KIND, MalformedRecord, RunRecord, ServerRecord
-from mtpinspect.sweep.report import Failure, RunCounts, ServerInfo, SweepFiles, SweepReport, Synthetic
-from mtpinspect.sweep.run import RunContext, StartFailures, run_visit
+from mtpinspect.sweep.records import (
+    RUN_KIND,
+    SERVER_KIND,
+    WORKAROUND_KIND,
+    MalformedRecord,
+    RunRecord,
+    ServerRecord,
+    WorkaroundRecord,
+)
+from mtpinspect.sweep.report import EngineCrash, Failure, RunCounts, ServerInfo, SweepFiles, SweepReport, Synthetic
+from mtpinspect.sweep.run import RunContext, run_visit
 from mtpinspect.sweep.statistics import DETERMINISM_NOTE, break_even, recommend, summarize
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
@@ -65,7 +74,7 @@ def _run_sweep(model: Path | None, options: SweepOptions, progress: ProgressCall
     journal = Journal(out_dir / JOURNAL_NAME)
     if not options.resume:
         _set_aside(journal)
-    runs_before, _, _ = _matching(journal, settings, configs, prompts, options.repeat)
+    runs_before, _, _, _ = _matching(journal, settings, configs, prompts, options.repeat)
     done = {r.key for r in runs_before if r.status == RunStatus.ok}
     plan = build_plan(configs, prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
@@ -86,10 +95,10 @@ def _run_sweep(model: Path | None, options: SweepOptions, progress: ProgressCall
         journal=journal,
         log_dir=out_dir / "logs",
     )
-    failed_starts = StartFailures()
     stopped = None
     for index, visit in enumerate(plan.visits):
-        reason = failed_starts.add(visit.configuration.id, run_visit(visit, context, tracker))
+        run_visit(visit, context, tracker)
+        reason = context.starts.stop_reason()
         if reason and index + 1 < len(plan.visits):
             stopped = reason
             break
@@ -118,9 +127,9 @@ def build_report(
     resumed: int,
 ) -> SweepReport:
     """Summarise every journal record made with these settings."""
-    runs, servers, malformed = _matching(journal, settings, configs, prompts, options.repeat)
+    runs, servers, searches, malformed = _matching(journal, settings, configs, prompts, options.repeat)
     contents = journal.read()
-    ignored = len(contents.records) - len(runs) - len(servers) - malformed
+    ignored = len(contents.records) - len(runs) - len(servers) - len(searches) - malformed
     latest = _latest(runs)
     classes = list(dict.fromkeys(p.prompt_class for p in prompts))
     groups = summarize(latest, servers, configs, classes)
@@ -140,6 +149,7 @@ def build_report(
             "synthetic": sorted(set(options.synthetic)),
             "prompts": _prompt_source(options.prompts, classes),
             "temperature": 0.0,
+            "workaround": options.workaround,
         },
         server=ServerInfo(
             path=str(binary.path),
@@ -152,6 +162,7 @@ def build_report(
         recommendation=recommend(groups, classes),
         synthetic=Synthetic(break_even(groups)) if options.synthetic else None,
         failures=_failures(latest, servers),
+        crashes=_crashes(runs, servers, searches),
         runs=RunCounts(
             planned=planned,
             ok=ok,
@@ -251,13 +262,14 @@ def _set_aside(journal: Journal) -> None:
 
 def _matching(
     journal: Journal, settings: dict, configs: list[Configuration], prompts: list[Prompt], repeat: int
-) -> tuple[list[RunRecord], list[ServerRecord], int]:
+) -> tuple[list[RunRecord], list[ServerRecord], list[WorkaroundRecord], int]:
     """The journal's records of this sweep (these settings, within its plan), and how many records of
     these settings were malformed (a field missing or mistyped) and skipped."""
     ids = {config.id for config in configs}
     planned = {(config, prompt.id, r) for config in ids for prompt in prompts for r in range(repeat)}
     runs: list[RunRecord] = []
     servers: list[ServerRecord] = []
+    searches: list[WorkaroundRecord] = []
     malformed = 0
     for record in journal.read().records:
         if record.get("settings") != settings:
@@ -271,9 +283,28 @@ def _matching(
                 server = ServerRecord.from_dict(record)
                 if server.configuration in ids:
                     servers.append(server)
+            elif record.get("kind") == WORKAROUND_KIND:
+                search = WorkaroundRecord.from_dict(record)
+                if search.configuration in ids:
+                    searches.append(search)
         except MalformedRecord:
             malformed += 1
-    return runs, servers, malformed
+    return runs, servers, searches, malformed
+
+
+def _crashes(runs: list[RunRecord], servers: list[ServerRecord], searches: list[WorkaroundRecord]) -> list[EngineCrash]:
+    """Per MTP configuration that crashed: the first crash, the change it then ran with, what was tried."""
+    first: dict[str, Crash] = {}
+    for record in [*servers, *runs]:
+        if record.crash is not None and record.n_max is not None and record.workaround is None:
+            first.setdefault(record.configuration, record.crash)
+    crashes = []
+    for configuration, crash in first.items():
+        fixed = next((s.workaround for s in servers if s.configuration == configuration and s.workaround
+                      and s.status is ServerStatus.started), None)
+        tried = [t for w in searches if w.configuration == configuration for t in w.trials]
+        crashes.append(EngineCrash(configuration, crash, fixed, tried))
+    return crashes
 
 
 def _latest(runs: list[RunRecord]) -> list[RunRecord]:

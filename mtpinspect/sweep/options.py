@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mtpinspect.runtime.server import START_TIMEOUT_S
 from mtpinspect.sweep.prompts import Prompt
+from mtpinspect.vocabulary import WorkaroundMode
 
 
 @dataclass(frozen=True)
@@ -31,3 +32,4 @@ class SweepOptions:
     plot: bool = True
     startup_timeout: float = START_TIMEOUT_S
     request_timeout: float = 600.0
+    workaround: WorkaroundMode = WorkaroundMode.auto

@@ -16,11 +16,14 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.logs import DraftStats
+from mtpinspect.runtime.workarounds import Workaround
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 RUN_KIND = "run"
 SERVER_KIND = "server"
+WORKAROUND_KIND = "workaround"
 
 
 # The log prints acceptance with %0.5f and mean length with %5.2f: half a unit in the last place.
@@ -80,6 +83,9 @@ class ServerRecord:
     gpu_memory_post_load_bytes: dict[str, int] | None
     settings: dict[str, Any]
     started_at: float
+    # The change made to the configuration's command because it crashed without it (None: as planned).
+    workaround: Workaround | None = None
+    crash: Crash | None = None  # how the server crashed, when it did (at start, warm-up or a run)
     kind: str = SERVER_KIND
 
     @classmethod
@@ -124,6 +130,8 @@ class RunRecord:
     text: str = ""
     rss_peak_bytes: int | None = None
     gpu_memory_bytes: dict[str, int] | None = None
+    workaround: Workaround | None = None  # as on the ServerRecord of the server that ran it
+    crash: Crash | None = None  # status crashed: how the engine died, when its log tells
     kind: str = RUN_KIND
 
     @property
@@ -181,6 +189,8 @@ def _typed(value: Any, hint: Any, name: str) -> Any:
             pass
     elif origin is list and isinstance(value, list):
         return [_typed(item, args[0], name) for item in value]
+    elif origin is tuple and isinstance(value, list):  # tuple[X, ...]: a JSON array
+        return tuple(_typed(item, args[0], name) for item in value)
     elif origin is dict and isinstance(value, dict) and all(isinstance(key, str) for key in value):
         return {key: _typed(item, args[1], name) for key, item in value.items()}
     elif origin is None and _is_a(value, hint):
@@ -196,6 +206,34 @@ def _is_a(value: Any, hint: Any) -> bool:
     if hint is float:
         return isinstance(value, (int, float))
     return isinstance(hint, type) and isinstance(value, hint)
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One change tried on a crashing configuration, and what happened."""
+
+    workaround: Workaround
+    ok: bool
+    outcome: str
+    args: list[str]  # the llama-server arguments it ran with (the model and port aside)
+
+
+@dataclass
+class WorkaroundRecord:
+    """A search for a change that gets a crashing MTP configuration to run (runtime/workarounds.py)."""
+
+    configuration: str
+    crash: Crash | None
+    trials: list[TrialRecord]
+    fix: Workaround | None  # the first change that started and decoded; None when none did
+    settings: dict[str, Any]
+    finished_at: float
+    kind: str = WORKAROUND_KIND
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorkaroundRecord:
+        """The record of a journal line; MalformedRecord if a field is missing or of the wrong type."""
+        return cls(**_typed_fields(cls, data))
 
 
 def measured_figures(completion: _Timings, delta: _MetricsDelta) -> dict[str, Any]:

@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from mtpinspect.runtime.crash import Crash
+from mtpinspect.runtime.workarounds import Workaround
+from mtpinspect.sweep.records import TrialRecord
 from mtpinspect.sweep.statistics import BreakEven, GroupStats, Recommendation
 
 
@@ -29,6 +32,18 @@ class Failure:
     kind: str  # "start" (server did not come up), "crashed" (died during a run), "error" (request failed)
     reason: str
     count: int
+
+
+@dataclass(frozen=True)
+class EngineCrash:
+    """An MTP configuration that crashed the engine: how, and the change that got it running."""
+
+    configuration: str
+    crash: Crash  # as first seen
+    # The change its later runs used (verified by the search, or reused from an earlier configuration);
+    # None when no change worked or --workaround off.
+    workaround: Workaround | None
+    tried: list[TrialRecord]  # the search's trials, when this configuration's crash started the search
 
 
 @dataclass(frozen=True)
@@ -77,6 +92,7 @@ class SweepReport:
     recommendation: Recommendation
     synthetic: Synthetic | None  # None without --synthetic
     failures: list[Failure]
+    crashes: list[EngineCrash]
     runs: RunCounts
     determinism_note: str
     files: SweepFiles
