@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from mtpinspect.cli._args import ServerArgsCommand, codes_option, format_option
+from mtpinspect.cli._args import ServerArgsCommand, codes_option, format_option, start_timeout_option
 from mtpinspect.cli._output import Output
 from mtpinspect.diagnosis import DiagnosisReport
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
@@ -105,6 +105,7 @@ def _cause_codes() -> list[dict[str, object]]:
               help="Keep the probe's files (server logs, runs.jsonl) here (default: a temporary folder, removed).")
 @click.option("--revision", help="Branch, tag or commit of a Hub repo MODEL.")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved login).")
+@start_timeout_option
 @format_option(csv="causes", schema="diagnose")
 @codes_option("cause", _cause_codes)
 @click.pass_context
@@ -120,6 +121,7 @@ def command(
     probe_dir: Path | None,
     revision: str | None,
     token: str | None,
+    start_timeout: float,
     fmt: str,
 ) -> int:
     """Explain zero or low MTP acceptance, or MTP that makes decoding slower, and say what to change.
@@ -152,6 +154,7 @@ def command(
         n_predict=n_predict,
         prompts=prompts,
         probe_dir=probe_dir,
+        start_timeout=start_timeout,
     )
     render(report, Output(fmt))
     return report.exit_code

@@ -35,7 +35,8 @@ from mtpinspect.diagnosis.log_formats import (
     read_lines,
     with_ratios,
 )
-from mtpinspect.errors import FormatError, SourceError
+from mtpinspect.errors import FormatError
+from mtpinspect.files import read_bounded
 from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.crash import Crash, crash_in_log
 from mtpinspect.runtime.logs import unused_nextn_tensors
@@ -109,16 +110,7 @@ class LogEvidence:
 def read_log(path: str | Path) -> LogEvidence:
     """Parse one log or metrics file; SourceError if it cannot be read, FormatError if it holds nothing usable."""
     file = Path(path).expanduser()
-    try:
-        if file.stat().st_size > MAX_LOG_BYTES:
-            raise FormatError(f"{file}: log larger than {MAX_LOG_BYTES >> 20} MiB; pass the part around the run")
-        text = file.read_bytes().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        raise SourceError(f"{file}: no such log file") from None
-    except IsADirectoryError:
-        raise SourceError(f"{file}: is a directory, not a log file") from None
-    except OSError as exc:
-        raise SourceError(f"{file}: cannot read ({exc.strerror or exc})") from None
+    text = read_bounded(file, MAX_LOG_BYTES, "log file", "pass the part around the run").decode("utf-8", errors="replace")
     if not text.strip():
         raise FormatError(f"{file}: empty log")
     crash = crash_in_log(text)
