@@ -9,6 +9,9 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
+# The exit status of a run stopped by Ctrl-C or a signal, as a shell reports one stopped by Ctrl-C.
+INTERRUPTED = 130
+
 _VALUE = reprlib.Repr()  # attributes, not keywords: Python 3.10 and 3.11 take none
 _VALUE.maxlevel, _VALUE.maxdict, _VALUE.maxlist, _VALUE.maxstring, _VALUE.maxlong, _VALUE.maxother = 2, 4, 6, 60, 40, 60
 
@@ -31,6 +34,10 @@ class ServerError(MtpinspectError):
 
 class UsageError(MtpinspectError):
     """A combination of options that cannot work."""
+
+
+class OutputError(MtpinspectError):
+    """A result cannot be written: read-only or full disk, a folder another sweep is using."""
 
 
 def shown(value: Any) -> str:

@@ -54,6 +54,17 @@ def codes_option(what: str, catalogue: Callable[[], Sequence[Mapping[str, Any]]]
                         help=f"Print the catalogue of {what} codes and exit.")
 
 
+def start_timeout_option(func: F) -> F:
+    """--start-timeout: how long each llama-server may take to come up (sweep and diagnose)."""
+    from mtpinspect.runtime.server import SILENCE_TIMEOUT_S, START_TIMEOUT_S
+
+    return click.option(
+        "--start-timeout", "start_timeout", type=click.FloatRange(min=1), default=START_TIMEOUT_S, show_default=True,
+        metavar="SECONDS",
+        help="How long a llama-server may take to load the model and answer (also bounds `--version`). One that "
+             f"exits, or neither logs nor uses CPU for {SILENCE_TIMEOUT_S:g} s, fails sooner; two configurations that "
+             "fail to start for the same reason stop the run.",
+    )(func)
 def hub_options(command: F) -> F:
     """--timeout, --retries and --deadline (or MTPINSPECT_TIMEOUT, _RETRIES, _DEADLINE), given to the
     command as one ``policy`` (a FetchPolicy) that bounds its Hub requests."""

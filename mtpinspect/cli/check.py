@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from mtpinspect.cli._args import codes_option, format_option, hub_options
 from mtpinspect.cli._output import Output, OutputFormat
-from mtpinspect.inspection.report import FINDINGS, CheckReport
+from mtpinspect.errors import SourceError
+from mtpinspect.inspection.report import FINDINGS, CheckFailure, CheckReport, Verified
+from mtpinspect.runtime.verify import DEFAULT_CONTEXT
 from mtpinspect.sources.fetch import FetchPolicy
-from mtpinspect.vocabulary import PARTIAL, RuntimeStatus
+from mtpinspect.vocabulary import PARTIAL, OriginKind, RuntimeStatus
+
+if TYPE_CHECKING:
+    from mtpinspect.inspection.origin import Origin
+    from mtpinspect.runtime.verify import Allocation, MemoryEstimate
 
 
 def _size(n: int | None) -> str:
@@ -30,6 +38,42 @@ def _quant_text(report: CheckReport) -> str:
     return f"{q.method}{algo}, {q.excluded_count} exclusions ({q.exclusion_key or '-'}), {excluded}"
 
 
+def _origin_text(origin: Origin) -> str:
+    if origin.kind is OriginKind.unknown:
+        return "unknown: " + "; ".join(origin.missing)
+    return f"{origin.kind}" + (f": {origin.who}" if origin.who else "") + f" (decided by the {origin.decided_by})"
+
+
+def _verified_text(report: CheckReport) -> str:
+    v = report.runtimes["llama.cpp"].verified
+    if v is None:
+        return "not asked: the rules alone decide" + (" (see the note below)" if report.notes else "")
+    return f"{v.by}: starts it with draft-mtp" if v.ok else f"{v.by}: refuses it (LLAMA_CPP_REFUSED below)"
+
+
+def _verified_word(verified: Verified | None) -> str:
+    return "-" if verified is None else ("yes" if verified.ok else "refused")
+
+
+def _parts(a: Allocation) -> str:
+    return f"weights {_size(a.weights)}, KV {_size(a.kv)}, compute {_size(a.compute)}"
+
+
+def _memory_rows(memory: MemoryEstimate | None) -> list[dict[str, str]]:
+    """'memory at -c N' and 'MTP adds X at -c N', from llama.cpp's own allocations."""
+    if memory is None:
+        return []
+    at = f"-c {memory.context}"
+    without = (f"{_size(memory.without_mtp_bytes)} without MTP ({_parts(memory.without_mtp)}, "
+               f"process {_size(memory.process)})")
+    if memory.mtp is None:
+        return [{"item": f"memory at {at}", "value": f"{without}; llama.cpp refused the MTP draft context"}]
+    return [
+        {"item": f"memory at {at}", "value": f"{_size(memory.total_bytes)} with MTP; {without}"},
+        {"item": "MTP adds", "value": f"{_size(memory.mtp_bytes)} at {at} ({_parts(memory.mtp)})"},
+    ]
+
+
 def render(report: CheckReport, out: Output) -> None:
     out.lead(report.verdict)
     rev = f" @ {report.revision}" if report.revision else ""
@@ -45,7 +89,10 @@ def render(report: CheckReport, out: Output) -> None:
             {"item": "layout", "value": report.layout},
             {"item": "architecture", "value": report.architecture.get("gguf_architecture") or report.architecture.get("model_type")},
             {"item": "quantization", "value": _quant_text(report)},
+            *([{"item": "made by", "value": _origin_text(report.origin)}] if report.origin else []),
             {"item": "MTP size", "value": f"{_size(size.bytes)}, {size.parameters or 0:,} parameters{share}"},
+            *([{"item": "llama.cpp itself", "value": _verified_text(report)}] if report.files.get("gguf") else []),
+            *_memory_rows(report.memory),
         ],
         ["item", "value"],
         title="Summary",
@@ -59,9 +106,12 @@ def render(report: CheckReport, out: Output) -> None:
     else:
         out.records([(f"{f.severity} {f.code}", f.message, f.evidence) for f in report.findings], title="Findings",
                     headers=("finding", "message", "evidence"))
+    # Only llama.cpp verifies, and only GGUFs: a checkpoint's table has no column of dashes.
+    columns = ["runtime", "status", *(["verified"] if report.files.get("gguf") else []), "reason"]
     out.table(
-        [{"runtime": name, "status": rv.status, "reason": rv.reason} for name, rv in report.runtimes.items()],
-        ["runtime", "status", "reason"],
+        [{"runtime": name, "status": rv.status, "verified": _verified_word(rv.verified), "reason": rv.reason}
+         for name, rv in report.runtimes.items()],
+        columns,
         title="Runtimes",
     )
     commands = [(name, rv.command) for name, rv in report.runtimes.items() if rv.command and rv.status.usable]
@@ -74,26 +124,45 @@ def render(report: CheckReport, out: Output) -> None:
     out.document(report)
 
 
-def render_all(reports: list[CheckReport], out: Output) -> None:
-    """One row per GGUF model of a repo: which quantizations keep a usable head."""
-    out.text(f"{reports[0].source}: {len(reports)} GGUF model(s)" + (f" @ {reports[0].revision}" if reports[0].revision else ""))
-    rows = [
-        {
-            "file": r.files["gguf"][0] + (f" (+{len(r.files['gguf']) - 1} shards)" if len(r.files["gguf"]) > 1 else ""),
+def render_all(results: list[CheckReport | CheckFailure], out: Output) -> None:
+    """One row per GGUF model of a repo: which quantizations keep a usable head (and which cannot be read)."""
+    first = results[0]
+    out.text(f"{first.source}: {len(results)} GGUF model(s)" + (f" @ {first.revision}" if first.revision else ""))
+    rows = [_failure_row(r) if isinstance(r, CheckFailure) else {
+            "file": _files_text(r.files),
             "layout": r.layout,
             "mtp_layers": r.mtp_layers,
             "mtp_types": ", ".join(f"{t} x{n}" for t, n in r.mtp_types.items()) or "-",
             "llama.cpp": r.runtimes["llama.cpp"].status,
+            "verified": _verified_word(r.runtimes["llama.cpp"].verified),
+            "MTP adds": _size(r.memory.mtp_bytes) if r.memory else "-",
             "findings": ", ".join(c for c in r.codes() if c != "MTP_PRESENT") or "-",
         }
-        for r in reports
+        for r in results
     ]
-    out.table(rows, ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "findings"], title="GGUF models", primary=True)
-    best = [r for r in reports if r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
+    out.table(rows, ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "verified", "MTP adds", "findings"],
+              title="GGUF models", primary=True)
+    best = [r for r in results if isinstance(r, CheckReport) and r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
     if best:
         out.heading("Command")
         out.text(best[0].runtimes["llama.cpp"].command or "")
-    out.document(reports)
+    out.document(results)
+
+
+def _files_text(files: dict[str, list[str]]) -> str:
+    """'m-00001-of-00002.gguf (+1 shards) + mtp-m.gguf': the model's files and the sidecar paired with it."""
+    gguf, sidecar = files["gguf"], files.get("sidecar") or []
+    text = gguf[0] + (f" (+{len(gguf) - 1} shards)" if len(gguf) > 1 else "")
+    return text + (f" + {sidecar[0]}" if sidecar else "")
+
+
+def _failure_row(failure: CheckFailure) -> dict[str, object]:
+    # The message starts with the file's path, which the row already names.
+    name = failure.files["gguf"][0]
+    head, sep, rest = failure.error.partition(": ")
+    error = rest if sep and head.endswith(name) else failure.error
+    return {"file": _files_text(failure.files), "layout": "-", "mtp_layers": "-", "mtp_types": "-", "llama.cpp": "-",
+            "findings": f"error: {error}"}
 
 
 def _finding_codes() -> list[dict[str, str]]:
@@ -107,19 +176,20 @@ def _finding_codes() -> list[dict[str, str]]:
 @click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF to pair with the main GGUF (default: found beside it).")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved `hf auth login`).")
 @click.option("--all", "all_ggufs", is_flag=True,
-              help="Check every GGUF model in the repo or folder (one row each; json: a list of reports).")
+              help="Check every GGUF model in the repo or folder (one row each, a file that cannot be read with its "
+                   "error; json: a list of reports). Exit 2 only when none can be read.")
+@click.option("--verify/--no-verify", default=None,
+              help="Ask the pinned llama.cpp itself whether it starts a GGUF with its MTP head (a metadata-only "
+                   "load, no weights read; also gives the memory estimate). Default: when its helper is built; "
+                   "--verify builds it first (minutes, once).")
+@click.option("-c", "--context", type=click.IntRange(min=0), default=DEFAULT_CONTEXT, show_default=True,
+              help="Context size (llama-server -c) of the memory estimate; 0: the model's training context.")
 @hub_options
 @format_option(csv="findings", schema="check")
 @codes_option("finding", _finding_codes)
 def command(
-    source: str,
-    revision: str | None,
-    file: str | None,
-    mtp_file: str | None,
-    token: str | None,
-    all_ggufs: bool,
-    fmt: str,
-    policy: FetchPolicy,
+    source: str, revision: str | None, file: str | None, mtp_file: str | None, token: str | None, all_ggufs: bool,
+    verify: bool | None, context: int, fmt: str, policy: FetchPolicy,
 ) -> int:
     """Tell whether SOURCE's MTP head will work, reading only headers (no weight download).
 
@@ -128,21 +198,34 @@ def command(
       ORG/NAME              a Hugging Face repo (safetensors checkpoint or GGUF repo)
       ORG/NAME:QUANT        a GGUF in a repo, as llama.cpp's -hf takes it (e.g. :Q4_K_M);
                             --all checks every GGUF of the repo, one row each
-      PATH.gguf             a local GGUF (split shards and an mtp- file beside it are found)
+      PATH.gguf             a local GGUF (its split shards, and its own mtp- sidecar beside it
+                            or in MTP/, are found)
       DIR                   a local snapshot folder, or a Hugging Face cache folder models--ORG--NAME
+
+    For a GGUF, the pinned llama.cpp (built by `mtpinspect runtime build`) also loads the model's
+    metadata as llama-server would with --spec-type draft-mtp: its own verdict decides the llama.cpp
+    status, and its allocations give the memory with and without MTP at -c CONTEXT.
 
     Exit status: 0 when MTP is usable in at least one runtime, 1 when not, 2 on error.
     HF_ENDPOINT and HF_TOKEN are honoured, as in huggingface_hub. Every Hub request is bounded by
     --timeout, retried per --retries, and all of them end by --deadline.
     """
     from mtpinspect.inspection import check, check_all
+    from mtpinspect.runtime.build import build_server, find_helper
 
+    out = Output(fmt)
+    if all_ggufs and (file or mtp_file):
+        raise click.UsageError("--all checks every GGUF; it does not combine with --file or --mtp-file")
+    if verify and find_helper() is None:
+        out.hint("building the pinned llama.cpp's verify helper (minutes, once)")
+        build_server("cpu", progress=out.hint)
     if all_ggufs:
-        if file or mtp_file:
-            raise click.UsageError("--all checks every GGUF; it does not combine with --file or --mtp-file")
-        reports = check_all(source, revision=revision, token=token, policy=policy)
-        render_all(reports, Output(fmt))
-        return 0 if any(r.usable for r in reports) else 1
-    report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file, policy=policy)
-    render(report, Output(fmt))
+        results = check_all(source, revision=revision, token=token, verify=verify, context=context, policy=policy)
+        render_all(results, out)
+        if all(isinstance(r, CheckFailure) for r in results):
+            raise SourceError(f"{source}: none of the {len(results)} GGUF models could be read (each row above says why)")
+        return 0 if any(r.usable for r in results) else 1
+    report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file, verify=verify, context=context,
+                   policy=policy)
+    render(report, out)
     return report.exit_code

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from mtpinspect.cli._args import ServerArgsCommand, codes_option, format_option, hub_options
+from mtpinspect.cli._args import ServerArgsCommand, codes_option, format_option, hub_options, start_timeout_option
 from mtpinspect.cli._output import Output
 from mtpinspect.diagnosis import DiagnosisReport
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
@@ -40,7 +40,8 @@ def render(report: DiagnosisReport, out: Output) -> None:
         out.table(
             [
                 {
-                    "configuration": "baseline" if f.n_max is None else f"n-max {f.n_max}",
+                    "configuration": ("baseline" if f.n_max is None else f"n-max {f.n_max}")
+                    + (f" [{f.workaround.value}]" if f.workaround else ""),
                     "class": f.prompt_class,
                     "acceptance": _pct(f.acceptance),
                     "mean length": f.mean_length,
@@ -58,6 +59,9 @@ def render(report: DiagnosisReport, out: Output) -> None:
             state = given.failure or (f"ran; acceptance {_pct(given.log.acceptance)}" if given.log and given.log.drafted
                                       else "ran; no draft tokens")
             out.text(f"as given: {' '.join(given.command)}\n  -> {state}")
+            if given.workarounds is not None:
+                tried = "".join(f"\n  tried {t.workaround.value}: {t.outcome}" for t in given.workarounds.trials)
+                out.text(f"  {given.workarounds.summary}{tried}")
         if probe.out_dir:
             out.text(f"probe files: {probe.out_dir}")
     else:
@@ -71,9 +75,11 @@ def render(report: DiagnosisReport, out: Output) -> None:
         )
     if report.logs:
         out.table(
-            [{"log": log.path, "kind": log.kind, "drafted": log.drafted, "accepted": log.accepted,
-              "acceptance": _pct(log.acceptance), "failure": log.failure} for log in report.logs],
-            ["log", "kind", "drafted", "accepted", "acceptance", "failure"],
+            [{"log": log.path, "format": "\n".join(log.formats) or log.kind, "drafted": log.drafted,
+              "accepted": log.accepted, "acceptance": _pct(log.acceptance),
+              "mean length": None if log.mean_length is None else f"{log.mean_length:.2f}",
+              "lacks": ", ".join(log.missing) or None, "failure": log.failure} for log in report.logs],
+            ["log", "format", "drafted", "accepted", "acceptance", "mean length", "lacks", "failure"],
             title="Logs",
         )
     for note in report.notes:
@@ -90,8 +96,8 @@ def _cause_codes() -> list[dict[str, object]]:
 @click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF the run uses (default: found beside MODEL).")
 @click.option("--server", metavar="PATH", help="llama-server for the probe (default: $LLAMA_SERVER, PATH, cache, else build).")
 @click.option("--log", "logs", multiple=True, metavar="FILE",
-              help="Log of a run made elsewhere: llama-server stderr, a vLLM log, or a saved /metrics page "
-                   "(llama.cpp, vLLM, SGLang). Repeatable.")
+              help="Log of a run made elsewhere: llama-server stderr, a vLLM or SGLang log (also `vllm bench serve` "
+                   "output), or a saved /metrics page (llama.cpp, vLLM, SGLang). Repeatable.")
 @click.option("--no-probe", is_flag=True, help="Do not run llama-server; use static evidence and logs only.")
 @click.option("--n-predict", "n_predict", type=click.IntRange(min=2), default=64, show_default=True,
               help="Tokens generated per probe request.")
@@ -101,6 +107,7 @@ def _cause_codes() -> list[dict[str, object]]:
 @click.option("--revision", help="Branch, tag or commit of a Hub repo MODEL.")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved login).")
 @hub_options
+@start_timeout_option
 @format_option(csv="causes", schema="diagnose")
 @codes_option("cause", _cause_codes)
 @click.pass_context
@@ -116,6 +123,7 @@ def command(
     probe_dir: Path | None,
     revision: str | None,
     token: str | None,
+    start_timeout: float,
     fmt: str,
     policy: FetchPolicy,
 ) -> int:
@@ -150,6 +158,7 @@ def command(
         prompts=prompts,
         probe_dir=probe_dir,
         policy=policy,
+        start_timeout=start_timeout,
     )
     render(report, Output(fmt))
     return report.exit_code

@@ -12,9 +12,10 @@ from typing import Any, TextIO
 
 import click
 
-from mtpinspect.cli._args import ServerArgsCommand, format_option
+from mtpinspect.cli import EXIT_ERROR
+from mtpinspect.cli._args import ServerArgsCommand, format_option, start_timeout_option
 from mtpinspect.cli._output import Output, OutputFormat, sanitize
-from mtpinspect.errors import UsageError
+from mtpinspect.errors import INTERRUPTED, UsageError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.build import BACKENDS
 from mtpinspect.sweep import SweepOptions, run_sweep
@@ -22,6 +23,7 @@ from mtpinspect.sweep.api import JOURNAL_NAME
 from mtpinspect.sweep.progress import RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
 from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.statistics import GroupStats
+from mtpinspect.vocabulary import WorkaroundMode
 
 _BAR_WIDTH = 24
 
@@ -112,8 +114,14 @@ class ProgressBar:
 @click.option("--synthetic", metavar="RATES", default=None,
               help="Also measure forced acceptance (e.g. 0.2,0.5,0.8,1.0) with --spec-synth-rates, per n-max, "
                    "and report the break-even acceptance.")
+@start_timeout_option
 @format_option(csv="one row per configuration and prompt class", schema="sweep")
 @click.option("--no-plot", "no_plot", is_flag=True, help="Do not write sweep.png.")
+@click.option("--workaround", type=click.Choice([m.value for m in WorkaroundMode]), default=WorkaroundMode.auto.value,
+              show_default=True,
+              help="auto: when an MTP configuration crashes llama-server and the baseline does not, find the "
+                   "smallest change that makes it start and decode (--no-repack, -fa off, ...) and retry once with "
+                   "it, marked in the results; off: record the crash and go on.")
 @click.pass_context
 def command(
     ctx: click.Context,
@@ -130,8 +138,10 @@ def command(
     out_dir: Path,
     resume: bool,
     synthetic: str | None,
+    start_timeout: float,
     fmt: str,
     no_plot: bool,
+    workaround: str,
 ) -> int:
     """Measure MTP on this machine: baseline and each n-max, with a recommendation.
 
@@ -155,6 +165,8 @@ def command(
         synthetic=_numbers(synthetic, float, "--synthetic") if synthetic else (),
         server_args=ctx.meta.get("server_args", ()),
         plot=not no_plot,
+        startup_timeout=start_timeout,
+        workaround=WorkaroundMode(workaround),
     )
     out = Output(fmt)
     bar = ProgressBar(out.errors)
@@ -164,9 +176,15 @@ def command(
         bar.close()
         out.hint(f"mtpinspect sweep: interrupted; finished runs are in {out_dir / JOURNAL_NAME}, "
                  "run again with --resume to complete them")
-        return 130
+        return INTERRUPTED
     bar.close()
+    if report.runs.malformed:
+        out.warning(f"{report.files.jsonl}: {report.runs.malformed} malformed record(s) skipped "
+                    "(a field missing or of the wrong type)", where="mtpinspect sweep")
     render(report, out)
+    if report.stopped:
+        out.error(report.stopped, where="mtpinspect sweep")
+        return EXIT_ERROR
     # Nothing measured at all (every server failed) is a failure a script should notice.
     return 0 if report.runs.ok else 1
 
@@ -202,6 +220,8 @@ def render(report: SweepReport, out: Output) -> None:
         _render_synthetic(report, out)
     if report.failures:
         out.table([to_jsonable(f) for f in report.failures], ["configuration", "kind", "count", "reason"], title="Failures")
+    if report.crashes:
+        _render_crashes(report, out)
     out.heading("Recommendation")
     for choice in report.recommendation.per_class:
         out.text(f"{choice.prompt_class}: {choice.reason}")
@@ -230,8 +250,8 @@ def _summary_rows(groups: Sequence[GroupStats]) -> list[dict[str, Any]]:
             speedup = f"{g.speedup:.2f}x" + (" (noise)" if g.within_noise else "")
         rows.append({
             "class": g.prompt_class,
-            "config": g.label,
-            "tok/s": _speed(g) if g.runs else f"failed: {g.error}",
+            "config": g.shown_label,
+            "tok/s": _speed(g) if g.runs else (f"failed: {g.error}" if g.error else "not run"),
             "speedup": speedup,
             "acceptance": g.acceptance,
             "mean len": g.mean_length,
@@ -247,7 +267,7 @@ def _position_rows(groups: Sequence[GroupStats]) -> list[dict[str, Any]]:
     return [
         {
             "class": g.prompt_class,
-            "config": g.label,
+            "config": g.shown_label,
             "per position": ", ".join(f"{rate:.2f}" for rate in g.per_position),
             "mean len": g.mean_length,
             "expected": g.expected_length,
@@ -282,6 +302,7 @@ def _csv_rows(groups: Sequence[GroupStats]) -> list[dict[str, Any]]:
             "identical_to_baseline": g.identical_to_baseline,
             "first_divergence": g.first_divergence,
             "error": g.error,
+            "workaround": g.workaround,
         })
     return rows
 
@@ -316,3 +337,17 @@ def _render_synthetic(report: SweepReport, out: Output) -> None:
     out.table(rows, title="Synthetic cost curve (--spec-synth-rates: acceptance forced, drafting work real)")
     for curve in report.synthetic.break_even:
         out.text(f"n-max {curve.n_max}: {curve.note}")
+
+
+def _render_crashes(report: SweepReport, out: Output) -> None:
+    out.heading("Engine crashes with MTP")
+    for entry in report.crashes:
+        if entry.workaround is not None:
+            outcome = f"ran {entry.workaround.phrase} (its rows are marked [{entry.workaround.value}])"
+        elif entry.tried:
+            outcome = "no single change made it start and decode"
+        else:
+            outcome = "not retried (--workaround off, or the baseline crashed too)"
+        out.text(f"{entry.configuration}: {entry.crash.summary}; {outcome}")
+        for trial in entry.tried:
+            out.text(f"  tried {trial.workaround.value}: {trial.outcome}")

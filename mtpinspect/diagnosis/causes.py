@@ -28,6 +28,7 @@ class CauseKind:
 
 # README and `diagnose --codes` print this table; its order is the tie-break of the ranking.
 CAUSES: dict[str, CauseKind] = {
+    "BUILD_WITHOUT_MTP": CauseKind(Mechanism.blocked, "This llama.cpp build predates MTP support (PR #22673): its --spec-type offers no `draft-mtp`, whatever the flag says"),
     "WRONG_SPEC_TYPE": CauseKind(Mechanism.blocked, "--spec-type names a type this llama-server does not know (`mtp` instead of `draft-mtp`)"),
     "NO_MTP_HEAD": CauseKind(Mechanism.blocked, "The model has no MTP head at all (its family has none)"),
     "MTP_WEIGHTS_MISSING": CauseKind(Mechanism.blocked, "The family has an MTP head but this checkpoint or GGUF lacks its weights (dropped in conversion or quantization)"),
@@ -35,7 +36,8 @@ CAUSES: dict[str, CauseKind] = {
     "SIDECAR_NOT_PASSED": CauseKind(Mechanism.blocked, "The main GGUF has no head, an mtp- file lies beside it, and the run did not pass it with -md"),
     "NO_MTP_GRAPH": CauseKind(Mechanism.blocked, "This llama.cpp has no MTP draft graph for the architecture (the server predates its MTP support)"),
     "MTP_NOT_ENABLED": CauseKind(Mechanism.blocked, "The head is there but the run never enabled MTP (`model has unused tensor blk.N.nextn...`, no draft lines)"),
-    "MTP_FAILED": CauseKind(Mechanism.blocked, "The MTP configuration fails to start or crashes for a reason no other cause explains (the log line is the evidence)"),
+    "MTP_ENGINE_CRASH": CauseKind(Mechanism.blocked, "The engine crashes with MTP on and runs without it (signal, GGML_ASSERT, abort, uncaught exception, GPU fault)"),
+    "MTP_FAILED": CauseKind(Mechanism.blocked, "The MTP configuration fails to start (an error exit, not a crash) for a reason no other cause explains (the log line is the evidence)"),
     "HEAD_QUANTIZED": CauseKind(Mechanism.zero, "The MTP head is quantized or damaged (FP8/NVFP4 not excluded, very low-bit GGUF types, all-zero weights): ~0% acceptance"),
     "HEAD_DISAGREES": CauseKind(Mechanism.zero, "A head with no static defect whose drafts the model rejects: ~0% acceptance while everything loads and runs"),
     "HIGH_TEMPERATURE": CauseKind(Mechanism.low, "Sampling temperature above 0: the target samples tokens the greedy draft cannot predict"),

@@ -21,7 +21,8 @@ from mtpinspect.errors import FormatError, shown
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "nextn_predict_layers", "num_mtp_layers")
 AMBIGUOUS_MTP_KEYS = ("num_mtp_modules",)
 _NESTED = ("text_config", "language_config", "llm_config")
-MAX_COUNT = 2**31 - 1  # a layer count, width or vocabulary beyond int32 is no model's
+# No real count (layers, hidden size, vocabulary) comes near 2**31; engines keep them in 32-bit ints.
+MAX_COUNT = 2**31 - 1
 
 
 @dataclass(frozen=True)

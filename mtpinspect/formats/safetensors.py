@@ -4,15 +4,18 @@ Local and Hub files are read the same way, through a RangeReader: one read of th
 (huggingface_hub's choice: 97% of headers fit), a second only for a longer header. Nothing trusts the
 file: the declared length must fit huggingface_hub's SAFETENSORS_MAX_HEADER_LENGTH and the file, the
 JSON is parsed within the limits of a safetensors header (sources.reader), and every tensor entry must
-be what the format says (a dtype name, a shape of sizes, data_offsets [begin, end] inside the data
-section, a shape its bytes can hold) or the file is a FormatError naming the tensor, the key and the
-value. The result is huggingface_hub's own SafetensorsFileMetadata.
+be what the format allows, or the file is a FormatError naming the tensor, the key and the value: a
+dtype name, a name of reasonable length, data_offsets inside the data section, and what the
+safetensors library itself refuses on load (tensor_extent): offsets that are not two integers in
+order, a shape whose elements do not fill exactly the bytes between them. The result is
+huggingface_hub's own SafetensorsFileMetadata.
 """
 
 from __future__ import annotations
 
+import math
 import struct
-from math import prod
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mtpinspect.errors import FormatError, shown
@@ -27,6 +30,43 @@ MAX_HEADER_BYTES = 25_000_000  # huggingface_hub's constants.SAFETENSORS_MAX_HEA
 # integers (Python refuses 4,300 digits), and nothing needs them.
 MAX_TENSOR_NAME = 512
 _LENGTH = struct.Struct("<Q")
+
+# Bits per element of each safetensors dtype (safetensors' Dtype::bitsize), sub-byte floats included.
+DTYPE_BITS = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F6_E2M3": 6, "F6_E3M2": 6, "F4": 4,
+    "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64,
+    "U64": 64,
+}
+
+
+@dataclass(frozen=True)
+class TensorExtent:
+    nbytes: int
+    parameters: int
+
+
+def _integers(value: Any, length: int | None = None) -> bool:
+    return (isinstance(value, (list, tuple)) and (length is None or len(value) == length)
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value))
+
+
+def tensor_extent(where: str, name: str, dtype: Any, shape: Any, data_offsets: Any) -> TensorExtent:
+    """The bytes and elements of one tensor entry of the file ``where``; FormatError when they cannot be."""
+    if not _integers(data_offsets, 2) or data_offsets[0] > data_offsets[1]:
+        raise FormatError(f"{where}: tensor {name!r}: data_offsets {shown(data_offsets)}: expected [begin, end], "
+                          "integers with 0 <= begin <= end")
+    if not _integers(shape):
+        raise FormatError(f"{where}: tensor {name!r}: shape {shown(shape)}: expected a list of integers >= 0")
+    nbytes = data_offsets[1] - data_offsets[0]
+    elements = math.prod(shape)
+    bits = DTYPE_BITS.get(dtype) if isinstance(dtype, str) else None
+    # An unknown dtype still has at least one bit per element.
+    fits = -(-elements * bits // 8) == nbytes if bits else elements <= 8 * nbytes
+    if not fits:
+        count = f"{elements} {dtype} elements" if bits else f"{elements} elements"
+        raise FormatError(f"{where}: tensor {name!r}: shape {shown(shape)} ({count}) does not fill data_offsets "
+                          f"{shown(data_offsets)} ({nbytes} bytes)")
+    return TensorExtent(nbytes, elements)
 
 
 def read_safetensors_header(reader: RangeReader) -> SafetensorsFileMetadata:
@@ -68,18 +108,11 @@ def _tensor(name: str, key: str, entry: Any, data_size: int) -> TensorInfo:
     dtype = entry.get("dtype")
     if not isinstance(dtype, str) or not dtype:
         raise FormatError(f"{where}: dtype {shown(dtype)} is not a type name")
-    shape = entry.get("shape")
-    if not isinstance(shape, list) or not all(_is_size(n) for n in shape):
-        raise FormatError(f"{where}: shape {shown(shape)} is not a list of sizes")
-    offsets = entry.get("data_offsets")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_size(n) for n in offsets) and offsets[0] <= offsets[1]):
-        raise FormatError(f"{where}: data_offsets {shown(offsets)} is not [begin, end] with 0 <= begin <= end")
-    begin, end = offsets
-    if end > data_size:
+    shape, offsets = entry.get("shape"), entry.get("data_offsets")
+    tensor_extent(name, key, dtype, shape, offsets)
+    if offsets[1] > data_size:
         raise FormatError(f"{where}: data_offsets {offsets} end past the file's {data_size:,} bytes of data (truncated or corrupt)")
-    count = prod(shape)
-    if count > 8 * (end - begin):  # no dtype has less than a bit per value
-        raise FormatError(f"{where}: shape {shape} is {count:,} values, more than its {end - begin:,} bytes hold (corrupt)")
+    begin, end = offsets
     return TensorInfo(dtype=dtype, shape=shape, data_offsets=(begin, end))
 
 
@@ -87,10 +120,6 @@ def check_tensor_name(key: str, name: str) -> None:
     """FormatError for a tensor name no real checkpoint has (``name`` is the file that holds it)."""
     if len(key) > MAX_TENSOR_NAME:
         raise FormatError(f"{name}: a tensor name of {len(key):,} characters ({_short(key, 40)}); real ones are under {MAX_TENSOR_NAME}")
-
-
-def _is_size(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _short(text: str, limit: int = 80) -> str:

@@ -47,6 +47,18 @@ DRAFT_MODEL = Flag(("-md", "--spec-draft-model", "--model-draft"))
 SYNTH_RATES = Flag(("--spec-synth-rates",))
 SYNTH_LEN = Flag(("--spec-synth-len",))
 
+# Flags that MTP crash workarounds change (runtime/workarounds.py).
+BATCH = Flag(("-b", "--batch-size"))
+UBATCH = Flag(("-ub", "--ubatch-size"))
+SPLIT_MODE = Flag(("-sm", "--split-mode"))
+FLASH_ATTN = Flag(("-fa", "--flash-attn"))
+NO_REPACK = Flag(("-nr", "--no-repack"), takes_value=False)
+GPU_LAYERS = Flag(("-ngl", "--gpu-layers", "--n-gpu-layers"))
+DRAFT_GPU_LAYERS = Flag(("-ngld", "--spec-draft-ngl", "--gpu-layers-draft", "--n-gpu-layers-draft"))
+DRAFT_CACHE_TYPE_K = Flag(("-ctkd", "--spec-draft-type-k", "--cache-type-k-draft"))
+DRAFT_CACHE_TYPE_V = Flag(("-ctvd", "--spec-draft-type-v", "--cache-type-v-draft"))
+OVERRIDE_TENSOR = Flag(("-ot", "--override-tensor"))
+
 # The launcher sets these itself: the model, the loopback host and a free port.
 LAUNCHER_FLAGS = (MODEL, HOST, PORT)
 # The flags that choose a speculative configuration.

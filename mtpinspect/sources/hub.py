@@ -50,6 +50,7 @@ class HubRepo:
     private: bool = False
     meter: ByteMeter = field(default_factory=ByteMeter)
     clock: Clock = field(default_factory=Clock)  # the command's timeout, retries and deadline
+    card_data: dict[str, Any] | None = None  # README.md's front matter as the Hub parsed it (model info cardData)
 
     @property
     def name(self) -> str:
@@ -197,6 +198,7 @@ def open_repo(
         gated=listing.get("gated") if isinstance(listing.get("gated"), (bool, str)) else False,
         private=listing.get("private") is True,
         meter=meter,
+        card_data=listing.get("cardData") if isinstance(listing.get("cardData"), dict) else None,
         clock=clock,
     )
 

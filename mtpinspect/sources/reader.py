@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -126,6 +127,25 @@ class LocalFileReader:
         return data
 
 
+class RecordingReader:
+    """A RangeReader that keeps what it returns, by offset: a remote file's header, fetched once for
+    the parser, can then be written into a local header-only copy (sources/header_copy.py)."""
+
+    def __init__(self, inner: RangeReader) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.pieces: list[tuple[int, bytes]] = []
+
+    @property
+    def size(self) -> int:
+        return self.inner.size
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        data = self.inner.read_at(offset, length)
+        self.pieces.append((offset, data))
+        return data
+
+
 class Tree(Protocol):
     """Files addressed by their path relative to one root, as in a repo: what check reads from."""
 
@@ -134,6 +154,7 @@ class Tree(Protocol):
     meter: ByteMeter  # every read through this tree is counted here
     sha: str | None  # the commit, when the tree is a snapshot of a repo
     revision: str | None  # the revision the user asked for, pinned in printed commands; None: the default
+    card_data: Mapping[str, Any] | None  # the model card's front matter when the source serves it parsed; None: read README.md
 
     @property
     def total_size(self) -> int: ...

@@ -9,14 +9,21 @@ when the request ends. :func:`cross_check` compares them at the precision the lo
 from __future__ import annotations
 
 import dataclasses
+import enum
+import functools
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.logs import DraftStats
+from mtpinspect.runtime.workarounds import Workaround
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 RUN_KIND = "run"
 SERVER_KIND = "server"
+WORKAROUND_KIND = "workaround"
 
 
 # The log prints acceptance with %0.5f and mean length with %5.2f: half a unit in the last place.
@@ -76,13 +83,15 @@ class ServerRecord:
     gpu_memory_post_load_bytes: dict[str, int] | None
     settings: dict[str, Any]
     started_at: float
+    # The change made to the configuration's command because it crashed without it (None: as planned).
+    workaround: Workaround | None = None
+    crash: Crash | None = None  # how the server crashed, when it did (at start, warm-up or a run)
     kind: str = SERVER_KIND
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerRecord:
-        values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
-        values["status"] = ServerStatus(values["status"])
-        return cls(**values)
+        """The record of a journal line; MalformedRecord if a field is missing or of the wrong type."""
+        return cls(**_typed_fields(cls, data))
 
 
 @dataclass
@@ -121,6 +130,8 @@ class RunRecord:
     text: str = ""
     rss_peak_bytes: int | None = None
     gpu_memory_bytes: dict[str, int] | None = None
+    workaround: Workaround | None = None  # as on the ServerRecord of the server that ran it
+    crash: Crash | None = None  # status crashed: how the engine died, when its log tells
     kind: str = RUN_KIND
 
     @property
@@ -129,11 +140,100 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
-        values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
-        values["status"] = RunStatus(values["status"])
-        if isinstance(values.get("log"), dict):
-            values["log"] = LogFigures(**values["log"])
-        return cls(**values)
+        """The record of a journal line; MalformedRecord if a field is missing or of the wrong type."""
+        return cls(**_typed_fields(cls, data))
+
+
+class MalformedRecord(ValueError):
+    """A journal line that is JSON but not a record: a field missing or of the wrong type."""
+
+
+def _typed_fields(cls: type, data: Any) -> dict[str, Any]:
+    """The dataclass fields of ``cls`` from a JSON object, each checked against its annotation.
+
+    Keys the dataclass does not know are left out: a newer version may write more.
+    """
+    if not isinstance(data, dict):
+        raise MalformedRecord(f"{cls.__name__}: not an object")
+    hints = _hints(cls)
+    values = {}
+    for spec in dataclasses.fields(cls):
+        if spec.name in data:
+            values[spec.name] = _typed(data[spec.name], hints[spec.name], spec.name)
+        elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+            raise MalformedRecord(f"{spec.name}: missing")
+    return values
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _typed(value: Any, hint: Any, name: str) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        for option in args:
+            try:
+                return _typed(value, option, name)
+            except MalformedRecord:
+                continue
+    elif hint is Any:
+        return value
+    elif dataclasses.is_dataclass(hint):
+        return hint(**_typed_fields(hint, value))  # type: ignore[operator]
+    elif isinstance(hint, type) and issubclass(hint, enum.Enum):
+        try:
+            return hint(value)
+        except ValueError:
+            pass
+    elif origin is list and isinstance(value, list):
+        return [_typed(item, args[0], name) for item in value]
+    elif origin is tuple and isinstance(value, list):  # tuple[X, ...]: a JSON array
+        return tuple(_typed(item, args[0], name) for item in value)
+    elif origin is dict and isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return {key: _typed(item, args[1], name) for key, item in value.items()}
+    elif origin is None and _is_a(value, hint):
+        return float(value) if hint is float else value
+    raise MalformedRecord(f"{name}: {str(value)[:40]!r} is not {getattr(hint, '__name__', hint)}")
+
+
+def _is_a(value: Any, hint: Any) -> bool:
+    if hint is type(None):
+        return value is None
+    if hint in (int, float) and isinstance(value, bool):
+        return False  # JSON true is not a count
+    if hint is float:
+        return isinstance(value, (int, float))
+    return isinstance(hint, type) and isinstance(value, hint)
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One change tried on a crashing configuration, and what happened."""
+
+    workaround: Workaround
+    ok: bool
+    outcome: str
+    args: list[str]  # the llama-server arguments it ran with (the model and port aside)
+
+
+@dataclass
+class WorkaroundRecord:
+    """A search for a change that gets a crashing MTP configuration to run (runtime/workarounds.py)."""
+
+    configuration: str
+    crash: Crash | None
+    trials: list[TrialRecord]
+    fix: Workaround | None  # the first change that started and decoded; None when none did
+    settings: dict[str, Any]
+    finished_at: float
+    kind: str = WORKAROUND_KIND
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorkaroundRecord:
+        """The record of a journal line; MalformedRecord if a field is missing or of the wrong type."""
+        return cls(**_typed_fields(cls, data))
 
 
 def measured_figures(completion: _Timings, delta: _MetricsDelta) -> dict[str, Any]:

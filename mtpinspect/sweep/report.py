@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from mtpinspect.runtime.crash import Crash
+from mtpinspect.runtime.workarounds import Workaround
+from mtpinspect.sweep.records import TrialRecord
 from mtpinspect.sweep.statistics import BreakEven, GroupStats, Recommendation
 
 
@@ -32,6 +35,18 @@ class Failure:
 
 
 @dataclass(frozen=True)
+class EngineCrash:
+    """An MTP configuration that crashed the engine: how, and the change that got it running."""
+
+    configuration: str
+    crash: Crash  # as first seen
+    # The change its later runs used (verified by the search, or reused from an earlier configuration);
+    # None when no change worked or --workaround off.
+    workaround: Workaround | None
+    tried: list[TrialRecord]  # the search's trials, when this configuration's crash started the search
+
+
+@dataclass(frozen=True)
 class RunCounts:
     planned: int
     ok: int
@@ -39,9 +54,12 @@ class RunCounts:
     not_run: int
     # Runs found in the journal from earlier invocations (--resume) that this report includes.
     resumed: int
-    # Journal lines written with other settings (model, n_predict, seed, ...) and left out.
+    # Journal records written with other settings (model, n_predict, seed, ...) or outside this plan
+    # (other n-max, prompts or rounds), left out.
     ignored: int
     damaged_lines: int
+    # Records of these settings with a field missing or of the wrong type, skipped.
+    malformed: int
 
 
 @dataclass(frozen=True)
@@ -74,6 +92,9 @@ class SweepReport:
     recommendation: Recommendation
     synthetic: Synthetic | None  # None without --synthetic
     failures: list[Failure]
+    crashes: list[EngineCrash]
     runs: RunCounts
     determinism_note: str
     files: SweepFiles
+    # Why the sweep stopped before its plan was done (servers that cannot start); None when it ran it all.
+    stopped: str | None = None

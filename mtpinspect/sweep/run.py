@@ -2,30 +2,46 @@
 
 Every server start and every run is written to the journal as soon as it is over, before the next
 one begins. A server that fails to start, or dies during a run, is recorded with the reason from its
-log and the sweep goes on with the next visit; the ``with`` blocks stop the server (and the RSS
-sampler) whatever happens, Ctrl-C included.
+log (and, for a crash, how it crashed) and the sweep goes on with the next visit; the ``with`` blocks
+stop the server (and the RSS sampler) whatever happens, Ctrl-C included. An MTP configuration that
+crashes the engine while the baseline does not is retried once with a change found by experiment
+(runtime/workarounds.py), and every record of the retry names that change.
 """
 
 from __future__ import annotations
 
+import re
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtpinspect.errors import ServerError
+from mtpinspect.errors import MtpinspectError, ServerError
+from mtpinspect.formats.gguf import read_gguf_header
+from mtpinspect.runtime.crash import Crash, crash_of
 from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.flags import ServerArgs
 from mtpinspect.runtime.logs import parse_draft_lines
 from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
 from mtpinspect.runtime.metrics import Metrics
 from mtpinspect.runtime.server import LlamaServer, ServerDiedError, ServerStartError
+from mtpinspect.runtime.workarounds import Workaround, find_workaround
+from mtpinspect.sources.reader import LocalFileReader
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import PlannedRun, Visit
 from mtpinspect.sweep.progress import RUN_START, SERVER_START, ProgressTracker
-from mtpinspect.sweep.records import LogFigures, RunRecord, ServerRecord, cross_check, measured_figures
-from mtpinspect.vocabulary import RunStatus, ServerStatus
+from mtpinspect.sweep.records import (
+    LogFigures,
+    RunRecord,
+    ServerRecord,
+    TrialRecord,
+    WorkaroundRecord,
+    cross_check,
+    measured_figures,
+)
+from mtpinspect.vocabulary import RunStatus, ServerStatus, WorkaroundMode
 
 # The warm-up only has to page the weights in and build the graphs (drafting ones included).
 WARMUP_TOKENS = 16
@@ -33,6 +49,46 @@ WARMUP_TOKENS = 16
 # be a moment after the response was sent.
 SETTLE_TIMEOUT_S = 5.0
 _SETTLE_POLL_S = 0.01
+
+
+@dataclass
+class CrashLedger:
+    """What one sweep learned about engine crashes. The change that got a crashing MTP configuration
+    running is found once by experiment and reused for every configuration that crashes the same way;
+    a search that found nothing is not repeated."""
+
+    fix: Workaround | None = None
+    searched: bool = False
+    baseline_crashed: bool = False
+    applied: dict[str, Workaround] = field(default_factory=dict)  # configuration id -> its change
+
+
+class StartFailures:
+    """How each configuration's latest server start went: two that fail alike stop the sweep.
+
+    A server that cannot come up at all (a broken build, a model that does not load, a hung GPU) fails
+    every configuration the same way, and each start may cost the whole start timeout. A configuration
+    that a retry got running (a crash workaround) no longer counts.
+    """
+
+    def __init__(self) -> None:
+        self._latest: dict[str, str | None] = {}  # configuration id -> why its last start failed (None: it started)
+
+    def record(self, configuration: str, reason: str | None) -> None:
+        self._latest[configuration] = reason
+
+    def stop_reason(self) -> str | None:
+        """Why the sweep should stop now, if two configurations failed to start for the same reason."""
+        alike: dict[str, list[tuple[str, str]]] = {}
+        for configuration, reason in self._latest.items():
+            if reason is not None:
+                # Ports, PIDs and timings differ between starts that fail alike.
+                alike.setdefault(re.sub(r"\d+", "N", reason), []).append((configuration, reason))
+        for failed in alike.values():
+            if len(failed) >= 2:
+                (first, _), (second, reason) = failed[:2]
+                return f"{first} and {second} failed to start for the same reason ({reason})"
+        return None
 
 
 @dataclass(frozen=True)
@@ -47,19 +103,98 @@ class RunContext:
     settings: dict[str, Any]
     journal: Journal
     log_dir: Path
+    crashes: CrashLedger = field(default_factory=CrashLedger)
+    starts: StartFailures = field(default_factory=StartFailures)
+
+
+@dataclass(frozen=True)
+class _Crashed:
+    """A visit cut short by an engine crash: how it crashed, and the runs it did not finish."""
+
+    crash: Crash
+    remaining: tuple[PlannedRun, ...]
 
 
 def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
-    """Start the visit's server, warm it up, measure its runs; record everything in the journal."""
+    """Start the visit's server, warm it up, measure its runs; record everything in the journal. An MTP
+    configuration that crashes the engine while the baseline does not is retried once with the change
+    that gets it running (``--workaround auto``)."""
+    config = visit.configuration
+    args = config.server_args(ctx.mtp_file).added(*ctx.server_args)
+    applied = ctx.crashes.applied.get(config.id)
+    if applied is not None:
+        args = applied.apply(args, _mtp_block(ctx.model)) or args
+    crashed = _attempt(visit, visit.runs, args, applied, ctx, tracker)
+    if crashed is None or applied is not None:
+        return
+    if config.n_max is None:
+        ctx.crashes.baseline_crashed = True
+        return
+    fix = _workaround(crashed.crash, args, visit, ctx, tracker)
+    if fix is not None:
+        ctx.crashes.applied[config.id] = fix[0]
+        _attempt(visit, crashed.remaining, fix[1], fix[0], ctx, tracker)
+
+
+def _workaround(
+    crash: Crash, args: ServerArgs, visit: Visit, ctx: RunContext, tracker: ProgressTracker
+) -> tuple[Workaround, ServerArgs] | None:
+    """The change to retry a crashed MTP configuration with: the sweep's known fix, else one found by
+    experiment (journalled); None when auto workarounds are off, the baseline crashed too, or none works."""
+    ledger = ctx.crashes
+    if ctx.options.workaround is not WorkaroundMode.auto or ledger.baseline_crashed:
+        return None
+    block = _mtp_block(ctx.model)
+    if ledger.fix is not None:
+        changed = ledger.fix.apply(args, block)
+        return (ledger.fix, changed) if changed is not None else None
+    if ledger.searched:
+        return None
+    ledger.searched = True
+    tracker.emit(SERVER_START, f"{crash.summary}; looking for a change that avoids it", visit=visit)
+    search = find_workaround(ctx.binary, ctx.model, args, ctx.log_dir / f"{visit.configuration.id}-workarounds",
+                             crash=crash, mtp_block=block, startup_timeout=ctx.options.startup_timeout)
+    ctx.journal.append(WorkaroundRecord(
+        configuration=visit.configuration.id,
+        crash=crash,
+        trials=[TrialRecord(t.workaround, t.ok, t.outcome, list(t.args)) for t in search.trials],
+        fix=search.fix.workaround if search.fix else None,
+        settings=ctx.settings,
+        finished_at=time.time(),
+    ))
+    if search.fix is None:
+        return None
+    ledger.fix = search.fix.workaround
+    return search.fix.workaround, search.fix.args
+
+
+def _mtp_block(model: Path) -> int | None:
+    """The GGUF block index of the (first) MTP layer: what a head-on-CPU override names."""
+    try:
+        header = read_gguf_header(LocalFileReader(model))
+    except MtpinspectError:
+        return None
+    arch = header.architecture
+    blocks = header.get(f"{arch}.block_count") if arch else None
+    nextn = header.get(f"{arch}.nextn_predict_layers") if arch else None
+    if isinstance(blocks, int) and isinstance(nextn, int) and 0 < nextn <= blocks:
+        return blocks - nextn
+    return None
+
+
+def _attempt(
+    visit: Visit,
+    runs: Sequence[PlannedRun],
+    args: ServerArgs,
+    workaround: Workaround | None,
+    ctx: RunContext,
+    tracker: ProgressTracker,
+) -> _Crashed | None:
+    """One server for ``runs``: start, warm up, measure. Returns how the engine crashed, if it did."""
     config = visit.configuration
     server_id = f"{config.id}-{time.time_ns() // 1_000_000}"
-    server = LlamaServer(
-        ctx.binary,
-        ctx.model,
-        config.server_args(ctx.mtp_file).added(*ctx.server_args),
-        log_path=ctx.log_dir / f"{server_id}.log",
-        startup_timeout=ctx.options.startup_timeout,
-    )
+    server = LlamaServer(ctx.binary, ctx.model, args, log_path=ctx.log_dir / f"{server_id}.log",
+                         startup_timeout=ctx.options.startup_timeout)
     record = ServerRecord(
         configuration=config.id,
         n_max=config.n_max,
@@ -76,14 +211,16 @@ def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
         gpu_memory_post_load_bytes=None,
         settings=ctx.settings,
         started_at=time.time(),
+        workaround=workaround,
     )
-    tracker.emit(SERVER_START, "starting llama-server", visit=visit)
+    tracker.emit(SERVER_START, "starting llama-server" + (f" with {workaround.value}" if workaround else ""), visit=visit)
     began = time.perf_counter()
     try:
         server.start()
     except ServerStartError as exc:
-        _server_failed(record, server, str(exc), visit, ctx, tracker)
-        return
+        ctx.starts.record(config.id, exc.reason)
+        return _server_failed(record, server, str(exc), runs, visit, ctx, tracker)
+    ctx.starts.record(config.id, None)
     record.command = server.command
     record.startup_seconds = time.perf_counter() - began
     try:
@@ -91,23 +228,31 @@ def run_visit(visit: Visit, ctx: RunContext, tracker: ProgressTracker) -> None:
             record.rss_post_load_bytes = sampler.current_bytes()
             record.gpu_memory_post_load_bytes = _gpu_keys(gpu_memory_used())
             try:
-                cursor = _warm_up(server, visit, ctx)
+                cursor = _warm_up(server, runs[0], ctx)
             except ServerError as exc:
-                _server_failed(record, server, f"warm-up request failed: {exc}", visit, ctx, tracker)
-                return
+                return _server_failed(record, server, f"warm-up request failed: {exc}", runs, visit, ctx, tracker)
             ctx.journal.append(record)
             tracker.server_started(record.startup_seconds)
-            _measure_runs(server, visit, ctx, tracker, sampler, server_id, cursor)
+            return _measure_runs(server, runs, workaround, visit, ctx, tracker, sampler, server_id, cursor)
     finally:
         server.stop()
 
 
 def _server_failed(
-    record: ServerRecord, server: LlamaServer, reason: str, visit: Visit, ctx: RunContext, tracker: ProgressTracker
-) -> None:
+    record: ServerRecord,
+    server: LlamaServer,
+    reason: str,
+    runs: Sequence[PlannedRun],
+    visit: Visit,
+    ctx: RunContext,
+    tracker: ProgressTracker,
+) -> _Crashed | None:
+    server.stop()  # a warm-up that failed may leave it running; its return code tells a crash
     record.status, record.reason, record.command = ServerStatus.failed, reason, server.command
+    record.crash = crash_of(server.returncode, server.read_log())
     ctx.journal.append(record)
     tracker.server_failed(visit, reason)
+    return _Crashed(record.crash, tuple(runs)) if record.crash is not None else None
 
 
 @dataclass
@@ -119,11 +264,11 @@ class _Cursor:
     metrics: Metrics | None
 
 
-def _warm_up(server: LlamaServer, visit: Visit, ctx: RunContext) -> _Cursor:
+def _warm_up(server: LlamaServer, first: PlannedRun, ctx: RunContext) -> _Cursor:
     """The discarded first request."""
     before = server.metrics()
     warmup = server.complete(
-        visit.runs[0].prompt.text, n_predict=WARMUP_TOKENS, seed=ctx.options.seed, timeout=ctx.options.request_timeout
+        first.prompt.text, n_predict=WARMUP_TOKENS, seed=ctx.options.seed, timeout=ctx.options.request_timeout
     )
     # Let the warm-up's counters and log line land, so the first run does not read them as its own.
     after = _settled(server, before, warmup.predicted_n)
@@ -133,21 +278,28 @@ def _warm_up(server: LlamaServer, visit: Visit, ctx: RunContext) -> _Cursor:
 
 def _measure_runs(
     server: LlamaServer,
+    runs: Sequence[PlannedRun],
+    workaround: Workaround | None,
     visit: Visit,
     ctx: RunContext,
     tracker: ProgressTracker,
     sampler: RssSampler,
     server_id: str,
     cursor: _Cursor,
-) -> None:
-    for index, run in enumerate(visit.runs):
+) -> _Crashed | None:
+    for index, run in enumerate(runs):
         tracker.emit(RUN_START, "measuring", run=run)
         result = measure(server, run, ctx, sampler, server_id, cursor)
+        result.workaround = workaround
+        if result.status == RunStatus.crashed:
+            server.stop()
+            result.crash = crash_of(server.returncode, server.read_log())
         ctx.journal.append(result)
         tracker.run_finished(run, result.wall_seconds, describe(result))
         if result.status == RunStatus.crashed:
-            tracker.runs_abandoned(len(visit.runs) - index - 1)
-            return
+            tracker.runs_abandoned(len(runs) - index - 1)
+            return _Crashed(result.crash, tuple(runs[index:])) if result.crash is not None else None
+    return None
 
 
 def measure(

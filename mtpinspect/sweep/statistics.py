@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from mtpinspect.formulas import crossing, expected_length, geometric_mean
 from mtpinspect.jsonable import json_field
+from mtpinspect.runtime.crash import Crash
+from mtpinspect.runtime.workarounds import Workaround
 from mtpinspect.sweep.plan import BASELINE_ID, Configuration
 from mtpinspect.sweep.records import RunRecord, ServerRecord
 from mtpinspect.vocabulary import RunStatus, ServerStatus
@@ -75,6 +77,15 @@ class GroupStats:
     first_divergence: int | None
     log_agrees: bool | None
     command: list[str] = field(default_factory=list)
+    # The change its runs were measured with, because the configuration crashed the engine without it.
+    workaround: Workaround | None = None
+    # How the engine crashed, when the configuration measured nothing because it crashed.
+    crash: Crash | None = None
+
+    @property
+    def shown_label(self) -> str:
+        """The label with the change its runs needed, e.g. "n-max 3 [--no-repack]"."""
+        return f"{self.label} [{self.workaround.value}]" if self.workaround else self.label
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,7 @@ class ClassRecommendation:
     n_max: int | None
     speedup: float | None
     reason: str
+    workaround: Workaround | None = None  # run the recommended n-max with this change
 
 
 @dataclass(frozen=True)
@@ -90,6 +102,7 @@ class Recommendation:
     n_max: int | None
     reason: str
     per_class: list[ClassRecommendation]
+    workaround: Workaround | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +168,7 @@ def _group(
         sum(r.per_position[i] * r.drafts for r in ok if i < len(r.per_position)) / drafts for i in range(positions)
     ] if drafts else []
     started = [s for s in servers if s.status is ServerStatus.started]
+    crashes = [c for c in (*(r.crash for r in failed), *(s.crash for s in failed_starts)) if c is not None]
     gpu = [sum(r.gpu_memory_bytes.values()) for r in ok if r.gpu_memory_bytes]
     checks = [r.log_agrees for r in ok if r.log_agrees is not None]
     return GroupStats(
@@ -186,6 +200,8 @@ def _group(
         first_divergence=None,
         log_agrees=all(checks) if checks else None,
         command=started[-1].command if started else (servers[-1].command if servers else []),
+        workaround=next((r.workaround for r in ok if r.workaround), None),
+        crash=crashes[0] if crashes and not ok else None,
     )
 
 
@@ -238,6 +254,8 @@ def recommend(groups: Sequence[GroupStats], classes: Sequence[str]) -> Recommend
     winners = [c for c in per_class if c.n_max is not None]
     if not winners:
         best = _best_overall(groups, classes)
+        if best is None and (crash := _crash_of_mtp(groups)) is not None:
+            return Recommendation(None, f"leave MTP off: {crash}", per_class)
         detail = f"; best was n-max {best[0]} at {best[1]:.2f}x (geometric mean over classes)" if best else ""
         return Recommendation(None, f"leave MTP off: no setting beats the baseline beyond noise{detail}", per_class)
     votes: dict[int, int] = {}
@@ -247,8 +265,10 @@ def recommend(groups: Sequence[GroupStats], classes: Sequence[str]) -> Recommend
     means = {n: _geometric_mean_speedup(groups, classes, n) for n in votes}
     chosen = max(votes, key=lambda n: (votes[n], means[n] or 0.0))
     wins = ", ".join(f"{c.prompt_class} {c.speedup:.2f}x" for c in winners if c.n_max == chosen)
-    reason = f"n-max {chosen} is fastest beyond noise in {votes[chosen]} of {len(classes)} classes ({wins})"
-    return Recommendation(chosen, reason, per_class)
+    workaround = next((c.workaround for c in winners if c.n_max == chosen and c.workaround), None)
+    needs = f" with {workaround.value} (this build crashes without it)" if workaround else ""
+    reason = f"n-max {chosen}{needs} is fastest beyond noise in {votes[chosen]} of {len(classes)} classes ({wins})"
+    return Recommendation(chosen, reason, per_class, workaround)
 
 
 def _real_mtp(groups: Sequence[GroupStats], prompt_class: str) -> list[GroupStats]:
@@ -262,6 +282,9 @@ def _recommend_class(groups: Sequence[GroupStats], prompt_class: str) -> ClassRe
         return ClassRecommendation(prompt_class, None, None, f"no recommendation: {why}")
     measured = [g for g in _real_mtp(groups, prompt_class) if g.speedup is not None]
     if not measured:
+        crash = _crash_of_mtp([g for g in groups if g.prompt_class == prompt_class])
+        if crash is not None:
+            return ClassRecommendation(prompt_class, None, None, f"leave MTP off: {crash}")
         failed = next((g for g in _real_mtp(groups, prompt_class) if g.error), None)
         why = f" ({failed.label}: {failed.error})" if failed else ""
         return ClassRecommendation(prompt_class, None, None, f"leave MTP off: no MTP configuration ran{why}")
@@ -272,14 +295,27 @@ def _recommend_class(groups: Sequence[GroupStats], prompt_class: str) -> ClassRe
         f"{baseline.tokens_per_second.median:.1f} tok/s), acceptance {_fmt(best.acceptance)}"
     )
     if best.speedup > 1.0 and not best.within_noise:
-        return ClassRecommendation(prompt_class, best.n_max, best.speedup, f"{best.label}: {figures}")
+        needs = f" (this build crashes without {best.workaround.value})" if best.workaround else ""
+        return ClassRecommendation(prompt_class, best.n_max, best.speedup, f"{best.shown_label}: {figures}{needs}",
+                                   best.workaround)
     verdict = "within noise" if best.within_noise else "slower"
     return ClassRecommendation(
         prompt_class,
         None,
         best.speedup,
-        f"leave MTP off: no setting beats the baseline beyond noise (best {best.label}: {figures}, {verdict})",
+        f"leave MTP off: no setting beats the baseline beyond noise (best {best.shown_label}: {figures}, {verdict})",
     )
+
+
+def _crash_of_mtp(groups: Sequence[GroupStats]) -> str | None:
+    """When MTP configurations crashed the engine and the baseline ran: that, in one phrase."""
+    baseline_ran = any(g.n_max is None and g.runs for g in groups)
+    crashed = [g for g in groups if g.n_max is not None and g.synthetic is None and g.crash is not None]
+    if not baseline_ran or not crashed:
+        return None
+    first = crashed[0]
+    assert first.crash is not None
+    return f"MTP crashes this llama-server build on this machine ({first.label}: {first.crash.summary}) while the baseline runs"
 
 
 def _geometric_mean_speedup(groups: Sequence[GroupStats], classes: Sequence[str], n_max: int) -> float | None:

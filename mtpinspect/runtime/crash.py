@@ -1,0 +1,207 @@
+"""Engine crashes: recognise that llama-server (or another engine) crashed, and how.
+
+A crash is a process that died from a signal (SIGSEGV, SIGABRT, SIGILL, SIGBUS, SIGFPE) or printed
+one of the engine's own crash texts: a failed ``GGML_ASSERT``, a ``GGML_ABORT``, an uncaught C++
+exception (``terminate called after throwing ...``) or a GPU fault (``CUDA error: an illegal memory
+access``). A clean exit with an error message (a wrong flag, a model that does not load) is a failed
+start, not a crash; SIGKILL is left out too, since it usually means the kernel's out-of-memory killer.
+
+Two entry points: :func:`crash_of` for a process mtpinspect ran (its return code and its log), and
+:func:`crash_in_log` for a log pasted from elsewhere, where only the text tells (a shell's
+``Segmentation fault (core dumped)``, a container's ``exited with code 139``).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+# Signals that mean the program itself broke, as opposed to being stopped from outside.
+CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGABRT, signal.SIGILL, signal.SIGBUS, signal.SIGFPE})
+_LAST_LINES = 12
+
+
+class CrashKind(str, enum.Enum):
+    """How the engine died, from the most to the least specific evidence."""
+
+    ASSERT = "assert"  # a failed GGML_ASSERT: the condition is the evidence
+    ABORT = "abort"  # GGML_ABORT or another file:line fatal message
+    EXCEPTION = "exception"  # terminate called after throwing an instance of ...
+    GPU_FAULT = "gpu-fault"  # CUDA/HIP/Vulkan/Metal error: illegal memory access, device lost ...
+    SIGNAL = "signal"  # only the signal is known (SIGSEGV, SIGILL, ...)
+    BACKTRACE = "backtrace"  # only a native backtrace was kept (gdb frames, as ggml prints them)
+
+
+@dataclass(frozen=True)
+class Crash:
+    json_properties: ClassVar[dict[str, str]] = {"summary": "summary"}
+
+    kind: CrashKind
+    signal: str | None  # "SIGSEGV", "SIGABRT", ... when known
+    message: str  # the assert condition, the exception's what(), the GPU error, or the signal's meaning
+    where: str | None  # "common/speculative.cpp:1376" when the engine printed it
+    lines: tuple[str, ...]  # the log's last meaningful lines (no debugger noise)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Crash:
+        """A crash as a journal holds it (its JSON form)."""
+        return cls(CrashKind(data["kind"]), data.get("signal"), str(data.get("message", "")), data.get("where"),
+                   tuple(str(line) for line in data.get("lines") or ()))
+
+    @property
+    def summary(self) -> str:
+        """One line: what died and how, e.g. "SIGABRT: GGML_ASSERT(add_ok ...) failed at server-context.cpp:508"."""
+        head = self.signal or self.kind.value
+        if self.kind is CrashKind.SIGNAL:
+            return f"killed by {head} ({self.message})"
+        at = f" at {self.where}" if self.where else ""
+        return f"{head}: {self.message}{at}"
+
+
+_SIGNAL_MEANING = {
+    "SIGSEGV": "segmentation fault: invalid memory access",
+    "SIGABRT": "aborted",
+    "SIGILL": "illegal instruction: code built for a CPU feature this CPU lacks",
+    "SIGBUS": "bus error: a mapped file changed or memory is misaligned",
+    "SIGFPE": "arithmetic exception",
+}
+
+_ASSERT = re.compile(r"(?P<file>[^\s:]+\.\w+):(?P<line>\d+): GGML_ASSERT\((?P<cond>.*)\) failed")
+_ABORT = re.compile(r"(?P<file>[^\s:]*?[\w.-]+\.(?:c|cc|cpp|cu|h|hpp|m|metal)):(?P<line>\d+): (?P<msg>\S.*)$")
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
+_WHAT = re.compile(r"^\s*what\(\):\s*(?P<what>.+)$")
+# GPU faults, most telling first: the runtime's own error text, then what frameworks print around it.
+# Each is found by its literal first (a regex alternation over a large log takes seconds), then read
+# from its line.
+_GPU = (
+    ("CUDA error", re.compile(r"(?<![\w-])(?P<msg>CUDA error:? \S.*)")),
+    ("ROCm error", re.compile(r"(?<![\w-])(?P<msg>ROCm error:? \S.*)")),
+    ("HIP error", re.compile(r"(?<![\w-])(?P<msg>HIP error:? \S.*)")),
+    ("SYCL error", re.compile(r"(?<![\w-])(?P<msg>SYCL error:? \S.*)")),
+    ("illegal memory access", re.compile(r"(?P<msg>(?:an )?illegal memory access(?: was encountered)?)")),
+    ("Memory access fault by GPU", re.compile(r"(?P<msg>Memory access fault by GPU.*)")),
+    ("DeviceLost", re.compile(r"(?P<msg>(?:vk::DeviceLostError|ErrorDeviceLost).*)")),
+    ("command buffer", re.compile(r"(?P<msg>ggml_metal\w*: error: command buffer \d+ failed.*)")),
+    ("cudaError", re.compile(r"(?P<msg>cudaError\w+)")),
+)
+# What shells, launchers and containers print when a child dies from a signal.
+_SHELL_SIGNAL = (
+    (re.compile(r"Segmentation fault|SIGSEGV|signal 11\b|exit(?:ed with)? code:? 139\b|\bcode=139\b"), "SIGSEGV"),
+    (re.compile(r"Illegal instruction|SIGILL|signal 4\b|exit(?:ed with)? code:? 132\b"), "SIGILL"),
+    (re.compile(r"Bus error|SIGBUS|signal 7\b|exit(?:ed with)? code:? 135\b"), "SIGBUS"),
+    (re.compile(r"Floating point exception|SIGFPE|signal 8\b|exit(?:ed with)? code:? 136\b"), "SIGFPE"),
+    # "Aborted (core dumped)" alone on its line: vLLM's "Aborted request ..." is not a crash.
+    (re.compile(r"(?:^|\s)Aborted(?: \(core dumped\))?\s*$|SIGABRT|signal 6\b|exit(?:ed with)? code:? 134\b"), "SIGABRT"),
+)
+_FATAL = re.compile(r"fatal|error|abort|unsupported|not implemented|failed", re.IGNORECASE)
+# What ggml's backtrace helper (gdb or libunwind) and the shell add around a crash: not evidence.
+_NOISE = re.compile(
+    r"^\s*(?:#\d+\s|\[New LWP|\[Thread |\[Inferior |0x[0-9a-f]+ in |\d+\s+\.\./|\d+\s+in \.\./|warning: |"
+    r"Using host libthread_db|Attaching to|Downloading separate debug|\(gdb\)|No symbol table)"
+)
+
+
+def signal_name(returncode: int | None) -> str | None:
+    """"SIGSEGV" for a process killed by a crash signal (return code -11, or 139 through a shell)."""
+    if returncode is None:
+        return None
+    number = -returncode if returncode < 0 else returncode - 128 if 128 < returncode < 160 else None
+    if number is None:
+        return None
+    try:
+        sig = signal.Signals(number)
+    except ValueError:
+        return None
+    return sig.name if sig in CRASH_SIGNALS else None
+
+
+_FRAME = re.compile(r"^\s*#\d+\s+0x[0-9a-f]+ in (?P<func>[\w:~<>]+)", re.MULTILINE)
+_MTP_FRAME = re.compile(r"specul|mtp|nextn|draft", re.IGNORECASE)
+# Where a crash is looked for, each found by a literal or a cheap pattern over the whole text first (logs
+# run to hundreds of MB): a Python loop over every line would take minutes.
+_ASSERT_AT = re.compile(r"GGML_ASSERT\(")
+_TERMINATE_AT = re.compile(r"terminate called after throwing")
+_ABORT_AT = re.compile(r"\.(?:c|cc|cpp|cu|h|hpp|m|metal):\d+: \S")
+# The tail that shells' and launchers' signal lines, and the lines kept as evidence, come from.
+_TAIL_CHARS = 64 * 1024
+_SHELL_TAIL_LINES = 40
+
+
+def _lines_at(text: str, pattern: re.Pattern[str]) -> Iterator[str]:
+    """Each whole line of ``text`` in which ``pattern`` matches, in order."""
+    for match in pattern.finditer(text):
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.end())
+        yield text[start : len(text) if end < 0 else end]
+
+
+def _backtrace(text: str) -> str | None:
+    """The telling frame of a native backtrace (the first in the MTP path, else the first named)."""
+    frames = [m["func"] for m in _FRAME.finditer(text) if m["func"] != "??"]
+    if len(frames) < 3:
+        return None
+    return next((f for f in frames if _MTP_FRAME.search(f)), frames[0])
+
+
+def _meaningful(text: str) -> list[str]:
+    return [line.rstrip() for line in text.splitlines() if line.strip() and not _NOISE.match(line)]
+
+
+def _engine_text(text: str) -> tuple[CrashKind, str, str | None] | None:
+    """The engine's own crash text, most specific first: (kind, message, file:line)."""
+    for line in _lines_at(text, _ASSERT_AT):
+        if not _NOISE.match(line) and (m := _ASSERT.search(line)):
+            return CrashKind.ASSERT, f"GGML_ASSERT({m['cond']}) failed", _short_path(m["file"], m["line"])
+    for match in _TERMINATE_AT.finditer(text):
+        following = _meaningful(text[match.start() : match.start() + 4096])
+        if m := _TERMINATE.search(following[0]):
+            what = next((w["what"] for w in map(_WHAT.match, following[1:4]) if w), None)
+            return CrashKind.EXCEPTION, f"uncaught {m['type']}" + (f": {what.strip()}" if what else ""), None
+    for needle, pattern in _GPU:
+        for line in _lines_at(text, re.compile(re.escape(needle))):
+            if m := pattern.search(line):
+                return CrashKind.GPU_FAULT, m["msg"].strip(), None
+    for line in _lines_at(text, _ABORT_AT):
+        if not _NOISE.match(line) and "GGML_ASSERT" not in line and (m := _ABORT.search(line)):
+            return CrashKind.ABORT, m["msg"].strip(), _short_path(m["file"], m["line"])
+    return None
+
+
+def _short_path(path: str, line: str) -> str:
+    """The source path inside the engine's tree (build folders differ on every machine)."""
+    parts = path.replace("\\", "/").split("/")
+    if "llama.cpp" in parts[:-1]:
+        parts = parts[len(parts) - parts[::-1].index("llama.cpp") :]
+    return f"{'/'.join(parts[-4:])}:{line}"
+
+
+def crash_of(returncode: int | None, log_text: str) -> Crash | None:
+    """The crash of a process mtpinspect ran, from its return code and log; None if it did not crash."""
+    return _crash(signal_name(returncode), log_text)
+
+
+def crash_in_log(log_text: str) -> Crash | None:
+    """A crash recorded in a log from elsewhere (no return code): the engine's text or the shell's."""
+    tail = _meaningful(log_text[-_TAIL_CHARS:])[-_SHELL_TAIL_LINES:]
+    sig = next((name for pattern, name in _SHELL_SIGNAL for line in tail if pattern.search(line)), None)
+    return _crash(sig, log_text)
+
+
+def _crash(sig: str | None, text: str) -> Crash | None:
+    found = _engine_text(text)
+    if found is not None and found[0] is CrashKind.ABORT and sig is None and not _FATAL.search(found[1]):
+        found = None  # a file:line message alone, with no sign that the process died, is just a log line
+    tail = tuple(_meaningful(text[-_TAIL_CHARS:])[-_LAST_LINES:])
+    if found is None:
+        frame = _backtrace(text)
+        if frame is not None:
+            return Crash(CrashKind.BACKTRACE, sig, f"native backtrace through {frame}", None, tail)
+        return None if sig is None else Crash(CrashKind.SIGNAL, sig, _SIGNAL_MEANING[sig], None, tail)
+    kind, message, where = found
+    if sig is None and kind is not CrashKind.GPU_FAULT:
+        sig = "SIGABRT"  # GGML_ASSERT, ggml_abort and std::terminate all end in abort()
+    return Crash(kind, sig, message, where, tail)
