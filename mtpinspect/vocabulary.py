@@ -23,6 +23,8 @@ class SourceKind(Word):
     hub = "hub"
     local_dir = "local-dir"
     local_file = "local-file"
+    ollama = "ollama"  # a model in the local Ollama store (its GGUF blob)
+    lm_studio = "lm-studio"  # a GGUF in LM Studio's models folder
 
 
 class Layout(Word):
@@ -53,11 +55,20 @@ class RuntimeStatus(Word):
     at_risk = "at-risk"  # loads and drafts, but expect low or zero acceptance
     unsupported = "unsupported"
     unknown = "unknown"
+    off = "off"  # the head works, but the app's own settings leave MTP off (one setting switches it on)
 
     @property
     def usable(self) -> bool:
-        """The head loads and drafts (at risk still counts: the verdict says how likely it is to fail)."""
-        return self in (RuntimeStatus.supported, RuntimeStatus.at_risk)
+        """The head loads and drafts (at risk still counts: the verdict says how likely it is to fail;
+        off counts too: the finding says which setting switches it on)."""
+        return self in (RuntimeStatus.supported, RuntimeStatus.at_risk, RuntimeStatus.off)
+
+
+class App(Word):
+    """A desktop app that runs GGUF models with its own llama.cpp (mtpinspect/apps.py: its settings)."""
+
+    ollama = "ollama"
+    lm_studio = "lm-studio"
 
 
 class Conversion(Word):

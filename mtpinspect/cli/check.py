@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import click
 
+import json
+from pathlib import Path
+
+from mtpinspect.apps import APP_NAMES
 from mtpinspect.cli._args import codes_option, format_option
 from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.inspection.report import FINDINGS, CheckReport
-from mtpinspect.vocabulary import PARTIAL, RuntimeStatus
+from mtpinspect.vocabulary import PARTIAL, App, RuntimeStatus
+
+APP_RUNTIMES = tuple(app.value for app in App)
 
 
 def _size(n: int | None) -> str:
@@ -27,6 +33,37 @@ def _quant_text(report: CheckReport) -> str:
     excluded = {True: "head excluded", False: "head quantized", PARTIAL: "head partly excluded", None: "n/a"}[q.mtp_excluded]
     algo = f"/{q.algo}" if q.algo else ""
     return f"{q.method}{algo}, {q.excluded_count} exclusions ({q.exclusion_key or '-'}), {excluded}"
+
+
+def _app_rows(report: CheckReport) -> list[dict[str, object]]:
+    """Where an Ollama or LM Studio model lies and what the app stored with it."""
+    app = report.app
+    if app is None:
+        return []
+    if app.app is App.lm_studio:
+        return [{"item": "name", "value": app.name}, {"item": "folder", "value": app.location},
+                {"item": "model file", "value": app.model_file}]
+    params = ", ".join(f"{k} {json.dumps(v)}" for k, v in sorted(app.parameters.items())) or "none (no params layer)"
+    return [
+        {"item": "name", "value": app.name},
+        {"item": "manifest", "value": app.location},
+        {"item": "model blob", "value": app.model_file},
+        {"item": "draft blob", "value": app.draft_file},
+        {"item": "parameters", "value": params},
+        {"item": "blobs", "value": app.digests},
+    ]
+
+
+def _render_apps(report: CheckReport, out: Output) -> None:
+    """The settings that run MTP in Ollama and LM Studio, and where their n-max comes from."""
+    rows = [{"app": name, "setting": rv.setting} for name, rv in report.runtimes.items()
+            if rv.setting and name in APP_RUNTIMES]
+    if not rows:
+        return
+    out.table(rows, ["app", "setting"], title="In Ollama and LM Studio")
+    advice = report.app_n_max
+    if advice is not None:
+        out.text(f"n-max {advice.n_max if advice.n_max is not None else 'off'}: {advice.why}")
 
 
 def render(report: CheckReport, out: Output) -> None:
@@ -49,6 +86,8 @@ def render(report: CheckReport, out: Output) -> None:
         ["item", "value"],
         title="Summary",
     )
+    if report.app is not None:
+        out.table(_app_rows(report), ["item", "value"], title=f"{APP_NAMES[report.app.app]} model")
     if out.format is OutputFormat.csv:
         out.table(
             [{"severity": f.severity, "code": f.code, "message": f.message, "evidence": "\n".join(f.evidence)} for f in report.findings],
@@ -63,6 +102,7 @@ def render(report: CheckReport, out: Output) -> None:
         ["runtime", "status", "reason"],
         title="Runtimes",
     )
+    _render_apps(report, out)
     commands = [(name, rv.command) for name, rv in report.runtimes.items() if rv.command and rv.status.usable]
     if commands:
         out.heading("Commands")
@@ -74,24 +114,39 @@ def render(report: CheckReport, out: Output) -> None:
 
 
 def render_all(reports: list[CheckReport], out: Output) -> None:
-    """One row per GGUF model of a repo: which quantizations keep a usable head."""
-    out.text(f"{reports[0].source}: {len(reports)} GGUF model(s)" + (f" @ {reports[0].revision}" if reports[0].revision else ""))
+    """One row per GGUF model of a repo, a folder or an app's store: which keep a usable head."""
+    app = reports[0].app.app if reports[0].app is not None else None
+    if app is not None:
+        out.text(f"{APP_NAMES[app]}: {len(reports)} GGUF model(s)")
+    else:
+        out.text(f"{reports[0].source}: {len(reports)} GGUF model(s)" + (f" @ {reports[0].revision}" if reports[0].revision else ""))
     rows = [
         {
+            "model": r.app.name if r.app is not None else None,
             "file": r.files["gguf"][0] + (f" (+{len(r.files['gguf']) - 1} shards)" if len(r.files["gguf"]) > 1 else ""),
             "layout": r.layout,
             "mtp_layers": r.mtp_layers,
             "mtp_types": ", ".join(f"{t} x{n}" for t, n in r.mtp_types.items()) or "-",
             "llama.cpp": r.runtimes["llama.cpp"].status,
+            "ollama": r.runtimes["ollama"].status if "ollama" in r.runtimes else None,
+            "draft_num_predict": r.app.draft_num_predict if r.app is not None else None,
+            "lm-studio": r.runtimes["lm-studio"].status if "lm-studio" in r.runtimes else None,
             "findings": ", ".join(c for c in r.codes() if c != "MTP_PRESENT") or "-",
         }
         for r in reports
     ]
-    out.table(rows, ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "findings"], title="GGUF models", primary=True)
+    columns = {
+        None: ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "findings"],
+        App.ollama: ["model", "layout", "mtp_layers", "mtp_types", "llama.cpp", "ollama", "draft_num_predict", "findings"],
+        App.lm_studio: ["model", "file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "lm-studio", "findings"],
+    }[app]
+    out.table(rows, columns, title="GGUF models", primary=True)
     best = [r for r in reports if r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
-    if best:
+    if best and app is None:
         out.heading("Command")
         out.text(best[0].runtimes["llama.cpp"].command or "")
+    for note in dict.fromkeys(note for r in reports if r.app is not None for note in r.notes):
+        out.text(f"note: {note}")
     out.document(reports)
 
 
@@ -106,11 +161,19 @@ def _finding_codes() -> list[dict[str, str]]:
 @click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF to pair with the main GGUF (default: found beside it).")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved `hf auth login`).")
 @click.option("--all", "all_ggufs", is_flag=True,
-              help="Check every GGUF model in the repo or folder (one row each; json: a list of reports).")
+              help="Check every GGUF model in the repo, the folder or the app's store (one row each; json: a list of "
+                   "reports).")
+@click.option("--sweep-report", type=click.Path(dir_okay=False, path_type=Path), metavar="report.json",
+              help="The report of `mtpinspect sweep` on the same GGUF: its recommended n-max goes into the Ollama and "
+                   "LM Studio settings (default: the rule of thumb, n-max 2).")
+@click.option("--verify-digest", is_flag=True,
+              help="ollama: hash every blob against its manifest digest (default: blobs up to 64 MiB; larger ones "
+                   "have their size checked, Ollama hashed them when it pulled them).")
 @format_option(csv="findings", schema="check")
 @codes_option("finding", _finding_codes)
 def command(
-    source: str, revision: str | None, file: str | None, mtp_file: str | None, token: str | None, all_ggufs: bool, fmt: str
+    source: str, revision: str | None, file: str | None, mtp_file: str | None, token: str | None, all_ggufs: bool,
+    sweep_report: Path | None, verify_digest: bool, fmt: str,
 ) -> int:
     """Tell whether SOURCE's MTP head will work, reading only headers (no weight download).
 
@@ -121,6 +184,14 @@ def command(
                             --all checks every GGUF of the repo, one row each
       PATH.gguf             a local GGUF (split shards and an mtp- file beside it are found)
       DIR                   a local snapshot folder, or a Hugging Face cache folder models--ORG--NAME
+      ollama:MODEL[:TAG]    a model of the local Ollama store (OLLAMA_MODELS, else ~/.ollama/models),
+                            also ollama:NAMESPACE/MODEL:TAG and ollama:hf.co/ORG/REPO:QUANT;
+                            ollama: --all checks every model there, ollama:MODEL --all its tags
+      lmstudio:PUB/REPO     a GGUF in LM Studio's models folder (~/.lmstudio/models, or the older
+                            ~/.cache/lm-studio/models), :QUANT to pick one; lmstudio: --all: all
+
+    For a GGUF, runtimes also say what Ollama and LM Studio do with the head and the setting that
+    runs it there (a Modelfile's PARAMETER draft_num_predict N; "MTP Max Draft Tokens" N).
 
     Exit status: 0 when MTP is usable in at least one runtime, 1 when not, 2 on error.
     HF_ENDPOINT and HF_TOKEN are honoured, as in huggingface_hub.
@@ -128,11 +199,12 @@ def command(
     from mtpinspect.inspection import check, check_all
 
     if all_ggufs:
-        if file or mtp_file:
-            raise click.UsageError("--all checks every GGUF; it does not combine with --file or --mtp-file")
-        reports = check_all(source, revision=revision, token=token)
+        if file or mtp_file or sweep_report:
+            raise click.UsageError("--all checks every GGUF; it does not combine with --file, --mtp-file or --sweep-report")
+        reports = check_all(source, revision=revision, token=token, verify_digest=verify_digest)
         render_all(reports, Output(fmt))
         return 0 if any(r.usable for r in reports) else 1
-    report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file)
+    report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file, sweep_report=sweep_report,
+                   verify_digest=verify_digest)
     render(report, Output(fmt))
     return report.exit_code

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from mtpinspect.inspection.app_rules import sweep_of
 from mtpinspect.inspection.evidence import gather
 from mtpinspect.inspection.report import CheckReport
 from mtpinspect.inspection.verdict import assemble_report
@@ -16,21 +19,37 @@ def check(
     file: str | None = None,
     mtp_file: str | None = None,
     endpoint: str | None = None,
+    sweep_report: str | Path | None = None,
+    verify_digest: bool = False,
 ) -> CheckReport:
     """Decide whether the MTP head of ``source`` will work, reading only headers and small files.
 
-    ``source`` is a Hub repo id (``ORG/NAME`` or ``ORG/NAME:QUANT``), a local GGUF, or a local snapshot
-    directory (the Hugging Face cache included). Raises ``MtpinspectError`` subclasses for bad input.
+    ``source`` is a Hub repo id (``ORG/NAME`` or ``ORG/NAME:QUANT``), a local GGUF, a local snapshot
+    directory (the Hugging Face cache included), a model of the local Ollama store (``ollama:NAME``) or
+    of LM Studio's models folder (``lmstudio:PUBLISHER/REPO[:QUANT]``). ``sweep_report``, the report.json
+    of a sweep of the same GGUF, gives the n-max Ollama and LM Studio are told to use. ``verify_digest``
+    hashes every Ollama blob (by default only those up to 64 MiB; the others' sizes are checked).
+    Raises ``MtpinspectError`` subclasses for bad input.
     """
-    target = resolve(source, revision=revision, token=token, endpoint=endpoint, file=file, mtp_file=mtp_file)
-    return assemble_report(gather(target))
+    target = resolve(source, revision=revision, token=token, endpoint=endpoint, file=file, mtp_file=mtp_file,
+                     verify_digest=verify_digest)
+    ev = gather(target)
+    if sweep_report is not None:
+        ev.sweep = sweep_of(ev, sweep_report)
+    return assemble_report(ev)
 
 
 def check_all(
-    source: str, revision: str | None = None, token: str | None = None, *, endpoint: str | None = None
+    source: str,
+    revision: str | None = None,
+    token: str | None = None,
+    *,
+    endpoint: str | None = None,
+    verify_digest: bool = False,
 ) -> list[CheckReport]:
-    """`check` every GGUF model in a repo or folder: which quantizations keep a usable MTP head?"""
-    targets = resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint)
+    """`check` every GGUF model in a repo, a folder, the Ollama store (``ollama:``, or ``ollama:MODEL`` for its
+    tags) or LM Studio's models folder (``lmstudio:``, ``lmstudio:PUBLISHER/REPO``)."""
+    targets = resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint, verify_digest=verify_digest)
     return [assemble_report(gather(target)) for target in targets]
 
 

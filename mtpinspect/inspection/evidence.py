@@ -25,6 +25,8 @@ from mtpinspect.sources.resolve import Target
 if TYPE_CHECKING:
     from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
 
+    from mtpinspect.sweep.report import SavedRecommendation
+
 # Reading a few shard headers is cheap; reading all 160 of a DeepSeek repo is not needed for the verdict.
 MAX_MTP_SHARDS = 16
 
@@ -109,6 +111,7 @@ class Evidence:
     other_sidecars: list[str] = field(default_factory=list)  # mtp- files in the repo that were not paired
     unreadable_weights: list[str] = field(default_factory=list)  # pickled weights without an index
     notes: list[str] = field(default_factory=list)
+    sweep: SavedRecommendation | None = None  # a sweep of this GGUF on this machine (check --sweep-report)
 
 
 def _json_file(target: Target, path: str) -> Mapping[str, Any]:

@@ -7,9 +7,12 @@ mtpinspect.jsonable); the finding codes are a fixed catalogue (FINDINGS) so scri
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mtpinspect.vocabulary import Layout, MtpExcluded, RuntimeStatus, Severity, SourceKind
+
+if TYPE_CHECKING:
+    from mtpinspect.sources.app_stores import AppModel
 
 # code -> (what it means, default severity). README and `check --codes` print this table.
 FINDINGS: dict[str, tuple[str, Severity]] = {
@@ -30,6 +33,12 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "NEXTN_COUNT_UNSUPPORTED": ("More MTP layers than the architecture's llama.cpp graph accepts", Severity.warning),
     "SEPARATE_DRAFTER": ("MTP drafting uses a separate drafter checkpoint (Gemma 4 gemma4_assistant)", Severity.info),
     "HEADERS_NOT_READ": ("Some MTP shard headers were not read; dtype checks cover the ones that were", Severity.info),
+    "OLLAMA_MTP_OFF": ("An Ollama model whose GGUF carries an MTP head but whose Modelfile sets no draft_num_predict "
+                       "(or 0): Ollama decodes without speculation", Severity.warning),
+    "OLLAMA_TAG_WITHOUT_HEAD": ("An Ollama tag named for MTP (-mtp), or one that sets draft_num_predict, whose GGUF has "
+                                "no MTP head and whose manifest has no DRAFT layer", Severity.warning),
+    "OLLAMA_DRAFT_LAYER": ("The Ollama model carries a separate drafter (a DRAFT layer): Ollama drafts with it",
+                           Severity.info),
 }
 
 @dataclass(frozen=True)
@@ -45,6 +54,16 @@ class RuntimeVerdict:
     status: RuntimeStatus
     reason: str
     command: str | None = None
+    setting: str | None = None  # Ollama, LM Studio: the app's own setting that runs MTP (a Modelfile line, a switch)
+
+
+@dataclass(frozen=True)
+class NMaxAdvice:
+    """The n-max Ollama and LM Studio are told to use (their settings in runtimes), and where it comes from."""
+
+    n_max: int | None  # None: leave MTP off (a sweep measured no gain)
+    why: str
+    measured: bool  # from a sweep report of this GGUF (check --sweep-report)
 
 
 @dataclass(frozen=True)
@@ -91,6 +110,8 @@ class CheckReport:
     bytes_total: int
     requests: int
     notes: list[str] = field(default_factory=list)
+    app: AppModel | None = None  # ollama: and lmstudio: sources: the model in the app's terms
+    app_n_max: NMaxAdvice | None = None  # GGUF: the n-max in the ollama and lm-studio settings
 
     @property
     def exit_code(self) -> int:

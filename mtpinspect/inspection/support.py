@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from mtpinspect.runtime.flags import DRAFT_MODEL, HF_FILE, HF_REPO, MODEL, MTP_SPEC_TYPE, N_MAX, SPEC_TYPE
 from mtpinspect.vocabulary import Conversion, GraphSupport
 
+# The --spec-draft-n-max of the commands check prints, and of the llama.cpp verification that backs them.
+DEFAULT_N_MAX = 2
+
 # GGUF architecture -> how many MTP layers its draft graph accepts ("1" or "1+": heads chained).
 LLAMA_CPP_MTP_GRAPH: dict[str, str] = {
     "qwen35": "1",
@@ -96,7 +99,7 @@ def llama_cpp_graph(arch: str | None) -> GraphSupport:
 
 
 def llama_server_command(
-    model: str, *, hf: bool = False, hf_file: str | None = None, sidecar: str | None = None, n_max: int = 2
+    model: str, *, hf: bool = False, hf_file: str | None = None, sidecar: str | None = None, n_max: int = DEFAULT_N_MAX
 ) -> str:
     """`-m FILE`, or `-hf REPO[:QUANT]` (plus `--hf-file` to name the file) for a Hub repo."""
     parts = ["llama-server", *(HF_REPO if hf else MODEL).spelled(model)]

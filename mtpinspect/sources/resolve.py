@@ -11,6 +11,7 @@ import copy
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.sources.filenames import (
@@ -27,6 +28,9 @@ from mtpinspect.sources.local import open_directory, open_files
 from mtpinspect.sources.reader import ByteMeter, Tree
 from mtpinspect.vocabulary import SourceKind
 
+if TYPE_CHECKING:
+    from mtpinspect.sources.app_stores import AppModel
+
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 
 
@@ -41,6 +45,7 @@ class Target:
     gguf_files: list[str] = field(default_factory=list)
     sidecar_files: list[str] = field(default_factory=list)
     quant: str | None = None
+    app: AppModel | None = None  # the model as Ollama or LM Studio keeps it (ollama:, lmstudio: sources)
 
     @property
     def revision(self) -> str | None:
@@ -110,12 +115,19 @@ def resolve(
     endpoint: str | None = None,
     file: str | None = None,
     mtp_file: str | None = None,
+    verify_digest: bool = False,
 ) -> Target:
-    path = Path(source).expanduser()
+    from mtpinspect.sources.app_stores import locate  # ollama: and lmstudio: sources
+
+    app = locate(source, revision=revision, file=file, mtp_file=mtp_file, verify_digest=verify_digest)
+    if app is not None and app.target is not None:
+        return app.target
+    path = app.folder if app is not None and app.folder is not None else Path(source).expanduser()
     if path.is_dir():
         tree = open_directory(path, revision=revision)
-        target = Target(tree, SourceKind.local_dir, str(path), repo_id_from_cache(path.resolve()))
-        target.gguf_files = _pick_gguf(tree, str(path), file=file, quant=None)
+        target = Target(tree, SourceKind.local_dir, str(path), repo_id_from_cache(path.resolve()),
+                        quant=app.quant if app else None)
+        target.gguf_files = _pick_gguf(tree, str(path), file=file, quant=target.quant)
     elif path.exists():
         if revision:
             raise UsageError(f"{source}: --revision applies to Hub repos, not to a local file")
@@ -136,7 +148,7 @@ def resolve(
             target.sidecar_files = _pick_sidecar(target.tree, target.gguf_files, target.quant)
     elif mtp_file:
         raise UsageError(f"{source}: --mtp-file applies to GGUF sources")
-    return target
+    return app.relabel(target) if app is not None else target
 
 
 def _looks_like_repo(text: str) -> bool:
@@ -178,10 +190,20 @@ def _resolve_local_file(path: Path, mtp_file: str | None) -> Target:
 
 
 def resolve_each_gguf(
-    source: str, *, revision: str | None = None, token: str | None = None, endpoint: str | None = None
+    source: str,
+    *,
+    revision: str | None = None,
+    token: str | None = None,
+    endpoint: str | None = None,
+    verify_digest: bool = False,
 ) -> list[Target]:
     """One target per GGUF model in a repo or folder (a split set counts once, sidecars paired), from one
-    listing. The first target's meter carries the listing's cost; each has its own for its headers."""
+    listing. The first target's meter carries the listing's cost; each has its own for its headers.
+    ``ollama:`` and ``lmstudio:`` sources give one target per model of the app's store."""
+    from mtpinspect.sources.app_stores import each_app_target, is_app_source
+
+    if is_app_source(source):
+        return each_app_target(source, revision=revision, verify_digest=verify_digest)
     path = Path(source).expanduser()
     if path.is_dir():
         tree: Tree = open_directory(path, revision=revision)
@@ -192,7 +214,7 @@ def resolve_each_gguf(
         tree = open_repo(source, revision=revision, token=token, endpoint=endpoint)
         kind, repo_id = SourceKind.hub, source
     else:
-        raise UsageError(f"{source}: --all takes a Hub repo (ORG/NAME) or a folder of GGUF files")
+        raise UsageError(f"{source}: --all takes a Hub repo (ORG/NAME), a folder of GGUF files, ollama: or lmstudio:")
     mains = [p for p in tree.files if is_main_gguf(p)]
     if not mains:
         raise SourceError(f"{source}: no GGUF files")
