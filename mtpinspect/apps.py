@@ -20,8 +20,12 @@ carry the head: a switch and two numbers set at load time or under the sidebar's
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from mtpinspect.vocabulary import App
+
+if TYPE_CHECKING:
+    from mtpinspect.sources.app_stores import AppModel
 
 OLLAMA_MIN_VERSION = "0.30.0"
 LM_STUDIO_MIN_VERSION = "0.4.14"
@@ -41,6 +45,13 @@ LM_STUDIO_MAX = "MTP Max Draft Tokens"
 LM_STUDIO_MIN = "MTP Min Draft Tokens"
 
 APP_NAMES = {App.ollama: "Ollama", App.lm_studio: "LM Studio"}
+
+
+def ollama_n_max(app: AppModel) -> int:
+    """The draft length Ollama runs an Ollama model with: draft_num_predict, else 4 with a DRAFT layer, else 0 (off)."""
+    if app.draft_num_predict is not None:
+        return max(app.draft_num_predict, 0)
+    return OLLAMA_DRAFTER_DEFAULT_N_MAX if app.draft_file else 0
 
 
 def ollama_parameter(n_max: int) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from mtpinspect.diagnosis.app_terms import in_app_terms, ollama_run_settings
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.diagnosis.logs import LogEvidence, read_log
 from mtpinspect.diagnosis.probe import PROBE_N_PREDICT, ProbeResult, run_probe
@@ -25,6 +26,7 @@ from mtpinspect.diagnosis.rank import gather_causes
 from mtpinspect.diagnosis.static import StaticEvidence, gather_static
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.runtime.flags import ServerArgs
+from mtpinspect.vocabulary import App
 
 
 @dataclass
@@ -86,11 +88,21 @@ def diagnose(
     # Logs are read first: a bad log should fail before minutes of probing.
     logs = [read_log(path) for path in log_files]
     static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token) if model is not None else None
+    app = static.report.app if static is not None else None
+    origin: list[str] = []
+    if app is not None and app.app is App.ollama and static is not None:
+        # The run in question is the one Ollama starts: its Modelfile's settings, then the extra arguments.
+        from_app, origin = ollama_run_settings(app, static.report)
+        settings = ServerArgs.of([*from_app, *settings]).checked()
     result, skipped = None, _skip_reason(model, static, probe)
     if skipped is None and static is not None and static.local_model is not None:
         result = run_probe(static.local_model, settings, sidecar=static.sidecar, sidecar_given=static.sidecar_given,
                            server=server, n_predict=n_predict, prompts=prompts, out_dir=probe_dir)
     causes, notes = gather_causes(static, settings, result, logs)
+    if app is not None and static is not None:
+        smallest = min((f.n_max for f in result.mtp_figures() if f.n_max), default=None) if result else None
+        causes = in_app_terms(causes, app, static.report, smallest)
+        notes = [*(f"run settings from {model}: {line}" for line in origin), *notes]
     return DiagnosisReport(model, settings, causes, static, result, skipped, logs, notes)
 
 

@@ -32,6 +32,7 @@ from mtpinspect.apps import (
     app_setting,
     ollama_create_command,
     ollama_modelfile,
+    ollama_n_max,
     ollama_parameter,
 )
 from mtpinspect.errors import UsageError
@@ -162,7 +163,7 @@ def _ollama_model(
             return RuntimeVerdict(RuntimeStatus.unsupported, message)
         return _through_llama(App.ollama, llama)
     assert llama is not None
-    effective = dnp if dnp is not None else (OLLAMA_DRAFTER_DEFAULT_N_MAX if drafter else 0)
+    effective = ollama_n_max(app)
     if effective <= 0:
         return _ollama_off(b, app, dnp, n, [key_line, params])
     given = f"its Modelfile sets {DRAFT_NUM_PREDICT} {dnp}" if dnp is not None else \

@@ -154,3 +154,23 @@ def each_app_target(source: str, *, revision: str | None, verify_digest: bool) -
             raise SourceError(f"{source}: no GGUF in LM Studio's models folders ({', '.join(map(str, lmstudio.roots()))})")
     return [AppLocation(folder=folder, repo=repo).relabel(t) for repo, folder in folders
             for t in resolve_each_gguf(str(folder))]
+
+
+@dataclass(frozen=True)
+class AppFiles:
+    """The files an app runs for a model: what `sweep` and `diagnose` hand to llama-server."""
+
+    model: Path
+    sidecar: Path | None  # Ollama's DRAFT blob, or the mtp- file beside an LM Studio GGUF
+    app: AppModel
+
+
+def app_files(source: str) -> AppFiles:
+    """The GGUF (and drafter) of an ``ollama:`` or ``lmstudio:`` SOURCE."""
+    from mtpinspect.sources.resolve import resolve
+
+    target = resolve(source)
+    if not target.gguf_files or target.app is None:
+        raise SourceError(f"{source}: no GGUF model there to run")
+    sidecar = Path(target.file_ref(target.sidecar_files[0])) if target.sidecar_files else None
+    return AppFiles(Path(target.file_ref(target.gguf_files[0])), sidecar, target.app)

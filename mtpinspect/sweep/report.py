@@ -19,6 +19,7 @@ from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.workarounds import Workaround
 from mtpinspect.sweep.records import TrialRecord
 from mtpinspect.sweep.statistics import BreakEven, GroupStats, Recommendation
+from mtpinspect.vocabulary import App
 
 # A report.json larger than this is not one a sweep wrote.
 REPORT_LIMIT = 64 * 1024 * 1024
@@ -77,6 +78,16 @@ class SweepFiles:
 
 
 @dataclass(frozen=True)
+class AppRecommendation:
+    """The recommendation as the app that keeps the model sets it (sweep ollama:..., sweep lmstudio:...)."""
+
+    app: App
+    name: str  # the model as the app names it
+    setting: str  # PARAMETER draft_num_predict N; "MTP Max Draft Tokens" N
+    command: str | None  # Ollama: the Modelfile and `ollama create` that set it
+
+
+@dataclass(frozen=True)
 class Synthetic:
     """What the --synthetic runs measured: per n-max, speedup against forced acceptance."""
 
@@ -100,6 +111,7 @@ class SweepReport:
     runs: RunCounts
     determinism_note: str
     files: SweepFiles
+    app: AppRecommendation | None = None  # the model came from Ollama's store or LM Studio's folder
 
 
 @dataclass(frozen=True)
