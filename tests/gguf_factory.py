@@ -6,9 +6,12 @@ Everything here writes real files (gguf.GGUFReader reads them all, except the br
   data is zeros, made by extending the file sparsely, so claiming GBs costs no disk; ``data_bytes``
   cuts the data short (as in the cases/ corpus).
 - ``write_nextn_gguf(path, ...)``: a glm4moe model with ``blk.L.nextn.*`` MTP tensors (the tiny layout of
-  mtpinspect.tiny_model by default), or its ``mtp-`` sidecar (nextn block only).
+  mtpinspect.tiny_model by default), or its ``mtp-`` sidecar (MTP block and the shared embedding/output
+  tensors, or the MTP block alone).
 - ``write_big_gguf(path, size_gib=8)``: a realistic header (150k-token BPE vocabulary with scores, token
   types and merges; about 1,000 tensors of mixed ggml types, MTP block included) over GBs of sparse data.
+- ``write_split_gguf(path, n_shards=5, ...)``: a split set as gguf-py writes it (``M-00001-of-00005.gguf``...):
+  every key in the first shard, only the ``split.*`` keys in the others.
 - ``write_bad_gguf(path, problem)``: one file per entry of ``BAD_GGUF_PROBLEMS`` (truncated, not a GGUF,
   hostile lengths...), for error-path tests.
 - ``graft_tensors(vocab_gguf, path, tensors)``: a real vocabulary-only GGUF (llama.cpp's
@@ -171,13 +174,15 @@ def glm4moe_metadata(dims: Glm4MoeDims) -> dict[str, Any]:
 
 
 def glm4moe_tensors(
-    dims: Glm4MoeDims, types: Mapping[str, str] | None = None, *, sidecar: bool = False
+    dims: Glm4MoeDims, types: Mapping[str, str] | None = None, *, sidecar: bool = False, shared: bool = True
 ) -> list[TensorSpec]:
     """Tensor infos of a glm4moe model with its MTP block(s), in the order convert_hf_to_gguf writes them.
 
     ``types`` maps a name without its ``blk.N.`` prefix (e.g. ``"ffn_down_exps.weight"``,
     ``"nextn.eh_proj.weight"``) to a ggml type name; anything unlisted is F32. ``sidecar`` keeps only
-    the MTP blocks, as in an ``mtp-*.gguf`` file (no ``blk.0.attn_norm.weight``).
+    the MTP blocks and the shared embedding and output tensors, as ``convert_hf_to_gguf.py --mtp``
+    writes an ``mtp-*.gguf`` file (no ``blk.0.attn_norm.weight``); ``shared=False`` leaves those out
+    too, as some published sidecars do (llama.cpp cannot load them as a draft model).
     """
     types = types or {}
     e, v, f, fe, x = dims.n_embd, dims.n_vocab, dims.n_ff, dims.n_ff_exp, dims.n_expert
@@ -211,7 +216,7 @@ def glm4moe_tensors(
         ("nextn.shared_head_norm.weight", (e,)),
     ]
     top = [("token_embd.weight", (e, v)), ("output_norm.weight", (e,)), ("output.weight", (e, v))]
-    specs = [] if sidecar else [TensorSpec(n, s, types.get(n, "F32")) for n, s in top]
+    specs = [TensorSpec(n, s, types.get(n, "F32")) for n, s in top] if shared or not sidecar else []
     for il in range(dims.n_layer + dims.n_nextn):
         is_mtp = il >= dims.n_layer
         if not is_mtp and sidecar:
@@ -227,11 +232,13 @@ def write_nextn_gguf(
     dims: Glm4MoeDims = Glm4MoeDims(),
     types: Mapping[str, str] | None = None,
     sidecar: bool = False,
+    shared: bool = True,
     extra_metadata: Mapping[str, Any] | None = None,
 ) -> Path:
     """A glm4moe GGUF with ``glm4moe.nextn_predict_layers`` and ``blk.L.nextn.*`` tensors (data zeros).
 
-    Tokenizer: the ``test`` model with tokens ``t0..t{V-1}``. ``sidecar=True`` writes the MTP-only file.
+    Tokenizer: the ``test`` model with tokens ``t0..t{V-1}``. ``sidecar=True`` writes the MTP file
+    (``shared=False``: without the embedding and output tensors; see glm4moe_tensors).
     """
     metadata: dict[str, Any] = {
         Keys.General.NAME: "tiny-glm4moe-mtp",
@@ -240,7 +247,7 @@ def write_nextn_gguf(
         Keys.Tokenizer.LIST: [f"t{i}" for i in range(dims.n_vocab)],
         **(extra_metadata or {}),
     }
-    return write_gguf(path, arch="glm4moe", metadata=metadata, tensors=glm4moe_tensors(dims, types, sidecar=sidecar))
+    return write_gguf(path, arch="glm4moe", metadata=metadata, tensors=glm4moe_tensors(dims, types, sidecar=sidecar, shared=shared))
 
 
 # -- the big realistic file --------------------------------------------------------------------------
@@ -301,19 +308,42 @@ def big_dims(size_gib: float, n_vocab: int = 150_000) -> Glm4MoeDims:
     return replace(base, n_expert=n_expert, n_expert_used=min(8, n_expert))
 
 
-def write_big_gguf(path: str | os.PathLike[str], *, size_gib: float = 8.0, n_vocab: int = 150_000, seed: int = 0) -> BigGGUF:
+BIG_PARTS = ("bundled", "trunk", "mtp")
+
+
+def write_big_gguf(
+    path: str | os.PathLike[str], *, size_gib: float = 8.0, n_vocab: int = 150_000, seed: int = 0, part: str = "bundled"
+) -> BigGGUF:
     """A header as big as a real large model's, over ~``size_gib`` GiB of sparse zero tensor data.
 
     Keys in convert_hf_to_gguf order: general.*, glm4moe.*, then a gpt2 tokenizer whose ``n_vocab`` tokens,
     scores, token types and merges look like a real BPE vocabulary (byte tokens, words growing longer
-    with rank, some CJK, special tokens last), bos/eos ids and a chat template.
+    with rank, some CJK, special tokens last), bos/eos ids and a chat template. ``part``: the whole
+    model with its MTP block, or the two files of a ``--no-mtp`` / ``--mtp`` conversion: the trunk
+    (no nextn key, block_count L) and its ``mtp-`` sidecar (the MTP block and the shared tensors).
     """
+    if part not in BIG_PARTS:
+        raise ValueError(f"part {part!r}: expected one of {BIG_PARTS}")
     dims = big_dims(size_gib, n_vocab)
+    written_dims = replace(dims, n_nextn=0) if part == "trunk" else dims
+    metadata = big_metadata(written_dims, seed=seed)
+    if part == "trunk":
+        metadata = {k: v for k, v in metadata.items() if "nextn" not in k}
+    tensors = glm4moe_tensors(written_dims, BIG_TYPES, sidecar=part == "mtp")
+    path = write_gguf(path, arch="glm4moe", metadata=metadata, tensors=tensors)
+    return BigGGUF(path, written_dims, len(tensors), dims.n_layer, path.stat().st_size)
+
+
+def big_metadata(
+    dims: Glm4MoeDims, *, name: str = "Big Test Model Air", size_label: str = "106B-A12B", seed: int = 0
+) -> dict[str, Any]:
+    """The keys of a real Q4_K_M glm4moe conversion, with a ``dims.n_vocab``-token BPE vocabulary."""
+    n_vocab = dims.n_vocab
     tokens, token_types, merges = bpe_vocab(n_vocab, seed)
-    metadata: dict[str, Any] = {
+    return {
         Keys.General.TYPE: "model",
-        Keys.General.NAME: "Big Test Model Air",
-        Keys.General.SIZE_LABEL: "106B-A12B",
+        Keys.General.NAME: name,
+        Keys.General.SIZE_LABEL: size_label,
         Keys.General.LICENSE: "mit",
         Keys.General.FILE_TYPE: 15,  # MOSTLY_Q4_K_M
         **glm4moe_metadata(dims),
@@ -329,9 +359,42 @@ def write_big_gguf(path: str | os.PathLike[str], *, size_gib: float = 8.0, n_voc
         Keys.Tokenizer.CHAT_TEMPLATE: _CHAT_TEMPLATE,
         Keys.General.QUANTIZATION_VERSION: 2,
     }
-    tensors = glm4moe_tensors(dims, BIG_TYPES)
-    path = write_gguf(path, arch="glm4moe", metadata=metadata, tensors=tensors)
-    return BigGGUF(path, dims, len(tensors), dims.n_layer, path.stat().st_size)
+
+
+def write_split_gguf(
+    path: str | os.PathLike[str],
+    *,
+    arch: str,
+    metadata: Mapping[str, Any],
+    tensors: Sequence[TensorSpec],
+    n_shards: int,
+) -> list[Path]:
+    """A split GGUF as gguf-py's GGUFWriter (``--split-max-tensors``) writes it; returns the shard paths.
+
+    ``path`` names the set: ``dir/M.gguf`` gives ``dir/M-00001-of-0000N.gguf``... Tensors are dealt out in
+    order, the same number per shard; each shard's data is zeros and sparse.
+    """
+    per_shard = math.ceil(len(tensors) / n_shards)
+    writer = GGUFWriter(Path(path), arch, split_max_tensors=per_shard)
+    for key, value in metadata.items():
+        _add_kv(writer, key, value)
+    for spec in tensors:
+        writer.add_tensor_info(
+            spec.name, tuple(reversed(spec.shape)), np.dtype(np.float32), spec.nbytes, GGMLQuantizationType[spec.ggml_type]
+        )
+    if len(writer.tensors) != n_shards:
+        raise ValueError(f"{len(tensors)} tensors do not deal out into {n_shards} shards")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    assert writer.fout is not None
+    header_ends = [fout.tell() for fout in writer.fout]
+    paths = writer.format_shard_names(Path(path))
+    data_sizes = [sum(GGUFWriter.ggml_pad(t.nbytes, writer.data_alignment) for t in shard.values()) for shard in writer.tensors]
+    writer.close()
+    for shard_path, header_end, data_size in zip(paths, header_ends, data_sizes):
+        os.truncate(shard_path, GGUFWriter.ggml_pad(header_end, writer.data_alignment) + data_size)
+    return paths
 
 
 def _byte_chars() -> list[str]:

@@ -7,6 +7,15 @@ the tree and paths-info APIs, and `resolve` with HEAD and byte ranges, with the 
 huggingface_hub turns into its exception classes. It counts every body byte it sends, per repo and
 file, which is how a test proves that no weight file was downloaded.
 
+Two options make it behave like the real Hub seen from a user's machine, for benchmarks and for tests
+that count round trips:
+- `latency`: seconds added to every request before it is answered (the real Hub is 50-150 ms away);
+- `lfs_redirect`: `resolve` answers a 302 for LFS files, to a second loopback origin (the "CDN") that
+  serves the bytes, as the Hub does; the 302 carries X-Repo-Commit, ETag, X-Linked-Etag and
+  X-Linked-Size, which is where huggingface_hub reads a cross-origin file's metadata from.
+Every request is logged with its origin, Range, bytes sent and start and end times; `traffic()` turns
+a log into requests, bytes, sequential waves and the most requests in flight.
+
 Files given as a `Path` are streamed from disk in chunks and never read whole, so multi-GiB sparse
 stand-ins are cheap. Their git/LFS ids are real content hashes up to `HASH_LIMIT` bytes; above that
 they are deterministic stand-ins derived from the size and the first and last MiB (hashing the
@@ -21,11 +30,13 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlsplit
+from typing import Literal
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 HASH_LIMIT = 10 * 1024 * 1024
 LFS_MIN_SIZE = 10 * 1024 * 1024
@@ -34,11 +45,17 @@ CHUNK = 1024 * 1024
 COMMIT_DATE = "2026-09-01T00:00:00.000Z"
 
 FileSource = Path | bytes
+# "hub": the endpoint (API and resolve); "cdn": the origin LFS files are redirected to.
+Origin = Literal["hub", "cdn"]
 
 
 @dataclass(frozen=True)
 class RequestRecord:
-    """One request the stub answered. `path` is the file in the repo for `resolve`, else None."""
+    """One request the stub answered. `path` is the file in the repo for `resolve` and the CDN, else None.
+
+    `start` is when the request had been read, `end` just before the last write of the reply
+    (time.perf_counter seconds): a request the client sends after reading a reply starts after its end.
+    """
 
     method: str
     path: str | None
@@ -47,6 +64,65 @@ class RequestRecord:
     nbytes: int
     repo_id: str | None
     url: str
+    origin: Origin = "hub"
+    start: float = 0.0
+    end: float = 0.0
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What a request log adds up to. Requests that overlap in time form one wave; a request that
+    starts after every request of the current wave has ended starts the next."""
+
+    requests: int
+    bytes: int
+    waves: int
+    max_in_flight: int
+    redirects: int  # 3xx answers (each costs a round trip before the bytes)
+    seconds: float  # first start to last end
+
+    def to_dict(self) -> dict[str, int | float]:
+        return {
+            "requests": self.requests,
+            "bytes": self.bytes,
+            "waves": self.waves,
+            "max_in_flight": self.max_in_flight,
+            "redirects": self.redirects,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+def waves(records: Sequence[RequestRecord]) -> list[list[RequestRecord]]:
+    """The log split into sequential waves, each in start order."""
+    result: list[list[RequestRecord]] = []
+    wave_end = float("-inf")
+    for record in sorted(records, key=lambda r: (r.start, r.end)):
+        if record.start >= wave_end:
+            result.append([])
+        result[-1].append(record)
+        wave_end = max(wave_end, record.end) if record.start < wave_end else record.end
+    return result
+
+
+def max_in_flight(records: Sequence[RequestRecord]) -> int:
+    """The most requests being answered at one instant (a request ending as another starts is not overlap)."""
+    events = sorted([(r.start, 1) for r in records] + [(r.end, -1) for r in records], key=lambda e: (e[0], e[1]))
+    most = current = 0
+    for _, step in events:
+        current += step
+        most = max(most, current)
+    return most
+
+
+def traffic(records: Sequence[RequestRecord]) -> Traffic:
+    return Traffic(
+        requests=len(records),
+        bytes=sum(r.nbytes for r in records),
+        waves=len(waves(records)),
+        max_in_flight=max_in_flight(records),
+        redirects=sum(1 for r in records if 300 <= r.status < 400),
+        seconds=max((r.end for r in records), default=0.0) - min((r.start for r in records), default=0.0),
+    )
 
 
 @dataclass(frozen=True)
@@ -202,9 +278,15 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, stub: HubStub) -> None:
+    def __init__(self, stub: HubStub, origin: Origin) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.stub = stub
+        self.origin = origin
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -224,43 +306,76 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def _handle(self) -> None:
+        start = time.perf_counter()
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        stub = self.server.stub
+        stub, origin = self.server.stub, self.server.origin
         stub._begin()
         try:
-            repo_id, file_path, reply = stub._route(self.command, self.path, self.headers, body)
+            route = stub._route if origin == "hub" else stub._route_cdn
+            repo_id, file_path, reply = route(self.command, self.path, self.headers, body)
         except Exception as exc:  # a stub bug must fail fast, never as a retried 5xx
             repo_id, file_path = None, None
             reply = _error(400, "StubError", f"hub stub error: {type(exc).__name__}: {exc}")
-        sent = 0
-        try:
-            sent = self._send(reply)
-        finally:
-            stub._record(
-                RequestRecord(self.command, file_path, self.headers.get("Range"), reply.status, sent, repo_id, self.path)
-            )
+        if stub.latency > 0:
+            time.sleep(stub.latency)
 
-    def _send(self, reply: _Reply) -> int:
+        logged: list[RequestRecord] = []
+
+        def log(nbytes: int) -> RequestRecord:
+            record = RequestRecord(
+                method=self.command,
+                path=file_path,
+                range=self.headers.get("Range"),
+                status=reply.status,
+                nbytes=nbytes,
+                repo_id=repo_id,
+                url=self.path,
+                origin=origin,
+                start=start,
+                end=time.perf_counter(),
+            )
+            logged.append(record)
+            stub._record(record)
+            return record
+
+        try:
+            self._send(reply, log)
+        finally:
+            if not logged:  # the client went away before the reply was written
+                log(0)
+
+    def _send(self, reply: _Reply, log: Callable[[int], RequestRecord]) -> None:
+        """Send the reply. `log(body bytes)` is called just before the last write, so a client that has
+        read the whole reply always finds its request in the log, and a request it sends next starts
+        after this one's end."""
         self.send_response(reply.status)
         length = reply.span[1] - reply.span[0] if reply.blob else len(reply.body)
         for name, value in reply.headers.items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(length))
+        if self.command == "HEAD" or length == 0:
+            log(0)
+            self.end_headers()
+            return
         self.end_headers()
-        if self.command == "HEAD":
-            return 0
         if reply.blob is None:
+            log(length)
             self.wfile.write(reply.body)
-            return len(reply.body)
-        sent = 0
+            return
+        sent, logged = 0, None
         try:
             for chunk in reply.blob.chunks(*reply.span):
+                if sent + len(chunk) >= length:
+                    logged = log(length)
                 self.wfile.write(chunk)
                 sent += len(chunk)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
-        return sent
+        if logged is None:
+            log(sent)
+        elif sent != length:  # the client went away during the last chunk
+            self.server.stub._amend(logged, replace(logged, nbytes=sent))
 
 
 def _json(data: object, status: int = 200, headers: Mapping[str, str] | None = None) -> _Reply:
@@ -276,18 +391,21 @@ class HubStub:
 
     `tokens` maps a token to the repo ids it may read (private and gated repos). A token the stub
     does not know is treated as no token, so a token in the developer's environment changes nothing.
+    `latency` (seconds, may be changed while serving) delays every answer, on both origins.
+    `lfs_redirect` sends `resolve` requests for LFS files to the CDN origin (`.cdn_url`) with a 302.
     """
 
-    def __init__(self, *, tokens: dict[str, set[str]] | None = None) -> None:
+    def __init__(self, *, tokens: dict[str, set[str]] | None = None, latency: float = 0.0, lfs_redirect: bool = False) -> None:
         self._tokens = {token: set(repos) for token, repos in (tokens or {}).items()}
         self._repos: dict[str, _Repo] = {}
         self._records: list[RequestRecord] = []
         self._lock = threading.Lock()
-        # Requests whose answer may be on the wire but not yet recorded: the counters wait for them.
+        # Requests being answered but not yet in the log: the counters wait for them.
         self._in_flight = 0
         self._settled = threading.Condition(self._lock)
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self.latency = latency
+        self.lfs_redirect = lfs_redirect
+        self._servers: list[tuple[_Server, threading.Thread]] = []
 
     # -- set-up -------------------------------------------------------------------------------------
 
@@ -335,28 +453,36 @@ class HubStub:
 
     @property
     def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("HubStub is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self._origin_server("hub").url
+
+    @property
+    def cdn_url(self) -> str:
+        """The origin LFS files are redirected to (started with the stub, used when `lfs_redirect` is on)."""
+        return self._origin_server("cdn").url
+
+    def _origin_server(self, origin: Origin) -> _Server:
+        for server, _ in self._servers:
+            if server.origin == origin:
+                return server
+        raise RuntimeError("HubStub is not started")
 
     def start(self) -> HubStub:
-        if self._server is None:
-            self._server = _Server(self)
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="hubstub", daemon=True
-            )
-            self._thread.start()
+        if not self._servers:
+            for origin in ("hub", "cdn"):
+                server = _Server(self, origin)
+                thread = threading.Thread(
+                    target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"hubstub-{origin}", daemon=True
+                )
+                thread.start()
+                self._servers.append((server, thread))
         return self
 
     def stop(self) -> None:
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join()
-        self._server, self._thread = None, None
+        for server, thread in self._servers:
+            server.shutdown()
+            server.server_close()
+            thread.join()
+        self._servers = []
 
     def __enter__(self) -> HubStub:
         return self.start()
@@ -369,7 +495,7 @@ class HubStub:
     def requests(self, repo_id: str | None = None, path: str | None = None) -> list[RequestRecord]:
         """Requests answered so far, optionally only those for one repo and/or one file."""
         with self._settled:
-            # A client has its whole answer a moment before the handler records it.
+            # A request being answered is logged just before its last write: wait for those.
             self._settled.wait_for(lambda: self._in_flight == 0, timeout=5.0)
             records = list(self._records)
         return [
@@ -379,6 +505,10 @@ class HubStub:
     def bytes_served(self, repo_id: str | None = None, path: str | None = None) -> int:
         """Body bytes sent (API JSON included), optionally only for one repo and/or one file."""
         return sum(r.nbytes for r in self.requests(repo_id, path))
+
+    def traffic(self, repo_id: str | None = None) -> Traffic:
+        """Requests, bytes, waves and most in flight of the log so far (both origins)."""
+        return traffic(self.requests(repo_id))
 
     def reset_counters(self) -> None:
         with self._settled:
@@ -395,6 +525,12 @@ class HubStub:
             self._records.append(record)
             self._in_flight -= 1
             self._settled.notify_all()
+
+    def _amend(self, old: RequestRecord, new: RequestRecord) -> None:
+        with self._lock:
+            for i, record in enumerate(self._records):
+                if record is old:
+                    self._records[i] = new
 
     # -- routing ------------------------------------------------------------------------------------
 
@@ -510,17 +646,46 @@ class HubStub:
         blob = commit.files.get(path)
         if blob is None:
             return _error(404, "EntryNotFound", f"{path} does not exist on {revision}", {"X-Repo-Commit": commit.sha})
-        base = {
-            "Content-Type": "application/octet-stream",
-            "Accept-Ranges": "bytes",
-            "ETag": f'"{blob.etag}"',
-            "X-Repo-Commit": commit.sha,
-        }
-        requested = headers.get("Range")
-        span = _parse_range(requested, blob.size) if requested else None
-        if span == "unsatisfiable":
-            return _Reply(416, {**base, "Content-Range": f"bytes */{blob.size}"})
-        if span is None:
-            return _Reply(200, base, blob=blob, span=(0, blob.size))
-        start, end = span
-        return _Reply(206, {**base, "Content-Range": f"bytes {start}-{end - 1}/{blob.size}"}, blob=blob, span=span)
+        if self.lfs_redirect and blob.sha256:
+            # The Hub's answer for an LFS file: metadata on the 302 itself, bytes from a signed CDN URL.
+            query = f"commit={commit.sha}&file={quote(path, safe='')}"
+            return _Reply(
+                302,
+                {
+                    "Location": f"{self.cdn_url}/repos/{repo_id}/{blob.sha256}?{query}",
+                    "ETag": f'"{blob.git_oid}"',
+                    "X-Linked-Etag": f'"{blob.sha256}"',
+                    "X-Linked-Size": str(blob.size),
+                    "X-Repo-Commit": commit.sha,
+                },
+            )
+        return _blob_reply(blob, headers, {"ETag": f'"{blob.etag}"', "X-Repo-Commit": commit.sha})
+
+    def _route_cdn(self, method: str, raw_url: str, headers, body: bytes) -> tuple[str | None, str | None, _Reply]:
+        """`/repos/{ns}/{name}/{sha256}?commit=SHA&file=PATH`: the URL a 302 from `resolve` points to."""
+        split = urlsplit(raw_url)
+        segments = [unquote(s) for s in split.path.split("/")[1:]]
+        query = parse_qs(split.query)
+        if method not in ("GET", "HEAD") or len(segments) != 4 or segments[0] != "repos":
+            return None, None, _json({"error": "Not Found"}, 404)
+        repo_id, sha256 = f"{segments[1]}/{segments[2]}", segments[3]
+        path = query.get("file", [""])[0]
+        repo = self._repos.get(repo_id)
+        commit = repo.commits.get(query.get("commit", [""])[0]) if repo else None
+        blob = commit.files.get(path) if commit else None
+        if blob is None or blob.sha256 != sha256:
+            return repo_id, path or None, _json({"error": "NoSuchKey"}, 404)
+        return repo_id, path, _blob_reply(blob, headers, {"ETag": f'"{sha256}"'})
+
+
+def _blob_reply(blob: _Blob, headers, extra: Mapping[str, str]) -> _Reply:
+    """The file, or the byte range the request asks for."""
+    base = {"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes", **extra}
+    requested = headers.get("Range")
+    span = _parse_range(requested, blob.size) if requested else None
+    if span == "unsatisfiable":
+        return _Reply(416, {**base, "Content-Range": f"bytes */{blob.size}"})
+    if span is None:
+        return _Reply(200, base, blob=blob, span=(0, blob.size))
+    start, end = span
+    return _Reply(206, {**base, "Content-Range": f"bytes {start}-{end - 1}/{blob.size}"}, blob=blob, span=span)

@@ -56,7 +56,8 @@ def test_case_over_the_hub(case: Case, served: Any) -> None:
     stub, repos = served
     repo = repos[case.id]
     stub.reset_counters()
-    report = mtpinspect.check(repo, endpoint=stub.url)
+    # The stand-ins list a few real tensors per model, not a loadable model: the rules alone are under test.
+    report = mtpinspect.check(repo, endpoint=stub.url, verify=False)
     assert not _compare(case, report), (_compare(case, report), report.verdict)
     doc = to_jsonable(report)
     jsonschema.validate(doc, SCHEMA)
@@ -86,7 +87,7 @@ LOCAL = [c for c in CASES if c.expect.get("local", True)]
 @pytest.mark.parametrize("case", LOCAL, ids=[c.id for c in LOCAL])
 def test_case_from_local_snapshot(case: Case, tmp_path_factory: pytest.TempPathFactory) -> None:
     root = materialize(case, tmp_path_factory.mktemp(case.id.replace(".", "_")))
-    report = mtpinspect.check(str(root))
+    report = mtpinspect.check(str(root), verify=False)
     # Provenance (who quantized the head) is known from a repo id; a plain folder does not tell.
     assert not _compare(case, report, provenance_known=False), (_compare(case, report, provenance_known=False), report.verdict)
     assert report.revision is None

@@ -46,16 +46,18 @@ def test_sidecar_found_beside_main_file(tmp_path: Path) -> None:
     assert f"-md {side}" in report.runtimes["llama.cpp"].command
 
 
-@pytest.mark.parametrize("kind", ["embd", "vocab", "layers"])
-def test_mismatched_sidecar_named_explicitly(tmp_path: Path, kind: str) -> None:
+# What llama-server does with each (tiny_model.MISMATCHES): another width aborts at start, a smaller
+# vocabulary on the first draft; another depth starts and drafts with a head made for another model.
+@pytest.mark.parametrize(("kind", "status"), [("embd", "unsupported"), ("vocab", "unsupported"), ("layers", "at-risk")])
+def test_mismatched_sidecar_named_explicitly(tmp_path: Path, kind: str, status: str) -> None:
     (main,) = write_tiny_model(tmp_path / "main.gguf", TinyModelSpec(nextn=False))
     (tmp_path / "other").mkdir()
     other = write_tiny_model(tmp_path / "other" / "x.gguf", TinyModelSpec(layout="sidecar", sidecar_from=mismatched_sidecar(kind)))
     sidecar = next(p for p in other if p.name.startswith("mtp-"))
-    report = mtpinspect.check(str(main), mtp_file=str(sidecar))
+    report = mtpinspect.check(str(main), mtp_file=str(sidecar), verify=False)
     assert "SIDECAR_MISMATCH" in report.codes(), report.codes()
-    assert report.runtimes["llama.cpp"].status == "unsupported"
-    assert report.exit_code == 1
+    assert report.runtimes["llama.cpp"].status == status
+    assert report.exit_code == (1 if status == "unsupported" else 0)
 
 
 def test_no_nextn_gguf_is_not_usable(tmp_path: Path) -> None:
@@ -208,3 +210,18 @@ def test_check_all_ggufs_of_a_repo(tmp_path: Path) -> None:
         assert [d["files"]["gguf"][0] for d in json.loads(proc.stdout)] == sorted(by_file)
         table = cli("check", "acme/Many-GGUF", "--all", env={"HF_ENDPOINT": stub.url}).stdout
         assert "Tiny-TQ1_0.gguf" in table and "LOW_BIT_MTP_HEAD" in table
+
+
+def test_without_the_verify_helper_check_says_so_and_keeps_the_rules(tmp_path: Path) -> None:
+    (path,) = write_tiny_model(tmp_path / "tiny.gguf", TinyModelSpec())
+    empty = {"MTPINSPECT_CACHE_DIR": str(tmp_path / "no-cache")}
+    table = cli("check", str(path), env=empty)
+    assert table.returncode == 0
+    notes = [line for line in table.stdout.splitlines() if "verify helper" in line]
+    assert notes == ["note: not verified by llama.cpp: its verify helper is not built yet (`mtpinspect runtime build` builds it, once)"]
+    doc = json.loads(cli("check", str(path), "--format", "json", env=empty).stdout)
+    assert doc["runtimes"]["llama.cpp"]["verified"] is None and doc["memory"] is None
+    assert doc["runtimes"]["llama.cpp"]["status"] == "supported"
+    # --no-verify: the rules only, and no note about the helper.
+    quiet = json.loads(cli("check", str(path), "--no-verify", "--format", "json", env=empty).stdout)
+    assert quiet["runtimes"]["llama.cpp"]["verified"] is None and not any("verify helper" in n for n in quiet["notes"])

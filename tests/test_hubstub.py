@@ -6,15 +6,18 @@ raw HTTP, against a server on 127.0.0.1: if the stub drifts from what the client
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import struct
+import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from hubstub import HubStub
+from hubstub import HubStub, RequestRecord, Traffic, max_in_flight, traffic, waves
 from huggingface_hub import HfApi, HfFileSystem, get_hf_file_metadata, hf_hub_download, hf_hub_url
 from huggingface_hub.errors import (
     GatedRepoError,
@@ -306,3 +309,145 @@ def test_add_repo_rejects_bad_input() -> None:
         hub.add_repo("org/b", {"config.json": b"{}"}, revisions={"v1": "nowhere"})
     with pytest.raises(ValueError, match="namespace/name"):
         hub.add_repo("gpt2", {"config.json": b"{}"})
+
+
+# -- latency, the LFS redirect and the request log ---------------------------------------------------
+
+
+def _record(start: float, end: float, nbytes: int = 1, status: int = 200) -> RequestRecord:
+    return RequestRecord("GET", "f", None, status, nbytes, "org/model", "/u", "hub", start, end)
+
+
+def test_traffic_counts_waves_and_overlap() -> None:
+    # a and b overlap; c starts before b ends, so it joins their wave; d starts after all three ended.
+    a, b, c, d = _record(0, 2), _record(1, 3, status=302), _record(2.5, 4), _record(4, 5, nbytes=10)
+    assert waves([d, c, b, a]) == [[a, b, c], [d]]
+    assert max_in_flight([a, b, c, d]) == 2  # d starts as c ends: not in flight together
+    assert traffic([a, b, c, d]) == Traffic(requests=4, bytes=13, waves=2, max_in_flight=2, redirects=1, seconds=5)
+    assert traffic([]) == Traffic(0, 0, 0, 0, 0, 0.0)
+    chain = [_record(i, i + 1) for i in range(5)]  # back to back: five waves of one
+    assert (traffic(chain).waves, traffic(chain).max_in_flight) == (5, 1)
+
+
+@pytest.fixture(scope="module")
+def slow_stub():
+    hub = HubStub(latency=0.1)
+    hub.add_repo("org/model", {"config.json": CONFIG})
+    with hub:
+        yield hub
+
+
+def test_latency_is_added_to_every_request_and_logged(slow_stub: HubStub) -> None:
+    path = "/org/model/resolve/main/config.json"
+    slow_stub.reset_counters()
+    began = time.perf_counter()
+    assert _raw(slow_stub, "GET", path)[2] == CONFIG
+    assert _raw(slow_stub, "GET", path, {"Range": "bytes=0-3"})[2] == CONFIG[:4]
+    assert time.perf_counter() - began >= 0.2
+    first, second = slow_stub.requests()
+    assert first.end - first.start >= 0.1 and second.start >= first.end
+    assert (second.range, second.nbytes, second.origin) == ("bytes=0-3", 4, "hub")
+    assert slow_stub.traffic() == Traffic(2, len(CONFIG) + 4, 2, 1, 0, pytest.approx(second.end - first.start))
+
+
+def test_concurrent_requests_make_one_wave(slow_stub: HubStub) -> None:
+    slow_stub.reset_counters()
+    with ThreadPoolExecutor(4) as pool:
+        bodies = list(pool.map(lambda _: _raw(slow_stub, "GET", "/org/model/resolve/main/config.json")[2], range(4)))
+    assert bodies == [CONFIG] * 4
+    after = _raw(slow_stub, "GET", "/api/models/org/model")  # sent once all four were answered
+    assert after[0] == 200
+    found = slow_stub.traffic()
+    assert (found.requests, found.waves, found.max_in_flight) == (5, 2, 4)
+    assert [len(w) for w in waves(slow_stub.requests())] == [4, 1]
+
+
+@pytest.fixture(scope="module")
+def redirecting(sparse_shard: Path):
+    hub = HubStub(lfs_redirect=True, tokens={"reader": {"org/private"}})
+    hub.add_repo(
+        "org/model",
+        {"config.json": CONFIG, "small.safetensors": SMALL_LFS, "model-00002-of-00002.safetensors": sparse_shard},
+    )
+    hub.add_repo("org/private", {"small.safetensors": SMALL_LFS}, private=True)
+    with hub:
+        yield hub
+
+
+SMALL_LFS = b"\x08\x00\x00\x00\x00\x00\x00\x00{}      "
+
+
+def test_lfs_files_redirect_to_the_cdn_with_their_metadata(redirecting: HubStub) -> None:
+    sha = redirecting.sha("org/model")
+    status, headers, body = _raw_no_redirect(redirecting, "HEAD", "/org/model/resolve/main/small.safetensors")
+    assert status == 302 and body == b""
+    assert headers["Location"].startswith(redirecting.cdn_url + "/repos/org/model/")
+    assert not redirecting.cdn_url.startswith(redirecting.url)  # another origin: the client keeps the 302's metadata
+    assert (headers["X-Repo-Commit"], headers["X-Linked-Size"]) == (sha, str(len(SMALL_LFS)))
+    assert headers["X-Linked-Etag"].strip('"') == hashlib.sha256(SMALL_LFS).hexdigest() != headers["ETag"].strip('"')
+    # Regular (non-LFS) files are served by the Hub itself.
+    status, _, body = _raw_no_redirect(redirecting, "GET", "/org/model/resolve/main/config.json")
+    assert (status, body) == (200, CONFIG)
+
+    meta = get_hf_file_metadata(hf_hub_url("org/model", "small.safetensors", endpoint=redirecting.url), token=False)
+    assert (meta.commit_hash, meta.etag, meta.size) == (sha, hashlib.sha256(SMALL_LFS).hexdigest(), len(SMALL_LFS))
+    assert meta.location.startswith(redirecting.cdn_url)
+
+
+def test_download_through_the_redirect(redirecting: HubStub, tmp_path: Path) -> None:
+    redirecting.reset_counters()
+    path = hf_hub_download("org/model", "small.safetensors", cache_dir=tmp_path, endpoint=redirecting.url, token=False)
+    assert Path(path).read_bytes() == SMALL_LFS
+    log = [(r.origin, r.method, r.status, r.nbytes) for r in redirecting.requests("org/model", "small.safetensors")]
+    assert log == [("hub", "HEAD", 302, 0), ("cdn", "GET", 200, len(SMALL_LFS))]
+    # Access is checked on the Hub, before the redirect: a private file needs the token there.
+    with pytest.raises(RepositoryNotFoundError):
+        hf_hub_download("org/private", "small.safetensors", cache_dir=tmp_path, endpoint=redirecting.url, token=False)
+    got = hf_hub_download("org/private", "small.safetensors", cache_dir=tmp_path, endpoint=redirecting.url, token="reader")
+    assert Path(got).read_bytes() == SMALL_LFS
+
+
+def test_range_reads_through_the_redirect(redirecting: HubStub, sparse_shard: Path) -> None:
+    name = "model-00002-of-00002.safetensors"
+    redirecting.reset_counters()
+    meta = HfApi(endpoint=redirecting.url, token=False).parse_safetensors_file_metadata("org/model", name)
+    assert len(meta.tensors) == 1500
+    header_len = struct.unpack("<Q", sparse_shard.open("rb").read(8))[0]
+    log = redirecting.requests("org/model", name)
+    assert [(r.origin, r.status) for r in log] == [("hub", 302), ("cdn", 206), ("hub", 302), ("cdn", 206)]
+    assert [r.range for r in log] == ["bytes=0-100000"] * 2 + [f"bytes=8-{header_len + 7}"] * 2  # Range survives
+    assert redirecting.bytes_served("org/model", name) == 100_001 + header_len
+    seconds = pytest.approx(log[-1].end - log[0].start)
+    assert redirecting.traffic("org/model") == Traffic(4, 100_001 + header_len, 4, 1, 2, seconds)
+
+    fs = HfFileSystem(endpoint=redirecting.url, token=False, skip_instance_cache=True)
+    with fs.open(f"org/model/{name}", "rb", block_size=64 * 1024) as handle:
+        handle.seek(MARK_OFFSET)
+        assert handle.read(len(MARK)) == MARK
+
+
+def test_cdn_refuses_unknown_objects(redirecting: HubStub) -> None:
+    location = _raw_no_redirect(redirecting, "HEAD", "/org/model/resolve/main/small.safetensors")[1]["Location"]
+    status, _, body = _raw_url("GET", location, {"Range": "bytes=0-7"})
+    assert (status, body) == (206, SMALL_LFS[:8])
+    assert _raw_url("GET", location.replace("/repos/org/model/", "/repos/org/model/0"))[0] == 404
+    assert _raw_url("GET", redirecting.cdn_url + "/api/models/org/model")[0] == 404
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def _raw_url(method: str, url: str, headers: dict[str, str] | None = None, *, follow: bool = True):
+    opener = urllib.request.build_opener() if follow else urllib.request.build_opener(_NoRedirect)
+    request = urllib.request.Request(url, method=method, headers=headers or {})
+    try:
+        with opener.open(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def _raw_no_redirect(stub: HubStub, method: str, path: str, headers: dict[str, str] | None = None):
+    return _raw_url(method, stub.url + path, headers, follow=False)

@@ -79,14 +79,14 @@ def test_env_then_path_then_cache(server_binary: ServerBinary, clean_env: Path, 
     assert "runtime build" in _one_line(exc)
 
     args = ["-DCMAKE_BUILD_TYPE=Release"]
-    installed = build_mod.install_binary(server_binary.path, "cpu", args)
+    installed = build_mod.install_binaries({"llama-server": server_binary.path}, "cpu", args) / build_mod.BINARY_NAME
     assert installed == cached_server("cpu") and installed.parent.parent == cache_root()
     meta = json.loads((installed.parent / "build.json").read_text())
     assert meta["cmake_args"] == args and meta["backend"] == "cpu" and server_binary.version in meta["version_output"]
     cached = find_server(build=False)
     assert (cached.origin, cached.backend, cached.path) == ("cache", "cpu", installed.resolve())
     # A second install replaces the first one in place.
-    assert build_mod.install_binary(server_binary.path, "cpu", args) == installed
+    assert build_mod.install_binaries({"llama-server": server_binary.path}, "cpu", args) / build_mod.BINARY_NAME == installed
 
     (clean_env / "llama-server").symlink_to(server_binary.path)
     assert find_server(build=False).origin == "PATH"
@@ -172,28 +172,77 @@ def pinned_sdist(server_binary: ServerBinary) -> Path:
     return sdist
 
 
+@pytest.fixture(scope="module")
+def helper_binary(server_binary: ServerBinary) -> Path:
+    """The real verify helper (built on first use, with llama-server's cmake build)."""
+    found = build_mod.cached_helper("cpu")
+    if found is None:
+        build_server("cpu", progress=print)
+        found = build_mod.cached_helper("cpu")
+    assert found is not None
+    return found
+
+
+def _stand_in_cmake(folder: Path, server: Path, helper: Path) -> Path:
+    """A cmake that prints what CMake prints, "compiles" each --target by copying the real binary into
+    bin/, and records its --build command lines in builds.log."""
+    log = folder / "builds.log"
+    _script(
+        folder / "cmake",
+        f'if [ "$1" = "--build" ]; then echo "$@" >> "{log}"; echo "[ 38%] Building CXX object common/arg.cpp.o"; '
+        '/bin/mkdir -p "$2/bin"; for t in "$@"; do case "$t" in '
+        f'llama-server) /bin/cp "{server}" "$2/bin/llama-server";; '
+        f'mtpinspect-verify) /bin/cp "{helper}" "$2/bin/mtpinspect-verify";; esac; done; '
+        'echo "[100%] Built target llama-server"; '
+        'else test -f "$2/CMakeLists.txt" && echo "-- Configuring done"; fi',
+    )
+    return log
+
+
 @pytest.mark.server
-def test_build_pipeline_with_stand_in_cmake(server_binary: ServerBinary, pinned_sdist: Path, clean_env: Path) -> None:
+def test_build_pipeline_with_stand_in_cmake(
+    server_binary: ServerBinary, helper_binary: Path, pinned_sdist: Path, clean_env: Path
+) -> None:
     sdist = pinned_sdist
     cache = cache_root()
     cache.mkdir(parents=True)
     (cache / sdist.name).symlink_to(sdist)
-    # The stand-in prints what CMake prints, and "compiles" by copying the real binary into bin/.
-    _script(
-        clean_env / "cmake",
-        'if [ "$1" = "--build" ]; then echo "[ 38%] Building CXX object common/arg.cpp.o"; '
-        f'/bin/mkdir -p "$2/bin" && /bin/cp "{server_binary.path}" "$2/bin/llama-server" && echo "[100%] Built target llama-server"; '
-        'else test -f "$2/CMakeLists.txt" && echo "-- Configuring done"; fi',
-    )
+    builds = _stand_in_cmake(clean_env, server_binary.path, helper_binary)
     lines: list[str] = []
     built = build_server("cpu", jobs=1, progress=lines.append)
-    assert built == cached_server("cpu")
+    assert built == cached_server("cpu") and build_mod.cached_helper("cpu") == built.parent / build_mod.HELPER_NAME
+    assert "--target llama-server mtpinspect-verify" in builds.read_text()
+    meta = build_mod.read_metadata("cpu") or {}
+    assert meta["targets"] == ["llama-server", "mtpinspect-verify"] and meta["helper_sha256"] == build_mod.helper_digest()
+    assert any(a.startswith("-DCMAKE_PROJECT_llama.cpp_INCLUDE=") and a.endswith("mtpinspect-verify.cmake") for a in meta["cmake_args"])
     assert "[ 38%] Building CXX object common/arg.cpp.o" in lines and "[100%] Built target llama-server" in lines
     assert not any(line.startswith("-- ") for line in lines)
     assert describe(built, "built").version == server_binary.version
     assert [p.name for p in cache.iterdir() if p.name.startswith(".build-") and p.is_dir()] == []
     # Cached now: no second build unless forced.
-    assert build_server("cpu", progress=lines.append) == built and lines[-1] == "[100%] Built target llama-server"
+    assert build_server("cpu", progress=lines.append) == built and len(builds.read_text().splitlines()) == 1
+
+
+@pytest.mark.server
+def test_cache_from_before_the_helper_builds_only_the_helper(
+    server_binary: ServerBinary, helper_binary: Path, pinned_sdist: Path, clean_env: Path
+) -> None:
+    cache_root().mkdir(parents=True)
+    (cache_root() / pinned_sdist.name).symlink_to(pinned_sdist)
+    # A cache as earlier versions left it: llama-server and a build.json that names no helper.
+    folder = build_mod.install_binaries({"llama-server": server_binary.path}, "cpu", ["-DCMAKE_BUILD_TYPE=Release"])
+    assert build_mod.missing_targets("cpu") == ["mtpinspect-verify"] and build_mod.find_helper() is None
+    server_mtime = (folder / build_mod.BINARY_NAME).stat().st_mtime_ns
+    builds = _stand_in_cmake(clean_env, server_binary.path, helper_binary)
+    build_server("cpu")
+    assert "--target mtpinspect-verify -j" in builds.read_text() and "llama-server" not in builds.read_text().split("--target")[1]
+    assert build_mod.find_helper() == folder / build_mod.HELPER_NAME
+    assert (folder / build_mod.BINARY_NAME).stat().st_mtime_ns == server_mtime  # kept as it was (copy2 keeps mtime)
+    assert build_mod.read_metadata("cpu")["targets"] == ["llama-server", "mtpinspect-verify"]
+    # A helper built from another version of helper/ is stale: the next build replaces it.
+    meta_path = folder / build_mod.METADATA_NAME
+    meta_path.write_text(meta_path.read_text().replace(build_mod.helper_digest(), "0" * 64))
+    assert build_mod.cached_helper("cpu") is None and build_mod.missing_targets("cpu") == ["mtpinspect-verify"]
 
 
 @pytest.mark.server

@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                        "head is there, intact, and supported by llama.cpp, vLLM, SGLang."),
     "sweep": ("sweep", "Measure MTP on this machine with the real llama-server across --spec-draft-n-max."),
     "diagnose": ("diagnose", "Explain zero or low MTP acceptance (or a slowdown) and say what to change."),
-    "runtime": ("runtime", "Show, build or rebuild the llama-server that sweep uses."),
+    "runtime": ("runtime", "Show, build or rebuild the llama-server that sweep uses and check's verify helper."),
     "tiny-model": ("tiny_model", "Write a tiny GGUF with an MTP head whose draft acceptance you choose."),
 }
 

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import click
-
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
 
 from mtpinspect.apps import APP_NAMES
 from mtpinspect.cli._args import codes_option, format_option
 from mtpinspect.cli._output import Output, OutputFormat
-from mtpinspect.inspection.report import FINDINGS, CheckReport
+from mtpinspect.inspection.report import FINDINGS, CheckReport, Verified
+from mtpinspect.runtime.verify import DEFAULT_CONTEXT
 from mtpinspect.vocabulary import PARTIAL, App, RuntimeStatus
 
 APP_RUNTIMES = tuple(app.value for app in App)
+
+if TYPE_CHECKING:
+    from mtpinspect.runtime.verify import Allocation, MemoryEstimate
 
 
 def _size(n: int | None) -> str:
@@ -33,6 +38,36 @@ def _quant_text(report: CheckReport) -> str:
     excluded = {True: "head excluded", False: "head quantized", PARTIAL: "head partly excluded", None: "n/a"}[q.mtp_excluded]
     algo = f"/{q.algo}" if q.algo else ""
     return f"{q.method}{algo}, {q.excluded_count} exclusions ({q.exclusion_key or '-'}), {excluded}"
+
+
+def _verified_text(report: CheckReport) -> str:
+    v = report.runtimes["llama.cpp"].verified
+    if v is None:
+        return "not asked: the rules alone decide" + (" (see the note below)" if report.notes else "")
+    return f"{v.by}: starts it with draft-mtp" if v.ok else f"{v.by}: refuses it (LLAMA_CPP_REFUSED below)"
+
+
+def _verified_word(verified: Verified | None) -> str:
+    return "-" if verified is None else ("yes" if verified.ok else "refused")
+
+
+def _parts(a: Allocation) -> str:
+    return f"weights {_size(a.weights)}, KV {_size(a.kv)}, compute {_size(a.compute)}"
+
+
+def _memory_rows(memory: MemoryEstimate | None) -> list[dict[str, str]]:
+    """'memory at -c N' and 'MTP adds X at -c N', from llama.cpp's own allocations."""
+    if memory is None:
+        return []
+    at = f"-c {memory.context}"
+    without = (f"{_size(memory.without_mtp_bytes)} without MTP ({_parts(memory.without_mtp)}, "
+               f"process {_size(memory.process)})")
+    if memory.mtp is None:
+        return [{"item": f"memory at {at}", "value": f"{without}; llama.cpp refused the MTP draft context"}]
+    return [
+        {"item": f"memory at {at}", "value": f"{_size(memory.total_bytes)} with MTP; {without}"},
+        {"item": "MTP adds", "value": f"{_size(memory.mtp_bytes)} at {at} ({_parts(memory.mtp)})"},
+    ]
 
 
 def _app_rows(report: CheckReport) -> list[dict[str, object]]:
@@ -82,6 +117,8 @@ def render(report: CheckReport, out: Output) -> None:
             {"item": "architecture", "value": report.architecture.get("gguf_architecture") or report.architecture.get("model_type")},
             {"item": "quantization", "value": _quant_text(report)},
             {"item": "MTP size", "value": f"{_size(size.bytes)}, {size.parameters or 0:,} parameters{share}"},
+            *([{"item": "llama.cpp itself", "value": _verified_text(report)}] if report.files.get("gguf") else []),
+            *_memory_rows(report.memory),
         ],
         ["item", "value"],
         title="Summary",
@@ -97,9 +134,12 @@ def render(report: CheckReport, out: Output) -> None:
     else:
         out.records([(f"{f.severity} {f.code}", f.message, f.evidence) for f in report.findings], title="Findings",
                     headers=("finding", "message", "evidence"))
+    # Only llama.cpp verifies, and only GGUFs: a checkpoint's table has no column of dashes.
+    columns = ["runtime", "status", *(["verified"] if report.files.get("gguf") else []), "reason"]
     out.table(
-        [{"runtime": name, "status": rv.status, "reason": rv.reason} for name, rv in report.runtimes.items()],
-        ["runtime", "status", "reason"],
+        [{"runtime": name, "status": rv.status, "verified": _verified_word(rv.verified), "reason": rv.reason}
+         for name, rv in report.runtimes.items()],
+        columns,
         title="Runtimes",
     )
     _render_apps(report, out)
@@ -128,6 +168,8 @@ def render_all(reports: list[CheckReport], out: Output) -> None:
             "mtp_layers": r.mtp_layers,
             "mtp_types": ", ".join(f"{t} x{n}" for t, n in r.mtp_types.items()) or "-",
             "llama.cpp": r.runtimes["llama.cpp"].status,
+            "verified": _verified_word(r.runtimes["llama.cpp"].verified),
+            "MTP adds": _size(r.memory.mtp_bytes) if r.memory else "-",
             "ollama": r.runtimes["ollama"].status if "ollama" in r.runtimes else None,
             "draft_num_predict": r.app.draft_num_predict if r.app is not None else None,
             "lm-studio": r.runtimes["lm-studio"].status if "lm-studio" in r.runtimes else None,
@@ -136,9 +178,11 @@ def render_all(reports: list[CheckReport], out: Output) -> None:
         for r in reports
     ]
     columns = {
-        None: ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "findings"],
-        App.ollama: ["model", "layout", "mtp_layers", "mtp_types", "llama.cpp", "ollama", "draft_num_predict", "findings"],
-        App.lm_studio: ["model", "file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "lm-studio", "findings"],
+        None: ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "verified", "MTP adds", "findings"],
+        App.ollama: ["model", "layout", "mtp_layers", "mtp_types", "llama.cpp", "verified", "MTP adds", "ollama",
+                     "draft_num_predict", "findings"],
+        App.lm_studio: ["model", "file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "verified", "MTP adds",
+                        "lm-studio", "findings"],
     }[app]
     out.table(rows, columns, title="GGUF models", primary=True)
     best = [r for r in reports if r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
@@ -163,6 +207,12 @@ def _finding_codes() -> list[dict[str, str]]:
 @click.option("--all", "all_ggufs", is_flag=True,
               help="Check every GGUF model in the repo, the folder or the app's store (one row each; json: a list of "
                    "reports).")
+@click.option("--verify/--no-verify", default=None,
+              help="Ask the pinned llama.cpp itself whether it starts a GGUF with its MTP head (a metadata-only "
+                   "load, no weights read; also gives the memory estimate). Default: when its helper is built; "
+                   "--verify builds it first (minutes, once).")
+@click.option("-c", "--context", type=click.IntRange(min=0), default=DEFAULT_CONTEXT, show_default=True,
+              help="Context size (llama-server -c) of the memory estimate; 0: the model's training context.")
 @click.option("--sweep-report", type=click.Path(dir_okay=False, path_type=Path), metavar="report.json",
               help="The report of `mtpinspect sweep` on the same GGUF: its recommended n-max goes into the Ollama and "
                    "LM Studio settings (default: the rule of thumb, n-max 2).")
@@ -173,7 +223,7 @@ def _finding_codes() -> list[dict[str, str]]:
 @codes_option("finding", _finding_codes)
 def command(
     source: str, revision: str | None, file: str | None, mtp_file: str | None, token: str | None, all_ggufs: bool,
-    sweep_report: Path | None, verify_digest: bool, fmt: str,
+    verify: bool | None, context: int, sweep_report: Path | None, verify_digest: bool, fmt: str,
 ) -> int:
     """Tell whether SOURCE's MTP head will work, reading only headers (no weight download).
 
@@ -190,21 +240,30 @@ def command(
       lmstudio:PUB/REPO     a GGUF in LM Studio's models folder (~/.lmstudio/models, or the older
                             ~/.cache/lm-studio/models), :QUANT to pick one; lmstudio: --all: all
 
-    For a GGUF, runtimes also say what Ollama and LM Studio do with the head and the setting that
-    runs it there (a Modelfile's PARAMETER draft_num_predict N; "MTP Max Draft Tokens" N).
+    For a GGUF, the pinned llama.cpp (built by `mtpinspect runtime build`) also loads the model's
+    metadata as llama-server would with --spec-type draft-mtp: its own verdict decides the llama.cpp
+    status, and its allocations give the memory with and without MTP at -c CONTEXT. Runtimes also
+    say what Ollama and LM Studio do with the head and the setting that runs it there (a Modelfile's
+    PARAMETER draft_num_predict N; "MTP Max Draft Tokens" N).
 
     Exit status: 0 when MTP is usable in at least one runtime, 1 when not, 2 on error.
     HF_ENDPOINT and HF_TOKEN are honoured, as in huggingface_hub.
     """
     from mtpinspect.inspection import check, check_all
+    from mtpinspect.runtime.build import build_server, find_helper
 
+    out = Output(fmt)
+    if all_ggufs and (file or mtp_file or sweep_report):
+        raise click.UsageError("--all checks every GGUF; it does not combine with --file, --mtp-file or --sweep-report")
+    if verify and find_helper() is None:
+        out.hint("building the pinned llama.cpp's verify helper (minutes, once)")
+        build_server("cpu", progress=out.hint)
     if all_ggufs:
-        if file or mtp_file or sweep_report:
-            raise click.UsageError("--all checks every GGUF; it does not combine with --file, --mtp-file or --sweep-report")
-        reports = check_all(source, revision=revision, token=token, verify_digest=verify_digest)
-        render_all(reports, Output(fmt))
+        reports = check_all(source, revision=revision, token=token, verify=verify, context=context,
+                            verify_digest=verify_digest)
+        render_all(reports, out)
         return 0 if any(r.usable for r in reports) else 1
-    report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file, sweep_report=sweep_report,
-                   verify_digest=verify_digest)
-    render(report, Output(fmt))
+    report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file, verify=verify, context=context,
+                   sweep_report=sweep_report, verify_digest=verify_digest)
+    render(report, out)
     return report.exit_code

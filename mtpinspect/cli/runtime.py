@@ -1,15 +1,17 @@
-"""`mtpinspect runtime`: show which llama-server sweep would use, or build the pinned one."""
+"""`mtpinspect runtime`: show which llama-server sweep would use and the verify helper check uses, or
+build the pinned ones."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from mtpinspect.cli._args import format_option
 from mtpinspect.cli._output import Output
-from mtpinspect.runtime.build import BACKENDS, build_server, cache_root, cached_server
+from mtpinspect.runtime.build import BACKENDS, TARGETS, build_server, cache_root, cached_helper, find_helper, missing_targets
 from mtpinspect.runtime.find import ServerBinary, describe, find_server
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_VERSION
 
@@ -28,17 +30,18 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
-def _render(binary: ServerBinary, out: Output) -> None:
+def _render(binary: ServerBinary, out: Output, helper: Path | None) -> None:
     rows = [{"field": name, "value": getattr(binary, name)} for name in _FIELDS]
+    rows.append({"field": "verify helper", "value": helper or "not built (`mtpinspect runtime build` builds it)"})
     out.table(rows, ["field", "value"], title="llama-server", primary=True)
     out.text(f"\npinned build: {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}), cache: {cache_root()}")
     out.document({**{name: getattr(binary, name) for name in _FIELDS}, "build_number": binary.build_number,
-                  "cache_dir": cache_root()})
+                  "verify_helper": helper, "cache_dir": cache_root()})
 
 
 def _show(server: str | None, backend: str, fmt: str) -> int:
     # Showing never starts a many-minute build; `runtime build` does that on request.
-    _render(find_server(server, build=False, backend=backend), Output(fmt))
+    _render(find_server(server, build=False, backend=backend), Output(fmt), find_helper())
     return 0
 
 
@@ -46,7 +49,7 @@ def _show(server: str | None, backend: str, fmt: str) -> int:
 @_options
 @click.pass_context
 def command(ctx: click.Context, server: str | None, backend: str, fmt: str) -> int:
-    """Show the llama-server in use (path, version, backend), or build the pinned one."""
+    """Show the llama-server in use (path, version, backend) and check's verify helper, or build them."""
     if ctx.invoked_subcommand is None:
         return _show(server, backend, fmt)
     return 0
@@ -55,7 +58,7 @@ def command(ctx: click.Context, server: str | None, backend: str, fmt: str) -> i
 @command.command("show")
 @_options
 def show(server: str | None, backend: str, fmt: str) -> int:
-    """Show the llama-server that sweep would use and where it was found."""
+    """Show the llama-server that sweep would use and where it was found, and the verify helper."""
     return _show(server, backend, fmt)
 
 
@@ -66,13 +69,16 @@ def show(server: str | None, backend: str, fmt: str) -> int:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel compile jobs (default: all cores).")
 @format_option(csv="the fields")
 def build(backend: str, force: bool, jobs: int | None, fmt: str) -> int:
-    """Build the pinned llama-server from the llama-cpp-python sdist (minutes; cached afterwards)."""
+    """Build the pinned llama-server and check's verify helper from the llama-cpp-python sdist (minutes;
+    cached afterwards). Only what the cache lacks is built."""
     out = Output(fmt)
-    if cached_server(backend) is not None and not force:
-        out.hint("llama-server is already built (use --force to rebuild)")
+    missing = missing_targets(backend)
+    if not missing and not force:
+        out.hint("llama-server and the verify helper are already built (use --force to rebuild)")
     else:
-        out.hint(f"building llama-server from {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}, "
+        targets = " and ".join(list(TARGETS) if force else missing)
+        out.hint(f"building {targets} from {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}, "
                  f"{backend}) into {cache_root()}; this takes several minutes")
     path = build_server(backend, force=force, jobs=jobs, progress=out.hint)
-    _render(describe(path, "built"), out)
+    _render(describe(path, "built"), out, cached_helper(backend))
     return 0

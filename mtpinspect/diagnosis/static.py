@@ -108,7 +108,8 @@ def gather_static(
     """Run `check` on the model and, for a local GGUF, look at the head's weights."""
     from mtpinspect.inspection import check
 
-    report = check(model, revision=revision, token=token, mtp_file=mtp_file)
+    # Rules only: the probe that follows starts the real llama-server, which says more than a dry load.
+    report = check(model, revision=revision, token=token, mtp_file=mtp_file, verify=False)
     path = Path(model).expanduser()
     local = path.resolve() if report.source_kind is SourceKind.local_file and path.suffix == ".gguf" and path.is_file() else None
     sidecar: Path | None = None

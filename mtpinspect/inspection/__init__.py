@@ -1,13 +1,16 @@
-"""Inspection: sources -> formats -> evidence -> verdict -> report, reading headers only."""
+"""Inspection: sources -> formats -> evidence -> verdict -> report, reading headers only; for a GGUF,
+the pinned llama.cpp's own metadata-only load confirms the llama.cpp verdict (engine.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from mtpinspect.inspection.app_rules import sweep_of
+from mtpinspect.inspection.engine import consult_llama_cpp
 from mtpinspect.inspection.evidence import gather
 from mtpinspect.inspection.report import CheckReport
 from mtpinspect.inspection.verdict import assemble_report
+from mtpinspect.runtime.verify import DEFAULT_CONTEXT
 from mtpinspect.sources.resolve import resolve, resolve_each_gguf
 
 
@@ -19,6 +22,8 @@ def check(
     file: str | None = None,
     mtp_file: str | None = None,
     endpoint: str | None = None,
+    verify: bool | None = None,
+    context: int = DEFAULT_CONTEXT,
     sweep_report: str | Path | None = None,
     verify_digest: bool = False,
 ) -> CheckReport:
@@ -26,17 +31,19 @@ def check(
 
     ``source`` is a Hub repo id (``ORG/NAME`` or ``ORG/NAME:QUANT``), a local GGUF, a local snapshot
     directory (the Hugging Face cache included), a model of the local Ollama store (``ollama:NAME``) or
-    of LM Studio's models folder (``lmstudio:PUBLISHER/REPO[:QUANT]``). ``sweep_report``, the report.json
-    of a sweep of the same GGUF, gives the n-max Ollama and LM Studio are told to use. ``verify_digest``
-    hashes every Ollama blob (by default only those up to 64 MiB; the others' sizes are checked).
-    Raises ``MtpinspectError`` subclasses for bad input.
+    of LM Studio's models folder (``lmstudio:PUBLISHER/REPO[:QUANT]``). For a GGUF, ``verify`` asks the
+    pinned llama.cpp itself (a metadata-only load, also giving the memory at ``context`` tokens): None
+    when its helper is built, True always (building it first: minutes, once), False never.
+    ``sweep_report``, the report.json of a sweep of the same GGUF, gives the n-max Ollama and LM Studio
+    are told to use. ``verify_digest`` hashes every Ollama blob (by default only those up to 64 MiB; the
+    others' sizes are checked). Raises ``MtpinspectError`` subclasses for bad input.
     """
     target = resolve(source, revision=revision, token=token, endpoint=endpoint, file=file, mtp_file=mtp_file,
                      verify_digest=verify_digest)
     ev = gather(target)
     if sweep_report is not None:
         ev.sweep = sweep_of(ev, sweep_report)
-    return assemble_report(ev)
+    return assemble_report(ev, consult_llama_cpp(ev, verify, context))
 
 
 def check_all(
@@ -45,12 +52,14 @@ def check_all(
     token: str | None = None,
     *,
     endpoint: str | None = None,
+    verify: bool | None = None,
+    context: int = DEFAULT_CONTEXT,
     verify_digest: bool = False,
 ) -> list[CheckReport]:
     """`check` every GGUF model in a repo, a folder, the Ollama store (``ollama:``, or ``ollama:MODEL`` for its
     tags) or LM Studio's models folder (``lmstudio:``, ``lmstudio:PUBLISHER/REPO``)."""
     targets = resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint, verify_digest=verify_digest)
-    return [assemble_report(gather(target)) for target in targets]
+    return [assemble_report(ev, consult_llama_cpp(ev, verify, context)) for ev in map(gather, targets)]
 
 
 __all__ = ["CheckReport", "check", "check_all"]

@@ -125,7 +125,8 @@ def _ollama_for_gguf(ev: Evidence, b: ReportBuilder, llama: RuntimeVerdict | Non
     base = (f"Ollama {OLLAMA_MIN_VERSION} or later drafts with this head once a Modelfile sets {DRAFT_NUM_PREDICT}"
             + (" and names the drafter in DRAFT" if draft else ""))
     if n.n_max is None:
-        return RuntimeVerdict(llama.status, f"{base}; the sweep says to leave it off", None, app_setting(App.ollama, None))
+        return RuntimeVerdict(llama.status, f"{base}; the sweep says to leave it off",
+                              setting=app_setting(App.ollama, None))
     source, name = _from_line(ev)
     hub_draft = draft is not None and ev.target.kind is SourceKind.hub
     if hub_draft:
@@ -133,7 +134,7 @@ def _ollama_for_gguf(ev: Evidence, b: ReportBuilder, llama: RuntimeVerdict | Non
         draft = f"./{PurePosixPath(draft).name}"
         base += f" (download {draft[2:]} beside the Modelfile first: DRAFT takes a local file)"
     setting = "; ".join(ollama_modelfile(source, n.n_max, draft=draft)[1:])
-    return RuntimeVerdict(llama.status, base, ollama_create_command(source, name, n.n_max, draft=draft), setting)
+    return RuntimeVerdict(llama.status, base, ollama_create_command(source, name, n.n_max, draft=draft), setting=setting)
 
 
 def _ollama_model(
@@ -171,10 +172,10 @@ def _ollama_model(
     reason = (f"{given}: Ollama starts llama-server with --spec-type draft-mtp --spec-draft-n-max {effective}"
               + (" and the DRAFT layer as --spec-draft-model" if drafter else ""))
     if not n.measured or n.n_max == effective:
-        return RuntimeVerdict(llama.status, reason, None, ollama_parameter(effective))
+        return RuntimeVerdict(llama.status, reason, setting=ollama_parameter(effective))
     change = n.n_max if n.n_max is not None else 0
     return RuntimeVerdict(llama.status, f"{reason}; the sweep recommends {app_setting(App.ollama, n.n_max)}",
-                          ollama_create_command(app.name, app.name, change), ollama_parameter(change))
+                          ollama_create_command(app.name, app.name, change), setting=ollama_parameter(change))
 
 
 def _ollama_off(b: ReportBuilder, app: AppModel, dnp: int | None, n: NMaxAdvice, evidence: list[str]) -> RuntimeVerdict:
@@ -182,11 +183,12 @@ def _ollama_off(b: ReportBuilder, app: AppModel, dnp: int | None, n: NMaxAdvice,
     message = f"the model carries an MTP head but {what}: Ollama decodes without speculation"
     if n.n_max is None:
         b.add("OLLAMA_MTP_OFF", f"{message}, as the sweep recommends", [*evidence, n.why], severity=Severity.info)
-        return RuntimeVerdict(RuntimeStatus.off, f"{message}, as the sweep recommends", None, app_setting(App.ollama, None))
+        return RuntimeVerdict(RuntimeStatus.off, f"{message}, as the sweep recommends",
+                              setting=app_setting(App.ollama, None))
     fix = f"a Modelfile `FROM {app.name}` + `{ollama_parameter(n.n_max)}`, then `ollama create {app.name}`"
     b.add("OLLAMA_MTP_OFF", f"{message}; to switch it on: {fix}", evidence)
     return RuntimeVerdict(RuntimeStatus.off, f"{message}; set {ollama_parameter(n.n_max)}",
-                          ollama_create_command(app.name, app.name, n.n_max), ollama_parameter(n.n_max))
+                          ollama_create_command(app.name, app.name, n.n_max), setting=ollama_parameter(n.n_max))
 
 
 def _lm_studio(ev: Evidence, b: ReportBuilder, llama: RuntimeVerdict | None, n: NMaxAdvice) -> RuntimeVerdict:
@@ -200,7 +202,7 @@ def _lm_studio(ev: Evidence, b: ReportBuilder, llama: RuntimeVerdict | None, n: 
     if b.layout is Layout.separate_checkpoint and ev.sidecar is not None:
         drafter = PurePosixPath(ev.sidecar.files[0]).name
         return RuntimeVerdict(llama.status, "LM Studio drafts with a Gemma 4 assistant GGUF chosen as the draft model "
-                              "(Speculative Decoding)", None, f"draft model: {drafter}")
+                              "(Speculative Decoding)", setting=f"draft model: {drafter}")
     return RuntimeVerdict(llama.status, f"LM Studio {LM_STUDIO_MIN_VERSION} or later drafts with the head when "
                           f"\"{LM_STUDIO_SWITCH}\" is on (at load time, or in the sidebar's Advanced Configuration)",
-                          None, app_setting(App.lm_studio, n.n_max))
+                          setting=app_setting(App.lm_studio, n.n_max))

@@ -64,11 +64,12 @@ def _checkpoint_presence(ev: Evidence, b: ReportBuilder) -> None:
         lines = [where or "", f"no {names_expected} / mtp.* tensors in {ck.index_file if ck else 'the repo (no safetensors found)'}"]
         if present:
             lines[1] = f"only {present} MTP layer(s) have weights"
+        who, lost = _who_lost_the_head(ev)
         b.add(
             "MTP_WEIGHTS_MISSING",
-            f"config announces {decl.layers} MTP layer(s) but the checkpoint has weights for {present}: "
-            "a quantization or conversion dropped the head (engines then load garbage or refuse)",
-            lines,
+            f"config announces {decl.layers} MTP layer(s) but the checkpoint has weights for {present}: {lost} "
+            "(engines then load garbage or refuse)",
+            [*lines, who],
         )
     elif not present:
         msg = f"{decl.key} = 0: the model has no MTP head" if decl else "no MTP key in config.json and no MTP tensors"
@@ -93,6 +94,21 @@ def _head_first(names: list[str]) -> list[str]:
 def _maker_release(ev: Evidence) -> bool:
     org = org_of(ev.target.repo_id)
     return org in MAKERS
+
+
+def _who_lost_the_head(ev: Evidence) -> tuple[str, str]:
+    """(evidence line, wording) for MTP weights a config announces and the checkpoint lacks, by the
+    repo's origin: its maker never published them, a derivative dropped them, or nobody can tell."""
+    org = org_of(ev.target.repo_id)
+    if org is None:
+        return ("origin unknown: no repo id (a plain folder)",
+                "the head is missing; whether its maker never published it or a quantization or conversion "
+                "dropped it cannot be told without the repo id")
+    if org in MAKERS:
+        return (f"origin: {org} publishes this family's original weights (maker's own repo)",
+                f"{org}, the maker, never published the MTP weights in this repo (the config keeps the key)")
+    return (f"origin: {org} is not the family's maker (a derivative)",
+            f"this derivative by {org} dropped the head in quantization or conversion; use a release that keeps it")
 
 
 def _quant_findings(ev: Evidence, b: ReportBuilder, audit: QuantAudit) -> bool:

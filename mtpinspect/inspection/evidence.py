@@ -19,8 +19,9 @@ from mtpinspect.formats.gguf import GGUFHeader, GGUFTensor, read_gguf_header
 from mtpinspect.formats.quantization import QUANT_FILES, QuantizationConfig, find_quantization
 from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
 from mtpinspect.sources.filenames import is_mtp_safetensors, is_sidecar_gguf
-from mtpinspect.sources.reader import read_json
+from mtpinspect.sources.reader import RecordingReader, read_json
 from mtpinspect.sources.resolve import Target
+from mtpinspect.vocabulary import SourceKind
 
 if TYPE_CHECKING:
     from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
@@ -51,6 +52,8 @@ class GgufEvidence:
     files: list[str]
     headers: list[GGUFHeader]
     size: int
+    # Remote files: the bytes fetched to parse each header, by offset (for a header-only copy).
+    fetched: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
 
     @property
     def first(self) -> GGUFHeader:
@@ -134,8 +137,10 @@ def _find_config(target: Target) -> str | None:
 
 
 def _read_gguf(target: Target, paths: list[str]) -> GgufEvidence:
-    headers = [read_gguf_header(target.tree.open(p)) for p in paths]
-    return GgufEvidence(paths, headers, sum(target.tree.files[p].size for p in paths))
+    readers = {p: RecordingReader(target.tree.open(p)) if target.kind is SourceKind.hub else target.tree.open(p) for p in paths}
+    headers = [read_gguf_header(r) for r in readers.values()]
+    fetched = {p: r.pieces for p, r in readers.items() if isinstance(r, RecordingReader)}
+    return GgufEvidence(paths, headers, sum(target.tree.files[p].size for p in paths), fetched)
 
 
 def _index_file(files: Mapping[str, Any]) -> str | None:

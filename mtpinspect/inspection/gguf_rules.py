@@ -1,5 +1,6 @@
-"""Rules for a GGUF: bundled head, mtp- sidecar (and whether it pairs), head lost in conversion,
-llama.cpp graph support for the architecture, and very low-bit head tensors."""
+"""Rules for a GGUF: bundled head, mtp- sidecar (whether it pairs, whether llama.cpp can load it as a
+draft model), head lost in conversion, llama.cpp graph support for the architecture, and very
+low-bit head tensors."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from mtpinspect.inspection.builder import ReportBuilder
 from mtpinspect.inspection.evidence import Evidence, GgufEvidence
 from mtpinspect.inspection.report import RuntimeVerdict
 from mtpinspect.inspection.support import (
+    DRAFT_REQUIRED_TENSORS,
     LLAMA_CPP_MTP_GRAPH,
     LOW_BIT_GGML,
     llama_cpp_graph,
@@ -19,6 +21,8 @@ from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
 from mtpinspect.sources.filenames import quant_tag
 from mtpinspect.vocabulary import GraphSupport, Layout, RuntimeStatus, Severity, SourceKind
 
+# Findings (at severity error) that stop llama-server from drafting with the head.
+_BLOCKING = ("MTP_WEIGHTS_MISSING", "SIDECAR_MISMATCH", "SIDECAR_INCOMPLETE", "ARCH_NO_MTP_GRAPH")
 # GGUF architectures whose HF originals all carry an MTP head: a GGUF without it lost it in conversion.
 _ARCHS_WITH_MTP_ORIGINALS = {"qwen35", "qwen35moe", "qwen3next", "glm4moe", "glm-dsa", "deepseek32", "mimo2", "step35"}
 
@@ -28,26 +32,29 @@ def _tensor_line(g: GgufEvidence, name: str) -> str:
     return f"{name} {t.ggml_type} {list(t.shape)}"
 
 
-def _pairing_problems(main: GgufEvidence, side: GgufEvidence) -> list[str]:
-    problems = []
+def _pairing_problems(main: GgufEvidence, side: GgufEvidence) -> tuple[list[str], list[str]]:
+    """(blocking, drafting) problems of a sidecar next to its main GGUF. Blocking ones stop llama-server:
+    a width mismatch aborts when the MTP draft context is created, a smaller vocabulary on the first
+    draft. The others start and draft, with a head made for another model."""
+    blocking, drafting = [], []
     checks = [
-        ("architecture", main.arch, side.arch),
-        ("n_embd", main.embedding_length, side.embedding_length),
-        ("vocabulary size", main.vocab_size, side.vocab_size),
+        ("architecture", main.arch, side.arch, blocking),
+        ("n_embd", main.embedding_length, side.embedding_length, blocking),
+        ("vocabulary size", main.vocab_size, side.vocab_size, blocking),
         # A trunk-only main (converted with --no-mtp) has block_count L; the mtp- file keeps L + N.
-        ("trunk layers", _trunk_layers(main), _trunk_layers(side)),
+        ("trunk layers", _trunk_layers(main), _trunk_layers(side), drafting),
     ]
-    for label, a, b in checks:
+    for label, a, b, kind in checks:
         if a != b:
-            problems.append(f"{label}: main {a} vs sidecar {b}")
+            kind.append(f"{label}: main {a} vs sidecar {b}")
     if main.nextn_layers is not None and side.nextn_layers is not None and main.nextn_layers != side.nextn_layers:
-        problems.append(f"nextn_predict_layers: main {main.nextn_layers} vs sidecar {side.nextn_layers}")
+        blocking.append(f"nextn_predict_layers: main {main.nextn_layers} vs sidecar {side.nextn_layers}")
     if not side.nextn_layers:
-        problems.append(f"sidecar has no {side.arch}.nextn_predict_layers key")
+        blocking.append(f"sidecar has no {side.arch}.nextn_predict_layers key")
     da, db = main.tokenizer_digest, side.tokenizer_digest
     if da and db and da != db and main.vocab_size == side.vocab_size:
-        problems.append("tokenizer tokens differ (same size, different strings)")
-    return problems
+        drafting.append("tokenizer tokens differ (same size, different strings)")
+    return blocking, drafting
 
 
 def _trunk_layers(g: GgufEvidence) -> int | None:
@@ -102,9 +109,17 @@ def apply_gguf_rules(ev: Evidence, b: ReportBuilder) -> None:
         b.add("MTP_SIDECAR", f"the MTP head ships as a separate file: {', '.join(s.files)} (pass it with -md)",
               [f"{s.files[0]}: {s.arch}.nextn_predict_layers = {s.nextn_layers}, block_count = {s.block_count}, "
                f"trunk {'present' if s.has_trunk else 'absent'}", *_nextn_inventory(s)[0]])
-        problems = _pairing_problems(g, s)
-        if problems:
-            b.add("SIDECAR_MISMATCH", f"{s.files[0]} does not pair with {g.files[0]}: {problems[0]}", problems)
+        blocking, drafting = _pairing_problems(g, s)
+        if blocking or drafting:
+            first = (blocking or drafting)[0]
+            b.add("SIDECAR_MISMATCH", f"{s.files[0]} does not pair with {g.files[0]}: {first}"
+                  + ("" if blocking else " (llama.cpp loads it, but the head was made for another model)"),
+                  [*blocking, *drafting], severity=None if blocking else Severity.warning)
+        missing = [n for n in DRAFT_REQUIRED_TENSORS if n not in s.tensors]
+        if missing:
+            b.add("SIDECAR_INCOMPLETE", f"{s.files[0]} has no {', '.join(missing)}: llama.cpp loads a draft model as a "
+                  f"whole model and stops with \"check_tensor_dims: tensor '{missing[0]}' not found\"",
+                  [f"{s.files[0]}: {len(s.tensors)} tensors, none named {', '.join(missing)}"])
     elif g.nextn_layers:
         b.add("MTP_WEIGHTS_MISSING", f"{key} = {g.nextn_layers} but no blk.N.nextn.* tensors: llama.cpp fails to load "
               "or aborts with --spec-type draft-mtp", [key_line])
@@ -164,7 +179,7 @@ def _gguf_runtimes(ev: Evidence, b: ReportBuilder, head: GgufEvidence) -> None:
 
 def _llama_for_gguf(ev: Evidence, b: ReportBuilder, g: GgufEvidence, head: GgufEvidence) -> RuntimeVerdict:
     t = ev.target
-    blocking = next((f for f in b.findings if f.code in ("MTP_WEIGHTS_MISSING", "SIDECAR_MISMATCH", "ARCH_NO_MTP_GRAPH")), None)
+    blocking = next((f for f in b.findings if f.severity is Severity.error and f.code in _BLOCKING), None)
     if not b.mtp_layers:
         return RuntimeVerdict(RuntimeStatus.unsupported, b.findings[0].message if b.findings else "no MTP head")
     if blocking:
@@ -173,7 +188,8 @@ def _llama_for_gguf(ev: Evidence, b: ReportBuilder, g: GgufEvidence, head: GgufE
         # The source itself is the mtp- file: the main GGUF is not known here.
         return RuntimeVerdict(RuntimeStatus.supported, "load the main GGUF with -m and this file with -md",
                               llama_server_command("MAIN.gguf", sidecar=t.file_ref(g.files[0])))
-    status = RuntimeStatus.at_risk if b.has("LOW_BIT_MTP_HEAD") or b.has("NEXTN_COUNT_UNSUPPORTED") else RuntimeStatus.supported
+    at_risk = any(b.has(code) for code in ("LOW_BIT_MTP_HEAD", "NEXTN_COUNT_UNSUPPORTED", "SIDECAR_MISMATCH"))
+    status = RuntimeStatus.at_risk if at_risk else RuntimeStatus.supported
     reason = f"llama.cpp {PINNED_LLAMA_CPP} has the '{head.arch}' MTP draft graph"
     sidecar = t.file_ref(ev.sidecar.files[0]) if b.layout == Layout.sidecar and ev.sidecar is not None else None
     if t.kind is not SourceKind.hub:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from mtpinspect.vocabulary import Layout, MtpExcluded, RuntimeStatus, Severity, SourceKind
 
 if TYPE_CHECKING:
+    from mtpinspect.runtime.verify import MemoryEstimate
     from mtpinspect.sources.app_stores import AppModel
 
 # code -> (what it means, default severity). README and `check --codes` print this table.
@@ -19,20 +20,25 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "MTP_PRESENT": ("MTP weights are present: how many layers, and where they were found", Severity.info),
     "NO_MTP": ("The model has no MTP head (the config announces none, or 0, and no MTP tensors exist)", Severity.info),
     "MTP_FROM_TENSORS_ONLY": ("The config names no MTP depth; only the MTP tensors tell (Qwen3-Next)", Severity.info),
-    "MTP_WEIGHTS_MISSING": ("The config announces MTP layers but the checkpoint has no (or fewer) MTP weights", Severity.error),
+    "MTP_WEIGHTS_MISSING": ("The config announces MTP layers but the checkpoint has no (or fewer) MTP weights; worded by "
+                            "origin: the maker never published them, a derivative dropped them, or unknown", Severity.error),
     "MTP_DROPPED_IN_CONVERSION": ("A GGUF of a family that has an MTP head, converted without it", Severity.error),
     "MTP_EXCLUDED": ("The quantization exclusion list keeps every MTP module in high precision", Severity.info),
     "MTP_QUANTIZED": ("The MTP head is quantized (list and header dtypes); judged by who quantized it", Severity.warning),
     "MTP_PARTIALLY_EXCLUDED": ("Some MTP modules are excluded from quantization, others are not (named)", Severity.warning),
     "FUSED_NAME_MISMATCH": ("The exclusion list names unfused modules (q/k/v_proj, gate/up_proj) that engines fuse", Severity.warning),
     "MTP_SIDECAR": ("The MTP head ships as a separate mtp- GGUF that must be passed with -md", Severity.info),
-    "SIDECAR_MISMATCH": ("The mtp- sidecar does not pair with the main GGUF (arch, n_embd, vocab, blocks, key)", Severity.error),
+    "SIDECAR_MISMATCH": ("The mtp- sidecar does not pair with the main GGUF: arch, n_embd, vocab, key (error: llama-server "
+                         "stops) or trunk depth, tokenizer strings (warning: it drafts with another model's head)", Severity.error),
+    "SIDECAR_INCOMPLETE": ("The mtp- sidecar lacks tensors llama.cpp needs to load it as a draft model (token_embd, output_norm)",
+                           Severity.error),
     "SIDECAR_NOT_FOUND": ("The main GGUF has no MTP head and no mtp- sidecar was found beside it", Severity.warning),
     "LOW_BIT_MTP_HEAD": ("MTP tensors at a very low-bit ggml type (IQ3_S, Q2_K...): expect low or zero acceptance", Severity.warning),
     "ARCH_NO_MTP_GRAPH": ("The pinned llama.cpp has no MTP draft graph for this architecture", Severity.error),
     "NEXTN_COUNT_UNSUPPORTED": ("More MTP layers than the architecture's llama.cpp graph accepts", Severity.warning),
     "SEPARATE_DRAFTER": ("MTP drafting uses a separate drafter checkpoint (Gemma 4 gemma4_assistant)", Severity.info),
     "HEADERS_NOT_READ": ("Some MTP shard headers were not read; dtype checks cover the ones that were", Severity.info),
+    "LLAMA_CPP_REFUSED": ("The pinned llama.cpp's own loader refuses the model with draft-mtp (its message quoted)", Severity.error),
     "OLLAMA_MTP_OFF": ("An Ollama model whose GGUF carries an MTP head but whose Modelfile sets no draft_num_predict "
                        "(or 0): Ollama decodes without speculation", Severity.warning),
     "OLLAMA_TAG_WITHOUT_HEAD": ("An Ollama tag named for MTP (-mtp), or one that sets draft_num_predict, whose GGUF has "
@@ -50,10 +56,20 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Verified:
+    """The engine's own verdict (inspection/engine.py): did llama.cpp start the model with draft-mtp?"""
+
+    ok: bool
+    by: str  # "llama.cpp <commit>"
+    error: str | None  # llama.cpp's own message when it refused
+
+
+@dataclass(frozen=True)
 class RuntimeVerdict:
     status: RuntimeStatus
     reason: str
     command: str | None = None
+    verified: Verified | None = None  # None: only the rules speak (the engine was not asked)
     setting: str | None = None  # Ollama, LM Studio: the app's own setting that runs MTP (a Modelfile line, a switch)
 
 
@@ -109,6 +125,8 @@ class CheckReport:
     bytes_read: int
     bytes_total: int
     requests: int
+    # What llama-server would allocate with and without MTP, from llama.cpp's metadata-only load (GGUF only).
+    memory: MemoryEstimate | None = None
     notes: list[str] = field(default_factory=list)
     app: AppModel | None = None  # ollama: and lmstudio: sources: the model in the app's terms
     app_n_max: NMaxAdvice | None = None  # GGUF: the n-max in the ollama and lm-studio settings

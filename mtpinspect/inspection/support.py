@@ -17,6 +17,11 @@ from mtpinspect.vocabulary import Conversion, GraphSupport
 # The --spec-draft-n-max of the commands check prints, and of the llama.cpp verification that backs them.
 DEFAULT_N_MAX = 2
 
+# What llama.cpp requires of every GGUF it loads as a model, a draft model (-md) included: each MTP
+# architecture creates these with flags 0 in load_arch_tensors (src/models/*.cpp), so an mtp- sidecar
+# without them fails with "check_tensor_dims: tensor '...' not found".
+DRAFT_REQUIRED_TENSORS = ("token_embd.weight", "output_norm.weight")
+
 # GGUF architecture -> how many MTP layers its draft graph accepts ("1" or "1+": heads chained).
 LLAMA_CPP_MTP_GRAPH: dict[str, str] = {
     "qwen35": "1",

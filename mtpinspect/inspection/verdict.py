@@ -3,7 +3,8 @@
 Two sets of rules: an HF checkpoint (checkpoint_rules: config + safetensors headers + quantization
 config) and a GGUF (gguf_rules: header of the main file and of an `mtp-` sidecar). Each rule adds findings
 with the lines of evidence it rests on; the runtime statuses follow from the findings, never the other
-way round. This module assembles the report.
+way round. Where llama.cpp itself was asked (engine.py), its verdict has the last word on the
+llama.cpp status. This module assembles the report.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from mtpinspect.inspection.app_rules import apply_app_rules
 from mtpinspect.inspection.builder import ReportBuilder
 from mtpinspect.inspection.checkpoint_rules import apply_checkpoint_rules
+from mtpinspect.inspection.engine import EngineCheck, follow_engine
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.gguf_rules import apply_gguf_rules
 from mtpinspect.inspection.quant_audit import QuantAudit
@@ -37,15 +39,22 @@ def _verdict(b: ReportBuilder, usable: bool) -> str:
     return f"MTP not usable: {worst.message if worst else 'no MTP head found'}"
 
 
-def assemble_report(ev: Evidence) -> CheckReport:
-    """Apply the rules for the evidence's kind (GGUF or checkpoint) and assemble check's report."""
+def assemble_report(ev: Evidence, engine: EngineCheck | None = None) -> CheckReport:
+    """Apply the rules for the evidence's kind (GGUF or checkpoint), then llama.cpp's own verdict where it
+    was asked (``engine``), and assemble check's report."""
     b = ReportBuilder()
     if ev.gguf is not None:
         apply_gguf_rules(ev, b)
-        # The apps follow llama.cpp's verdict (both run its llama-server).
-        apply_app_rules(ev, b)
     else:
         apply_checkpoint_rules(ev, b)
+    verification = engine.verification if engine else None
+    if verification is not None:
+        follow_engine(b, verification)
+    if ev.gguf is not None:
+        # The apps follow llama.cpp's verdict, the engine's included (both run its llama-server).
+        apply_app_rules(ev, b)
+    if engine and engine.note:
+        b.notes.append(engine.note)
     b.findings.sort(key=lambda f: f.severity.rank)
     usable = any(r.status.usable for r in b.runtimes.values())
     t = ev.target
@@ -89,6 +98,7 @@ def assemble_report(ev: Evidence) -> CheckReport:
         bytes_total=total,
         requests=meter.requests,
         notes=[n for n in b.notes if n],
+        memory=verification.memory if verification else None,
         app=t.app,
         app_n_max=b.app_n_max,
     )

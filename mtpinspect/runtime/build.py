@@ -1,11 +1,15 @@
 """Build the pinned llama-server once from the llama.cpp tree vendored in a llama-cpp-python sdist.
 
 The package registry is the only source: pip downloads the pinned source distribution (its hash is
-checked), the vendored llama.cpp is configured with CMake and only the `llama-server` target is
-built. The result goes into the user cache directory, one folder per backend, with a `build.json`
-that records what was built and how. Builds happen in a temporary folder next to the cache and are
-renamed into place at the end, under a lock, so an interrupted or concurrent build never leaves a
-half-written binary behind.
+checked), the vendored llama.cpp is configured with CMake and two targets are built: `llama-server`
+and `mtpinspect-verify`, the small program of this package (helper/) that asks the same llama.cpp
+whether it would load a GGUF with its MTP head, without reading the weights (runtime/verify.py).
+The helper joins the configure through CMake's project-include hook, so the vendored tree is built
+unpatched. The result goes into the user cache directory, one folder per backend, with a
+`build.json` that records what was built and how. Builds happen in a temporary folder next to the
+cache and are renamed into place at the end, under a lock, so an interrupted or concurrent build
+never leaves a half-written binary behind. A cache made before the helper existed (or with an older
+helper source) keeps its llama-server; the next build compiles only the helper.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import platformdirs
@@ -32,7 +36,13 @@ from mtpinspect.errors import ServerError
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_SDIST_SHA256, PINNED_VERSION
 
 BACKENDS = ("cpu", "cuda")
-BINARY_NAME = "llama-server.exe" if os.name == "nt" else "llama-server"
+_EXE = ".exe" if os.name == "nt" else ""
+BINARY_NAME = f"llama-server{_EXE}"
+HELPER_NAME = f"mtpinspect-verify{_EXE}"
+# CMake target -> the executable it makes.
+TARGETS = {"llama-server": BINARY_NAME, "mtpinspect-verify": HELPER_NAME}
+HELPER_SOURCE = Path(__file__).with_name("helper")
+HELPER_CMAKE = HELPER_SOURCE / "mtpinspect-verify.cmake"
 METADATA_NAME = "build.json"
 CACHE_ENV = "MTPINSPECT_CACHE_DIR"
 
@@ -60,13 +70,43 @@ def _check_backend(backend: str) -> str:
     return backend
 
 
-def cached_server(backend: str = "cpu") -> Path | None:
-    """The cached binary for a backend, if a complete build is installed."""
+def _cached(backend: str, target: str) -> Path | None:
     folder = install_dir(backend)
-    binary = folder / BINARY_NAME
-    if binary.is_file() and os.access(binary, os.X_OK) and (folder / METADATA_NAME).is_file():
-        return binary
-    return None
+    binary = folder / TARGETS[target]
+    if not (binary.is_file() and os.access(binary, os.X_OK) and (folder / METADATA_NAME).is_file()):
+        return None
+    if target == "mtpinspect-verify" and (read_metadata(backend) or {}).get("helper_sha256") != helper_digest():
+        return None  # built from another version of helper/: rebuild rather than trust its output format
+    return binary
+
+
+def cached_server(backend: str = "cpu") -> Path | None:
+    """The cached llama-server for a backend, if a complete build is installed."""
+    return _cached(backend, "llama-server")
+
+
+def cached_helper(backend: str = "cpu") -> Path | None:
+    """The cached mtpinspect-verify for a backend, if it was built from this package's helper source."""
+    return _cached(backend, "mtpinspect-verify")
+
+
+def find_helper() -> Path | None:
+    """The verify helper of the first backend whose cache has a current one."""
+    return next((h for h in map(cached_helper, BACKENDS) if h is not None), None)
+
+
+def missing_targets(backend: str = "cpu") -> list[str]:
+    """The CMake targets a build of this backend still has to make."""
+    return [t for t in TARGETS if _cached(backend, t) is None]
+
+
+def helper_digest() -> str:
+    """sha256 over the helper's source files: a cached helper is current when build.json has the same."""
+    digest = hashlib.sha256()
+    for path in sorted(HELPER_SOURCE.iterdir()):
+        if path.is_file() and path.suffix in (".cpp", ".cmake"):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def read_metadata(backend: str = "cpu") -> dict | None:
@@ -101,6 +141,8 @@ def cmake_args(backend: str) -> list[str]:
         # The sdist's git metadata gives the same commit; stating it keeps an enclosing git repo
         # (a cache folder inside a checkout) from leaking its own hash into `--version`.
         f"-DLLAMA_BUILD_COMMIT={PINNED_LLAMA_CPP}",
+        # Adds the mtpinspect-verify target at the end of llama.cpp's project() (see helper/).
+        f"-DCMAKE_PROJECT_llama.cpp_INCLUDE={HELPER_CMAKE.as_posix()}",
     ]
     if backend == "cuda":
         nvcc = _nvcc()
@@ -250,8 +292,10 @@ def _version_text(binary: Path) -> str:
     return (done.stdout + done.stderr).strip()
 
 
-def write_metadata(folder: Path, backend: str, args: Sequence[str], version_text: str) -> None:
-    """Record what the binary in `folder` is and how it was built."""
+def write_metadata(folder: Path, backend: str, args: Sequence[str], version_text: str, helper_sha256: str) -> None:
+    """Record what the binaries in `folder` are and how they were built (``helper_sha256``: the digest
+    of the helper source the helper was compiled from)."""
+    targets = [t for t, name in TARGETS.items() if (folder / name).is_file()]
     meta = {
         "package": PINNED_PACKAGE,
         "package_version": PINNED_VERSION,
@@ -259,7 +303,8 @@ def write_metadata(folder: Path, backend: str, args: Sequence[str], version_text
         "sdist_sha256": PINNED_SDIST_SHA256,
         "backend": backend,
         "cmake_args": list(args),
-        "target": "llama-server",
+        "targets": targets,
+        "helper_sha256": helper_sha256 if "mtpinspect-verify" in targets else None,
         "machine": platform.machine(),
         "system": platform.system(),
         "version_output": version_text,
@@ -268,16 +313,25 @@ def write_metadata(folder: Path, backend: str, args: Sequence[str], version_text
     (folder / METADATA_NAME).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 
-def install_binary(binary: Path, backend: str, args: Sequence[str]) -> Path:
-    """Put an already built llama-server into the cache (atomically), as build_server does at its end."""
+def install_binaries(
+    binaries: Mapping[str, Path], backend: str, args: Sequence[str], helper_sha256: str | None = None
+) -> Path:
+    """Put already built executables (target -> path) into the cache atomically, keeping the cached
+    ones that were not rebuilt, as build_server does at its end; returns the install folder.
+    ``helper_sha256`` defaults to the digest of the helper source as it is now."""
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".install-{backend}-", dir=root))
     staging.chmod(0o755)  # mkdtemp makes it private; the cache is readable like any program folder
     try:
-        target = staging / BINARY_NAME
-        shutil.copy2(binary, target)
-        write_metadata(staging, backend, args, _version_text(target))
+        kept = {t: _cached(backend, t) for t in TARGETS if t not in binaries}
+        for target, source in {**kept, **binaries}.items():
+            if source is not None:
+                shutil.copy2(source, staging / TARGETS[target])
+        server = staging / BINARY_NAME
+        if not server.is_file():
+            raise ServerError(f"llama-server build failed at install: no {BINARY_NAME} to install")
+        write_metadata(staging, backend, args, _version_text(server), helper_sha256 or helper_digest())
         final = install_dir(backend)
         if final.exists():
             old = Path(tempfile.mkdtemp(prefix=f".old-{backend}-", dir=root))
@@ -286,7 +340,14 @@ def install_binary(binary: Path, backend: str, args: Sequence[str]) -> Path:
         os.replace(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return final / BINARY_NAME
+    return final
+
+
+def _built(build: Path, name: str, log: Path) -> Path:
+    found = next((p for p in (build / "bin" / name, build / "bin" / "Release" / name) if p.is_file()), None)
+    if found is None:
+        raise ServerError(f"llama-server build failed at install: no {name} under {build / 'bin'} (log: {log})")
+    return found
 
 
 def build_server(
@@ -296,14 +357,16 @@ def build_server(
     jobs: int | None = None,
     progress: Progress | None = None,
 ) -> Path:
-    """Build (or reuse) the pinned llama-server for a backend and return the cached binary's path."""
+    """Build (or reuse) the pinned llama-server and the verify helper for a backend; return the cached
+    llama-server's path. Only the targets missing from the cache are built, unless ``force``."""
     args = cmake_args(backend)
     root = cache_root()
     with _lock(root / f".build-{backend}.lock"):
         # Another process may have finished the same build while this one waited for the lock.
-        existing = cached_server(backend)
-        if existing is not None and not force:
-            return existing
+        targets = list(TARGETS) if force else missing_targets(backend)
+        if not targets:
+            return install_dir(backend) / BINARY_NAME
+        digest = helper_digest()  # of the source about to be compiled
         work = Path(tempfile.mkdtemp(prefix=f".build-{backend}-", dir=root))
         log = root / f"build-{backend}.log"
         log.write_text("", encoding="utf-8")
@@ -319,13 +382,11 @@ def build_server(
             jobs = jobs or os.cpu_count() or 1
             _run(
                 "cmake build",
-                ["cmake", "--build", str(build), "--config", "Release", "--target", "llama-server", "-j", str(jobs)],
+                ["cmake", "--build", str(build), "--config", "Release", "--target", *targets, "-j", str(jobs)],
                 log,
                 progress,
             )
-            built = next((p for p in (build / "bin" / BINARY_NAME, build / "bin" / "Release" / BINARY_NAME) if p.is_file()), None)
-            if built is None:
-                raise ServerError(f"llama-server build failed at install: no {BINARY_NAME} under {build / 'bin'} (log: {log})")
-            return install_binary(built, backend, args)
+            built = {target: _built(build, TARGETS[target], log) for target in targets}
+            return install_binaries(built, backend, args, digest) / BINARY_NAME
         finally:
             shutil.rmtree(work, ignore_errors=True)

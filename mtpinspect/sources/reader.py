@@ -95,6 +95,25 @@ class LocalFileReader:
         return data
 
 
+class RecordingReader:
+    """A RangeReader that keeps what it returns, by offset: a remote file's header, fetched once for
+    the parser, can then be written into a local header-only copy (sources/header_copy.py)."""
+
+    def __init__(self, inner: RangeReader) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.pieces: list[tuple[int, bytes]] = []
+
+    @property
+    def size(self) -> int:
+        return self.inner.size
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        data = self.inner.read_at(offset, length)
+        self.pieces.append((offset, data))
+        return data
+
+
 class Tree(Protocol):
     """Files addressed by their path relative to one root, as in a repo: what check reads from."""
 
