@@ -68,7 +68,8 @@ def write_ollama_model(
     (or model:tag in the library). Returns the manifest's path."""
     rest, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "latest")
     parts = rest.split("/")
-    host, namespace, model = (["registry.ollama.ai", "library"] + parts)[-3:] if len(parts) < 3 else parts
+    host, namespace, model = {1: ["registry.ollama.ai", "library", *parts], 2: ["registry.ollama.ai", *parts]}.get(
+        len(parts), parts)
     layers = []
     if gguf is not None:
         layers.append(add_file_blob(store, gguf, MODEL))

@@ -5,7 +5,9 @@
     >>> [(c.code, c.confidence_word, c.fix) for c in report.causes]
 
 Evidence comes from `check` (static.py), a short probe on the real llama-server (probe.py, local GGUF
-files only) and logs of runs made elsewhere (logs.py); rank.py turns it into causes, most likely first.
+files and the GGUFs of Ollama's and LM Studio's models) and logs of runs made elsewhere (logs.py);
+rank.py turns it into causes, most likely first. For an app's model the run's settings come from the
+app and the fixes are said in its terms (app_terms.py).
 MODEL may be left out when logs are given: the diagnosis then rests on the logs and the flags alone.
 Exit status (``DiagnosisReport.exit_code``): 0 when no cause of zero or low acceptance or of a slowdown
 is found, 1 when at least one is.
@@ -72,7 +74,8 @@ def diagnose(
 ) -> DiagnosisReport:
     """Explain low MTP acceptance of ``model`` (anything `check` takes) and/or the runs in ``log_files``.
 
-    ``server_args`` are the llama-server arguments of the run in question; the probe (local GGUF only,
+    ``server_args`` are the llama-server arguments of the run in question (for an Ollama model, after
+    those its Modelfile gives: app_terms.ollama_run_settings); the probe (local GGUF or an app's model,
     unless ``probe`` is False) reproduces them once as given and measures baseline, n-max 1 and 3.
     ``prompts`` replaces the probe's built-in code and prose-en prompts; ``probe_dir`` keeps its files.
     Raises MtpinspectError subclasses for bad input (missing files, unreadable logs, a model the
@@ -112,7 +115,7 @@ def _skip_reason(model: str | None, static: StaticEvidence | None, probe: bool) 
     if not probe:
         return "--no-probe"
     if static is None or static.local_model is None:
-        return "MODEL is not a local GGUF: the probe runs only on local GGUF files"
+        return "MODEL is not a local GGUF: the probe runs only on local GGUF files (and Ollama's and LM Studio's models)"
     return None
 
 
