@@ -200,7 +200,7 @@ def test_large_blobs_are_hashed_only_when_asked(store: Path, ggufs: dict[str, Pa
         f.write(b"\x01")
     report = mtpinspect.check("ollama:tiny:big")
     assert report.app is not None and report.app.digests is not None
-    assert "size only: model (0.1 GiB)" in report.app.digests and "sha256 verified: config, params" in report.app.digests
+    assert "size only: model (65 MiB)" in report.app.digests and "sha256 verified: config, params" in report.app.digests
     with pytest.raises(SourceError, match="does not match its digest"):
         mtpinspect.check("ollama:tiny:big", verify_digest=True)
     line = one_line_error(cli("check", "ollama:tiny:big", "--verify-digest", env={"OLLAMA_MODELS": str(store)}))

@@ -179,10 +179,9 @@ def render_all(reports: list[CheckReport], out: Output) -> None:
     ]
     columns = {
         None: ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "verified", "MTP adds", "findings"],
-        App.ollama: ["model", "layout", "mtp_layers", "mtp_types", "llama.cpp", "verified", "MTP adds", "ollama",
-                     "draft_num_predict", "findings"],
-        App.lm_studio: ["model", "file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "verified", "MTP adds",
-                        "lm-studio", "findings"],
+        # The app's own columns take the place of the GGUF details (check ollama:NAME shows them).
+        App.ollama: ["model", "layout", "mtp_layers", "llama.cpp", "verified", "ollama", "draft_num_predict", "findings"],
+        App.lm_studio: ["model", "file", "layout", "mtp_layers", "llama.cpp", "verified", "lm-studio", "findings"],
     }[app]
     out.table(rows, columns, title="GGUF models", primary=True)
     best = [r for r in reports if r.runtimes["llama.cpp"].status is RuntimeStatus.supported]

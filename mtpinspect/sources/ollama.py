@@ -296,7 +296,8 @@ class _BlobChecks:
                 raise self._mismatch(path, layer, digest.hexdigest())
             self.hashed.append(layer.kind)
         else:
-            self.sized.append(f"{layer.kind} ({layer.size / 2**30:.1f} GiB)")
+            size = f"{layer.size / 2**30:.1f} GiB" if layer.size >= 2**30 else f"{layer.size / 2**20:.0f} MiB"
+            self.sized.append(f"{layer.kind} ({size})")
         return path
 
     def read_small(self, layer: Layer) -> bytes:
