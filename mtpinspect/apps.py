@@ -38,7 +38,6 @@ OLLAMA_DEFAULT_TEMPERATURE = 0.8
 # Modelfile parameters that become llama-server settings of the run (diagnose reads them).
 OLLAMA_TEMPERATURE = "temperature"
 OLLAMA_NUM_CTX = "num_ctx"
-OLLAMA_NUM_THREAD = "num_thread"
 
 LM_STUDIO_SWITCH = "MTP Speculative Decoding"
 LM_STUDIO_MAX = "MTP Max Draft Tokens"

@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -133,11 +133,9 @@ class OllamaModel:
     manifest: Path
     model: Path  # the GGUF blob
     draft: Path | None  # the DRAFT layer's GGUF blob
-    projectors: list[Path]
     parameters: dict[str, Any]
     draft_num_predict: int | None  # the Modelfile's draft_num_predict; None when it sets none
     digests: str  # what was verified, in one line
-    layers: list[Layer] = field(default_factory=list)
 
 
 def whole_number(parameters: dict[str, Any], key: str, label: str) -> int | None:
@@ -215,9 +213,8 @@ class OllamaStore:
             parameters = _json_object(checks.read_small(by_type[PARAMS_MEDIA][-1]), f"{label}: params")
         model = checks.blob(by_type[MODEL_MEDIA][0])
         draft = checks.blob(by_type[DRAFT_MEDIA][0]) if DRAFT_MEDIA in by_type else None
-        projectors = [checks.blob(layer) for layer in by_type.get(PROJECTOR_MEDIA, [])]
         n_max = whole_number(parameters, DRAFT_NUM_PREDICT, label)
-        return OllamaModel(name, path, model, draft, projectors, parameters, n_max, checks.summary(), layers)
+        return OllamaModel(name, path, model, draft, parameters, n_max, checks.summary())
 
 
 def _same(a: tuple[str, ...], b: tuple[str, ...]) -> bool:

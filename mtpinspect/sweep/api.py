@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mtpinspect.apps import app_setting, ollama_create_command, ollama_n_max
-
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, ServerArgs
+from mtpinspect.sources.app_stores import AppModel, app_files, is_app_source
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import Configuration, build_plan, configurations
@@ -27,7 +27,6 @@ from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
 from mtpinspect.sweep.prompts import Prompt, check_unique, load_builtin, load_prompts
 from mtpinspect.sweep.records import RUN_KIND, SERVER_KIND, WORKAROUND_KIND, RunRecord, ServerRecord, WorkaroundRecord
-from mtpinspect.sources.app_stores import AppModel, app_files, is_app_source
 from mtpinspect.sweep.report import (
     AppRecommendation,
     EngineCrash,
