@@ -263,6 +263,24 @@ def test_all_lists_every_model(store: Path, ggufs: dict[str, Path]) -> None:
     assert "--all checks every tag" in one_line_error(cli("check", "ollama:tiny:head", "--all", env=env))
 
 
+def test_all_gives_a_damaged_model_its_row(store: Path, ggufs: dict[str, Path]) -> None:
+    write_ollama_model(store, "tiny:head", gguf=ggufs["head"], params={"draft_num_predict": 2})
+    manifest = write_ollama_model(store, "tiny:cut", gguf=ggufs["nohead"])
+    blob = blob_path(store, manifest, MODEL)
+    blob.write_bytes(blob.read_bytes()[:4096])
+    env = {"OLLAMA_MODELS": str(store)}
+    code, reports = check_json("ollama:", "--all", env=env)
+    rows = {r["source"]: r for r in reports}
+    assert code == 0 and rows["ollama:tiny:head"]["runtimes"]["ollama"]["status"] == "supported"
+    assert "holds 4,096 bytes" in rows["ollama:tiny:cut"]["error"]
+    table = cli("check", "ollama:", "--all", env=env)
+    assert "ollama:tiny:cut" in table.stdout and "error:" in table.stdout
+    (store / "blobs" / blob_path(store, manifest, MODEL).name).unlink()
+    write_ollama_model(store, "tiny:head", gguf=ggufs["head"])
+    blob_path(store, store / "manifests/registry.ollama.ai/library/tiny/head", MODEL).write_bytes(b"GGUF")
+    assert "none of the 2 GGUF models could be read" in one_line_error(cli("check", "ollama:", "--all", env=env))
+
+
 # -- LM Studio ------------------------------------------------------------------------------------
 
 

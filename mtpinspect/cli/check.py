@@ -11,13 +11,15 @@ import click
 from mtpinspect.apps import APP_NAMES
 from mtpinspect.cli._args import codes_option, format_option
 from mtpinspect.cli._output import Output, OutputFormat
-from mtpinspect.inspection.report import FINDINGS, CheckReport, Verified
+from mtpinspect.errors import SourceError
+from mtpinspect.inspection.report import FINDINGS, CheckFailure, CheckReport, Verified
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT
-from mtpinspect.vocabulary import PARTIAL, App, RuntimeStatus
+from mtpinspect.vocabulary import PARTIAL, App, OriginKind, RuntimeStatus
 
 APP_RUNTIMES = tuple(app.value for app in App)
 
 if TYPE_CHECKING:
+    from mtpinspect.inspection.origin import Origin
     from mtpinspect.runtime.verify import Allocation, MemoryEstimate
 
 
@@ -38,6 +40,12 @@ def _quant_text(report: CheckReport) -> str:
     excluded = {True: "head excluded", False: "head quantized", PARTIAL: "head partly excluded", None: "n/a"}[q.mtp_excluded]
     algo = f"/{q.algo}" if q.algo else ""
     return f"{q.method}{algo}, {q.excluded_count} exclusions ({q.exclusion_key or '-'}), {excluded}"
+
+
+def _origin_text(origin: Origin) -> str:
+    if origin.kind is OriginKind.unknown:
+        return "unknown: " + "; ".join(origin.missing)
+    return f"{origin.kind}" + (f": {origin.who}" if origin.who else "") + f" (decided by the {origin.decided_by})"
 
 
 def _verified_text(report: CheckReport) -> str:
@@ -116,6 +124,7 @@ def render(report: CheckReport, out: Output) -> None:
             {"item": "layout", "value": report.layout},
             {"item": "architecture", "value": report.architecture.get("gguf_architecture") or report.architecture.get("model_type")},
             {"item": "quantization", "value": _quant_text(report)},
+            *([{"item": "made by", "value": _origin_text(report.origin)}] if report.origin else []),
             {"item": "MTP size", "value": f"{_size(size.bytes)}, {size.parameters or 0:,} parameters{share}"},
             *([{"item": "llama.cpp itself", "value": _verified_text(report)}] if report.files.get("gguf") else []),
             *_memory_rows(report.memory),
@@ -153,17 +162,18 @@ def render(report: CheckReport, out: Output) -> None:
     out.document(report)
 
 
-def render_all(reports: list[CheckReport], out: Output) -> None:
-    """One row per GGUF model of a repo, a folder or an app's store: which keep a usable head."""
-    app = reports[0].app.app if reports[0].app is not None else None
+def render_all(results: list[CheckReport | CheckFailure], out: Output) -> None:
+    """One row per GGUF model of a repo, a folder or an app's store: which keep a usable head (and which
+    cannot be read)."""
+    first = results[0]
+    app = next((r.app.app for r in results if isinstance(r, CheckReport) and r.app is not None), None)
     if app is not None:
-        out.text(f"{APP_NAMES[app]}: {len(reports)} GGUF model(s)")
+        out.text(f"{APP_NAMES[app]}: {len(results)} GGUF model(s)")
     else:
-        out.text(f"{reports[0].source}: {len(reports)} GGUF model(s)" + (f" @ {reports[0].revision}" if reports[0].revision else ""))
-    rows = [
-        {
+        out.text(f"{first.source}: {len(results)} GGUF model(s)" + (f" @ {first.revision}" if first.revision else ""))
+    rows = [_failure_row(r) if isinstance(r, CheckFailure) else {
             "model": r.app.name if r.app is not None else None,
-            "file": r.files["gguf"][0] + (f" (+{len(r.files['gguf']) - 1} shards)" if len(r.files["gguf"]) > 1 else ""),
+            "file": _files_text(r.files),
             "layout": r.layout,
             "mtp_layers": r.mtp_layers,
             "mtp_types": ", ".join(f"{t} x{n}" for t, n in r.mtp_types.items()) or "-",
@@ -175,7 +185,7 @@ def render_all(reports: list[CheckReport], out: Output) -> None:
             "lm-studio": r.runtimes["lm-studio"].status if "lm-studio" in r.runtimes else None,
             "findings": ", ".join(c for c in r.codes() if c != "MTP_PRESENT") or "-",
         }
-        for r in reports
+        for r in results
     ]
     columns = {
         None: ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "verified", "MTP adds", "findings"],
@@ -184,13 +194,29 @@ def render_all(reports: list[CheckReport], out: Output) -> None:
         App.lm_studio: ["model", "file", "layout", "mtp_layers", "llama.cpp", "verified", "lm-studio", "findings"],
     }[app]
     out.table(rows, columns, title="GGUF models", primary=True)
-    best = [r for r in reports if r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
+    best = [r for r in results if isinstance(r, CheckReport) and r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
     if best and app is None:
         out.heading("Command")
         out.text(best[0].runtimes["llama.cpp"].command or "")
-    for note in dict.fromkeys(note for r in reports if r.app is not None for note in r.notes):
+    for note in dict.fromkeys(n for r in results if isinstance(r, CheckReport) and r.app is not None for n in r.notes):
         out.text(f"note: {note}")
-    out.document(reports)
+    out.document(results)
+
+
+def _files_text(files: dict[str, list[str]]) -> str:
+    """'m-00001-of-00002.gguf (+1 shards) + mtp-m.gguf': the model's files and the sidecar paired with it."""
+    gguf, sidecar = files["gguf"], files.get("sidecar") or []
+    text = gguf[0] + (f" (+{len(gguf) - 1} shards)" if len(gguf) > 1 else "")
+    return text + (f" + {sidecar[0]}" if sidecar else "")
+
+
+def _failure_row(failure: CheckFailure) -> dict[str, object]:
+    # The message starts with the file's path, which the row already names.
+    name = failure.files["gguf"][0]
+    head, sep, rest = failure.error.partition(": ")
+    error = rest if sep and head.endswith(name) else failure.error
+    return {"model": failure.source, "file": _files_text(failure.files), "layout": "-", "mtp_layers": "-",
+            "mtp_types": "-", "llama.cpp": "-", "findings": f"error: {error}"}
 
 
 def _finding_codes() -> list[dict[str, str]]:
@@ -204,8 +230,8 @@ def _finding_codes() -> list[dict[str, str]]:
 @click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF to pair with the main GGUF (default: found beside it).")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved `hf auth login`).")
 @click.option("--all", "all_ggufs", is_flag=True,
-              help="Check every GGUF model in the repo, the folder or the app's store (one row each; json: a list of "
-                   "reports).")
+              help="Check every GGUF model in the repo, the folder or the app's store (one row each, a model that "
+                   "cannot be read with its error; json: a list of reports). Exit 2 only when none can be read.")
 @click.option("--verify/--no-verify", default=None,
               help="Ask the pinned llama.cpp itself whether it starts a GGUF with its MTP head (a metadata-only "
                    "load, no weights read; also gives the memory estimate). Default: when its helper is built; "
@@ -231,7 +257,8 @@ def command(
       ORG/NAME              a Hugging Face repo (safetensors checkpoint or GGUF repo)
       ORG/NAME:QUANT        a GGUF in a repo, as llama.cpp's -hf takes it (e.g. :Q4_K_M);
                             --all checks every GGUF of the repo, one row each
-      PATH.gguf             a local GGUF (split shards and an mtp- file beside it are found)
+      PATH.gguf             a local GGUF (its split shards, and its own mtp- sidecar beside it
+                            or in MTP/, are found)
       DIR                   a local snapshot folder, or a Hugging Face cache folder models--ORG--NAME
       ollama:MODEL[:TAG]    a model of the local Ollama store (OLLAMA_MODELS, else ~/.ollama/models),
                             also ollama:NAMESPACE/MODEL:TAG and ollama:hf.co/ORG/REPO:QUANT;
@@ -258,10 +285,12 @@ def command(
         out.hint("building the pinned llama.cpp's verify helper (minutes, once)")
         build_server("cpu", progress=out.hint)
     if all_ggufs:
-        reports = check_all(source, revision=revision, token=token, verify=verify, context=context,
+        results = check_all(source, revision=revision, token=token, verify=verify, context=context,
                             verify_digest=verify_digest)
-        render_all(reports, out)
-        return 0 if any(r.usable for r in reports) else 1
+        render_all(results, out)
+        if all(isinstance(r, CheckFailure) for r in results):
+            raise SourceError(f"{source}: none of the {len(results)} GGUF models could be read (each row above says why)")
+        return 0 if any(r.usable for r in results) else 1
     report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file, verify=verify, context=context,
                    sweep_report=sweep_report, verify_digest=verify_digest)
     render(report, out)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mtpinspect.errors import MtpinspectError
 from mtpinspect.inspection.app_rules import sweep_of
 from mtpinspect.inspection.engine import consult_llama_cpp
 from mtpinspect.inspection.evidence import gather
-from mtpinspect.inspection.report import CheckReport
+from mtpinspect.inspection.report import CheckFailure, CheckReport
 from mtpinspect.inspection.verdict import assemble_report
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT
 from mtpinspect.sources.resolve import resolve, resolve_each_gguf
@@ -55,11 +56,24 @@ def check_all(
     verify: bool | None = None,
     context: int = DEFAULT_CONTEXT,
     verify_digest: bool = False,
-) -> list[CheckReport]:
+) -> list[CheckReport | CheckFailure]:
     """`check` every GGUF model in a repo, a folder, the Ollama store (``ollama:``, or ``ollama:MODEL`` for its
-    tags) or LM Studio's models folder (``lmstudio:``, ``lmstudio:PUBLISHER/REPO``)."""
-    targets = resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint, verify_digest=verify_digest)
-    return [assemble_report(ev, consult_llama_cpp(ev, verify, context)) for ev in map(gather, targets)]
+    tags) or LM Studio's models folder (``lmstudio:``, ``lmstudio:PUBLISHER/REPO``): which keep a usable MTP
+    head? A model that cannot be read (corrupt, cut short, an incomplete split set) is a CheckFailure in
+    its place."""
+    results: list[CheckReport | CheckFailure] = []
+    for target in resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint,
+                                    verify_digest=verify_digest):
+        error = target.unreadable
+        if error is None:
+            try:
+                ev = gather(target)
+                results.append(assemble_report(ev, consult_llama_cpp(ev, verify, context)))
+                continue
+            except MtpinspectError as exc:
+                error = str(exc)
+        results.append(CheckFailure(target.display, target.kind, target.revision, {"gguf": target.gguf_files}, error))
+    return results
 
 
-__all__ = ["CheckReport", "check", "check_all"]
+__all__ = ["CheckFailure", "CheckReport", "check", "check_all"]

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mtpinspect.errors import SourceError, UsageError
+from mtpinspect.errors import MtpinspectError, SourceError, UsageError
 from mtpinspect.jsonable import json_field
 from mtpinspect.sources import lmstudio
-from mtpinspect.sources.local import open_files
+from mtpinspect.sources.local import LocalTree
 from mtpinspect.sources.ollama import NotGguf, OllamaModel, OllamaName, OllamaStore
 from mtpinspect.vocabulary import App, SourceKind
 
@@ -103,19 +103,18 @@ def ollama_target(model: OllamaModel) -> Target:
     app = AppModel(App.ollama, model.name.shown, str(model.manifest), str(model.model),
                    str(model.draft) if model.draft else None, dict(model.parameters), model.draft_num_predict,
                    model.digests)
-    tree = open_files([model.model, *([model.draft] if model.draft else [])])
-
-    def rel(path: Path) -> str:
-        return path.resolve().relative_to(tree.root).as_posix()
-
-    return Target(tree, SourceKind.ollama, f"{OLLAMA_PREFIX}{model.name.shown}", None, gguf_files=[rel(model.model)],
-                  sidecar_files=[rel(model.draft)] if model.draft else [], app=app)
+    # The tree is the blobs the model names: the GGUF and its drafter, which no file name pairs.
+    tree = LocalTree(root=model.model.parent, name=str(model.manifest), files={})
+    gguf = tree.add(model.model)
+    sidecar = [tree.add(model.draft)] if model.draft else []
+    return Target(tree, SourceKind.ollama, f"{OLLAMA_PREFIX}{model.name.shown}", None, gguf_files=[gguf],
+                  sidecar_files=sidecar, app=app)
 
 
 def each_app_target(source: str, *, revision: str | None, verify_digest: bool) -> list[Target]:
     """--all: every Ollama model (``ollama:`` or the tags of ``ollama:MODEL``), every GGUF of an LM Studio repo
     (``lmstudio:PUBLISHER/REPO``) or of every repo (``lmstudio:``)."""
-    from mtpinspect.sources.resolve import resolve_each_gguf
+    from mtpinspect.sources.resolve import Target, resolve_each_gguf
 
     if revision:
         raise UsageError(f"{source}: --revision applies to Hub repos and Hugging Face cache folders")
@@ -134,12 +133,18 @@ def each_app_target(source: str, *, revision: str | None, verify_digest: bool) -
                 targets.append(ollama_target(store.model(name, verify_digest=verify_digest)))
             except NotGguf as exc:
                 skipped.append(str(exc))
+            except MtpinspectError as exc:  # a damaged model is its row, as a damaged file is in a folder
+                manifest = store.manifests.joinpath(*name.parts)
+                targets.append(Target(LocalTree(root=store.root, name=str(manifest), files={}), SourceKind.ollama,
+                                      f"{OLLAMA_PREFIX}{name.shown}", None, gguf_files=[str(manifest)],
+                                      unreadable=str(exc)))
         if not targets:
             raise SourceError(f"{source}: no GGUF model in the Ollama store {store.root} ({skipped[0]})")
-        if skipped:
-            first = targets[0]
+        readable = [i for i, t in enumerate(targets) if t.app is not None]
+        if skipped and readable:
+            first = targets[readable[0]]
             assert first.app is not None
-            targets[0] = dataclasses.replace(first, app=dataclasses.replace(
+            targets[readable[0]] = dataclasses.replace(first, app=dataclasses.replace(
                 first.app, notes=(*first.app.notes, *(f"not checked: {s}" for s in skipped))))
         return targets
     rest = source[len(LM_STUDIO_PREFIX):]
