@@ -130,15 +130,20 @@ def command(
     """Explain zero or low MTP acceptance, or MTP that makes decoding slower, and say what to change.
 
     \b
-    MODEL is anything `check` takes (local GGUF, Hub repo, REPO:QUANT, snapshot folder). For a
-    local GGUF a short probe runs on the real llama-server: the extra arguments after `--` once as
-    given (when they set --spec-type, -md or --spec-draft-n-max), then baseline and n-max 1 and 3 on
-    code and prose-en prompts. MODEL may be omitted when --log files describe a run made elsewhere.
+    MODEL is anything `check` takes (local GGUF, Hub repo, REPO:QUANT, snapshot folder, ollama:NAME,
+    lmstudio:PUBLISHER/REPO). For a local GGUF, and for an app's model, a short probe runs on the real
+    llama-server: the extra arguments after `--` once as given (when they set --spec-type, -md or
+    --spec-draft-n-max), then baseline and n-max 1 and 3 on code and prose-en prompts. For an Ollama
+    model the run is the one Ollama starts: its Modelfile's temperature (Ollama's 0.8 when unset),
+    num_ctx and draft_num_predict (no --spec-type when unset) come before the extra arguments, and
+    the fixes are said as Modelfile settings. MODEL may be omitted when --log files describe a run
+    made elsewhere.
     \b
     Examples:
       mtpinspect diagnose model.gguf -- --spec-type mtp -t 8
       mtpinspect diagnose --log vllm.log
       mtpinspect diagnose unsloth/Qwen3.5-2B-MTP-GGUF:Q4_K_M --log server.log
+      mtpinspect diagnose ollama:qwen3.6:27b-mtp-q4_K_M -- -t 8
     \b
     Exit status: 0 when no cause of low acceptance or slowdown is found, 1 when causes are found,
     2 on bad input (missing file, unreadable log, a model llama-server cannot run at all).

@@ -26,10 +26,12 @@ from mtpinspect.sources.local import LocalTree
 from mtpinspect.sources.provenance import LocalDownload, local_download
 from mtpinspect.sources.reader import RecordingReader, read_json
 from mtpinspect.sources.resolve import Target
-from mtpinspect.vocabulary import SourceKind
+from mtpinspect.vocabulary import Pairing, SourceKind
 
 if TYPE_CHECKING:
     from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
+
+    from mtpinspect.sweep.report import SavedRecommendation
 
 # Reading a few shard headers is cheap; reading all 160 of a DeepSeek repo is not needed for the verdict.
 MAX_MTP_SHARDS = 16
@@ -127,6 +129,7 @@ class Evidence:
     card_problem: str | None = None  # why a README.md that is there gave no card
     download: LocalDownload | None = None  # `hf download --local-dir` records of a local folder
     notes: list[str] = field(default_factory=list)
+    sweep: SavedRecommendation | None = None  # a sweep of this GGUF on this machine (check --sweep-report)
 
 
 def _json_file(target: Target, path: str) -> Mapping[str, Any]:
@@ -277,6 +280,9 @@ def gather(target: Target) -> Evidence:
         ev.gguf = read_once(target.gguf_files)
         if target.sidecar_files is None:
             ev.sidecar_choice = choose_sidecar(files, target.gguf_files, ev.gguf, read_once)
+        elif target.app is not None and target.app.draft_file and target.sidecar_files:
+            ev.sidecar_choice = SidecarChoice(target.sidecar_files, Pairing.draft_layer,
+                                              f"{target.sidecar_files[0]}: the DRAFT layer of {target.app.location}")
         else:
             ev.sidecar_choice = named_sidecar(target.sidecar_files)
         if ev.sidecar_choice.files:
