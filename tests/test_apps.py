@@ -26,8 +26,9 @@ from appstores import (
 
 import mtpinspect
 from mtpinspect.apps import app_setting, ollama_create_command
+from mtpinspect.cache_dir import CACHE_ENV
 from mtpinspect.errors import FormatError, SourceError, UsageError
-from mtpinspect.runtime.build import CACHE_ENV, cache_root
+from mtpinspect.runtime.build import cache_root
 from mtpinspect.sources import ollama as ollama_store
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model

@@ -30,8 +30,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-import platformdirs
-
+from mtpinspect.cache_dir import cache_dir
 from mtpinspect.errors import ServerError
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_SDIST_SHA256, PINNED_VERSION
 
@@ -44,7 +43,6 @@ TARGETS = {"llama-server": BINARY_NAME, "mtpinspect-verify": HELPER_NAME}
 HELPER_SOURCE = Path(__file__).with_name("helper")
 HELPER_CMAKE = HELPER_SOURCE / "mtpinspect-verify.cmake"
 METADATA_NAME = "build.json"
-CACHE_ENV = "MTPINSPECT_CACHE_DIR"
 
 _SDIST_NAME = f"{PINNED_PACKAGE.replace('-', '_')}-{PINNED_VERSION}.tar.gz"
 _PROGRESS_RE = re.compile(r"^\[\s*\d+%\]")
@@ -53,10 +51,8 @@ Progress = Callable[[str], None]
 
 
 def cache_root() -> Path:
-    """Where built servers live: $MTPINSPECT_CACHE_DIR/llama-server, else the user cache directory."""
-    override = os.environ.get(CACHE_ENV)
-    base = Path(override) if override else Path(platformdirs.user_cache_dir("mtpinspect"))
-    return base / "llama-server"
+    """Where built servers live: llama-server/ in mtpinspect's cache folder ($MTPINSPECT_CACHE_DIR)."""
+    return cache_dir() / "llama-server"
 
 
 def install_dir(backend: str) -> Path:
