@@ -63,12 +63,13 @@ def _hub_http(path: Path) -> tuple[RangeReader, ByteMeter]:
     """Real HTTP Range requests through huggingface_hub against the loopback Hub stand-in."""
     from hubstub import HubStub
 
+    from mtpinspect.sources.fetch import FetchPolicy
     from mtpinspect.sources.hub import open_repo
 
     stub = HubStub().start()
     atexit.register(stub.stop)
     stub.add_repo("bench/big-GGUF", {path.name: path})
-    repo = open_repo("bench/big-GGUF", endpoint=stub.url)
+    repo = open_repo("bench/big-GGUF", endpoint=stub.url, policy=FetchPolicy(cache=False))  # every read over HTTP
     repo.meter = ByteMeter()  # count the GGUF reads only, not the listing
     return repo.open(path.name), repo.meter
 
@@ -153,7 +154,9 @@ def layout_files(workdir: Path, synthetic: bool, vocab_dir: Path | None) -> list
         arrays = {"tokens": tokens, "scores": scores, "token_type": types, "merges": merges}
         for layout in SYNTHETIC_LAYOUTS:
             label = f"synthetic {n_vocab}: {'+'.join(layout)}"
-            metadata = {Keys.Tokenizer.MODEL: "gpt2", **{f"tokenizer.ggml.{k}": arrays[k] for k in layout}}
+            # As llama.cpp's converters write them: BPE ("gpt2") with merges, SentencePiece ("llama") without.
+            model = "gpt2" if "merges" in layout else "llama"
+            metadata = {Keys.Tokenizer.MODEL: model, **{f"tokenizer.ggml.{k}": arrays[k] for k in layout}}
             path = workdir / f"synthetic-{n_vocab}-{'+'.join(layout)}.gguf"
             files.append((label, write_gguf(path, arch="glm4moe", metadata=metadata, tensors=tensors)))
     for source in sorted(vocab_dir.glob("*.gguf")) if vocab_dir else []:

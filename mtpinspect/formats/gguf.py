@@ -2,10 +2,12 @@
 
 A check needs the keys and tensor names of files that may be hundreds of GB on the Hub, so the parser:
 
-- reads in few, large requests: 2 MiB first; when that runs out, one read sized from what is still
-  to come (the rest of the array being walked, estimated from its item count and the average item
-  size so far; the per-token scores and types; the tensor infos) plus slack; a 150k-token vocabulary
-  with merges takes 3 reads and fetches well under 2 MiB past the header (bench/README.md);
+- reads in few, large requests: 2 MiB first (less for a file whose header is expected small: a split
+  shard after the first, an mtp- sidecar); when that runs out, one read sized from what is still to
+  come (the rest of the array being walked, estimated from its item count and the average item size
+  so far; the per-token arrays and the merges the tokenizer model has; the tensor infos) plus slack;
+  a 150k-token vocabulary with merges takes 2 reads and fetches well under 2 MiB past the header
+  (bench/README.md);
 - never reads tensor data, and keeps big arrays (vocabularies, merges) as a count and a digest only;
 - checks every length, count and id the file claims against the bytes the file can still hold
   before it reads or allocates anything, so a corrupt or hostile file fails with one FormatError line.
@@ -36,6 +38,9 @@ from mtpinspect.errors import FormatError
 from mtpinspect.sources.reader import RangeReader
 
 FIRST_READ = 2 * 1024 * 1024
+# The first read of a file whose header is expected small: a split shard after the first holds only the
+# split keys and its tensor infos (about 20 KB for 300 tensors); a sidecar's grows from there.
+SMALL_FIRST_READ = 64 * 1024
 # Later reads add slack for what the estimate gets wrong: a fixed part, and a share of the estimated
 # string bytes (string lengths drift along an array: BPE merges grow longer with rank). Tuned on the
 # 19 real vocabularies llama.cpp ships (models/ggml-vocab-*.gguf, 30k to 262k tokens) given 1,000
@@ -82,6 +87,11 @@ _GUESS_STRING_ITEM_BYTES = 16
 # list, before the merges: a read that runs out inside these should also cover those still to come.
 _PER_TOKEN_ARRAYS = (Keys.Tokenizer.SCORES, Keys.Tokenizer.TOKEN_TYPE)
 _VOCAB_KEYS = (Keys.Tokenizer.LIST, *_PER_TOKEN_ARRAYS)
+# Then the merges, for the tokenizer models that have them: their bytes per byte of the token list, as
+# llama.cpp's vocabularies have them (models/ggml-vocab-*.gguf): 1.03-1.06 for BPE ("gpt2") vocabularies
+# whose merges make the tokens, 2.1 for gemma4. Llama-3-style BPE vocabularies hold 2.2 merges per token
+# (2.5x the bytes): the estimate falls short and their header takes a third read.
+_MERGES_PER_TOKEN_BYTE = {"gpt2": 1.0, "gemma4": 2.1}
 
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
@@ -181,9 +191,11 @@ class GGUFHeader:
         return {t.name: t for t in self.tensors}
 
 
-def read_gguf_header(reader: RangeReader) -> GGUFHeader:
-    """Parse the metadata and tensor infos of the GGUF behind ``reader``; raise FormatError if it is not one."""
-    return _Parser(reader).parse()
+def read_gguf_header(reader: RangeReader, first_read: int = FIRST_READ) -> GGUFHeader:
+    """Parse the metadata and tensor infos of the GGUF behind ``reader``; raise FormatError if it is not one.
+
+    ``first_read`` is the size of the first request (SMALL_FIRST_READ for a header expected small)."""
+    return _Parser(reader, first_read).parse()
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -208,8 +220,9 @@ class _Parser:
     left (keys, tensors, array items) only feed the size of the next read.
     """
 
-    def __init__(self, reader: RangeReader) -> None:
+    def __init__(self, reader: RangeReader, first_read: int) -> None:
         self.reader = reader
+        self.first_read = first_read
         self.size = reader.size
         self.limit = min(self.size, MAX_HEADER_BYTES)
         self.buf = b""
@@ -221,6 +234,7 @@ class _Parser:
         self.key = ""
         self.kv_left = 0
         self.n_tokens = 0
+        self.token_bytes = 0.0  # the token list's bytes: counted once it is walked, estimated while it is
         self.tensors_left = 0
         self.tensor_info_bytes = 0
         self.tensors_seen = 0
@@ -259,7 +273,7 @@ class _Parser:
         if start + nbytes > self.limit:
             raise self._past_end(what or f"{nbytes} bytes", start, nbytes)
         if self.base == 0 and not self.buf:
-            want = max(nbytes, FIRST_READ)
+            want = max(nbytes, self.first_read)
         else:
             strings, other = self._estimate_rest()
             want = nbytes + int(strings * (1 + REFILL_SLACK_SHARE) + other) + REFILL_SLACK
@@ -276,13 +290,24 @@ class _Parser:
         self.pos = 0
 
     def _estimate_rest(self) -> tuple[float, float]:
-        """Bytes still to parse after the current item: (rest of the string array, everything else)."""
+        """Bytes still to parse after the current item: (strings: the rest of the string array being walked
+        and the merges still to come, everything else)."""
         strings = self.items_left * self.item_avg
         ti_avg = self.tensor_info_bytes / self.tensors_seen if self.tensors_seen else _GUESS_TENSOR_INFO_BYTES
         other = self.kv_left * _GUESS_KV_BYTES + self.tensors_left * ti_avg
         if self.key in _VOCAB_KEYS:
-            pending = [k for k in _PER_TOKEN_ARRAYS if k != self.key and k not in self.metadata]
-            other += 4 * self.n_tokens * len(pending)
+            model = self.metadata.get(Keys.Tokenizer.MODEL)
+            ratio = _MERGES_PER_TOKEN_BYTE.get(model, 0.0) if isinstance(model, str) else 0.0
+            # The vocabulary arrays that may follow, in the order converters write them, as far as the keys
+            # still to come reach (with too few left, a BPE vocabulary is the one without scores).
+            followers = [k for k in (*_PER_TOKEN_ARRAYS, Keys.Tokenizer.MERGES)
+                         if k != self.key and k not in self.metadata and (k != Keys.Tokenizer.MERGES or ratio)]
+            if len(followers) > self.kv_left and ratio and Keys.Tokenizer.SCORES in followers:
+                followers.remove(Keys.Tokenizer.SCORES)
+            followers = followers[: self.kv_left]
+            other += 4 * self.n_tokens * sum(1 for k in followers if k in _PER_TOKEN_ARRAYS)
+            if Keys.Tokenizer.MERGES in followers:
+                strings += self.token_bytes * ratio
         return strings, other
 
     # -- primitives ---------------------------------------------------------------------------
@@ -371,11 +396,15 @@ class _Parser:
                 break
             if done:
                 self.item_avg = (self.base + pos - array_start) / done
+                if self.key == Keys.Tokenizer.LIST:
+                    self.token_bytes = self.item_avg * count
             self.items_left = count - done - 1
             need = 8 if pos + 8 > end else 8 + unpack(buf, pos)[0]
             self._need(need, f"string #{done} of {count} ({need - 8} bytes)")
             segment = self.pos
         self.items_left = 0
+        if self.key == Keys.Tokenizer.LIST:
+            self.token_bytes = self.base + self.pos - array_start
         return ArraySummary(GGUFValueType.STRING.name, count, digest.hexdigest())
 
     def _metadata(self, kv_count: int) -> int:
