@@ -1,7 +1,8 @@
 """safetensors headers: an 8-byte little-endian length, then a JSON object of tensors, read by range.
 
 Local and Hub files are read the same way, through a RangeReader: one read of the first 100,000 bytes
-(huggingface_hub's choice: 97% of headers fit), a second only for a longer header. Nothing trusts the
+(huggingface_hub's choice: 97% of headers fit), or of the size an index's list of the file's tensors
+predicts (header_size_estimate), a second only for a longer header. Nothing trusts the
 file: the declared length must fit huggingface_hub's SAFETENSORS_MAX_HEADER_LENGTH and the file, the
 JSON is parsed within the limits of a safetensors header (sources.reader), and every tensor entry must
 be what the format allows, or the file is a FormatError naming the tensor, the key and the value: a
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +27,13 @@ if TYPE_CHECKING:
     from huggingface_hub.utils._safetensors import SafetensorsFileMetadata, TensorInfo
 
 FIRST_READ = 100_000
+# A header entry is its name plus its dtype, shape and offsets: `"NAME":{"dtype":"F8_E4M3","shape":[2048,7168],
+# "data_offsets":[4345298944,4359979008]},` is the name and 82 bytes (DeepSeek-V3-like shards: 77-81);
+# 88 covers 3-dimensional shapes. The whole header: 8 length bytes, __metadata__ and the padding to 8 bytes
+# (_HEADER_SLACK), and a share on top for what the names do not say.
+_ENTRY_BYTES = 88
+_HEADER_SLACK = 4096
+_HEADER_SLACK_SHARE = 0.02
 MAX_HEADER_BYTES = 25_000_000  # huggingface_hub's constants.SAFETENSORS_MAX_HEADER_LENGTH
 # Real tensor names are under 120 characters; the layer numbers in a longer one could not be read as
 # integers (Python refuses 4,300 digits), and nothing needs them.
@@ -69,12 +78,20 @@ def tensor_extent(where: str, name: str, dtype: Any, shape: Any, data_offsets: A
     return TensorExtent(nbytes, elements)
 
 
-def read_safetensors_header(reader: RangeReader) -> SafetensorsFileMetadata:
-    """The header of the safetensors file behind ``reader``, checked against the file."""
+def header_size_estimate(tensor_names: Iterable[str]) -> int:
+    """The bytes to read to have the whole header of a file holding these tensors (an index lists them),
+    in one read: a little more than such a header takes."""
+    entries = sum(len(name) + _ENTRY_BYTES for name in tensor_names)
+    return int(entries * (1 + _HEADER_SLACK_SHARE)) + _HEADER_SLACK
+
+
+def read_safetensors_header(reader: RangeReader, first_read: int = FIRST_READ) -> SafetensorsFileMetadata:
+    """The header of the safetensors file behind ``reader``, checked against the file. ``first_read`` is
+    the size of the first request (header_size_estimate when an index says which tensors the file holds)."""
     from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
 
     name = reader.name
-    head = reader.read_at(0, min(reader.size, FIRST_READ))
+    head = reader.read_at(0, min(reader.size, first_read))
     if len(head) < _LENGTH.size:
         raise FormatError(f"{name}: {reader.size} bytes, too small for a safetensors file")
     (length,) = _LENGTH.unpack_from(head)
