@@ -37,6 +37,7 @@ from mtpinspect.inspection.engine import ask_llama_cpp  # noqa: E402
 from mtpinspect.inspection.evidence import gather  # noqa: E402
 from mtpinspect.runtime.build import find_helper  # noqa: E402
 from mtpinspect.runtime.verify import verify  # noqa: E402
+from mtpinspect.sources.fetch import FetchPolicy  # noqa: E402
 from mtpinspect.sources.resolve import resolve  # noqa: E402
 
 MiB = 2**20
@@ -73,7 +74,8 @@ def main() -> None:
         with HubStub() as stub:
             stub.add_repo("acme/Big-GGUF", {main.name: main, side.name: side})
             began = time.perf_counter()
-            report = mtpinspect.check("acme/Big-GGUF:Q4_K_M", endpoint=stub.url, context=args.context)
+            report = mtpinspect.check("acme/Big-GGUF:Q4_K_M", endpoint=stub.url, context=args.context,
+                                      policy=FetchPolicy(cache=False))  # the headers from the Hub, not the header cache
             whole = time.perf_counter() - began
             served = stub.bytes_served("acme/Big-GGUF")
             # The verification alone, on header-only copies of the same fetch.

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mtpinspect.cache_dir import CACHE_ENV
+
 # Runs the CLI as `python -m mtpinspect` does, then writes the process's own peak RSS in KiB to the file
 # in argv[1].
 MEASURED = """
@@ -41,8 +43,9 @@ class CliRun:
 
 
 def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The test runner's environment without HF_* and MTPINSPECT_* settings, plus ``env``."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "MTPINSPECT_"))}
+    """The test runner's environment without HF_* and MTPINSPECT_* settings (but the test's own cache folder,
+    conftest.py), plus ``env``."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "MTPINSPECT_")) or k == CACHE_ENV}
     return {**base, **(env or {})}
 
 

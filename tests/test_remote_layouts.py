@@ -1,5 +1,6 @@
-"""The real-scale Hub layouts of remote_layouts.py: they are what they claim, and `check` reads them over
-the stand-in with the LFS redirect on, with its cost accounted as the server saw it."""
+"""The real-scale Hub layouts of remote_layouts.py: they are what they claim, and `check` reads them over the
+stand-in in three sequential waves (four with the Hub's redirect to its CDN, which costs a round trip of
+its own), with right-sized reads, its cost accounted exactly as the server's own request log has it."""
 
 from __future__ import annotations
 
@@ -9,12 +10,30 @@ from pathlib import Path
 
 import gguf
 import pytest
-from hubstub import HubStub
+from hubstub import HubStub, max_in_flight, waves
 from remote_layouts import LAYOUTS, Layout
 
 import mtpinspect
-from mtpinspect.formats.gguf import read_gguf_header
+from mtpinspect.formats.gguf import SMALL_FIRST_READ, read_gguf_header
 from mtpinspect.sources.reader import LocalFileReader
+from mtpinspect.sources.waves import CONCURRENCY
+
+# A latency at which the requests a reader sends together are in flight together at the server, so its
+# log shows them as one wave (at 0 ms a loaded machine may answer them one after the other).
+LATENCY = 0.03
+KIB = 1024
+
+# (requests, waves) as the server counts them, without and with the LFS redirect. Without it: the
+# listing; then config.json, the index, README.md and the first read of every GGUF header; then what
+# those need next (the rest of the first GGUF shard's header, the MTP shards' headers). With it, every
+# first read of a weight file is a 302 and then the bytes from the CDN; a later read of the same file
+# goes to the CDN directly.
+EXPECTED = {
+    "gguf-single": {False: (4, 3), True: (5, 4)},  # listing; README + GGUF 2 MiB; the rest of its header
+    "gguf-split-5": {False: (8, 3), True: (13, 4)},  # listing; README + 5 shards; the rest of shard 1's header
+    "safetensors-163": {False: (5, 3), True: (6, 4)},  # listing; README, config, index; the MTP shard's header
+    "safetensors-163-mtp4": {False: (8, 3), True: (12, 4)},  # the same, 4 MTP shard headers together
+}
 
 
 @pytest.fixture(scope="module")
@@ -23,9 +42,9 @@ def layouts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Layout]:
     return {name: build(workdir) for name, build in LAYOUTS.items()}
 
 
-@pytest.fixture(scope="module")
-def hub(layouts: dict[str, Layout]):
-    with HubStub(lfs_redirect=True) as stub:
+@pytest.fixture(scope="module", params=[False, True], ids=["direct", "lfs-redirect"])
+def hub(request: pytest.FixtureRequest, layouts: dict[str, Layout]):
+    with HubStub(lfs_redirect=request.param, latency=LATENCY) as stub:
         for layout in layouts.values():
             stub.add_repo(layout.repo_id, layout.files)
         yield stub
@@ -73,23 +92,31 @@ def test_split_gguf_keeps_keys_in_the_first_shard(layouts: dict[str, Layout]) ->
 
 
 @pytest.mark.parametrize("name", sorted(LAYOUTS))
-def test_check_over_the_redirecting_hub(name: str, layouts: dict[str, Layout], hub: HubStub) -> None:
+def test_check_reads_in_waves_accounted_as_the_server_saw_them(name: str, layouts: dict[str, Layout], hub: HubStub) -> None:
     layout = layouts[name]
     hub.reset_counters()
-    report = mtpinspect.check(layout.source, endpoint=hub.url)
+    report = mtpinspect.check(layout.source, endpoint=hub.url, verify=False)
     assert (report.usable, report.mtp_layers) == (True, 1)
     records = hub.requests(layout.repo_id)
-    assert {r.origin for r in records} == {"hub", "cdn"}  # the weight files came through the CDN
-    assert all(r.status == 302 for r in records if r.origin == "hub" and r.path and r.path.endswith((".gguf", ".safetensors")))
-    assert report.bytes_read == hub.bytes_served(layout.repo_id)
+    if hub.lfs_redirect:
+        assert {r.origin for r in records} == {"hub", "cdn"}  # the weight files came through the CDN
+        weight_reads = [r for r in records if r.origin == "hub" and r.path and r.path.endswith((".gguf", ".safetensors"))]
+        assert weight_reads and all(r.status == 302 for r in weight_reads)
+    seen = [len(wave) for wave in waves(records)]
+    assert (len(records), len(seen)) == EXPECTED[name][hub.lfs_redirect], seen
+    # The report says what the server saw: every request (redirect hops included), every byte, every wave.
+    assert (report.requests, report.waves, report.bytes_read) == (len(records), len(seen), hub.bytes_served(layout.repo_id))
+    assert report.bytes_cached == 0  # each test has its own, empty header cache (conftest.py)
+    assert 2 <= max_in_flight(records) <= CONCURRENCY  # reads went out together, never more than the bound
 
 
-# Each read of a safetensors header is one request of the one reader (the second read of a header
-# over 100,000 bytes was not counted when huggingface_hub made it).
-@pytest.mark.parametrize("name", sorted(LAYOUTS))
-def test_reported_requests_are_those_the_hub_answered(name: str, layouts: dict[str, Layout], hub: HubStub) -> None:
-    layout = layouts[name]
+def test_split_gguf_reads_are_right_sized(layouts: dict[str, Layout], hub: HubStub) -> None:
+    layout = layouts["gguf-split-5"]
+    shards = {path: src for path, src in layout.files.items() if path.endswith(".gguf")}
+    headers = {path: read_gguf_header(LocalFileReader(src)).header_size for path, src in shards.items()}
     hub.reset_counters()
-    report = mtpinspect.check(layout.source, endpoint=hub.url)
-    # A redirected read is one request for the reader: compare with the Hub's side, not the CDN's.
-    assert report.requests == len([r for r in hub.requests(layout.repo_id) if r.origin == "hub"])
+    mtpinspect.check(layout.source, endpoint=hub.url, verify=False)
+    sent = {path: hub.requests(layout.repo_id, path) for path in shards}
+    assert sum(r.nbytes for reads in sent.values() for r in reads) <= sum(headers.values()) + 256 * KIB * len(shards)
+    for path in sorted(shards)[1:]:  # 19.7 KB headers: one small read each
+        assert [r.nbytes for r in sent[path] if r.nbytes] == [SMALL_FIRST_READ], path

@@ -66,13 +66,14 @@ def start_timeout_option(func: F) -> F:
              "fail to start for the same reason stop the run.",
     )(func)
 def hub_options(command: F) -> F:
-    """--timeout, --retries and --deadline (or MTPINSPECT_TIMEOUT, _RETRIES, _DEADLINE), given to the
-    command as one ``policy`` (a FetchPolicy) that bounds its Hub requests."""
+    """--timeout, --retries and --deadline (or MTPINSPECT_TIMEOUT, _RETRIES, _DEADLINE) and --no-cache, given
+    to the command as one ``policy`` (a FetchPolicy) that bounds its Hub requests."""
     default = FetchPolicy()
 
     @functools.wraps(command)
-    def with_policy(*args: Any, timeout: float, retries: int, deadline: float, **kwargs: Any) -> Any:
-        return command(*args, policy=FetchPolicy(timeout=timeout, deadline=deadline, retries=retries), **kwargs)
+    def with_policy(*args: Any, timeout: float, retries: int, deadline: float, cache: bool, **kwargs: Any) -> Any:
+        policy = FetchPolicy(timeout=timeout, deadline=deadline, retries=retries, cache=cache)
+        return command(*args, policy=policy, **kwargs)
 
     options = [
         click.option("--timeout", type=click.FloatRange(min=0.1), default=default.timeout, show_default=True,
@@ -85,6 +86,10 @@ def hub_options(command: F) -> F:
         click.option("--deadline", type=click.FloatRange(min=1), default=default.deadline, show_default=True,
                      envvar="MTPINSPECT_DEADLINE", show_envvar=True, metavar="SECONDS",
                      help="Longest time all the Hub requests of the command may take together."),
+        click.option("--cache/--no-cache", "cache", default=default.cache, show_default=True,
+                     help="Reuse (and keep) the headers and small files read from the Hub, by repo, commit, file and "
+                          "ETag, in headers/ of the cache folder (MTPINSPECT_CACHE_DIR, else ~/.cache/mtpinspect): "
+                          "a second check of the same revision makes only the listing request."),
     ]
     for option in reversed(options):
         with_policy = option(with_policy)

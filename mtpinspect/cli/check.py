@@ -34,6 +34,12 @@ def _size(n: int | None) -> str:
     return str(n)
 
 
+def _requests_text(report: CheckReport) -> str:
+    """'4 request(s) in 3 wave(s)': the round trips a Hub check waited for, and what the header cache gave."""
+    text = f"{report.requests} request(s)" + (f" in {report.waves} wave(s)" if report.waves else "")
+    return text + (f"; {_size(report.bytes_cached)} from the header cache" if report.bytes_cached else "")
+
+
 def _quant_text(report: CheckReport) -> str:
     q = report.quantization
     if not q.method:
@@ -114,7 +120,7 @@ def render(report: CheckReport, out: Output) -> None:
     out.lead(report.verdict)
     rev = f" @ {report.revision}" if report.revision else ""
     out.text(f"source: {report.source}{rev} ({report.source_kind}); read {_size(report.bytes_read)} of "
-             f"{_size(report.bytes_total)} in {report.requests} request(s)")
+             f"{_size(report.bytes_total)} in {_requests_text(report)}")
     size = report.mtp_size
     share = f" ({size.share_of_download:.2%} of the download)" if size.share_of_download is not None else ""
     declared = f"{report.mtp_layers_declared} by {report.declared_by}" if report.declared_by else "no key"

@@ -3,24 +3,32 @@
 Evidence is what the files say, with no judgement: the diagnosis turns it into findings. Everything
 here reads through the target's tree (a Hub repo or a local folder), so the cost is metered the same
 way for both.
+
+On the Hub every read is a round trip, so the files are read in batches (Tree.read_batch), each file's
+reads in a job of its own: after the listing, one batch reads everything the listing names (config.json,
+the quantization files, the model card, the index, the GGUF headers of every shard and of the sidecar,
+the safetensors headers when there is no index); the reads each of those needs next go out together in
+the following wave. A checkpoint with an index then reads the headers of the shards it names for the
+MTP head in one more batch, each read sized from the index (header_size_estimate). Three waves in all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from mtpinspect.errors import FormatError, SourceError, shown
+from mtpinspect.errors import FormatError, MtpinspectError, SourceError, shown
 from mtpinspect.formats.card import CARD_FILE, CARD_LIMIT, ModelCard, card_from_metadata, parse_card
 from mtpinspect.formats.config import ModelConfig, parse_config
-from mtpinspect.formats.gguf import LLAMA_MAX_LAYERS, GGUFHeader, GGUFTensor, read_gguf_header
+from mtpinspect.formats.gguf import FIRST_READ, LLAMA_MAX_LAYERS, SMALL_FIRST_READ, GGUFHeader, GGUFTensor, read_gguf_header
 from mtpinspect.formats.quantization import QUANT_FILES, QuantizationConfig, find_quantization
-from mtpinspect.formats.safetensors import check_tensor_name, read_safetensors_header, tensor_extent
+from mtpinspect.formats.safetensors import FIRST_READ as SAFETENSORS_FIRST_READ
+from mtpinspect.formats.safetensors import check_tensor_name, header_size_estimate, read_safetensors_header, tensor_extent
 from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
-from mtpinspect.inspection.pairing import SidecarChoice, choose_sidecar, named_sidecar
+from mtpinspect.inspection.pairing import SidecarChoice, choose_sidecar, named_sidecar, pair_by_name
 from mtpinspect.sources.filenames import is_mtp_safetensors, sidecar_ggufs
 from mtpinspect.sources.local import LocalTree
 from mtpinspect.sources.provenance import LocalDownload, local_download
@@ -35,6 +43,9 @@ if TYPE_CHECKING:
 
 # Reading a few shard headers is cheap; reading all 160 of a DeepSeek repo is not needed for the verdict.
 MAX_MTP_SHARDS = 16
+T = TypeVar("T")
+# A parsed GGUF header and the bytes fetched to parse it (remote files, for a header-only copy).
+ParsedGguf = tuple[GGUFHeader, list[tuple[int, bytes]]]
 
 
 @dataclass
@@ -151,12 +162,59 @@ def _find_config(target: Target) -> str | None:
     return None
 
 
-def _read_gguf(target: Target, paths: list[str]) -> GgufEvidence:
-    """The headers of one GGUF (all shards of a split set), each checked for the data it declares and for
-    the type and range of the keys the rules read, so a bad file is refused here with one line."""
-    readers = {p: RecordingReader(target.tree.open(p)) if target.kind is SourceKind.hub else target.tree.open(p) for p in paths}
-    headers = [read_gguf_header(r).require_data() for r in readers.values()]
-    fetched = {p: r.pieces for p, r in readers.items() if isinstance(r, RecordingReader)}
+class _Batch:
+    """The jobs of one Tree.read_batch; ``add`` returns the slot the job's result lands in."""
+
+    def __init__(self) -> None:
+        self._jobs: list[Callable[[], Any]] = []
+        self._results: list[Any] = []
+
+    def add(self, job: Callable[[], Any]) -> int:
+        self._jobs.append(job)
+        return len(self._jobs) - 1
+
+    def run(self, target: Target) -> None:
+        self._results = target.tree.read_batch(self._jobs)
+
+    def __getitem__(self, slot: int) -> Any:
+        return self._results[slot]
+
+
+def _outcome(job: Callable[[], T]) -> T | MtpinspectError:
+    """The job's result, or the error that says why it has none: a failure that must not stop the batch
+    (a sidecar candidate whose header cannot be read is passed over, not fatal)."""
+    try:
+        return job()
+    except MtpinspectError as exc:
+        return exc
+
+
+def _gguf_file(target: Target, path: str, first_read: int) -> ParsedGguf:
+    """One GGUF file's header, checked for the data it declares, and the bytes fetched for it."""
+    reader = target.tree.open(path)
+    if target.kind is not SourceKind.hub:
+        return read_gguf_header(reader, first_read).require_data(), []
+    recording = RecordingReader(reader)
+    return read_gguf_header(recording, first_read).require_data(), recording.pieces
+
+
+def _gguf_reads(paths: list[str], *, main: bool) -> list[tuple[str, int]]:
+    """Each file of a GGUF set with the size of its first read: a split's shards after the first hold only
+    the split keys and their tensor infos, and a sidecar's header grows from a small read too."""
+    return [(path, FIRST_READ if main and i == 0 else SMALL_FIRST_READ) for i, path in enumerate(paths)]
+
+
+def _gguf_evidence(target: Target, paths: list[str], parsed: Mapping[str, ParsedGguf | MtpinspectError]) -> GgufEvidence:
+    """The headers of one GGUF (all shards of a split set), and the type and range of the keys the rules read
+    checked, so a bad file is refused here with one line."""
+    headers, fetched = [], {}
+    for path in paths:
+        result = parsed[path]
+        if isinstance(result, MtpinspectError):
+            raise result
+        headers.append(result[0])
+        if target.kind is SourceKind.hub:
+            fetched[path] = result[1]
     g = GgufEvidence(paths, headers, sum(target.tree.files[p].size for p in paths), fetched)
     _ = g.arch, g.nextn_layers, g.embedding_length, g.vocab_size  # block_count is read by nextn_layers
     return g
@@ -175,38 +233,59 @@ def _pickled(files: Mapping[str, Any]) -> list[str]:
     return sorted(p for p in files if p.endswith((".bin", ".pt", ".pth")) and "/" not in p)
 
 
-def _weight_map(target: Target, index_file: str | None) -> tuple[dict[str, str], dict[str, SafetensorsFileMetadata]]:
-    """Tensor name -> shard, and the shard headers read to learn it (none when an index says it)."""
-    files = target.tree.files
-    if index_file:
-        index = _json_file(target, index_file)
-        wm = index.get("weight_map")
-        where = f"{target.display}/{index_file}"
-        if not isinstance(wm, dict):
-            raise FormatError(f"{where}: weight_map is {shown(wm)}, not an object")
-        for tensor, shard in wm.items():
-            check_tensor_name(tensor, where)
-            if not isinstance(shard, str) or not shard:
-                raise FormatError(f"{where}: weight_map[{tensor!r}] is {shown(shard)}, not a shard file name")
-        return dict(wm), {}
-    shards = [p for p in files if p.endswith(".safetensors") and "/" not in p and not is_mtp_safetensors(p)]
-    headers = {shard: read_safetensors_header(target.tree.open(shard)) for shard in shards[:MAX_MTP_SHARDS]}
-    return {name: shard for shard, header in headers.items() for name in header.tensors}, headers
+def _weight_map(target: Target, index_file: str, index: Mapping[str, Any]) -> dict[str, str]:
+    """Tensor name -> shard, as the index says."""
+    wm = index.get("weight_map")
+    where = f"{target.display}/{index_file}"
+    if not isinstance(wm, dict):
+        raise FormatError(f"{where}: weight_map is {shown(wm)}, not an object")
+    for tensor, shard in wm.items():
+        check_tensor_name(tensor, where)
+        if not isinstance(shard, str) or not shard:
+            raise FormatError(f"{where}: weight_map[{tensor!r}] is {shown(shard)}, not a shard file name")
+    return dict(wm)
 
 
-def _checkpoint(target: Target, config: ModelConfig | None) -> CheckpointEvidence | None:
+def _checkpoint_reads(target: Target, batch: _Batch) -> tuple[str | None, dict[str, int]]:
+    """Add the first batch's checkpoint reads: the index, or without one the shard headers (which say what
+    the index would), and a separate MTP file's header. Returns the index file, and the slot of each header."""
     files = target.tree.files
     index_file = _index_file(files)
+    if index_file:
+        headers = {index_file: batch.add(partial(_json_file, target, index_file))}
+    else:
+        shards = [p for p in files if p.endswith(".safetensors") and "/" not in p and not is_mtp_safetensors(p)]
+        headers = {shard: batch.add(partial(_safetensors_file, target, shard)) for shard in shards[:MAX_MTP_SHARDS]}
+    # Named for the head: read in any case (a standalone one's tensors are in no index).
+    for path in [p for p in sorted(files) if is_mtp_safetensors(p) and p not in headers][:MAX_MTP_SHARDS]:
+        headers[path] = batch.add(partial(_safetensors_file, target, path))
+    return index_file, headers
+
+
+def _safetensors_file(target: Target, path: str, first_read: int = SAFETENSORS_FIRST_READ) -> SafetensorsFileMetadata:
+    return read_safetensors_header(target.tree.open(path), first_read)
+
+
+def _checkpoint(target: Target, config: ModelConfig | None, index_file: str | None,
+                first: dict[str, Any]) -> CheckpointEvidence | None:
+    """The checkpoint's MTP evidence from the first batch's reads (``first``: the index, or the shard headers,
+    and any mtp safetensors header, by path), reading the MTP shards' headers the index names in one more."""
+    files = target.tree.files
     has_weights = index_file or any(p.endswith(".safetensors") for p in files)
     if not has_weights:
         return None
-    weight_map, headers = _weight_map(target, index_file)
+    headers: dict[str, SafetensorsFileMetadata] = {p: h for p, h in first.items() if p != index_file}
+    if index_file:
+        weight_map = _weight_map(target, index_file, first[index_file])
+    else:
+        weight_map = {name: shard for shard, header in headers.items() if not is_mtp_safetensors(shard) for name in header.tensors}
     for shard in set(weight_map.values()):
         if shard not in files:
             raise SourceError(f"{target.display}: {index_file} names shard '{shard}', which is not in the repo")
     standalone = next((p for p in sorted(files) if is_mtp_safetensors(p) and p not in weight_map.values()), None)
     if standalone:
-        headers[standalone] = read_safetensors_header(target.tree.open(standalone))
+        if standalone not in headers:  # past the first batch's MAX_MTP_SHARDS files named for the head
+            headers[standalone] = _safetensors_file(target, standalone)
         for name in headers[standalone].tensors:
             weight_map.setdefault(name, standalone)
     layers = config.num_hidden_layers if config else None
@@ -215,9 +294,13 @@ def _checkpoint(target: Target, config: ModelConfig | None) -> CheckpointEvidenc
     # Read the shards that hold the head's own projections first: they decide the verdict.
     ordered = sorted(mtp_files, key=lambda f: (0 if any(weight_map[n] == f and "proj" in n for n in mtp.names) else 1, f))
     # PyTorch pickles have no header to range-read: their dtypes stay unknown.
-    for shard in [f for f in ordered if f.endswith(".safetensors")][:MAX_MTP_SHARDS]:
-        if shard not in headers:
-            headers[shard] = read_safetensors_header(target.tree.open(shard))
+    wanted = [f for f in [f for f in ordered if f.endswith(".safetensors")][:MAX_MTP_SHARDS] if f not in headers]
+    if wanted:
+        held: dict[str, list[str]] = {}
+        for name, shard in weight_map.items():
+            held.setdefault(shard, []).append(name)
+        jobs = [partial(_safetensors_file, target, shard, header_size_estimate(held[shard])) for shard in wanted]
+        headers.update(zip(wanted, target.tree.read_batch(jobs)))
     dtypes: dict[str, str | None] = {}
     nbytes = params = 0
     for name in mtp.names:
@@ -260,40 +343,62 @@ def _card(target: Target) -> tuple[ModelCard | None, str | None]:
 def gather(target: Target) -> Evidence:
     ev = Evidence(target)
     files = target.tree.files
-    ev.card, ev.card_problem = _card(target)
     if isinstance(target.tree, LocalTree):
         ev.download = local_download(target.tree.root, files)
-    ev.config_file = _find_config(target)
-    raw_config = _json_file(target, ev.config_file) if ev.config_file else None
-    if raw_config is not None:
-        ev.config = parse_config(raw_config, f"{target.display}/{ev.config_file}")
-    extra = {name: _json_file(target, name) for name in QUANT_FILES if name in files}
-    ev.quant = find_quantization(raw_config, extra)
+    ev.config_file = config_file = _find_config(target)
+    if not target.gguf_files and config_file is None and not any(p.endswith((".safetensors", ".bin")) for p in files):
+        raise SourceError(f"{target.display}: no config.json, safetensors or GGUF files found")
+    # The first batch: everything the listing names.
+    batch = _Batch()
+    card = batch.add(partial(_card, target))
+    config = batch.add(partial(_json_file, target, config_file)) if config_file else None
+    extra = {name: batch.add(partial(_json_file, target, name)) for name in QUANT_FILES if name in files}
     if target.gguf_files:
+        named = pair_by_name(files, target.gguf_files) if target.sidecar_files is None else None
+        sidecar_sets = named.reads if named is not None else [target.sidecar_files or []]
+        needed = set(target.gguf_files) | set(named.choice.files if named and named.choice else target.sidecar_files or [])
+        reads = _gguf_reads(target.gguf_files, main=True) + [r for paths in sidecar_sets for r in _gguf_reads(paths, main=False)]
+        # A candidate whose header cannot be read is passed over: its failure must not stop the batch.
+        gguf_slots = {path: batch.add(partial(_gguf_file, target, path, first) if path in needed
+                                      else partial(_outcome, partial(_gguf_file, target, path, first)))
+                      for path, first in dict(reads).items()}
+    else:
+        index_file, header_slots = _checkpoint_reads(target, batch)
+    batch.run(target)
+    ev.card, ev.card_problem = batch[card]
+    raw_config = batch[config] if config is not None else None
+    if raw_config is not None:
+        ev.config = parse_config(raw_config, f"{target.display}/{config_file}")
+    ev.quant = find_quantization(raw_config, {name: batch[slot] for name, slot in extra.items()})
+    if target.gguf_files:
+        parsed = {path: batch[slot] for path, slot in gguf_slots.items()}
         read: dict[tuple[str, ...], GgufEvidence] = {}
 
         def read_once(paths: list[str]) -> GgufEvidence:
+            missing = [p for p in paths if p not in parsed]
+            if missing:  # a header no name pointed to (another model's, to compare a sidecar with)
+                jobs = [partial(_outcome, partial(_gguf_file, target, p, first)) for p, first in _gguf_reads(missing, main=True)]
+                parsed.update(zip(missing, target.tree.read_batch(jobs)))
             if tuple(paths) not in read:
-                read[tuple(paths)] = _read_gguf(target, paths)
+                read[tuple(paths)] = _gguf_evidence(target, paths, parsed)
             return read[tuple(paths)]
 
         ev.gguf = read_once(target.gguf_files)
-        if target.sidecar_files is None:
-            ev.sidecar_choice = choose_sidecar(files, target.gguf_files, ev.gguf, read_once)
+        if named is not None:
+            ev.sidecar_choice = choose_sidecar(named, ev.gguf, read_once)
         elif target.app is not None and target.app.draft_file and target.sidecar_files:
             ev.sidecar_choice = SidecarChoice(target.sidecar_files, Pairing.draft_layer,
                                               f"{target.sidecar_files[0]}: the DRAFT layer of {target.app.location}")
         else:
-            ev.sidecar_choice = named_sidecar(target.sidecar_files)
+            ev.sidecar_choice = named_sidecar(target.sidecar_files or [])
         if ev.sidecar_choice.files:
             ev.sidecar = read_once(ev.sidecar_choice.files)
         ev.other_sidecars = sorted(
             p for p in sidecar_ggufs(files) if p not in ev.sidecar_choice.files and p not in target.gguf_files
         )
         return ev
-    if raw_config is None and not any(p.endswith((".safetensors", ".bin")) for p in files):
-        raise SourceError(f"{target.display}: no config.json, safetensors or GGUF files found")
-    ev.checkpoint = _checkpoint(target, ev.config)
+    first = {path: batch[slot] for path, slot in header_slots.items()}
+    ev.checkpoint = _checkpoint(target, ev.config, index_file, first)
     if ev.checkpoint is None:
         ev.unreadable_weights = _pickled(files)
     ev.other_sidecars = sorted(sidecar_ggufs(files))

@@ -18,7 +18,7 @@ Headers are read only when no name decides, at most MAX_HEADER_READS of them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -59,16 +59,34 @@ def _agreeing(a: tuple[object, ...], b: tuple[object, ...]) -> int:
     return sum(x == y for x, y in zip(a, b))
 
 
-def choose_sidecar(
-    files: Iterable[str], mains: list[str], main: GgufEvidence, read: Callable[[list[str]], GgufEvidence]
-) -> SidecarChoice:
-    """The sidecar set for the main GGUF ``mains`` (its shards), among ``files`` (a folder or repo listing).
-    ``read`` reads the headers of a set of files (shards), for the pairings no name decides."""
+@dataclass(frozen=True)
+class NamePairing:
+    """What the file names alone decide for one main GGUF: the pairing (``choice``), or the candidate sets
+    whose headers decide it, with what the names already passed over."""
+
+    choice: SidecarChoice | None  # None: the headers decide
+    mains: list[str] = field(default_factory=list)
+    candidates: dict[str, list[str]] = field(default_factory=dict)  # sidecar sets by key
+    unclaimed: list[str] = field(default_factory=list)  # keys of the sets no other model's name claims
+    others: dict[str, str] = field(default_factory=dict)  # the folder's other models: stem -> a file of each
+    passed: tuple[str, ...] = ()
+
+    @property
+    def reads(self) -> list[list[str]]:
+        """The sidecar sets whose headers the pairing reads: the one paired by name, else the candidates."""
+        if self.choice is not None:
+            return [self.choice.files] if self.choice.files else []
+        return [self.candidates[k] for k in self.unclaimed[:MAX_HEADER_READS]]
+
+
+def pair_by_name(files: Iterable[str], mains: list[str]) -> NamePairing:
+    """The pairing the names give for the main GGUF ``mains`` (its shards) among ``files`` (a folder or repo
+    listing), or the candidates whose headers must decide it."""
     files = list(files)
     own = set(mains)
     candidates = group_splits([p for p in sidecar_ggufs(files) if p not in own])
     if not candidates:
-        return SidecarChoice([])
+        return NamePairing(SidecarChoice([]))
     stem = gguf_stem(mains[0])
     model = model_stem(stem)
     # The other models of the folder, by the stem their names share, and a file of each to name it by.
@@ -85,24 +103,26 @@ def choose_sidecar(
     passed = [f"{candidates[k][0]}: named for {owner}, another model here" for k, owner in sorted(claimed.items())]
     if exact:
         key = min(exact, key=order)
-        return _chosen(candidates[key], Pairing.name, f"{candidates[key][0]}: paired by name (the head file of {mains[0]})",
-                       passed)
+        return NamePairing(_chosen(candidates[key], Pairing.name,
+                                   f"{candidates[key][0]}: paired by name (the head file of {mains[0]})", passed))
     if same_model:
         key = min(same_model, key=order)
-        return _chosen(candidates[key], Pairing.same_model, f"{candidates[key][0]}: paired by name (the same model, "
-                       f"{model}, in another quantization than {mains[0]})", passed)
-    return _by_header(sorted(k for k in candidates if k not in claimed), candidates, mains, main, others, read, passed)
+        return NamePairing(_chosen(candidates[key], Pairing.same_model, f"{candidates[key][0]}: paired by name (the same "
+                                   f"model, {model}, in another quantization than {mains[0]})", passed))
+    return NamePairing(None, mains, candidates, sorted(k for k in candidates if k not in claimed), others, tuple(passed))
 
 
-def _by_header(
-    unclaimed: list[str],
-    candidates: dict[str, list[str]],
-    mains: list[str],
-    main: GgufEvidence,
-    others: dict[str, str],
-    read: Callable[[list[str]], GgufEvidence],
-    passed: list[str],
-) -> SidecarChoice:
+def choose_sidecar(named: NamePairing, main: GgufEvidence, read: Callable[[list[str]], GgufEvidence]) -> SidecarChoice:
+    """The sidecar set for the main GGUF whose names gave ``named`` and whose header is ``main``. ``read``
+    reads the headers of a set of files (shards), for the pairings no name decides."""
+    if named.choice is not None:
+        return named.choice
+    return _by_header(named, main, read)
+
+
+def _by_header(named: NamePairing, main: GgufEvidence, read: Callable[[list[str]], GgufEvidence]) -> SidecarChoice:
+    candidates, mains, others, passed = named.candidates, named.mains, named.others, list(named.passed)
+    unclaimed = named.unclaimed
     try:
         ours = identity(main)
     except MtpinspectError:

@@ -127,6 +127,8 @@ class CheckReport:
     bytes_read: int
     bytes_total: int
     requests: int
+    waves: int  # sequential groups of Hub requests: the round trips the check waited for (0 for local files)
+    bytes_cached: int  # bytes the header cache gave instead of the Hub
     # What llama-server would allocate with and without MTP, from llama.cpp's metadata-only load (GGUF only).
     memory: MemoryEstimate | None = None
     notes: list[str] = field(default_factory=list)

@@ -8,7 +8,11 @@ must still end in a verdict or in one line, in bounded time and memory. So each 
 - is retried after HTTP 429, 502, 503, 504 or a dropped connection, ``retries`` times, waiting 1, 2,
   4... seconds, or what a Retry-After header asks when that is at most RETRY_AFTER_CAP; a stall is not
   retried (it already cost ``timeout`` seconds);
-- reads at most ``limit`` body bytes (after inflating a gzip answer), then closes the connection.
+- reads at most ``limit`` body bytes (after inflating a gzip answer), then closes the connection;
+- follows at most MAX_REDIRECTS redirects itself, each hop a request of its own that passes the
+  command's wave gate (sources/waves.py) and is counted, as the server sees it; the Authorization
+  header is not sent to another origin (the Hub's CDN), as httpx does. The answer says where it came
+  from, so that the next read of the same file goes there directly.
 huggingface_hub still makes the URLs, the auth headers and the error classes (hf_raise_for_status),
 and its session carries the requests. Its own retry loop (http_backoff: 5 retries, 1-8 s waits) is
 not on this path, so the retries here are the only ones and the total stays bounded.
@@ -21,10 +25,11 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from mtpinspect.errors import SourceError
 from mtpinspect.sources.reader import ByteMeter
+from mtpinspect.sources.waves import Waves
 
 if TYPE_CHECKING:
     import httpx2
@@ -33,16 +38,20 @@ RETRIED_STATUS = frozenset({429, 502, 503, 504})
 RETRY_AFTER_CAP = 60.0  # seconds; a server asking for more is reported, not waited for
 MAX_BACKOFF = 8.0
 ERROR_BODY_LIMIT = 64 * 1024  # what an error answer may send for its message
+MAX_REDIRECTS = 5  # the Hub redirects a file once (to its CDN), a renamed repo once more
+_REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
 
 
 @dataclass(frozen=True)
 class FetchPolicy:
-    """How long and how often a command asks the Hub (`--timeout`, `--deadline`, `--retries`)."""
+    """How long and how often a command asks the Hub (`--timeout`, `--deadline`, `--retries`), and whether
+    it asks for what the header cache already holds (`--no-cache`)."""
 
     timeout: float = 30.0  # seconds to connect, and between two pieces of an answer
     deadline: float = 300.0  # seconds for all the Hub requests of one command together
     retries: int = 3  # further attempts after a transient failure
     backoff: float = 1.0  # the first wait before a retry; doubles up to MAX_BACKOFF
+    cache: bool = True  # read and keep file headers in the header cache (sources/header_cache.py)
 
 
 class Clock:
@@ -58,12 +67,15 @@ class Clock:
 
 @dataclass(frozen=True)
 class Answer:
-    """A 2xx answer: its status, headers and at most ``limit`` body bytes (``complete``: all of them)."""
+    """A 2xx answer: its status, headers and at most ``limit`` body bytes (``complete``: all of them);
+    ``url`` and ``sent`` are where it came from after any redirect, and the headers sent there."""
 
     status: int
     headers: Mapping[str, str]
     body: bytes
     complete: bool
+    url: str
+    sent: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,7 @@ class _Request:
     headers: Mapping[str, str]
     clock: Clock
     meter: ByteMeter
+    waves: Waves
     what: str  # the thing, in messages: "org/name listing", "org/name/config.json"
 
     @property
@@ -94,10 +107,12 @@ def fetch(
     headers: Mapping[str, str],
     clock: Clock,
     meter: ByteMeter,
+    waves: Waves,
     what: str,
     limit: int,
 ) -> Answer:
-    """One request, retried as the policy says. ``what`` names the thing in messages (repo/file).
+    """One request, retried as the policy says; every hop and attempt passes ``waves``' gate and is
+    counted in ``meter``. ``what`` names the thing in messages (repo/file).
 
     A 4xx (or a 5xx that is not retried) raises huggingface_hub's error for it (hf_raise_for_status);
     a stall, the deadline, a transient failure that outlasts the retries, or an encoding we do not
@@ -105,7 +120,7 @@ def fetch(
     """
     import httpx2
 
-    request = _Request(method, url, headers, clock, meter, what)
+    request = _Request(method, url, headers, clock, meter, waves, what)
     policy = clock.policy
     attempt = 0
     while True:
@@ -142,34 +157,64 @@ def fetch(
 def _attempt(request: _Request, limit: int, *, last: bool) -> Answer | float | None:
     """The answer; or, for a status worth retrying, the wait its Retry-After asks (None: the usual backoff)."""
     import httpx2
-    from huggingface_hub.utils import get_session, hf_raise_for_status
+    from huggingface_hub.utils import get_session
 
     clock = request.clock
-    timeout = httpx2.Timeout(min(clock.policy.timeout, max(clock.left(), 0.001)))
-    request.meter.requests += 1
-    with get_session().stream(request.method, request.url, headers=dict(request.headers), timeout=timeout,
-                              follow_redirects=True) as resp:
-        status = resp.status_code
-        if status in RETRIED_STATUS:
-            retry_after = _retry_after(resp.headers.get("retry-after"))
-            if status == 429 and retry_after is not None and retry_after > RETRY_AFTER_CAP:
-                raise request.error(
-                    f"rate limited (HTTP 429): the Hub asks to retry after {retry_after:g} s, more than the "
-                    f"{RETRY_AFTER_CAP:g} s mtpinspect waits ({request.shown}); try again later"
-                )
-            if last:
-                raise request.error(f"HTTP {status} from the Hub, {_attempts(clock.policy.retries + 1)} ({request.shown}); "
-                                    "try again later, or raise --retries")
-            return retry_after
-        if status >= 400:
-            body, _ = _read_body(resp, request, ERROR_BODY_LIMIT)
-            # huggingface_hub builds its error from a bounded copy of the answer.
-            plain = {k: v for k, v in resp.headers.items() if k.lower() not in ("content-encoding", "content-length")}
-            hf_raise_for_status(httpx2.Response(status, headers=plain, content=body, request=resp.request))
-        if not 200 <= status < 300:
-            raise request.error(f"unexpected HTTP {status} from the Hub ({request.shown})")
-        body, complete = _read_body(resp, request, limit)
-        return Answer(status, resp.headers, body, complete)
+    url, headers = request.url, dict(request.headers)
+    for _ in range(MAX_REDIRECTS + 1):
+        request.meter.count_request(request.waves.gate())
+        if clock.left() <= 0:
+            raise _past_deadline(request)
+        timeout = httpx2.Timeout(min(clock.policy.timeout, max(clock.left(), 0.001)))
+        with get_session().stream(request.method, url, headers=headers, timeout=timeout, follow_redirects=False) as resp:
+            location = resp.headers.get("location")
+            if resp.status_code not in _REDIRECT_STATUS or not location:
+                return _answer(request, resp, limit, last=last, url=url, sent=headers)
+            _read_body(resp, request, ERROR_BODY_LIMIT)  # counted: the server counts what it sent
+        target = urljoin(url, location)
+        headers = redirect_headers(headers, url, target)
+        url = target
+    raise request.error(f"more than {MAX_REDIRECTS} redirects ({request.shown})")
+
+
+def redirect_headers(headers: Mapping[str, str], source: str, target: str) -> dict[str, str]:
+    """The headers of a request sent on to ``target``: no Authorization to another origin (httpx's rule:
+    a token for the Hub is not the CDN's business), except an http -> https upgrade of the same host."""
+    a, b = urlsplit(source), urlsplit(target)
+    upgrade = (a.scheme, b.scheme) == ("http", "https") and a.hostname == b.hostname and b.port in (None, 443)
+    if (a.scheme, a.netloc) == (b.scheme, b.netloc) or upgrade:
+        return dict(headers)
+    return {k: v for k, v in headers.items() if k.lower() != "authorization"}
+
+
+def _answer(request: _Request, resp: httpx2.Response, limit: int, *, last: bool, url: str,
+            sent: Mapping[str, str]) -> Answer | float | None:
+    """What one final (not redirected) response gives: the answer, or the wait before a retry."""
+    import httpx2
+    from huggingface_hub.utils import hf_raise_for_status
+
+    clock = request.clock
+    status = resp.status_code
+    if status in RETRIED_STATUS:
+        retry_after = _retry_after(resp.headers.get("retry-after"))
+        if status == 429 and retry_after is not None and retry_after > RETRY_AFTER_CAP:
+            raise request.error(
+                f"rate limited (HTTP 429): the Hub asks to retry after {retry_after:g} s, more than the "
+                f"{RETRY_AFTER_CAP:g} s mtpinspect waits ({request.shown}); try again later"
+            )
+        if last:
+            raise request.error(f"HTTP {status} from the Hub, {_attempts(clock.policy.retries + 1)} ({request.shown}); "
+                                "try again later, or raise --retries")
+        return retry_after
+    if status >= 400:
+        body, _ = _read_body(resp, request, ERROR_BODY_LIMIT)
+        # huggingface_hub builds its error from a bounded copy of the answer.
+        plain = {k: v for k, v in resp.headers.items() if k.lower() not in ("content-encoding", "content-length")}
+        hf_raise_for_status(httpx2.Response(status, headers=plain, content=body, request=resp.request))
+    if not 200 <= status < 300:
+        raise request.error(f"unexpected HTTP {status} from the Hub ({request.shown})")
+    body, complete = _read_body(resp, request, limit)
+    return Answer(status, resp.headers, body, complete, url, sent)
 
 
 def _read_body(resp: httpx2.Response, request: _Request, limit: int) -> tuple[bytes, bool]:

@@ -5,15 +5,20 @@ HF_ENDPOINT), error classes and HTTP session. Every request is made by sources.f
 (timeout, deadline), retried when the failure is transient, bounded in bytes. Nothing here downloads a
 weight file: GGUF and safetensors are read through HTTP Range requests, and every byte that comes back
 is counted in a ByteMeter.
+
+Round trips are what a remote check costs, so: reads of several files go out together (read_batch,
+sources/waves.py); a file the Hub redirected to its CDN is read there directly the next time (the
+redirect costs a round trip); and what was read is kept in the header cache (sources/header_cache.py),
+so the next check of the same files at the same commit reads nothing but the listing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx2
@@ -30,10 +35,14 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import build_hf_headers, validate_repo_id
 
 from mtpinspect.errors import SourceError, shown
-from mtpinspect.sources.fetch import Clock, FetchPolicy, fetch
+from mtpinspect.sources.fetch import Answer, Clock, FetchPolicy, fetch
+from mtpinspect.sources.header_cache import CacheKey, HeaderCache, Spans
 from mtpinspect.sources.reader import JSON_LIMITS, ByteMeter, JsonKind, RepoFile, parse_json
+from mtpinspect.sources.waves import Waves
 
+T = TypeVar("T")
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+_ETAG = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a git blob id (sha1) or an LFS sha256
 
 
 @dataclass
@@ -51,6 +60,8 @@ class HubRepo:
     meter: ByteMeter = field(default_factory=ByteMeter)
     clock: Clock = field(default_factory=Clock)  # the command's timeout, retries and deadline
     card_data: dict[str, Any] | None = None  # README.md's front matter as the Hub parsed it (model info cardData)
+    waves: Waves = field(default_factory=Waves)  # the gate every request of the command passes
+    cache: HeaderCache | None = None  # None: --no-cache
 
     @property
     def name(self) -> str:
@@ -72,16 +83,26 @@ class HubRepo:
     def open(self, path: str) -> HubFileReader:
         if path not in self.files:
             raise SourceError(f"{self.repo_id}: no file '{path}' at revision {self.sha[:12]}")
-        if self.files[path].size is None:
-            self.files[path] = RepoFile(path, self._size_of(path))
+        listed = self.files[path]
+        if listed.size is None:
+            self.files[path] = RepoFile(path, self._size_of(path), listed.etag)
         return HubFileReader(self, path)
+
+    def read_batch(self, jobs: Sequence[Callable[[], T]]) -> list[T]:
+        """Run ``jobs`` together: their requests go out in waves (sources/waves.py)."""
+        return self.waves.run(jobs)
+
+    def cache_key(self, path: str) -> CacheKey | None:
+        """The header cache's key of a file: None when it is not cached (--no-cache, no ETag listed)."""
+        etag = self.files[path].etag
+        return CacheKey(self.repo_id, self.sha, path, etag) if self.cache is not None and etag else None
 
     def _size_of(self, path: str) -> int:
         """The size of a file the listing gave none for (a mirror that ignores ?blobs=true): one HEAD."""
         name = f"{self.repo_id}/{path}"
         with _hub_errors(self.repo_id, self.revision, path):
             answer = fetch("HEAD", self.url(path), headers={**self.headers(), "Accept-Encoding": "identity"},
-                           clock=self.clock, meter=self.meter, what=name, limit=0)
+                           clock=self.clock, meter=self.meter, waves=self.waves, what=name, limit=0)
         # huggingface_hub's rule: X-Linked-Size for LFS files (on the redirect), else Content-Length.
         size = answer.headers.get("x-linked-size") or answer.headers.get("content-length")
         if size is None or not size.isdigit():
@@ -90,12 +111,17 @@ class HubRepo:
 
 
 class HubFileReader:
-    """A RangeReader over one file of a Hub repo: each read_at is one HTTP Range request (plus retries)."""
+    """A RangeReader over one file of a Hub repo: each read_at is one HTTP Range request (plus retries and
+    a redirect), unless the header cache holds the bytes."""
 
     def __init__(self, repo: HubRepo, path: str) -> None:
         self.repo = repo
         self.path = path
         self.name = f"{repo.repo_id}/{path}"
+        self._key = repo.cache_key(path)
+        self._cached = (repo.cache.load(self._key) if repo.cache is not None and self._key else None) or Spans()
+        # Where the Hub redirected the last read (its CDN) and the headers sent there: the next read goes there.
+        self._location: tuple[str, dict[str, str]] | None = None
 
     @property
     def size(self) -> int:
@@ -104,15 +130,37 @@ class HubFileReader:
         return size
 
     def read_at(self, offset: int, length: int) -> bytes:
-        """Bytes [offset, offset + length) of the file: the one bounded, timed, retried range read."""
+        """Bytes [offset, offset + length) of the file: from the header cache, else the one bounded, timed,
+        retried range read (kept in the cache)."""
         if length <= 0 or offset >= self.size:
             return b""
         end = min(offset + length, self.size) - 1
         wanted = end - offset + 1
-        headers = {**self.repo.headers(), "Range": f"bytes={offset}-{end}", "Accept-Encoding": "identity"}
+        cached = self._cached.get(offset, wanted)
+        if cached is not None:
+            self.repo.meter.add_cached(len(cached))
+            return cached
+        data = self._fetch(offset, end)
+        if self._key is not None and self.repo.cache is not None:
+            self._cached.add(offset, data)
+            self.repo.cache.store(self._key, self._cached)
+        return data
+
+    def _fetch(self, offset: int, end: int) -> bytes:
+        wanted = end - offset + 1
+        span = {"Range": f"bytes={offset}-{end}", "Accept-Encoding": "identity"}
         with _hub_errors(self.repo.repo_id, self.repo.revision, self.path):
-            answer = fetch("GET", self.repo.url(self.path), headers=headers, clock=self.repo.clock,
-                           meter=self.repo.meter, what=self.name, limit=wanted)
+            answer = None
+            if self._location is not None:
+                url, sent = self._location
+                try:
+                    answer = self._get(url, {**sent, **span}, wanted)
+                except HfHubHTTPError:
+                    self._location = None  # a signed CDN address that expired: ask the Hub again
+            if answer is None:
+                answer = self._get(self.repo.url(self.path), {**self.repo.headers(), **span}, wanted)
+        if answer.url != self.repo.url(self.path):
+            self._location = (answer.url, {k: v for k, v in answer.sent.items() if k not in span})
         if answer.status == 200 and offset > 0:
             # A server that ignores Range sends the whole file from byte 0: never read a weight file.
             raise SourceError(f"{self.name}: the server ignores HTTP Range requests (200 to bytes {offset}-{end}); "
@@ -123,6 +171,10 @@ class HubFileReader:
             raise SourceError(f"{self.name}: the Hub sent {len(answer.body):,} of the {wanted:,} bytes asked for "
                               f"(bytes {offset}-{end} of {self.size:,}); the connection ended early")
         return answer.body
+
+    def _get(self, url: str, headers: dict[str, str], wanted: int) -> Answer:
+        return fetch("GET", url, headers=headers, clock=self.repo.clock, meter=self.repo.meter, waves=self.repo.waves,
+                     what=self.name, limit=wanted)
 
     def _check_content_range(self, value: str | None, offset: int, end: int) -> None:
         """The answer is the bytes asked for, of a file of the listed size; else the server is wrong."""
@@ -174,6 +226,7 @@ def open_repo(
     endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
     clock = Clock(policy)
     meter = ByteMeter()
+    waves = Waves()
     url = f"{endpoint}/api/models/{repo_id}"
     if revision is not None:
         url += f"/revision/{quote(revision, safe='')}"
@@ -181,7 +234,7 @@ def open_repo(
     with _hub_errors(repo_id, revision):
         validate_repo_id(repo_id)
         answer = fetch("GET", f"{url}?blobs=true", headers={**build_hf_headers(token=token), "Accept-Encoding": "gzip"},
-                       clock=clock, meter=meter, what=what, limit=JSON_LIMITS[JsonKind.listing].max_bytes)
+                       clock=clock, meter=meter, waves=waves, what=what, limit=JSON_LIMITS[JsonKind.listing].max_bytes)
     if not answer.complete:
         raise SourceError(f"{what}: the Hub's answer is larger than {JSON_LIMITS[JsonKind.listing].max_bytes >> 20} MiB "
                           "(no real listing is); not reading it")
@@ -200,6 +253,8 @@ def open_repo(
         meter=meter,
         card_data=listing.get("cardData") if isinstance(listing.get("cardData"), dict) else None,
         clock=clock,
+        waves=waves,
+        cache=HeaderCache.default() if clock.policy.cache else None,
     )
 
 
@@ -222,5 +277,13 @@ def _parse_listing(listing: Any, what: str) -> tuple[str, dict[str, RepoFile]]:
         size = sibling.get("size", lfs.get("size") if isinstance(lfs, dict) else None)
         if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
             raise SourceError(f"{what}: the size of {path!r} is {shown(size)}, not a number of bytes")
-        files[path] = RepoFile(path, size)
+        files[path] = RepoFile(path, size, _etag(sibling))
     return sha, files
+
+
+def _etag(sibling: dict[str, Any]) -> str | None:
+    """The content id the Hub serves a file's ETag from: the LFS sha256, else the git blob id; None when the
+    listing has neither (or not in their form: then the file is not cached)."""
+    lfs = sibling.get("lfs")
+    etag = lfs.get("sha256") if isinstance(lfs, dict) else sibling.get("blobId")
+    return etag if isinstance(etag, str) and _ETAG.fullmatch(etag) else None

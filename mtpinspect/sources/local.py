@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from mtpinspect.errors import SourceError
 from mtpinspect.sources.filenames import HF_CACHE_FOLDER, is_gguf
 from mtpinspect.sources.reader import ByteMeter, LocalFileReader, RepoFile
 
+T = TypeVar("T")
 _SKIPPED_DIRS = {".git", ".cache", "__pycache__"}
 # A model's snapshot holds at most a few thousand files, a few folders deep.
 MAX_ENTRIES = 100_000
@@ -62,6 +63,10 @@ class LocalTree:
         if rel not in self.files:
             raise SourceError(f"{self.root}: no file '{rel}'")
         return LocalFileReader(self.path(rel), meter=self.meter)
+
+    def read_batch(self, jobs: Sequence[Callable[[], T]]) -> list[T]:
+        """One after the other: a local read is no round trip."""
+        return [job() for job in jobs]
 
 
 def _walk(root: Path, *, depth: int, descend: Callable[[str], bool], keep: Callable[[str], bool]) -> dict[str, RepoFile]:

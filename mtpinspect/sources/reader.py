@@ -3,22 +3,25 @@
 Format parsers read through a ``RangeReader`` and never ask where the bytes come from. Each
 ``read_at`` may be an HTTP round trip (the Hub reader sends one Range request per call), so parsers
 ask for few, large reads. A ``Tree`` is a set of such files with their sizes (a Hub repo at one
-commit, a local folder): what a new kind of source implements.
+commit, a local folder): what a new kind of source implements. ``Tree.read_batch`` runs jobs that read
+several of its files at once (a Hub repo sends their requests together, in waves: sources/waves.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from mtpinspect.errors import FormatError, SourceError
 
 MIB = 1024 * 1024
+T = TypeVar("T")
 
 
 class JsonKind(str, Enum):
@@ -54,17 +57,36 @@ MAX_INT_DIGITS = 30  # no count or size in a model file needs more; Python refus
 
 @dataclass
 class ByteMeter:
-    """What a check costs: bytes fetched and requests made, summed over every reader sharing it.
+    """What a check costs: bytes fetched, requests made and the sequential waves they went out in
+    (sources/waves.py), summed over every reader sharing it (from several threads), and the bytes the
+    header cache gave instead.
 
-    ``add`` counts bytes only; whoever makes the request also bumps ``requests`` (one HTTP response
-    body may be counted by a hook that does not know how many requests it belongs to).
+    ``add`` counts bytes only; whoever makes the request also counts it (``count_request``): a redirect
+    hop and a retry are requests of their own, as the server sees them.
     """
 
     bytes_read: int = 0
     requests: int = 0
+    waves: int = 0
+    bytes_cached: int = 0
+    _last_wave: int | None = field(default=None, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, nbytes: int) -> None:
-        self.bytes_read += nbytes
+        with self._lock:
+            self.bytes_read += nbytes
+
+    def count_request(self, wave: int | None = None) -> None:
+        """One request, sent in ``wave`` (the id Waves.gate gave it; None: a local read, no wave)."""
+        with self._lock:
+            self.requests += 1
+            if wave is not None and wave != self._last_wave:
+                self.waves += 1
+                self._last_wave = wave
+
+    def add_cached(self, nbytes: int) -> None:
+        with self._lock:
+            self.bytes_cached += nbytes
 
 
 @dataclass(frozen=True)
@@ -72,10 +94,12 @@ class RepoFile:
     """One file of a tree: its path relative to the tree's root ('/'-separated) and its size.
 
     A size is None only in a Hub listing that gave none (a mirror that ignores ?blobs=true); the tree
-    learns it when the file is opened."""
+    learns it when the file is opened. ``etag`` is the Hub's id of the content (the LFS sha256, else the
+    git blob id; the ETag it serves the file with), when the listing gives one."""
 
     path: str
     size: int | None
+    etag: str | None = None
 
 
 class RangeReader(Protocol):
@@ -122,7 +146,7 @@ class LocalFileReader:
         except OSError as exc:
             raise SourceError(f"{self.name}: cannot read ({exc.strerror or exc})") from None
         if self.meter is not None:
-            self.meter.requests += 1
+            self.meter.count_request()
             self.meter.add(len(data))
         return data
 
@@ -165,6 +189,12 @@ class Tree(Protocol):
 
     def ref(self, path: str) -> str:
         """How a printed command names the file: its local path, or its name in the repo."""
+        ...
+
+    def read_batch(self, jobs: Sequence[Callable[[], T]]) -> list[T]:
+        """Run ``jobs``, each reading files of this tree, and return their results in order: together where
+        reads are round trips (their requests go out in waves), one after the other where they are not.
+        The first failed job's error is raised."""
         ...
 
 
