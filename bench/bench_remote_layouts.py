@@ -6,16 +6,20 @@ loopback Hub stand-in (tests/hubstub.py) with the LFS redirect on: every read of
 from the Hub, then the bytes from a second loopback origin, as on the real Hub. Each request waits
 --latency-ms before it is answered. For each layout and latency it runs:
 
-- `mtpinspect.check(SOURCE)` in this process (the best of --repeat runs, after one warm-up run:
-  the machine is shared, and load only ever adds time);
-- with --cli, `python -m mtpinspect check SOURCE --format json` (HF_ENDPOINT set; includes start-up);
+- `mtpinspect.check(SOURCE)` in this process, with the header cache bypassed (the median of --repeat
+  runs, after one warm-up run; the best too: the machine is shared, and load only ever adds time);
+- the same with the header cache warm ("mtpinspect cached": a second check of the same revision);
+- with --cli, `python -m mtpinspect check SOURCE --no-cache --format json` (HF_ENDPOINT set; includes
+  start-up);
 - for GGUF layouts, @huggingface/gguf's ggufAllShards on the same file (node bench/node/gguf_remote.mjs;
   install it first with `npm ci --prefix bench/node`); its time is measured inside node.
 
+mtpinspect runs without llama.cpp's verify step (--no-verify): it is local work after the reads, the
+same for every latency. The header cache lives in a temporary MTPINSPECT_CACHE_DIR, never the user's.
+
 From the stand-in's request log: requests (Hub + CDN, the redirects among them), sequential waves,
-most requests in flight, bytes sent. And whether the report's own `requests`/`bytes_read` equal what
-the server saw (a redirected read is one request for the reader, two for the server: the report is
-compared with the Hub-origin requests).
+most requests in flight, bytes sent. And whether the report's own `requests`/`waves`/`bytes_read` equal
+what the server saw.
 
     python bench/bench_remote_layouts.py [--latency-ms 0,50,150] [--layout NAME ...] [--repeat 3]
                                          [--cli] [--no-js] [--no-lfs-redirect] [--json out.json]
@@ -29,6 +33,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,9 +54,12 @@ from hubstub import HubStub, RequestRecord, traffic  # noqa: E402
 from remote_layouts import LAYOUTS, Layout  # noqa: E402
 
 import mtpinspect  # noqa: E402
+from mtpinspect.cache_dir import CACHE_ENV  # noqa: E402
+from mtpinspect.sources.fetch import FetchPolicy  # noqa: E402
 
 MB = 1_000_000
-Reader = Literal["mtpinspect", "mtpinspect CLI", "@huggingface/gguf"]  # "mtpinspect": check() in this process
+# "mtpinspect": check() in this process; "mtpinspect cached": the same with the header cache warm.
+Reader = Literal["mtpinspect", "mtpinspect cached", "mtpinspect CLI", "@huggingface/gguf"]
 
 
 @dataclass
@@ -67,9 +75,11 @@ class Run:
     waves: int
     max_in_flight: int
     bytes: int
-    seconds: float  # the best of the repeats (all of them in seconds_all)
+    seconds: float  # the median of the repeats (all of them in seconds_all)
+    seconds_best: float
     seconds_all: list[float]
     report_requests: int | None = None  # what the reader says it did (mtpinspect only)
+    report_waves: int | None = None
     report_bytes: int | None = None
     verdict: str = ""
     round_trips: float | None = None  # (seconds - seconds at 0 ms) / latency: the sequential round trips paid
@@ -79,8 +89,10 @@ class Run:
         if self.report_requests is None:
             return "-"
         problems = []
-        if self.report_requests != self.hub_requests:
-            problems.append(f"requests {self.report_requests} vs {self.hub_requests}")
+        if self.report_requests != self.requests:
+            problems.append(f"requests {self.report_requests} vs {self.requests}")
+        if self.report_waves != self.waves:
+            problems.append(f"waves {self.report_waves} vs {self.waves}")
         if self.report_bytes != self.bytes:
             problems.append(f"bytes {self.report_bytes:,} vs {self.bytes:,}")
         return "; ".join(problems) or "exact"
@@ -98,27 +110,32 @@ def _server_view(records: list[RequestRecord]) -> dict[str, int]:
     }
 
 
-def _best(views: list[dict[str, int]], seconds: list[float], what: str) -> dict[str, Any]:
-    """The fastest repeat: its server view and time. Request patterns should not vary between repeats
-    (waves can, at 0 ms, for a reader that sends requests together): say so when they do."""
+def _summary(views: list[dict[str, int]], seconds: list[float], what: str) -> dict[str, Any]:
+    """The median time of the repeats and the best, with the server's view. Request patterns should not
+    vary between repeats (waves can, at 0 ms: the server may answer requests sent together one after the
+    other); say so when they do, and give the median repeat's."""
     if any(v != views[0] for v in views[1:]):
         print(f"note: {what}: the request pattern varied between repeats: {views}", file=sys.stderr)
-    best = seconds.index(min(seconds))
-    return {**views[best], "seconds": seconds[best], "seconds_all": seconds}
+    median = sorted(range(len(seconds)), key=seconds.__getitem__)[len(seconds) // 2]
+    return {**views[median], "seconds": statistics.median(seconds), "seconds_best": min(seconds), "seconds_all": seconds}
 
 
-def run_in_process(stub: HubStub, layout: Layout, latency_ms: int, repeat: int) -> Run:
+def run_in_process(stub: HubStub, layout: Layout, latency_ms: int, repeat: int, *, cached: bool = False) -> Run:
+    policy = FetchPolicy(cache=cached)
+    if cached:
+        mtpinspect.check(layout.source, endpoint=stub.url, verify=False, policy=policy)  # fills the header cache
     views, seconds = [], []
     for _ in range(repeat):
         stub.reset_counters()
         start = time.perf_counter()
-        report = mtpinspect.check(layout.source, endpoint=stub.url)
+        report = mtpinspect.check(layout.source, endpoint=stub.url, verify=False, policy=policy)
         seconds.append(time.perf_counter() - start)
         views.append(_server_view(stub.requests(layout.repo_id)))
     _expect_mtp(report.mtp_layers, layout)
+    reader: Reader = "mtpinspect cached" if cached else "mtpinspect"
     return Run(
-        layout.name, latency_ms, "mtpinspect", **_best(views, seconds, f"{layout.name} at {latency_ms} ms"),
-        report_requests=report.requests,
+        layout.name, latency_ms, reader, **_summary(views, seconds, f"{layout.name} ({reader}) at {latency_ms} ms"),
+        report_requests=report.requests, report_waves=report.waves,
         report_bytes=report.bytes_read, verdict=f"{report.layout}, {report.mtp_layers} MTP layer(s), exit {report.exit_code}",
     )  # fmt: skip
 
@@ -131,7 +148,7 @@ def run_cli(stub: HubStub, layout: Layout, latency_ms: int, repeat: int) -> Run:
         stub.reset_counters()
         start = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "mtpinspect", "check", layout.source, "--format", "json"],
+            [sys.executable, "-m", "mtpinspect", "check", layout.source, "--no-cache", "--no-verify", "--format", "json"],
             capture_output=True, text=True, env=env, timeout=600,
         )  # fmt: skip
         seconds.append(time.perf_counter() - start)
@@ -141,8 +158,8 @@ def run_cli(stub: HubStub, layout: Layout, latency_ms: int, repeat: int) -> Run:
     doc = json.loads(done.stdout)
     _expect_mtp(doc["mtp_layers"], layout)
     return Run(
-        layout.name, latency_ms, "mtpinspect CLI", **_best(views, seconds, f"{layout.name} CLI at {latency_ms} ms"),
-        report_requests=doc["requests"],
+        layout.name, latency_ms, "mtpinspect CLI", **_summary(views, seconds, f"{layout.name} CLI at {latency_ms} ms"),
+        report_requests=doc["requests"], report_waves=doc["waves"],
         report_bytes=doc["bytes_read"], verdict=f"{doc['layout']}, {doc['mtp_layers']} MTP layer(s), exit {done.returncode}",
     )  # fmt: skip
 
@@ -162,7 +179,7 @@ def run_js(stub: HubStub, layout: Layout, latency_ms: int, repeat: int) -> Run:
         seconds.append(result["seconds"])
         views.append(_server_view(stub.requests(layout.repo_id)))
     return Run(
-        layout.name, latency_ms, "@huggingface/gguf", **_best(views, seconds, f"{layout.name} JS at {latency_ms} ms"),
+        layout.name, latency_ms, "@huggingface/gguf", **_summary(views, seconds, f"{layout.name} JS at {latency_ms} ms"),
         verdict=f"{result['arch']}, {result['shards']} shard(s), {result['tensors']} tensors",
     )  # fmt: skip
 
@@ -194,11 +211,13 @@ def table(runs: list[Run]) -> str:
     rows = [
         [
             r.layout, r.latency_ms, r.reader, f"{r.requests} ({r.redirects})", r.waves, r.max_in_flight,
-            f"{r.bytes / MB:.2f}", f"{r.seconds:.3f}", "-" if r.round_trips is None else r.round_trips, r.accounting,
+            f"{r.bytes / MB:.2f}", f"{r.seconds:.3f}", f"{r.seconds_best:.3f}", "-" if r.round_trips is None else r.round_trips,
+            r.accounting,
         ]
         for r in runs
     ]  # fmt: skip
-    headers = ["layout", "ms", "reader", "requests (302s)", "waves", "max in flight", "MB", "seconds", "RTTs", "report vs server"]
+    headers = ["layout", "ms", "reader", "requests (302s)", "waves", "max in flight", "MB", "median s", "best s", "RTTs",
+               "report vs server"]
     return tabulate(rows, headers, disable_numparse=True)
 
 
@@ -221,23 +240,29 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-remote-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    # The header cache of these runs (in process and the CLI's): a fresh folder, never the user's.
+    cache = Path(tempfile.mkdtemp(prefix="bench-remote-cache-"))
+    os.environ[CACHE_ENV] = str(cache)
     runs: list[Run] = []
     try:
         layouts = [LAYOUTS[name](workdir) for name in names]
         with HubStub(lfs_redirect=not args.no_lfs_redirect) as stub:
             for layout in layouts:
                 stub.add_repo(layout.repo_id, layout.files)
-                mtpinspect.check(layout.source, endpoint=stub.url)  # warm-up: imports, connections
+                # Warm-up: imports, connections.
+                mtpinspect.check(layout.source, endpoint=stub.url, verify=False, policy=FetchPolicy(cache=False))
             for latency in latencies:
                 stub.latency = latency / 1000
                 for layout in layouts:
                     runs.append(run_in_process(stub, layout, latency, args.repeat))
+                    runs.append(run_in_process(stub, layout, latency, args.repeat, cached=True))
                     if args.cli:
                         runs.append(run_cli(stub, layout, latency, args.repeat))
                     if layout.gguf_entry and not args.no_js and not js_problem:
                         runs.append(run_js(stub, layout, latency, args.repeat))
                     print(f"done: {layout.name} at {latency} ms", file=sys.stderr, flush=True)
     finally:
+        shutil.rmtree(cache, ignore_errors=True)
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
     add_round_trips(runs)

@@ -8,6 +8,9 @@ sparse hole) and served by the Hub stand-in (tests/hubstub.py):
 - `gguf-split-5`: a GLM-4.7-like Q4_K_M split in 5 shards in its own folder, as unsloth publishes them
   (1,573 tensors, 151,552-token vocabulary; every key and a 6.1 MB header in shard 1, 19.7 KB headers in
   shards 2-5);
+- `gguf-sidecar`: the two files of a `--no-mtp` / `--mtp` conversion, as Qwen3.6 MTP GGUFs are published: the
+  trunk and its `mtp-` sidecar (the MTP block, the embedding and the output), each with the GLM-4.5-Air-like
+  150,000-token vocabulary (5.8 MiB headers), checked as `REPO:Q4_K_M`;
 - `safetensors-163`: a DeepSeek-V3-like FP8 checkpoint (the real config.json; 91,991 tensors, 641.29 GiB,
   as a public tensor listing of the real 163-file DeepSeek-R1 counts them; an 8.9 MB
   model.safetensors.index.json) in 163 shards, the MTP layer 61 (1,564 tensors, a 203 KB header) alone
@@ -83,6 +86,20 @@ def gguf_split(workdir: Path, n_shards: int = 5) -> Layout:
         source="bench/GLM-4.7-GGUF:Q4_K_M",
         gguf_entry=f"Q4_K_M/{shards[0].name}",
         description=f"GLM-4.7-like Q4_K_M split in {n_shards} shards, 1,573 tensors, 151,552-token vocabulary",
+    )
+
+
+def gguf_sidecar(workdir: Path) -> Layout:
+    trunk = write_big_gguf(workdir / "GLM-4.5-Air-Q4_K_M.gguf", size_gib=8, part="trunk")
+    head = write_big_gguf(workdir / "mtp-GLM-4.5-Air-Q4_K_M.gguf", size_gib=8, part="mtp")
+    files: dict[str, FileSource] = {trunk.path.name: trunk.path, head.path.name: head.path, "README.md": GGUF_README}
+    return Layout(
+        name="gguf-sidecar",
+        repo_id="bench/GLM-4.5-Air-MTP-GGUF",
+        files=files,
+        source="bench/GLM-4.5-Air-MTP-GGUF:Q4_K_M",
+        gguf_entry=None,  # @huggingface/gguf reads one file (or a split set), not a pair
+        description="a --no-mtp trunk and its mtp- sidecar, each with a 150k-token vocabulary",
     )
 
 
@@ -207,6 +224,7 @@ def deepseek_v3_checkpoint(workdir: Path, mtp_shards: int) -> Layout:
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "gguf-single": gguf_single,
     "gguf-split-5": gguf_split,
+    "gguf-sidecar": gguf_sidecar,
     "safetensors-163": lambda workdir: deepseek_v3_checkpoint(workdir, 1),
     "safetensors-163-mtp4": lambda workdir: deepseek_v3_checkpoint(workdir, 4),
 }

@@ -3,7 +3,7 @@
 A check needs the keys and tensor names of files that may be hundreds of GB on the Hub, so the parser:
 
 - reads in few, large requests: 2 MiB first (less for a file whose header is expected small: a split
-  shard after the first, an mtp- sidecar); when that runs out, one read sized from what is still to
+  shard after the first); when that runs out, one read sized from what is still to
   come (the rest of the array being walked, estimated from its item count and the average item size
   so far; the per-token arrays and the merges the tokenizer model has; the tensor infos) plus slack;
   a 150k-token vocabulary with merges takes 2 reads and fetches well under 2 MiB past the header
@@ -39,7 +39,7 @@ from mtpinspect.sources.reader import RangeReader
 
 FIRST_READ = 2 * 1024 * 1024
 # The first read of a file whose header is expected small: a split shard after the first holds only the
-# split keys and its tensor infos (about 20 KB for 300 tensors); a sidecar's grows from there.
+# split keys and its tensor infos (about 20 KB for 300 tensors). A longer header grows from there.
 SMALL_FIRST_READ = 64 * 1024
 # Later reads add slack for what the estimate gets wrong: a fixed part, and a share of the estimated
 # string bytes (string lengths drift along an array: BPE merges grow longer with rank). Tuned on the

@@ -198,10 +198,12 @@ def _gguf_file(target: Target, path: str, first_read: int) -> ParsedGguf:
     return read_gguf_header(recording, first_read).require_data(), recording.pieces
 
 
-def _gguf_reads(paths: list[str], *, main: bool) -> list[tuple[str, int]]:
-    """Each file of a GGUF set with the size of its first read: a split's shards after the first hold only
-    the split keys and their tensor infos, and a sidecar's header grows from a small read too."""
-    return [(path, FIRST_READ if main and i == 0 else SMALL_FIRST_READ) for i, path in enumerate(paths)]
+def _gguf_reads(paths: list[str]) -> list[tuple[str, int]]:
+    """Each file of a GGUF set (a split's shards, or one file) with the size of its first read: the shards
+    after the first hold only the split keys and their tensor infos. (An mtp- sidecar's first file is read
+    like a main one: it carries the whole tokenizer, and a 64 KiB sample of its token list is too short to
+    size the rest: a third read, a fourth wave, for a 150k-token vocabulary; bench/README.md.)"""
+    return [(path, FIRST_READ if i == 0 else SMALL_FIRST_READ) for i, path in enumerate(paths)]
 
 
 def _gguf_evidence(target: Target, paths: list[str], parsed: Mapping[str, ParsedGguf | MtpinspectError]) -> GgufEvidence:
@@ -357,7 +359,7 @@ def gather(target: Target) -> Evidence:
         named = pair_by_name(files, target.gguf_files) if target.sidecar_files is None else None
         sidecar_sets = named.reads if named is not None else [target.sidecar_files or []]
         needed = set(target.gguf_files) | set(named.choice.files if named and named.choice else target.sidecar_files or [])
-        reads = _gguf_reads(target.gguf_files, main=True) + [r for paths in sidecar_sets for r in _gguf_reads(paths, main=False)]
+        reads = [r for paths in [target.gguf_files, *sidecar_sets] for r in _gguf_reads(paths)]
         # A candidate whose header cannot be read is passed over: its failure must not stop the batch.
         gguf_slots = {path: batch.add(partial(_gguf_file, target, path, first) if path in needed
                                       else partial(_outcome, partial(_gguf_file, target, path, first)))
@@ -377,7 +379,7 @@ def gather(target: Target) -> Evidence:
         def read_once(paths: list[str]) -> GgufEvidence:
             missing = [p for p in paths if p not in parsed]
             if missing:  # a header no name pointed to (another model's, to compare a sidecar with)
-                jobs = [partial(_outcome, partial(_gguf_file, target, p, first)) for p, first in _gguf_reads(missing, main=True)]
+                jobs = [partial(_outcome, partial(_gguf_file, target, p, first)) for p, first in _gguf_reads(missing)]
                 parsed.update(zip(missing, target.tree.read_batch(jobs)))
             if tuple(paths) not in read:
                 read[tuple(paths)] = _gguf_evidence(target, paths, parsed)
