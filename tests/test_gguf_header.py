@@ -30,6 +30,7 @@ from mtpinspect.formats.gguf import (
     FIRST_READ,
     MAX_HEADER_BYTES,
     MAX_LISTED_ITEMS,
+    SMALL_FIRST_READ,
     ArraySummary,
     GGUFHeader,
     read_gguf_header,
@@ -200,7 +201,8 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> BigGGUF:
 def test_big_file_remote_pattern_stays_within_bounds(big: BigGGUF) -> None:
     reader = RecordingReader(big.path)
     header = read_gguf_header(reader)
-    assert len(reader.calls) <= 3, reader.calls
+    # 2 MiB, then the rest in one read sized from the token count (the merges still to come included).
+    assert len(reader.calls) == 2, reader.calls
     assert reader.bytes_read <= header.header_size + 2 * MiB, (reader.bytes_read, header.header_size)
     assert header.header_size > FIRST_READ  # the bound is exercised, not met by one read
     assert max(offset + got for offset, _, got in reader.calls) <= header.header_size + 2 * MiB
@@ -239,6 +241,14 @@ def test_small_file_is_read_in_one_request(tmp_path: Path) -> None:
     reader = RecordingReader(write_nextn_gguf(tmp_path / "tiny.gguf"))
     read_gguf_header(reader)
     assert reader.calls == [(0, min(FIRST_READ, reader.size), min(FIRST_READ, reader.size))]
+
+
+def test_a_small_first_read_grows_in_one_more(big: BigGGUF) -> None:
+    # A split shard after the first is read from 64 KiB; a long header still takes one read more, not two.
+    reader = RecordingReader(big.path)
+    header = read_gguf_header(reader, first_read=SMALL_FIRST_READ)
+    assert reader.calls[0] == (0, SMALL_FIRST_READ, SMALL_FIRST_READ) and len(reader.calls) == 2, reader.calls
+    assert reader.bytes_read <= header.header_size + MiB
 
 
 # -- refusals --------------------------------------------------------------------------------------

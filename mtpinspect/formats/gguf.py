@@ -42,11 +42,13 @@ FIRST_READ = 2 * 1024 * 1024
 # split keys and its tensor infos (about 20 KB for 300 tensors). A longer header grows from there.
 SMALL_FIRST_READ = 64 * 1024
 # Later reads add slack for what the estimate gets wrong: a fixed part, and a share of the estimated
-# string bytes (string lengths drift along an array: BPE merges grow longer with rank). Tuned on the
-# 19 real vocabularies llama.cpp ships (models/ggml-vocab-*.gguf, 30k to 262k tokens) given 1,000
-# tensors: at most 3 reads and 1.5 MiB read past the header; 10% share needs a 4th read on some.
+# string bytes (string lengths drift along an array: BPE merges grow longer with rank), capped. Tuned on
+# the 19 real vocabularies llama.cpp ships (models/ggml-vocab-*.gguf, 30k to 262k tokens) given 1,000
+# tensors: 2 reads (3 for Llama-3's merges) and at most 1.4 MiB read past the header; a 10% share needs
+# a third read on some, and without the cap Gemma 4's 9 MB of merges read 2.3 MiB past its header.
 REFILL_SLACK = 256 * 1024
 REFILL_SLACK_SHARE = 0.2
+REFILL_SLACK_CAP = 1024 * 1024
 # The largest real headers (256k-token vocabularies with merges) are about 10 MiB; anything claiming
 # more is corrupt, and refusing it bounds memory on multi-GB files.
 MAX_HEADER_BYTES = 64 * 1024 * 1024
@@ -276,7 +278,7 @@ class _Parser:
             want = max(nbytes, self.first_read)
         else:
             strings, other = self._estimate_rest()
-            want = nbytes + int(strings * (1 + REFILL_SLACK_SHARE) + other) + REFILL_SLACK
+            want = nbytes + int(strings + min(strings * REFILL_SLACK_SHARE, REFILL_SLACK_CAP) + other) + REFILL_SLACK
         want = min(want, self.limit - start)
         have = len(self.buf) - self.pos
         fetch_at, fetch_len = start + have, want - have
