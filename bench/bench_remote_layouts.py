@@ -24,6 +24,7 @@ what the server saw.
     python bench/bench_remote_layouts.py [--latency-ms 0,50,150] [--layout NAME ...] [--repeat 3]
                                          [--cli] [--no-js] [--no-lfs-redirect] [--json out.json]
                                          [--workdir DIR]
+    python bench/bench_remote_layouts.py --compare BEFORE.json [BEFORE2.json ...] AFTER.json
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import quote
 
 from tabulate import tabulate
@@ -221,8 +222,37 @@ def table(runs: list[Run]) -> str:
     return tabulate(rows, headers, disable_numparse=True)
 
 
+def compare(before: list[Path], after: Path) -> str:
+    """A Markdown table of --json results, before (one or more files) and after, run by run (layout, latency,
+    reader): the counts, and the median time and round trips recomputed from every repeat's time (older
+    results kept only the best)."""
+    sides = [[r for path in before for r in json.loads(path.read_text())["runs"]], json.loads(after.read_text())["runs"]]
+    medians = [{(r["layout"], r["latency_ms"], r["reader"]): statistics.median(r["seconds_all"]) for r in side} for side in sides]
+    runs = [{(r["layout"], r["latency_ms"], r["reader"]): r for r in side} for side in sides]
+
+    def cell(side: int, key: tuple[str, int, str]) -> tuple[str, ...]:
+        r = runs[side].get(key)
+        if r is None:
+            return ("-",) * 5
+        base = medians[side].get((key[0], 0, key[2]))
+        rtts = "-" if key[1] == 0 or base is None else f"{(medians[side][key] - base) / (key[1] / 1000):.1f}"
+        return (f"{r['requests']} ({r['redirects']})", str(r["waves"]), f"{r['bytes'] / MB:.2f}", f"{medians[side][key]:.3f}", rtts)
+
+    order = {name: i for i, name in enumerate(LAYOUTS)}
+    readers = {name: i for i, name in enumerate(get_args(Reader))}
+    keys = sorted(set(runs[0]) | set(runs[1]), key=lambda k: (order.get(k[0], 99), k[1], readers.get(k[2], 99)))
+    lines = ["| layout | ms | reader | requests (302s) | waves | MB | median s | RTTs |", "|---|---|---|---|---|---|---|---|"]
+    for key in keys:
+        old, new = cell(0, key), cell(1, key)
+        pairs = [a if a == b else f"{a} -> {b}" for a, b in zip(old, new)]
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(pairs) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--compare", nargs="+", type=Path, metavar="FILE",
+                        help="BEFORE [BEFORE...] AFTER: print a Markdown table of --json results, before -> after, and exit")
     parser.add_argument("--latency-ms", default="0,50,150", help="comma-separated added latencies per request")
     parser.add_argument("--layout", action="append", choices=sorted(LAYOUTS), help="repeatable; default: all")
     parser.add_argument("--repeat", type=int, default=3)
@@ -232,6 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the runs here")
     parser.add_argument("--workdir", type=Path, help="where the stand-in files go (default: a temporary folder)")
     args = parser.parse_args(argv)
+    if args.compare:
+        if len(args.compare) < 2:
+            parser.error("--compare takes BEFORE [BEFORE...] AFTER")
+        print(compare(args.compare[:-1], args.compare[-1]))
+        return 0
     latencies = [int(x) for x in args.latency_ms.split(",")]
     names = args.layout or list(LAYOUTS)
     js_problem = None if args.no_js else _js_ready()
