@@ -4,6 +4,9 @@ The CLI renders any of these as one line on stderr and exits with status 2; anyt
 and keeps its traceback.
 """
 
+# The exit status of a run stopped by Ctrl-C or a signal, as a shell reports one stopped by Ctrl-C.
+INTERRUPTED = 130
+
 
 class MtpinspectError(Exception):
     """Base class: the message names the thing and what is wrong with it, in one line."""
@@ -23,3 +26,7 @@ class ServerError(MtpinspectError):
 
 class UsageError(MtpinspectError):
     """A combination of options that cannot work."""
+
+
+class OutputError(MtpinspectError):
+    """A result cannot be written: read-only or full disk, a folder another sweep is using."""

@@ -36,6 +36,7 @@ decode step, so that a good head speeds decoding up (figures: bench/README.md, "
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -541,7 +542,8 @@ def write_tiny_model(path: Path | str, spec: TinyModelSpec = TinyModelSpec()) ->
             _write(temporary, part_spec, part)
             os.replace(temporary, target)
         except OSError as exc:
-            temporary.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # on a read-only file system even this fails
+                temporary.unlink(missing_ok=True)
             raise UsageError(f"{target}: cannot write it ({exc.strerror or exc})") from None
         written.append(target)
     return written

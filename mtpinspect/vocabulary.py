@@ -35,6 +35,16 @@ class Layout(Word):
     none = "none"
 
 
+class Pairing(Word):
+    """How check chose the mtp- sidecar of a main GGUF (inspection/pairing.py)."""
+
+    given = "given"  # --mtp-file
+    name = "name"  # the sidecar's name is the main file's: mtp-<stem>.gguf, <stem>-mtp.gguf, MTP/<stem>.gguf
+    same_model = "same-model"  # its name is the same model's in another quantization
+    header = "header"  # no name relates them; architecture, widths, vocabulary, blocks and tokenizer agree
+    only = "only"  # the one mtp- file no other model claims, though nothing relates it: the rules judge the fit
+
+
 class Severity(Word):
     error = "error"
     warning = "warning"
@@ -58,6 +68,25 @@ class RuntimeStatus(Word):
     def usable(self) -> bool:
         """The head loads and drafts (at risk still counts: the verdict says how likely it is to fail)."""
         return self in (RuntimeStatus.supported, RuntimeStatus.at_risk)
+
+
+class OriginKind(Word):
+    """Who made (and quantized) a checkpoint (inspection/origin.py)."""
+
+    maker = "maker"  # the family's maker: its own release
+    first_party_quantizer = "first-party-quantizer"  # nvidia, RedHatAI, amd: quantize with the serving stack in mind
+    third_party = "third-party"
+    unknown = "unknown"
+
+
+class OriginSignal(Word):
+    """The signal that decided who made a checkpoint, strongest first."""
+
+    card = "model card"
+    hub_repo = "Hub repo id"
+    cache_folder = "HF cache folder"
+    name_or_path = "config.json _name_or_path"
+    format = "quantization format"
 
 
 class Conversion(Word):
@@ -119,3 +148,21 @@ class WorkaroundMode(Word):
 
     auto = "auto"  # find a change that gets it running (runtime/workarounds.py) and retry once with it
     off = "off"  # record the crash and go on
+
+
+class Engine(Word):
+    """The inference engine a log comes from."""
+
+    llama_cpp = "llama.cpp"
+    vllm = "vllm"
+    sglang = "sglang"
+    unknown = "unknown"
+
+
+class LogKind(Word):
+    """What a file given to `diagnose --log` is."""
+
+    llama_server = "llama-server"  # llama-server (or llama-cli, llama-speculative-simple) stderr
+    vllm = "vllm"  # a vLLM server log, `vllm bench serve` output or the offline spec_decode example's summary
+    sglang = "sglang"  # an SGLang server log
+    metrics = "metrics"  # a saved Prometheus /metrics page (or a pasted query table of its samples)

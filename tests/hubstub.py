@@ -2,7 +2,7 @@
 
 The Hub cannot be reached where this project is built and tested, so every remote-path test talks to
 this threaded stdlib HTTP server on 127.0.0.1. It implements what huggingface_hub 2.4.0 asks of the
-Hub: model_info (with and without a revision, `blobs`),
+Hub: model_info (with and without a revision, `blobs`, `cardData` parsed from README.md's front matter),
 the tree and paths-info APIs, and `resolve` with HEAD and byte ranges, with the error headers that
 huggingface_hub turns into its exception classes. It counts every body byte it sends, per repo and
 file, which is how a test proves that no weight file was downloaded.
@@ -38,10 +38,14 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+import yaml
+from huggingface_hub.repocard import REGEX_YAML_BLOCK
+
 HASH_LIMIT = 10 * 1024 * 1024
 LFS_MIN_SIZE = 10 * 1024 * 1024
 LFS_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt", ".pth", ".onnx", ".msgpack", ".h5", ".npz")
 CHUNK = 1024 * 1024
+CARD_HEAD = 64 * 1024  # where a README's front matter must end for the stub to parse it
 COMMIT_DATE = "2026-09-01T00:00:00.000Z"
 
 FileSource = Path | bytes
@@ -195,6 +199,7 @@ class _Repo:
     gated: bool
     commits: Mapping[str, _Commit]  # by sha
     refs: Mapping[str, str]  # branch or tag name -> sha
+    card_data: bool = True  # model_info carries README.md's front matter as cardData, as the Hub does
 
     def resolve(self, revision: str) -> _Commit | None:
         sha = self.refs.get(revision, revision)
@@ -253,6 +258,17 @@ def _make_commit(repo_id: str, label: str, files: Mapping[str, FileSource]) -> _
     for path, blob in blobs.items():
         digest.update(f"{path}\0{blob.etag}\n".encode())
     return _Commit(digest.hexdigest(), blobs)
+
+
+def _card_data(commit: _Commit) -> dict | None:
+    """README.md's YAML front matter, parsed as the Hub does for model_info's cardData."""
+    blob = commit.files.get("README.md")
+    if blob is None:
+        return None
+    head = b"".join(blob.chunks(0, min(blob.size, CARD_HEAD))).decode("utf-8", errors="replace")
+    match = REGEX_YAML_BLOCK.search(head)
+    data = yaml.safe_load(match.group(2)) if match else None
+    return data if isinstance(data, dict) else None
 
 
 def _parse_range(header: str, size: int) -> tuple[int, int] | None | str:
@@ -418,11 +434,13 @@ class HubStub:
         private: bool = False,
         gated: bool = False,
         extra_commits: Mapping[str, Mapping[str, FileSource]] | None = None,
+        card_data: bool = True,
     ) -> str:
         """Serve `files` as branch `main` of `repo_id`; return its commit sha.
 
         Each `extra_commits` entry is another full snapshot, served as a branch of that name.
         `revisions` adds tags: name -> "main", an extra commit's name, or a commit sha.
+        `card_data=False` leaves cardData out of model_info, as mirrors that do not parse cards do.
         """
         if repo_id.count("/") != 1:
             raise ValueError(f"{repo_id!r}: repo ids must be 'namespace/name'")
@@ -439,7 +457,7 @@ class HubStub:
         with self._lock:
             if repo_id in self._repos:
                 raise ValueError(f"{repo_id}: already served")
-            self._repos[repo_id] = _Repo(repo_id, private, gated, by_sha, refs)
+            self._repos[repo_id] = _Repo(repo_id, private, gated, by_sha, refs, card_data)
         return refs["main"]
 
     def sha(self, repo_id: str, revision: str = "main") -> str:
@@ -607,6 +625,7 @@ class HubStub:
                 "tags": [],
                 "siblings": [blob.sibling(path, with_blobs) for path, blob in commit.files.items()],
                 "usedStorage": sum(blob.size for blob in commit.files.values()),
+                **({"cardData": card} if repo.card_data and (card := _card_data(commit)) is not None else {}),
             }
         )
 

@@ -247,5 +247,7 @@ def test_crash_log_suggestions_follow_the_signature() -> None:
     assert fattn.code == "MTP_ENGINE_CRASH" and fattn.confidence_word == "high"
     assert fattn.fix.startswith("try, one change at a time: ")
     assert fattn.fix.removeprefix("try, one change at a time: ").startswith("-fa off, ")  # fattn.cu aborted
+    # A vLLM crash gets vLLM's settings, never llama-server flags.
     gpu = diagnose(log_files=[CASE_LOGS / "vllm-qwen36-27b-fp8-mtp-illegal-memory-access.log"]).causes[0]
-    assert gpu.code == "MTP_ENGINE_CRASH" and "MTP head on the CPU" in gpu.fix.split(";")[0]
+    assert gpu.code == "MTP_ENGINE_CRASH" and gpu.fix.startswith("the crash is vLLM's")
+    assert "--enforce-eager" in gpu.fix and "-ot" not in gpu.fix and "--no-repack" not in gpu.fix

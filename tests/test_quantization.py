@@ -201,6 +201,22 @@ def test_deepseek_v3_fp8_has_no_list_so_the_head_is_fp8():
     assert all(v.excluded_by is None and v.header_quantized is None for v in audit.modules)
 
 
+def test_deepseek_v3_bf16_eh_proj_is_not_targeted_so_the_head_is_not_partly_excluded():
+    """The published headers keep eh_proj BF16 with no list naming it: engines build it as a plain Linear."""
+    q = real("deepseek/deepseek-ai__DeepSeek-V3.json")
+    mods = ["model.layers.61.self_attn.q_a_proj", "model.layers.61.mlp.experts.0.down_proj"]
+    dtypes, scales = fp8(mods)
+    dtypes["model.layers.61.eh_proj.weight"] = "BF16"
+    audit = audit_mtp(q, dtypes, scales)
+    assert audit.mtp_excluded is False
+    assert audit.kept() == audit.untargeted() == ["model.layers.61.eh_proj"]
+    eh = next(v for v in audit.modules if v.module == "model.layers.61.eh_proj")
+    assert eh.note == "header says BF16 and the list does not name it: not targeted (engines build eh_proj without a quantization config)"
+    # Named by the list (as GLM's FP8 release does), the same BF16 eh_proj is an exclusion: partial.
+    listed = audit_mtp(dataclasses.replace(q, exclusion_key="modules_to_not_convert", exclusions=("model.layers.61.eh_proj",)), dtypes, scales)
+    assert listed.mtp_excluded == "partial" and listed.untargeted() == []
+
+
 @pytest.mark.parametrize("with_hf_quant", [True, False])
 def test_deepseek_v4_flash_nvfp4_excludes_mtp_star(with_hf_quant):
     hf_quant = "deepseek/nvidia__DeepSeek-V4-Flash-NVFP4.hf_quant_config.json" if with_hf_quant else None

@@ -1,9 +1,10 @@
 """Who lost the MTP weights: a config that announces MTP layers over a checkpoint without them is worded
-by the repo's origin (the maker never published them, a derivative dropped them, or unknown).
+by the checkpoint's origin (inspection/origin.py: the maker never published them, a derivative dropped
+them, or unknown).
 
 The checkpoint is the real GLM-5 config (cases/glm-5-nvfp4-no-mtp/config.json announces one nextn layer
 after 78) over a safetensors stand-in without layer 78, served over the loopback Hub under a maker's
-org, a derivative's org, and read from a plain local folder.
+org, a derivative's org, and read from a plain local folder, with and without a derivative's card.
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ def _missing(report: mtpinspect.CheckReport) -> tuple[str, tuple[str, ...]]:
 @pytest.mark.parametrize(
     ("repo", "said", "origin"),
     [
-        ("zai-org/GLM-5", "zai-org, the maker, never published the MTP weights in this repo", "maker's own repo"),
-        ("someone/GLM-5-NVFP4", "this derivative by someone dropped the head in quantization or conversion", "a derivative"),
+        ("zai-org/GLM-5", "zai-org, the maker, never published the MTP weights in this release",
+         "origin: maker (zai-org), decided by the Hub repo id"),
+        ("someone/GLM-5-NVFP4", "this derivative by someone dropped the head in quantization or conversion",
+         "origin: third-party (someone), decided by the Hub repo id"),
     ],
 )
 def test_missing_weights_worded_by_origin(snapshot: Path, repo: str, said: str, origin: str) -> None:
@@ -58,5 +61,14 @@ def test_missing_weights_worded_by_origin(snapshot: Path, repo: str, said: str, 
 
 def test_missing_weights_of_unknown_origin(snapshot: Path) -> None:
     message, evidence = _missing(mtpinspect.check(str(snapshot)))
-    assert "cannot be told without the repo id" in message
-    assert any(line.startswith("origin unknown") for line in evidence)
+    assert "cannot be told (nothing says who made this checkpoint)" in message
+    assert "origin unknown: no signal tells who made this checkpoint" in evidence
+
+
+def test_missing_weights_of_a_folder_whose_card_declares_a_quantization(snapshot: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "GLM-5-NVFP4"
+    shutil.copytree(snapshot, folder)
+    (folder / "README.md").write_text("---\nbase_model: zai-org/GLM-5\nbase_model_relation: quantized\n---\n")
+    message, evidence = _missing(mtpinspect.check(str(folder)))
+    assert "this derivative dropped the head in quantization or conversion" in message
+    assert "origin: third-party, decided by the model card" in evidence

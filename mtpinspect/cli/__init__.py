@@ -9,17 +9,14 @@ repo, a corrupt GGUF, a wrong flag) become one line on stderr and exit status 2.
 from __future__ import annotations
 
 import importlib
-import signal
+import os
 import sys
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
 
 from mtpinspect import __version__
-from mtpinspect.errors import MtpinspectError
-
-if TYPE_CHECKING:
-    from mtpinspect.cli._output import Output
+from mtpinspect.errors import INTERRUPTED, MtpinspectError
 
 EXIT_ERROR = 2
 
@@ -47,6 +44,12 @@ class LazyGroup(click.Group):
         command: click.Command = module.command
         return command
 
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise ClosedPipe from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # The short help of each command without importing it.
         with formatter.section("Commands"):
@@ -66,30 +69,32 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
-        _sink().hint("mtpinspect: interrupted")
-        return 130
+        _say("hint", "mtpinspect: interrupted")
+        return INTERRUPTED
+    except ClosedPipe:
+        # `mtpinspect check X | head`: the reader has all it wanted. Exit as a program killed by SIGPIPE
+        # would (128 + 13), quietly, and let nothing left in the buffer complain at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13
     except click.ClickException as exc:
         # Click's usage errors are several lines; users get one that names the command and the flag.
         ctx = getattr(exc, "ctx", None)
-        _sink().error(exc.format_message(), where=ctx.command_path if ctx else "mtpinspect")
+        _say("error", exc.format_message(), where=ctx.command_path if ctx else "mtpinspect")
         return EXIT_ERROR
     except MtpinspectError as exc:
-        _sink().error(str(exc))
+        _say("error", str(exc))
         return EXIT_ERROR
     return result if isinstance(result, int) else 0
 
 
-def _sink() -> Output:
+class ClosedPipe(Exception):
+    """stdout or stderr was closed by its reader (click would turn the BrokenPipeError into exit 1)."""
+
+
+def _say(kind: str, message: str, **where: str) -> None:
     from mtpinspect.cli._output import Output  # only when there is something to say
 
-    return Output()
-
-
-def _terminate(signum: int, _frame: object) -> None:
-    # A plain `kill` must clean up like Ctrl-C: every llama-server we started is stopped by `with` blocks.
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def entry() -> None:
-    signal.signal(signal.SIGTERM, _terminate)
-    sys.exit(main())
+    try:
+        getattr(Output(), kind)(message, **where)
+    except OSError:
+        pass  # stderr is gone too (a closed terminal, a closed pipe): nobody is there to read it

@@ -50,3 +50,16 @@ def codes_option(what: str, catalogue: Callable[[], Sequence[Mapping[str, Any]]]
 
     return click.option("--codes", is_flag=True, expose_value=False, callback=show,
                         help=f"Print the catalogue of {what} codes and exit.")
+
+
+def start_timeout_option(func: F) -> F:
+    """--start-timeout: how long each llama-server may take to come up (sweep and diagnose)."""
+    from mtpinspect.runtime.server import SILENCE_TIMEOUT_S, START_TIMEOUT_S
+
+    return click.option(
+        "--start-timeout", "start_timeout", type=click.FloatRange(min=1), default=START_TIMEOUT_S, show_default=True,
+        metavar="SECONDS",
+        help="How long a llama-server may take to load the model and answer (also bounds `--version`). One that "
+             f"exits, or neither logs nor uses CPU for {SILENCE_TIMEOUT_S:g} s, fails sooner; two configurations that "
+             "fail to start for the same reason stop the run.",
+    )(func)

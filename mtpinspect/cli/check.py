@@ -8,11 +8,13 @@ import click
 
 from mtpinspect.cli._args import codes_option, format_option
 from mtpinspect.cli._output import Output, OutputFormat
-from mtpinspect.inspection.report import FINDINGS, CheckReport, Verified
+from mtpinspect.errors import SourceError
+from mtpinspect.inspection.report import FINDINGS, CheckFailure, CheckReport, Verified
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT
-from mtpinspect.vocabulary import PARTIAL, RuntimeStatus
+from mtpinspect.vocabulary import PARTIAL, OriginKind, RuntimeStatus
 
 if TYPE_CHECKING:
+    from mtpinspect.inspection.origin import Origin
     from mtpinspect.runtime.verify import Allocation, MemoryEstimate
 
 
@@ -33,6 +35,12 @@ def _quant_text(report: CheckReport) -> str:
     excluded = {True: "head excluded", False: "head quantized", PARTIAL: "head partly excluded", None: "n/a"}[q.mtp_excluded]
     algo = f"/{q.algo}" if q.algo else ""
     return f"{q.method}{algo}, {q.excluded_count} exclusions ({q.exclusion_key or '-'}), {excluded}"
+
+
+def _origin_text(origin: Origin) -> str:
+    if origin.kind is OriginKind.unknown:
+        return "unknown: " + "; ".join(origin.missing)
+    return f"{origin.kind}" + (f": {origin.who}" if origin.who else "") + f" (decided by the {origin.decided_by})"
 
 
 def _verified_text(report: CheckReport) -> str:
@@ -80,6 +88,7 @@ def render(report: CheckReport, out: Output) -> None:
             {"item": "layout", "value": report.layout},
             {"item": "architecture", "value": report.architecture.get("gguf_architecture") or report.architecture.get("model_type")},
             {"item": "quantization", "value": _quant_text(report)},
+            *([{"item": "made by", "value": _origin_text(report.origin)}] if report.origin else []),
             {"item": "MTP size", "value": f"{_size(size.bytes)}, {size.parameters or 0:,} parameters{share}"},
             *([{"item": "llama.cpp itself", "value": _verified_text(report)}] if report.files.get("gguf") else []),
             *_memory_rows(report.memory),
@@ -114,12 +123,12 @@ def render(report: CheckReport, out: Output) -> None:
     out.document(report)
 
 
-def render_all(reports: list[CheckReport], out: Output) -> None:
-    """One row per GGUF model of a repo: which quantizations keep a usable head."""
-    out.text(f"{reports[0].source}: {len(reports)} GGUF model(s)" + (f" @ {reports[0].revision}" if reports[0].revision else ""))
-    rows = [
-        {
-            "file": r.files["gguf"][0] + (f" (+{len(r.files['gguf']) - 1} shards)" if len(r.files["gguf"]) > 1 else ""),
+def render_all(results: list[CheckReport | CheckFailure], out: Output) -> None:
+    """One row per GGUF model of a repo: which quantizations keep a usable head (and which cannot be read)."""
+    first = results[0]
+    out.text(f"{first.source}: {len(results)} GGUF model(s)" + (f" @ {first.revision}" if first.revision else ""))
+    rows = [_failure_row(r) if isinstance(r, CheckFailure) else {
+            "file": _files_text(r.files),
             "layout": r.layout,
             "mtp_layers": r.mtp_layers,
             "mtp_types": ", ".join(f"{t} x{n}" for t, n in r.mtp_types.items()) or "-",
@@ -128,15 +137,31 @@ def render_all(reports: list[CheckReport], out: Output) -> None:
             "MTP adds": _size(r.memory.mtp_bytes) if r.memory else "-",
             "findings": ", ".join(c for c in r.codes() if c != "MTP_PRESENT") or "-",
         }
-        for r in reports
+        for r in results
     ]
     out.table(rows, ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "verified", "MTP adds", "findings"],
               title="GGUF models", primary=True)
-    best = [r for r in reports if r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
+    best = [r for r in results if isinstance(r, CheckReport) and r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
     if best:
         out.heading("Command")
         out.text(best[0].runtimes["llama.cpp"].command or "")
-    out.document(reports)
+    out.document(results)
+
+
+def _files_text(files: dict[str, list[str]]) -> str:
+    """'m-00001-of-00002.gguf (+1 shards) + mtp-m.gguf': the model's files and the sidecar paired with it."""
+    gguf, sidecar = files["gguf"], files.get("sidecar") or []
+    text = gguf[0] + (f" (+{len(gguf) - 1} shards)" if len(gguf) > 1 else "")
+    return text + (f" + {sidecar[0]}" if sidecar else "")
+
+
+def _failure_row(failure: CheckFailure) -> dict[str, object]:
+    # The message starts with the file's path, which the row already names.
+    name = failure.files["gguf"][0]
+    head, sep, rest = failure.error.partition(": ")
+    error = rest if sep and head.endswith(name) else failure.error
+    return {"file": _files_text(failure.files), "layout": "-", "mtp_layers": "-", "mtp_types": "-", "llama.cpp": "-",
+            "findings": f"error: {error}"}
 
 
 def _finding_codes() -> list[dict[str, str]]:
@@ -150,7 +175,8 @@ def _finding_codes() -> list[dict[str, str]]:
 @click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF to pair with the main GGUF (default: found beside it).")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved `hf auth login`).")
 @click.option("--all", "all_ggufs", is_flag=True,
-              help="Check every GGUF model in the repo or folder (one row each; json: a list of reports).")
+              help="Check every GGUF model in the repo or folder (one row each, a file that cannot be read with its "
+                   "error; json: a list of reports). Exit 2 only when none can be read.")
 @click.option("--verify/--no-verify", default=None,
               help="Ask the pinned llama.cpp itself whether it starts a GGUF with its MTP head (a metadata-only "
                    "load, no weights read; also gives the memory estimate). Default: when its helper is built; "
@@ -170,7 +196,8 @@ def command(
       ORG/NAME              a Hugging Face repo (safetensors checkpoint or GGUF repo)
       ORG/NAME:QUANT        a GGUF in a repo, as llama.cpp's -hf takes it (e.g. :Q4_K_M);
                             --all checks every GGUF of the repo, one row each
-      PATH.gguf             a local GGUF (split shards and an mtp- file beside it are found)
+      PATH.gguf             a local GGUF (its split shards, and its own mtp- sidecar beside it
+                            or in MTP/, are found)
       DIR                   a local snapshot folder, or a Hugging Face cache folder models--ORG--NAME
 
     For a GGUF, the pinned llama.cpp (built by `mtpinspect runtime build`) also loads the model's
@@ -190,9 +217,11 @@ def command(
         out.hint("building the pinned llama.cpp's verify helper (minutes, once)")
         build_server("cpu", progress=out.hint)
     if all_ggufs:
-        reports = check_all(source, revision=revision, token=token, verify=verify, context=context)
-        render_all(reports, out)
-        return 0 if any(r.usable for r in reports) else 1
+        results = check_all(source, revision=revision, token=token, verify=verify, context=context)
+        render_all(results, out)
+        if all(isinstance(r, CheckFailure) for r in results):
+            raise SourceError(f"{source}: none of the {len(results)} GGUF models could be read (each row above says why)")
+        return 0 if any(r.usable for r in results) else 1
     report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file, verify=verify, context=context)
     render(report, out)
     return report.exit_code

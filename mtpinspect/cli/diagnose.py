@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from mtpinspect.cli._args import ServerArgsCommand, codes_option, format_option
+from mtpinspect.cli._args import ServerArgsCommand, codes_option, format_option, start_timeout_option
 from mtpinspect.cli._output import Output
 from mtpinspect.diagnosis import DiagnosisReport
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
@@ -74,9 +74,11 @@ def render(report: DiagnosisReport, out: Output) -> None:
         )
     if report.logs:
         out.table(
-            [{"log": log.path, "kind": log.kind, "drafted": log.drafted, "accepted": log.accepted,
-              "acceptance": _pct(log.acceptance), "failure": log.failure} for log in report.logs],
-            ["log", "kind", "drafted", "accepted", "acceptance", "failure"],
+            [{"log": log.path, "format": "\n".join(log.formats) or log.kind, "drafted": log.drafted,
+              "accepted": log.accepted, "acceptance": _pct(log.acceptance),
+              "mean length": None if log.mean_length is None else f"{log.mean_length:.2f}",
+              "lacks": ", ".join(log.missing) or None, "failure": log.failure} for log in report.logs],
+            ["log", "format", "drafted", "accepted", "acceptance", "mean length", "lacks", "failure"],
             title="Logs",
         )
     for note in report.notes:
@@ -93,8 +95,8 @@ def _cause_codes() -> list[dict[str, object]]:
 @click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF the run uses (default: found beside MODEL).")
 @click.option("--server", metavar="PATH", help="llama-server for the probe (default: $LLAMA_SERVER, PATH, cache, else build).")
 @click.option("--log", "logs", multiple=True, metavar="FILE",
-              help="Log of a run made elsewhere: llama-server stderr, a vLLM log, or a saved /metrics page "
-                   "(llama.cpp, vLLM, SGLang). Repeatable.")
+              help="Log of a run made elsewhere: llama-server stderr, a vLLM or SGLang log (also `vllm bench serve` "
+                   "output), or a saved /metrics page (llama.cpp, vLLM, SGLang). Repeatable.")
 @click.option("--no-probe", is_flag=True, help="Do not run llama-server; use static evidence and logs only.")
 @click.option("--n-predict", "n_predict", type=click.IntRange(min=2), default=64, show_default=True,
               help="Tokens generated per probe request.")
@@ -103,6 +105,7 @@ def _cause_codes() -> list[dict[str, object]]:
               help="Keep the probe's files (server logs, runs.jsonl) here (default: a temporary folder, removed).")
 @click.option("--revision", help="Branch, tag or commit of a Hub repo MODEL.")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved login).")
+@start_timeout_option
 @format_option(csv="causes", schema="diagnose")
 @codes_option("cause", _cause_codes)
 @click.pass_context
@@ -118,6 +121,7 @@ def command(
     probe_dir: Path | None,
     revision: str | None,
     token: str | None,
+    start_timeout: float,
     fmt: str,
 ) -> int:
     """Explain zero or low MTP acceptance, or MTP that makes decoding slower, and say what to change.
@@ -150,6 +154,7 @@ def command(
         n_predict=n_predict,
         prompts=prompts,
         probe_dir=probe_dir,
+        start_timeout=start_timeout,
     )
     render(report, Output(fmt))
     return report.exit_code

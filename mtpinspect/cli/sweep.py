@@ -12,9 +12,10 @@ from typing import Any, TextIO
 
 import click
 
-from mtpinspect.cli._args import ServerArgsCommand, format_option
+from mtpinspect.cli import EXIT_ERROR
+from mtpinspect.cli._args import ServerArgsCommand, format_option, start_timeout_option
 from mtpinspect.cli._output import Output, OutputFormat, sanitize
-from mtpinspect.errors import UsageError
+from mtpinspect.errors import INTERRUPTED, UsageError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.build import BACKENDS
 from mtpinspect.sweep import SweepOptions, run_sweep
@@ -113,6 +114,7 @@ class ProgressBar:
 @click.option("--synthetic", metavar="RATES", default=None,
               help="Also measure forced acceptance (e.g. 0.2,0.5,0.8,1.0) with --spec-synth-rates, per n-max, "
                    "and report the break-even acceptance.")
+@start_timeout_option
 @format_option(csv="one row per configuration and prompt class", schema="sweep")
 @click.option("--no-plot", "no_plot", is_flag=True, help="Do not write sweep.png.")
 @click.option("--workaround", type=click.Choice([m.value for m in WorkaroundMode]), default=WorkaroundMode.auto.value,
@@ -136,6 +138,7 @@ def command(
     out_dir: Path,
     resume: bool,
     synthetic: str | None,
+    start_timeout: float,
     fmt: str,
     no_plot: bool,
     workaround: str,
@@ -162,6 +165,7 @@ def command(
         synthetic=_numbers(synthetic, float, "--synthetic") if synthetic else (),
         server_args=ctx.meta.get("server_args", ()),
         plot=not no_plot,
+        startup_timeout=start_timeout,
         workaround=WorkaroundMode(workaround),
     )
     out = Output(fmt)
@@ -172,9 +176,15 @@ def command(
         bar.close()
         out.hint(f"mtpinspect sweep: interrupted; finished runs are in {out_dir / JOURNAL_NAME}, "
                  "run again with --resume to complete them")
-        return 130
+        return INTERRUPTED
     bar.close()
+    if report.runs.malformed:
+        out.warning(f"{report.files.jsonl}: {report.runs.malformed} malformed record(s) skipped "
+                    "(a field missing or of the wrong type)", where="mtpinspect sweep")
     render(report, out)
+    if report.stopped:
+        out.error(report.stopped, where="mtpinspect sweep")
+        return EXIT_ERROR
     # Nothing measured at all (every server failed) is a failure a script should notice.
     return 0 if report.runs.ok else 1
 
@@ -241,7 +251,7 @@ def _summary_rows(groups: Sequence[GroupStats]) -> list[dict[str, Any]]:
         rows.append({
             "class": g.prompt_class,
             "config": g.shown_label,
-            "tok/s": _speed(g) if g.runs else f"failed: {g.error}",
+            "tok/s": _speed(g) if g.runs else (f"failed: {g.error}" if g.error else "not run"),
             "speedup": speedup,
             "acceptance": g.acceptance,
             "mean len": g.mean_length,

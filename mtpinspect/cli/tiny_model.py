@@ -76,7 +76,7 @@ def _note(spec: TinyModelSpec, mismatch: str | None) -> str:
               help="Write the sidecar from another model (implies --layout sidecar).")
 @click.option("--size", type=click.Choice(SIZES), default="tiny", show_default=True,
               help="heavy: a ~107 MB model whose trunk dominates decoding on a CPU, so a good head speeds it up.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random weights.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for the random weights.")
 @format_option(csv="the files written")
 def command(
     out: Path, acceptance: str | float, layout: str, no_nextn: bool, head_type: str, zero_head: bool,

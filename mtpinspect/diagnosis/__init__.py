@@ -25,6 +25,7 @@ from mtpinspect.diagnosis.rank import gather_causes
 from mtpinspect.diagnosis.static import StaticEvidence, gather_static
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.runtime.flags import ServerArgs
+from mtpinspect.runtime.server import START_TIMEOUT_S
 
 
 @dataclass
@@ -67,12 +68,14 @@ def diagnose(
     n_predict: int = PROBE_N_PREDICT,
     prompts: str | Path | None = None,
     probe_dir: Path | None = None,
+    start_timeout: float = START_TIMEOUT_S,
 ) -> DiagnosisReport:
     """Explain low MTP acceptance of ``model`` (anything `check` takes) and/or the runs in ``log_files``.
 
     ``server_args`` are the llama-server arguments of the run in question; the probe (local GGUF only,
     unless ``probe`` is False) reproduces them once as given and measures baseline, n-max 1 and 3.
-    ``prompts`` replaces the probe's built-in code and prose-en prompts; ``probe_dir`` keeps its files.
+    ``prompts`` replaces the probe's built-in code and prose-en prompts; ``probe_dir`` keeps its files;
+    ``start_timeout`` bounds each of its server starts.
     Raises MtpinspectError subclasses for bad input (missing files, unreadable logs, a model the
     server cannot run at all).
     """
@@ -89,7 +92,8 @@ def diagnose(
     result, skipped = None, _skip_reason(model, static, probe)
     if skipped is None and static is not None and static.local_model is not None:
         result = run_probe(static.local_model, settings, sidecar=static.sidecar, sidecar_given=static.sidecar_given,
-                           server=server, n_predict=n_predict, prompts=prompts, out_dir=probe_dir)
+                           server=server, n_predict=n_predict, prompts=prompts, out_dir=probe_dir,
+                           start_timeout=start_timeout)
     causes, notes = gather_causes(static, settings, result, logs)
     return DiagnosisReport(model, settings, causes, static, result, skipped, logs, notes)
 

@@ -28,6 +28,7 @@ class CauseKind:
 
 # README and `diagnose --codes` print this table; its order is the tie-break of the ranking.
 CAUSES: dict[str, CauseKind] = {
+    "BUILD_WITHOUT_MTP": CauseKind(Mechanism.blocked, "This llama.cpp build predates MTP support (PR #22673): its --spec-type offers no `draft-mtp`, whatever the flag says"),
     "WRONG_SPEC_TYPE": CauseKind(Mechanism.blocked, "--spec-type names a type this llama-server does not know (`mtp` instead of `draft-mtp`)"),
     "NO_MTP_HEAD": CauseKind(Mechanism.blocked, "The model has no MTP head at all (its family has none)"),
     "MTP_WEIGHTS_MISSING": CauseKind(Mechanism.blocked, "The family has an MTP head but this checkpoint or GGUF lacks its weights (dropped in conversion or quantization)"),

@@ -1,57 +1,57 @@
-"""Reading the logs of a run made elsewhere: llama-server stderr, vLLM log lines, saved /metrics pages.
+"""Reading the logs of a run made elsewhere: llama-server stderr, vLLM and SGLang logs, saved /metrics pages.
 
 Each file becomes one :class:`LogEvidence`: the draft figures it holds (accepted, drafted, mean
-length, per position), whether MTP was in use, why a start failed, and the settings it shows. The
-kind of file is recognised from its content, not its name:
+length, per position) and which of them it lacks, the formats they came from, whether MTP was in
+use, why a start failed, and the settings it shows. The kind of file is recognised from its content,
+not its name, through the per-engine tables of log_formats.py:
 
-- a Prometheus text page (``llamacpp:``, ``vllm:`` or ``sglang:`` samples) is a saved ``/metrics``;
-- ``SpecDecoding metrics:`` lines or vLLM's engine banner make a vLLM log, whose per-interval lines
-  ``Accepted: N tokens, Drafted: M tokens, Per-position acceptance rate: ..., Avg Draft acceptance
-  rate: P%`` are summed;
-- anything else is read as llama-server stderr (draft acceptance lines, ``model has unused tensor``).
+- the engine whose metrics lines the log holds (else whose prefixes and banners it shows) made it;
+  llama-server stderr is the default for a log that names llama or shows a crash;
+- a file of Prometheus samples (``llamacpp:``, ``vllm:`` or ``sglang:``, also a pasted query table)
+  with no metrics lines is a saved ``/metrics`` page.
+
+The figures come from one format, the one that carries the most of them (a log is one engine
+version's; two formats in one paste are two sources, not two halves): lines add up as the format's
+scope says (per-request and per-interval lines are summed, running totals take the last line). The
+llama.cpp statistics lines are totals per server, never added to per-request lines; they fill in the
+mean length and per-position rates only when they cover exactly the same tokens.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from mtpinspect.errors import FormatError, SourceError
+from mtpinspect.diagnosis.log_formats import (
+    METRIC_SAMPLE,
+    Figures,
+    LineFormat,
+    Reading,
+    Sample,
+    Scope,
+    combine,
+    exposition_text,
+    read_lines,
+    with_ratios,
+)
+from mtpinspect.errors import FormatError
+from mtpinspect.files import read_bounded
 from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.crash import Crash, crash_in_log
-from mtpinspect.runtime.logs import failure_reason, parse_draft_lines, unused_nextn_tensors
+from mtpinspect.runtime.logs import unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
 from mtpinspect.runtime.workarounds import Workaround, suggest
+from mtpinspect.vocabulary import Engine, LogKind
 
 MAX_LOG_BYTES = 256 << 20
-
-_METRIC_LINE = re.compile(r"^(?:llamacpp|vllm|sglang):\w+(?:\{[^}]*\})?\s+\S+", re.MULTILINE)
-_VLLM_SPEC = re.compile(
-    r"SpecDecoding metrics:.*?Accepted: (\d+) tokens, Drafted: (\d+) tokens"
-    r"(?:, Per-position acceptance rate: ([\d.,\s]+?))?(?:, Avg Draft acceptance rate: ([\d.]+)%)?\s*$"
-)
-_VLLM_MEAN_LEN = re.compile(r"Mean acceptance length: ([\d.]+)")
-_VLLM_BANNER = re.compile(r"Initializing a V\d LLM engine|vllm\.|\[(?:core|metrics|loggers)\.py:\d+\]")
-_VLLM_QUANT = re.compile(r"\bquantization=([\w-]+)")
-_VLLM_MODEL = re.compile(r"\bmodel='([^']+)'")
-_VLLM_SPEC_TOKENS = re.compile(r"num_spec(?:ulative)?_tokens['\"]?[=:]\s*(\d+)")
-_VLLM_MISSING = re.compile(r"MTP speculative decoding layer \d+ weights missing from checkpoint.*")
-_LLAMA_ARCH = re.compile(r"(?:print_info: arch\s*=\s*|general\.architecture\s+str\s*=\s*)(\S+)")
-_LLAMA_CTX = re.compile(r"n_ctx_slot\s*=\s*(\d+)")
-_LLAMA_STOP = re.compile(r"stop processing: n_tokens = (\d+), truncated = (\d)")
-_LLAMA_MTP_ON = re.compile(r"creating MTP draft context|loading draft model '([^']*)'")
-# Markers of a start that failed or a crash; failure_reason picks the telling line only when one is there.
-_LLAMA_FAILED = re.compile(
-    r"exiting due to|GGML_ASSERT|error while handling argument|failed to load model|failed to create MTP context|"
-    r"terminate called|GGML_ABORT|Segmentation fault|error: invalid argument|the argument has been removed"
-)
+_EVIDENCE_LINES = 3
 
 
 # Lines that say why MTP failed, whatever runtime printed them (llama.cpp's common/arg.cpp and
 # common/speculative.cpp, vLLM's MTP weight loader).
 MTP_FAILURE_MARKERS = re.compile(
-    r"unknown speculative type|doesn't contain MTP layers|failed to create MTP context|MTP input row width|"
+    r"unknown speculative (?:decoding )?type|doesn't contain MTP layers|failed to create MTP context|MTP input row width|"
     r"failed to add token|MTP block missing nextn|missing tensor '[^']*nextn|weights missing from checkpoint|"
     r"NextN graph not implemented|error while handling argument|requires nextn_predict_layers > 0"
 )
@@ -59,20 +59,27 @@ MTP_FAILURE_MARKERS = re.compile(
 
 @dataclass
 class LogEvidence:
-    """What one log file says about a run (in JSON, the figures and the failure; the rest feeds the rules)."""
+    """What one log file says about a run (in JSON, the figures, what they lack and the failure; the rest feeds the rules)."""
 
     path: str
-    kind: str  # "llama-server", "vllm", "metrics"
-    runtime: str  # "llama.cpp", "vllm", "sglang", "unknown"
+    kind: LogKind
+    runtime: Engine
     drafted: int | None = None
     accepted: int | None = None
-    drafts: int | None = json_field(omit=True, default=None)  # verification steps, where the source counts them
+    drafts: int | None = None  # drafts (verification steps with a draft), where the log counts them
     acceptance: float | None = None
     mean_length: float | None = None
     per_position: tuple[float, ...] = ()
+    formats: list[str] = field(default_factory=list)  # the formats recognised, the one the figures come from first
+    missing: list[str] = field(default_factory=list)  # figures the log lacks ("mean length", "per-position", ...)
+    engine_version: str | None = None
     draft_lines: list[str] = json_field(omit=True, default_factory=list)  # the lines the figures come from (evidence)
+    derived: list[str] = json_field(omit=True, default_factory=list)  # how figures the lines lack were worked out
+    samples: list[Sample] = json_field(omit=True, default_factory=list)  # every metrics line, as read
+    statistics: list[Figures] = json_field(omit=True, default_factory=list)  # llama.cpp: last totals per implementation
     unused_nextn: list[str] = json_field(omit=True, default_factory=list)
     mtp_context: str | None = json_field(omit=True, default=None)  # the line that shows MTP was set up, if any
+    offered_spec_types: tuple[str, ...] | None = json_field(omit=True, default=None)  # the build's --spec-type list
     failure: str | None = None
     architecture: str | None = json_field(omit=True, default=None)
     n_ctx: int | None = json_field(omit=True, default=None)
@@ -80,6 +87,9 @@ class LogEvidence:
     truncated: bool = json_field(omit=True, default=False)
     quantization: str | None = json_field(omit=True, default=None)  # vLLM engine banner: None, "fp8", "compressed-tensors", ...
     model_name: str | None = json_field(omit=True, default=None)
+    draft_model: str | None = json_field(omit=True, default=None)  # vLLM speculative_config model
+    spec_method: str | None = json_field(omit=True, default=None)  # vLLM speculative_config method
+    kv_cache_dtype: str | None = json_field(omit=True, default=None)
     spec_tokens: int | None = json_field(omit=True, default=None)
     # Lines that name a known MTP failure (sidecar width, missing layers, unknown type...), in log order.
     telling: list[str] = json_field(omit=True, default_factory=list)
@@ -91,123 +101,169 @@ class LogEvidence:
     def drafted_anything(self) -> bool:
         return bool(self.drafted)
 
+    @property
+    def separate_drafter(self) -> bool:
+        """vLLM drafts with another checkpoint than the target's (its quantization is not the head's)."""
+        return self.draft_model is not None and self.model_name is not None and self.draft_model != self.model_name
+
 
 def read_log(path: str | Path) -> LogEvidence:
     """Parse one log or metrics file; SourceError if it cannot be read, FormatError if it holds nothing usable."""
     file = Path(path).expanduser()
-    try:
-        if file.stat().st_size > MAX_LOG_BYTES:
-            raise FormatError(f"{file}: log larger than {MAX_LOG_BYTES >> 20} MiB; pass the part around the run")
-        text = file.read_bytes().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        raise SourceError(f"{file}: no such log file") from None
-    except IsADirectoryError:
-        raise SourceError(f"{file}: is a directory, not a log file") from None
-    except OSError as exc:
-        raise SourceError(f"{file}: cannot read ({exc.strerror or exc})") from None
+    text = read_bounded(file, MAX_LOG_BYTES, "log file", "pass the part around the run").decode("utf-8", errors="replace")
     if not text.strip():
         raise FormatError(f"{file}: empty log")
     crash = crash_in_log(text)
     evidence = _parse(str(file), text, crashed=crash is not None)
     evidence.telling = [line.strip() for line in text.splitlines() if MTP_FAILURE_MARKERS.search(line)][:4]
     evidence.crash = crash
-    evidence.suggested = suggest(crash, text) if crash else []
+    # llama-server changes only make sense for a llama.cpp log; other engines get their own advice (advice.py).
+    evidence.suggested = suggest(crash, text) if crash and evidence.runtime is Engine.llama_cpp else []
     return evidence
 
 
 def _parse(file: str, text: str, *, crashed: bool) -> LogEvidence:
-    if _METRIC_LINE.search(text) and not _VLLM_SPEC.search(text):
+    readings = read_lines(text.splitlines())
+    if not any(r.samples for r in readings.values()) and METRIC_SAMPLE.search(text):
         return _metrics(file, text)
-    if _VLLM_SPEC.search(text) or _VLLM_BANNER.search(text):
-        return _vllm(file, text)
-    return _llama_server(file, text, crashed=crashed)
+    reading = _engine(readings, text, crashed=crashed)
+    if reading is None:
+        raise FormatError(
+            f"{file}: not a llama-server log, a vLLM or SGLang log or a /metrics page (no line this tool recognises)"
+        )
+    evidence = LogEvidence(path=file, kind=reading.engine.kind, runtime=reading.engine.engine)
+    _set_figures(evidence, reading)
+    if reading.engine.engine is Engine.llama_cpp:
+        _llama_settings(evidence, reading, text)
+    else:
+        _engine_settings(evidence, reading)
+    return evidence
+
+
+def _engine(readings: dict[Engine, Reading], text: str, *, crashed: bool) -> Reading | None:
+    """The engine whose metrics lines the log holds, else whose own lines it shows; llama.cpp by default."""
+    with_figures = [r for r in readings.values() if r.samples]
+    if with_figures:
+        return max(with_figures, key=lambda r: (len(r.samples), r.marks))
+    marked = [r for r in readings.values() if r.marks or r.failures]
+    if marked:
+        return max(marked, key=lambda r: (r.marks + len(r.failures)))
+    llama = readings[Engine.llama_cpp]
+    if crashed or llama.settings or unused_nextn_tensors(text) or "llama" in text:
+        return llama
+    return None
+
+
+def _set_figures(evidence: LogEvidence, reading: Reading) -> None:
+    stats = [s for s in reading.samples if s.format.scope is Scope.server]
+    by_format: dict[LineFormat, list[Sample]] = {}
+    for sample in reading.samples:
+        if sample.format.scope is not Scope.server:
+            by_format.setdefault(sample.format, []).append(sample)
+    sources = {fmt: combine([s.figures for s in samples], fmt.scope) for fmt, samples in by_format.items()}
+    if sources:
+        # The richest source, then the one with more lines; the rest are named but not added.
+        order = list(sources)
+        chosen = max(order, key=lambda f: (-len(sources[f].missing), len(by_format[f]), -order.index(f)))
+        figures = _fill_from_statistics(evidence, sources[chosen], stats)
+        lines = [s.line for s in by_format[chosen]]
+        evidence.formats = [chosen.name, *(f.name for f in order if f is not chosen)]
+        evidence.derived += [f"also {f.name} ({len(by_format[f])} line(s)), not added: another source of figures"
+                             for f in order if f is not chosen]
+    elif stats:
+        figures, lines = combine([s.figures for s in stats], Scope.server), [s.line for s in stats]
+        evidence.derived.append("figures are totals since the server started (statistics lines), over every request")
+    else:
+        return
+    if stats:
+        evidence.formats.append(stats[0].format.name)
+        evidence.statistics = list({s.figures.label: s.figures for s in stats}.values())
+    evidence.samples = list(reading.samples)
+    evidence.draft_lines = lines[:_EVIDENCE_LINES]
+    _take(evidence, figures)
+
+
+def _fill_from_statistics(evidence: LogEvidence, figures: Figures, stats: list[Sample]) -> Figures:
+    """Mean length (and per-position rates) from the statistics lines, when they count exactly the same tokens."""
+    total = combine([s.figures for s in stats], Scope.server)
+    complete = figures.mean_length is not None and bool(figures.per_position)
+    if complete or not total.steps or (total.accepted, total.drafted) != (figures.accepted, figures.drafted):
+        return figures
+    if figures.mean_length is None:
+        evidence.derived.append(
+            f"mean length {total.mean_length:.2f} = 1 + {total.accepted}/{total.steps} drafts, from the statistics line "
+            "(it counts the same tokens as the acceptance lines)")
+    return replace(figures, steps=total.steps, per_position=figures.per_position or total.per_position,
+                   mean_length=figures.mean_length if figures.mean_length is not None else total.mean_length)
+
+
+def _take(evidence: LogEvidence, figures: Figures) -> None:
+    if figures.mean_length is None and figures.per_position:
+        # Per-position rates are accepted-at-position / steps, so they add up to the accepted tokens per step.
+        figures = replace(figures, mean_length=1 + sum(figures.per_position))
+        evidence.derived.append(f"mean length {figures.mean_length:.2f} = 1 + the sum of the per-position rates")
+    evidence.accepted, evidence.drafted, evidence.drafts = figures.accepted, figures.drafted, figures.steps
+    evidence.acceptance, evidence.mean_length = figures.acceptance, figures.mean_length
+    evidence.per_position = figures.per_position
+    evidence.spec_tokens = figures.spec_tokens
+    evidence.missing = list(figures.missing)
 
 
 def _metrics(path: str, text: str) -> LogEvidence:
     # Comments and blank lines aside, a saved page must be all samples: a log that quotes one is not a page.
+    page = exposition_text(text)
     try:
-        metrics = parse_metrics(text)
+        metrics = parse_metrics(page)
     except FormatError as exc:
         raise FormatError(f"{path}: looks like a /metrics page but {exc}") from None
-    runtime = {"llamacpp": "llama.cpp"}.get(metrics.source, metrics.source)
-    lines = [f"{k} {v:g}" for k, v in metrics.raw.items() if "spec" in k][:8]
-    counters = metrics.has_spec_counters
-    return LogEvidence(
-        path=path,
-        kind="metrics",
-        runtime=runtime,
-        drafted=int(metrics.draft_tokens) if counters else None,
-        accepted=int(metrics.accepted_tokens) if counters else None,
-        drafts=int(metrics.drafts) if counters else None,
-        acceptance=metrics.acceptance,
-        mean_length=metrics.mean_length,
-        per_position=metrics.per_position_rates(),
-        draft_lines=lines,
-    )
+    runtime = {"llamacpp": Engine.llama_cpp}.get(metrics.source) or Engine(metrics.source)
 
+    def counter(name: str, value: float) -> int | None:
+        return int(value) if metrics.has(name) else None
 
-def _vllm(path: str, text: str) -> LogEvidence:
-    evidence = LogEvidence(path=path, kind="vllm", runtime="vllm")
-    accepted = drafted = 0
-    weighted: list[float] = []
-    for line in text.splitlines():
-        match = _VLLM_SPEC.search(line)
-        if match is None:
-            continue
-        n_accepted, n_drafted = int(match.group(1)), int(match.group(2))
-        accepted, drafted = accepted + n_accepted, drafted + n_drafted
-        rates = [float(x) for x in (match.group(3) or "").replace(" ", "").split(",") if x]
-        # Per-position rates are per interval: weigh them by the interval's drafted tokens.
-        if rates:
-            weighted = [w + r * n_drafted for w, r in zip(weighted, rates)] if weighted else [r * n_drafted for r in rates]
-        evidence.draft_lines.append(line.strip())
-    if evidence.draft_lines:
-        evidence.accepted, evidence.drafted = accepted, drafted
-        evidence.acceptance = accepted / drafted if drafted else None
-        evidence.per_position = tuple(w / drafted for w in weighted) if drafted else ()
-        lengths = [float(m.group(1)) for m in _VLLM_MEAN_LEN.finditer(text)]
-        evidence.mean_length = lengths[-1] if lengths else None
-    quant = _VLLM_QUANT.search(text)
-    evidence.quantization = None if quant is None or quant.group(1) == "None" else quant.group(1)
-    model = _VLLM_MODEL.search(text)
-    evidence.model_name = model.group(1) if model else None
-    tokens = _VLLM_SPEC_TOKENS.search(text)
-    evidence.spec_tokens = int(tokens.group(1)) if tokens else None
-    missing = _VLLM_MISSING.search(text)
-    evidence.failure = missing.group(0).strip() if missing else None
+    steps = counter("spec_decode_num_drafts", metrics.drafts)
+    figures = with_ratios(Figures(
+        accepted=counter("spec_decode_num_accepted_tokens", metrics.accepted_tokens),
+        drafted=counter("spec_decode_num_draft_tokens", metrics.draft_tokens),
+        steps=steps,
+        acceptance=metrics.reported_acceptance,
+        mean_length=metrics.reported_mean_length,
+        per_position=metrics.per_position_rates() if steps else (),
+    ))
+    evidence = LogEvidence(path=path, kind=LogKind.metrics, runtime=runtime)
+    evidence.formats = ["Prometheus query table (pasted)" if page != text else "Prometheus /metrics samples"]
+    evidence.draft_lines = [f"{k} {v:g}" for k, v in metrics.raw.items() if "spec" in k][:8]
+    _take(evidence, figures)
     return evidence
 
 
-def _llama_server(path: str, text: str, *, crashed: bool) -> LogEvidence:
-    evidence = LogEvidence(path=path, kind="llama-server", runtime="llama.cpp")
-    stats = parse_draft_lines(text)
-    if stats:
-        evidence.accepted = sum(s.accepted for s in stats)
-        evidence.drafted = sum(s.generated for s in stats)
-        evidence.acceptance = evidence.accepted / evidence.drafted if evidence.drafted else None
-        evidence.draft_lines = [s.raw_line for s in stats]
-        lengths = [s.mean_length for s in stats if s.mean_length is not None]
-        evidence.mean_length = sum(lengths) / len(lengths) if lengths else None
-        positions = [s.per_position for s in stats if s.per_position]
-        if positions:
-            depth = min(len(p) for p in positions)
-            evidence.per_position = tuple(sum(p[i] for p in positions) / len(positions) for i in range(depth))
+def _llama_settings(evidence: LogEvidence, reading: Reading, text: str) -> None:
     evidence.unused_nextn = unused_nextn_tensors(text)
-    mtp = _LLAMA_MTP_ON.search(text)
-    evidence.mtp_context = mtp.group(0) if mtp else None
-    if _LLAMA_FAILED.search(text):
-        evidence.failure = failure_reason(text)
-    arch = _LLAMA_ARCH.search(text)
-    evidence.architecture = arch.group(1) if arch else None
-    ctx = _LLAMA_CTX.search(text)
-    evidence.n_ctx = int(ctx.group(1)) if ctx else None
-    stops = [(int(n), t == "1") for n, t in _LLAMA_STOP.findall(text)]
-    if stops:
-        evidence.max_tokens = max(n for n, _ in stops)
-        evidence.truncated = any(t for _, t in stops)
-    recognised = stats or evidence.unused_nextn or evidence.failure or evidence.n_ctx or evidence.architecture or crashed
-    if not recognised and "llama" not in text:
-        raise FormatError(
-            f"{path}: not a llama-server log, a vLLM log or a /metrics page (no line this tool recognises)"
-        )
-    return evidence
+    evidence.mtp_context = reading.setting("mtp_context")
+    if reading.failures and reading.engine.failure_of is not None:
+        evidence.failure = reading.engine.failure_of(text)
+    evidence.architecture = reading.setting("architecture")
+    n_ctx = reading.setting("n_ctx")
+    evidence.n_ctx = int(n_ctx) if n_ctx else None
+    ends = [(int(v["n_tokens"]), v["truncated"] == "1") for v in reading.settings.get("request_end", [])]
+    if ends:
+        evidence.max_tokens = max(n for n, _ in ends)
+        evidence.truncated = any(t for _, t in ends)
+    offered = reading.setting("offered_spec_types")
+    evidence.offered_spec_types = tuple(re.split(r"[|,]", offered)) if offered else None
+
+
+def _engine_settings(evidence: LogEvidence, reading: Reading) -> None:
+    evidence.failure = reading.failures[0] if reading.failures else None
+    evidence.engine_version = reading.setting("engine_version")
+    quantization = reading.setting("quantization")
+    evidence.quantization = None if quantization in (None, "None") else quantization
+    evidence.model_name = reading.setting("model_name")
+    evidence.draft_model = reading.setting("draft_model")
+    evidence.spec_method = reading.setting("spec_method")
+    evidence.kv_cache_dtype = reading.setting("kv_cache_dtype")
+    tokens = reading.setting("spec_tokens")
+    if tokens is not None:
+        evidence.spec_tokens = int(tokens)
+    elif evidence.spec_tokens is None and evidence.per_position:
+        evidence.spec_tokens = len(evidence.per_position)  # vLLM prints one rate per drafted position

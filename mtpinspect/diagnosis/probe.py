@@ -28,9 +28,9 @@ from mtpinspect.errors import MtpinspectError, ServerError
 from mtpinspect.formulas import acceptance_for_length, geometric_mean
 from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.crash import Crash, crash_of
-from mtpinspect.runtime.find import ServerBinary, find_server
+from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
 from mtpinspect.runtime.flags import DRAFT_MODEL, MODEL, SPEC_FLAGS, ServerArgs
-from mtpinspect.runtime.server import LlamaServer, ServerProcessError
+from mtpinspect.runtime.server import START_TIMEOUT_S, LlamaServer, ServerProcessError
 from mtpinspect.runtime.workarounds import Workaround, WorkaroundSearch, find_workaround
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.plan import BASELINE_ID
@@ -41,7 +41,6 @@ from mtpinspect.sweep.statistics import GroupStats
 PROBE_N_MAX = (1, 3)
 PROBE_CLASSES = ("code", "prose-en")
 PROBE_N_PREDICT = 64
-_STARTUP_TIMEOUT = 600.0
 
 
 @dataclass(frozen=True)
@@ -150,9 +149,10 @@ def run_probe(
     n_predict: int = PROBE_N_PREDICT,
     prompts: str | Path | None = None,
     out_dir: Path | None = None,
+    start_timeout: float = START_TIMEOUT_S,
 ) -> ProbeResult:
     """Run the probe on a local GGUF; ServerError if llama-server cannot run the model even without MTP."""
-    binary = find_server(server, build=True)
+    binary = find_server(server, build=True, version_timeout=min(VERSION_TIMEOUT_S, start_timeout))
     with ExitStack() as stack:
         if out_dir is None:
             out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtpinspect-diagnose-")))
@@ -164,11 +164,11 @@ def run_probe(
         as_given = None
         if settings.sets_spec:
             as_given = _run_as_given(binary, model, settings, sidecar if sidecar_given else None, prompt_set[0].text,
-                                     n_predict, out_dir / "as-given.log")
+                                     n_predict, out_dir / "as-given.log", start_timeout)
         report = run_sweep(model, SweepOptions(
             n_max=PROBE_N_MAX, repeat=1, prompts=tuple(prompt_set), n_predict=n_predict, server=binary.path,
             mtp_file=sidecar, out_dir=out_dir / "sweep", server_args=settings.without(*SPEC_FLAGS).args, plot=False,
-            startup_timeout=_STARTUP_TIMEOUT,
+            startup_timeout=start_timeout,
         ))
         _require_baseline(model, report)
         figures = [_figure(g) for g in report.results if g.synthetic is None]
@@ -188,13 +188,13 @@ def run_probe(
 
 def _run_as_given(
     binary: ServerBinary, model: Path, settings: ServerArgs, sidecar: Path | None, prompt: str, n_predict: int,
-    log_path: Path,
+    log_path: Path, start_timeout: float,
 ) -> AsGivenRun:
     args = settings
     # --mtp-file names the sidecar the user runs with; add it the way llama-server takes it.
     if sidecar is not None and settings.draft_model is None:
         args = settings.added(*DRAFT_MODEL.spelled(sidecar))
-    server = LlamaServer(binary, model, args, log_path=log_path, startup_timeout=_STARTUP_TIMEOUT)
+    server = LlamaServer(binary, model, args, log_path=log_path, startup_timeout=start_timeout)
     failure: str | None = None
     crash: Crash | None = None
     started = False
@@ -218,7 +218,7 @@ def _run_as_given(
     search = None
     if crash is not None and settings.sets_spec:
         search = find_workaround(binary, model, args, log_path.parent / "as-given-workarounds", crash=crash,
-                                 startup_timeout=_STARTUP_TIMEOUT)
+                                 startup_timeout=start_timeout)
     return AsGivenRun(command=server.command or [str(binary.path), *MODEL.spelled(model), *args], started=started,
                       failure=failure, log=log, crash=crash, workarounds=search)
 

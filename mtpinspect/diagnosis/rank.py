@@ -3,30 +3,44 @@
 Evidence comes from three places: static (`check` and the run's flags, static.py), the probe
 (probe.py) and logs of runs made elsewhere (logs.py). The rules here read the probe and the logs:
 
-- a start or crash reason names its cause directly (``unknown speculative type: mtp`` ->
-  WRONG_SPEC_TYPE; ``doesn't contain MTP layers`` -> SIDECAR_NOT_PASSED when an mtp- file exists and
-  was not passed, NO_MTP_HEAD when check found no head, else MTP_WEIGHTS_MISSING; ``MTP input row
-  width`` or ``failed to add token`` -> SIDECAR_MISMATCH; a crash no such line explains (a signal,
-  GGML_ASSERT, abort, uncaught exception or GPU fault) -> MTP_ENGINE_CRASH, confidence 0.95 when the
-  probe reproduced it (its baseline ran: the crash is MTP's) and 0.8 from a log, with the change the
-  probe verified as the fix, or from a log the changes its signature points at; anything else -> MTP_FAILED);
+- a rejected ``--spec-type`` (``unknown speculative type: X``, or the pre-MTP parser's ``unknown
+  speculative decoding type without draft model``) is the build's fault or the flag's, and the build's
+  usage text decides: when the log holds it (``--spec-type [none|ngram-cache|...]`` or
+  ``--spec-type none,draft-simple,...``), a list without ``draft-mtp`` -> BUILD_WITHOUT_MTP (0.95: the
+  build predates MTP support, llama.cpp PR #22673), a list with it -> WRONG_SPEC_TYPE (0.98). Without
+  the usage text, the pre-MTP wording or a rejected ``draft-mtp`` -> BUILD_WITHOUT_MTP (0.8), any other
+  rejected value -> WRONG_SPEC_TYPE (0.9). `mtp` alone proves nothing: it was the valid name on
+  PR #22673's branch;
+- any other start or crash reason names its cause directly (``doesn't contain MTP layers`` ->
+  SIDECAR_NOT_PASSED when an mtp- file exists and was not passed, NO_MTP_HEAD when check found no
+  head, else MTP_WEIGHTS_MISSING; ``MTP input row width`` or ``failed to add token`` ->
+  SIDECAR_MISMATCH; a crash no such line explains (a signal, GGML_ASSERT, abort, uncaught exception or
+  GPU fault) -> MTP_ENGINE_CRASH, confidence 0.95 when the probe reproduced it (its baseline ran: the
+  crash is MTP's) and 0.8 from a log, with the change the probe verified as the fix, or from a log the
+  changes its signature points at; anything else -> MTP_FAILED, with a fix in the log's engine's words);
 - ``model has unused tensor blk.N.nextn...`` with no draft lines -> MTP_NOT_ENABLED, or NO_MTP_GRAPH
   when draft-mtp was asked for (or the architecture has no graph);
-- acceptance at most 5% while the baseline runs -> HEAD_QUANTIZED when static evidence shows a
-  quantized or damaged head (check's MTP_QUANTIZED / MTP_PARTIALLY_EXCLUDED / FUSED_NAME_MISMATCH /
-  LOW_BIT_MTP_HEAD, all-zero head weights, a quantized vLLM engine), otherwise HEAD_DISAGREES.
-  A zeroed head is "damaged", so HEAD_QUANTIZED (its evidence line says "all zero"); without data to
-  read (a log only) it is HEAD_DISAGREES. Acceptance of 50% or more refutes a static head warning;
+- acceptance at most 5% while the baseline runs (from a log: its acceptance, or without one a mean
+  length of at most 1.05, which is at most 0.05 accepted tokens per step and so at most 5% at any
+  draft length) -> HEAD_QUANTIZED when static evidence shows a quantized or damaged head (check's
+  MTP_QUANTIZED / MTP_PARTIALLY_EXCLUDED / FUSED_NAME_MISMATCH / LOW_BIT_MTP_HEAD, all-zero head
+  weights, a vLLM engine that loads a quantized checkpoint and drafts with that same checkpoint),
+  otherwise HEAD_DISAGREES. A zeroed head is "damaged", so HEAD_QUANTIZED (its evidence line says "all
+  zero"); without data to read (a log only) it is HEAD_DISAGREES. Its fix is the engine's (advice.py):
+  a vLLM or SGLang log gets engine version, method, checkpoint and the known engine bugs its settings
+  point at, never a GGUF re-export. Acceptance of 50% or more refutes a static head warning;
 - classes whose n-max 1 acceptance differ by 0.3 or more, one below 0.5 -> PROMPT_CLASS;
 - going from n-max 1 to 3 gains under 0.35 accepted tokens per extra drafted token (confidence 0.7
   when n-max 3 also measured slower, 0.45 otherwise), or the deepest position of a log is accepted
-  under 35% of steps -> NMAX_TOO_HIGH;
+  under 35% of steps -> NMAX_TOO_HIGH (with a known engine bug when the deepest positions fall to
+  exactly 0: a cliff, not a decay);
 - acceptance 50% or more and every MTP configuration under 0.95x the baseline -> SLOWER_THAN_BASELINE;
 - a request that filled 90% of the slot's context, or was truncated -> CONTEXT_NEAR_LIMIT.
 
 Merging: one cause per code; confidences from independent sources combine as 1 - prod(1 - c);
-evidence lines are concatenated. Ranking: by score = mechanism weight (blocked 1.0, zero 0.9, low
-0.6, slow 0.5) x confidence, highest first; ties keep the catalogue order of causes.py.
+evidence lines are concatenated; a log cause's evidence names the figures the log lacks. Ranking: by
+score = mechanism weight (blocked 1.0, zero 0.9, low 0.6, slow 0.5) x confidence, highest first; ties
+keep the catalogue order of causes.py.
 """
 
 from __future__ import annotations
@@ -35,6 +49,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mtpinspect.diagnosis.advice import (
+    disagreeing_head_fix,
+    engine_crash_fix,
+    failed_start_fix,
+    known_bugs,
+    missing_weights_fix,
+    n_max_setting,
+)
 from mtpinspect.diagnosis.causes import CAUSES, Cause
 from mtpinspect.diagnosis.logs import MTP_FAILURE_MARKERS, LogEvidence
 from mtpinspect.diagnosis.probe import ProbeFigure, ProbeResult
@@ -49,7 +71,7 @@ from mtpinspect.inspection.support import llama_cpp_graph
 from mtpinspect.runtime.crash import Crash, CrashKind
 from mtpinspect.runtime.flags import DRAFT_MODEL, MTP_SPEC_TYPE, SPEC_FLAGS, SPEC_TYPE, ServerArgs
 from mtpinspect.runtime.workarounds import Trial, Workaround
-from mtpinspect.vocabulary import EvidenceSource, GraphSupport, Layout
+from mtpinspect.vocabulary import Engine, EvidenceSource, GraphSupport, Layout
 
 ZERO_ACCEPTANCE = 0.05
 FINE_ACCEPTANCE = 0.5
@@ -108,8 +130,11 @@ def classify_failure(
     had_sidecar: bool,
     source: EvidenceSource,
     crash: CrashEvidence | None = None,
+    offered: tuple[str, ...] | None = None,
+    engine: Engine = Engine.llama_cpp,
 ) -> Cause | None:
-    """The cause a failed start or crash names; None when nothing failed."""
+    """The cause a failed start or crash names; None when nothing failed. ``offered``: the build's
+    --spec-type list, from the usage text it printed (None when the log does not show it)."""
     lines = [line for line in lines if line]
     if crash is not None:
         lines = [*lines, crash.crash.summary, *crash.crash.lines]
@@ -118,10 +143,9 @@ def classify_failure(
     text = "\n".join(lines)
     telling = next((line for line in lines if MTP_FAILURE_MARKERS.search(line)), lines[0])
     evidence = (telling,)
-    if "unknown speculative type" in text:
-        fixed = settings.without(SPEC_TYPE, DRAFT_MODEL)
-        return Cause("WRONG_SPEC_TYPE", 0.98, "llama-server rejects the --spec-type value (MTP is `draft-mtp`)",
-                     evidence, fix_command(static, fixed), (source,))
+    rejected = _REJECTED_TYPE.search(text)
+    if rejected is not None:
+        return _rejected_type(rejected, offered, static, settings, evidence, source)
     if re.search(r"MTP input row width|failed to add token", text):
         return Cause("SIDECAR_MISMATCH", 0.95, "the mtp- sidecar does not fit the main model: llama-server aborts",
                      evidence, _sidecar_fix(static), (source,))
@@ -130,15 +154,53 @@ def classify_failure(
     if re.search(r"MTP block missing nextn|missing tensor '[^']*nextn|weights missing from checkpoint|"
                  r"requires nextn_predict_layers > 0", text):
         return Cause("MTP_WEIGHTS_MISSING", 0.95, "the MTP layer's weights are missing", evidence,
-                     "use a checkpoint or GGUF that ships the MTP weights (not converted with --no-mtp, not a "
-                     "quantization that dropped mtp.*)", (source,))
+                     missing_weights_fix(engine), (source,))
     if "not implemented" in text:
         return Cause("NO_MTP_GRAPH", 0.9, "this build has no MTP graph for the architecture", evidence,
                      "use a llama.cpp build with MTP support for this architecture, or leave MTP off", (source,))
     if crash is not None:
         return _crash_cause(crash, static, source)
-    return Cause("MTP_FAILED", 0.7, f"the MTP configuration failed: {telling}", evidence,
-                 "read the server log around this line; run `mtpinspect check MODEL` for static causes", (source,))
+    return Cause("MTP_FAILED", 0.7, f"the MTP configuration failed: {telling}", evidence, failed_start_fix(engine),
+                 (source,))
+
+
+# "unknown speculative type: mtp" (builds since the type list became comma-separated), or the pre-MTP
+# parser's "unknown speculative decoding type without draft model" (which names no value).
+_REJECTED_TYPE = re.compile(r"unknown speculative (?:type: (?P<value>[\w,-]+)|decoding type without draft model)")
+
+
+def _rejected_type(
+    rejected: re.Match[str], offered: tuple[str, ...] | None, static: StaticEvidence | None, settings: ServerArgs,
+    evidence: tuple[str, ...], source: EvidenceSource,
+) -> Cause:
+    """The build's own type list decides between an old build and a wrong flag (see the module docstring)."""
+    value = rejected["value"]
+    if offered is not None and MTP_SPEC_TYPE in offered:
+        return _wrong_spec_type(static, settings, (*evidence, f"the build offers --spec-type {','.join(offered)}"), source, 0.98)
+    if offered is not None:
+        usage = f"the build's usage text: --spec-type {'|'.join(offered)} (no {MTP_SPEC_TYPE})"
+        return _build_without_mtp(f"its --spec-type offers no {MTP_SPEC_TYPE}", (*evidence, usage), source, 0.95)
+    if value is None:
+        return _build_without_mtp("the message is the pre-MTP argument parser's (builds before PR #22673)",
+                                  (*evidence, "the usage text with the build's --spec-type list is not in the log"), source, 0.8)
+    if value == MTP_SPEC_TYPE:
+        return _build_without_mtp(f"the build rejects {MTP_SPEC_TYPE} itself", evidence, source, 0.8)
+    return _wrong_spec_type(static, settings, evidence, source, 0.9)
+
+
+def _wrong_spec_type(static: StaticEvidence | None, settings: ServerArgs, evidence: tuple[str, ...],
+                     source: EvidenceSource, confidence: float) -> Cause:
+    fixed = settings.without(SPEC_TYPE, DRAFT_MODEL)
+    return Cause("WRONG_SPEC_TYPE", confidence, f"llama-server rejects the --spec-type value (MTP is `{MTP_SPEC_TYPE}`)",
+                 evidence, fix_command(static, fixed), (source,))
+
+
+def _build_without_mtp(why: str, evidence: tuple[str, ...], source: EvidenceSource, confidence: float) -> Cause:
+    return Cause("BUILD_WITHOUT_MTP", confidence, f"this llama.cpp build predates MTP support: {why}", evidence,
+                 f"use a llama.cpp build with MTP support (PR #22673 or later: `llama-server --help` lists {MTP_SPEC_TYPE} "
+                 "under --spec-type): a current release or container image (pull it again: a cached image can be older "
+                 f"than it looks), or the pinned build: mtpinspect runtime build; then --spec-type {MTP_SPEC_TYPE}",
+                 (source,))
 
 
 @dataclass(frozen=True)
@@ -151,6 +213,7 @@ class CrashEvidence:
     fixed_by: Workaround | None = None
     suggested: tuple[Workaround, ...] = ()  # from a log's signature, when nothing could be tried
     baseline_ran: bool = False  # the same server decodes the model without MTP
+    engine: Engine = Engine.llama_cpp  # whose crash: the fix is said in that engine's terms
 
 
 def _crash_cause(evidence: CrashEvidence, static: StaticEvidence | None, source: EvidenceSource) -> Cause:
@@ -173,6 +236,9 @@ def _crash_cause(evidence: CrashEvidence, static: StaticEvidence | None, source:
                "release, or the pinned one: mtpinspect runtime build), report the crash to llama.cpp with this log, "
                "and leave MTP off meanwhile")
         return Cause("MTP_ENGINE_CRASH", 0.95 if evidence.baseline_ran else 0.85, message, tuple(lines), fix, (source,))
+    other_engine = engine_crash_fix(evidence.engine)
+    if other_engine is not None:
+        return Cause("MTP_ENGINE_CRASH", 0.8, message, tuple(lines), other_engine, (source,))
     order = ", ".join(w.value for w in evidence.suggested[:4]) or "a newer llama.cpp build"
     fix = (f"try, one change at a time: {order}; `mtpinspect diagnose MODEL -- <your llama-server flags>` tries them "
            "on this machine and says which one works")
@@ -265,7 +331,8 @@ def _as_given_causes(static: StaticEvidence | None, settings: ServerArgs, probe:
         found = search.fix if search else None
         crash = CrashEvidence(given.crash, search.trials if search else (), found.args if found else None,
                               found.workaround if found else None, baseline_ran=_baseline_ran(probe))
-    cause = classify_failure(lines, static, settings, had_sidecar=had_sidecar, source=EvidenceSource.probe, crash=crash)
+    cause = classify_failure(lines, static, settings, had_sidecar=had_sidecar, source=EvidenceSource.probe, crash=crash,
+                             offered=given.log.offered_spec_types if given.log else None)
     if cause is not None:
         return [cause]
     if given.log is None:
@@ -323,18 +390,22 @@ def _acceptance_causes(
 def _zero_cause(static: StaticEvidence | None, log: LogEvidence | None, evidence: tuple[str, ...], source: EvidenceSource,
                 confidence: float) -> Cause:
     defects = bool(static and (static.head_defect or static.zero_tensors))
-    quantized_engine = log is not None and log.quantization is not None
+    quantized = log is not None and log.quantization is not None
+    # A vLLM banner's quantization is the target checkpoint's: it is the head's only when the same checkpoint drafts.
+    quantized_engine = quantized and log is not None and not log.separate_drafter
+    if quantized and log is not None and log.separate_drafter:
+        evidence = (*evidence, f"{log.path}: the target is quantized ({log.quantization}) but the drafter is another "
+                               f"checkpoint ({log.draft_model}): not a quantized head")
     if defects or quantized_engine:
-        extra = (f"{log.path}: the engine loads the checkpoint with quantization={log.quantization}",) if quantized_engine else ()
+        extra = (f"{log.path}: the engine loads the checkpoint with quantization={log.quantization}",) if quantized_engine and log else ()
         why = _head_defect_words(static, log if quantized_engine and not defects else None)
         return Cause("HEAD_QUANTIZED", confidence, f"the MTP head drafts nothing the model accepts: {why}",
                      (*evidence, *extra), head_fix(static), (source,))
+    bugs = tuple(sign for sign, _ in known_bugs(log))
     return Cause("HEAD_DISAGREES", confidence - 0.05,
                  "the head loads and drafts, the model runs, yet about every draft is rejected: the head does not "
-                 "match this model (other fine-tune or revision, broken export)", evidence,
-                 "use the head released with this exact model and revision (re-export with convert_hf_to_gguf.py "
-                 "--mtp from the same snapshot, or the maker's GGUF); until then leave MTP off",
-                 (source,))
+                 "match this model (other fine-tune or revision, broken export) or the engine runs it wrongly",
+                 (*evidence, *bugs), disagreeing_head_fix(log), (source,))
 
 
 def _head_defect_words(static: StaticEvidence | None, log: LogEvidence | None) -> str:
@@ -455,22 +526,41 @@ def _context_causes(log: LogEvidence, source: EvidenceSource) -> list[Cause]:
 def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvidence) -> list[Cause]:
     causes: list[Cause] = []
     had_sidecar = bool(log.mtp_context and "loading draft model" in log.mtp_context)
-    crash = CrashEvidence(log.crash, suggested=tuple(log.suggested)) if log.crash is not None else None
+    crash = CrashEvidence(log.crash, suggested=tuple(log.suggested), engine=log.runtime) if log.crash is not None else None
     failure = classify_failure([*log.telling, log.failure or ""] if log.failure or log.telling else [],
-                               static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log, crash=crash)
+                               static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log, crash=crash,
+                               offered=log.offered_spec_types, engine=log.runtime)
     if failure is not None:
         causes.append(failure)
     causes += _unused_head_causes(static, settings, log, EvidenceSource.log, asked_mtp=log.mtp_context is not None)
-    if log.drafted:
-        acceptance = log.acceptance or 0.0
-        if acceptance <= ZERO_ACCEPTANCE:
-            evidence = (f"{log.path}: {log.accepted} accepted of {log.drafted} drafted tokens ({acceptance:.1%})",
-                        *log.draft_lines[:3])
-            causes.append(_zero_cause(static, log, evidence, EvidenceSource.log, 0.75))
-        else:
-            causes += _decay_causes(log)
+    if _zero_in_log(log):
+        causes.append(_zero_cause(static, log, (_acceptance_line(log), *log.draft_lines, *_lacks(log)),
+                                  EvidenceSource.log, 0.75))
+    elif log.drafted != 0:
+        causes += _decay_causes(log)
     causes += _context_causes(log, EvidenceSource.log)
     return causes
+
+
+def _zero_in_log(log: LogEvidence) -> bool:
+    if log.drafted == 0:  # nothing drafted: nothing to judge
+        return False
+    if log.acceptance is not None:
+        return log.acceptance <= ZERO_ACCEPTANCE
+    return log.mean_length is not None and log.mean_length - 1 <= ZERO_ACCEPTANCE
+
+
+def _acceptance_line(log: LogEvidence) -> str:
+    if log.accepted is not None and log.drafted is not None:
+        return f"{log.path}: {log.accepted} accepted of {log.drafted} drafted tokens ({(log.acceptance or 0.0):.1%})"
+    if log.acceptance is not None:
+        return f"{log.path}: acceptance {log.acceptance:.1%}"
+    return f"{log.path}: mean acceptance length {log.mean_length:.2f} (no more than 1 token per step)"
+
+
+def _lacks(log: LogEvidence) -> tuple[str, ...]:
+    lacks = (f"{log.path}: the log lacks {', '.join(log.missing)}; diagnosed from the figures it has",) if log.missing else ()
+    return (*lacks, *log.derived)
 
 
 def _decay_causes(log: LogEvidence) -> list[Cause]:
@@ -478,8 +568,10 @@ def _decay_causes(log: LogEvidence) -> list[Cause]:
     if len(rates) < 2 or rates[-1] >= DEEP_POSITION_FLOOR:
         return []
     keep = max(1, sum(1 for r in rates if r >= FINE_ACCEPTANCE))
-    flag = "num_speculative_tokens" if log.runtime == "vllm" else "--spec-draft-n-max"
+    bugs = known_bugs(log)
+    fix = n_max_setting(log.runtime, keep) + "".join(f"; {change}" for _, change in bugs)
     return [Cause("NMAX_TOO_HIGH", 0.6,
                   f"acceptance decays with draft position ({rates[0]:.2f} -> {rates[-1]:.2f}): the deepest drafts are wasted",
-                  (f"{log.path}: per-position acceptance {', '.join(f'{r:.2f}' for r in rates)}", *log.draft_lines[:2]),
-                  f"{flag} {keep}", (EvidenceSource.log,))]
+                  (f"{log.path}: per-position acceptance {', '.join(f'{r:.2f}' for r in rates)}", *log.draft_lines[:2],
+                   *(sign for sign, _ in bugs), *_lacks(log)),
+                  fix, (EvidenceSource.log,))]

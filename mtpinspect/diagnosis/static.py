@@ -7,6 +7,7 @@ confidence; the probe and the logs confirm or refute it (rank.py).
 
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,13 +109,15 @@ def gather_static(
 
     # Rules only: the probe that follows starts the real llama-server, which says more than a dry load.
     report = check(model, revision=revision, token=token, mtp_file=mtp_file, verify=False)
-    path = Path(model).expanduser()
-    local = path.resolve() if report.source_kind is SourceKind.local_file and path.suffix == ".gguf" and path.is_file() else None
+    path = Path(os.path.abspath(Path(model).expanduser()))
+    # Absolute (the probe's server runs elsewhere) with symlinks kept: check names the sidecar relative to the
+    # folder the user named (a Hugging Face cache snapshot's files are links into blobs/, where it is not).
+    local = path if report.source_kind is SourceKind.local_file and path.suffix == ".gguf" and path.is_file() else None
     sidecar: Path | None = None
     if mtp_file is not None:
-        sidecar = Path(mtp_file).expanduser().resolve()
+        sidecar = Path(os.path.abspath(Path(mtp_file).expanduser()))
     elif local is not None and report.files.get("sidecar"):
-        sidecar = local.with_name(Path(report.files["sidecar"][0]).name)
+        sidecar = local.parent / report.files["sidecar"][0]
     evidence = StaticEvidence(report, local, sidecar, sidecar_given=mtp_file is not None)
     for file in (local, sidecar):
         if file is not None and file.is_file():
@@ -194,7 +197,8 @@ def head_fix(static: StaticEvidence | None) -> str:
     """What to change when the head is quantized or damaged, for a GGUF or a safetensors checkpoint."""
     if static is not None and static.zero_tensors:
         return "the head's weights are zero in this file: re-download it (check its sha256) or re-convert the head"
-    if static is not None and static.architecture is not None:  # a GGUF: its types are chosen per tensor
+    # A GGUF's types are chosen per tensor (check names a GGUF architecture for checkpoints too: the layout tells).
+    if static is not None and static.layout in (Layout.bundled, Layout.sidecar):
         layer = _mtp_block(static)
         return (
             f"use a GGUF whose MTP block is Q8_0 or better, e.g. re-quantize from the F16/BF16 GGUF keeping it: "

@@ -49,6 +49,9 @@ MAX_HEADER_BYTES = 64 * 1024 * 1024
 MAX_LISTED_ITEMS = 64
 # ggml.h GGML_MAX_DIMS (gguf-py does not export it).
 GGML_MAX_DIMS = 4
+# llama-hparams.h LLAMA_MAX_LAYERS: llama.cpp asserts 0 < block_count <= this when it loads a model.
+LLAMA_MAX_LAYERS = 512
+_UINT32_MAX = 2**32 - 1
 # Version 1 used 32-bit counts; 2 and 3 share today's layout.
 SUPPORTED_VERSIONS = (2, GGUF_VERSION)
 
@@ -115,14 +118,40 @@ class GGUFHeader:
     header_size: int  # bytes up to the end of the tensor-info section
     alignment: int
     data_offset: int
+    value_types: dict[str, str] = field(default_factory=dict, repr=False)  # key -> gguf.GGUFValueType name
 
     @property
     def architecture(self) -> str | None:
-        arch = self.metadata.get(Keys.General.ARCHITECTURE)
-        return arch if isinstance(arch, str) else None
+        return self.string(Keys.General.ARCHITECTURE)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.metadata.get(key, default)
+
+    def string(self, key: str) -> str | None:
+        """A STRING key; None when absent. Another type is a FormatError: llama.cpp refuses the file."""
+        if key not in self.metadata:
+            return None
+        self._require_type(key, GGUFValueType.STRING)
+        value: str = self.metadata[key]
+        return value
+
+    def uint32(self, key: str, *, lowest: int = 0, highest: int = _UINT32_MAX, limit: str = "") -> int | None:
+        """A UINT32 key (counts and widths) as llama.cpp reads it; None when absent. Another type, or a value
+        outside [lowest, highest] (``limit`` says whose limit), is a FormatError naming the key and the value."""
+        if key not in self.metadata:
+            return None
+        self._require_type(key, GGUFValueType.UINT32)
+        value: int = self.metadata[key]
+        if not lowest <= value <= highest:
+            raise FormatError(f"{self.name}: {key} = {value}: {limit or f'expected {lowest} to {highest}'}")
+        return value
+
+    def _require_type(self, key: str, expected: GGUFValueType) -> None:
+        # llama.cpp's loader compares the stored type with the one it reads and throws "key ... has wrong type".
+        found = self.value_types.get(key)
+        if found != expected.name:
+            raise FormatError(f"{self.name}: {key} = {value_text(self.metadata[key])} ({found}): llama.cpp reads it as "
+                              f"{expected.name} and refuses the file")
 
     def array_length(self, key: str) -> int | None:
         value = self.metadata.get(key)
@@ -140,6 +169,13 @@ class GGUFHeader:
         """Where the tensor data claims to end; beyond file_size when the data was cut short."""
         return self.data_offset + max((t.offset + t.nbytes for t in self.tensors), default=0)
 
+    def require_data(self) -> GGUFHeader:
+        """This header, or a FormatError when the file is shorter than the tensor data it declares (an
+        interrupted download): llama.cpp would stop at load. ``file_size`` is the listed size for a remote file."""
+        if self.tensors and self.data_end > self.file_size:
+            raise FormatError(f"{self.name}: truncated: {self.file_size} bytes, header declares {self.data_end}")
+        return self
+
     @cached_property
     def _tensors_by_name(self) -> dict[str, GGUFTensor]:
         return {t.name: t for t in self.tensors}
@@ -153,6 +189,16 @@ def read_gguf_header(reader: RangeReader) -> GGUFHeader:
 def _short(text: str, limit: int = 80) -> str:
     """A name from the file, quoted and cut, safe inside a one-line message."""
     return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def value_text(value: Any, limit: int = 80) -> str:
+    """A metadata value as a one-line message shows it: strings quoted and cut, long arrays by their length."""
+    if isinstance(value, ArraySummary):
+        return f"[{value.count} {value.item_type} items]"
+    if isinstance(value, str):
+        return _short(value, limit)
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class _Parser:
@@ -171,6 +217,7 @@ class _Parser:
         self.pos = 0
         self.where = "file header"
         self.metadata: dict[str, Any] = {}
+        self.value_types: dict[str, str] = {}
         self.key = ""
         self.kv_left = 0
         self.n_tokens = 0
@@ -348,6 +395,7 @@ class _Parser:
                     raise self._error(f"{self.where}: alignment must be a power-of-two UINT32, got {value!r}")
                 alignment = value
             self.metadata[key] = value
+            self.value_types[key] = GGUFValueType(vtype).name
         self.kv_left = 0
         self.key = ""
         return alignment
@@ -429,6 +477,7 @@ class _Parser:
             header_size=header_size,
             alignment=alignment,
             data_offset=data_offset,
+            value_types=self.value_types,
         )
 
 

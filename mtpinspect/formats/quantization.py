@@ -33,9 +33,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import regex
 
 from mtpinspect.errors import FormatError
 
@@ -56,6 +59,62 @@ _LIST_KEYS = (
 _SIDE_FILES = ("quantize_config.json", "quant_config.json", "quantization_config.json")
 # Every file beside config.json that may hold the quantization config.
 QUANT_FILES = ("hf_quant_config.json", *_SIDE_FILES)
+
+
+# Exclusion regexes come from downloaded files, and one like `mtp\.(a|aa)+\.x` backtracks for minutes on a
+# 48-character name. Each match runs under a time bound (the regex module's timeout; it matches as Python's
+# re, which the engines use); a pattern that runs out of it is set aside, treated as matching nothing, and
+# reported. The set-aside patterns of one config share a budget, so a list of many costs no more than it.
+MATCH_TIMEOUT_S = 0.1
+TIMEOUT_BUDGET_S = 1.0
+
+
+class BoundedRegexes:
+    """The regexes of one quantization config, compiled once, each match bounded in time."""
+
+    def __init__(self) -> None:
+        self._compiled: dict[str, Any] = {}
+        self._spent = 0.0
+        # pattern -> the name it could not be matched against (the first one)
+        self.unevaluated: dict[str, str] = {}
+
+    def match(self, pattern: str, name: str, *, anywhere: bool = False) -> bool:
+        """Does ``pattern`` re.match ``name`` (``anywhere``: re.search)? False for a pattern Python's re rejects
+        (engines fail on it) and for one that could not be evaluated in time (see ``unevaluated``)."""
+        if pattern in self.unevaluated:
+            return False
+        compiled = self._compile(pattern)
+        if compiled is None:
+            return False
+        if self._spent >= TIMEOUT_BUDGET_S:
+            self.unevaluated[pattern] = name
+            return False
+        started = time.monotonic()
+        try:
+            found = (compiled.search if anywhere else compiled.match)(name, timeout=MATCH_TIMEOUT_S)
+        except TimeoutError:
+            self._spent += time.monotonic() - started
+            self.unevaluated[pattern] = name
+            return False
+        return found is not None
+
+    def _compile(self, pattern: str) -> Any:
+        if pattern not in self._compiled:
+            self._compiled[pattern] = regex.compile(pattern) if valid_regex(pattern) else None
+        return self._compiled[pattern]
+
+
+def valid_regex(pattern: str) -> bool:
+    """Does Python's re (the engines' regex engine) accept the pattern?"""
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    try:
+        regex.compile(pattern)
+    except (regex.error, RecursionError, OverflowError):
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -79,10 +138,13 @@ class QuantizationConfig:
     targets_key: str | None = None
     targets: frozenset[str] | None = None
     notes: tuple[str, ...] = field(default=())
+    block_size: tuple[int, ...] | None = None  # fp8 `weight_block_size`: (128, 128) for block-wise FP8
+    regexes: BoundedRegexes = field(init=False, repr=False, compare=False)
     _index: _ListIndex = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_index", _build_index(self.method, self.exclusions))
+        object.__setattr__(self, "regexes", BoundedRegexes())
+        object.__setattr__(self, "_index", _build_index(self.method, self.exclusions, self.regexes))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -161,10 +223,12 @@ def _from_embedded(qc: Mapping, source: str) -> QuantizationConfig:
         return _gptq(qc, source, producer)
     key = _exclusion_key(method, qc)
     targets = _ct_targets(qc) if method == "compressed-tensors" else None
+    block = qc.get("weight_block_size")
     return QuantizationConfig(
         method=method, algo=_algo(method, qc), source=source, exclusion_key=key,
         exclusions=_entries(qc.get(key), source, key) if key else (), producer=producer,
         targets_key="config_groups.targets" if targets is not None else None, targets=targets,
+        block_size=tuple(block) if isinstance(block, list) and all(isinstance(n, int) for n in block) else None,
     )
 
 
@@ -182,7 +246,7 @@ def _gptq(qc: Mapping, source: str, producer: str | None) -> QuantizationConfig:
     if dynamic is not None and not isinstance(dynamic, Mapping):
         raise FormatError(f"{source}: 'dynamic' must be an object of regex keys, got {type(dynamic).__name__}")
     keys = tuple(str(k) for k in (dynamic or {}))
-    bad = [k for k in keys if compile_pattern(gptq_pattern(k)) is None]
+    bad = [k for k in keys if not valid_regex(gptq_pattern(k))]
     notes = tuple(f"dynamic key {k!r} is not a valid regex; engines fail on it" for k in bad)
     return QuantizationConfig(
         method="gptq", algo=_str_or_none(qc.get("bits")), source=source,
@@ -300,7 +364,7 @@ def _all_shards(q: QuantizationConfig, shards: list[str]) -> str | None:
 def direct_match(q: QuantizationConfig, name: str) -> str | None:
     """The format's own matching rule applied to one (unfused) name; the earliest matching entry wins."""
     if q.method == "gptq":
-        return gptq_first_match(q.exclusions, name)[0]
+        return gptq_first_match(q, name)[0]
     index = q._index
     found = [index.literals[key] for key in _lookup_keys(q.method, name) if key in index.literals]
     best = min(found, default=len(q.exclusions))
@@ -326,13 +390,12 @@ def _lookup_keys(method: str, name: str) -> list[str]:
     return prefixes + [".".join(parts[i:]) for i in range(1, len(parts))]
 
 
-def _pattern_test(method: str, entry: str) -> Callable[[str], bool] | None:
+def _pattern_test(method: str, entry: str, regexes: BoundedRegexes) -> Callable[[str], bool] | None:
     """How a non-literal entry is tried against a name, or None for an entry matched as a literal."""
     if method in ("compressed-tensors", "quark"):
         if not entry.startswith("re:"):
             return None
-        pattern = compile_pattern(entry[3:])
-        return (lambda name: pattern.match(name) is not None) if pattern else (lambda name: False)
+        return lambda name: regexes.match(entry[3:], name)
     if method == "modelopt":
         return (lambda name: fnmatch.fnmatchcase(name, entry)) if any(c in entry for c in "*?[") else None
     if method == "awq":
@@ -342,11 +405,11 @@ def _pattern_test(method: str, entry: str) -> Callable[[str], bool] | None:
     return lambda name: fnmatch.fnmatchcase(name, entry) or fnmatch.fnmatchcase(name, entry + ".*")
 
 
-def _build_index(method: str, exclusions: tuple[str, ...]) -> _ListIndex:
+def _build_index(method: str, exclusions: tuple[str, ...], regexes: BoundedRegexes) -> _ListIndex:
     literals: dict[str, int] = {}
     patterns = []
     for position, entry in enumerate(exclusions):
-        test = _pattern_test(method, entry)
+        test = _pattern_test(method, entry, regexes)
         if test is None:
             literals.setdefault(entry, position)
         else:
@@ -358,20 +421,12 @@ def gptq_pattern(key: str) -> str:
     return key[2:] if key.startswith(("-:", "+:")) else key
 
 
-def gptq_first_match(keys: Iterable[str], name: str) -> tuple[str | None, str | None]:
-    """(the `-:` key that skips `name`, or None; the key that matched first)."""
-    for key in keys:
-        pattern = compile_pattern(gptq_pattern(key))
-        if pattern is not None and pattern.match(name):
+def gptq_first_match(q: QuantizationConfig, name: str) -> tuple[str | None, str | None]:
+    """(the `-:` key of `q`'s `dynamic` that skips `name`, or None; the key that matched first)."""
+    for key in q.exclusions:
+        if q.regexes.match(gptq_pattern(key), name):
             return (key if key.startswith("-:") else None), key
     return None, None
-
-
-def compile_pattern(pattern: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(pattern)
-    except re.error:
-        return None
 
 
 def _targeted(q: QuantizationConfig, module: str) -> bool:
@@ -389,13 +444,12 @@ def _covered(q: QuantizationConfig, name: str) -> bool:
         # ModelOpt lists either Linear names or whole subtrees ("layers.0.ffn.experts"); lists run to 20k+ names.
         parts = name.split(".")
         return any(".".join(parts[:i]) in targets for i in range(1, len(parts) + 1))
-    return any(_ct_target_matches(t, name) for t in targets)
+    return any(_ct_target_matches(q, t, name) for t in targets)
 
 
-def _ct_target_matches(target: str, name: str) -> bool:
+def _ct_target_matches(q: QuantizationConfig, target: str, name: str) -> bool:
     if target.startswith("re:"):
-        pattern = compile_pattern(target[3:])
-        return bool(pattern and pattern.match(name))
+        return q.regexes.match(target[3:], name)
     if "." in target or not target[:1].isupper():
         return target == name
     # A class name: every module we audit is a Linear. An unknown class might cover it too, so assume so

@@ -3,9 +3,10 @@ the pinned llama.cpp's own metadata-only load confirms the llama.cpp verdict (en
 
 from __future__ import annotations
 
+from mtpinspect.errors import MtpinspectError
 from mtpinspect.inspection.engine import consult_llama_cpp
 from mtpinspect.inspection.evidence import gather
-from mtpinspect.inspection.report import CheckReport
+from mtpinspect.inspection.report import CheckFailure, CheckReport
 from mtpinspect.inspection.verdict import assemble_report
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT
 from mtpinspect.sources.resolve import resolve, resolve_each_gguf
@@ -43,10 +44,21 @@ def check_all(
     endpoint: str | None = None,
     verify: bool | None = None,
     context: int = DEFAULT_CONTEXT,
-) -> list[CheckReport]:
-    """`check` every GGUF model in a repo or folder: which quantizations keep a usable MTP head?"""
-    targets = resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint)
-    return [assemble_report(ev, consult_llama_cpp(ev, verify, context)) for ev in map(gather, targets)]
+) -> list[CheckReport | CheckFailure]:
+    """`check` every GGUF model in a repo or folder: which quantizations keep a usable MTP head? A model
+    that cannot be read (corrupt, cut short, an incomplete split set) is a CheckFailure in its place."""
+    results: list[CheckReport | CheckFailure] = []
+    for target in resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint):
+        error = target.unreadable
+        if error is None:
+            try:
+                ev = gather(target)
+                results.append(assemble_report(ev, consult_llama_cpp(ev, verify, context)))
+                continue
+            except MtpinspectError as exc:
+                error = str(exc)
+        results.append(CheckFailure(target.display, target.kind, target.revision, {"gguf": target.gguf_files}, error))
+    return results
 
 
-__all__ = ["CheckReport", "check", "check_all"]
+__all__ = ["CheckFailure", "CheckReport", "check", "check_all"]

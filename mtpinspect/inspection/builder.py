@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mtpinspect.inspection.evidence import Evidence
+from mtpinspect.inspection.origin import Origin
 from mtpinspect.inspection.quant_audit import QuantAudit
 from mtpinspect.inspection.report import FINDINGS, Finding, RuntimeVerdict
 from mtpinspect.vocabulary import Layout, Severity, SourceKind
@@ -24,6 +25,7 @@ class ReportBuilder:
     mtp_bytes: int | None = None
     mtp_params: int | None = None
     audit: QuantAudit | None = None
+    origin: Origin | None = None  # who made the checkpoint (origin.py); judged for HF checkpoints
     mtp_types: dict[str, int] = field(default_factory=dict)
 
     def add(
@@ -37,10 +39,6 @@ class ReportBuilder:
 
 def clip(lines: list[str]) -> list[str]:
     return lines if len(lines) <= _SHOWN + 1 else [*lines[:_SHOWN], f"... and {len(lines) - _SHOWN} more"]
-
-
-def org_of(repo_id: str | None) -> str | None:
-    return repo_id.split("/", 1)[0] if repo_id and "/" in repo_id else None
 
 
 def model_ref(ev: Evidence) -> str:

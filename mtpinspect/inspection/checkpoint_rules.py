@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import PurePosixPath
 
-from mtpinspect.inspection.builder import ReportBuilder, model_ref, org_of
+from mtpinspect.formats.quantization import MATCH_TIMEOUT_S
+from mtpinspect.inspection.builder import ReportBuilder, model_ref
 from mtpinspect.inspection.evidence import MAX_MTP_SHARDS, Evidence
 from mtpinspect.inspection.naming import is_head_tensor
+from mtpinspect.inspection.origin import Origin, OriginSignal, judge_origin
 from mtpinspect.inspection.quant_audit import QuantAudit, audit_mtp
 from mtpinspect.inspection.report import RuntimeVerdict
 from mtpinspect.inspection.support import (
     FAMILIES,
-    FIRST_PARTY_QUANTIZERS,
-    MAKERS,
     Family,
     convert_command,
     llama_cpp_graph,
@@ -26,10 +26,10 @@ from mtpinspect.inspection.support import (
     vllm_command,
 )
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
-from mtpinspect.vocabulary import Conversion, GraphSupport, Layout, RuntimeStatus, Severity
+from mtpinspect.vocabulary import Conversion, GraphSupport, Layout, OriginKind, RuntimeStatus, Severity
 
 
-def _checkpoint_presence(ev: Evidence, b: ReportBuilder) -> None:
+def _checkpoint_presence(ev: Evidence, b: ReportBuilder, origin: Origin) -> None:
     cfg, ck = ev.config, ev.checkpoint
     decl = cfg.mtp if cfg else None
     where = f"{ev.config_file}: {decl.key} = {decl.layers}" if decl else None
@@ -64,12 +64,11 @@ def _checkpoint_presence(ev: Evidence, b: ReportBuilder) -> None:
         lines = [where or "", f"no {names_expected} / mtp.* tensors in {ck.index_file if ck else 'the repo (no safetensors found)'}"]
         if present:
             lines[1] = f"only {present} MTP layer(s) have weights"
-        who, lost = _who_lost_the_head(ev)
         b.add(
             "MTP_WEIGHTS_MISSING",
-            f"config announces {decl.layers} MTP layer(s) but the checkpoint has weights for {present}: {lost} "
-            "(engines then load garbage or refuse)",
-            [*lines, who],
+            f"config announces {decl.layers} MTP layer(s) but the checkpoint has weights for {present}: "
+            f"{_who_lost_the_head(origin)} (engines then load garbage or refuse)",
+            [*lines, *origin.lines()],
         )
     elif not present:
         msg = f"{decl.key} = 0: the model has no MTP head" if decl else "no MTP key in config.json and no MTP tensors"
@@ -91,27 +90,19 @@ def _head_first(names: list[str]) -> list[str]:
     return sorted(names, key=lambda n: (rank(n), order[n]))
 
 
-def _maker_release(ev: Evidence) -> bool:
-    org = org_of(ev.target.repo_id)
-    return org in MAKERS
+def _who_lost_the_head(origin: Origin) -> str:
+    """How MTP weights a config announces and the checkpoint lacks are worded, by who made the checkpoint:
+    its maker never published them, a derivative dropped them, or nobody can tell."""
+    if origin.is_maker:
+        return f"{origin.who or 'the maker'}, the maker, never published the MTP weights in this release (the config keeps the key)"
+    if origin.kind is OriginKind.unknown:
+        return ("the head is missing; whether its maker never published it or a quantization or conversion dropped it "
+                "cannot be told (nothing says who made this checkpoint)")
+    by = f" by {origin.who}" if origin.who else ""
+    return f"this derivative{by} dropped the head in quantization or conversion; use a release that keeps it"
 
 
-def _who_lost_the_head(ev: Evidence) -> tuple[str, str]:
-    """(evidence line, wording) for MTP weights a config announces and the checkpoint lacks, by the
-    repo's origin: its maker never published them, a derivative dropped them, or nobody can tell."""
-    org = org_of(ev.target.repo_id)
-    if org is None:
-        return ("origin unknown: no repo id (a plain folder)",
-                "the head is missing; whether its maker never published it or a quantization or conversion "
-                "dropped it cannot be told without the repo id")
-    if org in MAKERS:
-        return (f"origin: {org} publishes this family's original weights (maker's own repo)",
-                f"{org}, the maker, never published the MTP weights in this repo (the config keeps the key)")
-    return (f"origin: {org} is not the family's maker (a derivative)",
-            f"this derivative by {org} dropped the head in quantization or conversion; use a release that keeps it")
-
-
-def _quant_findings(ev: Evidence, b: ReportBuilder, audit: QuantAudit) -> bool:
+def _quant_findings(b: ReportBuilder, audit: QuantAudit, origin: Origin) -> bool:
     """Adds quantization findings; returns True when the head is at risk."""
     q = audit.config
     if audit.mtp_excluded is None or q is None and audit.mtp_excluded is not False:
@@ -119,40 +110,44 @@ def _quant_findings(ev: Evidence, b: ReportBuilder, audit: QuantAudit) -> bool:
     method = q.method if q else "header dtypes"
     lines = [f"{q.source}: {q.method}{'/' + q.algo if q.algo else ''}, " + (f"{audit.excluded_count} exclusion entries ({q.exclusion_key})" if q.exclusion_key else "no exclusion list")] if q else []
     kept, quant = _head_first(audit.kept()), _head_first(audit.quantized())
+    untargeted = set(audit.untargeted())
+    excluded = [m for m in kept if m not in untargeted]
+    counts = f"{len(quant)} modules quantized, {len(excluded)} excluded by the list" + (f", {len(untargeted)} not targeted" if untargeted else "")
     header_notes = [f"{v.module}: {v.header_dtype}" + (f" ({v.note})" if v.note else "") for v in audit.modules if v.header_dtype]
-    org = org_of(ev.target.repo_id)
-    maker = _maker_release(ev)
     fp8 = q is not None and q.method == "fp8" or any(v.header_dtype and v.header_dtype.startswith("F8") for v in audit.modules)
     for warning in audit.fused_warnings:
         b.add("FUSED_NAME_MISMATCH", warning, lines)
     if audit.mtp_excluded is True:
         b.add("MTP_EXCLUDED", f"all {len(kept)} quantizable MTP modules are kept in high precision", [*lines, *header_notes[:4]])
         return bool(audit.fused_warnings)
-    if maker and fp8:
+    if origin.is_maker and fp8:
+        judged = " (judged from the format: nothing else says who made it)" if origin.decided_by is OriginSignal.format else ""
         why = (
-            f"{org} ships its own FP8 release with the head in FP8: the configuration its makers serve with MTP "
-            "(DeepSeek-V3 was trained in FP8; GLM FP8 releases exclude only the head's norms and projection)"
+            f"{origin.phrase()} ships its own FP8 release with the head in FP8: the configuration its makers serve with MTP "
+            f"(DeepSeek-V3 was trained in FP8; GLM FP8 releases exclude only the head's norms and projection){judged}"
         )
         code = "MTP_QUANTIZED" if audit.mtp_excluded is False else "MTP_PARTIALLY_EXCLUDED"
-        b.add(code, f"MTP head in FP8 ({len(quant)} modules quantized, {len(kept)} kept): {why}",
-              [*lines, *[f"quantized: {m}" for m in quant[:3]], *[f"kept: {m}" for m in kept[:3]], *header_notes[:3]],
+        b.add(code, f"MTP head in FP8 ({counts}): {why}",
+              [*origin.lines(), *lines, *[f"quantized: {m}" for m in quant[:3]], *[f"excluded: {m}" for m in excluded[:3]],
+               *[f"not targeted: {m}" for m in _head_first(list(untargeted))[:3]], *header_notes[:3]],
               severity=Severity.info)
         return False
-    who = "first-party quantizer " + org if org in FIRST_PARTY_QUANTIZERS else ("third-party quantization" if org else "quantized checkpoint of unknown origin")
     if audit.mtp_excluded is False:
+        trap = ("the classic cause of 0% draft acceptance" if not origin.is_maker
+                else "not the FP8 release its makers serve the head from: expect low acceptance")
         b.add(
             "MTP_QUANTIZED",
-            f"MTP head quantized ({method}) by a {who}: the classic cause of 0% draft acceptance; "
+            f"MTP head quantized ({method}) by {origin.phrase()}: {trap}; "
             "use a release that excludes mtp modules, or point the engine's draft at a BF16 head",
-            [*lines, *[f"quantized: {m}" for m in quant], *header_notes[:3]],
+            [*origin.lines(), *lines, *[f"quantized: {m}" for m in quant], *header_notes[:3]],
             severity=Severity.error,
         )
     else:
         b.add(
             "MTP_PARTIALLY_EXCLUDED",
-            f"only part of the MTP head is excluded from quantization ({len(kept)} kept, {len(quant)} quantized); "
+            f"only part of the MTP head is excluded from quantization by {origin.phrase()} ({counts}); "
             f"quantized: {', '.join(quant[:4])}{' ...' if len(quant) > 4 else ''}",
-            [*lines, *[f"kept: {m}" for m in kept[:4]], *[f"quantized: {m}" for m in quant[:4]], *header_notes[:3]],
+            [*origin.lines(), *lines, *[f"excluded: {m}" for m in excluded[:4]], *[f"quantized: {m}" for m in quant[:4]], *header_notes[:3]],
         )
     return True
 
@@ -218,13 +213,23 @@ def apply_checkpoint_rules(ev: Evidence, b: ReportBuilder) -> None:
     if mt in ("gemma4", "gemma4_assistant"):
         _gemma(ev, b, mt)
         return
-    _checkpoint_presence(ev, b)
+    b.origin = judge_origin(ev)
+    _checkpoint_presence(ev, b, b.origin)
     at_risk = False
     ck = ev.checkpoint
     if ck and ck.mtp.names:
         b.audit = audit_mtp(ev.quant, ck.mtp_dtypes, ck.weight_map.keys())
-        at_risk = _quant_findings(ev, b, b.audit)
+        at_risk = _quant_findings(b, b.audit, b.origin)
+        _unevaluated_patterns(b.audit, b)
     _checkpoint_runtimes(ev, b, family, at_risk)
+
+
+def _unevaluated_patterns(audit: QuantAudit, b: ReportBuilder) -> None:
+    if audit.unevaluated and audit.config is not None:
+        b.add("PATTERN_NOT_EVALUATED", f"{len(audit.unevaluated)} exclusion regex(es) could not be evaluated within "
+              f"{MATCH_TIMEOUT_S} s per name (catastrophic backtracking): they count as matching nothing, so the modules "
+              "they were meant to keep are judged by the other entries and the header dtypes",
+              [f"{audit.config.source}: {entry} (on {name})" for entry, name in audit.unevaluated])
 
 
 def _gemma(ev: Evidence, b: ReportBuilder, mt: str) -> None:

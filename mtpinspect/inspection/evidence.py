@@ -14,11 +14,16 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from mtpinspect.errors import FormatError, SourceError
+from mtpinspect.formats.card import CARD_FILE, CARD_LIMIT, ModelCard, card_from_metadata, parse_card
 from mtpinspect.formats.config import ModelConfig, parse_config
-from mtpinspect.formats.gguf import GGUFHeader, GGUFTensor, read_gguf_header
+from mtpinspect.formats.gguf import LLAMA_MAX_LAYERS, GGUFHeader, GGUFTensor, read_gguf_header
 from mtpinspect.formats.quantization import QUANT_FILES, QuantizationConfig, find_quantization
+from mtpinspect.formats.safetensors import tensor_extent
 from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
-from mtpinspect.sources.filenames import is_mtp_safetensors, is_sidecar_gguf
+from mtpinspect.inspection.pairing import SidecarChoice, choose_sidecar, named_sidecar
+from mtpinspect.sources.filenames import is_mtp_safetensors, sidecar_ggufs
+from mtpinspect.sources.local import LocalTree
+from mtpinspect.sources.provenance import LocalDownload, local_download
 from mtpinspect.sources.reader import RecordingReader, read_json
 from mtpinspect.sources.resolve import Target
 from mtpinspect.vocabulary import SourceKind
@@ -61,25 +66,31 @@ class GgufEvidence:
     def arch(self) -> str | None:
         return self.first.architecture
 
-    def key(self, suffix: str) -> Any:
-        return self.first.get(f"{self.arch}.{suffix}") if self.arch else None
+    def _count(self, suffix: str, **limits: Any) -> int | None:
+        """``<arch>.<suffix>``, read as llama.cpp reads it: a UINT32, within ``limits``."""
+        return self.first.uint32(f"{self.arch}.{suffix}", **limits) if self.arch else None
 
     @property
     def block_count(self) -> int | None:
-        return self.key("block_count")
+        return self._count("block_count", lowest=1, highest=LLAMA_MAX_LAYERS,
+                           limit=f"llama.cpp loads 1 to {LLAMA_MAX_LAYERS} blocks (LLAMA_MAX_LAYERS)")
 
     @property
     def nextn_layers(self) -> int | None:
-        return self.key("nextn_predict_layers")
+        blocks = self.block_count
+        if blocks is None:
+            return self._count("nextn_predict_layers")
+        return self._count("nextn_predict_layers", highest=blocks,
+                           limit=f"more than the {blocks} blocks of {self.arch}.block_count (llama.cpp asserts it is at most that)")
 
     @property
     def embedding_length(self) -> int | None:
-        return self.key("embedding_length")
+        return self._count("embedding_length")
 
     @property
     def vocab_size(self) -> int | None:
         n = self.first.array_length("tokenizer.ggml.tokens")
-        return n if n is not None else self.key("vocab_size")
+        return n if n is not None else self._count("vocab_size")
 
     @property
     def tokenizer_digest(self) -> str | None:
@@ -109,8 +120,12 @@ class Evidence:
     checkpoint: CheckpointEvidence | None = None
     gguf: GgufEvidence | None = None
     sidecar: GgufEvidence | None = None
+    sidecar_choice: SidecarChoice = field(default_factory=lambda: SidecarChoice([]))  # which sidecar, and why
     other_sidecars: list[str] = field(default_factory=list)  # mtp- files in the repo that were not paired
     unreadable_weights: list[str] = field(default_factory=list)  # pickled weights without an index
+    card: ModelCard | None = None  # the model card's lineage keys (README.md front matter)
+    card_problem: str | None = None  # why a README.md that is there gave no card
+    download: LocalDownload | None = None  # `hf download --local-dir` records of a local folder
     notes: list[str] = field(default_factory=list)
 
 
@@ -134,10 +149,14 @@ def _find_config(target: Target) -> str | None:
 
 
 def _read_gguf(target: Target, paths: list[str]) -> GgufEvidence:
+    """The headers of one GGUF (all shards of a split set), each checked for the data it declares and for
+    the type and range of the keys the rules read, so a bad file is refused here with one line."""
     readers = {p: RecordingReader(target.tree.open(p)) if target.kind is SourceKind.hub else target.tree.open(p) for p in paths}
-    headers = [read_gguf_header(r) for r in readers.values()]
+    headers = [read_gguf_header(r).require_data() for r in readers.values()]
     fetched = {p: r.pieces for p, r in readers.items() if isinstance(r, RecordingReader)}
-    return GgufEvidence(paths, headers, sum(target.tree.files[p].size for p in paths), fetched)
+    g = GgufEvidence(paths, headers, sum(target.tree.files[p].size for p in paths), fetched)
+    _ = g.arch, g.nextn_layers, g.embedding_length, g.vocab_size  # block_count is read by nextn_layers
+    return g
 
 
 def _index_file(files: Mapping[str, Any]) -> str | None:
@@ -200,8 +219,9 @@ def _checkpoint(target: Target, config: ModelConfig | None) -> CheckpointEvidenc
             raise FormatError(f"{target.display}/{weight_map[name]}: index lists '{name}' but the shard header does not have it")
         dtypes[name] = tensor.dtype if tensor else None
         if tensor:
-            nbytes += tensor.data_offsets[1] - tensor.data_offsets[0]
-            params += tensor.parameter_count
+            extent = tensor_extent(f"{target.display}/{weight_map[name]}", name, tensor.dtype, tensor.shape, tensor.data_offsets)
+            nbytes += extent.nbytes
+            params += extent.parameters
     return CheckpointEvidence(
         index_file=index_file,
         weight_map=weight_map,
@@ -215,9 +235,26 @@ def _checkpoint(target: Target, config: ModelConfig | None) -> CheckpointEvidenc
     )
 
 
+def _card(target: Target) -> tuple[ModelCard | None, str | None]:
+    """The model card: the Hub's parsed cardData where it came with the listing, else README.md's front matter."""
+    if target.tree.card_data is not None:
+        return card_from_metadata(target.tree.card_data, "model info cardData"), None
+    if CARD_FILE not in target.tree.files:
+        return None, None
+    reader = target.tree.open(CARD_FILE)
+    try:
+        card = parse_card(reader.read_at(0, min(reader.size, CARD_LIMIT)))
+    except FormatError as exc:
+        return None, str(exc)
+    return card, None if card else f"{CARD_FILE} has no front matter (or none that ends in its first {CARD_LIMIT // 1024} KiB)"
+
+
 def gather(target: Target) -> Evidence:
     ev = Evidence(target)
     files = target.tree.files
+    ev.card, ev.card_problem = _card(target)
+    if isinstance(target.tree, LocalTree):
+        ev.download = local_download(target.tree.root, files)
     ev.config_file = _find_config(target)
     raw_config = _json_file(target, ev.config_file) if ev.config_file else None
     if raw_config is not None:
@@ -225,11 +262,22 @@ def gather(target: Target) -> Evidence:
     extra = {name: _json_file(target, name) for name in QUANT_FILES if name in files}
     ev.quant = find_quantization(raw_config, extra)
     if target.gguf_files:
-        ev.gguf = _read_gguf(target, target.gguf_files)
-        if target.sidecar_files:
-            ev.sidecar = _read_gguf(target, target.sidecar_files)
+        read: dict[tuple[str, ...], GgufEvidence] = {}
+
+        def read_once(paths: list[str]) -> GgufEvidence:
+            if tuple(paths) not in read:
+                read[tuple(paths)] = _read_gguf(target, paths)
+            return read[tuple(paths)]
+
+        ev.gguf = read_once(target.gguf_files)
+        if target.sidecar_files is None:
+            ev.sidecar_choice = choose_sidecar(files, target.gguf_files, ev.gguf, read_once)
+        else:
+            ev.sidecar_choice = named_sidecar(target.sidecar_files)
+        if ev.sidecar_choice.files:
+            ev.sidecar = read_once(ev.sidecar_choice.files)
         ev.other_sidecars = sorted(
-            p for p in files if is_sidecar_gguf(p) and p not in target.sidecar_files
+            p for p in sidecar_ggufs(files) if p not in ev.sidecar_choice.files and p not in target.gguf_files
         )
         return ev
     if raw_config is None and not any(p.endswith((".safetensors", ".bin")) for p in files):
@@ -237,5 +285,5 @@ def gather(target: Target) -> Evidence:
     ev.checkpoint = _checkpoint(target, ev.config)
     if ev.checkpoint is None:
         ev.unreadable_weights = _pickled(files)
-    ev.other_sidecars = sorted(p for p in files if is_sidecar_gguf(p))
+    ev.other_sidecars = sorted(sidecar_ggufs(files))
     return ev

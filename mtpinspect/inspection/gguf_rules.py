@@ -23,6 +23,8 @@ from mtpinspect.vocabulary import GraphSupport, Layout, RuntimeStatus, Severity,
 
 # Findings (at severity error) that stop llama-server from drafting with the head.
 _BLOCKING = ("MTP_WEIGHTS_MISSING", "SIDECAR_MISMATCH", "SIDECAR_INCOMPLETE", "ARCH_NO_MTP_GRAPH")
+# More MTP layers than any published model has (they have 1 to 3): a count above it is a finding, never a size.
+PLAUSIBLE_MTP_LAYERS = 64
 # GGUF architectures whose HF originals all carry an MTP head: a GGUF without it lost it in conversion.
 _ARCHS_WITH_MTP_ORIGINALS = {"qwen35", "qwen35moe", "qwen3next", "glm4moe", "glm-dsa", "deepseek32", "mimo2", "step35"}
 
@@ -93,21 +95,22 @@ def apply_gguf_rules(ev: Evidence, b: ReportBuilder) -> None:
         return
     if mtp_tensors and not g.has_trunk:
         b.layout = Layout.sidecar
-        b.mtp_layers = g.nextn_layers or len(g.mtp.blocks)
+        b.mtp_layers = len(g.mtp.blocks)
         b.add("MTP_SIDECAR", "this file is an MTP sidecar (nextn tensors only, no blk.0.attn_norm): "
               "pass it with -md next to its main GGUF", [key_line, *_nextn_inventory(g)[0]])
     elif mtp_tensors:
         b.layout = Layout.bundled
-        b.mtp_layers = g.nextn_layers or len(g.mtp.blocks)
+        b.mtp_layers = len(g.mtp.blocks)
         b.add("MTP_PRESENT", f"{b.mtp_layers} MTP layer(s) bundled in the GGUF ({len(g.mtp.block)} tensors in block(s) "
               f"{', '.join(map(str, g.mtp.blocks))})", [key_line, *_nextn_inventory(g)[0]])
     elif ev.sidecar is not None:
         s = ev.sidecar
         head = s
         b.layout = Layout.sidecar
-        b.mtp_layers = s.nextn_layers or len(s.mtp.blocks) if s.mtp.nextn else 0
+        b.mtp_layers = len(s.mtp.blocks) if s.mtp.nextn else 0
         b.add("MTP_SIDECAR", f"the MTP head ships as a separate file: {', '.join(s.files)} (pass it with -md)",
-              [f"{s.files[0]}: {s.arch}.nextn_predict_layers = {s.nextn_layers}, block_count = {s.block_count}, "
+              [ev.sidecar_choice.why,
+               f"{s.files[0]}: {s.arch}.nextn_predict_layers = {s.nextn_layers}, block_count = {s.block_count}, "
                f"trunk {'present' if s.has_trunk else 'absent'}", *_nextn_inventory(s)[0]])
         blocking, drafting = _pairing_problems(g, s)
         if blocking or drafting:
@@ -125,6 +128,7 @@ def apply_gguf_rules(ev: Evidence, b: ReportBuilder) -> None:
               "or aborts with --spec-type draft-mtp", [key_line])
     else:
         _gguf_without_head(ev, b, key_line)
+    _unbacked_layers(b, head)
     if b.mtp_layers:
         _gguf_graph_and_types(b, head)
         b.mtp_bytes, b.mtp_params = _gguf_mtp_size(head)
@@ -132,9 +136,23 @@ def apply_gguf_rules(ev: Evidence, b: ReportBuilder) -> None:
     _gguf_runtimes(ev, b, head)
 
 
+def _unbacked_layers(b: ReportBuilder, head: GgufEvidence) -> None:
+    """A head that declares more MTP layers than its tensors hold: llama.cpp stops at the missing blocks.
+    The count comes from the tensors, never from the key (a header may claim millions)."""
+    declared = head.nextn_layers
+    if not b.mtp_layers or not declared or declared <= b.mtp_layers:
+        return
+    far = f" (no real model has more than {PLAUSIBLE_MTP_LAYERS})" if declared > PLAUSIBLE_MTP_LAYERS else ""
+    b.add("MTP_WEIGHTS_MISSING", f"{head.arch}.nextn_predict_layers = {declared}{far} but the tensors hold "
+          f"{b.mtp_layers} MTP layer(s): llama.cpp fails to load the missing blocks",
+          [f"{head.files[0]}: {head.arch}.nextn_predict_layers = {declared}, block_count = {head.block_count}",
+           f"MTP tensors in block(s) {', '.join(map(str, head.mtp.blocks))}"])
+
+
 def _gguf_without_head(ev: Evidence, b: ReportBuilder, key_line: str) -> None:
     g = ev.gguf
     assert g is not None
+    passed = list(ev.sidecar_choice.passed_over)
     decl = ev.config.mtp if ev.config else None
     name = str(g.first.get("general.name") or g.first.get("general.basename") or g.files[0])
     if decl is not None and decl.layers > 0 or (decl is None and g.arch in _ARCHS_WITH_MTP_ORIGINALS) or (
@@ -143,11 +161,11 @@ def _gguf_without_head(ev: Evidence, b: ReportBuilder, key_line: str) -> None:
         why = "DeepSeek-V2/V3 conversions drop the MTP layer (skip_mtp)" if g.arch == "deepseek2" else (
             "the original has an MTP head; convert with the head (no --no-mtp) or use a GGUF that bundles it")
         b.add("MTP_DROPPED_IN_CONVERSION", f"no nextn tensors and no mtp- sidecar in this {g.arch} GGUF: {why}",
-              [key_line, f"general.name = {name}", *([f"{ev.config_file}: {decl.key} = {decl.layers}"] if decl else [])])
+              [key_line, f"general.name = {name}", *([f"{ev.config_file}: {decl.key} = {decl.layers}"] if decl else []), *passed])
     elif g.arch == "deepseek4":
-        b.add("SIDECAR_NOT_FOUND", "DeepSeek-V4 GGUFs carry MTP only in a separate mtp- file; none was found", [key_line])
+        b.add("SIDECAR_NOT_FOUND", "DeepSeek-V4 GGUFs carry MTP only in a separate mtp- file; none was found", [key_line, *passed])
     else:
-        b.add("NO_MTP", f"no nextn tensors and no {g.arch}.nextn_predict_layers key: this GGUF has no MTP head", [key_line])
+        b.add("NO_MTP", f"no nextn tensors and no {g.arch}.nextn_predict_layers key: this GGUF has no MTP head", [key_line, *passed])
 
 
 def _gguf_graph_and_types(b: ReportBuilder, head: GgufEvidence) -> None:

@@ -23,11 +23,13 @@ def is_head_tensor(name: str) -> bool:
     """True for the head's own tensors (projection, norms, shared head), not its attention or experts."""
     return not HEAD_MARKERS.isdisjoint(name.split("."))
 
-_LAYERED = re.compile(r"^(?P<prefix>(?:model\.)?(?:language_model\.)?(?:model\.)?)layers\.(?P<idx>\d+)\.")
-_MTP_PREFIX = re.compile(r"^(?:model\.)?(?:language_model\.)?mtp(?:\.layers)?\.(?P<idx>\d+)\.")
+# Layer numbers of at most 9 digits: a longer run of digits in a name from a file is no layer (and int() of
+# thousands of digits is refused by Python).
+_LAYERED = re.compile(r"^(?P<prefix>(?:model\.)?(?:language_model\.)?(?:model\.)?)layers\.(?P<idx>\d{1,9})\.")
+_MTP_PREFIX = re.compile(r"^(?:model\.)?(?:language_model\.)?mtp(?:\.layers)?\.(?P<idx>\d{1,9})\.")
 _MTP_ANY = re.compile(r"^(?:model\.)?(?:language_model\.)?mtp\.")
-_MTP_LAYERS = re.compile(r"^(?:model\.)?mtp_layers\.(?P<idx>\d+)\.")
-_GGUF_BLOCK = re.compile(r"^blk\.(?P<idx>\d+)\.")
+_MTP_LAYERS = re.compile(r"^(?:model\.)?mtp_layers\.(?P<idx>\d{1,9})\.")
+_GGUF_BLOCK = re.compile(r"^blk\.(?P<idx>\d{1,9})\.")
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ def find_mtp_tensors(names: Iterable[str], num_hidden_layers: int | None) -> Mtp
 
 def _layer_key(layer: str) -> tuple[str, int]:
     head, _, idx = layer.rpartition(".")
-    return (head, int(idx)) if idx.isdigit() else (layer, 0)
+    return (head, int(idx)) if idx.isdigit() and len(idx) <= 9 else (layer, 0)
 
 
 @dataclass(frozen=True)
@@ -78,10 +80,14 @@ class GgufMtpTensors:
 
 
 def find_gguf_mtp_tensors(names: Iterable[str], block_count: int | None, nextn_layers: int | None) -> GgufMtpTensors:
+    """The MTP blocks are the ones with nextn tensors and, of the last ``nextn_layers`` blocks the header
+    declares, those the tensor list has: what the file holds, however many layers its keys claim."""
     names = list(names)
     nextn = tuple(n for n in names if ".nextn." in n or n.startswith("nextn."))
-    nextn_blocks = {int(m.group("idx")) for n in nextn if (m := _GGUF_BLOCK.match(n))}
+    block_of = {n: int(m.group("idx")) for n in names if (m := _GGUF_BLOCK.match(n))}
+    nextn_blocks = {block_of[n] for n in nextn if n in block_of}
     if block_count and nextn_layers:
-        nextn_blocks |= set(range(block_count - nextn_layers, block_count))
-    block = tuple(n for n in names if (m := _GGUF_BLOCK.match(n)) and int(m.group("idx")) in nextn_blocks)
+        first = block_count - nextn_layers
+        nextn_blocks |= {i for i in block_of.values() if first <= i < block_count}
+    block = tuple(n for n, i in block_of.items() if i in nextn_blocks)
     return GgufMtpTensors(nextn, tuple(sorted(set(block) | set(nextn))), tuple(sorted(nextn_blocks)))

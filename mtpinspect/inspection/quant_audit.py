@@ -22,7 +22,6 @@ from mtpinspect.formats.quantization import (
     FUSED_SHARDS,
     SHARD_TO_FUSED,
     QuantizationConfig,
-    compile_pattern,
     direct_match,
     gptq_first_match,
     match_exclusion,
@@ -39,6 +38,11 @@ _SCALE_SUFFIXES = (
 _HIGH_PRECISION = frozenset({"BF16", "F16", "F32", "F64"})
 _FLOAT8 = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FN", "F8_E8M0"})
 _PACKED_INT = frozenset({"U8", "I8", "I16", "U16", "I32", "U32"})
+
+# Head projections the engines build as a plain Linear, without the checkpoint's quantization config
+# (vLLM deepseek_mtp.py and SGLang deepseek_nextn.py: `self.eh_proj = nn.Linear(...)`): their precision is
+# the checkpoint's, never an exclusion decision.
+_BUILT_UNQUANTIZED = frozenset({"eh_proj"})
 
 _NOT_QUANTIZABLE_LEAVES = frozenset({
     "gate", "router", "shared_expert_gate", "embed_tokens", "embed", "lm_head", "head", "conv1d",
@@ -62,12 +66,18 @@ class QuantAudit:
     mtp_excluded: MtpExcluded
     modules: tuple[ModuleVerdict, ...]
     fused_warnings: tuple[str, ...]
+    # Entries whose regex could not be evaluated in time, as written in the list, and the name it was tried on.
+    unevaluated: tuple[tuple[str, str], ...] = ()
 
     def kept(self) -> list[str]:
         return [v.module for v in self.modules if not v.quantized]
 
     def quantized(self) -> list[str]:
         return [v.module for v in self.modules if v.quantized]
+
+    def untargeted(self) -> list[str]:
+        """Kept in high precision without the config naming them: not an exclusion (see _overall)."""
+        return [v.module for v in self.modules if not v.quantized and v.excluded_by is None]
 
 
 
@@ -118,14 +128,24 @@ def audit_mtp(
         excluded_by = list_excluded[module]
         by_list = q is not None and excluded_by is None
         quantized = header_quantized if header_quantized is not None else by_list
-        notes = [fused_notes.get(module), header_note, _disagreement(dtype, header_quantized, excluded_by, q)]
+        notes = [fused_notes.get(module), header_note, _disagreement(module, dtype, header_quantized, excluded_by, q)]
         if q is not None and excluded_by is None:
             notes.append(_trap_note(q, module, excluded_somewhere))
         verdicts.append(ModuleVerdict(module, excluded_by, dtype, header_quantized, quantized,
                                       "; ".join(n for n in notes if n) or None))
     return QuantAudit(
         config=q, excluded_count=len(q.exclusions) if q else 0, mtp_excluded=_overall(q, verdicts),
-        modules=tuple(verdicts), fused_warnings=tuple(fused_warnings),
+        modules=tuple(verdicts), fused_warnings=tuple(fused_warnings), unevaluated=_unevaluated(q),
+    )
+
+
+def _unevaluated(q: QuantizationConfig | None) -> tuple[tuple[str, str], ...]:
+    if q is None:
+        return ()
+    entries = [*q.exclusions, *sorted(q.targets or ())]
+    return tuple(
+        (next((e for e in entries if e in (pattern, f"re:{pattern}", f"-:{pattern}", f"+:{pattern}")), pattern), name)
+        for pattern, name in q.regexes.unevaluated.items()
     )
 
 
@@ -179,11 +199,14 @@ def _header_state(
 
 
 def _disagreement(
-    dtype: str | None, header_quantized: bool | None, excluded_by: str | None, q: QuantizationConfig | None
+    module: str, dtype: str | None, header_quantized: bool | None, excluded_by: str | None, q: QuantizationConfig | None
 ) -> str | None:
     if q is None or header_quantized is None:
         return None
     if header_quantized is False and excluded_by is None:
+        if module.rpartition(".")[2] in _BUILT_UNQUANTIZED:
+            return (f"header says {dtype} and the list does not name it: not targeted (engines build "
+                    f"{module.rpartition('.')[2]} without a quantization config)")
         return (f"header says {dtype} although the list does not exclude it: "
                 "engines expect quantized weights here (load failure or garbage head)")
     if header_quantized is True and excluded_by is not None:
@@ -203,9 +226,9 @@ def _trap_note(q: QuantizationConfig, module: str, excluded_somewhere: int) -> s
 
 
 def _anchoring_trap(q: QuantizationConfig, module: str) -> str | None:
+    match = q.regexes.match
     for text in skip_regexes(q):
-        pattern = compile_pattern(text)
-        if pattern and not pattern.match(module) and (pattern.match("." + module) or pattern.search(module)):
+        if not match(text, module) and (match(text, "." + module) or match(text, module, anywhere=True)):
             return (f"regex {text!r} does not match {module!r}: re.match anchors at the start of the name "
                     "and the pattern needs something before it (e.g. a leading dot)")
     return None
@@ -214,17 +237,19 @@ def _anchoring_trap(q: QuantizationConfig, module: str) -> str | None:
 def _gptq_order_trap(q: QuantizationConfig, module: str) -> str | None:
     if q.method != "gptq":
         return None
-    skip, first = gptq_first_match(q.exclusions, module)
+    skip, first = gptq_first_match(q, module)
     if skip is not None or first is None:
         return None
     for key in q.exclusions:
-        pattern = compile_pattern(key[2:]) if key.startswith("-:") else None
-        if pattern and pattern.match(module):
+        if key.startswith("-:") and q.regexes.match(key[2:], module):
             return f"GPTQ dynamic: {first!r} matches first, so the later {key!r} never applies (first match wins)"
     return None
 
 
 def _overall(q: QuantizationConfig | None, verdicts: list[ModuleVerdict]) -> MtpExcluded:
+    """Partial means the config keeps some MTP modules unquantized and quantizes others. A module that is
+    high precision in the header while the config does not name it (DeepSeek's eh_proj in its own FP8
+    release) was not targeted, not excluded: next to quantized modules the head counts as quantized."""
     if not verdicts:
         return None
     if q is None and not any(v.header_quantized for v in verdicts):
@@ -232,6 +257,6 @@ def _overall(q: QuantizationConfig | None, verdicts: list[ModuleVerdict]) -> Mtp
     quantized = [v.quantized for v in verdicts]
     if not any(quantized):
         return True
-    if all(quantized):
-        return False
-    return PARTIAL
+    if any(not v.quantized and v.excluded_by is not None for v in verdicts):
+        return PARTIAL
+    return False

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from mtpinspect.vocabulary import Layout, MtpExcluded, RuntimeStatus, Severity, SourceKind
 
 if TYPE_CHECKING:
+    from mtpinspect.inspection.origin import Origin
     from mtpinspect.runtime.verify import MemoryEstimate
 
 # code -> (what it means, default severity). README and `check --codes` print this table.
@@ -38,6 +39,7 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "SEPARATE_DRAFTER": ("MTP drafting uses a separate drafter checkpoint (Gemma 4 gemma4_assistant)", Severity.info),
     "HEADERS_NOT_READ": ("Some MTP shard headers were not read; dtype checks cover the ones that were", Severity.info),
     "LLAMA_CPP_REFUSED": ("The pinned llama.cpp's own loader refuses the model with draft-mtp (its message quoted)", Severity.error),
+    "PATTERN_NOT_EVALUATED": ("An exclusion regex backtracks past its time bound; it is reported and counts as matching nothing", Severity.warning),
 }
 
 @dataclass(frozen=True)
@@ -111,6 +113,7 @@ class CheckReport:
     # What llama-server would allocate with and without MTP, from llama.cpp's metadata-only load (GGUF only).
     memory: MemoryEstimate | None = None
     notes: list[str] = field(default_factory=list)
+    origin: Origin | None = None  # who made the checkpoint, for HF checkpoints (None for GGUF)
 
     @property
     def exit_code(self) -> int:
@@ -118,3 +121,17 @@ class CheckReport:
 
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]
+
+
+@dataclass
+class CheckFailure:
+    """One model of `check --all` that could not be read: its files and the one line `check` would print."""
+
+    json_schema: ClassVar[str] = "check"
+
+    source: str
+    source_kind: SourceKind
+    revision: str | None
+    files: dict[str, list[str]]
+    error: str
+    usable: ClassVar[bool] = False

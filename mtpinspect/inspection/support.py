@@ -90,6 +90,34 @@ MAKERS = {
 # Quantizers that publish with the maker's serving stack in mind and exclude MTP heads by policy.
 FIRST_PARTY_QUANTIZERS = {"nvidia", "RedHatAI", "amd"}
 
+
+@dataclass(frozen=True)
+class MakerFp8:
+    """A family whose maker publishes its own block-FP8 release and serves the MTP head from it."""
+
+    maker: str
+    lists_modules: bool  # its quantization_config carries a modules_to_not_convert list of module names
+
+
+# HF fine-grained FP8 (quant_method fp8, e4m3, 128x128 blocks) as the makers write it, by model_type. From
+# their published configs: DeepSeek-V3/R1/V3.1/V3.2/V4, Kimi-K2 and MiMo-V2-Flash list no modules; GLM-5/5.1/
+# 5.2-FP8, Qwen3-FP8 and Qwen3.8-FP8 list theirs by full name (norms, routers, eh_proj, embeddings, and for
+# Qwen the MTP attention). GLM-4.5/4.7, Qwen3-Next and Qwen3.5/3.6 are taken to follow their family's way.
+MAKER_FP8: dict[str, MakerFp8] = {
+    "deepseek_v3": MakerFp8("deepseek-ai", False),
+    "deepseek_v32": MakerFp8("deepseek-ai", False),
+    "deepseek_v4": MakerFp8("deepseek-ai", False),
+    "kimi_k2": MakerFp8("moonshotai", False),
+    "mimo_v2_flash": MakerFp8("XiaomiMiMo", False),
+    "glm4_moe": MakerFp8("zai-org", True),
+    "glm_moe_dsa": MakerFp8("zai-org", True),
+    "qwen3_next": MakerFp8("Qwen", True),
+    "qwen3_5": MakerFp8("Qwen", True),
+    "qwen3_5_text": MakerFp8("Qwen", True),
+    "qwen3_5_moe": MakerFp8("Qwen", True),
+    "qwen3_5_moe_text": MakerFp8("Qwen", True),
+}
+
 LOW_BIT_GGML = frozenset({
     "IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "Q2_K", "Q3_K", "TQ1_0", "TQ2_0",
 })

@@ -92,6 +92,7 @@ def assemble_report(ev: Evidence, engine: EngineCheck | None = None) -> CheckRep
         requests=meter.requests,
         notes=[n for n in b.notes if n],
         memory=verification.memory if verification else None,
+        origin=b.origin,
     )
 
 

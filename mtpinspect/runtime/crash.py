@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 import re
 import signal
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -74,13 +75,19 @@ _ABORT = re.compile(r"(?P<file>[^\s:]*?[\w.-]+\.(?:c|cc|cpp|cu|h|hpp|m|metal)):(
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
 _WHAT = re.compile(r"^\s*what\(\):\s*(?P<what>.+)$")
 # GPU faults, most telling first: the runtime's own error text, then what frameworks print around it.
-_GPU = tuple(re.compile(p, re.IGNORECASE) for p in (
-    r"(?P<msg>(?:CUDA|ROCm|HIP|SYCL) error:? \S.*)",
-    r"(?P<msg>an illegal memory access was encountered|illegal memory access)",
-    r"(?P<msg>Memory access fault by GPU.*|vk::DeviceLostError.*|ErrorDeviceLost.*)",
-    r"(?P<msg>ggml_metal\w*: error: command buffer \d+ failed.*)",
-    r"(?P<msg>cudaError\w+)",
-))
+# Each is found by its literal first (a regex alternation over a large log takes seconds), then read
+# from its line.
+_GPU = (
+    ("CUDA error", re.compile(r"(?<![\w-])(?P<msg>CUDA error:? \S.*)")),
+    ("ROCm error", re.compile(r"(?<![\w-])(?P<msg>ROCm error:? \S.*)")),
+    ("HIP error", re.compile(r"(?<![\w-])(?P<msg>HIP error:? \S.*)")),
+    ("SYCL error", re.compile(r"(?<![\w-])(?P<msg>SYCL error:? \S.*)")),
+    ("illegal memory access", re.compile(r"(?P<msg>(?:an )?illegal memory access(?: was encountered)?)")),
+    ("Memory access fault by GPU", re.compile(r"(?P<msg>Memory access fault by GPU.*)")),
+    ("DeviceLost", re.compile(r"(?P<msg>(?:vk::DeviceLostError|ErrorDeviceLost).*)")),
+    ("command buffer", re.compile(r"(?P<msg>ggml_metal\w*: error: command buffer \d+ failed.*)")),
+    ("cudaError", re.compile(r"(?P<msg>cudaError\w+)")),
+)
 # What shells, launchers and containers print when a child dies from a signal.
 _SHELL_SIGNAL = (
     (re.compile(r"Segmentation fault|SIGSEGV|signal 11\b|exit(?:ed with)? code:? 139\b|\bcode=139\b"), "SIGSEGV"),
@@ -112,13 +119,29 @@ def signal_name(returncode: int | None) -> str | None:
     return sig.name if sig in CRASH_SIGNALS else None
 
 
-_FRAME = re.compile(r"^\s*#\d+\s+0x[0-9a-f]+ in (?P<func>[\w:~<>]+)")
+_FRAME = re.compile(r"^\s*#\d+\s+0x[0-9a-f]+ in (?P<func>[\w:~<>]+)", re.MULTILINE)
 _MTP_FRAME = re.compile(r"specul|mtp|nextn|draft", re.IGNORECASE)
+# Where a crash is looked for, each found by a literal or a cheap pattern over the whole text first (logs
+# run to hundreds of MB): a Python loop over every line would take minutes.
+_ASSERT_AT = re.compile(r"GGML_ASSERT\(")
+_TERMINATE_AT = re.compile(r"terminate called after throwing")
+_ABORT_AT = re.compile(r"\.(?:c|cc|cpp|cu|h|hpp|m|metal):\d+: \S")
+# The tail that shells' and launchers' signal lines, and the lines kept as evidence, come from.
+_TAIL_CHARS = 64 * 1024
+_SHELL_TAIL_LINES = 40
+
+
+def _lines_at(text: str, pattern: re.Pattern[str]) -> Iterator[str]:
+    """Each whole line of ``text`` in which ``pattern`` matches, in order."""
+    for match in pattern.finditer(text):
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.end())
+        yield text[start : len(text) if end < 0 else end]
 
 
 def _backtrace(text: str) -> str | None:
     """The telling frame of a native backtrace (the first in the MTP path, else the first named)."""
-    frames = [m["func"] for line in text.splitlines() if (m := _FRAME.match(line)) and m["func"] != "??"]
+    frames = [m["func"] for m in _FRAME.finditer(text) if m["func"] != "??"]
     if len(frames) < 3:
         return None
     return next((f for f in frames if _MTP_FRAME.search(f)), frames[0])
@@ -128,21 +151,22 @@ def _meaningful(text: str) -> list[str]:
     return [line.rstrip() for line in text.splitlines() if line.strip() and not _NOISE.match(line)]
 
 
-def _engine_text(lines: list[str]) -> tuple[CrashKind, str, str | None] | None:
+def _engine_text(text: str) -> tuple[CrashKind, str, str | None] | None:
     """The engine's own crash text, most specific first: (kind, message, file:line)."""
-    for line in lines:
-        if m := _ASSERT.search(line):
+    for line in _lines_at(text, _ASSERT_AT):
+        if not _NOISE.match(line) and (m := _ASSERT.search(line)):
             return CrashKind.ASSERT, f"GGML_ASSERT({m['cond']}) failed", _short_path(m["file"], m["line"])
-    for i, line in enumerate(lines):
-        if m := _TERMINATE.search(line):
-            what = next((w["what"] for w in map(_WHAT.match, lines[i + 1 : i + 4]) if w), None)
+    for match in _TERMINATE_AT.finditer(text):
+        following = _meaningful(text[match.start() : match.start() + 4096])
+        if m := _TERMINATE.search(following[0]):
+            what = next((w["what"] for w in map(_WHAT.match, following[1:4]) if w), None)
             return CrashKind.EXCEPTION, f"uncaught {m['type']}" + (f": {what.strip()}" if what else ""), None
-    for pattern in _GPU:
-        for line in lines:
+    for needle, pattern in _GPU:
+        for line in _lines_at(text, re.compile(re.escape(needle))):
             if m := pattern.search(line):
                 return CrashKind.GPU_FAULT, m["msg"].strip(), None
-    for line in lines:
-        if (m := _ABORT.search(line)) and "GGML_ASSERT" not in line:
+    for line in _lines_at(text, _ABORT_AT):
+        if not _NOISE.match(line) and "GGML_ASSERT" not in line and (m := _ABORT.search(line)):
             return CrashKind.ABORT, m["msg"].strip(), _short_path(m["file"], m["line"])
     return None
 
@@ -157,24 +181,25 @@ def _short_path(path: str, line: str) -> str:
 
 def crash_of(returncode: int | None, log_text: str) -> Crash | None:
     """The crash of a process mtpinspect ran, from its return code and log; None if it did not crash."""
-    return _crash(signal_name(returncode), _meaningful(log_text), _backtrace(log_text))
+    return _crash(signal_name(returncode), log_text)
 
 
 def crash_in_log(log_text: str) -> Crash | None:
     """A crash recorded in a log from elsewhere (no return code): the engine's text or the shell's."""
-    lines = _meaningful(log_text)
-    sig = next((name for pattern, name in _SHELL_SIGNAL for line in lines[-40:] if pattern.search(line)), None)
-    return _crash(sig, lines, _backtrace(log_text))
+    tail = _meaningful(log_text[-_TAIL_CHARS:])[-_SHELL_TAIL_LINES:]
+    sig = next((name for pattern, name in _SHELL_SIGNAL for line in tail if pattern.search(line)), None)
+    return _crash(sig, log_text)
 
 
-def _crash(sig: str | None, lines: list[str], frame: str | None) -> Crash | None:
-    found = _engine_text(lines)
+def _crash(sig: str | None, text: str) -> Crash | None:
+    found = _engine_text(text)
     if found is not None and found[0] is CrashKind.ABORT and sig is None and not _FATAL.search(found[1]):
         found = None  # a file:line message alone, with no sign that the process died, is just a log line
-    tail = tuple(lines[-_LAST_LINES:])
-    if found is None and frame is not None:
-        return Crash(CrashKind.BACKTRACE, sig, f"native backtrace through {frame}", None, tail)
+    tail = tuple(_meaningful(text[-_TAIL_CHARS:])[-_LAST_LINES:])
     if found is None:
+        frame = _backtrace(text)
+        if frame is not None:
+            return Crash(CrashKind.BACKTRACE, sig, f"native backtrace through {frame}", None, tail)
         return None if sig is None else Crash(CrashKind.SIGNAL, sig, _SIGNAL_MEANING[sig], None, tail)
     kind, message, where = found
     if sig is None and kind is not CrashKind.GPU_FAULT:

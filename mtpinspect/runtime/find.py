@@ -16,8 +16,11 @@ from pathlib import Path
 
 from mtpinspect.errors import ServerError
 from mtpinspect.runtime.build import BACKENDS, Progress, build_server, cached_server, read_metadata
+from mtpinspect.runtime.process import run_bounded
 
 ENV_VAR = "LLAMA_SERVER"
+# `--version` loads the GPU backends, which can take a while on a machine with many GPUs.
+VERSION_TIMEOUT_S = 60.0
 
 # "version: 0.5.0-dev (build 1, commit 0c1e570)" (this pin) or "version: 5600 (abc1234)" (older builds).
 _VERSION_RE = re.compile(r"^version:\s*(.+?)\s*$", re.MULTILINE)
@@ -49,17 +52,14 @@ class ServerBinary:
     built_with: str | None = None
 
 
-def _version_output(path: Path, shown: str) -> str:
+def _version_output(path: Path, shown: str, timeout: float) -> str:
     try:
-        done = subprocess.run(
-            [str(path), "--version"], capture_output=True, text=True, errors="replace", timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
+        stdout, stderr = run_bounded([str(path), "--version"], timeout)
     except subprocess.TimeoutExpired:
-        raise ServerError(f"{shown}: not a llama-server (`--version` did not return within 60 s)") from None
+        raise ServerError(f"{shown}: not a llama-server (`--version` did not return within {timeout:g} s)") from None
     except OSError as exc:
         raise ServerError(f"{shown}: cannot run it: {exc.strerror or exc}") from None
-    return done.stdout + "\n" + done.stderr
+    return stdout + "\n" + stderr
 
 
 def _linked_libraries(path: Path) -> str:
@@ -84,7 +84,7 @@ def detect_backend(version_output: str, path: Path | None = None) -> str:
     return "cpu"
 
 
-def describe(path: Path, origin: str, shown: str | None = None) -> ServerBinary:
+def describe(path: Path, origin: str, shown: str | None = None, *, timeout: float = VERSION_TIMEOUT_S) -> ServerBinary:
     """Check that `path` is a runnable llama-server and read its version, commit and backend."""
     shown = shown or str(path)
     if not path.exists():
@@ -93,7 +93,7 @@ def describe(path: Path, origin: str, shown: str | None = None) -> ServerBinary:
         raise ServerError(f"{shown}: is a directory, not the llama-server executable")
     if not os.access(path, os.X_OK):
         raise ServerError(f"{shown}: not executable (chmod +x, or point to the llama-server binary)")
-    output = _version_output(path, shown)
+    output = _version_output(path, shown, timeout)
     match = _VERSION_RE.search(output)
     if match is None:
         raise ServerError(f"{shown}: not a llama-server (`--version` printed no 'version:' line)")
@@ -136,7 +136,8 @@ def _explicit_path(value: str | Path) -> Path:
         found = shutil.which(text)
         if found is not None:
             return Path(found)
-    return Path(text).expanduser()
+    # Absolute: subprocess looks a name without a slash ("./llama-server" becomes "llama-server") up on PATH.
+    return Path(text).expanduser().absolute()
 
 
 def find_server(
@@ -145,22 +146,23 @@ def find_server(
     build: bool = True,
     backend: str = "cpu",
     progress: Progress | None = None,
+    version_timeout: float = VERSION_TIMEOUT_S,
 ) -> ServerBinary:
     """The llama-server to use: explicit, $LLAMA_SERVER, PATH, cache, else a fresh pinned build."""
     if explicit is not None and str(explicit) != "":
-        return describe(_explicit_path(explicit), "--server", str(explicit))
+        return describe(_explicit_path(explicit), "--server", str(explicit), timeout=version_timeout)
     env = os.environ.get(ENV_VAR)
     if env:
-        return describe(_explicit_path(env), "$LLAMA_SERVER", f"${ENV_VAR}={env}")
+        return describe(_explicit_path(env), "$LLAMA_SERVER", f"${ENV_VAR}={env}", timeout=version_timeout)
     on_path = shutil.which("llama-server")
     if on_path is not None:
-        return describe(Path(on_path), "PATH")
+        return describe(Path(on_path), "PATH", timeout=version_timeout)
     cached = cached_server(backend)
     if cached is not None:
-        return describe(cached, "cache")
+        return describe(cached, "cache", timeout=version_timeout)
     if not build:
         raise ServerError(
             f"no llama-server found (--server, ${ENV_VAR}, PATH, cache for {backend}): "
             "run `mtpinspect runtime build`"
         )
-    return describe(build_server(backend, progress=progress), "built")
+    return describe(build_server(backend, progress=progress), "built", timeout=version_timeout)

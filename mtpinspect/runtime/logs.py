@@ -11,16 +11,18 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-_NUMBER = r"(-?nan|-?inf|[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
+_NUMBER = r"-?nan|-?inf|[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?"
 
-# "draft acceptance = 0.75000 (   30 accepted /    40 generated)" plus "draft acceptance rate = ..." (older).
-_DRAFT_RE = re.compile(
-    r"draft acceptance(?: rate)? = " + _NUMBER + r"\s*\(\s*(\d+) accepted /\s*(\d+) generated\)"
-    r"(?:, mean (?:len|acceptance length) =\s*" + _NUMBER + r")?"
-    r"(?:, acceptance rate per position = \(([^)]*)\))?"
+# "draft acceptance = 0.75000 (   30 accepted /    40 generated)" plus "draft acceptance rate = ..." (older),
+# ", mean len = 2.50" (current) or ", mean acceptance length = 2.92, acceptance rate per position = (...)"
+# (PR #24536 at review). The group names say what each number is (diagnosis/log_formats.py reads them).
+DRAFT_LINE = re.compile(
+    r"draft acceptance(?: rate)? = (?P<rate>" + _NUMBER + r")\s*\(\s*(?P<acc>\d+) accepted /\s*(?P<gen>\d+) generated\)"
+    r"(?:, mean (?:len|acceptance length) =\s*(?P<len>" + _NUMBER + r"))?"
+    r"(?:, acceptance rate per position = \((?P<pos>[^)]*)\))?"
 )
 # The TRACE line printed right after the acceptance line with -lv 4.
-_PER_POS_RE = re.compile(r"acc per pos = \(([^)]*)\)")
+PER_POSITION_LINE = re.compile(r"acc per pos = \((?P<pos>[^)]*)\)")
 _UNUSED_NEXTN_RE = re.compile(r"model has unused tensor (\S*nextn\S*) \(size")
 
 # Prefixes llama.cpp puts before a message: "srv    load_model: ", "llama_model_load: ", "E ", timestamps.
@@ -52,13 +54,13 @@ def parse_draft_lines(text: str) -> list[DraftStats]:
     found: list[DraftStats] = []
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        match = _DRAFT_RE.search(line)
+        match = DRAFT_LINE.search(line)
         if match is None:
             continue
         ratio, accepted, generated, mean_len, per_pos = match.groups()
         per_position = _floats(per_pos) if per_pos is not None else None
         if per_position is None and i + 1 < len(lines):
-            following = _PER_POS_RE.search(lines[i + 1])
+            following = PER_POSITION_LINE.search(lines[i + 1])
             if following is not None:
                 per_position = _floats(following.group(1))
         found.append(

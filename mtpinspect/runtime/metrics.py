@@ -96,6 +96,11 @@ class Metrics:
             return 1.0 + self.accepted_tokens / self.drafts
         return self.reported_mean_length
 
+    def has(self, counter: str) -> bool:
+        """Whether the page holds this counter (e.g. "spec_decode_num_drafts"); missing counters read as 0."""
+        name = f"{self.source}:{counter}"
+        return any(_base(key) == name for key in self.raw)
+
     def per_position_rates(self) -> tuple[float, ...]:
         """Per draft position, the share of verification steps that accepted it."""
         if self.drafts <= 0:

@@ -27,12 +27,13 @@ from typing import IO, Any
 
 import psutil
 
-from mtpinspect.errors import ServerError, UsageError
+from mtpinspect.errors import OutputError, ServerError, UsageError
 from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.flags import HOST as HOST_FLAG
 from mtpinspect.runtime.flags import LAUNCHER_FLAGS, METRICS, MODEL, PARALLEL, PORT, ServerArgs
 from mtpinspect.runtime.logs import failure_reason, last_line
 from mtpinspect.runtime.metrics import Metrics, parse_metrics
+from mtpinspect.runtime.process import die_with_parent, tree_cpu_seconds
 
 HOST = "127.0.0.1"
 _POLL_S = 0.1
@@ -42,6 +43,11 @@ _FIRST_POLL_S = 0.005
 _LOG_TAIL_LINES = 40
 _PORT_ATTEMPTS = 3
 _FIRST_SIGNAL_WAIT_S = 2.0
+# A starting llama-server logs, or at least reads its weights (CPU time in page faults), all the time;
+# one that does neither this long is hung, however long a big model may take to load.
+SILENCE_TIMEOUT_S = 60.0
+# The default limit for a start (sweep and diagnose --start-timeout): a big model from a slow disk.
+START_TIMEOUT_S = 600.0
 # Logged by a slot when it is released, after the request's timing and draft acceptance lines.
 REQUEST_DONE = re.compile(r"stop processing: n_tokens")
 # 127.0.0.1 must never go through an http_proxy from the environment.
@@ -129,6 +135,7 @@ class LlamaServer:
         *,
         log_path: Path,
         startup_timeout: float = 120.0,
+        silence_timeout: float = SILENCE_TIMEOUT_S,
         env: Mapping[str, str] | None = None,
         stop_grace: float = 5.0,
     ) -> None:
@@ -144,6 +151,7 @@ class LlamaServer:
         self.args = args
         self.log_path = Path(log_path)
         self.startup_timeout = startup_timeout
+        self.silence_timeout = silence_timeout
         self.stop_grace = stop_grace
         self.env = dict(env) if env is not None else None
         self.port = 0
@@ -185,8 +193,11 @@ class LlamaServer:
         self._stopped = False
         self.port = free_port()
         self.command = self._build_command()
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("wb")
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log = self.log_path.open("wb")
+        except OSError as exc:
+            raise OutputError(f"{self.log_path}: cannot write the server log ({exc.strerror or exc})") from None
         env = {**os.environ, **self.env} if self.env is not None else None
         try:
             self._proc = subprocess.Popen(
@@ -196,6 +207,7 @@ class LlamaServer:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=os.name != "nt",
+                preexec_fn=die_with_parent(),
             )
         except OSError as exc:
             self._close_log()
@@ -204,6 +216,7 @@ class LlamaServer:
     def _wait_ready(self) -> None:
         began = time.monotonic()
         deadline = began + self.startup_timeout
+        activity, active_at = self._activity(), time.monotonic()
         while True:
             code = self.returncode
             if code is not None:
@@ -214,12 +227,27 @@ class LlamaServer:
                 )
             if self._health_ok():
                 return
-            if time.monotonic() > deadline:
+            now, current = time.monotonic(), self._activity()
+            if current != activity:
+                activity, active_at = current, now
+            elif now - active_at > self.silence_timeout:
+                text = self.read_log()
+                reason = f"wrote nothing and used no CPU for {self.silence_timeout:g} s (hung?); last log line: {last_line(text)}"
+                raise ServerStartError(f"llama-server not ready: {reason}", self._tail(text), reason=reason)
+            if now > deadline:
                 text = self.read_log()
                 raise ServerStartError(
                     f"llama-server not ready after {self.startup_timeout:g} s; last log line: {last_line(text)}", self._tail(text)
                 )
-            time.sleep(min(_POLL_S, max(_FIRST_POLL_S, (time.monotonic() - began) / 10)))
+            time.sleep(min(_POLL_S, max(_FIRST_POLL_S, (now - began) / 10)))
+
+    def _activity(self) -> tuple[int, float]:
+        """Log size and CPU seconds of the server's process tree: a loading server moves one of them."""
+        try:
+            size = self.log_path.stat().st_size
+        except OSError:
+            size = 0
+        return size, tree_cpu_seconds(self._proc.pid) if self._proc is not None else 0.0
 
     def _health_ok(self) -> bool:
         try:

@@ -1,5 +1,5 @@
-"""What file names say: GGUF split sets, quantization tags, `mtp-` sidecars, the main GGUF of a folder,
-a separate MTP safetensors file, and Hugging Face cache folders.
+"""What file names say: GGUF split sets, quantization tags, `mtp-` sidecars and the model each one names,
+the main GGUF of a folder, a separate MTP safetensors file, Hugging Face cache folders and repo ids.
 
 Names are paths relative to a tree's root, '/'-separated (as in a repo listing). Every rule that reads
 meaning out of a file or folder name lives here.
@@ -8,12 +8,20 @@ meaning out of a file or folder name lives here.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 _SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
-_QUANT_TAG = re.compile(r"(?i)(?:^|[-_.])((?:IQ|Q|TQ)\d[\w]*?|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$")
+_QUANT = r"(?:IQ|Q|TQ)\d[\w]*?|BF16|F16|F32|MXFP4(?:_MOE)?"
+_QUANT_TAG = re.compile(rf"(?i)(?:^|[-_.])({_QUANT})(?:-\d{{5}}-of-\d{{5}})?\.gguf$")
+# Unsloth's dynamic quantizations put UD- before the tag: Model-UD-Q4_K_XL.gguf is Model's too.
+_STEM_QUANT_TAG = re.compile(rf"(?i)[-_.](?:UD[-_])?(?:{_QUANT})$")
+# convert_hf_to_gguf.py names the head file mtp-<name>.gguf; some uploads use <name>-mtp.gguf.
+SIDECAR_PREFIX = "mtp-"
+SIDECAR_SUFFIX = "-mtp"
 # huggingface_hub's cache keeps a repo in models--ORG--NAME/{refs,snapshots,blobs}.
 HF_CACHE_FOLDER = re.compile(r"^models--(?P<org>[^/]+?)--(?P<name>[^/]+)$")
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 
 
 def is_gguf(path: str) -> bool:
@@ -33,6 +41,48 @@ def is_sidecar_gguf(path: str) -> bool:
 def is_main_gguf(path: str) -> bool:
     """A GGUF that holds a model: not an MTP sidecar, not a vision projector (mmproj)."""
     return is_gguf(path) and not is_sidecar(path) and "mmproj" not in path.lower()
+
+
+def sidecar_ggufs(paths: Iterable[str]) -> list[str]:
+    """The MTP head files among ``paths``: `mtp-*` and `MTP/` files, and `<stem>-mtp.gguf` beside `<stem>.gguf`
+    (alone, such a name may be a model with its head bundled, so it counts only when its model is there)."""
+    ggufs = [p for p in paths if is_gguf(p)]
+    stems = {gguf_stem(p) for p in ggufs}
+    return [p for p in ggufs if is_sidecar(p) or _suffixed_head(gguf_stem(p)) in stems]
+
+
+def main_ggufs(paths: Iterable[str]) -> list[str]:
+    """The GGUF models among ``paths``: neither MTP head files (see sidecar_ggufs) nor mmproj projectors."""
+    paths = list(paths)
+    heads = set(sidecar_ggufs(paths))
+    return [p for p in paths if is_main_gguf(p) and p not in heads]
+
+
+def _suffixed_head(stem: str) -> str | None:
+    return stem[: -len(SIDECAR_SUFFIX)] if stem.endswith(SIDECAR_SUFFIX) else None
+
+
+def gguf_stem(path: str) -> str:
+    """'model-q4_k_m' for 'dir/Model-Q4_K_M-00001-of-00002.gguf': the name without folder, shard number and
+    extension, lower-cased (names are compared as llama.cpp's -hf compares quantization tags)."""
+    name = PurePosixPath(path).name
+    split = _SPLIT.search(name)
+    stem = name[: split.start()] if split else name[: -len(".gguf")] if is_gguf(name) else name
+    return stem.lower()
+
+
+def head_stem(sidecar: str) -> str:
+    """The stem of the model an MTP head file names: 'model-q8_0' for 'mtp-Model-Q8_0.gguf',
+    'Model-Q8_0-mtp.gguf', 'MTP/Model-Q8_0.gguf' or 'mtp-Model-Q8_0-00001-of-00002.gguf'."""
+    stem = gguf_stem(sidecar)
+    if stem.startswith(SIDECAR_PREFIX):
+        return stem[len(SIDECAR_PREFIX) :]
+    return _suffixed_head(stem) or stem
+
+
+def model_stem(stem: str) -> str:
+    """A stem without its quantization tag: 'model' for 'model-q4_k_m' (the model, whatever its quantization)."""
+    return _STEM_QUANT_TAG.sub("", stem)
 
 
 def is_mtp_safetensors(path: str) -> bool:
@@ -75,6 +125,11 @@ def quant_matches(path: str, quant: str) -> bool:
     """Does the file name carry this quantization (as `-hf REPO:QUANT` picks a file)?"""
     name = PurePosixPath(path).name.lower()
     return re.search(rf"(^|[-_.]){re.escape(quant.lower())}([-_.]|$)", name) is not None
+
+
+def is_repo_id(text: str) -> bool:
+    """ORG/NAME as the Hub spells repo ids (not a path: './x/y' and '/x/y' are not)."""
+    return bool(_REPO_ID.match(text))
 
 
 def repo_id_from_cache(path: Path) -> str | None:

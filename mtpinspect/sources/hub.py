@@ -11,6 +11,7 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx2
 from huggingface_hub import HfApi, constants, hf_hub_url
@@ -73,6 +74,7 @@ class HubRepo:
     gated: bool | str = False
     private: bool = False
     meter: ByteMeter = field(default_factory=ByteMeter)
+    card_data: dict[str, Any] | None = None  # README.md's front matter as the Hub parsed it (model info cardData)
 
     @property
     def name(self) -> str:
@@ -190,4 +192,5 @@ def open_repo(repo_id: str, *, revision: str | None = None, token: str | None = 
         gated=info.gated or False,
         private=bool(info.private),
         meter=meter,
+        card_data=info.card_data.to_dict() if info.card_data is not None else None,
     )

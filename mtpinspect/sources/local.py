@@ -1,4 +1,4 @@
-"""Local sources: a snapshot directory (the Hugging Face cache included) or loose GGUF files.
+"""Local sources: a snapshot directory (the Hugging Face cache included) or the folder of a local GGUF.
 
 They offer the same surface as a Hub repo (a file listing with sizes, range readers, small JSON files,
 safetensors headers), so the formats and the evidence never ask where the bytes come from.
@@ -6,19 +6,25 @@ safetensors headers), so the formats and the evidence never ask where the bytes 
 
 from __future__ import annotations
 
+import itertools
+import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, ClassVar
 
 from mtpinspect.errors import FormatError, SourceError
-from mtpinspect.sources.filenames import HF_CACHE_FOLDER
+from mtpinspect.sources.filenames import HF_CACHE_FOLDER, is_gguf
 from mtpinspect.sources.reader import ByteMeter, LocalFileReader, RepoFile
 
 if TYPE_CHECKING:
     from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
 
 _SKIPPED_DIRS = {".git", ".cache", "__pycache__"}
+# A model's snapshot holds at most a few thousand files, a few folders deep.
+MAX_ENTRIES = 100_000
+MAX_DEPTH = 8
 
 
 @dataclass
@@ -32,6 +38,8 @@ class LocalTree:
     sha: str | None = None  # the snapshot's commit, for a Hugging Face cache folder
     # Commands name local files by path: no revision to pin.
     revision: ClassVar[None] = None
+    # A folder's model card is its README.md, read like any other file.
+    card_data: ClassVar[None] = None
 
     @property
     def total_size(self) -> int:
@@ -39,6 +47,17 @@ class LocalTree:
 
     def path(self, rel: str) -> Path:
         return self.root / rel
+
+    def add(self, path: Path) -> str:
+        """Name a file outside the listing (an --mtp-file elsewhere) in the tree; return its key: the path
+        relative to the root when it lies under it, else the absolute path (``path()`` then returns it)."""
+        if not path.is_file():
+            raise SourceError(f"{path}: {'not a regular file' if path.exists() else 'no such file'}")
+        absolute = Path(os.path.abspath(path))
+        rel = os.path.relpath(absolute, os.path.abspath(self.root))
+        key = PurePosixPath(*Path(rel).parts).as_posix() if not rel.startswith("..") else str(absolute)
+        self.files[key] = RepoFile(key, absolute.stat().st_size)
+        return key
 
     def ref(self, rel: str) -> str:
         return str(self.path(rel))
@@ -70,14 +89,45 @@ def _first_sentence(exc: Exception) -> str:
     return str(exc).split(". ")[0]
 
 
-def _list_dir(root: Path) -> dict[str, RepoFile]:
+def _walk(root: Path, *, depth: int, descend: Callable[[str], bool], keep: Callable[[str], bool]) -> dict[str, RepoFile]:
+    """The regular files under ``root`` (symlinks followed, as in a Hugging Face cache snapshot), at most
+    ``depth`` folders deep, entering only folders ``descend`` accepts (by name) and keeping only files ``keep``
+    accepts. Bounded: a folder with more than MAX_ENTRIES entries in all is not a model's (``check /``), and a
+    folder reached twice through symlinks is read once."""
     files: dict[str, RepoFile] = {}
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root)
-        if any(part in _SKIPPED_DIRS for part in rel.parts) or not p.is_file():
-            continue
-        files[rel.as_posix()] = RepoFile(rel.as_posix(), p.stat().st_size)
-    return files
+    seen: set[tuple[int, int]] = set()
+    pending: list[tuple[Path, PurePosixPath]] = [(root, PurePosixPath())]
+    entries = 0
+    while pending:
+        folder, rel = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                found = list(itertools.islice(listing, MAX_ENTRIES + 1 - entries))
+        except OSError as exc:
+            if folder == root:
+                raise SourceError(f"{root}: cannot read the folder ({exc.strerror or exc})") from None
+            continue  # an unreadable subfolder (permissions, /proc) holds nothing check could read either
+        entries += len(found)
+        if entries > MAX_ENTRIES:
+            raise SourceError(f"{root}: more than {MAX_ENTRIES} files and folders: not a model's folder "
+                              "(name the folder of one model, or its GGUF file)")
+        for entry in found:
+            try:
+                if entry.is_dir():
+                    stat = entry.stat()
+                    if len(rel.parts) + 1 < depth and entry.name not in _SKIPPED_DIRS and descend(entry.name) \
+                            and (stat.st_dev, stat.st_ino) not in seen:
+                        seen.add((stat.st_dev, stat.st_ino))
+                        pending.append((Path(entry.path), rel / entry.name))
+                elif entry.is_file() and keep(entry.name):
+                    files[(rel / entry.name).as_posix()] = RepoFile((rel / entry.name).as_posix(), entry.stat().st_size)
+            except OSError:
+                continue  # gone since it was listed, or a dangling link: not a file to read
+    return dict(sorted(files.items()))
+
+
+def _list_dir(root: Path) -> dict[str, RepoFile]:
+    return _walk(root, depth=MAX_DEPTH, descend=lambda _: True, keep=lambda _: True)
 
 
 def _resolve_hf_cache(root: Path, revision: str | None) -> tuple[Path, str | None]:
@@ -108,24 +158,9 @@ def open_directory(path: Path, *, revision: str | None = None) -> LocalTree:
     return LocalTree(root=path, name=str(path), files=files, sha=sha)
 
 
-def open_files(paths: list[Path]) -> LocalTree:
-    """Loose files (a GGUF, its shards, its mtp- sidecar) seen as one tree rooted at their common folder."""
-    resolved = [p.expanduser().resolve() for p in paths]
-    for p in resolved:
-        if not p.exists():
-            raise SourceError(f"{p}: no such file")
-        if not p.is_file():
-            raise SourceError(f"{p}: not a regular file")
-    root = Path(*_common_parts([p.parent for p in resolved]))
-    files = {p.relative_to(root).as_posix(): RepoFile(p.relative_to(root).as_posix(), p.stat().st_size) for p in resolved}
-    return LocalTree(root=root, name=str(resolved[0]), files=files)
-
-
-def _common_parts(dirs: list[Path]) -> tuple[str, ...]:
-    parts = dirs[0].parts
-    for d in dirs[1:]:
-        n = 0
-        while n < min(len(parts), len(d.parts)) and parts[n] == d.parts[n]:
-            n += 1
-        parts = parts[:n]
-    return parts or ("/",)
+def open_gguf_folder(folder: Path) -> LocalTree:
+    """The GGUF files of the folder a local GGUF lies in, and of its `MTP/` subfolder: the main file's split
+    shards and the sidecars to pair with it. The folder is the one the user named, symlinks not resolved (a
+    Hugging Face cache snapshot links each file into blobs/, where no sibling is), so printed paths are theirs."""
+    files = _walk(folder, depth=2, descend=lambda name: name.lower() == "mtp", keep=is_gguf)
+    return LocalTree(root=folder, name=str(folder), files=files)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -122,6 +123,7 @@ class Tree(Protocol):
     meter: ByteMeter  # every read through this tree is counted here
     sha: str | None  # the commit, when the tree is a snapshot of a repo
     revision: str | None  # the revision the user asked for, pinned in printed commands; None: the default
+    card_data: Mapping[str, Any] | None  # the model card's front matter when the source serves it parsed; None: read README.md
 
     @property
     def total_size(self) -> int: ...

@@ -2,32 +2,32 @@
 
 SOURCE is a local GGUF, a local snapshot directory (the Hugging Face cache included), a repo id, or
 `REPO:QUANT` as llama.cpp's `-hf` takes it. GGUF names are grouped into split sets
-(`-00001-of-00003`), and `mtp-` sidecars are found beside the main file or in an `MTP/` folder.
+(`-00001-of-00003`). A local GGUF is read with the other GGUF files of the folder the user named (and
+its `MTP/` subfolder), never the folder a symlink points into. Which `mtp-` sidecar pairs with the main
+file is decided once its header is read (inspection/pairing.py), unless --mtp-file names it.
 """
 
 from __future__ import annotations
 
 import copy
-import re
+import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.sources.filenames import (
     group_splits,
-    is_main_gguf,
-    is_sidecar,
-    is_sidecar_gguf,
+    is_repo_id,
+    main_ggufs,
     quant_matches,
     quant_tag,
     repo_id_from_cache,
+    sidecar_ggufs,
     split_members,
 )
-from mtpinspect.sources.local import open_directory, open_files
+from mtpinspect.sources.local import open_directory, open_gguf_folder
 from mtpinspect.sources.reader import ByteMeter, Tree
 from mtpinspect.vocabulary import SourceKind
-
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 
 
 @dataclass
@@ -39,8 +39,12 @@ class Target:
     display: str
     repo_id: str | None  # known for Hub repos and HF cache folders: used in the commands we print
     gguf_files: list[str] = field(default_factory=list)
-    sidecar_files: list[str] = field(default_factory=list)
+    # The sidecar set when the user named it (--mtp-file) or none is wanted ([]: the main file is itself a
+    # head); None: paired with the main file once its header is read (inspection/pairing.py).
+    sidecar_files: list[str] | None = None
     quant: str | None = None
+    # check --all: why this model cannot be checked (an incomplete split set), reported as its row.
+    unreadable: str | None = None
 
     @property
     def revision(self) -> str | None:
@@ -63,7 +67,7 @@ def _complete_split(name: str, present: list[str], first: str) -> list[str]:
 
 def _pick_gguf(tree: Tree, label: str, *, file: str | None, quant: str | None) -> list[str]:
     ggufs = [p for p in tree.files if p.lower().endswith(".gguf")]
-    mains = [p for p in ggufs if is_main_gguf(p)]
+    mains = main_ggufs(ggufs)
     if file:
         hits = [p for p in ggufs if p == file or PurePosixPath(p).name == file]
         if not hits:
@@ -83,23 +87,6 @@ def _pick_gguf(tree: Tree, label: str, *, file: str | None, quant: str | None) -
         return []
     tags = sorted({quant_tag(p) or PurePosixPath(p).name for p in mains})
     raise SourceError(f"{label}: {len(groups)} GGUF models in the repo; pick one with {label}:QUANT or --file (e.g. {', '.join(tags[:6])})")
-
-
-def _pick_sidecar(tree: Tree, mains: list[str], quant: str | None) -> list[str]:
-    sidecars = [p for p in tree.files if is_sidecar_gguf(p) and p not in mains]
-    if not sidecars:
-        return []
-    tag = (quant or (quant_tag(mains[0]) if mains else None) or "").upper()
-    groups = group_splits(sidecars)
-    # Prefer the sidecar of the same quantization, then the one beside the main file.
-    main_dir = str(PurePosixPath(mains[0]).parent) if mains else "."
-
-    def rank(key: str) -> tuple[int, int, str]:
-        same_quant = bool(tag) and quant_tag(groups[key][0]) == tag
-        same_dir = str(PurePosixPath(groups[key][0]).parent) == main_dir
-        return (0 if same_quant else 1, 0 if same_dir else 1, key)
-
-    return groups[min(groups, key=rank)]
 
 
 def resolve(
@@ -132,15 +119,15 @@ def resolve(
     if target.gguf_files:
         if mtp_file:
             target.sidecar_files = _resolve_named_sidecar(target.tree, mtp_file)
-        else:
-            target.sidecar_files = _pick_sidecar(target.tree, target.gguf_files, target.quant)
+        elif set(target.gguf_files) & set(sidecar_ggufs(target.tree.files)):
+            target.sidecar_files = []
     elif mtp_file:
         raise UsageError(f"{source}: --mtp-file applies to GGUF sources")
     return target
 
 
 def _looks_like_repo(text: str) -> bool:
-    return bool(_REPO_ID.match(text.partition(":")[0])) and not text.startswith(("/", ".", "~"))
+    return is_repo_id(text.partition(":")[0]) and not text.startswith(("/", ".", "~"))
 
 
 def _resolve_named_sidecar(tree: Tree, name: str) -> list[str]:
@@ -151,30 +138,31 @@ def _resolve_named_sidecar(tree: Tree, name: str) -> list[str]:
 
 
 def _resolve_local_file(path: Path, mtp_file: str | None) -> Target:
-    main = path.resolve()
-    if not main.name.lower().endswith(".gguf"):
+    if path.name.endswith((".json", ".safetensors")):
         # A lone config.json or safetensors file is read as its folder.
-        if main.name.endswith((".json", ".safetensors")):
-            tree = open_directory(main.parent)
-            return Target(tree, SourceKind.local_dir, str(main.parent), repo_id_from_cache(main.parent))
-    siblings = [p for p in main.parent.iterdir() if p.is_file()]
-    mains = [main.parent / name for name in _complete_split(str(main), [p.name for p in siblings], main.name)]
+        tree = open_directory(path.parent)
+        return Target(tree, SourceKind.local_dir, str(path.parent), repo_id_from_cache(_absolute(path.parent)))
+    if not path.is_file():
+        raise SourceError(f"{path}: not a regular file")
+    # The folder as the user named it: in a Hugging Face cache snapshot each file is a symlink into blobs/,
+    # and the shards and sidecars are beside the link, not beside the blob.
+    tree = open_gguf_folder(path.parent)
+    name = path.name
+    if name not in tree.files:
+        name = tree.add(path)  # not named .gguf: read as one anyway, and refused if it is not
+    target = Target(tree, SourceKind.local_file, str(path), repo_id_from_cache(_absolute(path.parent)))
+    target.gguf_files = _complete_split(str(path), list(tree.files), name)
     if mtp_file:
-        sidecars = [Path(mtp_file).expanduser().resolve()]
-    elif is_sidecar(main.name):
-        sidecars = []
-    else:
-        tree = open_files(siblings)
-        sidecars = [tree.root / p for p in _pick_sidecar(tree, [m.name for m in mains], None)]
-    tree = open_files([*mains, *sidecars])
-    return Target(
-        tree,
-        SourceKind.local_file,
-        str(path),
-        repo_id_from_cache(main.parent),
-        gguf_files=[p.resolve().relative_to(tree.root).as_posix() for p in mains],
-        sidecar_files=[p.resolve().relative_to(tree.root).as_posix() for p in sidecars],
-    )
+        key = tree.add(Path(mtp_file).expanduser())
+        target.sidecar_files = _complete_split(mtp_file, list(tree.files), key) if "/" not in key else [key]
+    elif name in sidecar_ggufs(tree.files):
+        target.sidecar_files = []
+    return target
+
+
+def _absolute(path: Path) -> Path:
+    """The path made absolute without resolving symlinks (a cache snapshot stays inside models--ORG--NAME)."""
+    return Path(os.path.abspath(path))
 
 
 def resolve_each_gguf(
@@ -193,14 +181,18 @@ def resolve_each_gguf(
         kind, repo_id = SourceKind.hub, source
     else:
         raise UsageError(f"{source}: --all takes a Hub repo (ORG/NAME) or a folder of GGUF files")
-    mains = [p for p in tree.files if is_main_gguf(p)]
+    mains = main_ggufs(tree.files)
     if not mains:
         raise SourceError(f"{source}: no GGUF files")
     targets = []
     for index, (_, group) in enumerate(sorted(group_splits(mains).items())):
         own = tree if index == 0 else _with_own_meter(tree)
-        files = _complete_split(own.name, list(own.files), group[0])
-        targets.append(Target(own, kind, source, repo_id, gguf_files=files, sidecar_files=_pick_sidecar(own, files, None)))
+        target = Target(own, kind, source, repo_id, gguf_files=group)
+        try:
+            target.gguf_files = _complete_split(own.name, list(own.files), group[0])
+        except SourceError as exc:
+            target.unreadable = str(exc)
+        targets.append(target)
     return targets
 
 

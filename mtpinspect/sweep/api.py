@@ -12,18 +12,27 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from mtpinspect.errors import SourceError, UsageError
+from mtpinspect.errors import OutputError, SourceError, UsageError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
-from mtpinspect.runtime.find import ServerBinary, find_server
+from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
 from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, ServerArgs
 from mtpinspect.sweep.journal import Journal
+from mtpinspect.sweep.lock import folder_lock
 from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import Configuration, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
 from mtpinspect.sweep.prompts import Prompt, check_unique, load_builtin, load_prompts
-from mtpinspect.sweep.records import RUN_KIND, SERVER_KIND, WORKAROUND_KIND, RunRecord, ServerRecord, WorkaroundRecord
+from mtpinspect.sweep.records import (
+    RUN_KIND,
+    SERVER_KIND,
+    WORKAROUND_KIND,
+    MalformedRecord,
+    RunRecord,
+    ServerRecord,
+    WorkaroundRecord,
+)
 from mtpinspect.sweep.report import EngineCrash, Failure, RunCounts, ServerInfo, SweepFiles, SweepReport, Synthetic
 from mtpinspect.sweep.run import RunContext, run_visit
 from mtpinspect.sweep.statistics import DETERMINISM_NOTE, break_even, recommend, summarize
@@ -40,14 +49,20 @@ TINY_ACCEPTANCE = 0.8
 
 
 def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCallback | None = None) -> SweepReport:
-    """Measure the baseline and every n-max on ``model`` (None: the built-in tiny MTP model)."""
+    """Measure the baseline and every n-max on ``model`` (None: the built-in tiny MTP model).
+
+    The sweep holds its output folder: a second sweep into it fails with OutputError."""
+    with folder_lock(Path(options.out_dir)):
+        return _run_sweep(model, options, progress)
+
+
+def _run_sweep(model: Path | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
     if options.n_predict < 2:
         raise UsageError(f"--n-predict {options.n_predict}: must be >= 2 (the first token is never drafted)")
     configs = configurations(options.n_max, options.synthetic)
     server_args, mtp_file = _server_args(options)
     prompts = _prompts(options.prompts)
     out_dir = Path(options.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     model_path, tiny = _model(model, out_dir)
     settings = {
         "model": str(model_path),
@@ -59,7 +74,7 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
     journal = Journal(out_dir / JOURNAL_NAME)
     if not options.resume:
         _set_aside(journal)
-    runs_before, _, _ = _matching(journal, settings)
+    runs_before, _, _, _ = _matching(journal, settings, configs, prompts, options.repeat)
     done = {r.key for r in runs_before if r.status == RunStatus.ok}
     plan = build_plan(configs, prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
@@ -68,6 +83,7 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
         build=options.build_server,
         backend=options.backend,
         progress=lambda message: tracker.emit(BUILD, message),
+        version_timeout=min(VERSION_TIMEOUT_S, options.startup_timeout),
     )
     context = RunContext(
         options=options,
@@ -79,12 +95,23 @@ def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCa
         journal=journal,
         log_dir=out_dir / "logs",
     )
-    for visit in plan.visits:
+    stopped = None
+    for index, visit in enumerate(plan.visits):
         run_visit(visit, context, tracker)
+        reason = context.starts.stop_reason()
+        if reason and index + 1 < len(plan.visits):
+            stopped = reason
+            break
     report = build_report(journal, settings, configs, prompts, options, binary, tiny, resumed=len(done))
-    if options.plot:
-        write_plot(report, Path(report.files.plot or out_dir / PLOT_NAME))
-    Path(report.files.report).write_text(_json(report), encoding="utf-8")
+    if stopped:
+        report.stopped = f"{stopped}; stopped with {report.runs.not_run} planned runs not run"
+    try:
+        if options.plot:
+            write_plot(report, Path(report.files.plot or out_dir / PLOT_NAME))
+        Path(report.files.report).write_text(_json(report), encoding="utf-8")
+    except OSError as exc:
+        raise OutputError(f"{exc.filename or out_dir}: cannot write the report ({exc.strerror or exc}); "
+                          f"the runs are in {journal.path}") from None
     return report
 
 
@@ -100,9 +127,9 @@ def build_report(
     resumed: int,
 ) -> SweepReport:
     """Summarise every journal record made with these settings."""
-    runs, servers, searches = _matching(journal, settings)
+    runs, servers, searches, malformed = _matching(journal, settings, configs, prompts, options.repeat)
     contents = journal.read()
-    ignored = len(contents.records) - len(runs) - len(servers) - len(searches)
+    ignored = len(contents.records) - len(runs) - len(servers) - len(searches) - malformed
     latest = _latest(runs)
     classes = list(dict.fromkeys(p.prompt_class for p in prompts))
     groups = summarize(latest, servers, configs, classes)
@@ -144,6 +171,7 @@ def build_report(
             resumed=resumed,
             ignored=ignored,
             damaged_lines=contents.damaged_lines,
+            malformed=malformed,
         ),
         files=SweepFiles(
             out_dir=str(out_dir),
@@ -226,23 +254,42 @@ def _set_aside(journal: Journal) -> None:
         while target.exists():  # rename() would silently replace an earlier journal of the same second
             suffix += 1
             target = journal.path.with_name(f"runs-{stamp}-{suffix}.jsonl")
-        journal.path.rename(target)
+        try:
+            journal.path.rename(target)
+        except OSError as exc:
+            raise OutputError(f"{journal.path}: cannot set the previous journal aside ({exc.strerror or exc})") from None
 
 
-def _matching(journal: Journal, settings: dict) -> tuple[list[RunRecord], list[ServerRecord], list[WorkaroundRecord]]:
+def _matching(
+    journal: Journal, settings: dict, configs: list[Configuration], prompts: list[Prompt], repeat: int
+) -> tuple[list[RunRecord], list[ServerRecord], list[WorkaroundRecord], int]:
+    """The journal's records of this sweep (these settings, within its plan), and how many records of
+    these settings were malformed (a field missing or mistyped) and skipped."""
+    ids = {config.id for config in configs}
+    planned = {(config, prompt.id, r) for config in ids for prompt in prompts for r in range(repeat)}
     runs: list[RunRecord] = []
     servers: list[ServerRecord] = []
     searches: list[WorkaroundRecord] = []
+    malformed = 0
     for record in journal.read().records:
         if record.get("settings") != settings:
             continue
-        if record.get("kind") == RUN_KIND:
-            runs.append(RunRecord.from_dict(record))
-        elif record.get("kind") == SERVER_KIND:
-            servers.append(ServerRecord.from_dict(record))
-        elif record.get("kind") == WORKAROUND_KIND:
-            searches.append(WorkaroundRecord.from_dict(record))
-    return runs, servers, searches
+        try:
+            if record.get("kind") == RUN_KIND:
+                run = RunRecord.from_dict(record)
+                if run.key in planned:
+                    runs.append(run)
+            elif record.get("kind") == SERVER_KIND:
+                server = ServerRecord.from_dict(record)
+                if server.configuration in ids:
+                    servers.append(server)
+            elif record.get("kind") == WORKAROUND_KIND:
+                search = WorkaroundRecord.from_dict(record)
+                if search.configuration in ids:
+                    searches.append(search)
+        except MalformedRecord:
+            malformed += 1
+    return runs, servers, searches, malformed
 
 
 def _crashes(runs: list[RunRecord], servers: list[ServerRecord], searches: list[WorkaroundRecord]) -> list[EngineCrash]:

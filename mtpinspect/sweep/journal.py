@@ -2,17 +2,19 @@
 
 Each line is flushed and fsynced before the sweep moves on, so a crash, a kill or Ctrl-C loses at most
 the run in flight. A line cut short by such a crash is skipped on reading (and counted), so the journal
-stays usable for ``--resume``.
+stays usable for ``--resume``; a line a full disk cuts short is removed at once (OutputError).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtpinspect.errors import OutputError
 from mtpinspect.jsonable import to_jsonable
 
 
@@ -32,14 +34,31 @@ class Journal:
     def append(self, record: Any) -> None:
         """One record (a dataclass, through mtpinspect.jsonable) as one line, on disk before this returns."""
         line = json.dumps(to_jsonable(record), ensure_ascii=False, separators=(",", ":")) + "\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as stream:
-            if stream.tell() > 0 and not self._ends_with_newline():
-                # The previous writer died mid-line; start ours on a fresh line so both stay parseable.
-                stream.write("\n")
-            stream.write(line)
-            stream.flush()
-            os.fsync(stream.fileno())
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Unbuffered: a buffer left over from a failed write would land after the cut below.
+            with self.path.open("ab", buffering=0) as stream:
+                end = stream.seek(0, os.SEEK_END)
+                if end > 0 and not self._ends_with_newline():
+                    # The previous writer died mid-line; start ours on a fresh line so both stay parseable.
+                    line = "\n" + line
+                try:
+                    data = memoryview(line.encode("utf-8"))
+                    while data:
+                        written = stream.write(data)
+                        if not written:
+                            raise OSError(errno.EIO, "the write made no progress")
+                        data = data[written:]
+                    os.fsync(stream.fileno())
+                except OSError:
+                    # A full disk takes part of the line: cut it off, so the journal stays whole lines.
+                    stream.truncate(end)
+                    raise
+        except OSError as exc:
+            raise OutputError(
+                f"{self.path}: cannot write ({exc.strerror or exc}); the runs recorded before are kept: "
+                "run again with --resume once it can be written"
+            ) from None
 
     def read(self) -> JournalContents:
         contents = JournalContents()

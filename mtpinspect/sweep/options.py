@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mtpinspect.runtime.server import START_TIMEOUT_S
 from mtpinspect.sweep.prompts import Prompt
 from mtpinspect.vocabulary import WorkaroundMode
 
@@ -29,6 +30,6 @@ class SweepOptions:
     synthetic: tuple[float, ...] = ()
     server_args: tuple[str, ...] = ()
     plot: bool = True
-    startup_timeout: float = 600.0
+    startup_timeout: float = START_TIMEOUT_S
     request_timeout: float = 600.0
     workaround: WorkaroundMode = WorkaroundMode.auto

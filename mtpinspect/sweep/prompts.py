@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtpinspect.errors import FormatError, SourceError
+from mtpinspect.files import read_bounded
 
 BUILTIN_PACKAGE = "mtpinspect.prompts"
 PROMPT_SUFFIXES = (".jsonl", ".txt")
+# Prompt sets are kilobytes (spec-bench's whole JSONL is under 1 MiB); the cap only stops runaway input.
+MAX_PROMPT_FILE_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -70,11 +73,9 @@ def load_prompts(spec: str | Path) -> list[Prompt]:
 
 def _load_file(path: Path) -> list[Prompt]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, MAX_PROMPT_FILE_BYTES, "prompt file").decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read ({exc.strerror})") from None
     if path.suffix == ".jsonl":
         return _parse_jsonl(text, str(path), path.stem)
     if not text.strip():

@@ -9,6 +9,10 @@ when the request ends. :func:`cross_check` compares them at the precision the lo
 from __future__ import annotations
 
 import dataclasses
+import enum
+import functools
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -86,11 +90,8 @@ class ServerRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerRecord:
-        values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
-        values["status"] = ServerStatus(values["status"])
-        values["workaround"] = Workaround(values["workaround"]) if values.get("workaround") else None
-        values["crash"] = Crash.from_dict(values["crash"]) if isinstance(values.get("crash"), dict) else None
-        return cls(**values)
+        """The record of a journal line; MalformedRecord if a field is missing or of the wrong type."""
+        return cls(**_typed_fields(cls, data))
 
 
 @dataclass
@@ -139,13 +140,72 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
-        values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
-        values["status"] = RunStatus(values["status"])
-        if isinstance(values.get("log"), dict):
-            values["log"] = LogFigures(**values["log"])
-        values["workaround"] = Workaround(values["workaround"]) if values.get("workaround") else None
-        values["crash"] = Crash.from_dict(values["crash"]) if isinstance(values.get("crash"), dict) else None
-        return cls(**values)
+        """The record of a journal line; MalformedRecord if a field is missing or of the wrong type."""
+        return cls(**_typed_fields(cls, data))
+
+
+class MalformedRecord(ValueError):
+    """A journal line that is JSON but not a record: a field missing or of the wrong type."""
+
+
+def _typed_fields(cls: type, data: Any) -> dict[str, Any]:
+    """The dataclass fields of ``cls`` from a JSON object, each checked against its annotation.
+
+    Keys the dataclass does not know are left out: a newer version may write more.
+    """
+    if not isinstance(data, dict):
+        raise MalformedRecord(f"{cls.__name__}: not an object")
+    hints = _hints(cls)
+    values = {}
+    for spec in dataclasses.fields(cls):
+        if spec.name in data:
+            values[spec.name] = _typed(data[spec.name], hints[spec.name], spec.name)
+        elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+            raise MalformedRecord(f"{spec.name}: missing")
+    return values
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _typed(value: Any, hint: Any, name: str) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        for option in args:
+            try:
+                return _typed(value, option, name)
+            except MalformedRecord:
+                continue
+    elif hint is Any:
+        return value
+    elif dataclasses.is_dataclass(hint):
+        return hint(**_typed_fields(hint, value))  # type: ignore[operator]
+    elif isinstance(hint, type) and issubclass(hint, enum.Enum):
+        try:
+            return hint(value)
+        except ValueError:
+            pass
+    elif origin is list and isinstance(value, list):
+        return [_typed(item, args[0], name) for item in value]
+    elif origin is tuple and isinstance(value, list):  # tuple[X, ...]: a JSON array
+        return tuple(_typed(item, args[0], name) for item in value)
+    elif origin is dict and isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return {key: _typed(item, args[1], name) for key, item in value.items()}
+    elif origin is None and _is_a(value, hint):
+        return float(value) if hint is float else value
+    raise MalformedRecord(f"{name}: {str(value)[:40]!r} is not {getattr(hint, '__name__', hint)}")
+
+
+def _is_a(value: Any, hint: Any) -> bool:
+    if hint is type(None):
+        return value is None
+    if hint in (int, float) and isinstance(value, bool):
+        return False  # JSON true is not a count
+    if hint is float:
+        return isinstance(value, (int, float))
+    return isinstance(hint, type) and isinstance(value, hint)
 
 
 @dataclass(frozen=True)
@@ -172,15 +232,8 @@ class WorkaroundRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WorkaroundRecord:
-        return cls(
-            configuration=data["configuration"],
-            crash=Crash.from_dict(data["crash"]) if isinstance(data.get("crash"), dict) else None,
-            trials=[TrialRecord(Workaround(t["workaround"]), bool(t["ok"]), str(t["outcome"]), list(t["args"]))
-                    for t in data.get("trials") or []],
-            fix=Workaround(data["fix"]) if data.get("fix") else None,
-            settings=data["settings"],
-            finished_at=data["finished_at"],
-        )
+        """The record of a journal line; MalformedRecord if a field is missing or of the wrong type."""
+        return cls(**_typed_fields(cls, data))
 
 
 def measured_figures(completion: _Timings, delta: _MetricsDelta) -> dict[str, Any]:

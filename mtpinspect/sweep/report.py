@@ -54,9 +54,12 @@ class RunCounts:
     not_run: int
     # Runs found in the journal from earlier invocations (--resume) that this report includes.
     resumed: int
-    # Journal lines written with other settings (model, n_predict, seed, ...) and left out.
+    # Journal records written with other settings (model, n_predict, seed, ...) or outside this plan
+    # (other n-max, prompts or rounds), left out.
     ignored: int
     damaged_lines: int
+    # Records of these settings with a field missing or of the wrong type, skipped.
+    malformed: int
 
 
 @dataclass(frozen=True)
@@ -93,3 +96,5 @@ class SweepReport:
     runs: RunCounts
     determinism_note: str
     files: SweepFiles
+    # Why the sweep stopped before its plan was done (servers that cannot start); None when it ran it all.
+    stopped: str | None = None

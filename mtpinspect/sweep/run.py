@@ -11,6 +11,7 @@ crashes the engine while the baseline does not is retried once with a change fou
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -64,6 +65,34 @@ class CrashLedger:
     applied: dict[str, Workaround] = field(default_factory=dict)  # configuration id -> its change
 
 
+class StartFailures:
+    """How each configuration's latest server start went: two that fail alike stop the sweep.
+
+    A server that cannot come up at all (a broken build, a model that does not load, a hung GPU) fails
+    every configuration the same way, and each start may cost the whole start timeout. A configuration
+    that a retry got running (a crash workaround) no longer counts.
+    """
+
+    def __init__(self) -> None:
+        self._latest: dict[str, str | None] = {}  # configuration id -> why its last start failed (None: it started)
+
+    def record(self, configuration: str, reason: str | None) -> None:
+        self._latest[configuration] = reason
+
+    def stop_reason(self) -> str | None:
+        """Why the sweep should stop now, if two configurations failed to start for the same reason."""
+        alike: dict[str, list[tuple[str, str]]] = {}
+        for configuration, reason in self._latest.items():
+            if reason is not None:
+                # Ports, PIDs and timings differ between starts that fail alike.
+                alike.setdefault(re.sub(r"\d+", "N", reason), []).append((configuration, reason))
+        for failed in alike.values():
+            if len(failed) >= 2:
+                (first, _), (second, reason) = failed[:2]
+                return f"{first} and {second} failed to start for the same reason ({reason})"
+        return None
+
+
 @dataclass(frozen=True)
 class RunContext:
     """What every visit of one sweep shares: the options, and what was resolved from them."""
@@ -77,6 +106,7 @@ class RunContext:
     journal: Journal
     log_dir: Path
     crashes: CrashLedger = field(default_factory=CrashLedger)
+    starts: StartFailures = field(default_factory=StartFailures)
 
 
 @dataclass(frozen=True)
@@ -190,7 +220,9 @@ def _attempt(
     try:
         server.start()
     except ServerStartError as exc:
+        ctx.starts.record(config.id, exc.reason)
         return _server_failed(record, server, str(exc), runs, visit, ctx, tracker)
+    ctx.starts.record(config.id, None)
     record.command = server.command
     record.startup_seconds = time.perf_counter() - began
     try:

@@ -1,0 +1,126 @@
+"""What to change, in the words of the engine whose log shows the problem.
+
+A vLLM or SGLang run is fixed with that engine's settings (its version, the ``--speculative-config``
+method, the drafter checkpoint), never with a GGUF re-export; llama.cpp advice is for llama.cpp logs.
+:data:`KNOWN_ENGINE_BUGS` lists engine bugs that a log's settings or figures point at, each from a
+public thread where the cause was established (the citation is in the change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mtpinspect.diagnosis.logs import LogEvidence
+from mtpinspect.runtime.flags import N_MAX
+from mtpinspect.vocabulary import Engine
+
+# A cliff: at least this many deepest positions never accepted while the one before them was.
+CLIFF_POSITIONS = 3
+FIRST_POSITION_WORKS = 0.5
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    engine: Engine
+    seen: Callable[[LogEvidence], str | None]  # what in the log points at the bug, or None
+    change: str
+
+
+def _fp8_kv_cache(log: LogEvidence) -> str | None:
+    dtype = log.kv_cache_dtype or ""
+    return f"the engine runs an {dtype} KV cache (kv_cache_dtype={dtype})" if dtype.startswith("fp8") else None
+
+
+def position_cliff(log: LogEvidence) -> str | None:
+    """A head that drafts well at first (position 1 accepted at least half the time) whose deepest positions
+    are accepted exactly never: a cliff, not a decay."""
+    rates = log.per_position
+    last_accepted = max((i for i, r in enumerate(rates) if r > 0), default=None)
+    if last_accepted is None or rates[0] < FIRST_POSITION_WORKS or len(rates) - 1 - last_accepted < CLIFF_POSITIONS:
+        return None
+    return (f"positions {last_accepted + 2}-{len(rates)} were never accepted while position {last_accepted + 1} was "
+            f"({rates[last_accepted]:.3f}): a cliff to exactly 0, not a decay")
+
+
+KNOWN_ENGINE_BUGS: tuple[KnownBug, ...] = (
+    # vllm-project/vllm#41789 (Gemma 4 MTP, 0.2% acceptance with an fp8 KV cache); PRs #48666 and #49262.
+    KnownBug(Engine.vllm, _fp8_kv_cache,
+             "try without --kv-cache-dtype fp8, or a vLLM with PRs #48666/#49262 (MTP draft layers kept the default "
+             "FP8 KV scales of 1.0 instead of the target's)"),
+    # AEON-7/Qwen3.6-27B-AEON-Ultimate-Uncensored-DFlash#6: drafter layers run with the wrong attention; PR #40898.
+    KnownBug(Engine.vllm, position_cliff,
+             "update vLLM: deep positions that collapse to exactly 0 are what a drafter run wrongly by the engine looks "
+             "like (DFlash sliding-window layers run as full attention past ~2k tokens, fixed in vLLM PR #40898)"),
+)
+
+
+def known_bugs(log: LogEvidence | None) -> list[tuple[str, str]]:
+    """(what the log shows, what to change) for each known engine bug the log points at."""
+    if log is None:
+        return []
+    found = [(bug.seen(log), bug.change) for bug in KNOWN_ENGINE_BUGS if bug.engine is log.runtime]
+    return [(sign, change) for sign, change in found if sign is not None]
+
+
+def n_max_setting(engine: Engine, n: int) -> str:
+    """How many tokens to draft per step, in the engine's own setting."""
+    if engine is Engine.vllm:
+        return f"num_speculative_tokens {n}"
+    if engine is Engine.sglang:
+        return f"--speculative-num-steps {n}"
+    return f"{N_MAX.spellings[0]} {n}"
+
+
+def disagreeing_head_fix(log: LogEvidence | None) -> str:
+    """What to change when a head that loads and drafts has about every draft rejected."""
+    engine = log.runtime if log is not None else Engine.llama_cpp
+    bugs = "; ".join(change for _, change in known_bugs(log))
+    first = f"{bugs}; then " if bugs else ""
+    if engine is Engine.vllm:
+        assert log is not None
+        version = f" (this log: {log.engine_version})" if log.engine_version else ""
+        method = f" (this log: method '{log.spec_method}')" if log.spec_method else ""
+        return (f"{first}try the latest vLLM release{version} (zero acceptance with a head that loads has been engine "
+                f"bugs, fixed release by release); check --speculative-config{method}: 'mtp' for the model's own MTP "
+                "layers, an EAGLE/DFlash drafter trained for this exact target; draft with the maker's checkpoint, not a "
+                "third-party quantization of its MTP layers (`mtpinspect check REPO` shows one)")
+    if engine is Engine.sglang:
+        return (f"{first}try the latest SGLang release; check --speculative-algorithm (NEXTN/EAGLE for a model's MTP "
+                "layers) and --speculative-draft-model-path: the maker's checkpoint (MTP layers unquantized), a drafter "
+                "trained for this exact target (`mtpinspect check REPO` shows a quantized head)")
+    return ("use the head released with this exact model and revision (re-export with convert_hf_to_gguf.py "
+            "--mtp from the same snapshot, or the maker's GGUF); until then leave MTP off")
+
+
+def failed_start_fix(engine: Engine) -> str:
+    """What to do about an MTP start that failed for a reason no cause explains."""
+    if engine is Engine.vllm:
+        return ("an engine error while loading the drafter: try the latest vLLM release (or the one before a nightly "
+                "regression) with the maker's checkpoint; `mtpinspect check REPO` for static causes")
+    if engine is Engine.sglang:
+        return "try the latest SGLang release with the maker's checkpoint; `mtpinspect check REPO` for static causes"
+    return "read the server log around this line; run `mtpinspect check MODEL` for static causes"
+
+
+def missing_weights_fix(engine: Engine) -> str:
+    """What to change when the checkpoint or GGUF lacks the MTP layer's weights."""
+    if engine is Engine.llama_cpp:
+        return ("use a checkpoint or GGUF that ships the MTP weights (not converted with --no-mtp, not a quantization "
+                "that dropped mtp.*)")
+    return ("use a checkpoint that ships the MTP layer's weights (the maker's own, or a quantization that keeps mtp.*: "
+            "`mtpinspect check REPO` says which), or leave speculative decoding off")
+
+
+def engine_crash_fix(engine: Engine) -> str | None:
+    """What to try about an MTP crash in a vLLM or SGLang run; None for llama.cpp, whose changes are
+    tried by experiment or suggested from the crash (runtime/workarounds.py)."""
+    if engine is Engine.vllm:
+        return ("the crash is vLLM's: try the latest vLLM release (MTP crashes are fixed release by release) and "
+                "report it with this log; meanwhile try, one at a time: --enforce-eager (no CUDA graphs), without "
+                "--kv-cache-dtype fp8, num_speculative_tokens 1, or serve without --speculative-config")
+    if engine is Engine.sglang:
+        return ("the crash is SGLang's: try the latest SGLang release and report it with this log; meanwhile try, "
+                "one at a time: --disable-cuda-graph, --speculative-num-steps 1, or serve without "
+                "--speculative-algorithm")
+    return None

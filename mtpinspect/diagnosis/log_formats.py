@@ -1,0 +1,506 @@
+"""The lines each engine prints about speculative decoding, as tables: what a line looks like, what it yields.
+
+One table per engine (:data:`LLAMA_CPP`, :data:`VLLM`, :data:`SGLANG`), each an :class:`EngineLog`:
+
+- ``marks``: lines that only this engine prints (its log prefix, its banner), to tell whose log it is;
+- ``figures``: its metrics lines (:class:`LineFormat`). Each is a small pattern whose named groups say
+  what the numbers are (:meth:`Figures.of` is the one place that gives them meaning): ``acc`` accepted
+  draft tokens, ``gen`` drafted tokens, ``steps`` drafts (verification steps with a draft), ``rate``
+  acceptance as a fraction and ``pct`` in percent, ``len`` mean acceptance length (tokens per step,
+  the target's own included), ``pos`` / ``pos_pct`` per-position acceptance as a list, ``at`` with
+  ``at_rate`` / ``at_pct`` one position of it, ``k`` draft tokens per step, ``label`` the drafting
+  implementation. Its :class:`Scope` says how lines add up (per request, per logging interval,
+  running totals, per-server totals, fields of one summary);
+- ``settings``: lines that show how the run was set up (engine version, drafting method, draft
+  model, quantization, KV cache type, the build's ``--spec-type`` list, context size, ...);
+- ``failures``: lines that say the MTP configuration did not start.
+
+The formats are the ones users paste, collected in cases/logs/ (its README's "Formats" section gives
+each one with an example, per engine and version); every file there is a test. Lines are matched
+after the prefixes around them are removed (:data:`LINE_PREFIXES`), and a pattern is tried only on
+lines that hold one of its ``keys`` literally, so a large log costs a few substring tests per line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+from mtpinspect.runtime.logs import DRAFT_LINE, PER_POSITION_LINE, failure_reason
+from mtpinspect.vocabulary import Engine, LogKind, Word
+
+# The figures a diagnosis reads, in the words reports use when one is missing.
+FIGURE_NAMES = ("accepted", "drafted", "acceptance", "mean length", "per-position")
+
+
+class Scope(Word):
+    """What the figures of one line cover, and so how lines add up."""
+
+    request = "request"  # one request, printed when it ends (llama.cpp): summed over requests
+    interval = "interval"  # one logging interval (vLLM V1, SGLang): summed over intervals
+    running = "running"  # totals since the server started (vLLM V0): the last line is the total
+    server = "server"  # totals since start per drafting implementation (llama.cpp statistics): kept apart
+    summary = "summary"  # one field of a summary block (vllm bench serve, spec_decode.py): fields merge
+    addendum = "addendum"  # completes the line before it (llama.cpp's per-position TRACE line at -lv 4)
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _has_key(line: str, keys: tuple[str, ...]) -> bool:
+    # A loop, not any(<genexpr>): this runs for every line of a log of hundreds of MB.
+    for key in keys:
+        if key in line:
+            return True
+    return False
+
+
+def _floats(text: str, scale: float = 1.0) -> tuple[float, ...]:
+    return tuple(float(p) / scale for p in re.split(r"[,\s]+", text.strip()) if p)
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """What one line (or lines added up) says about drafting; None where it says nothing."""
+
+    accepted: int | None = None
+    drafted: int | None = None
+    steps: int | None = None  # drafts: verification steps that carried a draft
+    acceptance: float | None = None  # accepted / drafted, as printed or computed
+    mean_length: float | None = None  # tokens per verification step, the target's own included
+    per_position: tuple[float, ...] = ()  # share of steps that accepted the draft token at each position
+    at: int | None = None  # the position a one-position line is about
+    spec_tokens: int | None = None
+    label: str | None = None  # the drafting implementation (llama.cpp statistics)
+
+    @classmethod
+    def of(cls, groups: Mapping[str, str]) -> Figures:
+        """What a match's named groups mean (see the module docstring for the names)."""
+        number = {name: int(groups[name]) for name in ("acc", "gen", "steps", "k", "at") if name in groups}
+        rate = float(groups["rate"]) if "rate" in groups else float(groups["pct"]) / 100 if "pct" in groups else None
+        positions: tuple[float, ...] = ()
+        if "pos" in groups:
+            positions = _floats(groups["pos"])
+        elif "pos_pct" in groups:
+            positions = _floats(groups["pos_pct"], 100)
+        elif "at_rate" in groups:
+            positions = (float(groups["at_rate"]),)
+        elif "at_pct" in groups:
+            positions = (float(groups["at_pct"]) / 100,)
+        return cls(
+            accepted=number.get("acc"), drafted=number.get("gen"), steps=number.get("steps"), acceptance=rate,
+            mean_length=float(groups["len"]) if "len" in groups else None, per_position=positions,
+            at=number.get("at"), spec_tokens=number.get("k"), label=groups.get("label"),
+        )
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The FIGURE_NAMES these figures lack."""
+        present = (self.accepted, self.drafted, self.acceptance, self.mean_length, self.per_position or None)
+        return tuple(name for name, value in zip(FIGURE_NAMES, present) if value is None)
+
+
+@dataclass(frozen=True)
+class LineFormat:
+    """One kind of metrics line: it is of this format when ``pattern`` matches; ``fields`` (when given)
+    are searched one by one, for lines users paste in part."""
+
+    name: str
+    scope: Scope
+    keys: tuple[str, ...]
+    pattern: re.Pattern[str]
+    fields: tuple[re.Pattern[str], ...] = ()
+
+    def read(self, line: str) -> Figures | None:
+        if not _has_key(line, self.keys):
+            return None
+        match = self.pattern.search(line)
+        if match is None:
+            return None
+        groups = {k: v for k, v in match.groupdict().items() if v is not None}
+        for pattern in self.fields:
+            found = pattern.search(line)
+            if found is not None:
+                groups.update((k, v) for k, v in found.groupdict().items() if v is not None)
+        return Figures.of(groups) if groups else None
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A line that shows one setting of the run; the named groups are its value(s). The first such line
+    counts, unless ``every`` (e.g. each request's end)."""
+
+    name: str
+    keys: tuple[str, ...]
+    pattern: re.Pattern[str]
+    every: bool = False
+
+    def read(self, line: str) -> dict[str, str] | None:
+        if not _has_key(line, self.keys):
+            return None
+        match = self.pattern.search(line)
+        return None if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A line only one engine prints (or, among failures, a line that says a start failed)."""
+
+    keys: tuple[str, ...]
+    pattern: re.Pattern[str]
+
+    def search(self, line: str) -> re.Match[str] | None:
+        return self.pattern.search(line) if _has_key(line, self.keys) else None
+
+
+@dataclass(frozen=True)
+class EngineLog:
+    engine: Engine
+    kind: LogKind
+    marks: tuple[Mark, ...]
+    figures: tuple[LineFormat, ...]
+    settings: tuple[Setting, ...]
+    failures: tuple[Mark, ...]
+    # The failed start in one line, from the whole text, once a failure line was seen (None: the line itself).
+    failure_of: Callable[[str], str | None] | None = None
+
+    @cached_property
+    def keys(self) -> re.Pattern[str]:
+        """Any key of the figures, settings and failures: a line without one is none of them."""
+        keys = {k for item in (*self.figures, *self.settings, *self.failures) for k in item.keys}
+        return re.compile("|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True)))
+
+
+# Removed from the front of each line, in any combination, before formats are matched.
+LINE_PREFIXES = re.compile(
+    r"^(?:"
+    r"[\w.-]+\s+\|\s"  # docker compose service: "llama-cpp       | "
+    r"|\[\d+\]\s"  # llama-server router child: "[53409] "
+    r"|\d+\.\d{2}\.\d{3}\.\d{3}\s(?:[IWEDT]\s)?"  # llama.cpp timestamp (+ level): "0.06.895.980 I "
+    r"|[IWEDT]\s(?=\S)"  # llama.cpp level letter alone: "I slot ..."
+    r"|\(\w+(?: rank=\d+)? pid=\d+\)\s"  # vLLM process: "(APIServer pid=1) "
+    r"|(?:INFO|WARNING|ERROR|DEBUG)\s+\d\d-\d\d \d\d:\d\d:\d\d\s+\[?[\w./-]+:\d+\]\s?"  # vLLM logger
+    r"|\[[\w./-]+\.py:\d+\]\s"  # vLLM logger cut by the user: " [metrics.py:96] "
+    r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\]\s"  # SGLang: "[2025-10-22 10:27:57 TP0] "
+    r")"
+)
+
+
+def strip_prefixes(line: str) -> str:
+    line = line.strip()
+    for _ in range(6):  # compose + pid + timestamp + level at most, in practice
+        bare = LINE_PREFIXES.sub("", line, count=1).lstrip()
+        if bare == line:
+            break
+        line = bare
+    return line
+
+
+# -- llama.cpp (llama-server, llama-cli, llama-speculative-simple) ---------------------------------------
+
+LLAMA_CPP = EngineLog(
+    engine=Engine.llama_cpp,
+    kind=LogKind.llama_server,
+    marks=(
+        Mark(("slot ", "srv ", "llama_", "print_info", "load_tensors", "ggml_", "common_"),
+             _rx(r"^(?:slot\s+\w+: id\s+\d+ \||srv\s+\w+:|llama_\w+:|print_info:|load_tensors:|ggml_\w+:|common_\w+:)")),
+    ),
+    figures=(
+        # L1-L4: "draft acceptance rate = 0.69953 (  149 accepted /   213 generated)" (PR #22673 era),
+        # "draft acceptance = ... (...)" alone (about June 2026), with ", mean acceptance length = 2.92,
+        # acceptance rate per position = (...)" (PR #24536 at review) or ", mean len =  4.30" (current).
+        LineFormat("llama.cpp draft acceptance (per request)", Scope.request, ("draft acceptance",), DRAFT_LINE),
+        LineFormat("llama.cpp acc per pos (-lv 4)", Scope.addendum, ("acc per pos",), PER_POSITION_LINE),
+        # L5: cumulative per server and implementation ("mtp" on the pre-upstream branch, "draft-mtp",
+        # "ngram-mod", ...); newer builds add the mean length and per-position rates.
+        LineFormat(
+            "llama.cpp statistics (per server and implementation)", Scope.server, ("#calls(b,g,a)",),
+            _rx(r"statistics\s+(?P<label>[\w-]+):\s*#calls\(b,g,a\)\s*=\s*\d+\s+\d+\s+\d+,\s*#gen drafts\s*=\s*(?P<steps>\d+),"
+                r"\s*#acc drafts\s*=\s*\d+,\s*#gen tokens\s*=\s*(?P<gen>\d+),\s*#acc tokens\s*=\s*(?P<acc>\d+)"
+                r"(?:,\s*#mean acc len\s*=\s*(?P<len>[\d.]+))?(?:,\s*#acc rate/pos\s*=\s*\((?P<pos>[^)]*)\))?"),
+        ),
+    ),
+    settings=(
+        Setting("architecture", ("arch",), _rx(r"(?:print_info: arch\s*=\s*|general\.architecture\s+str\s*=\s*)(?P<value>\S+)")),
+        Setting("n_ctx", ("n_ctx_slot",), _rx(r"n_ctx_slot\s*=\s*(?P<value>\d+)")),
+        Setting("request_end", ("stop processing",), _rx(r"stop processing: n_tokens = (?P<n_tokens>\d+), truncated = (?P<truncated>\d)"),
+                every=True),
+        Setting("mtp_context", ("MTP draft context", "loading draft model", "adding speculative implementation"),
+                _rx(r"(?P<value>creating MTP draft context|loading draft model '[^']*'|adding speculative implementation 'draft-mtp')")),
+        # The usage text printed after a rejected argument lists the build's types: "[none|ngram-cache|...]"
+        # before MTP support (PR #22673), "none,draft-simple,draft-eagle3,draft-mtp,..." since.
+        Setting("offered_spec_types", ("--spec-type",), _rx(r"^--spec-type\s+\[?(?P<value>[a-z0-9][a-z0-9|,-]*)\]?(?:\s|$)")),
+    ),
+    failures=(
+        Mark(("exiting due to", "GGML_ASSERT", "error while handling", "failed to", "terminate called", "GGML_ABORT",
+              "Segmentation fault", "error: invalid argument", "the argument has been removed"),
+             _rx(r"exiting due to|GGML_ASSERT|error while handling argument|failed to load model|failed to create MTP context|"
+                 r"terminate called|GGML_ABORT|Segmentation fault|error: invalid argument|the argument has been removed")),
+    ),
+    failure_of=failure_reason,
+)
+
+# -- vLLM ---------------------------------------------------------------------------------------------
+
+_V1_FIELDS = (
+    _rx(r"Draft acceptance rate: (?P<pct>[\d.]+)%"),  # also "Avg Draft acceptance rate: 0.7%"
+    _rx(r"Mean acceptance length: (?P<len>[\d.]+)"),
+    _rx(r"Accepted: (?P<acc>\d+) tokens"),
+    _rx(r"Drafted: (?P<gen>\d+) tokens"),
+    _rx(r"Per-position acceptance rate: (?P<pos>\d[\d.]*(?:,\s*\d[\d.]*)*)"),
+)
+_V0_FIELDS = (
+    _rx(r"Draft acceptance rate: (?P<rate>[\d.]+),"),
+    _rx(r"Number of speculative tokens: (?P<k>\d+)"),
+    _rx(r"Number of accepted tokens: (?P<acc>\d+)"),
+    _rx(r"Number of draft tokens: (?P<gen>\d+)"),
+)
+
+VLLM = EngineLog(
+    engine=Engine.vllm,
+    kind=LogKind.vllm,
+    marks=(
+        Mark((" pid=",), _rx(r"\((?:APIServer|EngineCore\w*|Worker\w*|VllmWorker rank=\d+) pid=\d+\) (?:INFO|WARNING|ERROR|DEBUG)")),
+        Mark((".py:",), _rx(r"(?:INFO|WARNING|ERROR|DEBUG)\s+\d\d-\d\d \d\d:\d\d:\d\d\s+\[?[\w./-]+\.py:\d+\]")),
+        Mark(("LLM engine", "vLLM API server"), _rx(r"Initializing a V\d LLM engine|vLLM API server version")),
+        Mark(("Speculative Decoding",), _rx(r"^-+Speculative Decoding-+$")),
+    ),
+    figures=(
+        # V0 engine (e.g. 0.6.3): running totals, acceptance as a fraction.
+        LineFormat("vLLM V0 Speculative metrics (running totals)", Scope.running, ("System efficiency",),
+                   _rx(r"Speculative metrics: .*System efficiency"), _V0_FIELDS),
+        # Early V1 (before PR #15902, April 2025): per interval, fraction, trailing comma.
+        LineFormat("vLLM V1 Speculative metrics (before PR #15902)", Scope.interval, ("Speculative metrics:",),
+                   _rx(r"Speculative metrics: Draft acceptance rate"), _V0_FIELDS),
+        # V1 after PR #15902, in every field order since (rate first with throughputs, PR #24127; mean length
+        # first with "Avg Draft acceptance rate" last), and the fields pasted on their own lines.
+        LineFormat("vLLM V1 SpecDecoding metrics", Scope.interval,
+                   ("SpecDecoding metrics", "Mean acceptance length:", "Per-position acceptance rate:", "Avg Draft acceptance rate:"),
+                   _rx(r"SpecDecoding metrics:|^Mean acceptance length: |^Per-position acceptance rate: |^Avg Draft acceptance rate: "),
+                   _V1_FIELDS),
+        # `vllm bench serve` (client side): one field per line under "----Speculative Decoding----".
+        LineFormat("vllm bench serve summary", Scope.summary,
+                   ("Acceptance rate (%):", "Acceptance length:", "Drafts:", "Draft tokens:", "Accepted tokens:", "Position "),
+                   _rx(r"^(?:Acceptance rate \(%\):\s+(?P<pct>[\d.]+)|Acceptance length:\s+(?P<len>[\d.]+)|Drafts:\s+(?P<steps>\d+)|"
+                       r"Draft tokens:\s+(?P<gen>\d+)|Accepted tokens:\s+(?P<acc>\d+)|Position (?P<at>\d+):\s+(?P<at_pct>[\d.]+))$")),
+        # examples/offline_inference/spec_decode.py's summary.
+        LineFormat("vLLM spec_decode.py summary", Scope.summary,
+                   ("num_drafts:", "num_draft_tokens:", "num_accepted_tokens:", "mean acceptance length:", "acceptance at token"),
+                   _rx(r"^(?:num_drafts: (?P<steps>\d+)|num_draft_tokens: (?P<gen>\d+)|num_accepted_tokens: (?P<acc>\d+)|"
+                       r"mean acceptance length: (?P<len>[\d.]+)|acceptance at token (?P<at>\d+): (?P<at_rate>[\d.]+))$")),
+    ),
+    settings=(
+        Setting("engine_version", ("LLM engine (",), _rx(r"LLM engine \(v?(?P<value>[^)\s]+)\)")),
+        Setting("engine_version", ("vLLM API server version",), _rx(r"vLLM API server version v?(?P<value>\S+)")),
+        # "speculative_config=SpeculativeConfig(method='mtp', model='...', num_spec_tokens=4)" (banner) or
+        # "'speculative_config': {'method': 'qwen3_next_mtp', 'num_speculative_tokens': 2}" (non-default args).
+        Setting("spec_method", ("speculative_config",), _rx(r"speculative_config[^)}]*?\bmethod['\"]?\s*[=:]\s*['\"](?P<value>[\w-]+)")),
+        Setting("draft_model", ("speculative_config",), _rx(r"speculative_config[^)}]*?\bmodel['\"]?\s*[=:]\s*['\"](?P<value>[^'\"]+)")),
+        Setting("spec_tokens", ("num_spec",), _rx(r"num_spec(?:ulative)?_tokens['\"]?\s*[=:]\s*(?P<value>\d+)")),
+        Setting("model_name", ("with config: model=",), _rx(r"with config: model='(?P<value>[^']+)'")),
+        Setting("model_name", ("'model': ",), _rx(r"'model': '(?P<value>[^']+)'")),
+        Setting("quantization", ("quantization=",), _rx(r"\bquantization=(?P<value>[\w-]+)")),
+        Setting("kv_cache_dtype", ("kv_cache_dtype=",), _rx(r"\bkv_cache_dtype=(?P<value>[\w-]+)")),
+    ),
+    failures=(
+        # Since PR #35548 the loader refuses a checkpoint without the MTP layer's weights.
+        Mark(("weights missing from checkpoint",),
+             _rx(r"(?:\w+Error: )?MTP speculative decoding layer \d+ weights missing from checkpoint\.")),
+        # A load-time quantization check (nightlies after PR #52501) that refuses a layer it never loaded.
+        Mark(("was never loaded",), _rx(r"(?:\w+Error: )?\w+ weight_scale for layer '[^']+' was never loaded \(still NaN\)\.?")),
+    ),
+)
+
+# -- SGLang -------------------------------------------------------------------------------------------
+
+SGLANG = EngineLog(
+    engine=Engine.sglang,
+    kind=LogKind.sglang,
+    marks=(Mark((" batch",), _rx(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] (?:Decode|Prefill) batch[.,] #")),),
+    figures=(
+        # The scheduler's decode line per logging interval: "accept len" (mean length) and, in newer
+        # versions, "accept rate"; no token counts and no per-position figures.
+        LineFormat("SGLang decode batch (accept len)", Scope.interval, ("accept len:",),
+                   _rx(r"Decode batch[.,] .*accept len: (?P<len>[\d.]+)(?:, accept rate: (?P<rate>[\d.]+))?")),
+    ),
+    settings=(),
+    failures=(),
+)
+
+ENGINES: tuple[EngineLog, ...] = (LLAMA_CPP, VLLM, SGLANG)
+
+# Prometheus samples ("name{labels} value"), also as a query UI's table ("name{labels} | value", "-- | --").
+METRIC_SAMPLE = re.compile(r"^(?:llamacpp|vllm|sglang):\w+(?:\{[^}]*\})?\s*(?:\|\s*)?\S+\s*$", re.MULTILINE)
+_TABLE_ROW = re.compile(r"^(?P<sample>(?:llamacpp|vllm|sglang):\w+(?:\{[^}]*\})?)\s*\|\s*(?P<value>\S+)\s*$")
+_TABLE_RULE = re.compile(r"^\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+$")
+
+
+def exposition_text(text: str) -> str:
+    """A pasted query table as Prometheus text: "name | value" rows become "name value", rules go."""
+    lines = []
+    for line in text.splitlines():
+        row = _TABLE_ROW.match(line.strip())
+        if row is not None:
+            lines.append(f"{row['sample']} {row['value']}")
+        elif not _TABLE_RULE.match(line):
+            lines.append(line)
+    return "\n".join(lines)
+
+
+# -- reading a log ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One metrics line: its format, what it says, and the line (for evidence)."""
+
+    format: LineFormat
+    figures: Figures
+    line: str
+
+
+@dataclass
+class Reading:
+    """What one engine's table found in a log."""
+
+    engine: EngineLog
+    samples: list[Sample] = field(default_factory=list)
+    marks: int = 0
+    settings: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # name -> its value(s), in log order
+    failures: list[str] = field(default_factory=list)  # the failure lines' matched text, first few
+
+    def setting(self, name: str) -> str | None:
+        """The first value of a setting, or None."""
+        values = self.settings.get(name)
+        return values[0].get("value") if values else None
+
+
+_MAX_FAILURES = 8
+# Engines' own lines that settle whose log it is; later ones are not looked for.
+_ENOUGH_MARKS = 64
+
+
+def read_lines(lines: Iterable[str]) -> dict[Engine, Reading]:
+    """Every engine's table over the lines, in one pass."""
+    readings = {table.engine: Reading(table) for table in ENGINES}
+    marks = 0
+    for raw in lines:
+        line = strip_prefixes(raw)
+        if not line:
+            continue
+        for table in ENGINES:
+            reading = readings[table.engine]
+            if marks < _ENOUGH_MARKS and _marked(table, raw, line):
+                reading.marks += 1
+                marks += 1
+            if table.keys.search(line) is not None:
+                _read_line(reading, line)
+    return readings
+
+
+def _marked(table: EngineLog, raw: str, line: str) -> bool:
+    for mark in table.marks:
+        if mark.search(raw) or mark.search(line):
+            return True
+    return False
+
+
+def _read_line(reading: Reading, line: str) -> None:
+    table = reading.engine
+    for fmt in table.figures:
+        figures = fmt.read(line)
+        if figures is not None:
+            _add(reading.samples, Sample(fmt, figures, line))
+            break
+    for setting in table.settings:
+        if setting.every or setting.name not in reading.settings:
+            value = setting.read(line)
+            if value is not None:
+                reading.settings.setdefault(setting.name, []).append(value)
+    if len(reading.failures) < _MAX_FAILURES:
+        for mark in table.failures:
+            found = mark.search(line)
+            if found is not None:
+                reading.failures.append(found.group(0))
+
+
+def _add(samples: list[Sample], sample: Sample) -> None:
+    # The -lv 4 per-position line belongs to the acceptance line printed just before it.
+    if sample.format.scope is Scope.addendum:
+        if samples and samples[-1].format.scope is Scope.request and not samples[-1].figures.per_position:
+            last = samples[-1]
+            samples[-1] = Sample(last.format, replace(last.figures, per_position=sample.figures.per_position), last.line)
+        return
+    samples.append(sample)
+
+
+# -- adding lines up ----------------------------------------------------------------------------------
+
+
+def combine(figures: Sequence[Figures], scope: Scope) -> Figures:
+    """The figures of several lines of one format, as its scope adds them up."""
+    if not figures:
+        return Figures()
+    if scope is Scope.running:
+        return with_ratios(figures[-1])
+    if scope is Scope.summary:
+        return _merge_fields(figures)
+    if scope is Scope.server:
+        last = {f.label: f for f in figures}  # each line is the running total of its implementation
+        return _sum(list(last.values()))
+    return _sum(figures)
+
+
+def _merge_fields(figures: Sequence[Figures]) -> Figures:
+    def last(name: str) -> Any:
+        return next((getattr(f, name) for f in reversed(figures) if getattr(f, name) is not None), None)
+
+    positions = {f.at: f.per_position[0] for f in figures if f.at is not None and f.per_position}
+    listed = next((f.per_position for f in reversed(figures) if f.at is None and f.per_position), ())
+    return with_ratios(Figures(
+        accepted=last("accepted"), drafted=last("drafted"), steps=last("steps"), acceptance=last("acceptance"),
+        mean_length=last("mean_length"), per_position=tuple(positions[i] for i in sorted(positions)) or listed,
+        spec_tokens=last("spec_tokens"),
+    ))
+
+
+def _sum(figures: Sequence[Figures]) -> Figures:
+    def total(name: str) -> int | None:
+        values = [getattr(f, name) for f in figures if getattr(f, name) is not None]
+        return sum(values) if values else None
+
+    # Lines weigh by the tokens they drafted when all of them say; else equally (SGLang prints no counts).
+    weighted = all(f.drafted for f in figures)
+
+    def mean(values: Sequence[tuple[Figures, float]]) -> float | None:
+        if not values:
+            return None
+        weights = [float(f.drafted or 0) if weighted else 1.0 for f, _ in values]
+        return sum(w * v for w, (_, v) in zip(weights, values)) / sum(weights) if sum(weights) else None
+
+    counted = [f for f in figures if f.accepted is not None or f.drafted is not None]
+    paired = all(f.accepted is not None and f.drafted is not None for f in counted)
+    accepted, drafted = (total("accepted"), total("drafted")) if paired else (None, None)
+    rows = [f for f in figures if f.per_position]
+    depth = min((len(f.per_position) for f in rows), default=0)
+    per_position = tuple(mean([(f, f.per_position[i]) for f in rows]) or 0.0 for i in range(depth))
+    spec_tokens = next((f.spec_tokens for f in reversed(figures) if f.spec_tokens is not None), None)
+    steps = total("steps") if all(f.steps is not None for f in counted) else None
+    printed = Figures(
+        accepted=accepted, drafted=drafted, steps=steps,
+        acceptance=mean([(f, f.acceptance) for f in figures if f.acceptance is not None]),
+        mean_length=mean([(f, f.mean_length) for f in figures if f.mean_length is not None]),
+        per_position=per_position, spec_tokens=spec_tokens,
+    )
+    return with_ratios(printed)
+
+
+def with_ratios(f: Figures) -> Figures:
+    """Acceptance and mean length from the counts where the counts are there (printed ones are rounded)."""
+    acceptance = f.accepted / f.drafted if f.accepted is not None and f.drafted else f.acceptance
+    mean_length = 1 + f.accepted / f.steps if f.accepted is not None and f.steps else f.mean_length
+    return replace(f, acceptance=acceptance, mean_length=mean_length)

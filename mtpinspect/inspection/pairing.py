@@ -1,0 +1,149 @@
+"""Which mtp- sidecar goes with a main GGUF: by name first, then by header identity.
+
+A folder or repo often holds several models, each with its head in a separate file, so the sidecar is
+chosen for the main file, never just the first one found:
+
+1. by name: the file names the main file itself (`mtp-<stem>.gguf`, `<stem>-mtp.gguf`, `MTP/<stem>.gguf`,
+   `MTP/mtp-<stem>.gguf`, a split set by its common stem), else the same model in another quantization
+   (one head file often serves every quantization of a model);
+2. by header identity, when no name relates them: architecture, n_embd, vocabulary size, trunk blocks and
+   tokenizer all agree;
+3. the one remaining mtp- file, when no other model claims it and no other main file matches its header
+   better: paired so that the GGUF rules say why it does not fit (llama.cpp's `-hf` would take it too).
+
+A sidecar whose name belongs to another model of the folder is never taken, whatever its header says.
+Headers are read only when no name decides, at most MAX_HEADER_READS of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from mtpinspect.errors import MtpinspectError
+from mtpinspect.sources.filenames import gguf_stem, group_splits, head_stem, main_ggufs, model_stem, sidecar_ggufs
+from mtpinspect.vocabulary import Pairing
+
+if TYPE_CHECKING:
+    from mtpinspect.inspection.evidence import GgufEvidence
+
+# Reading a header costs one request (up to 2 MiB) on the Hub: enough for every sidecar of a real repo.
+MAX_HEADER_READS = 8
+IDENTITY = ("architecture", "n_embd", "vocabulary size", "trunk blocks", "tokenizer")
+
+
+@dataclass(frozen=True)
+class SidecarChoice:
+    """The sidecar set paired with a main GGUF ([] for none), how, and what was passed over and why."""
+
+    files: list[str]
+    pairing: Pairing | None = None
+    why: str = ""  # one evidence line: which file was paired and why
+    passed_over: tuple[str, ...] = ()  # one line per sidecar left unpaired
+
+
+def named_sidecar(files: list[str]) -> SidecarChoice:
+    """The set the user named with --mtp-file."""
+    return SidecarChoice(files, Pairing.given, f"{files[0]}: given with --mtp-file") if files else SidecarChoice([])
+
+
+def identity(g: GgufEvidence) -> tuple[object, ...]:
+    """What tells which model a GGUF belongs to, in the order of IDENTITY."""
+    trunk = None if g.block_count is None else g.block_count - (g.nextn_layers or 0)
+    return (g.arch, g.embedding_length, g.vocab_size, trunk, g.tokenizer_digest)
+
+
+def _agreeing(a: tuple[object, ...], b: tuple[object, ...]) -> int:
+    return sum(x == y for x, y in zip(a, b))
+
+
+def choose_sidecar(
+    files: Iterable[str], mains: list[str], main: GgufEvidence, read: Callable[[list[str]], GgufEvidence]
+) -> SidecarChoice:
+    """The sidecar set for the main GGUF ``mains`` (its shards), among ``files`` (a folder or repo listing).
+    ``read`` reads the headers of a set of files (shards), for the pairings no name decides."""
+    files = list(files)
+    own = set(mains)
+    candidates = group_splits([p for p in sidecar_ggufs(files) if p not in own])
+    if not candidates:
+        return SidecarChoice([])
+    stem = gguf_stem(mains[0])
+    model = model_stem(stem)
+    # The other models of the folder, by the stem their names share, and a file of each to name it by.
+    others = {model_stem(gguf_stem(group[0])): group[0] for group in group_splits([p for p in main_ggufs(files) if p not in own]).values()}
+    others.pop(model, None)
+    main_dir = PurePosixPath(mains[0]).parent
+
+    def order(key: str) -> tuple[int, str]:
+        return (0 if PurePosixPath(candidates[key][0]).parent == main_dir else 1, key)
+
+    exact = [k for k in candidates if head_stem(k) == stem]
+    same_model = [k for k in candidates if k not in exact and model_stem(head_stem(k)) == model]
+    claimed = {k: others[model_stem(head_stem(k))] for k in candidates if model_stem(head_stem(k)) in others}
+    passed = [f"{candidates[k][0]}: named for {owner}, another model here" for k, owner in sorted(claimed.items())]
+    if exact:
+        key = min(exact, key=order)
+        return _chosen(candidates[key], Pairing.name, f"{candidates[key][0]}: paired by name (the head file of {mains[0]})",
+                       passed)
+    if same_model:
+        key = min(same_model, key=order)
+        return _chosen(candidates[key], Pairing.same_model, f"{candidates[key][0]}: paired by name (the same model, "
+                       f"{model}, in another quantization than {mains[0]})", passed)
+    return _by_header(sorted(k for k in candidates if k not in claimed), candidates, mains, main, others, read, passed)
+
+
+def _by_header(
+    unclaimed: list[str],
+    candidates: dict[str, list[str]],
+    mains: list[str],
+    main: GgufEvidence,
+    others: dict[str, str],
+    read: Callable[[list[str]], GgufEvidence],
+    passed: list[str],
+) -> SidecarChoice:
+    try:
+        ours = identity(main)
+    except MtpinspectError:
+        return SidecarChoice([], passed_over=tuple(passed))
+    scores: dict[str, int] = {}
+    for key in unclaimed[:MAX_HEADER_READS]:
+        try:
+            scores[key] = _agreeing(ours, identity(read(candidates[key])))
+        except MtpinspectError as exc:
+            passed.append(f"{candidates[key][0]}: not paired, its header cannot be read ({exc})")
+    passed += [f"{candidates[k][0]}: not paired, more than {MAX_HEADER_READS} unnamed mtp- files" for k in unclaimed[MAX_HEADER_READS:]]
+    full = [k for k, score in scores.items() if score == len(IDENTITY)]
+    if full:
+        return _chosen(candidates[full[0]], Pairing.header, f"{candidates[full[0]][0]}: paired by header identity "
+                       f"({', '.join(IDENTITY)} agree with {mains[0]}); its name does not say", passed)
+    if len(scores) == 1:
+        (key, score), = scores.items()
+        better = _better_main(candidates[key], score, others, read)
+        if better is None:
+            return _chosen(candidates[key], Pairing.only, f"{candidates[key][0]}: the only mtp- file no other model "
+                           f"claims; neither its name nor its header matches {mains[0]}", passed)
+        passed.append(f"{candidates[key][0]}: not paired, its header matches {better} better")
+    else:
+        passed += [f"{candidates[k][0]}: not paired, neither its name nor its header matches {mains[0]}" for k in scores]
+    return SidecarChoice([], passed_over=tuple(passed))
+
+
+def _better_main(sidecar: list[str], score: int, others: dict[str, str], read: Callable[[list[str]], GgufEvidence]) -> str | None:
+    """Another main file whose header agrees with the sidecar's on more fields than ours does, if any."""
+    try:
+        theirs = identity(read(sidecar))
+    except MtpinspectError:
+        return None
+    for first in list(others.values())[:MAX_HEADER_READS]:
+        try:
+            if _agreeing(identity(read([first])), theirs) > score:
+                return first
+        except MtpinspectError:
+            continue  # a broken neighbour claims nothing
+    return None
+
+
+def _chosen(files: list[str], pairing: Pairing, why: str, passed: list[str]) -> SidecarChoice:
+    return SidecarChoice(files, pairing, why, tuple(line for line in passed if not line.startswith(files[0] + ":")))

@@ -1,0 +1,377 @@
+"""Every real log in cases/logs/ is a test of `mtpinspect diagnose --log FILE`, and the figures it reads
+are the numbers printed in the log.
+
+cases/logs/index.json gives, per excerpt, the engine, the cause the public thread established
+(``expect.causes``; empty: no fault) and the figures the log carries, spelled as printed. The figure
+checks compare each metrics line as read against those numbers to the precision the engine printed,
+and the totals against the index's own numbers; a null figure must be reported as missing. The
+pre-MTP-build rule (BUILD_WITHOUT_MTP against WRONG_SPEC_TYPE) is tested on the corpus, on variants
+of it, and on the pinned llama-server's own output.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from casekit import load_cases, materialize
+
+from mtpinspect.cli.diagnose import command
+from mtpinspect.diagnosis import DiagnosisReport, diagnose
+from mtpinspect.diagnosis.log_formats import Figures, Scope, combine
+from mtpinspect.diagnosis.logs import LogEvidence, read_log
+from mtpinspect.jsonable import to_jsonable
+from mtpinspect.runtime.find import ServerBinary, find_server
+from mtpinspect.vocabulary import Engine, LogKind, Mechanism
+
+ROOT = Path(__file__).resolve().parents[1]
+CASE_LOGS = ROOT / "cases" / "logs"
+ENTRIES: list[dict[str, Any]] = json.loads((CASE_LOGS / "index.json").read_text(encoding="utf-8"))
+METRICS = [e for e in ENTRIES if e["kind"] == "metrics"]
+SCHEMA = json.loads((ROOT / "mtpinspect" / "schemas" / "diagnose.schema.json").read_text(encoding="utf-8"))
+PRE_MTP_LOG = CASE_LOGS / "llama.cpp-prebuild-docker-spec-type-draft-mtp.log"
+# Words of llama.cpp advice that must never reach a vLLM or SGLang run.
+LLAMA_CPP_WORDS = ("GGUF", "gguf", "llama-quantize", "--spec-draft-n-max", "-md ")
+
+
+def _ids(entries: list[dict[str, Any]]) -> list[str]:
+    return [e["file"] for e in entries]
+
+
+def _diagnose(file: str | Path) -> DiagnosisReport:
+    return diagnose(log_files=[CASE_LOGS / file])
+
+
+# -- the first cause, the engine, the advice ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=_ids(ENTRIES))
+def test_first_cause_is_the_threads(entry: dict[str, Any]) -> None:
+    report = _diagnose(entry["file"])
+    jsonschema.validate(to_jsonable(report), SCHEMA)
+    (log,) = report.logs
+    assert log.runtime == entry["expect"]["runtime"], (log.runtime, log.kind)
+    codes = [c.code for c in report.causes]
+    expected = entry["expect"]["causes"]
+    if expected:
+        assert codes[:1] == expected[:1], codes
+    else:  # no fault established: nothing that blocks MTP or says it accepts nothing
+        assert not [c.code for c in report.causes if c.mechanism in (Mechanism.blocked, Mechanism.zero)], codes
+    if log.runtime is not Engine.llama_cpp and entry["kind"] != "crash":
+        for cause in report.causes:
+            assert not [w for w in LLAMA_CPP_WORDS if w in cause.fix], (cause.code, cause.fix)
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if "with_model" in e["expect"]],
+                         ids=_ids([e for e in ENTRIES if "with_model" in e["expect"]]))
+def test_with_the_model_the_cause_in_the_model_is_found(entry: dict[str, Any], tmp_path: Path) -> None:
+    """Where the thread's cause lies in the model, the same log diagnosed with the model names it."""
+    (case,) = [c for c in load_cases() if c.id == entry["expect"]["with_model"]["case"]]
+    root = materialize(case, tmp_path)
+    model = next(root.glob("*.gguf"), root)
+    report = diagnose(str(model), log_files=[CASE_LOGS / entry["file"]], probe=False)
+    top = report.causes[0]
+    assert top.code == entry["expect"]["with_model"]["causes"][0], [c.code for c in report.causes]
+    assert any(line.startswith("check ") for line in top.evidence)  # the model's finding is part of the evidence
+    if report.logs[0].runtime is Engine.vllm:
+        assert not [w for w in LLAMA_CPP_WORDS if w in top.fix], top.fix
+
+
+def test_through_the_cli_json() -> None:
+    for name, code, kind in (
+        ("llama.cpp-prebuild-docker-spec-type-draft-mtp.log", "BUILD_WITHOUT_MTP", "llama-server"),
+        ("vllm-gemma4-31b-mtp-fp8-kv-near-zero.log", "HEAD_DISAGREES", "vllm"),
+        ("vllm-bench-serve-mtp8-speculative-block.log", "NMAX_TOO_HIGH", "vllm"),
+        ("sglang-eagle3-decode-batch-accept-len.log", None, "sglang"),
+        ("vllm-prometheus-dp-query-table.log", None, "metrics"),
+    ):
+        out = io.StringIO()
+        with redirect_stdout(out):
+            status = command.main(args=["--log", str(CASE_LOGS / name), "--format", "json"], prog_name="diagnose",
+                                  standalone_mode=False)
+        document = json.loads(out.getvalue())
+        jsonschema.validate(document, SCHEMA)
+        assert [c["code"] for c in document["causes"]][:1] == ([code] if code else []), name
+        assert status == (1 if code else 0)
+        assert document["logs"][0]["kind"] == kind
+    # The last one: the page counts only drafts, and says what it lacks instead of claiming a rate.
+    (log,) = document["logs"]
+    assert (log["drafts"], log["accepted"], log["drafted"], log["acceptance"]) == (188, None, None, None)
+    assert log["missing"] == ["accepted", "drafted", "acceptance", "mean length", "per-position"]
+    assert log["formats"] == ["Prometheus query table (pasted)"]
+
+
+def test_as_a_user_runs_it() -> None:
+    done = subprocess.run([sys.executable, "-m", "mtpinspect", "diagnose", "--log", str(PRE_MTP_LOG), "--format", "md"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("most likely: BUILD_WITHOUT_MTP (high confidence): this llama.cpp build predates MTP")
+    assert "or the pinned build: mtpinspect runtime build; then --spec-type draft-mtp" in done.stdout
+
+
+# -- the figures, as printed -------------------------------------------------------------------------
+
+# Index figure keys -> the Figures field they are, and the scale they are printed in.
+FIELDS: dict[str, tuple[str, float]] = {
+    "accepted": ("accepted", 1), "accepted_tokens": ("accepted", 1),
+    "drafted": ("drafted", 1), "draft_tokens": ("drafted", 1),
+    "num_drafts": ("steps", 1), "drafts": ("steps", 1),
+    "acceptance": ("acceptance", 1), "draft_acceptance_rate": ("acceptance", 1), "avg_draft_acceptance_rate": ("acceptance", 1),
+    "accept_rate": ("acceptance", 1), "acceptance_rate_pct": ("acceptance", 100),
+    "mean_length": ("mean_length", 1), "mean_acceptance_length": ("mean_length", 1), "acceptance_length": ("mean_length", 1),
+    "accept_len": ("mean_length", 1),
+    "per_position": ("per_position", 1), "per_position_pct": ("per_position", 100),
+}
+MISSING_NAME = {"accepted": "accepted", "drafted": "drafted", "acceptance": "acceptance", "mean_length": "mean length",
+                "per_position": "per-position"}
+STATISTICS = {"gen_drafts": "steps", "gen_tokens": "drafted", "acc_tokens": "accepted", "mean_acc_len": "mean_length"}
+# Figures of the thread that the diagnosis does not read (context only).
+NOT_READ = {"eval_tokens", "system_efficiency", "emitted", "line_prefix"}
+
+
+def _as_printed(parsed: float | int | None, printed: Any, scale: float = 1) -> bool:
+    """``parsed`` is the printed number, to the precision it was printed with ("0.7%", "4.50", 167)."""
+    if printed is None:
+        return parsed is None
+    if parsed is None:
+        return False
+    if isinstance(printed, int):
+        return parsed == printed
+    text = printed.rstrip("%")
+    scale = 100 if printed.endswith("%") else scale
+    decimals = len(text.partition(".")[2])
+    return abs(float(parsed) - float(text) / scale) <= 0.5 * 10 ** -decimals / scale + 1e-12
+
+
+def _matches(figures: Figures, key: str, printed: Any) -> bool:
+    name, scale = FIELDS[key]
+    value = getattr(figures, name)
+    if name == "per_position":
+        return len(value) == len(printed) and all(_as_printed(v, p, scale) for v, p in zip(value, printed))
+    return _as_printed(value, printed, scale)
+
+
+def _one_per_line(key: str, printed: Any) -> bool:
+    """The index lists one value per line ([25, 15]; per-position: a list of lists) rather than one for all."""
+    listed = isinstance(printed, list) and bool(printed)
+    return listed and (isinstance(printed[0], list) if FIELDS[key][0] == "per_position" else True)
+
+
+def _records(log: LogEvidence) -> list[Figures]:
+    """What the log's metrics lines say, one record per line (a summary block's lines make one record)."""
+    if log.kind is LogKind.metrics:
+        return [Figures(accepted=log.accepted, drafted=log.drafted, steps=log.drafts, acceptance=log.acceptance,
+                        mean_length=log.mean_length, per_position=log.per_position)]
+    records: list[Figures] = []
+    summaries: dict[str, list[Figures]] = {}
+    for sample in log.samples:
+        if sample.format.scope is Scope.summary:
+            if sample.format.name not in summaries:
+                records.append(Figures())  # placeholder, filled below
+                summaries[sample.format.name] = []
+            summaries[sample.format.name].append(sample.figures)
+        elif sample.format.scope is not Scope.server:
+            records.append(sample.figures)
+    blocks = iter(combine(lines, Scope.summary) for lines in summaries.values())
+    return [next(blocks) if r == Figures() else r for r in records]
+
+
+def _check_statistics(log: LogEvidence, stats: dict[str, Any]) -> None:
+    by_label = {f.label: f for f in log.statistics}
+    expected = {stats["impl"]: stats} if "impl" in stats else stats
+    assert set(by_label) == set(expected)
+    for label, numbers in expected.items():
+        for key, field in STATISTICS.items():
+            if key in numbers:
+                assert _as_printed(getattr(by_label[label], field), numbers[key]), (label, key)
+
+
+@pytest.mark.parametrize("entry", METRICS, ids=_ids(METRICS))
+def test_figures_are_the_logs_numbers(entry: dict[str, Any]) -> None:
+    log = read_log(CASE_LOGS / entry["file"])
+    records = _records(log)
+    assert records, log.formats
+    figures = entry["figures"]
+    unread = set(figures) - set(FIELDS) - NOT_READ - {
+        "statistics", "before", "after", "num_spec_tokens", "truncated", "n_tokens", "quantization", "kv_cache_dtype",
+        "num_drafts_total_per_engine"}
+    assert not unread, f"index keys this test does not check: {unread}"
+    for key, printed in figures.items():
+        if key in FIELDS:
+            if _one_per_line(key, printed):
+                assert len(records) == len(printed), key
+                assert all(_matches(r, key, p) for r, p in zip(records, printed)), (key, records)
+            else:  # one figure for every line (or the only line)
+                assert all(_matches(r, key, printed) for r in records), (key, records)
+            name = FIELDS[key][0]
+            if printed is None and name in MISSING_NAME:
+                lacking = MISSING_NAME[name]
+                assert lacking in log.missing or any(d.startswith(lacking) for d in log.derived), (key, log.missing)
+    if "before" in figures:  # two formats of one interval: each line read on its own
+        for record, key in zip(records, ("before", "after")):
+            assert all(_matches(record, k, v) for k, v in figures[key].items()), key
+    if "statistics" in figures:
+        _check_statistics(log, figures["statistics"])
+    if "num_spec_tokens" in figures:
+        assert log.spec_tokens == figures["num_spec_tokens"]
+    if "num_drafts_total_per_engine" in figures:
+        assert log.drafts == sum(figures["num_drafts_total_per_engine"].values())
+    if "truncated" in figures:
+        assert log.truncated == bool(figures["truncated"])
+    if "n_tokens" in figures:
+        assert log.max_tokens == figures["n_tokens"]
+    for key in ("quantization", "kv_cache_dtype"):
+        if key in figures:
+            assert getattr(log, key) == figures[key]
+
+
+@pytest.mark.parametrize("entry", METRICS, ids=_ids(METRICS))
+def test_totals_add_up_the_lines(entry: dict[str, Any]) -> None:
+    """Per-request and per-interval lines are summed, running totals are the last line; acceptance is the ratio."""
+    log = read_log(CASE_LOGS / entry["file"])
+    figures = entry["figures"]
+    if "accepted" not in figures or figures["accepted"] is None or "before" in figures:
+        assert log.kind is LogKind.metrics or log.accepted is None or "before" in figures
+        return
+    per_line = _records(log)
+
+    def printed(field: str) -> list[int]:
+        value = next(v for k, v in figures.items() if FIELDS.get(k, ("",))[0] == field)
+        return value if isinstance(value, list) else [value] * len(per_line)
+
+    accepted, drafted = printed("accepted"), printed("drafted")
+    running = log.samples[0].format.scope is Scope.running
+    assert log.accepted == (accepted[-1] if running else sum(accepted))
+    assert log.drafted == (drafted[-1] if running else sum(drafted))
+    assert log.acceptance == pytest.approx(log.accepted / log.drafted)
+    lengths = [f.mean_length for f in per_line if f.mean_length is not None]
+    if lengths:
+        assert min(lengths) - 0.005 <= (log.mean_length or 0) <= max(lengths) + 0.005
+
+
+def test_statistics_fill_in_the_mean_length_only_for_the_same_tokens() -> None:
+    # Router log: one request whose statistics line counts the same 822/2224 tokens: 1 + 822/556.
+    router = read_log(CASE_LOGS / "llama.cpp-router-docker-prefix-no-mean-len.log")
+    assert router.mean_length == pytest.approx(1 + 822 / 556) and "mean length" not in router.missing
+    assert any(d.startswith("mean length 2.48 = 1 + 822/556") for d in router.derived)
+    # Chained types: the statistics are per implementation and per server, not this request's 118/144.
+    chained = read_log(CASE_LOGS / "llama.cpp-chained-ngram-mtp-pid-prefix.log")
+    assert (chained.accepted, chained.drafted, chained.mean_length) == (118, 144, None)
+    assert "mean length" in chained.missing and "per-position" in chained.missing
+    assert {f.label: (f.accepted, f.drafted) for f in chained.statistics} == {
+        "ngram-map-k": (0, 0), "ngram-mod": (43, 192), "draft-mtp": (1135, 1447)}
+
+
+def test_two_formats_in_one_paste_are_not_added() -> None:
+    log = read_log(CASE_LOGS / "vllm-v1-early-speculative-and-specdecoding-lines.log")
+    assert (log.accepted, log.drafted) == (66, 66)  # one source, not 132/132
+    assert log.formats == ["vLLM V1 Speculative metrics (before PR #15902)", "vLLM V1 SpecDecoding metrics"]
+    assert log.derived == ["also vLLM V1 SpecDecoding metrics (1 line(s)), not added: another source of figures"]
+
+
+# -- partial pastes: diagnosed from what is there, the rest named as missing --------------------------
+
+
+def _log(tmp_path: Path, text: str, name: str = "pasted.log") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_vllm_fields_pasted_on_their_own_lines(tmp_path: Path) -> None:
+    # The fragments of vllm-project/vllm#55605 (README "Formats", V1d): no counts, no rate.
+    log = read_log(_log(tmp_path, "Mean acceptance length: 5.00\nPer-position acceptance rate: 1.000, 1.000, 1.000, 1.000\n"))
+    assert (log.runtime, log.mean_length, log.per_position) == (Engine.vllm, 5.0, (1.0, 1.0, 1.0, 1.0))
+    assert log.missing == ["accepted", "drafted", "acceptance"]
+    assert diagnose(log_files=[log.path]).causes == []
+
+
+def test_zero_acceptance_from_per_position_rates_alone(tmp_path: Path) -> None:
+    path = _log(tmp_path, " [metrics.py:96] SpecDecoding metrics: Per-position acceptance rate: 0.000, 0.000, 0.000\n")
+    report = diagnose(log_files=[path])
+    top = report.causes[0]
+    assert top.code == "HEAD_DISAGREES"
+    assert f"{path}: the log lacks accepted, drafted, acceptance; diagnosed from the figures it has" in top.evidence
+    assert "mean length 1.00 = 1 + the sum of the per-position rates" in top.evidence
+    assert top.fix.startswith("try the latest vLLM release")
+
+
+def test_sglang_zero_acceptance_gets_sglang_advice(tmp_path: Path) -> None:
+    # The corpus line's format with the figures of a run that accepts nothing.
+    line = ("[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 1, #token: 108, token usage: 0.00, accept len: 1.00, "
+            "accept rate: 0.00, cuda graph: True, gen throughput (token/s): 0.39, #queue-req: 0,\n")
+    report = diagnose(log_files=[_log(tmp_path, line * 3)])
+    top = report.causes[0]
+    assert (top.code, report.logs[0].kind) == ("HEAD_DISAGREES", LogKind.sglang)
+    assert "--speculative-algorithm" in top.fix and "SGLang" in top.fix
+    assert not [w for w in LLAMA_CPP_WORDS if w in top.fix]
+    assert any("lacks accepted, drafted, per-position" in line for line in top.evidence)
+
+
+def test_vllm_advice_names_the_runs_version_method_and_known_bug() -> None:
+    top = _diagnose("vllm-gemma4-31b-mtp-fp8-kv-near-zero.log").causes[0]
+    assert top.code == "HEAD_DISAGREES"  # the target is quantized, the drafter is another (BF16) checkpoint
+    assert "the drafter is another checkpoint (google/gemma-4-31B-it-assistant)" in "\n".join(top.evidence)
+    assert top.fix.startswith("try without --kv-cache-dtype fp8")
+    assert "0.20.2rc1.dev49+g9b4e83934" in top.fix and "method 'mtp'" in top.fix
+    # The cliff rule is for heads that draft well at first; this one does not (3% at position 1).
+    assert not [line for line in top.evidence if "cliff" in line]
+    dflash = _diagnose("vllm-dflash-abliterated-low-acceptance.log").causes[0]
+    assert dflash.fix.startswith("num_speculative_tokens 1; update vLLM")
+    assert "positions 6-15 were never accepted while position 5 was (0.062): a cliff to exactly 0, not a decay" in dflash.evidence
+
+
+# -- a build without MTP, or a wrong flag ------------------------------------------------------------
+
+
+def test_pre_mtp_build_is_the_cause_not_the_flag() -> None:
+    top = _diagnose(PRE_MTP_LOG.name).causes[0]
+    assert (top.code, top.confidence) == ("BUILD_WITHOUT_MTP", 0.95)
+    assert "the build's usage text: --spec-type none|ngram-cache|ngram-simple|ngram-map-k|ngram-map-k4v|ngram-mod (no draft-mtp)" in top.evidence
+    assert "mtpinspect runtime build" in top.fix
+
+
+def _variant(tmp_path: Path, *, error: str | None = None, usage: bool = True) -> Path:
+    lines = PRE_MTP_LOG.read_text(encoding="utf-8").splitlines()
+    if error is not None:
+        lines = [f'error while handling argument "--spec-type": {error}' if "--spec-type\":" in line else line for line in lines]
+    if not usage:
+        lines = lines[: next(i for i, line in enumerate(lines) if "error while handling" in line) + 1]
+    return _log(tmp_path, "\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(("error", "usage", "code", "confidence"), [
+    ("unknown speculative type: mtp", True, "BUILD_WITHOUT_MTP", 0.95),  # the usage text decides
+    ("unknown speculative decoding type without draft model", False, "BUILD_WITHOUT_MTP", 0.8),  # pre-MTP wording
+    ("unknown speculative type: draft-mtp", False, "BUILD_WITHOUT_MTP", 0.8),  # the build rejects draft-mtp itself
+    ("unknown speculative type: mtp", False, "WRONG_SPEC_TYPE", 0.9),  # no usage text: the flag
+])
+def test_rejected_spec_type_variants(tmp_path: Path, error: str, usage: bool, code: str, confidence: float) -> None:
+    top = diagnose(log_files=[_variant(tmp_path, error=error, usage=usage)]).causes[0]
+    assert (top.code, top.confidence) == (code, confidence)
+
+
+@pytest.fixture(scope="module")
+def server_binary() -> ServerBinary:
+    return find_server(build=True, progress=print)
+
+
+@pytest.mark.server
+def test_a_build_that_lists_draft_mtp_says_the_flag_is_wrong(server_binary: ServerBinary, tmp_path: Path) -> None:
+    """The pinned llama-server's own answer to --spec-type mtp: usage text with draft-mtp -> WRONG_SPEC_TYPE."""
+    done = subprocess.run([str(server_binary.path), "--spec-type", "mtp"], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode != 0
+    path = _log(tmp_path, done.stdout + done.stderr, "pinned.log")
+    log = read_log(path)
+    assert log.offered_spec_types is not None and "draft-mtp" in log.offered_spec_types
+    top = diagnose(log_files=[path]).causes[0]
+    assert (top.code, top.confidence) == ("WRONG_SPEC_TYPE", 0.98)
+    assert "--spec-type draft-mtp" in top.fix
