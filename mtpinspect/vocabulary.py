@@ -23,6 +23,8 @@ class SourceKind(Word):
     hub = "hub"
     local_dir = "local-dir"
     local_file = "local-file"
+    ollama = "ollama"  # a model in the local Ollama store (its GGUF blob)
+    lm_studio = "lm-studio"  # a GGUF in LM Studio's models folder
 
 
 class Layout(Word):
@@ -43,6 +45,7 @@ class Pairing(Word):
     same_model = "same-model"  # its name is the same model's in another quantization
     header = "header"  # no name relates them; architecture, widths, vocabulary, blocks and tokenizer agree
     only = "only"  # the one mtp- file no other model claims, though nothing relates it: the rules judge the fit
+    draft_layer = "draft-layer"  # an Ollama model's DRAFT layer: its manifest names the drafter
 
 
 class Severity(Word):
@@ -63,11 +66,20 @@ class RuntimeStatus(Word):
     at_risk = "at-risk"  # loads and drafts, but expect low or zero acceptance
     unsupported = "unsupported"
     unknown = "unknown"
+    off = "off"  # the head works, but the app's own settings leave MTP off (one setting switches it on)
 
     @property
     def usable(self) -> bool:
-        """The head loads and drafts (at risk still counts: the verdict says how likely it is to fail)."""
-        return self in (RuntimeStatus.supported, RuntimeStatus.at_risk)
+        """The head loads and drafts (at risk still counts: the verdict says how likely it is to fail;
+        off counts too: the finding says which setting switches it on)."""
+        return self in (RuntimeStatus.supported, RuntimeStatus.at_risk, RuntimeStatus.off)
+
+
+class App(Word):
+    """A desktop app that runs GGUF models with its own llama.cpp (mtpinspect/apps.py: its settings)."""
+
+    ollama = "ollama"
+    lm_studio = "lm-studio"
 
 
 class OriginKind(Word):

@@ -21,7 +21,11 @@ stand-ins are cheap. Their git/LFS ids are real content hashes up to `HASH_LIMIT
 they are deterministic stand-ins derived from the size and the first and last MiB (hashing the
 zeros of a sparse 20 GiB file would take minutes and no client checks them).
 
-It never answers 5xx: huggingface_hub retries those for seconds, which would make failures slow.
+It never answers 5xx unless told to: huggingface_hub retries those for seconds, which would make
+failures slow. Told to, it misbehaves as real servers and proxies do (`Fault`, `add_fault`): it stalls
+before or after the headers, trickles a byte at a time, answers 502/503/429 (with Retry-After) a few
+times, ignores Range, sends a wrong Content-Range, or replaces an answer (an HTML page, bad JSON, a
+gzip bomb).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Literal
@@ -51,6 +55,7 @@ COMMIT_DATE = "2026-09-01T00:00:00.000Z"
 FileSource = Path | bytes
 # "hub": the endpoint (API and resolve); "cdn": the origin LFS files are redirected to.
 Origin = Literal["hub", "cdn"]
+FaultMode = Literal["stall", "stall-body", "trickle", "ignore-range", "content-range", "replace"]
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,33 @@ def traffic(records: Sequence[RequestRecord]) -> Traffic:
         redirects=sum(1 for r in records if 300 <= r.status < 400),
         seconds=max((r.end for r in records), default=0.0) - min((r.start for r in records), default=0.0),
     )
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One way to misbehave, on the requests it matches.
+
+    `where` is "listing" (model_info, with or without a revision) or a file of the repo (its `resolve`
+    URL, GET and HEAD). `times` matching requests misbehave (None: every one); then the stub answers
+    normally again, which is how "502, then 200" is made.
+    - stall: read the request and answer nothing (for `seconds`, or until the stub stops);
+    - stall-body: send the real answer's status line and headers, then nothing;
+    - trickle: send the real answer one body byte every `seconds`;
+    - ignore-range: answer a Range request with 200 and the whole file, as if Range were unknown;
+    - content-range: a 206 with other bytes than asked for, `shift` bytes further into the file, and a
+      Content-Range that says so (a broken cache or proxy);
+    - replace: answer `status` with `headers` and `body` instead (a 502 page, a 429 with Retry-After,
+      an HTML login page, JSON of the wrong shape, a gzip bomb with Content-Encoding: gzip).
+    """
+
+    mode: FaultMode
+    where: str = "listing"
+    times: int | None = None
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    seconds: float = 3600.0
+    shift: int = 0
 
 
 @dataclass(frozen=True)
@@ -213,6 +245,7 @@ class _Reply:
     body: bytes = b""
     blob: _Blob | None = None
     span: tuple[int, int] = (0, 0)  # byte range of `blob` to send
+    pace: Fault | None = None  # a stall or trickle fault: how the answer is (not) sent
 
 
 def _git_oid(data: bytes) -> str:
@@ -330,6 +363,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             route = stub._route if origin == "hub" else stub._route_cdn
             repo_id, file_path, reply = route(self.command, self.path, self.headers, body)
+            reply = stub._misbehave(repo_id, file_path if file_path is not None else _listing(self.command, self.path), reply)
         except Exception as exc:  # a stub bug must fail fast, never as a retried 5xx
             repo_id, file_path = None, None
             reply = _error(400, "StubError", f"hub stub error: {type(exc).__name__}: {exc}")
@@ -364,7 +398,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, reply: _Reply, log: Callable[[int], RequestRecord]) -> None:
         """Send the reply. `log(body bytes)` is called just before the last write, so a client that has
         read the whole reply always finds its request in the log, and a request it sends next starts
-        after this one's end."""
+        after this one's end. A stalled or trickled answer is logged as it starts, with no bytes: it
+        may never end."""
+        if reply.pace is not None and reply.pace.mode == "stall":
+            log(0)
+            self._hold(reply.pace)
+            return
         self.send_response(reply.status)
         length = reply.span[1] - reply.span[0] if reply.blob else len(reply.body)
         for name, value in reply.headers.items():
@@ -375,6 +414,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         self.end_headers()
+        if reply.pace is not None:
+            log(0)
+            self.wfile.flush()
+            if reply.pace.mode == "stall-body":
+                self._hold(reply.pace)
+            else:
+                self._trickle(reply)
+            return
         if reply.blob is None:
             log(length)
             self.wfile.write(reply.body)
@@ -392,6 +439,32 @@ class _Handler(BaseHTTPRequestHandler):
             log(sent)
         elif sent != length:  # the client went away during the last chunk
             self.server.stub._amend(logged, replace(logged, nbytes=sent))
+
+
+    def _hold(self, fault: Fault) -> None:
+        """Keep the connection open and silent until the fault's time is up or the stub stops."""
+        self.server.stub._stopping.wait(fault.seconds)
+        self.close_connection = True
+
+    def _trickle(self, reply: _Reply) -> None:
+        body = b"".join(reply.blob.chunks(*reply.span)) if reply.blob else reply.body
+        try:
+            for i in range(len(body)):
+                if self.server.stub._stopping.wait(reply.pace.seconds if reply.pace else 0):
+                    break
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
+
+def _listing(method: str, raw_url: str) -> str | None:
+    """"listing" for a model_info request (GET /api/models/NS/NAME[/revision/REV]), else None."""
+    segments = urlsplit(raw_url).path.split("/")[1:]
+    if method == "GET" and segments[:2] == ["api", "models"] and (len(segments) == 4 or (len(segments) == 6 and segments[4] == "revision")):
+        return "listing"
+    return None
 
 
 def _json(data: object, status: int = 200, headers: Mapping[str, str] | None = None) -> _Reply:
@@ -422,6 +495,8 @@ class HubStub:
         self.latency = latency
         self.lfs_redirect = lfs_redirect
         self._servers: list[tuple[_Server, threading.Thread]] = []
+        self._faults: dict[str, list[list]] = {}  # repo id -> [[fault, times left or None], ...]
+        self._stopping = threading.Event()  # set on stop: stalled answers end
 
     # -- set-up -------------------------------------------------------------------------------------
 
@@ -460,6 +535,18 @@ class HubStub:
             self._repos[repo_id] = _Repo(repo_id, private, gated, by_sha, refs, card_data)
         return refs["main"]
 
+    def add_fault(self, repo_id: str, fault: Fault) -> None:
+        """Misbehave on `repo_id`'s requests that `fault` matches (see Fault); faults apply in order added."""
+        with self._lock:
+            self._faults.setdefault(repo_id, []).append([fault, fault.times])
+
+    def clear_faults(self, repo_id: str | None = None) -> None:
+        with self._lock:
+            if repo_id is None:
+                self._faults.clear()
+            else:
+                self._faults.pop(repo_id, None)
+
     def sha(self, repo_id: str, revision: str = "main") -> str:
         """The commit sha that `revision` of `repo_id` resolves to."""
         commit = self._repos[repo_id].resolve(revision)
@@ -486,6 +573,7 @@ class HubStub:
 
     def start(self) -> HubStub:
         if not self._servers:
+            self._stopping.clear()
             for origin in ("hub", "cdn"):
                 server = _Server(self, origin)
                 thread = threading.Thread(
@@ -496,6 +584,7 @@ class HubStub:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         for server, thread in self._servers:
             server.shutdown()
             server.server_close()
@@ -549,6 +638,32 @@ class HubStub:
             for i, record in enumerate(self._records):
                 if record is old:
                     self._records[i] = new
+
+    def _misbehave(self, repo_id: str | None, where: str | None, reply: _Reply) -> _Reply:
+        """The reply as the first matching fault changes it (one use of the fault counted)."""
+        with self._lock:
+            for entry in self._faults.get(repo_id or "", []):
+                fault, left = entry
+                if fault.where != where or left == 0:
+                    continue
+                if fault.mode in ("ignore-range", "content-range") and reply.status != 206:
+                    continue
+                if left is not None:
+                    entry[1] = left - 1
+                break
+            else:
+                return reply
+        if fault.mode in ("stall", "stall-body", "trickle"):
+            return replace(reply, pace=fault)
+        if fault.mode == "ignore-range":
+            headers = {k: v for k, v in reply.headers.items() if k != "Content-Range"}
+            return replace(reply, status=200, headers=headers, span=(0, reply.blob.size if reply.blob else 0))
+        if fault.mode == "content-range" and reply.blob is not None:
+            start = min(reply.span[0] + fault.shift, reply.blob.size - 1)
+            end = min(reply.span[1] + fault.shift, reply.blob.size)
+            content_range = f"bytes {start}-{end - 1}/{reply.blob.size}"
+            return replace(reply, headers={**reply.headers, "Content-Range": content_range}, span=(start, end))
+        return _Reply(fault.status, {"Content-Type": "application/json", **fault.headers}, fault.body)
 
     # -- routing ------------------------------------------------------------------------------------
 

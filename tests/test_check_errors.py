@@ -6,56 +6,23 @@ Every case runs the real CLI in a subprocess, against real files on disk or the 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_child import MEASURED, assert_one_line_error, clean_env, run_cli
 from gguf_factory import write_bad_gguf, write_nextn_gguf
 from hubstub import HubStub
 
 MAX_RSS_MB = 200  # `check` on a local GGUF peaks near 60 MB (numpy and gguf-py); a 2**60 array would be far more
 
-# Runs the CLI as `python -m mtpinspect` does, then writes the process's own peak RSS (VmHWM, counted
-# from exec: a forked child's ru_maxrss would include the test runner's memory) to the file in argv[1].
-_MEASURED = """
-import runpy, sys
-peak_file, sys.argv = sys.argv[1], ["mtpinspect", *sys.argv[2:]]
-try:
-    {run}
-finally:
-    with open("/proc/self/status") as status:
-        kib = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
-    with open(peak_file, "w") as out:
-        out.write(kib)
-"""
-_CLI = 'runpy.run_module("mtpinspect", run_name="__main__", alter_sys=True)'
-
 
 def run_check(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     return subprocess.run(
         [sys.executable, "-m", "mtpinspect", "check", *args],
-        capture_output=True, text=True, timeout=120, env={**base, **(env or {})},
+        capture_output=True, text=True, timeout=120, env=clean_env(env),
     )
-
-
-def run_check_measured(peak_file: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    """run_check, and the child's own peak RSS in MB."""
-    proc = subprocess.run([sys.executable, "-c", _MEASURED.format(run=_CLI), str(peak_file), "check", *args],
-                          capture_output=True, text=True, timeout=120)
-    return proc, int(peak_file.read_text()) / 1024
-
-
-def assert_one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, proc.stderr
-    assert "Traceback" not in proc.stderr
-    for needle in needles:
-        assert needle.lower() in lines[0].lower(), lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -162,16 +129,16 @@ def test_nonexistent_path() -> None:
 @pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="peak RSS is read from /proc (Linux)")
 def test_bad_gguf(tmp_path: Path, problem: str, needle: str) -> None:
     path = write_bad_gguf(tmp_path / f"{problem}.gguf", problem)
-    proc, peak_mb = run_check_measured(tmp_path / "peak-kib", str(path))
-    line = assert_one_line_error(proc, path.name, needle)
-    assert peak_mb < MAX_RSS_MB, f"{problem}: child peak RSS {peak_mb:.0f} MB"
+    run = run_cli("check", str(path))
+    line = assert_one_line_error(run, path.name, needle)
+    assert run.peak_mb < MAX_RSS_MB, f"{problem}: child peak RSS {run.peak_mb:.0f} MB"
     assert "\x1b" not in line
 
 
 def test_peak_rss_is_the_childs_own(tmp_path: Path) -> None:
     """The measurement sees memory the child itself allocates (so the bound above can fail)."""
     allocate = "block = b\"x\" * (300 << 20); sys.exit(2)"
-    proc = subprocess.run([sys.executable, "-c", _MEASURED.format(run=allocate), str(tmp_path / "peak")],
+    proc = subprocess.run([sys.executable, "-c", MEASURED.format(run=allocate), str(tmp_path / "peak")],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert int((tmp_path / "peak").read_text()) / 1024 > 300

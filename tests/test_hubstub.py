@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from hubstub import HubStub, RequestRecord, Traffic, max_in_flight, traffic, waves
+from hubstub import Fault, HubStub, RequestRecord, Traffic, max_in_flight, traffic, waves
 from huggingface_hub import HfApi, HfFileSystem, get_hf_file_metadata, hf_hub_download, hf_hub_url
 from huggingface_hub.errors import (
     GatedRepoError,
@@ -451,3 +451,54 @@ def _raw_url(method: str, url: str, headers: dict[str, str] | None = None, *, fo
 
 def _raw_no_redirect(stub: HubStub, method: str, path: str, headers: dict[str, str] | None = None):
     return _raw_url(method, stub.url + path, headers, follow=False)
+
+
+# -- fault modes ---------------------------------------------------------------------------------------
+
+DATA = bytes(range(256)) * 4
+
+
+@pytest.fixture
+def faulty():
+    hub = HubStub()
+    hub.add_repo("org/faulty", {"config.json": CONFIG, "w.bin": DATA, "tiny.txt": b"abcd"})
+    with hub:
+        yield hub
+
+
+def _resolve(hub: HubStub, path: str) -> str:
+    return f"/org/faulty/resolve/{hub.sha('org/faulty')}/{path}"
+
+
+def test_fault_replace_for_a_number_of_requests(faulty: HubStub) -> None:
+    faulty.add_fault("org/faulty", Fault("replace", status=502, body=b"<html>Bad Gateway</html>", times=1))
+    assert _raw(faulty, "GET", "/api/models/org/faulty")[::2] == (502, b"<html>Bad Gateway</html>")
+    status, _, body = _raw(faulty, "GET", "/api/models/org/faulty")
+    assert status == 200 and json.loads(body)["sha"] == faulty.sha("org/faulty")
+
+
+def test_fault_ignore_range_and_shifted_content_range(faulty: HubStub) -> None:
+    faulty.add_fault("org/faulty", Fault("ignore-range", where="w.bin", times=1))
+    status, headers, body = _raw(faulty, "GET", _resolve(faulty, "w.bin"), {"Range": "bytes=10-19"})
+    assert status == 200 and body == DATA and "Content-Range" not in headers
+    faulty.add_fault("org/faulty", Fault("content-range", where="w.bin", shift=5))
+    status, headers, body = _raw(faulty, "GET", _resolve(faulty, "w.bin"), {"Range": "bytes=0-9"})
+    assert status == 206 and headers["Content-Range"] == "bytes 5-14/1024" and body == DATA[5:15]
+
+
+def test_fault_stall_before_and_after_the_headers(faulty: HubStub) -> None:
+    faulty.add_fault("org/faulty", Fault("stall", where="config.json"))
+    faulty.add_fault("org/faulty", Fault("stall-body", where="w.bin"))
+    with pytest.raises((TimeoutError, urllib.error.URLError)):
+        urllib.request.urlopen(faulty.url + _resolve(faulty, "config.json"), timeout=0.5)
+    with urllib.request.urlopen(faulty.url + _resolve(faulty, "w.bin"), timeout=0.5) as response:
+        assert response.status == 200 and response.headers["Content-Length"] == str(len(DATA))
+        with pytest.raises(TimeoutError):
+            response.read()
+
+
+def test_fault_trickle_sends_the_answer_slowly(faulty: HubStub) -> None:
+    faulty.add_fault("org/faulty", Fault("trickle", where="tiny.txt", seconds=0.1))
+    start = time.monotonic()
+    assert _raw(faulty, "GET", _resolve(faulty, "tiny.txt"))[2] == b"abcd"
+    assert time.monotonic() - start >= 0.4

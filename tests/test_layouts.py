@@ -209,7 +209,7 @@ def test_hf_cache_snapshot_finds_its_sidecar(tmp_path: Path) -> None:
     code, doc = check_json(str(snap / "tiny-Q8_0.gguf"))
     code_plain, doc_plain = check_json(str(plain / "tiny-Q8_0.gguf"))
     assert (code, doc["verdict"], doc["layout"]) == (code_plain, doc_plain["verdict"], doc_plain["layout"]) == (
-        0, "MTP usable (1 MTP layer(s), sidecar) in llama.cpp", "sidecar")
+        0, "MTP usable (1 MTP layer(s), sidecar) in llama.cpp, ollama", "sidecar")
     assert [f["code"] for f in doc["findings"]] == [f["code"] for f in doc_plain["findings"]]
     assert doc["source"] == str(snap / "tiny-Q8_0.gguf")
     command = doc["runtimes"]["llama.cpp"]["command"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import click
 
 from mtpinspect.cli._output import Output, OutputFormat
+from mtpinspect.sources.fetch import RETRY_AFTER_CAP, FetchPolicy
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -63,3 +65,27 @@ def start_timeout_option(func: F) -> F:
              f"exits, or neither logs nor uses CPU for {SILENCE_TIMEOUT_S:g} s, fails sooner; two configurations that "
              "fail to start for the same reason stop the run.",
     )(func)
+def hub_options(command: F) -> F:
+    """--timeout, --retries and --deadline (or MTPINSPECT_TIMEOUT, _RETRIES, _DEADLINE), given to the
+    command as one ``policy`` (a FetchPolicy) that bounds its Hub requests."""
+    default = FetchPolicy()
+
+    @functools.wraps(command)
+    def with_policy(*args: Any, timeout: float, retries: int, deadline: float, **kwargs: Any) -> Any:
+        return command(*args, policy=FetchPolicy(timeout=timeout, deadline=deadline, retries=retries), **kwargs)
+
+    options = [
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=default.timeout, show_default=True,
+                     envvar="MTPINSPECT_TIMEOUT", show_envvar=True, metavar="SECONDS",
+                     help="Longest wait for the Hub to connect, or to send the next bytes of an answer."),
+        click.option("--retries", type=click.IntRange(min=0, max=10), default=default.retries, show_default=True,
+                     envvar="MTPINSPECT_RETRIES", show_envvar=True,
+                     help="Retries of a Hub read after HTTP 429, 502, 503, 504 or a dropped connection, waiting "
+                          f"1, 2, 4... s, or what Retry-After asks (up to {RETRY_AFTER_CAP:g} s)."),
+        click.option("--deadline", type=click.FloatRange(min=1), default=default.deadline, show_default=True,
+                     envvar="MTPINSPECT_DEADLINE", show_envvar=True, metavar="SECONDS",
+                     help="Longest time all the Hub requests of the command may take together."),
+    ]
+    for option in reversed(options):
+        with_policy = option(with_policy)
+    return with_policy  # type: ignore[return-value]

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from mtpinspect.cli._args import codes_option, format_option
+from mtpinspect.apps import APP_NAMES
+from mtpinspect.cli._args import codes_option, format_option, hub_options
 from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.errors import SourceError
 from mtpinspect.inspection.report import FINDINGS, CheckFailure, CheckReport, Verified
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT
-from mtpinspect.vocabulary import PARTIAL, OriginKind, RuntimeStatus
+from mtpinspect.sources.fetch import FetchPolicy
+from mtpinspect.vocabulary import PARTIAL, App, OriginKind, RuntimeStatus
+
+APP_RUNTIMES = tuple(app.value for app in App)
 
 if TYPE_CHECKING:
     from mtpinspect.inspection.origin import Origin
@@ -73,6 +79,37 @@ def _memory_rows(memory: MemoryEstimate | None) -> list[dict[str, str]]:
     ]
 
 
+def _app_rows(report: CheckReport) -> list[dict[str, object]]:
+    """Where an Ollama or LM Studio model lies and what the app stored with it."""
+    app = report.app
+    if app is None:
+        return []
+    if app.app is App.lm_studio:
+        return [{"item": "name", "value": app.name}, {"item": "folder", "value": app.location},
+                {"item": "model file", "value": app.model_file}]
+    params = ", ".join(f"{k} {json.dumps(v)}" for k, v in sorted(app.parameters.items())) or "none (no params layer)"
+    return [
+        {"item": "name", "value": app.name},
+        {"item": "manifest", "value": app.location},
+        {"item": "model blob", "value": app.model_file},
+        {"item": "draft blob", "value": app.draft_file},
+        {"item": "parameters", "value": params},
+        {"item": "blobs", "value": app.digests},
+    ]
+
+
+def _render_apps(report: CheckReport, out: Output) -> None:
+    """The settings that run MTP in Ollama and LM Studio, and where their n-max comes from."""
+    rows = [{"app": name, "setting": rv.setting} for name, rv in report.runtimes.items()
+            if rv.setting and name in APP_RUNTIMES]
+    if not rows:
+        return
+    out.table(rows, ["app", "setting"], title="In Ollama and LM Studio")
+    advice = report.app_n_max
+    if advice is not None:
+        out.text(f"n-max {advice.n_max if advice.n_max is not None else 'off'}: {advice.why}")
+
+
 def render(report: CheckReport, out: Output) -> None:
     out.lead(report.verdict)
     rev = f" @ {report.revision}" if report.revision else ""
@@ -96,6 +133,8 @@ def render(report: CheckReport, out: Output) -> None:
         ["item", "value"],
         title="Summary",
     )
+    if report.app is not None:
+        out.table(_app_rows(report), ["item", "value"], title=f"{APP_NAMES[report.app.app]} model")
     if out.format is OutputFormat.csv:
         out.table(
             [{"severity": f.severity, "code": f.code, "message": f.message, "evidence": "\n".join(f.evidence)} for f in report.findings],
@@ -113,6 +152,7 @@ def render(report: CheckReport, out: Output) -> None:
         columns,
         title="Runtimes",
     )
+    _render_apps(report, out)
     commands = [(name, rv.command) for name, rv in report.runtimes.items() if rv.command and rv.status.usable]
     if commands:
         out.heading("Commands")
@@ -124,10 +164,16 @@ def render(report: CheckReport, out: Output) -> None:
 
 
 def render_all(results: list[CheckReport | CheckFailure], out: Output) -> None:
-    """One row per GGUF model of a repo: which quantizations keep a usable head (and which cannot be read)."""
+    """One row per GGUF model of a repo, a folder or an app's store: which keep a usable head (and which
+    cannot be read)."""
     first = results[0]
-    out.text(f"{first.source}: {len(results)} GGUF model(s)" + (f" @ {first.revision}" if first.revision else ""))
+    app = next((r.app.app for r in results if isinstance(r, CheckReport) and r.app is not None), None)
+    if app is not None:
+        out.text(f"{APP_NAMES[app]}: {len(results)} GGUF model(s)")
+    else:
+        out.text(f"{first.source}: {len(results)} GGUF model(s)" + (f" @ {first.revision}" if first.revision else ""))
     rows = [_failure_row(r) if isinstance(r, CheckFailure) else {
+            "model": r.app.name if r.app is not None else None,
             "file": _files_text(r.files),
             "layout": r.layout,
             "mtp_layers": r.mtp_layers,
@@ -135,16 +181,26 @@ def render_all(results: list[CheckReport | CheckFailure], out: Output) -> None:
             "llama.cpp": r.runtimes["llama.cpp"].status,
             "verified": _verified_word(r.runtimes["llama.cpp"].verified),
             "MTP adds": _size(r.memory.mtp_bytes) if r.memory else "-",
+            "ollama": r.runtimes["ollama"].status if "ollama" in r.runtimes else None,
+            "draft_num_predict": r.app.draft_num_predict if r.app is not None else None,
+            "lm-studio": r.runtimes["lm-studio"].status if "lm-studio" in r.runtimes else None,
             "findings": ", ".join(c for c in r.codes() if c != "MTP_PRESENT") or "-",
         }
         for r in results
     ]
-    out.table(rows, ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "verified", "MTP adds", "findings"],
-              title="GGUF models", primary=True)
+    columns = {
+        None: ["file", "layout", "mtp_layers", "mtp_types", "llama.cpp", "verified", "MTP adds", "findings"],
+        # The app's own columns take the place of the GGUF details (check ollama:NAME shows them).
+        App.ollama: ["model", "layout", "mtp_layers", "llama.cpp", "verified", "ollama", "draft_num_predict", "findings"],
+        App.lm_studio: ["model", "file", "layout", "mtp_layers", "llama.cpp", "verified", "lm-studio", "findings"],
+    }[app]
+    out.table(rows, columns, title="GGUF models", primary=True)
     best = [r for r in results if isinstance(r, CheckReport) and r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
-    if best:
+    if best and app is None:
         out.heading("Command")
         out.text(best[0].runtimes["llama.cpp"].command or "")
+    for note in dict.fromkeys(n for r in results if isinstance(r, CheckReport) and r.app is not None for n in r.notes):
+        out.text(f"note: {note}")
     out.document(results)
 
 
@@ -160,8 +216,8 @@ def _failure_row(failure: CheckFailure) -> dict[str, object]:
     name = failure.files["gguf"][0]
     head, sep, rest = failure.error.partition(": ")
     error = rest if sep and head.endswith(name) else failure.error
-    return {"file": _files_text(failure.files), "layout": "-", "mtp_layers": "-", "mtp_types": "-", "llama.cpp": "-",
-            "findings": f"error: {error}"}
+    return {"model": failure.source, "file": _files_text(failure.files), "layout": "-", "mtp_layers": "-",
+            "mtp_types": "-", "llama.cpp": "-", "findings": f"error: {error}"}
 
 
 def _finding_codes() -> list[dict[str, str]]:
@@ -175,19 +231,26 @@ def _finding_codes() -> list[dict[str, str]]:
 @click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF to pair with the main GGUF (default: found beside it).")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved `hf auth login`).")
 @click.option("--all", "all_ggufs", is_flag=True,
-              help="Check every GGUF model in the repo or folder (one row each, a file that cannot be read with its "
-                   "error; json: a list of reports). Exit 2 only when none can be read.")
+              help="Check every GGUF model in the repo, the folder or the app's store (one row each, a model that "
+                   "cannot be read with its error; json: a list of reports). Exit 2 only when none can be read.")
 @click.option("--verify/--no-verify", default=None,
               help="Ask the pinned llama.cpp itself whether it starts a GGUF with its MTP head (a metadata-only "
                    "load, no weights read; also gives the memory estimate). Default: when its helper is built; "
                    "--verify builds it first (minutes, once).")
 @click.option("-c", "--context", type=click.IntRange(min=0), default=DEFAULT_CONTEXT, show_default=True,
               help="Context size (llama-server -c) of the memory estimate; 0: the model's training context.")
+@click.option("--sweep-report", type=click.Path(dir_okay=False, path_type=Path), metavar="report.json",
+              help="The report of `mtpinspect sweep` on the same GGUF: its recommended n-max goes into the Ollama and "
+                   "LM Studio settings (default: the rule of thumb, n-max 2).")
+@click.option("--verify-digest", is_flag=True,
+              help="ollama: hash every blob against its manifest digest (default: blobs up to 64 MiB; larger ones "
+                   "have their size checked, Ollama hashed them when it pulled them).")
+@hub_options
 @format_option(csv="findings", schema="check")
 @codes_option("finding", _finding_codes)
 def command(
     source: str, revision: str | None, file: str | None, mtp_file: str | None, token: str | None, all_ggufs: bool,
-    verify: bool | None, context: int, fmt: str,
+    verify: bool | None, context: int, sweep_report: Path | None, verify_digest: bool, fmt: str, policy: FetchPolicy,
 ) -> int:
     """Tell whether SOURCE's MTP head will work, reading only headers (no weight download).
 
@@ -199,29 +262,39 @@ def command(
       PATH.gguf             a local GGUF (its split shards, and its own mtp- sidecar beside it
                             or in MTP/, are found)
       DIR                   a local snapshot folder, or a Hugging Face cache folder models--ORG--NAME
+      ollama:MODEL[:TAG]    a model of the local Ollama store (OLLAMA_MODELS, else ~/.ollama/models),
+                            also ollama:NAMESPACE/MODEL:TAG and ollama:hf.co/ORG/REPO:QUANT;
+                            ollama: --all checks every model there, ollama:MODEL --all its tags
+      lmstudio:PUB/REPO     a GGUF in LM Studio's models folder (~/.lmstudio/models, or the older
+                            ~/.cache/lm-studio/models), :QUANT to pick one; lmstudio: --all: all
 
     For a GGUF, the pinned llama.cpp (built by `mtpinspect runtime build`) also loads the model's
     metadata as llama-server would with --spec-type draft-mtp: its own verdict decides the llama.cpp
-    status, and its allocations give the memory with and without MTP at -c CONTEXT.
+    status, and its allocations give the memory with and without MTP at -c CONTEXT. Runtimes also
+    say what Ollama and LM Studio do with the head and the setting that runs it there (a Modelfile's
+    PARAMETER draft_num_predict N; "MTP Max Draft Tokens" N).
 
     Exit status: 0 when MTP is usable in at least one runtime, 1 when not, 2 on error.
-    HF_ENDPOINT and HF_TOKEN are honoured, as in huggingface_hub.
+    HF_ENDPOINT and HF_TOKEN are honoured, as in huggingface_hub. Every Hub request is bounded by
+    --timeout, retried per --retries, and all of them end by --deadline.
     """
     from mtpinspect.inspection import check, check_all
     from mtpinspect.runtime.build import build_server, find_helper
 
     out = Output(fmt)
-    if all_ggufs and (file or mtp_file):
-        raise click.UsageError("--all checks every GGUF; it does not combine with --file or --mtp-file")
+    if all_ggufs and (file or mtp_file or sweep_report):
+        raise click.UsageError("--all checks every GGUF; it does not combine with --file, --mtp-file or --sweep-report")
     if verify and find_helper() is None:
         out.hint("building the pinned llama.cpp's verify helper (minutes, once)")
         build_server("cpu", progress=out.hint)
     if all_ggufs:
-        results = check_all(source, revision=revision, token=token, verify=verify, context=context)
+        results = check_all(source, revision=revision, token=token, verify=verify, context=context,
+                            verify_digest=verify_digest, policy=policy)
         render_all(results, out)
         if all(isinstance(r, CheckFailure) for r in results):
             raise SourceError(f"{source}: none of the {len(results)} GGUF models could be read (each row above says why)")
         return 0 if any(r.usable for r in results) else 1
-    report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file, verify=verify, context=context)
+    report = check(source, revision=revision, token=token, file=file, mtp_file=mtp_file, verify=verify, context=context,
+                   sweep_report=sweep_report, verify_digest=verify_digest, policy=policy)
     render(report, out)
     return report.exit_code

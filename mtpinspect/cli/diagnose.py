@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
-from mtpinspect.cli._args import ServerArgsCommand, codes_option, format_option, start_timeout_option
+from mtpinspect.cli._args import ServerArgsCommand, codes_option, format_option, hub_options, start_timeout_option
 from mtpinspect.cli._output import Output
 from mtpinspect.diagnosis import DiagnosisReport
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
+from mtpinspect.sources.fetch import FetchPolicy
 
 
 def _pct(value: float | None) -> str | None:
@@ -105,6 +106,7 @@ def _cause_codes() -> list[dict[str, object]]:
               help="Keep the probe's files (server logs, runs.jsonl) here (default: a temporary folder, removed).")
 @click.option("--revision", help="Branch, tag or commit of a Hub repo MODEL.")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved login).")
+@hub_options
 @start_timeout_option
 @format_option(csv="causes", schema="diagnose")
 @codes_option("cause", _cause_codes)
@@ -123,19 +125,25 @@ def command(
     token: str | None,
     start_timeout: float,
     fmt: str,
+    policy: FetchPolicy,
 ) -> int:
     """Explain zero or low MTP acceptance, or MTP that makes decoding slower, and say what to change.
 
     \b
-    MODEL is anything `check` takes (local GGUF, Hub repo, REPO:QUANT, snapshot folder). For a
-    local GGUF a short probe runs on the real llama-server: the extra arguments after `--` once as
-    given (when they set --spec-type, -md or --spec-draft-n-max), then baseline and n-max 1 and 3 on
-    code and prose-en prompts. MODEL may be omitted when --log files describe a run made elsewhere.
+    MODEL is anything `check` takes (local GGUF, Hub repo, REPO:QUANT, snapshot folder, ollama:NAME,
+    lmstudio:PUBLISHER/REPO). For a local GGUF, and for an app's model, a short probe runs on the real
+    llama-server: the extra arguments after `--` once as given (when they set --spec-type, -md or
+    --spec-draft-n-max), then baseline and n-max 1 and 3 on code and prose-en prompts. For an Ollama
+    model the run is the one Ollama starts: its Modelfile's temperature (Ollama's 0.8 when unset),
+    num_ctx and draft_num_predict (no --spec-type when unset) come before the extra arguments, and
+    the fixes are said as Modelfile settings. MODEL may be omitted when --log files describe a run
+    made elsewhere.
     \b
     Examples:
       mtpinspect diagnose model.gguf -- --spec-type mtp -t 8
       mtpinspect diagnose --log vllm.log
       mtpinspect diagnose unsloth/Qwen3.5-2B-MTP-GGUF:Q4_K_M --log server.log
+      mtpinspect diagnose ollama:qwen3.6:27b-mtp-q4_K_M -- -t 8
     \b
     Exit status: 0 when no cause of low acceptance or slowdown is found, 1 when causes are found,
     2 on bad input (missing file, unreadable log, a model llama-server cannot run at all).
@@ -154,6 +162,7 @@ def command(
         n_predict=n_predict,
         prompts=prompts,
         probe_dir=probe_dir,
+        policy=policy,
         start_timeout=start_timeout,
     )
     render(report, Output(fmt))

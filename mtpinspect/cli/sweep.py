@@ -12,12 +12,14 @@ from typing import Any, TextIO
 
 import click
 
+from mtpinspect.apps import APP_NAMES
 from mtpinspect.cli import EXIT_ERROR
 from mtpinspect.cli._args import ServerArgsCommand, format_option, start_timeout_option
 from mtpinspect.cli._output import Output, OutputFormat, sanitize
 from mtpinspect.errors import INTERRUPTED, UsageError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.build import BACKENDS
+from mtpinspect.sources.app_stores import is_app_source
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.api import JOURNAL_NAME
 from mtpinspect.sweep.progress import RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
@@ -87,7 +89,7 @@ class ProgressBar:
 
 
 @click.command("sweep", cls=ServerArgsCommand)
-@click.argument("model", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("model", required=False)
 @click.option("--n-max", "n_max", default="1,2,3,4", show_default=True, metavar="LIST",
               help="Draft lengths to measure (--spec-draft-n-max), comma-separated. The baseline always runs.")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
@@ -125,7 +127,7 @@ class ProgressBar:
 @click.pass_context
 def command(
     ctx: click.Context,
-    model: Path | None,
+    model: str | None,
     n_max: str,
     repeat: int,
     order: str,
@@ -146,9 +148,13 @@ def command(
     """Measure MTP on this machine: baseline and each n-max, with a recommendation.
 
     \b
-    MODEL is a GGUF with an MTP head; without it, the built-in tiny MTP model is written to OUT and
-    swept (a demo that needs no download). Extra llama-server arguments follow `--`:
+    MODEL is a GGUF with an MTP head, or a model of an app: ollama:MODEL[:TAG] (its GGUF blob, and its
+    DRAFT blob as the drafter) or lmstudio:PUBLISHER/REPO[:QUANT]; the recommendation is then also
+    given as the app's setting (PARAMETER draft_num_predict N; "MTP Max Draft Tokens" N). Without
+    MODEL, the built-in tiny MTP model is written to OUT and swept (a demo that needs no download).
+    Extra llama-server arguments follow `--`:
       mtpinspect sweep model.gguf --n-max 1,2,3 -- -ngl 99 -t 8
+      mtpinspect sweep ollama:qwen3.6:27b-mtp-q4_K_M -- -ngl 99
     """
     options = SweepOptions(
         n_max=_numbers(n_max, int, "--n-max"),
@@ -171,7 +177,8 @@ def command(
     out = Output(fmt)
     bar = ProgressBar(out.errors)
     try:
-        report = run_sweep(model, options, progress=bar)
+        report = run_sweep(Path(model) if model is not None and not is_app_source(model) else model, options,
+                           progress=bar)
     except KeyboardInterrupt:
         bar.close()
         out.hint(f"mtpinspect sweep: interrupted; finished runs are in {out_dir / JOURNAL_NAME}, "
@@ -226,6 +233,10 @@ def render(report: SweepReport, out: Output) -> None:
     for choice in report.recommendation.per_class:
         out.text(f"{choice.prompt_class}: {choice.reason}")
     out.text(f"overall: {report.recommendation.reason}")
+    if report.app is not None:
+        out.text(f"in {APP_NAMES[report.app.app]} ({report.app.name}): {report.app.setting}")
+        if report.app.command:
+            out.text(report.app.command)
     out.heading("Files")
     out.text(f"runs: {report.files.jsonl}\nreport: {report.files.report}"
              + (f"\nplot: {report.files.plot}" if report.files.plot else "") + f"\nserver logs: {report.files.logs}")

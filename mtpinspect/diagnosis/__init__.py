@@ -5,7 +5,9 @@
     >>> [(c.code, c.confidence_word, c.fix) for c in report.causes]
 
 Evidence comes from `check` (static.py), a short probe on the real llama-server (probe.py, local GGUF
-files only) and logs of runs made elsewhere (logs.py); rank.py turns it into causes, most likely first.
+files and the GGUFs of Ollama's and LM Studio's models) and logs of runs made elsewhere (logs.py);
+rank.py turns it into causes, most likely first. For an app's model the run's settings come from the
+app and the fixes are said in its terms (app_terms.py).
 MODEL may be left out when logs are given: the diagnosis then rests on the logs and the flags alone.
 Exit status (``DiagnosisReport.exit_code``): 0 when no cause of zero or low acceptance or of a slowdown
 is found, 1 when at least one is.
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from mtpinspect.diagnosis.app_terms import in_app_terms, ollama_run_settings
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.diagnosis.logs import LogEvidence, read_log
 from mtpinspect.diagnosis.probe import PROBE_N_PREDICT, ProbeResult, run_probe
@@ -26,6 +29,8 @@ from mtpinspect.diagnosis.static import StaticEvidence, gather_static
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.runtime.flags import ServerArgs
 from mtpinspect.runtime.server import START_TIMEOUT_S
+from mtpinspect.sources.fetch import FetchPolicy
+from mtpinspect.vocabulary import App
 
 
 @dataclass
@@ -69,13 +74,16 @@ def diagnose(
     prompts: str | Path | None = None,
     probe_dir: Path | None = None,
     start_timeout: float = START_TIMEOUT_S,
+    policy: FetchPolicy | None = None,
 ) -> DiagnosisReport:
     """Explain low MTP acceptance of ``model`` (anything `check` takes) and/or the runs in ``log_files``.
 
-    ``server_args`` are the llama-server arguments of the run in question; the probe (local GGUF only,
+    ``server_args`` are the llama-server arguments of the run in question (for an Ollama model, after
+    those its Modelfile gives: app_terms.ollama_run_settings); the probe (local GGUF or an app's model,
     unless ``probe`` is False) reproduces them once as given and measures baseline, n-max 1 and 3.
     ``prompts`` replaces the probe's built-in code and prose-en prompts; ``probe_dir`` keeps its files;
-    ``start_timeout`` bounds each of its server starts.
+    ``start_timeout`` bounds each of its server starts; ``policy`` bounds the Hub requests of a Hub MODEL
+    (timeout, retries, deadline).
     Raises MtpinspectError subclasses for bad input (missing files, unreadable logs, a model the
     server cannot run at all).
     """
@@ -88,13 +96,23 @@ def diagnose(
     settings = ServerArgs.of(server_args).checked()
     # Logs are read first: a bad log should fail before minutes of probing.
     logs = [read_log(path) for path in log_files]
-    static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token) if model is not None else None
+    static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token, policy=policy) if model is not None else None
+    app = static.report.app if static is not None else None
+    origin: list[str] = []
+    if app is not None and app.app is App.ollama and static is not None:
+        # The run in question is the one Ollama starts: its Modelfile's settings, then the extra arguments.
+        from_app, origin = ollama_run_settings(app, static.report)
+        settings = ServerArgs.of([*from_app, *settings]).checked()
     result, skipped = None, _skip_reason(model, static, probe)
     if skipped is None and static is not None and static.local_model is not None:
         result = run_probe(static.local_model, settings, sidecar=static.sidecar, sidecar_given=static.sidecar_given,
                            server=server, n_predict=n_predict, prompts=prompts, out_dir=probe_dir,
                            start_timeout=start_timeout)
     causes, notes = gather_causes(static, settings, result, logs)
+    if app is not None and static is not None:
+        smallest = min((f.n_max for f in result.mtp_figures() if f.n_max), default=None) if result else None
+        causes = in_app_terms(causes, app, static.report, smallest)
+        notes = [*(f"run settings from {model}: {line}" for line in origin), *notes]
     return DiagnosisReport(model, settings, causes, static, result, skipped, logs, notes)
 
 
@@ -104,7 +122,7 @@ def _skip_reason(model: str | None, static: StaticEvidence | None, probe: bool) 
     if not probe:
         return "--no-probe"
     if static is None or static.local_model is None:
-        return "MODEL is not a local GGUF: the probe runs only on local GGUF files"
+        return "MODEL is not a local GGUF: the probe runs only on local GGUF files (and Ollama's and LM Studio's models)"
     return None
 
 

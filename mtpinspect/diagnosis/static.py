@@ -17,9 +17,10 @@ from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.errors import MtpinspectError
 from mtpinspect.formats.gguf import GGUFHeader, read_gguf_header
 from mtpinspect.inspection.report import CheckReport, Finding
-from mtpinspect.inspection.support import llama_server_command
+from mtpinspect.inspection.support import DEFAULT_N_MAX, llama_server_command
 from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.flags import DRAFT_MODEL, SPEC_FLAGS, SPEC_TYPE, SPEC_TYPES, ServerArgs
+from mtpinspect.sources.fetch import FetchPolicy
 from mtpinspect.sources.reader import LocalFileReader
 from mtpinspect.vocabulary import EvidenceSource, Layout, Severity, SourceKind
 
@@ -46,6 +47,8 @@ _FINDING_CAUSES: dict[str, tuple[str, float, str]] = {
                "(--spec-type draft-simple -md SMALL.gguf) or n-gram drafting (--spec-type ngram-mod)"),
     "ARCH_NO_MTP_GRAPH": ("NO_MTP_GRAPH", 0.9, "use a llama.cpp build with an MTP graph for this architecture (pass it "
                           "with --server PATH), or serve the model with vLLM/SGLang; otherwise leave MTP off"),
+    # An Ollama model with a head and no draft_num_predict: Ollama never passes --spec-type.
+    "OLLAMA_MTP_OFF": ("MTP_NOT_ENABLED", 0.9, f"--spec-type draft-mtp --spec-draft-n-max {DEFAULT_N_MAX}"),
 }
 
 
@@ -102,19 +105,31 @@ class StaticEvidence:
 
 
 def gather_static(
-    model: str, *, mtp_file: str | None = None, revision: str | None = None, token: str | None = None
+    model: str,
+    *,
+    mtp_file: str | None = None,
+    revision: str | None = None,
+    token: str | None = None,
+    policy: FetchPolicy | None = None,
 ) -> StaticEvidence:
     """Run `check` on the model and, for a local GGUF, look at the head's weights."""
     from mtpinspect.inspection import check
 
     # Rules only: the probe that follows starts the real llama-server, which says more than a dry load.
-    report = check(model, revision=revision, token=token, mtp_file=mtp_file, verify=False)
+    report = check(model, revision=revision, token=token, mtp_file=mtp_file, verify=False, policy=policy)
     path = Path(os.path.abspath(Path(model).expanduser()))
     # Absolute (the probe's server runs elsewhere) with symlinks kept: check names the sidecar relative to the
     # folder the user named (a Hugging Face cache snapshot's files are links into blobs/, where it is not).
     local = path if report.source_kind is SourceKind.local_file and path.suffix == ".gguf" and path.is_file() else None
     sidecar: Path | None = None
-    if mtp_file is not None:
+    if report.app is not None and report.files.get("gguf"):
+        # An app's model runs from where the app keeps it: Ollama's blobs, LM Studio's repo folder.
+        local = Path(report.app.model_file)
+        if report.app.draft_file:
+            sidecar = Path(report.app.draft_file)
+        elif report.files.get("sidecar"):
+            sidecar = Path(report.app.location) / report.files["sidecar"][0]
+    elif mtp_file is not None:
         sidecar = Path(os.path.abspath(Path(mtp_file).expanduser()))
     elif local is not None and report.files.get("sidecar"):
         sidecar = local.parent / report.files["sidecar"][0]

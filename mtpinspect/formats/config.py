@@ -3,16 +3,19 @@
 Families spell the depth differently (`num_nextn_predict_layers` for DeepSeek, GLM, MiMo, Step;
 `mtp_num_hidden_layers` for Qwen3.5/3.6, often under `text_config`), some announce 0 (Kimi-K2), and
 Qwen3-Next announces nothing at all: only its `mtp.*` tensors tell.
+
+A key this module reads must hold what the key means (a count is a non-negative integer, a name a
+string, `architectures` a list of names), or the file is a FormatError naming the file, the key and
+the value: a config that says `"num_hidden_layers": "61"` is broken, not silent.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mtpinspect.errors import FormatError
+from mtpinspect.errors import FormatError, shown
 
 # In the order we trust them; `num_mtp_modules` (MiniMax) is ambiguous and only used when nothing else is set.
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "nextn_predict_layers", "num_mtp_layers")
@@ -46,49 +49,62 @@ class ModelConfig:
         return self.raw.get(self.text_prefix.rstrip("."), self.raw) if self.text_prefix else self.raw
 
 
-def _count(scope: Mapping[str, Any], key: str, path: str) -> int | None:
-    """``scope[key]`` as a count (layers, widths, vocabulary): None when absent or null. Anything but an integer
-    from 0 to MAX_COUNT is a FormatError naming the key and the value: engines would fail on it, or worse."""
+def _count(scope: Mapping[str, Any], key: str, where: str, name: str) -> int | None:
+    """``scope[key]`` as a count, None when absent or null; FormatError for anything else."""
     value = scope.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
-        shown = json.dumps(value) if isinstance(value, (bool, int, float, str)) else type(value).__name__
-        raise FormatError(f"config.json: {path} = {shown[:80]}: expected an integer from 0 to {MAX_COUNT}")
-    return value
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT:
+        return value
+    raise FormatError(f"{name}: {where}{key} is {shown(value)}, not a count (an integer from 0 to {MAX_COUNT:,})")
 
 
-def _find_mtp(raw: Mapping[str, Any]) -> MtpDeclaration | None:
+def _name(value: Any, key: str, name: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise FormatError(f"{name}: {key} is {shown(value)}, not a name")
+
+
+def _names(value: Any, key: str, name: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise FormatError(f"{name}: {key} is {shown(value)}, not a list of names")
+
+
+def _find_mtp(raw: Mapping[str, Any], name: str) -> MtpDeclaration | None:
     scopes: list[tuple[str, Mapping[str, Any]]] = [("", raw)]
     scopes += [(f"{k}.", raw[k]) for k in _NESTED if isinstance(raw.get(k), Mapping)]
     for keys, ambiguous in ((MTP_KEYS, False), (AMBIGUOUS_MTP_KEYS, True)):
         for prefix, scope in scopes:
             for key in keys:
-                n = _count(scope, key, f"{prefix}{key}")
+                n = _count(scope, key, prefix, name)
                 if n is not None:
                     return MtpDeclaration(layers=n, key=f"{prefix}{key}", ambiguous=ambiguous)
     return None
 
 
-def parse_config(raw: Mapping[str, Any]) -> ModelConfig:
+def parse_config(raw: Mapping[str, Any], name: str = "config.json") -> ModelConfig:
+    """The decoder's shape and MTP declaration of a config.json; ``name`` is the file, for messages."""
     prefix = next((f"{k}." for k in _NESTED if isinstance(raw.get(k), Mapping) and "num_hidden_layers" in raw[k]), "")
     text = raw[prefix.rstrip(".")] if prefix else raw
+
+    def count(key: str) -> int | None:
+        return _count(text, key, prefix, name) if key in text else _count(raw, key, "", name)
 
     def pick(key: str) -> Any:
         return text.get(key, raw.get(key))
 
-    def count(key: str) -> int | None:
-        return _count(text, key, f"{prefix}{key}") if key in text else _count(raw, key, key)
-
-    archs = raw.get("architectures") or text.get("architectures") or ()
+    archs_key = "architectures" if raw.get("architectures") is not None else f"{prefix}architectures"
     return ModelConfig(
-        model_type=raw.get("model_type") if isinstance(raw.get("model_type"), str) else None,
-        architectures=tuple(a for a in archs if isinstance(a, str)),
+        model_type=_name(raw.get("model_type"), "model_type", name),
+        architectures=_names(raw.get("architectures") or (text.get("architectures") if prefix else None), archs_key, name),
         num_hidden_layers=count("num_hidden_layers"),
         hidden_size=count("hidden_size"),
         vocab_size=count("vocab_size"),
-        torch_dtype=pick("torch_dtype") or pick("dtype"),
-        mtp=_find_mtp(raw),
+        torch_dtype=_name(pick("torch_dtype") or pick("dtype"), "torch_dtype", name),
+        mtp=_find_mtp(raw, name),
         text_prefix=prefix,
         raw=raw,
     )

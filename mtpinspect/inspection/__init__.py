@@ -3,12 +3,16 @@ the pinned llama.cpp's own metadata-only load confirms the llama.cpp verdict (en
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mtpinspect.errors import MtpinspectError
+from mtpinspect.inspection.app_rules import sweep_of
 from mtpinspect.inspection.engine import consult_llama_cpp
 from mtpinspect.inspection.evidence import gather
 from mtpinspect.inspection.report import CheckFailure, CheckReport
 from mtpinspect.inspection.verdict import assemble_report
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT
+from mtpinspect.sources.fetch import FetchPolicy
 from mtpinspect.sources.resolve import resolve, resolve_each_gguf
 
 
@@ -22,17 +26,27 @@ def check(
     endpoint: str | None = None,
     verify: bool | None = None,
     context: int = DEFAULT_CONTEXT,
+    sweep_report: str | Path | None = None,
+    verify_digest: bool = False,
+    policy: FetchPolicy | None = None,
 ) -> CheckReport:
     """Decide whether the MTP head of ``source`` will work, reading only headers and small files.
 
-    ``source`` is a Hub repo id (``ORG/NAME`` or ``ORG/NAME:QUANT``), a local GGUF, or a local snapshot
-    directory (the Hugging Face cache included). For a GGUF, ``verify`` asks the pinned llama.cpp itself
-    (a metadata-only load, also giving the memory at ``context`` tokens): None when its helper is built,
-    True always (building it first: minutes, once), False never. Raises ``MtpinspectError`` subclasses
-    for bad input.
+    ``source`` is a Hub repo id (``ORG/NAME`` or ``ORG/NAME:QUANT``), a local GGUF, a local snapshot
+    directory (the Hugging Face cache included), a model of the local Ollama store (``ollama:NAME``) or
+    of LM Studio's models folder (``lmstudio:PUBLISHER/REPO[:QUANT]``). For a GGUF, ``verify`` asks the
+    pinned llama.cpp itself (a metadata-only load, also giving the memory at ``context`` tokens): None
+    when its helper is built, True always (building it first: minutes, once), False never.
+    ``sweep_report``, the report.json of a sweep of the same GGUF, gives the n-max Ollama and LM Studio
+    are told to use. ``verify_digest`` hashes every Ollama blob (by default only those up to 64 MiB; the
+    others' sizes are checked). ``policy`` bounds the Hub requests (timeout, retries, deadline). Raises
+    ``MtpinspectError`` subclasses for bad input.
     """
-    target = resolve(source, revision=revision, token=token, endpoint=endpoint, file=file, mtp_file=mtp_file)
+    target = resolve(source, revision=revision, token=token, endpoint=endpoint, file=file, mtp_file=mtp_file,
+                     verify_digest=verify_digest, policy=policy)
     ev = gather(target)
+    if sweep_report is not None:
+        ev.sweep = sweep_of(ev, sweep_report)
     return assemble_report(ev, consult_llama_cpp(ev, verify, context))
 
 
@@ -44,11 +58,16 @@ def check_all(
     endpoint: str | None = None,
     verify: bool | None = None,
     context: int = DEFAULT_CONTEXT,
+    verify_digest: bool = False,
+    policy: FetchPolicy | None = None,
 ) -> list[CheckReport | CheckFailure]:
-    """`check` every GGUF model in a repo or folder: which quantizations keep a usable MTP head? A model
-    that cannot be read (corrupt, cut short, an incomplete split set) is a CheckFailure in its place."""
+    """`check` every GGUF model in a repo, a folder, the Ollama store (``ollama:``, or ``ollama:MODEL`` for its
+    tags) or LM Studio's models folder (``lmstudio:``, ``lmstudio:PUBLISHER/REPO``): which keep a usable MTP
+    head? A model that cannot be read (corrupt, cut short, an incomplete split set) is a CheckFailure in
+    its place."""
     results: list[CheckReport | CheckFailure] = []
-    for target in resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint):
+    for target in resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint,
+                                    verify_digest=verify_digest, policy=policy):
         error = target.unreadable
         if error is None:
             try:

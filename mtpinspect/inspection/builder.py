@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.origin import Origin
 from mtpinspect.inspection.quant_audit import QuantAudit
-from mtpinspect.inspection.report import FINDINGS, Finding, RuntimeVerdict
+from mtpinspect.inspection.report import FINDINGS, Finding, NMaxAdvice, RuntimeVerdict
 from mtpinspect.vocabulary import Layout, Severity, SourceKind
 
 _SHOWN = 6  # evidence lines per finding before "... and N more"
@@ -27,6 +27,7 @@ class ReportBuilder:
     audit: QuantAudit | None = None
     origin: Origin | None = None  # who made the checkpoint (origin.py); judged for HF checkpoints
     mtp_types: dict[str, int] = field(default_factory=dict)
+    app_n_max: NMaxAdvice | None = None
 
     def add(
         self, code: str, message: str, evidence: list[str] | tuple[str, ...] = (), severity: Severity | None = None

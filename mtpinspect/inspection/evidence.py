@@ -13,12 +13,12 @@ from functools import cached_property
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from mtpinspect.errors import FormatError, SourceError
+from mtpinspect.errors import FormatError, SourceError, shown
 from mtpinspect.formats.card import CARD_FILE, CARD_LIMIT, ModelCard, card_from_metadata, parse_card
 from mtpinspect.formats.config import ModelConfig, parse_config
 from mtpinspect.formats.gguf import LLAMA_MAX_LAYERS, GGUFHeader, GGUFTensor, read_gguf_header
 from mtpinspect.formats.quantization import QUANT_FILES, QuantizationConfig, find_quantization
-from mtpinspect.formats.safetensors import tensor_extent
+from mtpinspect.formats.safetensors import check_tensor_name, read_safetensors_header, tensor_extent
 from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
 from mtpinspect.inspection.pairing import SidecarChoice, choose_sidecar, named_sidecar
 from mtpinspect.sources.filenames import is_mtp_safetensors, sidecar_ggufs
@@ -26,10 +26,12 @@ from mtpinspect.sources.local import LocalTree
 from mtpinspect.sources.provenance import LocalDownload, local_download
 from mtpinspect.sources.reader import RecordingReader, read_json
 from mtpinspect.sources.resolve import Target
-from mtpinspect.vocabulary import SourceKind
+from mtpinspect.vocabulary import Pairing, SourceKind
 
 if TYPE_CHECKING:
     from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
+
+    from mtpinspect.sweep.report import SavedRecommendation
 
 # Reading a few shard headers is cheap; reading all 160 of a DeepSeek repo is not needed for the verdict.
 MAX_MTP_SHARDS = 16
@@ -127,6 +129,7 @@ class Evidence:
     card_problem: str | None = None  # why a README.md that is there gave no card
     download: LocalDownload | None = None  # `hf download --local-dir` records of a local folder
     notes: list[str] = field(default_factory=list)
+    sweep: SavedRecommendation | None = None  # a sweep of this GGUF on this machine (check --sweep-report)
 
 
 def _json_file(target: Target, path: str) -> Mapping[str, Any]:
@@ -178,11 +181,16 @@ def _weight_map(target: Target, index_file: str | None) -> tuple[dict[str, str],
     if index_file:
         index = _json_file(target, index_file)
         wm = index.get("weight_map")
+        where = f"{target.display}/{index_file}"
         if not isinstance(wm, dict):
-            raise FormatError(f"{target.display}/{index_file}: no weight_map object")
-        return {str(k): str(v) for k, v in wm.items()}, {}
+            raise FormatError(f"{where}: weight_map is {shown(wm)}, not an object")
+        for tensor, shard in wm.items():
+            check_tensor_name(tensor, where)
+            if not isinstance(shard, str) or not shard:
+                raise FormatError(f"{where}: weight_map[{tensor!r}] is {shown(shard)}, not a shard file name")
+        return dict(wm), {}
     shards = [p for p in files if p.endswith(".safetensors") and "/" not in p and not is_mtp_safetensors(p)]
-    headers = {shard: target.tree.safetensors_header(shard) for shard in shards[:MAX_MTP_SHARDS]}
+    headers = {shard: read_safetensors_header(target.tree.open(shard)) for shard in shards[:MAX_MTP_SHARDS]}
     return {name: shard for shard, header in headers.items() for name in header.tensors}, headers
 
 
@@ -198,7 +206,7 @@ def _checkpoint(target: Target, config: ModelConfig | None) -> CheckpointEvidenc
             raise SourceError(f"{target.display}: {index_file} names shard '{shard}', which is not in the repo")
     standalone = next((p for p in sorted(files) if is_mtp_safetensors(p) and p not in weight_map.values()), None)
     if standalone:
-        headers[standalone] = target.tree.safetensors_header(standalone)
+        headers[standalone] = read_safetensors_header(target.tree.open(standalone))
         for name in headers[standalone].tensors:
             weight_map.setdefault(name, standalone)
     layers = config.num_hidden_layers if config else None
@@ -209,7 +217,7 @@ def _checkpoint(target: Target, config: ModelConfig | None) -> CheckpointEvidenc
     # PyTorch pickles have no header to range-read: their dtypes stay unknown.
     for shard in [f for f in ordered if f.endswith(".safetensors")][:MAX_MTP_SHARDS]:
         if shard not in headers:
-            headers[shard] = target.tree.safetensors_header(shard)
+            headers[shard] = read_safetensors_header(target.tree.open(shard))
     dtypes: dict[str, str | None] = {}
     nbytes = params = 0
     for name in mtp.names:
@@ -258,7 +266,7 @@ def gather(target: Target) -> Evidence:
     ev.config_file = _find_config(target)
     raw_config = _json_file(target, ev.config_file) if ev.config_file else None
     if raw_config is not None:
-        ev.config = parse_config(raw_config)
+        ev.config = parse_config(raw_config, f"{target.display}/{ev.config_file}")
     extra = {name: _json_file(target, name) for name in QUANT_FILES if name in files}
     ev.quant = find_quantization(raw_config, extra)
     if target.gguf_files:
@@ -272,6 +280,9 @@ def gather(target: Target) -> Evidence:
         ev.gguf = read_once(target.gguf_files)
         if target.sidecar_files is None:
             ev.sidecar_choice = choose_sidecar(files, target.gguf_files, ev.gguf, read_once)
+        elif target.app is not None and target.app.draft_file and target.sidecar_files:
+            ev.sidecar_choice = SidecarChoice(target.sidecar_files, Pairing.draft_layer,
+                                              f"{target.sidecar_files[0]}: the DRAFT layer of {target.app.location}")
         else:
             ev.sidecar_choice = named_sidecar(target.sidecar_files)
         if ev.sidecar_choice.files:

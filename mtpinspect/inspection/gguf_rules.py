@@ -193,7 +193,6 @@ def _gguf_runtimes(ev: Evidence, b: ReportBuilder, head: GgufEvidence) -> None:
     gguf_only = "vLLM and SGLang do not run MTP from GGUF files; use the original HF checkpoint"
     b.runtimes["vllm"] = RuntimeVerdict(RuntimeStatus.unsupported, gguf_only)
     b.runtimes["sglang"] = RuntimeVerdict(RuntimeStatus.unsupported, gguf_only)
-    b.notes.append("Ollama and LM Studio load this GGUF's trunk; neither exposes llama.cpp's draft-mtp: serve it with llama-server")
 
 
 def _llama_for_gguf(ev: Evidence, b: ReportBuilder, g: GgufEvidence, head: GgufEvidence) -> RuntimeVerdict:

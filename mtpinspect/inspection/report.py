@@ -14,6 +14,7 @@ from mtpinspect.vocabulary import Layout, MtpExcluded, RuntimeStatus, Severity, 
 if TYPE_CHECKING:
     from mtpinspect.inspection.origin import Origin
     from mtpinspect.runtime.verify import MemoryEstimate
+    from mtpinspect.sources.app_stores import AppModel
 
 # code -> (what it means, default severity). README and `check --codes` print this table.
 FINDINGS: dict[str, tuple[str, Severity]] = {
@@ -40,6 +41,12 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "HEADERS_NOT_READ": ("Some MTP shard headers were not read; dtype checks cover the ones that were", Severity.info),
     "LLAMA_CPP_REFUSED": ("The pinned llama.cpp's own loader refuses the model with draft-mtp (its message quoted)", Severity.error),
     "PATTERN_NOT_EVALUATED": ("An exclusion regex backtracks past its time bound; it is reported and counts as matching nothing", Severity.warning),
+    "OLLAMA_MTP_OFF": ("An Ollama model whose GGUF carries an MTP head but whose Modelfile sets no draft_num_predict "
+                       "(or 0): Ollama decodes without speculation", Severity.warning),
+    "OLLAMA_TAG_WITHOUT_HEAD": ("An Ollama tag named for MTP (-mtp), or one that sets draft_num_predict, whose GGUF has "
+                                "no MTP head and whose manifest has no DRAFT layer", Severity.warning),
+    "OLLAMA_DRAFT_LAYER": ("The Ollama model carries a separate drafter (a DRAFT layer): Ollama drafts with it",
+                           Severity.info),
 }
 
 @dataclass(frozen=True)
@@ -65,6 +72,16 @@ class RuntimeVerdict:
     reason: str
     command: str | None = None
     verified: Verified | None = None  # None: only the rules speak (the engine was not asked)
+    setting: str | None = None  # Ollama, LM Studio: the app's own setting that runs MTP (a Modelfile line, a switch)
+
+
+@dataclass(frozen=True)
+class NMaxAdvice:
+    """The n-max Ollama and LM Studio are told to use (their settings in runtimes), and where it comes from."""
+
+    n_max: int | None  # None: leave MTP off (a sweep measured no gain)
+    why: str
+    measured: bool  # from a sweep report of this GGUF (check --sweep-report)
 
 
 @dataclass(frozen=True)
@@ -114,6 +131,8 @@ class CheckReport:
     memory: MemoryEstimate | None = None
     notes: list[str] = field(default_factory=list)
     origin: Origin | None = None  # who made the checkpoint, for HF checkpoints (None for GGUF)
+    app: AppModel | None = None  # ollama: and lmstudio: sources: the model in the app's terms
+    app_n_max: NMaxAdvice | None = None  # GGUF: the n-max in the ollama and lm-studio settings
 
     @property
     def exit_code(self) -> int:

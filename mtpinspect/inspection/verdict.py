@@ -9,6 +9,7 @@ llama.cpp status. This module assembles the report.
 
 from __future__ import annotations
 
+from mtpinspect.inspection.app_rules import apply_app_rules
 from mtpinspect.inspection.builder import ReportBuilder
 from mtpinspect.inspection.checkpoint_rules import apply_checkpoint_rules
 from mtpinspect.inspection.engine import EngineCheck, follow_engine
@@ -23,13 +24,16 @@ from mtpinspect.vocabulary import RuntimeStatus
 def _verdict(b: ReportBuilder, usable: bool) -> str:
     supported = [n for n, r in b.runtimes.items() if r.status is RuntimeStatus.supported]
     risky = [n for n, r in b.runtimes.items() if r.status is RuntimeStatus.at_risk]
+    off = [(n, r) for n, r in b.runtimes.items() if r.status is RuntimeStatus.off]
     worst = min(b.findings, key=lambda f: f.severity.rank) if b.findings else None
     where = f"{b.mtp_layers} MTP layer(s), {b.layout}" if b.mtp_layers else b.layout
+    # An app whose own setting leaves MTP off is named with the reason: that setting is the news.
+    switched_off = f"; off in {', '.join(n for n, _ in off)}: {off[0][1].reason}" if off else ""
     if supported:
         extra = f"; at risk in {', '.join(risky)}" if risky else ""
-        return f"MTP usable ({where}) in {', '.join(supported)}{extra}"
+        return f"MTP usable ({where}) in {', '.join(supported)}{extra}{switched_off}"
     if risky:
-        return f"MTP at risk ({where}) in {', '.join(risky)}: {worst.message if worst else ''}"
+        return f"MTP at risk ({where}) in {', '.join(risky)}: {worst.message if worst else ''}{switched_off}"
     if any(r.status is RuntimeStatus.unknown for r in b.runtimes.values()):
         return f"MTP undetermined: {worst.message if worst else 'no runtime is known to draft with this model'}"
     return f"MTP not usable: {worst.message if worst else 'no MTP head found'}"
@@ -46,6 +50,9 @@ def assemble_report(ev: Evidence, engine: EngineCheck | None = None) -> CheckRep
     verification = engine.verification if engine else None
     if verification is not None:
         follow_engine(b, verification)
+    if ev.gguf is not None:
+        # The apps follow llama.cpp's verdict, the engine's included (both run its llama-server).
+        apply_app_rules(ev, b)
     if engine and engine.note:
         b.notes.append(engine.note)
     b.findings.sort(key=lambda f: f.severity.rank)
@@ -93,6 +100,8 @@ def assemble_report(ev: Evidence, engine: EngineCheck | None = None) -> CheckRep
         notes=[n for n in b.notes if n],
         memory=verification.memory if verification else None,
         origin=b.origin,
+        app=t.app,
+        app_n_max=b.app_n_max,
     )
 
 

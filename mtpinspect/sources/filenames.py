@@ -139,3 +139,8 @@ def repo_id_from_cache(path: Path) -> str | None:
         if m:
             return f"{m.group('org')}/{m.group('name')}"
     return None
+
+
+def names_mtp(name: str) -> bool:
+    """Does a model or tag name announce MTP ('qwen3.6:27b-mtp-q4_K_M', 'model-MTP')?"""
+    return re.search(r"(^|[-_.:/])mtp([-_.:/]|$)", name.lower()) is not None

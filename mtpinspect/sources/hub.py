@@ -1,20 +1,23 @@
-"""The Hugging Face Hub as a source: listing, small JSON files, range reads and safetensors headers.
+"""The Hugging Face Hub as a source: the listing (model_info's request) and range reads of files.
 
-Every Hub access goes through huggingface_hub (auth, revisions, HF_ENDPOINT, error classes, its
-safetensors header reader). Nothing here downloads a weight file: GGUF and safetensors are read
-through HTTP Range requests, and every byte that comes back is counted in a ByteMeter.
+Every Hub access goes through huggingface_hub: its URLs, auth headers (token, saved login,
+HF_ENDPOINT), error classes and HTTP session. Every request is made by sources.fetch: bounded in time
+(timeout, deadline), retried when the failure is transient, bounded in bytes. Nothing here downloads a
+weight file: GGUF and safetensors are read through HTTP Range requests, and every byte that comes back
+is counted in a ByteMeter.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import httpx2
-from huggingface_hub import HfApi, constants, hf_hub_url
+from huggingface_hub import constants, hf_hub_url
 from huggingface_hub.errors import (
     GatedRepoError,
     HfHubHTTPError,
@@ -23,42 +26,14 @@ from huggingface_hub.errors import (
     RemoteEntryNotFoundError,
     RepositoryNotFoundError,
     RevisionNotFoundError,
-    SafetensorsParsingError,
 )
-from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
+from huggingface_hub.utils import build_hf_headers, validate_repo_id
 
-from mtpinspect.errors import FormatError, SourceError
-from mtpinspect.sources.reader import ByteMeter, RepoFile
+from mtpinspect.errors import SourceError, shown
+from mtpinspect.sources.fetch import Clock, FetchPolicy, fetch
+from mtpinspect.sources.reader import JSON_LIMITS, ByteMeter, JsonKind, RepoFile, parse_json
 
-# huggingface_hub keeps one shared HTTP client; a response hook on it feeds the meter of the check
-# that is running in this context, so calls made inside huggingface_hub are counted too.
-_ACTIVE_METER: contextvars.ContextVar[ByteMeter | None] = contextvars.ContextVar("mtpinspect_meter", default=None)
-
-
-def _count_response(response: httpx2.Response) -> None:
-    meter = _ACTIVE_METER.get()
-    if meter is None or response.request.method == "HEAD":
-        return
-    length = response.headers.get("content-length")
-    meter.add(int(length) if length and length.isdigit() else 0)
-
-
-def _install_counter() -> None:
-    hooks = get_session().event_hooks
-    if _count_response not in hooks.setdefault("response", []):
-        hooks["response"] = [*hooks["response"], _count_response]
-
-
-@contextlib.contextmanager
-def metered(meter: ByteMeter) -> Iterator[None]:
-    """Count every Hub response body received in this block into ``meter``."""
-    _install_counter()
-    token = _ACTIVE_METER.set(meter)
-    try:
-        yield
-    finally:
-        _ACTIVE_METER.reset(token)
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 
 
 @dataclass
@@ -74,6 +49,7 @@ class HubRepo:
     gated: bool | str = False
     private: bool = False
     meter: ByteMeter = field(default_factory=ByteMeter)
+    clock: Clock = field(default_factory=Clock)  # the command's timeout, retries and deadline
     card_data: dict[str, Any] | None = None  # README.md's front matter as the Hub parsed it (model info cardData)
 
     @property
@@ -82,7 +58,7 @@ class HubRepo:
 
     @property
     def total_size(self) -> int:
-        return sum(f.size for f in self.files.values())
+        return sum(f.size or 0 for f in self.files.values())
 
     def ref(self, path: str) -> str:
         return path
@@ -90,27 +66,31 @@ class HubRepo:
     def url(self, path: str) -> str:
         return hf_hub_url(self.repo_id, path, revision=self.sha, endpoint=self.endpoint)
 
-    def _headers(self) -> dict[str, str]:
+    def headers(self) -> dict[str, str]:
         return build_hf_headers(token=self.token)
 
     def open(self, path: str) -> HubFileReader:
         if path not in self.files:
             raise SourceError(f"{self.repo_id}: no file '{path}' at revision {self.sha[:12]}")
+        if self.files[path].size is None:
+            self.files[path] = RepoFile(path, self._size_of(path))
         return HubFileReader(self, path)
 
-    def safetensors_header(self, path: str) -> SafetensorsFileMetadata:
-        """The shard's header, read with huggingface_hub's own reader (two range requests at most)."""
-        api = HfApi(endpoint=self.endpoint, token=self.token)
-        with metered(self.meter), _hub_errors(self.repo_id, self.revision, path):
-            self.meter.requests += 1
-            try:
-                return api.parse_safetensors_file_metadata(self.repo_id, path, revision=self.sha)
-            except SafetensorsParsingError as exc:
-                raise FormatError(f"{self.repo_id}/{path}: bad safetensors header ({exc})") from None
+    def _size_of(self, path: str) -> int:
+        """The size of a file the listing gave none for (a mirror that ignores ?blobs=true): one HEAD."""
+        name = f"{self.repo_id}/{path}"
+        with _hub_errors(self.repo_id, self.revision, path):
+            answer = fetch("HEAD", self.url(path), headers={**self.headers(), "Accept-Encoding": "identity"},
+                           clock=self.clock, meter=self.meter, what=name, limit=0)
+        # huggingface_hub's rule: X-Linked-Size for LFS files (on the redirect), else Content-Length.
+        size = answer.headers.get("x-linked-size") or answer.headers.get("content-length")
+        if size is None or not size.isdigit():
+            raise SourceError(f"{name}: neither the listing nor the Hub's answer gives the file's size (Content-Length {shown(size)})")
+        return int(size)
 
 
 class HubFileReader:
-    """A RangeReader over one file of a Hub repo: each read_at is one HTTP Range request."""
+    """A RangeReader over one file of a Hub repo: each read_at is one HTTP Range request (plus retries)."""
 
     def __init__(self, repo: HubRepo, path: str) -> None:
         self.repo = repo
@@ -119,29 +99,40 @@ class HubFileReader:
 
     @property
     def size(self) -> int:
-        return self.repo.files[self.path].size
+        size = self.repo.files[self.path].size
+        assert size is not None, "HubRepo.open learns the size"
+        return size
 
     def read_at(self, offset: int, length: int) -> bytes:
+        """Bytes [offset, offset + length) of the file: the one bounded, timed, retried range read."""
         if length <= 0 or offset >= self.size:
             return b""
         end = min(offset + length, self.size) - 1
-        headers = {**self.repo._headers(), "Range": f"bytes={offset}-{end}", "Accept-Encoding": "identity"}
         wanted = end - offset + 1
+        headers = {**self.repo.headers(), "Range": f"bytes={offset}-{end}", "Accept-Encoding": "identity"}
         with _hub_errors(self.repo.repo_id, self.repo.revision, self.path):
-            with get_session().stream("GET", self.repo.url(self.path), headers=headers, follow_redirects=True) as resp:
-                hf_raise_for_status(resp)
-                if resp.status_code == 200 and offset > 0:
-                    # A server that ignores Range would send the whole file; never read a weight file.
-                    raise SourceError(f"{self.name}: the server ignores HTTP Range requests; refusing to download the file")
-                chunks, got = [], 0
-                for chunk in resp.iter_bytes():
-                    chunks.append(chunk[: wanted - got])
-                    got += len(chunks[-1])
-                    if got >= wanted:
-                        break
-        self.repo.meter.requests += 1
-        self.repo.meter.add(got)
-        return b"".join(chunks)
+            answer = fetch("GET", self.repo.url(self.path), headers=headers, clock=self.repo.clock,
+                           meter=self.repo.meter, what=self.name, limit=wanted)
+        if answer.status == 200 and offset > 0:
+            # A server that ignores Range sends the whole file from byte 0: never read a weight file.
+            raise SourceError(f"{self.name}: the server ignores HTTP Range requests (200 to bytes {offset}-{end}); "
+                              "refusing to download the file")
+        if answer.status != 200:  # at offset 0 a 200's first bytes are the ones asked for
+            self._check_content_range(answer.headers.get("content-range"), offset, end)
+        if len(answer.body) < wanted:
+            raise SourceError(f"{self.name}: the Hub sent {len(answer.body):,} of the {wanted:,} bytes asked for "
+                              f"(bytes {offset}-{end} of {self.size:,}); the connection ended early")
+        return answer.body
+
+    def _check_content_range(self, value: str | None, offset: int, end: int) -> None:
+        """The answer is the bytes asked for, of a file of the listed size; else the server is wrong."""
+        match = _CONTENT_RANGE.fullmatch((value or "").strip())
+        if match and (int(match[1]), int(match[2])) == (offset, end) and match[3] in ("*", str(self.size)):
+            return
+        raise SourceError(
+            f"{self.name}: the server answered Content-Range {shown(value)} to a request for bytes {offset}-{end} "
+            f"of a {self.size:,}-byte file: a broken server or proxy (the file itself was not read)"
+        )
 
 
 @contextlib.contextmanager
@@ -168,29 +159,68 @@ def _hub_errors(repo_id: str, revision: str | None, path: str | None = None) -> 
         status = exc.response.status_code if exc.response is not None else "?"
         raise SourceError(f"{where}: Hub request failed with HTTP {status}") from None
     except httpx2.HTTPError as exc:
-        raise SourceError(f"{where}: cannot reach the Hub at {constants.ENDPOINT} ({type(exc).__name__}: {exc})") from None
+        raise SourceError(f"{where}: cannot reach the Hub ({type(exc).__name__}: {exc})") from None
 
 
-def open_repo(repo_id: str, *, revision: str | None = None, token: str | None = None, endpoint: str | None = None) -> HubRepo:
-    """Resolve the revision to a commit and list the repo's files with their sizes."""
+def open_repo(
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    token: str | None = None,
+    endpoint: str | None = None,
+    policy: FetchPolicy | None = None,
+) -> HubRepo:
+    """Resolve the revision to a commit and list the repo's files with their sizes (model_info's request)."""
     endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
+    clock = Clock(policy)
     meter = ByteMeter()
-    api = HfApi(endpoint=endpoint, token=token)
-    with metered(meter), _hub_errors(repo_id, revision):
-        meter.requests += 1
-        info = api.model_info(repo_id, revision=revision, files_metadata=True)
-    files = {
-        s.rfilename: RepoFile(s.rfilename, int(s.size or (s.lfs.size if s.lfs else 0) or 0)) for s in info.siblings or []
-    }
+    url = f"{endpoint}/api/models/{repo_id}"
+    if revision is not None:
+        url += f"/revision/{quote(revision, safe='')}"
+    what = f"{repo_id} listing"
+    with _hub_errors(repo_id, revision):
+        validate_repo_id(repo_id)
+        answer = fetch("GET", f"{url}?blobs=true", headers={**build_hf_headers(token=token), "Accept-Encoding": "gzip"},
+                       clock=clock, meter=meter, what=what, limit=JSON_LIMITS[JsonKind.listing].max_bytes)
+    if not answer.complete:
+        raise SourceError(f"{what}: the Hub's answer is larger than {JSON_LIMITS[JsonKind.listing].max_bytes >> 20} MiB "
+                          "(no real listing is); not reading it")
+    kind = answer.headers.get("content-type", "no content type")
+    listing = parse_json(answer.body, f"{what} ({kind}, GET /api/models/{repo_id})", JsonKind.listing)
+    sha, files = _parse_listing(listing, what)
     return HubRepo(
         repo_id=repo_id,
         revision=revision,
         token=token,
         endpoint=endpoint,
-        sha=info.sha or "",
+        sha=sha,
         files=files,
-        gated=info.gated or False,
-        private=bool(info.private),
+        gated=listing.get("gated") if isinstance(listing.get("gated"), (bool, str)) else False,
+        private=listing.get("private") is True,
         meter=meter,
-        card_data=info.card_data.to_dict() if info.card_data is not None else None,
+        card_data=listing.get("cardData") if isinstance(listing.get("cardData"), dict) else None,
+        clock=clock,
     )
+
+
+def _parse_listing(listing: Any, what: str) -> tuple[str, dict[str, RepoFile]]:
+    """The commit and the files of a model_info answer, each checked (a proxy or mirror may send anything)."""
+    if not isinstance(listing, dict):
+        raise SourceError(f"{what}: the Hub answered {shown(listing)}, not a JSON object")
+    sha = listing.get("sha")
+    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-fA-F]{7,64}", sha):
+        raise SourceError(f"{what}: the Hub's answer has no commit sha (sha: {shown(sha)})")
+    siblings = listing.get("siblings", [])
+    if not isinstance(siblings, list):
+        raise SourceError(f"{what}: siblings is {shown(siblings)}, not a list of files")
+    files: dict[str, RepoFile] = {}
+    for i, sibling in enumerate(siblings):
+        path = sibling.get("rfilename") if isinstance(sibling, dict) else None
+        if not isinstance(path, str) or not path:
+            raise SourceError(f"{what}: siblings[{i}] is {shown(sibling)}, not a file entry")
+        lfs = sibling.get("lfs")
+        size = sibling.get("size", lfs.get("size") if isinstance(lfs, dict) else None)
+        if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
+            raise SourceError(f"{what}: the size of {path!r} is {shown(size)}, not a number of bytes")
+        files[path] = RepoFile(path, size)
+    return sha, files

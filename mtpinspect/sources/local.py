@@ -1,25 +1,21 @@
 """Local sources: a snapshot directory (the Hugging Face cache included) or the folder of a local GGUF.
 
-They offer the same surface as a Hub repo (a file listing with sizes, range readers, small JSON files,
-safetensors headers), so the formats and the evidence never ask where the bytes come from.
+They offer the same surface as a Hub repo (a file listing with sizes, range readers), so the formats
+and the evidence never ask where the bytes come from.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from mtpinspect.errors import FormatError, SourceError
+from mtpinspect.errors import SourceError
 from mtpinspect.sources.filenames import HF_CACHE_FOLDER, is_gguf
 from mtpinspect.sources.reader import ByteMeter, LocalFileReader, RepoFile
-
-if TYPE_CHECKING:
-    from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
 
 _SKIPPED_DIRS = {".git", ".cache", "__pycache__"}
 # A model's snapshot holds at most a few thousand files, a few folders deep.
@@ -66,27 +62,6 @@ class LocalTree:
         if rel not in self.files:
             raise SourceError(f"{self.root}: no file '{rel}'")
         return LocalFileReader(self.path(rel), meter=self.meter)
-
-    def safetensors_header(self, rel: str) -> SafetensorsFileMetadata:
-        # huggingface_hub's own parser, imported only when a checkpoint is read.
-        from huggingface_hub import parse_local_safetensors_file_metadata
-        from huggingface_hub.errors import SafetensorsParsingError
-
-        try:
-            meta = parse_local_safetensors_file_metadata(self.path(rel))
-        except SafetensorsParsingError as exc:
-            raise FormatError(f"{self.path(rel)}: bad safetensors header ({_first_sentence(exc)})") from None
-        except OSError as exc:
-            raise SourceError(f"{self.path(rel)}: cannot read ({exc.strerror or exc})") from None
-        with open(self.path(rel), "rb") as f:
-            header_len = struct.unpack("<Q", f.read(8))[0]
-        self.meter.requests += 1
-        self.meter.add(8 + header_len)
-        return meta
-
-
-def _first_sentence(exc: Exception) -> str:
-    return str(exc).split(". ")[0]
 
 
 def _walk(root: Path, *, depth: int, descend: Callable[[str], bool], keep: Callable[[str], bool]) -> dict[str, RepoFile]:

@@ -12,16 +12,44 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from mtpinspect.errors import FormatError, SourceError
 
-if TYPE_CHECKING:
-    from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
+MIB = 1024 * 1024
 
-# A JSON file (config, index, quantization config) larger than this is not one we read.
-JSON_LIMIT = 64 * 1024 * 1024
+
+class JsonKind(str, Enum):
+    """What a JSON document is: it sets how large the document may be."""
+
+    config = "config file"  # config.json and the quantization side files
+    index = "index file"  # *.safetensors.index.json, *.bin.index.json
+    listing = "Hub listing"  # model_info's answer
+    safetensors = "safetensors header"
+
+
+@dataclass(frozen=True)
+class JsonLimit:
+    """The most bytes a document may have, and the most values (objects, arrays, members, items) it may
+    hold: parsed JSON takes up to 25 times its size in memory (`[{},{},...]`), so bytes alone do not
+    bound it."""
+
+    max_bytes: int
+    max_values: int
+
+
+# Real sizes: config.json and hf_quant_config.json of MiniMax-M3-NVFP4 are 3.1 MB (134k values);
+# DeepSeek-V3's index of 163 shards is 8.9 MB (182k values); a listing is about 100 bytes per file; a
+# safetensors header is at most huggingface_hub's SAFETENSORS_MAX_HEADER_LENGTH (25,000,000 bytes).
+JSON_LIMITS = {
+    JsonKind.config: JsonLimit(8 * MIB, 500_000),
+    JsonKind.index: JsonLimit(32 * MIB, 1_000_000),
+    JsonKind.listing: JsonLimit(16 * MIB, 500_000),
+    JsonKind.safetensors: JsonLimit(25_000_000, 2_500_000),
+}
+MAX_INT_DIGITS = 30  # no count or size in a model file needs more; Python refuses 4,300 and up
 
 
 @dataclass
@@ -41,10 +69,13 @@ class ByteMeter:
 
 @dataclass(frozen=True)
 class RepoFile:
-    """One file of a tree: its path relative to the tree's root ('/'-separated) and its size."""
+    """One file of a tree: its path relative to the tree's root ('/'-separated) and its size.
+
+    A size is None only in a Hub listing that gave none (a mirror that ignores ?blobs=true); the tree
+    learns it when the file is opened."""
 
     path: str
-    size: int
+    size: int | None
 
 
 class RangeReader(Protocol):
@@ -132,20 +163,52 @@ class Tree(Protocol):
         """A reader for one of ``files``; SourceError for a path that is not there."""
         ...
 
-    def safetensors_header(self, path: str) -> SafetensorsFileMetadata:
-        """The header of a safetensors file of the tree (read with huggingface_hub's parser)."""
-        ...
-
     def ref(self, path: str) -> str:
         """How a printed command names the file: its local path, or its name in the repo."""
         ...
 
 
-def read_json(tree: Tree, path: str, *, limit: int = JSON_LIMIT) -> Any:
-    """A small JSON file of a tree, parsed; FormatError when it is not JSON."""
+def json_kind(path: str) -> JsonKind:
+    return JsonKind.index if path.endswith(".index.json") else JsonKind.config
+
+
+def read_json(tree: Tree, path: str) -> Any:
+    """A JSON file of a tree, parsed within its kind's limits (FormatError past them, or when not JSON)."""
     reader = tree.open(path)
-    data = reader.read_at(0, min(reader.size, limit))
+    kind = json_kind(path)
+    check_json_size(reader.size, reader.name, kind)
+    return parse_json(reader.read_at(0, reader.size), reader.name, kind)
+
+
+def check_json_size(size: int, name: str, kind: JsonKind) -> None:
+    limit = JSON_LIMITS[kind].max_bytes
+    if size > limit:
+        raise FormatError(f"{name}: {size / MIB:.1f} MiB; {kind.value}s have at most {limit / MIB:.0f} MiB")
+
+
+class _LongNumber(ValueError):
+    pass
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _LongNumber(f"an integer of {len(text.lstrip('-')):,} digits; numbers in model files have at most {MAX_INT_DIGITS}")
+    return int(text)
+
+
+def parse_json(data: bytes, name: str, kind: JsonKind) -> Any:
+    """``data`` parsed, within the limits of ``kind``: bytes, values, nesting and integer digits."""
+    limit = JSON_LIMITS[kind]
+    check_json_size(len(data), name, kind)
+    # Every value but the first sits after one of these; counted in strings too, so an upper bound.
+    values = sum(data.count(mark) for mark in (b",", b":", b"[", b"{"))
+    if values > limit.max_values:
+        raise FormatError(f"{name}: about {values:,} JSON values; {kind.value}s hold at most {limit.max_values:,}")
     try:
-        return json.loads(data)
+        return json.loads(data, parse_int=_parse_int)
+    except _LongNumber as exc:
+        raise FormatError(f"{name}: {exc}") from None
+    except RecursionError:
+        raise FormatError(f"{name}: JSON nested too deeply to read (Python's parser stops near 1,000 levels)") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FormatError(f"{reader.name}: not valid JSON ({exc})") from None
+        raise FormatError(f"{name}: not valid JSON ({exc})") from None

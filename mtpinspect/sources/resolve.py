@@ -13,8 +13,10 @@ import copy
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from mtpinspect.errors import SourceError, UsageError
+from mtpinspect.sources.fetch import FetchPolicy
 from mtpinspect.sources.filenames import (
     group_splits,
     is_repo_id,
@@ -28,6 +30,9 @@ from mtpinspect.sources.filenames import (
 from mtpinspect.sources.local import open_directory, open_gguf_folder
 from mtpinspect.sources.reader import ByteMeter, Tree
 from mtpinspect.vocabulary import SourceKind
+
+if TYPE_CHECKING:
+    from mtpinspect.sources.app_stores import AppModel
 
 
 @dataclass
@@ -45,6 +50,7 @@ class Target:
     quant: str | None = None
     # check --all: why this model cannot be checked (an incomplete split set), reported as its row.
     unreadable: str | None = None
+    app: AppModel | None = None  # the model as Ollama or LM Studio keeps it (ollama:, lmstudio: sources)
 
     @property
     def revision(self) -> str | None:
@@ -97,12 +103,20 @@ def resolve(
     endpoint: str | None = None,
     file: str | None = None,
     mtp_file: str | None = None,
+    verify_digest: bool = False,
+    policy: FetchPolicy | None = None,
 ) -> Target:
-    path = Path(source).expanduser()
+    from mtpinspect.sources.app_stores import locate  # ollama: and lmstudio: sources
+
+    app = locate(source, revision=revision, file=file, mtp_file=mtp_file, verify_digest=verify_digest)
+    if app is not None and app.target is not None:
+        return app.target
+    path = app.folder if app is not None and app.folder is not None else Path(source).expanduser()
     if path.is_dir():
         tree = open_directory(path, revision=revision)
-        target = Target(tree, SourceKind.local_dir, str(path), repo_id_from_cache(path.resolve()))
-        target.gguf_files = _pick_gguf(tree, str(path), file=file, quant=None)
+        target = Target(tree, SourceKind.local_dir, str(path), repo_id_from_cache(path.resolve()),
+                        quant=app.quant if app else None)
+        target.gguf_files = _pick_gguf(tree, str(path), file=file, quant=target.quant)
     elif path.exists():
         if revision:
             raise UsageError(f"{source}: --revision applies to Hub repos, not to a local file")
@@ -111,7 +125,7 @@ def resolve(
         from mtpinspect.sources.hub import open_repo  # huggingface_hub only for Hub sources
 
         repo_id, _, quant = source.partition(":")
-        tree = open_repo(repo_id, revision=revision, token=token, endpoint=endpoint)
+        tree = open_repo(repo_id, revision=revision, token=token, endpoint=endpoint, policy=policy)
         target = Target(tree, SourceKind.hub, repo_id, repo_id, quant=quant or None)
         target.gguf_files = _pick_gguf(tree, repo_id, file=file, quant=quant or None)
     else:
@@ -123,7 +137,7 @@ def resolve(
             target.sidecar_files = []
     elif mtp_file:
         raise UsageError(f"{source}: --mtp-file applies to GGUF sources")
-    return target
+    return app.relabel(target) if app is not None else target
 
 
 def _looks_like_repo(text: str) -> bool:
@@ -166,10 +180,21 @@ def _absolute(path: Path) -> Path:
 
 
 def resolve_each_gguf(
-    source: str, *, revision: str | None = None, token: str | None = None, endpoint: str | None = None
+    source: str,
+    *,
+    revision: str | None = None,
+    token: str | None = None,
+    endpoint: str | None = None,
+    verify_digest: bool = False,
+    policy: FetchPolicy | None = None,
 ) -> list[Target]:
     """One target per GGUF model in a repo or folder (a split set counts once, sidecars paired), from one
-    listing. The first target's meter carries the listing's cost; each has its own for its headers."""
+    listing. The first target's meter carries the listing's cost; each has its own for its headers.
+    ``ollama:`` and ``lmstudio:`` sources give one target per model of the app's store."""
+    from mtpinspect.sources.app_stores import each_app_target, is_app_source
+
+    if is_app_source(source):
+        return each_app_target(source, revision=revision, verify_digest=verify_digest)
     path = Path(source).expanduser()
     if path.is_dir():
         tree: Tree = open_directory(path, revision=revision)
@@ -177,10 +202,10 @@ def resolve_each_gguf(
     elif _looks_like_repo(source) and ":" not in source:
         from mtpinspect.sources.hub import open_repo
 
-        tree = open_repo(source, revision=revision, token=token, endpoint=endpoint)
+        tree = open_repo(source, revision=revision, token=token, endpoint=endpoint, policy=policy)
         kind, repo_id = SourceKind.hub, source
     else:
-        raise UsageError(f"{source}: --all takes a Hub repo (ORG/NAME) or a folder of GGUF files")
+        raise UsageError(f"{source}: --all takes a Hub repo (ORG/NAME), a folder of GGUF files, ollama: or lmstudio:")
     mains = main_ggufs(tree.files)
     if not mains:
         raise SourceError(f"{source}: no GGUF files")

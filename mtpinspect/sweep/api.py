@@ -7,16 +7,19 @@ report after ``--resume`` covers the earlier invocations' runs too.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from mtpinspect.apps import app_setting, ollama_create_command, ollama_n_max
 from mtpinspect.errors import OutputError, SourceError, UsageError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
 from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, ServerArgs
+from mtpinspect.sources.app_stores import AppModel, app_files, is_app_source
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
 from mtpinspect.sweep.options import SweepOptions
@@ -33,10 +36,19 @@ from mtpinspect.sweep.records import (
     ServerRecord,
     WorkaroundRecord,
 )
-from mtpinspect.sweep.report import EngineCrash, Failure, RunCounts, ServerInfo, SweepFiles, SweepReport, Synthetic
+from mtpinspect.sweep.report import (
+    AppRecommendation,
+    EngineCrash,
+    Failure,
+    RunCounts,
+    ServerInfo,
+    SweepFiles,
+    SweepReport,
+    Synthetic,
+)
 from mtpinspect.sweep.run import RunContext, run_visit
-from mtpinspect.sweep.statistics import DETERMINISM_NOTE, break_even, recommend, summarize
-from mtpinspect.vocabulary import RunStatus, ServerStatus
+from mtpinspect.sweep.statistics import DETERMINISM_NOTE, Recommendation, break_even, recommend, summarize
+from mtpinspect.vocabulary import App, RunStatus, ServerStatus
 
 JOURNAL_NAME = "runs.jsonl"
 REPORT_NAME = "report.json"
@@ -48,17 +60,27 @@ TINY_ACCEPTANCE = 0.8
 
 
 
-def run_sweep(model: Path | None, options: SweepOptions, *, progress: ProgressCallback | None = None) -> SweepReport:
-    """Measure the baseline and every n-max on ``model`` (None: the built-in tiny MTP model).
+def run_sweep(
+    model: Path | str | None, options: SweepOptions, *, progress: ProgressCallback | None = None
+) -> SweepReport:
+    """Measure the baseline and every n-max on ``model``: a GGUF, a model of an app (``ollama:NAME``,
+    ``lmstudio:PUBLISHER/REPO``: its GGUF, with its drafter unless ``options.mtp_file`` names one), or None
+    for the built-in tiny MTP model.
 
     The sweep holds its output folder: a second sweep into it fails with OutputError."""
     with folder_lock(Path(options.out_dir)):
         return _run_sweep(model, options, progress)
 
 
-def _run_sweep(model: Path | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
+def _run_sweep(model: Path | str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
     if options.n_predict < 2:
         raise UsageError(f"--n-predict {options.n_predict}: must be >= 2 (the first token is never drafted)")
+    app: AppModel | None = None
+    if isinstance(model, str) and is_app_source(model):
+        files = app_files(model)
+        model, app = files.model, files.app
+        if options.mtp_file is None and files.sidecar is not None and not ServerArgs.of(options.server_args).has(DRAFT_MODEL):
+            options = dataclasses.replace(options, mtp_file=files.sidecar)
     configs = configurations(options.n_max, options.synthetic)
     server_args, mtp_file = _server_args(options)
     prompts = _prompts(options.prompts)
@@ -102,7 +124,7 @@ def _run_sweep(model: Path | None, options: SweepOptions, progress: ProgressCall
         if reason and index + 1 < len(plan.visits):
             stopped = reason
             break
-    report = build_report(journal, settings, configs, prompts, options, binary, tiny, resumed=len(done))
+    report = build_report(journal, settings, configs, prompts, options, binary, tiny, resumed=len(done), app=app)
     if stopped:
         report.stopped = f"{stopped}; stopped with {report.runs.not_run} planned runs not run"
     try:
@@ -125,6 +147,7 @@ def build_report(
     tiny: bool,
     *,
     resumed: int,
+    app: AppModel | None = None,
 ) -> SweepReport:
     """Summarise every journal record made with these settings."""
     runs, servers, searches, malformed = _matching(journal, settings, configs, prompts, options.repeat)
@@ -133,6 +156,7 @@ def build_report(
     latest = _latest(runs)
     classes = list(dict.fromkeys(p.prompt_class for p in prompts))
     groups = summarize(latest, servers, configs, classes)
+    recommendation = recommend(groups, classes)
     planned = len(configs) * len(prompts) * options.repeat
     ok = sum(1 for r in latest if r.status == RunStatus.ok)
     failed = sum(1 for r in latest if r.status != RunStatus.ok)
@@ -159,7 +183,7 @@ def build_report(
         ),
         prompt_classes=classes,
         results=groups,
-        recommendation=recommend(groups, classes),
+        recommendation=recommendation,
         synthetic=Synthetic(break_even(groups)) if options.synthetic else None,
         failures=_failures(latest, servers),
         crashes=_crashes(runs, servers, searches),
@@ -182,7 +206,26 @@ def build_report(
             server_logs=_server_logs(servers),
         ),
         determinism_note=DETERMINISM_NOTE,
+        app=_in_app(app, recommendation),
     )
+
+
+def _in_app(app: AppModel | None, recommendation: Recommendation) -> AppRecommendation | None:
+    """The recommendation as the app's own setting (and, for Ollama, the Modelfile that sets it)."""
+    if app is None:
+        return None
+    n_max = recommendation.n_max
+    setting = app_setting(app.app, n_max)
+    if recommendation.workaround is not None:
+        setting += (f" (measured {recommendation.workaround.phrase}: this llama-server crashed without it; the app's "
+                    "own llama.cpp build may not)")
+    command = None
+    if app.app is App.ollama:
+        if ollama_n_max(app) == (n_max or 0):
+            setting += " (its Modelfile already does)"
+        else:
+            command = ollama_create_command(app.name, app.name, n_max or 0)
+    return AppRecommendation(app.app, app.name, setting, command)
 
 
 def _prompts(source: str | Path | Sequence[Prompt] | None) -> list[Prompt]:

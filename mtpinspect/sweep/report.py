@@ -8,13 +8,21 @@ measured, every failure with its one-line reason, and the recommendation.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
+from mtpinspect.errors import FormatError, SourceError
+from mtpinspect.jsonable import schema_header
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.workarounds import Workaround
 from mtpinspect.sweep.records import TrialRecord
 from mtpinspect.sweep.statistics import BreakEven, GroupStats, Recommendation
+from mtpinspect.vocabulary import App
+
+# A report.json larger than this is not one a sweep wrote.
+REPORT_LIMIT = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,16 @@ class SweepFiles:
 
 
 @dataclass(frozen=True)
+class AppRecommendation:
+    """The recommendation as the app that keeps the model sets it (sweep ollama:..., sweep lmstudio:...)."""
+
+    app: App
+    name: str  # the model as the app names it
+    setting: str  # PARAMETER draft_num_predict N; "MTP Max Draft Tokens" N
+    command: str | None  # Ollama: the Modelfile and `ollama create` that set it
+
+
+@dataclass(frozen=True)
 class Synthetic:
     """What the --synthetic runs measured: per n-max, speedup against forced acceptance."""
 
@@ -98,3 +116,38 @@ class SweepReport:
     files: SweepFiles
     # Why the sweep stopped before its plan was done (servers that cannot start); None when it ran it all.
     stopped: str | None = None
+    app: AppRecommendation | None = None  # the model came from Ollama's store or LM Studio's folder
+
+
+@dataclass(frozen=True)
+class SavedRecommendation:
+    """What a sweep's report.json recommends, read back (check --sweep-report)."""
+
+    path: str
+    model: str  # the GGUF that was swept
+    n_max: int | None  # None: leave MTP off
+    reason: str
+
+
+def read_recommendation(path: str | Path) -> SavedRecommendation:
+    """The recommendation of a sweep report written by `mtpinspect sweep`; FormatError for anything else."""
+    file = Path(path).expanduser()
+    try:
+        with open(file, "rb") as f:
+            data = f.read(REPORT_LIMIT + 1)
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read the sweep report ({exc.strerror or exc})") from None
+    if len(data) > REPORT_LIMIT:
+        raise FormatError(f"{path}: larger than {REPORT_LIMIT // 2**20} MiB, not a sweep report")
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FormatError(f"{path}: not a sweep report (not valid JSON: {exc})") from None
+    if not isinstance(doc, dict) or doc.get("$schema") != schema_header("sweep")["$schema"]:
+        raise FormatError(f"{path}: not a sweep report (no \"$schema\": {schema_header('sweep')['$schema']!r})")
+    rec, model = doc.get("recommendation"), doc.get("model")
+    n_max = rec.get("n_max") if isinstance(rec, dict) else None
+    if not isinstance(rec, dict) or not isinstance(model, str) or not isinstance(rec.get("reason"), str) or (
+            n_max is not None and (isinstance(n_max, bool) or not isinstance(n_max, int) or n_max < 1)):
+        raise FormatError(f"{path}: a sweep report without a model and a recommendation (n_max, reason)")
+    return SavedRecommendation(str(file), model, n_max, rec["reason"])

@@ -1,0 +1,208 @@
+"""Ollama's and LM Studio's verdicts on a GGUF, in their own terms (the settings: mtpinspect/apps.py).
+
+Both apps run GGUF models with llama.cpp's llama-server, so their verdict starts from llama.cpp's: a
+head llama.cpp drafts with is one the app drafts with, once the app's own setting asks for it.
+
+- Ollama: a GGUF with a head drafts when the Modelfile sets ``draft_num_predict`` above 0; unset, it
+  decodes without speculation (OLLAMA_MTP_OFF, status ``off``). A separate drafter (an mtp- file, a
+  Gemma 4 assistant) is the Modelfile's ``DRAFT`` layer; with one, draft_num_predict defaults to 4. For a
+  model of the local store the verdict reads its manifest and params; for any other GGUF it gives the
+  Modelfile that runs it.
+- LM Studio: "MTP Speculative Decoding" on, "MTP Max Draft Tokens" N, "MTP Min Draft Tokens" 0, for
+  GGUFs that carry the head (0.4.14 and later). A head kept in a separate mtp- file is not documented
+  there: unknown, with the way round it.
+
+The n-max they are told is the one a sweep of this very GGUF recommends (``check --sweep-report``), else
+the rule of thumb of the llama.cpp commands (support.DEFAULT_N_MAX).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from mtpinspect.apps import (
+    APP_NAMES,
+    DRAFT_NUM_PREDICT,
+    LM_STUDIO_MIN_VERSION,
+    LM_STUDIO_SWITCH,
+    OLLAMA_DRAFTER_DEFAULT_N_MAX,
+    OLLAMA_MIN_VERSION,
+    app_setting,
+    ollama_create_command,
+    ollama_modelfile,
+    ollama_n_max,
+    ollama_parameter,
+)
+from mtpinspect.errors import UsageError
+from mtpinspect.inspection.builder import ReportBuilder
+from mtpinspect.inspection.evidence import Evidence
+from mtpinspect.inspection.report import NMaxAdvice, RuntimeVerdict
+from mtpinspect.inspection.support import DEFAULT_N_MAX
+from mtpinspect.sources.app_stores import AppModel
+from mtpinspect.sources.filenames import names_mtp, quant_tag
+from mtpinspect.vocabulary import App, Layout, RuntimeStatus, Severity, SourceKind
+
+if TYPE_CHECKING:
+    from mtpinspect.sweep.report import SavedRecommendation
+
+
+def advice(ev: Evidence) -> NMaxAdvice:
+    saved = ev.sweep
+    if saved is None:
+        return NMaxAdvice(DEFAULT_N_MAX, "the rule of thumb of the llama.cpp commands, nothing measured (`mtpinspect sweep` "
+                          "measures the best one on this machine; give its report.json with --sweep-report)", False)
+    return NMaxAdvice(saved.n_max, f"from the sweep in {saved.path}: {saved.reason}", True)
+
+
+def sweep_of(ev: Evidence, path: str | Path) -> SavedRecommendation:
+    """The recommendation of a sweep report, once it is shown to be a sweep of this GGUF (the same file, or a
+    file of the same name); UsageError otherwise."""
+    from mtpinspect.sweep.report import read_recommendation  # the sweep's modules only when a report is given
+
+    saved = read_recommendation(path)
+    if ev.gguf is None:
+        raise UsageError(f"--sweep-report: {ev.target.display} is not a GGUF; a sweep measures a GGUF")
+    model = ev.target.file_ref(ev.gguf.files[0])
+    same = Path(saved.model).name == PurePosixPath(model).name
+    if not same and ev.target.kind is not SourceKind.hub:
+        same = Path(saved.model).resolve() == Path(model).resolve()
+    if not same:
+        raise UsageError(f"{path}: a sweep of {saved.model}, not of {model}")
+    return saved
+
+
+def apply_app_rules(ev: Evidence, b: ReportBuilder) -> None:
+    """Add the ollama and lm-studio runtimes (and their findings) from the GGUF rules' llama.cpp verdict."""
+    if ev.gguf is None:
+        return
+    n = b.app_n_max = advice(ev)
+    llama = b.runtimes.get("llama.cpp")
+    app = ev.target.app
+    if app is not None and app.app is App.ollama:
+        b.runtimes["ollama"] = _ollama_model(ev, b, llama, app, n)
+    else:
+        b.runtimes["ollama"] = _ollama_for_gguf(ev, b, llama, n)
+    b.runtimes["lm-studio"] = _lm_studio(ev, b, llama, n)
+    if app is not None:
+        b.notes.extend(app.notes)
+
+
+def _drafts(llama: RuntimeVerdict | None) -> bool:
+    return llama is not None and llama.status.usable
+
+
+def _through_llama(app: App, llama: RuntimeVerdict | None) -> RuntimeVerdict:
+    why = llama.reason if llama is not None else "no MTP head"
+    return RuntimeVerdict(RuntimeStatus.unsupported, f"{APP_NAMES[app]} runs llama.cpp's llama-server; for it: {why}")
+
+
+def _drafter(ev: Evidence, b: ReportBuilder) -> str | None:
+    """The separate drafter a Modelfile names in DRAFT: the mtp- sidecar or the Gemma 4 assistant."""
+    if ev.sidecar is None or b.layout not in (Layout.sidecar, Layout.separate_checkpoint):
+        return None
+    return ev.target.file_ref(ev.sidecar.files[0])
+
+
+def _from_line(ev: Evidence) -> tuple[str, str]:
+    """What a Modelfile's FROM names for this GGUF, and a model name for `ollama create`."""
+    g, t = ev.gguf, ev.target
+    assert g is not None
+    stem = PurePosixPath(g.files[0]).name.rsplit(".", 1)[0].lower()
+    if t.kind is SourceKind.hub and t.repo_id:
+        quant = t.quant or quant_tag(g.files[0])
+        return f"hf.co/{t.repo_id}" + (f":{quant}" if quant else ""), f"{stem}-mtp"
+    return t.file_ref(g.files[0]), f"{stem}-mtp"
+
+
+def _ollama_for_gguf(ev: Evidence, b: ReportBuilder, llama: RuntimeVerdict | None, n: NMaxAdvice) -> RuntimeVerdict:
+    """Any GGUF (a file, a Hub repo, LM Studio's folder): the Modelfile that runs its head in Ollama."""
+    if not _drafts(llama):
+        return _through_llama(App.ollama, llama)
+    assert llama is not None
+    draft = _drafter(ev, b)
+    base = (f"Ollama {OLLAMA_MIN_VERSION} or later drafts with this head once a Modelfile sets {DRAFT_NUM_PREDICT}"
+            + (" and names the drafter in DRAFT" if draft else ""))
+    if n.n_max is None:
+        return RuntimeVerdict(llama.status, f"{base}; the sweep says to leave it off",
+                              setting=app_setting(App.ollama, None))
+    source, name = _from_line(ev)
+    hub_draft = draft is not None and ev.target.kind is SourceKind.hub
+    if hub_draft:
+        assert draft is not None
+        draft = f"./{PurePosixPath(draft).name}"
+        base += f" (download {draft[2:]} beside the Modelfile first: DRAFT takes a local file)"
+    setting = "; ".join(ollama_modelfile(source, n.n_max, draft=draft)[1:])
+    return RuntimeVerdict(llama.status, base, ollama_create_command(source, name, n.n_max, draft=draft), setting=setting)
+
+
+def _ollama_model(
+    ev: Evidence, b: ReportBuilder, llama: RuntimeVerdict | None, app: AppModel, n: NMaxAdvice
+) -> RuntimeVerdict:
+    """A model of the local Ollama store: what Ollama does with it as it is, and the change to make."""
+    g = ev.gguf
+    assert g is not None
+    dnp = app.draft_num_predict
+    params = f"{app.location}: params {json.dumps(app.parameters, sort_keys=True)}" if app.parameters else \
+        f"{app.location}: no params layer (the Modelfile sets no PARAMETER)"
+    key_line = f"{app.model_file}: {g.arch}.nextn_predict_layers = {g.nextn_layers}"
+    drafter = app.draft_file is not None and ev.sidecar is not None
+    if drafter:
+        default = f"{DRAFT_NUM_PREDICT} {dnp}" if dnp is not None else \
+            f"{DRAFT_NUM_PREDICT} unset: Ollama's default with a draft model, {OLLAMA_DRAFTER_DEFAULT_N_MAX}"
+        b.add("OLLAMA_DRAFT_LAYER", f"the manifest has a DRAFT layer, {PurePosixPath(app.draft_file or '').name}: Ollama "
+              f"passes it as --spec-draft-model ({default})", [f"{app.location}: layer application/vnd.ollama.image.draft "
+                                                               f"-> {app.draft_file}", params])
+    if not _drafts(llama):
+        says = names_mtp(app.name)
+        if not b.mtp_layers and not drafter and (says or (dnp or 0) > 0):
+            what = f"the tag is named {app.name}" if says else f"its Modelfile sets {DRAFT_NUM_PREDICT} {dnp}"
+            message = (f"{what}, but its GGUF has no MTP head and its manifest no DRAFT layer: Ollama decodes without "
+                       "speculation")
+            b.add("OLLAMA_TAG_WITHOUT_HEAD", message, [key_line, params])
+            return RuntimeVerdict(RuntimeStatus.unsupported, message)
+        return _through_llama(App.ollama, llama)
+    assert llama is not None
+    effective = ollama_n_max(app)
+    if effective <= 0:
+        return _ollama_off(b, app, dnp, n, [key_line, params])
+    given = f"its Modelfile sets {DRAFT_NUM_PREDICT} {dnp}" if dnp is not None else \
+        f"{DRAFT_NUM_PREDICT} is unset and a DRAFT layer makes Ollama's default {OLLAMA_DRAFTER_DEFAULT_N_MAX}"
+    reason = (f"{given}: Ollama starts llama-server with --spec-type draft-mtp --spec-draft-n-max {effective}"
+              + (" and the DRAFT layer as --spec-draft-model" if drafter else ""))
+    if not n.measured or n.n_max == effective:
+        return RuntimeVerdict(llama.status, reason, setting=ollama_parameter(effective))
+    change = n.n_max if n.n_max is not None else 0
+    return RuntimeVerdict(llama.status, f"{reason}; the sweep recommends {app_setting(App.ollama, n.n_max)}",
+                          ollama_create_command(app.name, app.name, change), setting=ollama_parameter(change))
+
+
+def _ollama_off(b: ReportBuilder, app: AppModel, dnp: int | None, n: NMaxAdvice, evidence: list[str]) -> RuntimeVerdict:
+    what = f"its Modelfile sets {DRAFT_NUM_PREDICT} 0" if dnp == 0 else f"its Modelfile sets no {DRAFT_NUM_PREDICT}"
+    message = f"the model carries an MTP head but {what}: Ollama decodes without speculation"
+    if n.n_max is None:
+        b.add("OLLAMA_MTP_OFF", f"{message}, as the sweep recommends", [*evidence, n.why], severity=Severity.info)
+        return RuntimeVerdict(RuntimeStatus.off, f"{message}, as the sweep recommends",
+                              setting=app_setting(App.ollama, None))
+    fix = f"a Modelfile `FROM {app.name}` + `{ollama_parameter(n.n_max)}`, then `ollama create {app.name}`"
+    b.add("OLLAMA_MTP_OFF", f"{message}; to switch it on: {fix}", evidence)
+    return RuntimeVerdict(RuntimeStatus.off, f"{message}; set {ollama_parameter(n.n_max)}",
+                          ollama_create_command(app.name, app.name, n.n_max), setting=ollama_parameter(n.n_max))
+
+
+def _lm_studio(ev: Evidence, b: ReportBuilder, llama: RuntimeVerdict | None, n: NMaxAdvice) -> RuntimeVerdict:
+    if not _drafts(llama):
+        return _through_llama(App.lm_studio, llama)
+    assert llama is not None
+    if b.layout is Layout.sidecar:
+        return RuntimeVerdict(RuntimeStatus.unknown, f"LM Studio's \"{LM_STUDIO_SWITCH}\" ({LM_STUDIO_MIN_VERSION} or "
+                              "later) is documented for GGUFs that carry the head, and this head is a separate file: use a "
+                              "GGUF that bundles it, or llama-server with -md")
+    if b.layout is Layout.separate_checkpoint and ev.sidecar is not None:
+        drafter = PurePosixPath(ev.sidecar.files[0]).name
+        return RuntimeVerdict(llama.status, "LM Studio drafts with a Gemma 4 assistant GGUF chosen as the draft model "
+                              "(Speculative Decoding)", setting=f"draft model: {drafter}")
+    return RuntimeVerdict(llama.status, f"LM Studio {LM_STUDIO_MIN_VERSION} or later drafts with the head when "
+                          f"\"{LM_STUDIO_SWITCH}\" is on (at load time, or in the sidebar's Advanced Configuration)",
+                          setting=app_setting(App.lm_studio, n.n_max))

@@ -1,0 +1,237 @@
+"""One bounded, timed, retried HTTP request to the Hub: every Hub read of a command goes through ``fetch``.
+
+huggingface_hub's shared client sets no timeout and reads whole bodies into memory. A Hub (or a proxy
+in front of it) that stalls, trickles, answers 5xx for a moment, ignores Range or sends a gzip bomb
+must still end in a verdict or in one line, in bounded time and memory. So each request here
+- waits at most ``timeout`` seconds to connect and for each next piece of the answer, and never runs
+  past the command's ``deadline`` (a trickle that never trips the timeout still ends);
+- is retried after HTTP 429, 502, 503, 504 or a dropped connection, ``retries`` times, waiting 1, 2,
+  4... seconds, or what a Retry-After header asks when that is at most RETRY_AFTER_CAP; a stall is not
+  retried (it already cost ``timeout`` seconds);
+- reads at most ``limit`` body bytes (after inflating a gzip answer), then closes the connection.
+huggingface_hub still makes the URLs, the auth headers and the error classes (hf_raise_for_status),
+and its session carries the requests. Its own retry loop (http_backoff: 5 retries, 1-8 s waits) is
+not on this path, so the retries here are the only ones and the total stays bounded.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from mtpinspect.errors import SourceError
+from mtpinspect.sources.reader import ByteMeter
+
+if TYPE_CHECKING:
+    import httpx2
+
+RETRIED_STATUS = frozenset({429, 502, 503, 504})
+RETRY_AFTER_CAP = 60.0  # seconds; a server asking for more is reported, not waited for
+MAX_BACKOFF = 8.0
+ERROR_BODY_LIMIT = 64 * 1024  # what an error answer may send for its message
+
+
+@dataclass(frozen=True)
+class FetchPolicy:
+    """How long and how often a command asks the Hub (`--timeout`, `--deadline`, `--retries`)."""
+
+    timeout: float = 30.0  # seconds to connect, and between two pieces of an answer
+    deadline: float = 300.0  # seconds for all the Hub requests of one command together
+    retries: int = 3  # further attempts after a transient failure
+    backoff: float = 1.0  # the first wait before a retry; doubles up to MAX_BACKOFF
+
+
+class Clock:
+    """One command's Hub budget: its policy and the moment its deadline passes."""
+
+    def __init__(self, policy: FetchPolicy | None = None) -> None:
+        self.policy = policy or FetchPolicy()
+        self.ends = time.monotonic() + self.policy.deadline
+
+    def left(self) -> float:
+        return self.ends - time.monotonic()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A 2xx answer: its status, headers and at most ``limit`` body bytes (``complete``: all of them)."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    complete: bool
+
+
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    clock: Clock
+    meter: ByteMeter
+    what: str  # the thing, in messages: "org/name listing", "org/name/config.json"
+
+    @property
+    def shown(self) -> str:
+        """The request as a message shows it: method, path and query (no host), and the byte range."""
+        split = urlsplit(self.url)
+        text = f"{self.method} {split.path}" + (f"?{split.query}" if split.query else "")
+        span = next((v for k, v in self.headers.items() if k.lower() == "range"), None)
+        return f"{text}, {span.replace('=', ' ')}" if span else text
+
+    def error(self, problem: str) -> SourceError:
+        return SourceError(f"{self.what}: {problem}")
+
+
+def fetch(
+    method: str,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    clock: Clock,
+    meter: ByteMeter,
+    what: str,
+    limit: int,
+) -> Answer:
+    """One request, retried as the policy says. ``what`` names the thing in messages (repo/file).
+
+    A 4xx (or a 5xx that is not retried) raises huggingface_hub's error for it (hf_raise_for_status);
+    a stall, the deadline, a transient failure that outlasts the retries, or an encoding we do not
+    read raise SourceError naming ``what`` and the request.
+    """
+    import httpx2
+
+    request = _Request(method, url, headers, clock, meter, what)
+    policy = clock.policy
+    attempt = 0
+    while True:
+        attempt += 1
+        if clock.left() <= 0:
+            raise _past_deadline(request)
+        try:
+            outcome = _attempt(request, limit, last=attempt > policy.retries)
+        except httpx2.TimeoutException:
+            if clock.left() <= 0:
+                raise _past_deadline(request) from None
+            raise request.error(
+                f"no answer from the Hub for {policy.timeout:g} s ({request.shown}); the server stalled "
+                "(raise --timeout or MTPINSPECT_TIMEOUT if it is only slow)"
+            ) from None
+        except (httpx2.NetworkError, httpx2.RemoteProtocolError) as exc:
+            if attempt > policy.retries:
+                raise request.error(
+                    f"cannot reach the Hub at {urlsplit(url).netloc} ({type(exc).__name__}: {exc}; "
+                    f"{_attempts(attempt)}, {request.shown})"
+                ) from None
+            outcome = None
+        if isinstance(outcome, Answer):
+            return outcome
+        delay = outcome if outcome is not None else min(MAX_BACKOFF, policy.backoff * 2 ** (attempt - 1))
+        if delay >= clock.left():
+            raise request.error(
+                f"the Hub asks to wait {delay:g} s before retrying, past the {policy.deadline:g} s deadline "
+                f"({request.shown}); try again later or raise --deadline"
+            )
+        time.sleep(delay)
+
+
+def _attempt(request: _Request, limit: int, *, last: bool) -> Answer | float | None:
+    """The answer; or, for a status worth retrying, the wait its Retry-After asks (None: the usual backoff)."""
+    import httpx2
+    from huggingface_hub.utils import get_session, hf_raise_for_status
+
+    clock = request.clock
+    timeout = httpx2.Timeout(min(clock.policy.timeout, max(clock.left(), 0.001)))
+    request.meter.requests += 1
+    with get_session().stream(request.method, request.url, headers=dict(request.headers), timeout=timeout,
+                              follow_redirects=True) as resp:
+        status = resp.status_code
+        if status in RETRIED_STATUS:
+            retry_after = _retry_after(resp.headers.get("retry-after"))
+            if status == 429 and retry_after is not None and retry_after > RETRY_AFTER_CAP:
+                raise request.error(
+                    f"rate limited (HTTP 429): the Hub asks to retry after {retry_after:g} s, more than the "
+                    f"{RETRY_AFTER_CAP:g} s mtpinspect waits ({request.shown}); try again later"
+                )
+            if last:
+                raise request.error(f"HTTP {status} from the Hub, {_attempts(clock.policy.retries + 1)} ({request.shown}); "
+                                    "try again later, or raise --retries")
+            return retry_after
+        if status >= 400:
+            body, _ = _read_body(resp, request, ERROR_BODY_LIMIT)
+            # huggingface_hub builds its error from a bounded copy of the answer.
+            plain = {k: v for k, v in resp.headers.items() if k.lower() not in ("content-encoding", "content-length")}
+            hf_raise_for_status(httpx2.Response(status, headers=plain, content=body, request=resp.request))
+        if not 200 <= status < 300:
+            raise request.error(f"unexpected HTTP {status} from the Hub ({request.shown})")
+        body, complete = _read_body(resp, request, limit)
+        return Answer(status, resp.headers, body, complete)
+
+
+def _read_body(resp: httpx2.Response, request: _Request, limit: int) -> tuple[bytes, bool]:
+    """At most ``limit`` bytes of the (inflated) body, and whether that was all of it."""
+    encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        inflater = zlib.decompressobj(wbits=47)  # gzip or zlib framing, told apart by the header
+    elif encoding in ("", "identity"):
+        inflater = None
+    else:
+        raise request.error(f"the Hub answered with Content-Encoding '{encoding}', which mtpinspect does not read ({request.shown})")
+    chunks: list[bytes] = []
+    got = 0
+    for raw in resp.iter_raw():
+        request.meter.add(len(raw))
+        if request.clock.left() <= 0:
+            raise _past_deadline(request)
+        while raw:
+            if inflater is None:
+                piece, raw = raw[: limit + 1 - got], b""
+            else:
+                try:
+                    piece = inflater.decompress(raw, limit + 1 - got)
+                except zlib.error as exc:
+                    raise request.error(f"the Hub sent a corrupt {encoding} body ({exc}; {request.shown})") from None
+                raw = inflater.unconsumed_tail
+            chunks.append(piece)
+            got += len(piece)
+            if got > limit:
+                return b"".join(chunks)[:limit], False
+            if inflater is not None and inflater.eof:
+                # Whatever follows the end of the stream is not part of the answer: not read, not kept.
+                return b"".join(chunks), True
+            if not piece:
+                break
+    return b"".join(chunks), True
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds a Retry-After header asks for: delta-seconds or an HTTP date."""
+    import email.utils  # only when a server asks to wait
+
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _attempts(n: int) -> str:
+    return f"{n} attempt" if n == 1 else f"{n} attempts"
+
+
+def _past_deadline(request: _Request) -> SourceError:
+    return request.error(
+        f"the Hub requests of this command ran past their {request.clock.policy.deadline:g} s deadline ({request.shown}); "
+        "raise --deadline or MTPINSPECT_DEADLINE if the Hub is only slow"
+    )

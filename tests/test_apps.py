@@ -1,0 +1,456 @@
+"""Ollama and LM Studio: `check ollama:...` and `check lmstudio:...` on stores laid out on disk as the apps
+write them (tests/appstores.py), made from tiny-model GGUFs; the verdicts in the apps' own terms; bad
+stores as one line and exit 2; `sweep` and `diagnose` of an app's model on the real llama-server.
+No test needs the apps installed: OLLAMA_MODELS and HOME point at temporary folders."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from appstores import (
+    DRAFT,
+    MODEL,
+    TENSOR,
+    add_blob,
+    blob_path,
+    write_lmstudio_repo,
+    write_ollama_model,
+)
+
+import mtpinspect
+from mtpinspect.apps import app_setting, ollama_create_command
+from mtpinspect.errors import FormatError, SourceError, UsageError
+from mtpinspect.runtime.build import CACHE_ENV, cache_root
+from mtpinspect.sources import ollama as ollama_store
+from mtpinspect.sweep import SweepOptions, run_sweep
+from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
+from mtpinspect.vocabulary import App
+
+SCHEMAS = Path(mtpinspect.__file__).parent / "schemas"
+CHECK_SCHEMA = json.loads((SCHEMAS / "check.schema.json").read_text())
+SWEEP_SCHEMA = json.loads((SCHEMAS / "sweep.schema.json").read_text())
+DIAGNOSE_SCHEMA = json.loads((SCHEMAS / "diagnose.schema.json").read_text())
+THREADS = ("-t", "1")
+
+
+@pytest.fixture(scope="module")
+def ggufs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The tiny models the stores are made of: a bundled head, no head, and a trunk + mtp- sidecar pair."""
+    root = tmp_path_factory.mktemp("ggufs")
+    (root / "plain").mkdir()
+    (root / "pair").mkdir()
+    (head,) = write_tiny_model(root / "tiny-F32.gguf", TinyModelSpec())
+    (nohead,) = write_tiny_model(root / "plain" / "tiny-nohead-F32.gguf", TinyModelSpec(nextn=False))
+    main, side = write_tiny_model(root / "pair" / "tiny-pair-F32.gguf", TinyModelSpec(layout="sidecar"))
+    return {"head": head, "nohead": nohead, "main": main, "sidecar": side}
+
+
+def home_env(home: Path) -> dict[str, str]:
+    """HOME moved to a test folder, with mtpinspect's cache (the built llama-server) where it was."""
+    return {"HOME": str(home), CACHE_ENV: str(cache_root().parent)}
+
+
+@pytest.fixture()
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "ollama-models"
+    monkeypatch.setenv("OLLAMA_MODELS", str(root))
+    return root
+
+
+def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mtpinspect", *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
+
+
+def check_json(*args: str, env: dict[str, str]) -> tuple[int, dict]:
+    done = cli("check", *args, "--format", "json", env=env)
+    assert done.returncode in (0, 1), done.stderr
+    doc = json.loads(done.stdout)
+    for report in doc if isinstance(doc, list) else [doc]:
+        jsonschema.validate(report, CHECK_SCHEMA)
+    return done.returncode, doc
+
+
+def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    return lines[0]
+
+
+def no_claim_the_apps_cannot(report: dict) -> None:
+    """Nothing check prints may say that Ollama or LM Studio cannot run MTP."""
+    text = json.dumps(report)
+    assert not re.search(r"(Ollama|LM Studio)[^.;]*(cannot|can't|neither|does not|doesn't|do not) (run|expose|support)",
+                         text), text
+
+
+# -- Ollama ----------------------------------------------------------------------------------------
+
+
+def test_manifest_paths_follow_ollama_names(store: Path, ggufs: dict[str, Path]) -> None:
+    write_ollama_model(store, "qwen3.6:27b-mtp-q4_K_M", gguf=ggufs["head"])
+    write_ollama_model(store, "hf.co/unsloth/Tiny-GGUF:Q8_0", gguf=ggufs["head"])
+    write_ollama_model(store, "someone/tiny", gguf=ggufs["head"])
+    assert (store / "manifests/registry.ollama.ai/library/qwen3.6/27b-mtp-q4_K_M").is_file()
+    assert (store / "manifests/hf.co/unsloth/Tiny-GGUF/Q8_0").is_file()
+    assert (store / "manifests/registry.ollama.ai/someone/tiny/latest").is_file()
+    names = [n.shown for n in ollama_store.OllamaStore().names()]
+    assert names == ["hf.co/unsloth/Tiny-GGUF:Q8_0", "qwen3.6:27b-mtp-q4_K_M", "someone/tiny:latest"]
+    for source in ("ollama:qwen3.6:27b-mtp-q4_K_M", "ollama:hf.co/unsloth/Tiny-GGUF:Q8_0", "ollama:someone/tiny",
+                   "ollama:QWEN3.6:27B-MTP-Q4_K_M"):
+        report = mtpinspect.check(source)
+        assert report.source_kind == "ollama" and report.app is not None
+        assert Path(report.app.model_file).read_bytes() == ggufs["head"].read_bytes()
+
+
+def test_head_and_draft_num_predict_is_supported(store: Path, ggufs: dict[str, Path]) -> None:
+    write_ollama_model(store, "qwen3.6:27b-mtp-q4_K_M", gguf=ggufs["head"],
+                       params={"draft_num_predict": 3, "temperature": 0.6, "stop": ["<|im_end|>"]})
+    code, report = check_json("ollama:qwen3.6:27b-mtp-q4_K_M", env={"OLLAMA_MODELS": str(store)})
+    ollama = report["runtimes"]["ollama"]
+    assert code == 0 and report["source_kind"] == "ollama"
+    assert ollama["status"] == "supported" and ollama["setting"] == "PARAMETER draft_num_predict 3"
+    assert "--spec-type draft-mtp --spec-draft-n-max 3" in ollama["reason"]
+    assert ollama["command"] is None  # nothing to change
+    assert report["app"]["parameters"]["temperature"] == 0.6 and report["app"]["draft_num_predict"] == 3
+    assert "OLLAMA_MTP_OFF" not in [f["code"] for f in report["findings"]]
+    # The llama.cpp command runs the very blob Ollama loads.
+    assert report["runtimes"]["llama.cpp"]["command"].startswith(f"llama-server -m {report['app']['model_file']} ")
+    no_claim_the_apps_cannot(report)
+
+
+@pytest.mark.parametrize("params", [None, {"temperature": 0.6}, {"draft_num_predict": 0}])
+def test_head_without_draft_num_predict_is_off(store: Path, ggufs: dict[str, Path], params: dict | None) -> None:
+    write_ollama_model(store, "tiny:head", gguf=ggufs["head"], params=params)
+    code, report = check_json("ollama:tiny:head", env={"OLLAMA_MODELS": str(store)})
+    ollama = report["runtimes"]["ollama"]
+    finding = next(f for f in report["findings"] if f["code"] == "OLLAMA_MTP_OFF")
+    assert code == 0 and report["usable"]  # the head works: one setting switches it on
+    assert ollama["status"] == "off" and finding["severity"] == "warning"
+    said = "sets draft_num_predict 0" if params and "draft_num_predict" in params else "sets no draft_num_predict"
+    assert said in finding["message"] and "Ollama decodes without speculation" in finding["message"]
+    assert ollama["setting"] == "PARAMETER draft_num_predict 2"
+    assert ollama["command"] == ollama_create_command("tiny:head", "tiny:head", 2)
+    assert "off in ollama" in report["verdict"]
+    no_claim_the_apps_cannot(report)
+
+
+def test_mtp_tag_without_head_or_drafter(store: Path, ggufs: dict[str, Path]) -> None:
+    write_ollama_model(store, "tiny:1b-mtp", gguf=ggufs["nohead"], params={"draft_num_predict": 3})
+    code, report = check_json("ollama:tiny:1b-mtp", env={"OLLAMA_MODELS": str(store)})
+    finding = next(f for f in report["findings"] if f["code"] == "OLLAMA_TAG_WITHOUT_HEAD")
+    assert code == 1 and report["runtimes"]["ollama"]["status"] == "unsupported"
+    assert "the tag is named tiny:1b-mtp" in finding["message"] and "no DRAFT layer" in finding["message"]
+    no_claim_the_apps_cannot(report)
+    # The same GGUF under a plain name is just a model without a head.
+    write_ollama_model(store, "tiny:plain", gguf=ggufs["nohead"])
+    _, plain = check_json("ollama:tiny:plain", env={"OLLAMA_MODELS": str(store)})
+    assert "OLLAMA_TAG_WITHOUT_HEAD" not in [f["code"] for f in plain["findings"]]
+
+
+@pytest.mark.parametrize("params", [None, {"draft_num_predict": 2}])
+def test_drafter_layer_is_the_sidecar(store: Path, ggufs: dict[str, Path], params: dict | None) -> None:
+    manifest = write_ollama_model(store, "tiny:drafted", gguf=ggufs["main"], draft=ggufs["sidecar"], params=params)
+    code, report = check_json("ollama:tiny:drafted", env={"OLLAMA_MODELS": str(store)})
+    draft_blob = str(blob_path(store, manifest, DRAFT))
+    codes = [f["code"] for f in report["findings"]]
+    assert code == 0 and report["layout"] == "sidecar" and "OLLAMA_DRAFT_LAYER" in codes
+    assert report["app"]["draft_file"] == draft_blob
+    assert f"-md {draft_blob}" in report["runtimes"]["llama.cpp"]["command"]
+    n_max = 2 if params else 4  # Ollama's default with a DRAFT layer
+    assert report["runtimes"]["ollama"]["status"] == "supported"
+    assert f"--spec-draft-n-max {n_max} and the DRAFT layer" in report["runtimes"]["ollama"]["reason"]
+    assert report["runtimes"]["ollama"]["setting"] == f"PARAMETER draft_num_predict {n_max}"
+    # LM Studio's MTP setting is documented for bundled heads only: not a "cannot".
+    assert report["runtimes"]["lm-studio"]["status"] == "unknown"
+    no_claim_the_apps_cannot(report)
+
+
+def test_damaged_blob_is_exit_2_one_line(store: Path, ggufs: dict[str, Path]) -> None:
+    manifest = write_ollama_model(store, "tiny:head", gguf=ggufs["head"])
+    blob = blob_path(store, manifest, MODEL)
+    data = bytearray(blob.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size, other content
+    blob.write_bytes(bytes(data))
+    line = one_line_error(cli("check", "ollama:tiny:head", env={"OLLAMA_MODELS": str(store)}))
+    assert str(blob) in line and "does not match its digest" in line
+    blob.write_bytes(bytes(data[:1000]))  # cut short
+    line = one_line_error(cli("check", "ollama:tiny:head", env={"OLLAMA_MODELS": str(store)}))
+    assert f"holds 1,000 bytes, the manifest says {len(data):,}" in line
+
+
+def test_large_blobs_are_hashed_only_when_asked(store: Path, ggufs: dict[str, Path], tmp_path: Path) -> None:
+    # A GGUF followed by zeros up to past DIGEST_LIMIT (sparse, so cheap on disk), then one byte changed.
+    big = tmp_path / "big.gguf"
+    big.write_bytes(ggufs["head"].read_bytes())
+    with open(big, "r+b") as f:
+        f.truncate(ollama_store.DIGEST_LIMIT + (1 << 20))
+    manifest = write_ollama_model(store, "tiny:big", gguf=big, params={"draft_num_predict": 2})
+    blob = blob_path(store, manifest, MODEL)
+    with open(blob, "r+b") as f:
+        f.seek(ollama_store.DIGEST_LIMIT)
+        f.write(b"\x01")
+    report = mtpinspect.check("ollama:tiny:big")
+    assert report.app is not None and report.app.digests is not None
+    assert "size only: model (65 MiB)" in report.app.digests and "sha256 verified: config, params" in report.app.digests
+    with pytest.raises(SourceError, match="does not match its digest"):
+        mtpinspect.check("ollama:tiny:big", verify_digest=True)
+    line = one_line_error(cli("check", "ollama:tiny:big", "--verify-digest", env={"OLLAMA_MODELS": str(store)}))
+    assert "does not match its digest" in line
+
+
+def test_missing_store_model_and_tag_say_what_was_looked_for(store: Path, ggufs: dict[str, Path], tmp_path: Path) -> None:
+    env = {"OLLAMA_MODELS": str(store)}
+    line = one_line_error(cli("check", "ollama:qwen3.6", env=env))
+    assert f"no Ollama store at {store} (OLLAMA_MODELS)" in line
+    write_ollama_model(store, "tiny:head", gguf=ggufs["head"])
+    write_ollama_model(store, "tiny:other", gguf=ggufs["head"])
+    line = one_line_error(cli("check", "ollama:qwen3.6:27b", env=env))
+    assert "no model qwen3.6" in line and "manifests/registry.ollama.ai/library/qwen3.6/27b" in line
+    assert f"the Ollama store {store}" in line and "models there: tiny" in line
+    line = one_line_error(cli("check", "ollama:tiny", env=env))
+    assert "no tag 'latest' of tiny" in line and "its tags: head, other" in line
+    # Without OLLAMA_MODELS the store is ~/.ollama/models.
+    line = one_line_error(cli("check", "ollama:tiny:head", env={"OLLAMA_MODELS": "", **home_env(tmp_path / "home")}))
+    assert f"no Ollama store at {tmp_path / 'home' / '.ollama' / 'models'}" in line
+
+
+def test_bad_stores_are_one_line(store: Path, ggufs: dict[str, Path]) -> None:
+    env = {"OLLAMA_MODELS": str(store)}
+    manifest = write_ollama_model(store, "tiny:head", gguf=ggufs["head"])
+    blob_path(store, manifest, MODEL).unlink()
+    assert "which is not in" in one_line_error(cli("check", "ollama:tiny:head", env=env))
+    manifest.write_text('{"schemaVersion": 2, "layers": [')
+    assert "not valid JSON" in one_line_error(cli("check", "ollama:tiny:head", env=env))
+    write_ollama_model(store, "tiny:odd", gguf=ggufs["head"], params={"draft_num_predict": "three"})
+    assert "draft_num_predict is 'three', not a whole number" in one_line_error(cli("check", "ollama:tiny:odd", env=env))
+    # A model Ollama keeps tensor by tensor (its MLX engine) has no GGUF to read.
+    tensor = add_blob(store, b"\0" * 64, TENSOR)
+    write_ollama_model(store, "mlx:bf16", gguf=None, template=None, extra_layers=[tensor])
+    assert "not as a GGUF" in one_line_error(cli("check", "ollama:mlx:bf16", env=env))
+    assert "not an Ollama model name" in one_line_error(cli("check", "ollama:../etc:x", env=env))
+
+
+def test_all_lists_every_model(store: Path, ggufs: dict[str, Path]) -> None:
+    write_ollama_model(store, "qwen3.6:27b-mtp-q4_K_M", gguf=ggufs["head"], params={"draft_num_predict": 3})
+    write_ollama_model(store, "tiny:head", gguf=ggufs["head"])
+    write_ollama_model(store, "tiny:1b-mtp", gguf=ggufs["nohead"])
+    write_ollama_model(store, "hf.co/org/Tiny-GGUF:Q8_0", gguf=ggufs["main"], draft=ggufs["sidecar"])
+    write_ollama_model(store, "gpt-oss:120b-cloud", gguf=None, config_extra={"remote_host": "https://ollama.com:443"})
+    env = {"OLLAMA_MODELS": str(store)}
+    code, reports = check_json("ollama:", "--all", env=env)
+    rows = {r["app"]["name"]: (r["runtimes"]["ollama"]["status"], r["layout"]) for r in reports}
+    assert code == 0
+    assert rows == {
+        "hf.co/org/Tiny-GGUF:Q8_0": ("supported", "sidecar"),
+        "qwen3.6:27b-mtp-q4_K_M": ("supported", "bundled"),
+        "tiny:1b-mtp": ("unsupported", "none"),
+        "tiny:head": ("off", "bundled"),
+    }
+    assert any("gpt-oss:120b-cloud: a cloud model" in note for note in reports[0]["notes"])
+    table = cli("check", "ollama:", "--all", env=env)
+    assert table.returncode == 0 and "Ollama: 4 GGUF model(s)" in table.stdout and "draft_num_predict" in table.stdout
+    code, tags = check_json("ollama:tiny", "--all", env=env)
+    assert sorted(r["app"]["name"] for r in tags) == ["tiny:1b-mtp", "tiny:head"]
+    assert "--all checks every tag" in one_line_error(cli("check", "ollama:tiny:head", "--all", env=env))
+
+
+def test_all_gives_a_damaged_model_its_row(store: Path, ggufs: dict[str, Path]) -> None:
+    write_ollama_model(store, "tiny:head", gguf=ggufs["head"], params={"draft_num_predict": 2})
+    manifest = write_ollama_model(store, "tiny:cut", gguf=ggufs["nohead"])
+    blob = blob_path(store, manifest, MODEL)
+    blob.write_bytes(blob.read_bytes()[:4096])
+    env = {"OLLAMA_MODELS": str(store)}
+    code, reports = check_json("ollama:", "--all", env=env)
+    rows = {r["source"]: r for r in reports}
+    assert code == 0 and rows["ollama:tiny:head"]["runtimes"]["ollama"]["status"] == "supported"
+    assert "holds 4,096 bytes" in rows["ollama:tiny:cut"]["error"]
+    table = cli("check", "ollama:", "--all", env=env)
+    assert "ollama:tiny:cut" in table.stdout and "error:" in table.stdout
+    (store / "blobs" / blob_path(store, manifest, MODEL).name).unlink()
+    write_ollama_model(store, "tiny:head", gguf=ggufs["head"])
+    blob_path(store, store / "manifests/registry.ollama.ai/library/tiny/head", MODEL).write_bytes(b"GGUF")
+    assert "none of the 2 GGUF models could be read" in one_line_error(cli("check", "ollama:", "--all", env=env))
+
+
+# -- LM Studio ------------------------------------------------------------------------------------
+
+
+def test_lm_studio_repo_bundled_sidecar_and_legacy_folder(tmp_path: Path, ggufs: dict[str, Path]) -> None:
+    home = tmp_path / "home"
+    env = home_env(home)
+    write_lmstudio_repo(home, "lmstudio-community/Tiny-GGUF", [ggufs["head"]])
+    write_lmstudio_repo(home, "unsloth/Tiny-Pair-GGUF", [ggufs["main"], ggufs["sidecar"]])
+    write_lmstudio_repo(home, "old/Legacy-GGUF", [ggufs["nohead"]], legacy=True)
+    code, report = check_json("lmstudio:lmstudio-community/Tiny-GGUF", env=env)
+    lm = report["runtimes"]["lm-studio"]
+    assert code == 0 and report["source_kind"] == "lm-studio" and lm["status"] == "supported"
+    assert lm["setting"] == app_setting(App.lm_studio, 2)
+    assert lm["setting"] == '"MTP Speculative Decoding" on, "MTP Max Draft Tokens" 2, "MTP Min Draft Tokens" 0'
+    assert "0.4.14" in lm["reason"]
+    assert report["app"]["model_file"] == str(home / ".lmstudio/models/lmstudio-community/Tiny-GGUF" / ggufs["head"].name)
+    no_claim_the_apps_cannot(report)
+    code, pair = check_json("lmstudio:unsloth/Tiny-Pair-GGUF", env=env)
+    assert pair["layout"] == "sidecar" and pair["files"]["sidecar"] == [ggufs["sidecar"].name]
+    assert pair["runtimes"]["llama.cpp"]["status"] == "supported" and pair["runtimes"]["lm-studio"]["status"] == "unknown"
+    assert "DRAFT" in pair["runtimes"]["ollama"]["command"]  # Ollama takes the sidecar as a DRAFT layer
+    no_claim_the_apps_cannot(pair)
+    code, legacy = check_json("lmstudio:old/Legacy-GGUF", env=env)
+    assert code == 1 and legacy["app"]["location"] == str(home / ".cache/lm-studio/models/old/Legacy-GGUF")
+    code, every = check_json("lmstudio:", "--all", env=env)
+    assert sorted(r["app"]["name"] for r in every) == ["lmstudio-community/Tiny-GGUF", "old/Legacy-GGUF",
+                                                      "unsloth/Tiny-Pair-GGUF"]
+    line = one_line_error(cli("check", "lmstudio:nobody/Nothing-GGUF", env=env))
+    assert "no folder nobody/Nothing-GGUF in LM Studio's models folders" in line
+    assert "lmstudio-community/Tiny-GGUF" in line  # what is there
+    line = one_line_error(cli("check", "lmstudio:a/b", env=home_env(tmp_path / "empty")))
+    assert "no LM Studio models folder" in line and ".lmstudio/models" in line
+
+
+def test_lm_studio_quant_picks_one_of_several(tmp_path: Path, ggufs: dict[str, Path]) -> None:
+    home = tmp_path / "home"
+    folder = write_lmstudio_repo(home, "org/Tiny-GGUF", [ggufs["head"]])
+    (folder / "tiny-Q8_0.gguf").write_bytes(ggufs["nohead"].read_bytes())
+    env = home_env(home)
+    assert "pick one with" in one_line_error(cli("check", "lmstudio:org/Tiny-GGUF", env=env))
+    _, q8 = check_json("lmstudio:org/Tiny-GGUF:Q8_0", env=env)
+    _, f32 = check_json("lmstudio:org/Tiny-GGUF:F32", env=env)
+    assert (q8["files"]["gguf"], q8["mtp_layers"]) == (["tiny-Q8_0.gguf"], 0)
+    assert (f32["files"]["gguf"], f32["mtp_layers"]) == ([ggufs["head"].name], 1)
+
+
+def test_every_gguf_verdict_names_the_apps(tmp_path: Path, ggufs: dict[str, Path]) -> None:
+    """A GGUF from anywhere gets the apps' verdicts, and the Modelfile that runs its head."""
+    report = mtpinspect.check(str(ggufs["head"]))
+    ollama, lm = report.runtimes["ollama"], report.runtimes["lm-studio"]
+    assert ollama.status == "supported" and lm.status == "supported"
+    assert ollama.command == ollama_create_command(str(ggufs["head"]), "tiny-f32-mtp", 2)
+    pair = mtpinspect.check(str(ggufs["main"]))
+    assert pair.runtimes["ollama"].setting == f"DRAFT {ggufs['sidecar']}; PARAMETER draft_num_predict 2"
+    none = mtpinspect.check(str(ggufs["nohead"]))
+    assert none.runtimes["ollama"].status == "unsupported"
+    assert none.runtimes["ollama"].reason == f"Ollama runs llama.cpp's llama-server; for it: {none.runtimes['llama.cpp'].reason}"
+    assert not any("Ollama" in note or "LM Studio" in note for r in (report, pair, none) for note in r.notes)
+
+
+def test_usage_errors(store: Path, ggufs: dict[str, Path]) -> None:
+    write_ollama_model(store, "tiny:head", gguf=ggufs["head"])
+    with pytest.raises(UsageError, match="--mtp-file applies to GGUF files and folders"):
+        mtpinspect.check("ollama:tiny:head", mtp_file=str(ggufs["sidecar"]))
+    with pytest.raises(UsageError, match="--revision"):
+        mtpinspect.check("ollama:tiny:head", revision="main")
+    with pytest.raises(UsageError, match="name the model"):
+        mtpinspect.check("ollama:")
+    with pytest.raises(FormatError, match="not a sweep report"):
+        mtpinspect.check("ollama:tiny:head", sweep_report=ggufs["head"])
+
+
+# -- measured on the real llama-server ----------------------------------------------------------
+
+
+@pytest.mark.server
+def test_sweep_of_an_ollama_model_and_check_with_its_report(store: Path, ggufs: dict[str, Path], tmp_path: Path) -> None:
+    write_ollama_model(store, "tiny:head", gguf=ggufs["head"], params={"temperature": 0.6})
+    out = tmp_path / "sweep"
+    done = cli("sweep", "ollama:tiny:head", "--n-max", "1,2", "--repeat", "1", "--prompts", "code", "--n-predict", "32",
+               "--out", str(out), "--no-plot", "--", *THREADS, env={"OLLAMA_MODELS": str(store)})
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((out / "report.json").read_text())
+    jsonschema.validate(doc, SWEEP_SCHEMA)
+    n_max = doc["recommendation"]["n_max"]
+    blob = mtpinspect.check("ollama:tiny:head").app.model_file  # type: ignore[union-attr]
+    assert doc["model"] == blob and doc["runs"]["ok"] == doc["runs"]["planned"] == 9  # 3 configurations x 3 code prompts
+    assert doc["app"]["app"] == "ollama" and doc["app"]["name"] == "tiny:head"
+    assert doc["app"]["setting"].startswith(app_setting(App.ollama, n_max))
+    assert f"in Ollama (tiny:head): {doc['app']['setting']}" in done.stdout
+    # Ollama's current setting (none: off) is what a "leave it off" recommends; otherwise the Modelfile to change it.
+    assert (doc["app"]["command"] is None) == (n_max is None)
+    report = mtpinspect.check("ollama:tiny:head", sweep_report=out / "report.json")
+    assert report.app_n_max is not None and report.app_n_max.measured and report.app_n_max.n_max == n_max
+    assert report.runtimes["ollama"].setting is not None
+    assert report.runtimes["ollama"].setting.startswith(app_setting(App.ollama, n_max).split(" (")[0])
+    assert report.runtimes["lm-studio"].setting == app_setting(App.lm_studio, n_max)
+    # A sweep of another GGUF is refused.
+    write_ollama_model(store, "tiny:plain", gguf=ggufs["nohead"])
+    with pytest.raises(UsageError, match="a sweep of .*, not of"):
+        mtpinspect.check("ollama:tiny:plain", sweep_report=out / "report.json")
+
+
+@pytest.mark.server
+def test_sweep_takes_the_draft_layer(store: Path, ggufs: dict[str, Path], tmp_path: Path) -> None:
+    manifest = write_ollama_model(store, "tiny:drafted", gguf=ggufs["main"], draft=ggufs["sidecar"])
+    report = run_sweep("ollama:tiny:drafted", SweepOptions(
+        n_max=(2,), repeat=1, prompts="code", n_predict=32, out_dir=tmp_path / "sweep", plot=False, server_args=THREADS))
+    draft_blob = str(blob_path(store, manifest, DRAFT))
+    assert report.settings["mtp_file"] == draft_blob
+    mtp = [g for g in report.results if g.n_max == 2]
+    assert mtp and all(g.drafted > 0 and g.acceptance and g.acceptance > 0.9 for g in mtp)
+    assert report.app is not None and report.app.app is App.ollama
+
+
+@pytest.mark.server
+def test_sweep_of_an_lm_studio_repo(tmp_path: Path, ggufs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    for key, value in home_env(home).items():
+        monkeypatch.setenv(key, value)
+    write_lmstudio_repo(home, "lmstudio-community/Tiny-GGUF", [ggufs["head"]])
+    report = run_sweep("lmstudio:lmstudio-community/Tiny-GGUF", SweepOptions(
+        n_max=(1,), repeat=1, prompts="code", n_predict=32, out_dir=tmp_path / "sweep", plot=False, server_args=THREADS))
+    assert report.app is not None and report.app.app is App.lm_studio and report.app.command is None
+    assert report.app.setting == app_setting(App.lm_studio, report.recommendation.n_max)
+
+
+@pytest.mark.server
+def test_diagnose_ollama_model_without_draft_num_predict(store: Path, ggufs: dict[str, Path]) -> None:
+    from mtpinspect.diagnosis import diagnose
+    from mtpinspect.jsonable import to_jsonable
+
+    write_ollama_model(store, "tiny:head", gguf=ggufs["head"])
+    report = diagnose("ollama:tiny:head", server_args=THREADS, n_predict=32)
+    jsonschema.validate(to_jsonable(report), DIAGNOSE_SCHEMA)
+    first = report.causes[0]
+    assert first.code == "MTP_NOT_ENABLED"
+    assert first.fix.startswith("in Ollama: " + ollama_create_command("tiny:head", "tiny:head", 2))
+    # The run is what Ollama starts: no --spec-type, and its default temperature.
+    assert report.server_args.spec_type is None and report.server_args.temperature == 0.8
+    assert "HIGH_TEMPERATURE" in [c.code for c in report.causes]
+    assert any("the Modelfile sets no temperature" in note for note in report.notes)
+    assert report.probe is not None and any(f.drafted for f in report.probe.mtp_figures())
+
+
+@pytest.mark.server
+def test_diagnose_ollama_model_uses_the_modelfile_settings(store: Path, ggufs: dict[str, Path]) -> None:
+    from mtpinspect.diagnosis import diagnose
+
+    write_ollama_model(store, "tiny:head", gguf=ggufs["head"],
+                       params={"draft_num_predict": 3, "temperature": 0, "num_ctx": 512})
+    report = diagnose("ollama:tiny:head", server_args=THREADS, n_predict=32)
+    args = report.server_args
+    assert (args.spec_type, args.n_max, args.temperature, args.ctx_size, args.threads) == ("draft-mtp", 3, 0.0, 512, 1)
+    assert report.probe is not None and report.probe.as_given is not None
+    assert report.probe.as_given.drafted  # the run as Ollama starts it drafts
+    assert "MTP_NOT_ENABLED" not in [c.code for c in report.causes]
+    assert "HIGH_TEMPERATURE" not in [c.code for c in report.causes]
+    for cause in report.causes:
+        if cause.code in ("SLOWER_THAN_BASELINE", "NMAX_TOO_HIGH"):
+            assert cause.fix.startswith("in Ollama: PARAMETER draft_num_predict")
+
+
+@pytest.mark.server
+def test_diagnose_mtp_tag_without_head(store: Path, ggufs: dict[str, Path]) -> None:
+    from mtpinspect.diagnosis import diagnose
+
+    write_ollama_model(store, "tiny:1b-mtp", gguf=ggufs["nohead"], params={"draft_num_predict": 3})
+    report = diagnose("ollama:tiny:1b-mtp", server_args=THREADS, n_predict=32)
+    assert report.causes[0].code in ("MTP_WEIGHTS_MISSING", "NO_MTP_HEAD")
+    assert report.causes[0].fix.startswith("in Ollama: a tag whose GGUF carries the head")
+    assert report.server_args.spec_type is None  # Ollama passes no --spec-type without a head
+    assert any("there is no head to draft with" in note for note in report.notes)
