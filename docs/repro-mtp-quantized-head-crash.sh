@@ -4,7 +4,7 @@
 # on some AVX-512 CPUs; --no-repack (no CPU extra buffer types) avoids it, and F32/TQ1_0 heads never crash.
 # Seen on a 2-core x86_64 machine with avx512f/bw/dq/vl/ifma/vbmi; not on an AMD EPYC with AVX512_VNNI and
 # AVX512_BF16 but no AMX. The ggml "system_info" line printed below says which CPU features the build uses
-# (AMX_INT8 = 1 means ggml's AMX buffer type takes Q4_0/Q8_0 weights; REPACK = 1 the generic repack).
+# (printed at -lv 4; AMX_INT8 = 1 means ggml's AMX buffer type takes Q4_0/Q8_0 weights; REPACK = 1 the generic repack).
 #
 # Needs: pip install mtpinspect (writes the 0.5 MB test GGUF with gguf-py), and a llama-server:
 #   LLAMA_SERVER=/path/to/llama-server bash docs/repro-mtp-quantized-head-crash.sh [runs]
@@ -25,7 +25,7 @@ for head in q8_0 q4_0 f32; do
     for i in $(seq "$runs"); do
       log="$dir/$head-$i.log"
       # --port 0 is not accepted; a port per run avoids clashes between runs.
-      timeout 60 "$server" -m "$dir/$head.gguf" --spec-type draft-mtp --spec-draft-n-max 3 -t 1 -np 1 \
+      timeout 60 "$server" -m "$dir/$head.gguf" --spec-type draft-mtp --spec-draft-n-max 3 -t 1 -np 1 -lv 4 \
         --host 127.0.0.1 --port $((20000 + RANDOM % 20000)) $extra > "$log" 2>&1 &
       pid=$!
       for _ in $(seq 50); do grep -q "listening on\|model loaded" "$log" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done

@@ -49,13 +49,24 @@ def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return {**base, **(env or {})}
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> CliRun:
-    """`mtpinspect ARGS` in a child; raises subprocess.TimeoutExpired when it runs past ``timeout``."""
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120, address_space: int | None = None
+) -> CliRun:
+    """`mtpinspect ARGS` in a child; raises subprocess.TimeoutExpired when it runs past ``timeout``.
+    ``address_space`` caps the child's (bytes), so that a read without a bound ends in MemoryError
+    rather than in the test machine's swap."""
+
+    def cap() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
     with tempfile.TemporaryDirectory(prefix="mtpinspect-peak-") as tmp:
         peak_file = Path(tmp) / "peak-kib"
         start = time.monotonic()
         proc = subprocess.run([sys.executable, "-c", MEASURED.format(run=CLI), str(peak_file), *args],
-                              capture_output=True, text=True, timeout=timeout, env=clean_env(env))
+                              capture_output=True, text=True, timeout=timeout, env=clean_env(env),
+                              preexec_fn=cap if address_space else None)
         seconds = time.monotonic() - start
         peak_mb = int(peak_file.read_text()) / 1024 if peak_file.is_file() else float("nan")
     return CliRun(proc.returncode, proc.stdout, proc.stderr, seconds, peak_mb)

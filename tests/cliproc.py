@@ -11,24 +11,11 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+import cli_child
 import psutil
 import pytest
 
-# Runs the CLI as `python -m mtpinspect` does, then writes the process's own peak RSS (VmHWM, counted
-# from exec: a forked child's ru_maxrss would include the test runner's memory) to the file in argv[1].
-_MEASURED = """
-import runpy, sys
-peak_file, sys.argv = sys.argv[1], ["mtpinspect", *sys.argv[2:]]
-try:
-    runpy.run_module("mtpinspect", run_name="__main__", alter_sys=True)
-finally:
-    with open("/proc/self/status") as status:
-        kib = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
-    with open(peak_file, "w") as out:
-        out.write(kib)
-"""
 CLI = [sys.executable, "-m", "mtpinspect"]
 
 
@@ -36,18 +23,9 @@ def run_cli(*args: str, timeout: float = 120, **kw: object) -> subprocess.Comple
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, **kw)  # type: ignore[call-overload]
 
 
-def run_cli_measured(peak_file: Path, *args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess[str], float]:
-    """run_cli, and the child's own peak RSS in MB. Its address space is capped at 2 GiB, so that a
-    read without a bound ends in MemoryError rather than in the test machine's swap."""
-
-    def cap() -> None:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-
-    proc = subprocess.run([sys.executable, "-c", _MEASURED, str(peak_file), *args], capture_output=True, text=True,
-                          timeout=timeout, preexec_fn=cap)
-    return proc, int(peak_file.read_text()) / 1024
+def run_cli_measured(*args: str, timeout: float = 60) -> cli_child.CliRun:
+    """run_cli, with the child's own peak RSS (``peak_mb``); its address space is capped at 2 GiB."""
+    return cli_child.run_cli(*args, timeout=timeout, address_space=2 << 30)
 
 
 def error_line(proc: subprocess.CompletedProcess[str], *needles: str) -> str:

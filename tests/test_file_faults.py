@@ -42,7 +42,8 @@ def test_special_files_are_refused_not_read(tmp_path: Path, tiny: Path, special:
         os.mkfifo(path)  # nobody ever writes to it: opening it to read would wait forever
     command, flag = option.split()
     args = [command, flag, path] if command == "diagnose" else [command, str(tiny), flag, path, "--out", str(tmp_path)]
-    proc, peak_mb = run_cli_measured(tmp_path / "peak-kib", *args, timeout=60)
+    proc = run_cli_measured(*args, timeout=60)
+    peak_mb = proc.peak_mb
     line = error_line(proc, path, "empty" if special == "fifo" else "character device")
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert peak_mb < MAX_RSS_MB, f"{option} {special}: child peak RSS {peak_mb:.0f} MB ({line})"

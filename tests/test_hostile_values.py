@@ -19,6 +19,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from casekit import safetensors_header
+from cli_child import run_cli
 from gguf import GGUFValue
 from gguf.constants import GGUFValueType
 from gguf_factory import write_nextn_gguf
@@ -30,31 +31,10 @@ from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 CHECK_SCHEMA = json.loads((Path(mtpinspect.__file__).parent / "schemas" / "check.schema.json").read_text())
 MAX_RSS_MB = 200
 
-# Runs the CLI, then writes the process's own peak RSS (VmHWM) to the file in argv[1].
-_MEASURED = """
-import runpy, sys
-peak_file, sys.argv = sys.argv[1], ["mtpinspect", *sys.argv[2:]]
-try:
-    runpy.run_module("mtpinspect", run_name="__main__", alter_sys=True)
-finally:
-    with open("/proc/self/status") as status:
-        kib = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
-    with open(peak_file, "w") as out:
-        out.write(kib)
-"""
-
-
 def check(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     return subprocess.run([sys.executable, "-m", "mtpinspect", "check", *args], capture_output=True, text=True,
                           timeout=timeout, env={**base, **(env or {})})
-
-
-def check_measured(tmp_path: Path, *args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess[str], float]:
-    peak = tmp_path / "peak-kib"
-    proc = subprocess.run([sys.executable, "-c", _MEASURED, str(peak), "check", *args], capture_output=True, text=True,
-                          timeout=timeout)
-    return proc, int(peak.read_text()) / 1024
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
@@ -179,7 +159,8 @@ def test_mtp_count_far_above_the_tensors_is_a_finding(tmp_path: Path) -> None:
 def test_twenty_million_mtp_layers_cost_nothing(tmp_path: Path) -> None:
     path = write_nextn_gguf(tmp_path / "m.gguf", extra_metadata={NEXTN: 20_000_000, BLOCKS: 20_000_002})
     started = time.monotonic()
-    proc, peak_mb = check_measured(tmp_path, str(path))
+    proc = run_cli("check", str(path), timeout=60)
+    peak_mb = proc.peak_mb
     one_error_line(proc, "m.gguf", f"{BLOCKS} = 20000002")
     assert peak_mb < MAX_RSS_MB and time.monotonic() - started < 30, (peak_mb, time.monotonic() - started)
 

@@ -174,7 +174,7 @@ def _records(log: LogEvidence) -> list[Figures]:
     for sample in log.samples:
         if sample.format.scope is Scope.summary:
             if sample.format.name not in summaries:
-                records.append(Figures())  # placeholder, filled below
+                records.append(Figures())  # its figures are set below
                 summaries[sample.format.name] = []
             summaries[sample.format.name].append(sample.figures)
         elif sample.format.scope is not Scope.server:

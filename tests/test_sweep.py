@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -16,12 +17,15 @@ from matplotlib import image as mpimg
 
 from mtpinspect.cli._output import Output
 from mtpinspect.cli.sweep import command, render
+from mtpinspect.errors import MtpinspectError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.find import ServerBinary, find_server
+from mtpinspect.runtime.logs import parse_draft_lines
 from mtpinspect.sweep import ProgressEvent, SweepOptions, run_sweep
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.progress import RUN_DONE, RUN_START
 from mtpinspect.sweep.records import RunRecord, ServerRecord
+from mtpinspect.sweep.run import warmup_tokens
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
@@ -104,6 +108,18 @@ def test_perfect_head(server_binary: ServerBinary, tmp_path: Path, prompts: Path
         assert run.log.acceptance == pytest.approx(run.acceptance, abs=5e-6)
         assert run.log.mean_length == pytest.approx(run.mean_length, abs=5e-3)
         assert (run.timings_draft_n, run.timings_draft_n_accepted) == (run.drafted, run.accepted)
+
+    # The discarded first request drafted at full length (the drafting graphs are built before any
+    # measured run) and stopped there; the first measured run did not read its counters or log line.
+    for server in servers:
+        log = Path(server.log_path).read_text(encoding="utf-8", errors="replace")
+        first_request = re.search(r"task \d+ \|\s+eval time =\s*[\d.]+ ms /\s*(\d+) tokens", log)
+        assert first_request is not None
+        assert int(first_request.group(1)) == warmup_tokens(server.n_max, N_PREDICT)
+        if server.n_max is not None:
+            warm_up_draft = parse_draft_lines(log)[0]
+            assert (warm_up_draft.generated, warm_up_draft.accepted) == (server.n_max, server.n_max)
+            assert len(parse_draft_lines(log)) == 1 + len([r for r in runs if r.server_id == server.server_id])
 
     assert report.server.command[:3] == [str(server_binary.path), "-m", report.model]
     assert "--spec-type" not in report.server.command
@@ -224,6 +240,25 @@ def test_interrupt_keeps_the_journal_and_resume_completes_it(
 
     again = run_sweep(model, replace(options, plot=False))
     assert again.runs.resumed == 0 and any(p.name.startswith("runs-") for p in out.iterdir())
+
+
+@pytest.mark.server
+def test_a_journal_that_cannot_be_written_stops_the_sweep(
+    server_binary: ServerBinary, tmp_path: Path, prompts: Path
+) -> None:
+    """Run lines are written while the next request runs; a failed write still stops the sweep."""
+    out = tmp_path / "out"
+    journal = out / "runs.jsonl"
+
+    def break_the_journal(event: ProgressEvent) -> None:
+        if event.phase == RUN_DONE and event.done == 1:
+            journal.unlink()
+            journal.mkdir()  # every later append fails: a directory cannot be opened for appending
+
+    with pytest.raises((OSError, MtpinspectError)):
+        run_sweep(_model(tmp_path, acceptance="perfect"), _options(server_binary, out, prompts),
+                  progress=break_the_journal)
+    assert not _server_children()
 
 
 @pytest.mark.server

@@ -37,6 +37,9 @@ from mtpinspect.runtime.process import die_with_parent, tree_cpu_seconds
 
 HOST = "127.0.0.1"
 _POLL_S = 0.1
+# /health is polled often at first (the tiny model is up in 20 ms) and less as the wait grows, so the
+# time from ready to noticed stays within a tenth of the wait, and within _POLL_S.
+_FIRST_POLL_S = 0.005
 _LOG_TAIL_LINES = 40
 _PORT_ATTEMPTS = 3
 _FIRST_SIGNAL_WAIT_S = 2.0
@@ -211,7 +214,8 @@ class LlamaServer:
             raise ServerError(f"{self.binary.path}: cannot run it: {exc.strerror or exc}") from None
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.startup_timeout
+        began = time.monotonic()
+        deadline = began + self.startup_timeout
         activity, active_at = self._activity(), time.monotonic()
         while True:
             code = self.returncode
@@ -235,7 +239,7 @@ class LlamaServer:
                 raise ServerStartError(
                     f"llama-server not ready after {self.startup_timeout:g} s; last log line: {last_line(text)}", self._tail(text)
                 )
-            time.sleep(_POLL_S)
+            time.sleep(min(_POLL_S, max(_FIRST_POLL_S, (now - began) / 10)))
 
     def _activity(self) -> tuple[int, float]:
         """Log size and CPU seconds of the server's process tree: a loading server moves one of them."""

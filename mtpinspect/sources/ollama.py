@@ -27,6 +27,7 @@ from typing import Any
 
 from mtpinspect.apps import DRAFT_NUM_PREDICT
 from mtpinspect.errors import FormatError, SourceError, UsageError
+from mtpinspect.files import read_bounded
 
 DEFAULT_HOST = "registry.ollama.ai"
 DEFAULT_NAMESPACE = "library"
@@ -222,13 +223,7 @@ def _same(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 
 def _read_manifest(path: Path, label: str) -> tuple[list[Layer], Layer | None]:
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MANIFEST_LIMIT + 1)
-    except OSError as exc:
-        raise SourceError(f"{label}: cannot read {path} ({exc.strerror or exc})") from None
-    if len(data) > MANIFEST_LIMIT:
-        raise FormatError(f"{label}: manifest {path} is larger than {MANIFEST_LIMIT // 2**20} MiB")
+    data = read_bounded(path, MANIFEST_LIMIT, f"Ollama manifest of {label}")
     doc = _json_object(data, f"{label}: manifest {path}")
     raw_layers = doc.get("layers")
     if not isinstance(raw_layers, list):

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mtpinspect.errors import FormatError, SourceError
+from mtpinspect.errors import FormatError
+from mtpinspect.files import read_bounded
 from mtpinspect.jsonable import schema_header
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.workarounds import Workaround
@@ -132,13 +133,7 @@ class SavedRecommendation:
 def read_recommendation(path: str | Path) -> SavedRecommendation:
     """The recommendation of a sweep report written by `mtpinspect sweep`; FormatError for anything else."""
     file = Path(path).expanduser()
-    try:
-        with open(file, "rb") as f:
-            data = f.read(REPORT_LIMIT + 1)
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read the sweep report ({exc.strerror or exc})") from None
-    if len(data) > REPORT_LIMIT:
-        raise FormatError(f"{path}: larger than {REPORT_LIMIT // 2**20} MiB, not a sweep report")
+    data = read_bounded(file, REPORT_LIMIT, "sweep report")
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

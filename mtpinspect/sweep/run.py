@@ -1,9 +1,10 @@
 """Running a sweep's visits: one llama-server per visit, one measured request per planned run.
 
-Every server start and every run is written to the journal as soon as it is over, before the next
-one begins. A server that fails to start, or dies during a run, is recorded with the reason from its
-log (and, for a crash, how it crashed) and the sweep goes on with the next visit; the ``with`` blocks
-stop the server (and the RSS sampler) whatever happens, Ctrl-C included. An MTP configuration that
+Every server start and every run is written to the journal as soon as it is over (a run's line while
+the next request runs: the server does not wait on the disk). A server that fails to start, or dies
+during a run, is recorded with the reason from its log (and, for a crash, how it crashed) and the
+sweep goes on with the next visit; the ``with`` blocks stop the server (and the RSS sampler) whatever
+happens, Ctrl-C included. An MTP configuration that
 crashes the engine while the baseline does not is retried once with a change found by experiment
 (runtime/workarounds.py), and every record of the retry names that change.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,12 +45,12 @@ from mtpinspect.sweep.records import (
 )
 from mtpinspect.vocabulary import RunStatus, ServerStatus, WorkaroundMode
 
-# The warm-up only has to page the weights in and build the graphs (drafting ones included).
-WARMUP_TOKENS = 16
 # The server adds a request's counters and prints its log line when the slot is released, which can
 # be a moment after the response was sent.
 SETTLE_TIMEOUT_S = 5.0
+# Waits for those start short (the line is usually a millisecond behind) and back off to this.
 _SETTLE_POLL_S = 0.01
+_FIRST_POLL_S = 0.001
 
 
 @dataclass
@@ -264,15 +266,30 @@ class _Cursor:
     metrics: Metrics | None
 
 
+def warmup_tokens(n_max: int | None, n_predict: int) -> int:
+    """How many tokens the discarded first request generates: what a measured run does first.
+
+    By the time /health says ok, llama.cpp's loader has read the weights in (it prefetches the mapped
+    file) and llama-server has run a two-token decode of its own. What is still cold is the first prompt
+    batch, the first decode step and, with MTP, the drafting: the first token comes from the prompt, the
+    next step drafts up to n-max tokens (a draft is capped at the tokens left minus one) and verifies
+    them in one batch of n-max + 1. Nothing after that is new to the server.
+    """
+    return min(n_predict, (n_max or 0) + 2)
+
+
 def _warm_up(server: LlamaServer, first: PlannedRun, ctx: RunContext) -> _Cursor:
     """The discarded first request."""
-    before = server.metrics()
     warmup = server.complete(
-        first.prompt.text, n_predict=WARMUP_TOKENS, seed=ctx.options.seed, timeout=ctx.options.request_timeout
+        first.prompt.text,
+        n_predict=warmup_tokens(first.configuration.n_max, ctx.options.n_predict),
+        seed=ctx.options.seed,
+        timeout=ctx.options.request_timeout,
     )
-    # Let the warm-up's counters and log line land, so the first run does not read them as its own.
-    after = _settled(server, before, warmup.predicted_n)
-    _, log_offset = _log_line(server, 0, expect=after.delta(before).draft_tokens > 0)
+    # Let the warm-up's counters and log line land, so the first run does not read them as its own. A
+    # fresh server's counters start at zero, so no scrape is needed before it.
+    after = _settled(server, 0.0, warmup.predicted_n)
+    _, log_offset = _log_line(server, 0, expect=after.draft_tokens > 0)
     return _Cursor(log_offset, after)
 
 
@@ -287,19 +304,57 @@ def _measure_runs(
     server_id: str,
     cursor: _Cursor,
 ) -> _Crashed | None:
-    for index, run in enumerate(runs):
-        tracker.emit(RUN_START, "measuring", run=run)
-        result = measure(server, run, ctx, sampler, server_id, cursor)
-        result.workaround = workaround
-        if result.status == RunStatus.crashed:
-            server.stop()
-            result.crash = crash_of(server.returncode, server.read_log())
-        ctx.journal.append(result)
-        tracker.run_finished(run, result.wall_seconds, describe(result))
-        if result.status == RunStatus.crashed:
-            tracker.runs_abandoned(len(runs) - index - 1)
-            return _Crashed(result.crash, tuple(runs[index:])) if result.crash is not None else None
+    with _Appender(ctx.journal) as journal:
+        for index, run in enumerate(runs):
+            tracker.emit(RUN_START, "measuring", run=run)
+            result = measure(server, run, ctx, sampler, server_id, cursor)
+            result.workaround = workaround
+            if result.status == RunStatus.crashed:
+                server.stop()
+                result.crash = crash_of(server.returncode, server.read_log())
+            journal.append(result)
+            tracker.run_finished(run, result.wall_seconds, describe(result))
+            if result.status == RunStatus.crashed:
+                tracker.runs_abandoned(len(runs) - index - 1)
+                return _Crashed(result.crash, tuple(runs[index:])) if result.crash is not None else None
     return None
+
+
+class _Appender:
+    """Journal lines written while the next request runs, instead of before it is sent.
+
+    An fsync costs milliseconds, as long as a whole request on a small model, and the server would sit
+    idle through it. Lines still land one at a time and in order: ``append`` first waits for the line
+    before it, and leaving the block waits for the last one and raises what writing any of them raised.
+    A finished run's line is being written from the moment the run ends, so a crash, a kill or Ctrl-C
+    still loses only the run in flight (Ctrl-C waits for the line; a kill can only catch its first
+    millisecond).
+    """
+
+    def __init__(self, journal: Journal) -> None:
+        self._journal = journal
+        # One worker, started once: starting a thread per line costs a context switch on a busy machine.
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
+        self._writing: Future[None] | None = None
+
+    def append(self, record: RunRecord) -> None:
+        self.wait()
+        self._writing = self._writer.submit(self._journal.append, record)
+
+    def wait(self) -> None:
+        """Until the last line is on disk; raises what writing it raised."""
+        writing, self._writing = self._writing, None
+        if writing is not None:
+            writing.result()
+
+    def __enter__(self) -> _Appender:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            self.wait()
+        finally:
+            self._writer.shutdown(wait=True)
 
 
 def measure(
@@ -324,7 +379,7 @@ def measure(
         completion = server.complete(
             run.prompt.text, n_predict=ctx.options.n_predict, seed=ctx.options.seed, temperature=0.0, timeout=ctx.options.request_timeout
         )
-        after = _settled(server, before, completion.predicted_n)
+        after = _settled(server, before.tokens_predicted, completion.predicted_n)
     except ServerDiedError as exc:
         return _failed(base, RunStatus.crashed, str(exc), began, sampler)
     except ServerError as exc:
@@ -361,19 +416,22 @@ def describe(record: RunRecord) -> str:
     return f"{speed}, acceptance {record.acceptance:.2f}, mean length {record.mean_length or 0:.2f}"
 
 
-def _settled(server: LlamaServer, before: Metrics, predicted_n: int) -> Metrics:
+def _settled(server: LlamaServer, predicted_before: float, predicted_n: int) -> Metrics:
     """A scrape that includes the request's counters (they land when the slot is released)."""
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    pause = _FIRST_POLL_S
     while True:
         after = server.metrics()
-        if after.tokens_predicted - before.tokens_predicted >= predicted_n or time.monotonic() > deadline:
+        if after.tokens_predicted - predicted_before >= predicted_n or time.monotonic() > deadline:
             return after
-        time.sleep(_SETTLE_POLL_S)
+        time.sleep(pause)
+        pause = min(2 * pause, _SETTLE_POLL_S)
 
 
 def _log_line(server: LlamaServer, offset: int, *, expect: bool) -> tuple[LogFigures | None, int]:
     """The request's ``draft acceptance`` line, waiting briefly for it when the request drafted."""
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    pause = _FIRST_POLL_S
     text = ""
     while True:
         new_text, offset = server.log_since(offset)
@@ -381,7 +439,8 @@ def _log_line(server: LlamaServer, offset: int, *, expect: bool) -> tuple[LogFig
         lines = parse_draft_lines(text)
         if lines or not expect or time.monotonic() > deadline:
             return (LogFigures.from_stats(lines[-1]) if lines else None), offset
-        time.sleep(_SETTLE_POLL_S)
+        time.sleep(pause)
+        pause = min(2 * pause, _SETTLE_POLL_S)
 
 
 def _failed(base: dict[str, Any], status: str, error: str, began: float, sampler: RssSampler) -> RunRecord:
