@@ -282,7 +282,9 @@ def command(
 
     Exit status: 0 when MTP is usable in at least one runtime, 1 when not, 2 on error.
     HF_ENDPOINT and HF_TOKEN are honoured, as in huggingface_hub. Every Hub request is bounded by
-    --timeout, retried per --retries, and all of them end by --deadline.
+    --timeout, retried per --retries, and all of them end by --deadline; the reads go out together, in
+    three waves (the listing, the files it names, what those need next), and what was read is kept in
+    the header cache for the next check of the same revision (--no-cache: not used).
     """
     from mtpinspect.inspection import check, check_all
     from mtpinspect.runtime.build import build_server, find_helper

@@ -39,7 +39,8 @@ def check(
     when its helper is built, True always (building it first: minutes, once), False never.
     ``sweep_report``, the report.json of a sweep of the same GGUF, gives the n-max Ollama and LM Studio
     are told to use. ``verify_digest`` hashes every Ollama blob (by default only those up to 64 MiB; the
-    others' sizes are checked). ``policy`` bounds the Hub requests (timeout, retries, deadline). Raises
+    others' sizes are checked). ``policy`` bounds the Hub requests (timeout, retries, deadline) and says
+    whether the header cache is used. Raises
     ``MtpinspectError`` subclasses for bad input.
     """
     target = resolve(source, revision=revision, token=token, endpoint=endpoint, file=file, mtp_file=mtp_file,
