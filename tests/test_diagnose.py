@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 from pathlib import Path
 
 import jsonschema
 import pytest
+from gguf_factory import write_nextn_gguf
 
 from mtpinspect.cli._output import Output
 from mtpinspect.cli.diagnose import command, render
@@ -107,6 +109,31 @@ def test_mismatched_sidecar(server_binary: ServerBinary, tmp_path: Path, kind: s
     assert first.code == "SIDECAR_MISMATCH"
     assert "probe" in first.sources and "static" in first.sources
     assert report.probe is not None and all(f.error for f in report.probe.mtp_figures())
+
+
+@pytest.mark.server
+def test_sidecar_without_the_shared_tensors(server_binary: ServerBinary, tmp_path: Path) -> None:
+    # A published sidecar shape: the MTP block alone, without token_embd / output_norm, which llama.cpp
+    # needs because it loads a draft model as a whole model.
+    trunk = _model(tmp_path, TinyModelSpec(nextn=False))
+    sidecar = write_nextn_gguf(tmp_path / "mtp-tiny.gguf", sidecar=True, shared=False)
+    report = _diagnose(server_binary, trunk)
+    first = report.causes[0]
+    assert first.code == "SIDECAR_INCOMPLETE" and first.confidence_word == "high"
+    assert {"probe", "static"} <= set(first.sources)
+    assert any("check_tensor_dims: tensor 'token_embd.weight' not found" in line for line in first.evidence)
+    assert "convert_hf_to_gguf.py MODEL_DIR --mtp" in first.fix
+    # The failed start is explained, not left as a generic failure.
+    assert "MTP_FAILED" not in _codes(report)
+    # The same server's own log, pasted as a user would, names the same cause.
+    started = subprocess.run(
+        [str(server_binary.path), "-m", str(trunk), "-md", str(sidecar), "--spec-type", "draft-mtp", *THREADS,
+         "--port", "0"], capture_output=True, text=True, timeout=60)
+    assert started.returncode != 0
+    log = tmp_path / "server.log"
+    log.write_text(started.stdout + started.stderr, encoding="utf-8")
+    from_log = diagnose(None, log_files=[log])
+    assert _codes(from_log)[0] == "SIDECAR_INCOMPLETE" and from_log.causes[0].sources == ("log",)
 
 
 @pytest.mark.server

@@ -15,6 +15,10 @@ from mtpinspect.diagnosis.logs import LogEvidence
 from mtpinspect.runtime.flags import N_MAX
 from mtpinspect.vocabulary import Engine
 
+# A sidecar without the shared tensors a draft model loads with. The pinned converter's --mtp writes the shared token_embd, output_norm and output into the mtp- file.
+SIDECAR_REMAKE_FIX = ("re-make the mtp- file with llama.cpp's python convert_hf_to_gguf.py MODEL_DIR --mtp (it writes "
+                      "token_embd, output_norm and output into it), or use a release whose mtp- file carries them")
+
 # A cliff: at least this many deepest positions never accepted while the one before them was.
 CLIFF_POSITIONS = 3
 FIRST_POSITION_WORKS = 0.5

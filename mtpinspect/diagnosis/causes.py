@@ -33,6 +33,7 @@ CAUSES: dict[str, CauseKind] = {
     "NO_MTP_HEAD": CauseKind(Mechanism.blocked, "The model has no MTP head at all (its family has none)"),
     "MTP_WEIGHTS_MISSING": CauseKind(Mechanism.blocked, "The family has an MTP head but this checkpoint or GGUF lacks its weights (dropped in conversion or quantization)"),
     "SIDECAR_MISMATCH": CauseKind(Mechanism.blocked, "The mtp- sidecar comes from another model, revision or quantization (arch, n_embd, vocab, blocks differ)"),
+    "SIDECAR_INCOMPLETE": CauseKind(Mechanism.blocked, "The mtp- sidecar lacks tensors llama.cpp loads a draft model with (token_embd, output_norm): llama-server stops at load"),
     "SIDECAR_NOT_PASSED": CauseKind(Mechanism.blocked, "The main GGUF has no head, an mtp- file lies beside it, and the run did not pass it with -md"),
     "NO_MTP_GRAPH": CauseKind(Mechanism.blocked, "This llama.cpp has no MTP draft graph for the architecture (the server predates its MTP support)"),
     "MTP_NOT_ENABLED": CauseKind(Mechanism.blocked, "The head is there but the run never enabled MTP (`model has unused tensor blk.N.nextn...`, no draft lines)"),

@@ -14,7 +14,8 @@ Evidence comes from three places: static (`check` and the run's flags, static.py
 - any other start or crash reason names its cause directly (``doesn't contain MTP layers`` ->
   SIDECAR_NOT_PASSED when an mtp- file exists and was not passed, NO_MTP_HEAD when check found no
   head, else MTP_WEIGHTS_MISSING; ``MTP input row width`` or ``failed to add token`` ->
-  SIDECAR_MISMATCH; a crash no such line explains (a signal, GGML_ASSERT, abort, uncaught exception or
+  SIDECAR_MISMATCH; ``check_tensor_dims: tensor 'token_embd.weight' not found`` (or output_norm) while
+  loading the draft model -> SIDECAR_INCOMPLETE; a crash no such line explains (a signal, GGML_ASSERT, abort, uncaught exception or
   GPU fault) -> MTP_ENGINE_CRASH, confidence 0.95 when the probe reproduced it (its baseline ran: the
   crash is MTP's) and 0.8 from a log, with the change the probe verified as the fix, or from a log the
   changes its signature points at; anything else -> MTP_FAILED, with a fix in the log's engine's words);
@@ -50,6 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mtpinspect.diagnosis.advice import (
+    SIDECAR_REMAKE_FIX,
     disagreeing_head_fix,
     engine_crash_fix,
     failed_start_fix,
@@ -149,6 +151,9 @@ def classify_failure(
     if re.search(r"MTP input row width|failed to add token", text):
         return Cause("SIDECAR_MISMATCH", 0.95, "the mtp- sidecar does not fit the main model: llama-server aborts",
                      evidence, _sidecar_fix(static), (source,))
+    if _DRAFT_LACKS_SHARED.search(text) and (had_sidecar or "failed to load draft model" in text):
+        return Cause("SIDECAR_INCOMPLETE", 0.95, "the mtp- sidecar lacks tensors a draft model needs: llama-server "
+                     "stops at load", evidence, SIDECAR_REMAKE_FIX, (source,))
     if re.search(r"doesn't contain MTP layers|failed to create MTP context", text):
         return _no_layers(static, settings, evidence, had_sidecar, source)
     if re.search(r"MTP block missing nextn|missing tensor '[^']*nextn|weights missing from checkpoint|"
@@ -163,6 +168,10 @@ def classify_failure(
     return Cause("MTP_FAILED", 0.7, f"the MTP configuration failed: {telling}", evidence, failed_start_fix(engine),
                  (source,))
 
+
+# llama.cpp loads a draft model as a whole model: a sidecar without the shared embedding or output norm
+# fails its loader's tensor check (the same line for a damaged main GGUF, hence the draft-model condition).
+_DRAFT_LACKS_SHARED = re.compile(r"check_tensor_dims: tensor '(?:token_embd|output_norm)\.weight' not found")
 
 # "unknown speculative type: mtp" (builds since the type list became comma-separated), or the pre-MTP
 # parser's "unknown speculative decoding type without draft model" (which names no value).
