@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mtpinspect.cache_dir import CACHE_ENV  # noqa: E402
 from mtpinspect.runtime.build import cache_root  # noqa: E402
+from mtpinspect.runtime.find import ServerBinary, find_server  # noqa: E402
 
 SHARED_SERVERS = cache_root()  # read before any test moves the cache folder
 
@@ -31,6 +32,20 @@ def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CACHE_ENV, str(own_cache_folder(tmp_path_factory.mktemp("session-cache"))))
         yield
+
+
+@pytest.fixture(scope="session")
+def built_server() -> ServerBinary:
+    """The pinned llama-server (and the verify helper, built with it), found or built once."""
+    return find_server(build=True, progress=print)
+
+
+@pytest.fixture(autouse=True)
+def _server_before_the_test(request: pytest.FixtureRequest) -> None:
+    """A `server` test starts with llama-server built: on a fresh machine the build takes minutes, which
+    a test that runs the CLI under a time limit (a subprocess timeout) must not pay inside that limit."""
+    if request.node.get_closest_marker("server") is not None:
+        request.getfixturevalue("built_server")
 
 
 @pytest.fixture(autouse=True)
