@@ -15,7 +15,8 @@ from mtpinspect.diagnosis.logs import LogEvidence
 from mtpinspect.runtime.flags import N_MAX
 from mtpinspect.vocabulary import Engine
 
-# A sidecar without the shared tensors a draft model loads with. The pinned converter's --mtp writes the shared token_embd, output_norm and output into the mtp- file.
+# A sidecar without the shared tensors a draft model loads with: the pinned converter's --mtp writes
+# token_embd, output_norm and output into the mtp- file.
 SIDECAR_REMAKE_FIX = ("re-make the mtp- file with llama.cpp's python convert_hf_to_gguf.py MODEL_DIR --mtp (it writes "
                       "token_embd, output_norm and output into it), or use a release whose mtp- file carries them")
 

@@ -15,10 +15,11 @@ Evidence comes from three places: static (`check` and the run's flags, static.py
   SIDECAR_NOT_PASSED when an mtp- file exists and was not passed, NO_MTP_HEAD when check found no
   head, else MTP_WEIGHTS_MISSING; ``MTP input row width`` or ``failed to add token`` ->
   SIDECAR_MISMATCH; ``check_tensor_dims: tensor 'token_embd.weight' not found`` (or output_norm) while
-  loading the draft model -> SIDECAR_INCOMPLETE; a crash no such line explains (a signal, GGML_ASSERT, abort, uncaught exception or
-  GPU fault) -> MTP_ENGINE_CRASH, confidence 0.95 when the probe reproduced it (its baseline ran: the
-  crash is MTP's) and 0.8 from a log, with the change the probe verified as the fix, or from a log the
-  changes its signature points at; anything else -> MTP_FAILED, with a fix in the log's engine's words);
+  loading the draft model -> SIDECAR_INCOMPLETE; a crash no such line explains (a signal, GGML_ASSERT,
+  abort, uncaught exception or GPU fault) -> MTP_ENGINE_CRASH, confidence 0.95 when the probe
+  reproduced it (its baseline ran: the crash is MTP's) and 0.8 from a log, with the change the probe
+  verified as the fix, or from a log the changes its signature points at; anything else ->
+  MTP_FAILED, with a fix in the log's engine's words);
 - ``model has unused tensor blk.N.nextn...`` with no draft lines -> MTP_NOT_ENABLED, or NO_MTP_GRAPH
   when draft-mtp was asked for (or the architecture has no graph);
 - acceptance at most 5% while the baseline runs (from a log: its acceptance, or without one a mean
