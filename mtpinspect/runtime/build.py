@@ -38,8 +38,10 @@ BACKENDS = ("cpu", "cuda")
 _EXE = ".exe" if os.name == "nt" else ""
 BINARY_NAME = f"llama-server{_EXE}"
 HELPER_NAME = f"mtpinspect-verify{_EXE}"
-# CMake target -> the executable it makes.
-TARGETS = {"llama-server": BINARY_NAME, "mtpinspect-verify": HELPER_NAME}
+QUANTIZE_NAME = f"llama-quantize{_EXE}"
+# CMake target -> the executable it makes. llama-quantize makes the trained model's low-bit heads
+# (training/quantize.py); it shares ggml with the others, so it costs a few files more to build.
+TARGETS = {"llama-server": BINARY_NAME, "mtpinspect-verify": HELPER_NAME, "llama-quantize": QUANTIZE_NAME}
 HELPER_SOURCE = Path(__file__).with_name("helper")
 HELPER_CMAKE = HELPER_SOURCE / "mtpinspect-verify.cmake"
 METADATA_NAME = "build.json"
@@ -84,6 +86,11 @@ def cached_server(backend: str = "cpu") -> Path | None:
 def cached_helper(backend: str = "cpu") -> Path | None:
     """The cached mtpinspect-verify for a backend, if it was built from this package's helper source."""
     return _cached(backend, "mtpinspect-verify")
+
+
+def cached_tool(target: str, backend: str = "cpu") -> Path | None:
+    """Another cached executable of the pinned build (llama-quantize), if it was built."""
+    return _cached(backend, target)
 
 
 def find_helper() -> Path | None:
@@ -254,6 +261,15 @@ def _download_sdist(dest: Path, log: Path, progress: Progress | None) -> Path:
         sdist.unlink()
         raise ServerError(f"{_SDIST_NAME}: sha256 {actual} does not match the pinned {PINNED_SDIST_SHA256}")
     return sdist
+
+
+def pinned_sdist(progress: Progress | None = None) -> Path:
+    """The pinned llama-cpp-python sdist in the cache (downloaded and hash-checked when absent): the
+    source of llama-server and of the converter and vocabularies that training/ uses."""
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with _lock(root / ".sdist.lock"):
+        return _download_sdist(root, root / "sdist.log", progress)
 
 
 def _wanted(name: str, top: str) -> bool:
