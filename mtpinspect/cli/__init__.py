@@ -1,8 +1,8 @@
 """The `mtpinspect` command line: parses arguments, calls the typed API, renders through one sink.
 
 Each command lives in its own module (package: check = inspection/, sweep = sweep/, diagnose =
-diagnosis/, runtime = runtime/, tiny-model = tiny_model.py), imported only when that command runs, so
-`mtpinspect --help` and `check` on a local file start at once. Errors that are the user's (a missing
+diagnosis/, runtime = runtime/, tiny-model = tiny_model.py and trained_model.py, train = training/),
+imported only when that command runs, so `mtpinspect --help` and `check` on a local file start at once. Errors that are the user's (a missing
 repo, a corrupt GGUF, a wrong flag) become one line on stderr and exit status 2.
 """
 
@@ -27,7 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("sweep", "Measure MTP on this machine with the real llama-server across --spec-draft-n-max."),
     "diagnose": ("diagnose", "Explain zero or low MTP acceptance (or a slowdown) and say what to change."),
     "runtime": ("runtime", "Show, build or rebuild the llama-server that sweep uses and check's verify helper."),
-    "tiny-model": ("tiny_model", "Write a tiny GGUF with an MTP head whose draft acceptance you choose."),
+    "tiny-model": ("tiny_model", "Write a tiny GGUF with an MTP head whose draft acceptance you choose, or the trained one."),
+    "train": ("train", "Train the built-in model's trunk and MTP head again on this CPU (the train extra)."),
 }
 
 

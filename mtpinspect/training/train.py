@@ -1,0 +1,163 @@
+"""Train the tiny glm4moe model and its MTP head on this CPU, then save and convert it.
+
+One run: fetch and tokenize the three classes (data.py), pick the tokens that get rows of their own
+(``Recipe.min_count``), train trunk and head together (loss = main CE + ``mtp_weight`` x MTP CE, AdamW,
+warm-up then cosine decay), score the held-out text every ``eval_every`` steps (evaluate.py; the learning
+curve goes to curve.jsonl), and write the Hugging Face folder (checkpoint.py) and its GGUF through the
+pinned converter (toolchain.py). The seed fixes the initial weights and every batch: the same recipe on
+the same packages gives the same model on the same CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mtpinspect.errors import OutputError
+
+Progress = Callable[[str], None]
+
+SHIPPED_OUTTYPE = "q8_0"  # the shipped GGUF: 49k x 256 embedding and output matrices fit 48 MB only so
+
+
+@dataclass(frozen=True)
+class Recipe:
+    steps: int = 1100  # about 60 minutes on 2 cores (3.2 s a step)
+    seed: int = 0
+    per_class: int = 4  # windows of each class in a batch
+    length: int = 385  # tokens per window: 384 positions scored
+    lr: float = 2e-3
+    warmup: int = 100
+    min_lr_share: float = 0.1
+    weight_decay: float = 0.1
+    clip: float = 1.0
+    mtp_weight: float = 0.3  # DeepSeek-V3's lambda for its first MTP depth
+    min_count: int = 20  # a token seen fewer times in the training text shares the rare tokens' rows
+    eval_every: int = 100
+    eval_windows: int = 48
+    threads: int = 2
+    layers: int = 4
+
+    def lr_at(self, step: int) -> float:
+        if step < self.warmup:
+            return self.lr * (step + 1) / self.warmup
+        done = (step - self.warmup) / max(1, self.steps - self.warmup)
+        return self.lr * (self.min_lr_share + (1 - self.min_lr_share) * 0.5 * (1 + math.cos(math.pi * min(1.0, done))))
+
+
+@dataclass
+class TrainResult:
+    folder: Path  # the Hugging Face checkpoint
+    gguf: Path
+    curve: Path
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def _prepared_out(out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out}: exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise OutputError(f"{out}: the folder is not empty (pass --force to replace what is in it)")
+
+
+def train(out: Path, recipe: Recipe = Recipe(), *, cache: Path, force: bool = False, progress: Progress | None = None) -> TrainResult:
+    """Train, save OUT/checkpoint (Hugging Face folder), OUT/model-Q8_0.gguf and OUT/curve.jsonl.
+    Everything is written into a temporary folder beside OUT and moved into place at the end, so a
+    failed or interrupted run leaves nothing half-written."""
+    import numpy as np
+    import torch
+
+    from mtpinspect.training import checkpoint, data, evaluate, tokenizer, toolchain
+    from mtpinspect.training.model import Shape, TinyGlm, Vocabulary, losses
+
+    say = progress or (lambda _: None)
+    _prepared_out(out, force)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        work.chmod(0o755)  # mkdtemp makes it private; OUT is an ordinary folder
+        tools = toolchain.toolchain()
+        tok = tokenizer.build(tools.vocab(tokenizer.VOCAB))
+        eot = tok.convert_tokens_to_ids(tokenizer.END_OF_TEXT)
+        streams = data.load(cache, tok, eot, say)
+        counts = streams.counts(tokenizer.PADDED_VOCAB)
+        vocab = Vocabulary(np.nonzero(counts >= recipe.min_count)[0], tokenizer.PADDED_VOCAB)
+        shape = Shape(vocab=tokenizer.PADDED_VOCAB, layers=recipe.layers)
+
+        torch.manual_seed(recipe.seed)
+        torch.set_num_threads(recipe.threads)
+        rng = np.random.default_rng(recipe.seed)
+        model = TinyGlm(shape, vocab)
+        decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+        rest = [p for n, p in model.named_parameters() if p.dim() < 2]
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay}, {"params": rest, "weight_decay": 0.0}],
+                                lr=recipe.lr, betas=(0.9, 0.95))
+        train_streams = {c: vocab.to_compact[s] for c, s in streams.train.items()}
+        curve_path = work / "curve.jsonl"
+        started = time.monotonic()
+        tokens = 0
+        with curve_path.open("w", encoding="utf-8") as curve:
+            for step in range(recipe.steps):
+                for group in opt.param_groups:
+                    group["lr"] = recipe.lr_at(step)
+                ids = torch.from_numpy(data.batch(train_streams, recipe.per_class, recipe.length, rng))
+                main, mtp = losses(model, ids)
+                opt.zero_grad(set_to_none=True)
+                (main + recipe.mtp_weight * mtp).backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
+                opt.step()
+                tokens += ids.numel()
+                row: dict[str, Any] = {"step": step + 1, "tokens": tokens, "seconds": round(time.monotonic() - started, 1),
+                                       "lr": recipe.lr_at(step), "main_loss": main.item(), "mtp_loss": mtp.item()}
+                last = step + 1 == recipe.steps
+                if (step + 1) % recipe.eval_every == 0 or last:
+                    row["held_out"] = [evaluate.figures(model, vocab, c, s, count=recipe.eval_windows).as_dict()
+                                       for c, s in streams.held_out.items()]
+                    say(_summary(row))
+                curve.write(json.dumps(row) + "\n")
+                curve.flush()
+        held = row.get("held_out", [])
+        record = {
+            "recipe": asdict(recipe),
+            "shape": shape.as_dict(),
+            "tokenizer": {"vocab": tokenizer.VOCAB, "kept_tokens": int(len(vocab.kept)), "rare_tokens": int(vocab.n_rare)},
+            "packages": streams.packages,
+            "documents": streams.documents,
+            "train_tokens": {c: int(len(s)) for c, s in streams.train.items()},
+            "tokens_seen": tokens,
+            "seconds": round(time.monotonic() - started, 1),
+            "torch": torch.__version__,
+            "held_out": held,
+        }
+        folder = work / "checkpoint"
+        cfg = checkpoint.config(shape, eos=eot, bos=tok.convert_tokens_to_ids("[gMASK]"))
+        checkpoint.save(folder, checkpoint.published_tensors(model, vocab), cfg, tok, record)
+        say(f"converting {folder.name} with the pinned convert_hf_to_gguf.py ({SHIPPED_OUTTYPE})")
+        gguf = toolchain.convert(folder, work / f"model-{SHIPPED_OUTTYPE.upper()}.gguf", SHIPPED_OUTTYPE)
+        torch.save({"model": model.state_dict(), "kept": vocab.kept}, work / "state.pt")
+        if out.exists():
+            shutil.rmtree(out)
+        work.rename(out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return TrainResult(out / "checkpoint", out / gguf.name, out / "curve.jsonl", record)
+
+
+def _summary(row: dict[str, Any]) -> str:
+    parts = [f"step {row['step']} ({row['seconds']:.0f} s): loss {row['main_loss']:.3f} / mtp {row['mtp_loss']:.3f}"]
+    for fig in row.get("held_out", []):
+        parts.append(f"{fig['cls']} agree {fig['agreement']:.3f} acc {fig['main_accuracy']:.3f} "
+                     f"distinct {fig['distinct_share']:.3f} H {fig['entropy']:.2f}")
+    return "; ".join(parts)
+
+
+def quick(recipe: Recipe, steps: int) -> Recipe:
+    """The same recipe for a few steps (tests, smoke runs): evaluation only at the end."""
+    return replace(recipe, steps=steps, warmup=min(recipe.warmup, max(1, steps // 2)), eval_every=max(steps, 1), eval_windows=8)
