@@ -48,6 +48,7 @@ from gguf.quants import GGML_QUANT_SIZES, dequantize, quantize
 
 from mtpinspect.errors import UsageError
 from mtpinspect.formulas import expected_length
+from mtpinspect.sources.filenames import sidecar_path
 
 ARCH = "glm4moe"
 LAYOUTS = ("bundled", "sidecar")
@@ -521,11 +522,6 @@ def mismatched_sidecar(kind: str, size: str = "tiny") -> TinyModelSpec:
     if kind == "layers":
         return TinyModelSpec(**{**fields, "trunk_layers": model.trunk_layers + 1})  # type: ignore[arg-type]
     raise UsageError(f"mismatch {kind!r}: expected one of {', '.join(MISMATCHES)}")
-
-
-def sidecar_path(path: Path) -> Path:
-    """Where the MTP sidecar of a main file goes: mtp-<name> beside it (convert_hf_to_gguf's naming)."""
-    return path.with_name(f"mtp-{path.name}")
 
 
 def write_tiny_model(path: Path | str, spec: TinyModelSpec = TinyModelSpec()) -> list[Path]:

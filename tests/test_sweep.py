@@ -27,6 +27,7 @@ from mtpinspect.sweep.progress import RUN_DONE, RUN_START
 from mtpinspect.sweep.records import RunRecord, ServerRecord
 from mtpinspect.sweep.run import warmup_tokens
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
+from mtpinspect.trained_model import SHIPPED_GGUF
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 SCHEMA = json.loads(
@@ -294,7 +295,7 @@ def test_cli_without_model_runs_the_tiny_demo(
     assert command.main([*common, "--format", "json", "--no-plot", "--", "-t", "1"], standalone_mode=False) == 0
     document = json.loads(capsys.readouterr().out)
     jsonschema.validate(document, SCHEMA)
-    assert document["tiny_model"] is True and Path(document["model"]).name == "tiny-mtp.gguf"
+    assert document["tiny_model"] is True and Path(document["model"]) == SHIPPED_GGUF.resolve()
     assert document["settings"]["server_args"] == ["-t", "1"] and document["server"]["command"][-2:] == ["-t", "1"]
     assert document["files"]["plot"] is None and not (out / "sweep.png").exists()
     assert {r["prompt_class"] for r in document["results"]} == {"extraction"}

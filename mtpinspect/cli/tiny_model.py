@@ -1,4 +1,5 @@
-"""`mtpinspect tiny-model`: write a tiny GGUF whose MTP draft acceptance is chosen in advance."""
+"""`mtpinspect tiny-model`: write a tiny GGUF whose MTP draft acceptance is chosen in advance, or
+(``--trained``) the built-in trained model, its quantized-head and sidecar variants and its checkpoint."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import click
 from mtpinspect.cli._args import format_option
 from mtpinspect.cli._output import Output
 from mtpinspect.errors import UsageError
+from mtpinspect import trained_model
 from mtpinspect.tiny_model import (
     HEAD_TYPES,
     LAYOUTS,
@@ -60,17 +62,27 @@ def _note(spec: TinyModelSpec, mismatch: str | None) -> str:
 
 
 @click.command("tiny-model")
-@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("out", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--trained", is_flag=True,
+              help="Write the built-in trained model (the default model of sweep) instead of a constructed one; "
+              "with --head-type, --layout sidecar or --checkpoint DIR.")
+@click.option("--checkpoint", "checkpoint", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="With --trained: write its Hugging Face folder (config.json, safetensors, tokenizer) to DIR "
+              "instead of OUT; the pinned convert_hf_to_gguf.py gives the shipped GGUF back from it, bit for bit.")
+@click.option("--force", is_flag=True, help="Replace an existing OUT (or a non-empty --checkpoint folder).")
 @click.option(
     "--acceptance", default="perfect", show_default=True, callback=_acceptance,
     help="perfect, none, or FRACTION in (0,1): the chance a drafted token is accepted (n-max 1); "
     "deeper positions compound as FRACTION^k.",
 )
 @click.option("--layout", type=click.Choice(LAYOUTS), default="bundled", show_default=True,
-              help="sidecar: a trunk-only OUT plus mtp-OUT beside it (pass it with -md).")
+              help="sidecar: a trunk-only OUT plus mtp-OUT beside it (pass it with -md); with --trained, made by "
+              "the pinned converter's --no-mtp and --mtp (needs the train extra).")
 @click.option("--no-nextn", is_flag=True, help="Write no MTP head at all, as `convert_hf_to_gguf.py --no-mtp`.")
-@click.option("--head-type", type=click.Choice(HEAD_TYPES, case_sensitive=False), default="F32", show_default=True,
-              help="ggml type of the MTP block's matrices; TQ1_0/TQ2_0 (low-bit) erase the head's signal.")
+@click.option("--head-type", default=None, metavar="TYPE",
+              help=f"ggml type of the MTP block's matrices (default F32). Constructed: {', '.join(HEAD_TYPES)}; "
+              f"TQ1_0/TQ2_0 erase the head's signal. --trained: {', '.join(trained_model.HEAD_TYPES)}, made by the "
+              "pinned llama-quantize from the shipped Q8_0 head.")
 @click.option("--zero-head", is_flag=True, help="Zero eh_proj and the head: a damaged MTP head.")
 @click.option("--mismatch", type=click.Choice(MISMATCHES), default=None,
               help="Write the sidecar from another model (implies --layout sidecar).")
@@ -78,14 +90,25 @@ def _note(spec: TinyModelSpec, mismatch: str | None) -> str:
               help="heavy: a ~107 MB model whose trunk dominates decoding on a CPU, so a good head speeds it up.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for the random weights.")
 @format_option(csv="the files written")
+@click.pass_context
 def command(
-    out: Path, acceptance: str | float, layout: str, no_nextn: bool, head_type: str, zero_head: bool,
-    mismatch: str | None, size: str, seed: int, fmt: str,
+    ctx: click.Context, out: Path | None, trained: bool, checkpoint: Path | None, force: bool, acceptance: str | float,
+    layout: str, no_nextn: bool, head_type: str | None, zero_head: bool, mismatch: str | None, size: str, seed: int,
+    fmt: str,
 ) -> int:
     """Write OUT, a tiny GGUF (glm4moe, 64-token test vocabulary) with an MTP head whose greedy draft
-    acceptance you choose; it loads in llama-server in well under a second."""
+    acceptance you choose; it loads in llama-server in well under a second. With --trained, write the
+    built-in trained model (StarCoder vocabulary, a head trained on code, English and Japanese) instead."""
+    if trained:
+        return _trained(ctx, out, checkpoint, force, layout, head_type, fmt)
+    if checkpoint is not None:
+        raise UsageError("--checkpoint: only with --trained (the constructed models have no checkpoint)")
+    if out is None:
+        raise UsageError("tiny-model: OUT is required (a .gguf path to write)")
+    if head_type is not None and head_type.upper() not in HEAD_TYPES:
+        raise UsageError(f"--head-type {head_type}: not one of {', '.join(HEAD_TYPES)} for a constructed model")
     spec = spec_for_head_type(
-        head_type.upper(),
+        (head_type or "F32").upper(),
         **size_fields(size),
         acceptance=acceptance,
         nextn=not no_nextn,
@@ -120,3 +143,43 @@ def command(
         "note": note,
     })
     return 0
+
+
+# Options of the constructed models that say nothing about the trained one.
+_CONSTRUCTED_ONLY = ("acceptance", "no_nextn", "zero_head", "mismatch", "size", "seed")
+
+
+def _trained(ctx: click.Context, out: Path | None, checkpoint: Path | None, force: bool, layout: str,
+             head_type: str | None, fmt: str) -> int:
+    given = [name for name in _CONSTRUCTED_ONLY
+             if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
+    if given:
+        raise UsageError(f"--{given[0].replace('_', '-')}: not with --trained (its head learned what it drafts)")
+    if checkpoint is not None:
+        if out is not None or head_type is not None or layout != "bundled":
+            raise UsageError("--checkpoint DIR: writes the Hugging Face folder alone (no OUT, --head-type or --layout)")
+        written = trained_model.write_checkpoint(checkpoint, force=force)
+    elif out is None:
+        raise UsageError("tiny-model --trained: OUT is required (a .gguf path), or --checkpoint DIR")
+    elif layout == "sidecar":
+        if head_type is not None:
+            raise UsageError("--head-type: not with --layout sidecar (quantize the sidecar's blocks with llama-quantize)")
+        written = trained_model.write_sidecar(out, force=force)
+    else:
+        written = trained_model.write_gguf(out, head_type=head_type, force=force)
+    rows = [{"file": str(w.path), "role": w.role, "bytes": _size(w.path)} for w in written]
+    sink = Output(fmt)
+    sink.table(rows, ["file", "role", "bytes"], title="Files written", primary=True)
+    if checkpoint is not None:
+        sink.text(f"\nconvert: python convert_hf_to_gguf.py {checkpoint} --outtype {trained_model.OUTTYPE} "
+                  "(the pinned llama.cpp's; `mtpinspect check` reads the folder as it is)")
+    else:
+        draft = f" -md {written[1].path}" if len(written) > 1 else ""
+        sink.text(f"\ntry: llama-server -m {written[0].path}{draft} --spec-type draft-mtp --spec-draft-n-max 3")
+    sink.document({"files": rows, "trained": True, "layout": layout, "head_type": (head_type or "Q8_0").upper(),
+                   "checkpoint": str(checkpoint) if checkpoint else None})
+    return 0
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size

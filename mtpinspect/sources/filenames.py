@@ -24,6 +24,11 @@ HF_CACHE_FOLDER = re.compile(r"^models--(?P<org>[^/]+?)--(?P<name>[^/]+)$")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 
 
+def sidecar_path(path: Path) -> Path:
+    """Where the MTP sidecar of a main file goes: mtp-<name> beside it (convert_hf_to_gguf's naming)."""
+    return path.with_name(f"{SIDECAR_PREFIX}{path.name}")
+
+
 def is_gguf(path: str) -> bool:
     return path.lower().endswith(".gguf")
 

@@ -1,6 +1,6 @@
 """The public entry point of the sweep: options in, report out.
 
-``run_sweep`` resolves the model (or writes the built-in tiny one), finds llama-server, plans the
+``run_sweep`` resolves the model (or takes the built-in trained one), finds llama-server, plans the
 runs, runs them (journalling each one), then reads the whole journal back and summarises it, so a
 report after ``--resume`` covers the earlier invocations' runs too.
 """
@@ -53,10 +53,6 @@ from mtpinspect.vocabulary import App, RunStatus, ServerStatus
 JOURNAL_NAME = "runs.jsonl"
 REPORT_NAME = "report.json"
 PLOT_NAME = "sweep.png"
-TINY_MODEL_NAME = "tiny-mtp.gguf"
-# The demo model drafts each token right with probability 0.8: acceptance falls with n-max and the
-# measured mean length sits below n-max + 1, so every column of the report has something to show.
-TINY_ACCEPTANCE = 0.8
 
 
 
@@ -65,7 +61,7 @@ def run_sweep(
 ) -> SweepReport:
     """Measure the baseline and every n-max on ``model``: a GGUF, a model of an app (``ollama:NAME``,
     ``lmstudio:PUBLISHER/REPO``: its GGUF, with its drafter unless ``options.mtp_file`` names one), or None
-    for the built-in tiny MTP model.
+    for the built-in trained model.
 
     The sweep holds its output folder: a second sweep into it fails with OutputError."""
     with folder_lock(Path(options.out_dir)):
@@ -85,7 +81,7 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
     server_args, mtp_file = _server_args(options)
     prompts = _prompts(options.prompts)
     out_dir = Path(options.out_dir)
-    model_path, tiny = _model(model, out_dir)
+    model_path, tiny = _model(model)
     settings = {
         "model": str(model_path),
         "mtp_file": mtp_file,
@@ -253,13 +249,13 @@ def _server_logs(servers: list[ServerRecord]) -> dict[str, list[str]]:
     return logs
 
 
-def _model(model: Path | None, out_dir: Path) -> tuple[Path, bool]:
+def _model(model: Path | None) -> tuple[Path, bool]:
     if model is None:
-        from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model  # numpy and gguf's writer: only here
+        # The built-in model, read where the package keeps it: its head learned to draft, so acceptance
+        # depends on the prompt class as a real head's does (trained_model.py).
+        from mtpinspect.trained_model import SHIPPED_GGUF
 
-        path = out_dir / TINY_MODEL_NAME
-        write_tiny_model(path, TinyModelSpec(acceptance=TINY_ACCEPTANCE))
-        return path.resolve(), True
+        return SHIPPED_GGUF.resolve(), True
     path = Path(model).expanduser()
     if not path.is_file():
         raise SourceError(f"{model}: no such model file")

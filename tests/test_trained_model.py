@@ -1,0 +1,188 @@
+"""The built-in trained model: what `tiny-model --trained` writes, its checkpoint folder, its quantized-head
+and sidecar variants, and the training recipe itself (a few steps), each judged by the real tools: the
+pinned converter, llama-quantize, llama-server and `mtpinspect check`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cliproc import CLI, error_line, run_cli
+from gguf import GGUFReader
+
+from mtpinspect.runtime.find import ServerBinary
+from mtpinspect.runtime.server import Completion, LlamaServer
+from mtpinspect.trained_model import SHIPPED_GGUF, mtp_block
+from mtpinspect.training import missing
+from mtpinspect.training.corpus import CorpusClass, fetch, held_out, japanese_share, roff_text
+
+needs_converter = pytest.mark.skipif(bool(missing(("torch", "transformers"))), reason="the train extra is not installed")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _tensors(path: Path) -> dict[str, tuple[str, bytes]]:
+    return {t.name: (t.tensor_type.name, t.data.tobytes()) for t in GGUFReader(path).tensors}
+
+
+def _check(target: Path) -> dict:
+    done = run_cli("check", str(target), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _drafts(server: ServerBinary, model: Path, tmp_path: Path, *extra: str) -> Completion:
+    """One greedy request with MTP at n-max 2, as llama-server answers it."""
+    args = [*extra, "--spec-type", "draft-mtp", "--spec-draft-n-max", "2", "-c", "512", "-t", "2"]
+    with LlamaServer(server, model, args, log_path=tmp_path / "server.log") as srv:
+        return srv.complete("def parse(spec):\n    out = []\n    for part in spec.split(','):\n", n_predict=32,
+                            seed=1, timeout=120)
+
+
+def test_tiny_model_trained_writes_the_shipped_gguf(tmp_path: Path) -> None:
+    out = tmp_path / "trained.gguf"
+    done = run_cli("tiny-model", "--trained", str(out), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["files"][0]["bytes"] == SHIPPED_GGUF.stat().st_size
+    assert _sha256(out) == _sha256(SHIPPED_GGUF)
+    # An existing file is kept unless --force says otherwise; nothing else is left in the folder.
+    error_line(run_cli("tiny-model", "--trained", str(out)), str(out), "--force")
+    assert run_cli("tiny-model", "--trained", str(out), "--force").returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trained.gguf"]
+    # Options of the constructed models say nothing about the trained one.
+    error_line(run_cli("tiny-model", "--trained", str(tmp_path / "x.gguf"), "--acceptance", "0.5"), "--acceptance")
+
+
+@pytest.mark.server
+def test_shipped_gguf_checks_bundled_and_verified_by_the_engine() -> None:
+    report = _check(SHIPPED_GGUF)
+    assert (report["usable"], report["mtp_layers"], report["layout"]) == (True, 1, "bundled")
+    llama = report["runtimes"]["llama.cpp"]
+    assert llama["status"] == "supported" and llama["verified"]["ok"] is True
+    assert "LOW_BIT_MTP_HEAD" not in [f["code"] for f in report["findings"]]
+
+
+def test_checkpoint_folder_is_a_checkpoint_with_one_mtp_layer(tmp_path: Path) -> None:
+    folder = tmp_path / "ck"
+    done = run_cli("tiny-model", "--trained", "--checkpoint", str(folder))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "training.json"]
+    config = json.loads((folder / "config.json").read_text())
+    assert config["num_nextn_predict_layers"] == 1 and config["architectures"] == ["Glm4MoeForCausalLM"]
+    report = _check(folder)
+    assert (report["usable"], report["mtp_layers"], report["layout"]) == (True, 1, "checkpoint")
+    # A folder with something in it is refused, one line, and left as it was; --force replaces it.
+    (folder / "note.txt").write_text("mine")
+    error_line(run_cli("tiny-model", "--trained", "--checkpoint", str(folder)), str(folder), "not empty")
+    assert (folder / "note.txt").read_text() == "mine"
+    assert run_cli("tiny-model", "--trained", "--checkpoint", str(folder), "--force").returncode == 0
+    assert not (folder / "note.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck"]  # no staging folder left behind
+
+
+@needs_converter
+def test_checkpoint_converts_back_to_the_shipped_tensors_bit_for_bit(tmp_path: Path) -> None:
+    from mtpinspect.training.toolchain import convert
+
+    folder = tmp_path / "ck"
+    assert run_cli("tiny-model", "--trained", "--checkpoint", str(folder)).returncode == 0
+    again = convert(folder, tmp_path / "again.gguf", "q8_0")
+    shipped, converted = _tensors(SHIPPED_GGUF), _tensors(again)
+    assert shipped.keys() == converted.keys()
+    assert [name for name in shipped if shipped[name] != converted[name]] == []
+
+
+@pytest.mark.server
+def test_low_bit_head_from_llama_quantize(built_server: ServerBinary, tmp_path: Path) -> None:
+    out = tmp_path / "q2k.gguf"
+    assert run_cli("tiny-model", "--trained", str(out), "--head-type", "Q2_K", timeout=300).returncode == 0
+    shipped, quantized = _tensors(SHIPPED_GGUF), _tensors(out)
+    head = f"blk.{mtp_block()}."
+    # The head's matrices only: the trunk, the embedding and the output are the shipped bytes.
+    assert {n: t for n, (t, _) in quantized.items() if n.startswith(head) and t not in ("F32",)} == {
+        n: "Q2_K" for n, (t, _) in shipped.items() if n.startswith(head) and t != "F32"}
+    assert all(quantized[n] == shipped[n] for n in shipped if not n.startswith(head))
+    report = _check(out)
+    assert report["layout"] == "bundled" and "LOW_BIT_MTP_HEAD" in [f["code"] for f in report["findings"]]
+    # llama-server drafts with it.
+    assert _drafts(built_server, out, tmp_path).draft_n > 0
+    error_line(run_cli("tiny-model", "--trained", str(tmp_path / "x.gguf"), "--head-type", "Q9_9"), "--head-type")
+
+
+@needs_converter
+@pytest.mark.server
+def test_sidecar_layout_from_the_converter(built_server: ServerBinary, tmp_path: Path) -> None:
+    out = tmp_path / "trunk.gguf"
+    done = run_cli("tiny-model", "--trained", str(out), "--layout", "sidecar", timeout=300)
+    assert done.returncode == 0, done.stderr
+    sidecar = tmp_path / "mtp-trunk.gguf"
+    assert sidecar.is_file() and not any(n.startswith(f"blk.{mtp_block()}.") for n in _tensors(out))
+    report = _check(out)
+    assert (report["usable"], report["layout"]) == (True, "sidecar")
+    assert report["runtimes"]["llama.cpp"]["verified"]["ok"] is True
+    assert _drafts(built_server, out, tmp_path, "-md", str(sidecar)).draft_n > 0
+
+
+def test_converter_needs_the_train_extra(tmp_path: Path) -> None:
+    # torch made unimportable in the child, as on an install without the extra.
+    blocker = (
+        "import sys, importlib.abc\n"
+        "class Absent(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'torch': raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Absent())\n"
+        "sys.argv = ['mtpinspect', *sys.argv[1:]]\n"
+        "import runpy; runpy.run_module('mtpinspect', run_name='__main__')\n"
+    )
+    for args in (["train", str(tmp_path / "run")], ["tiny-model", "--trained", str(tmp_path / "s.gguf"), "--layout", "sidecar"]):
+        done = subprocess.run([sys.executable, "-c", blocker, *args], capture_output=True, text=True, timeout=60)
+        error_line(done, "torch", "mtpinspect[train]")
+    assert list(tmp_path.iterdir()) == []
+
+
+@needs_converter
+@pytest.mark.server
+def test_training_a_few_steps_makes_a_model_llama_server_drafts_with(built_server: ServerBinary, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    done = subprocess.run([*CLI, "train", str(out), "--steps", "6", "--format", "json"], capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    curve = [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in curve] == [1, 2, 3, 4, 5, 6]
+    assert curve[-1]["main_loss"] < curve[0]["main_loss"] and curve[-1]["mtp_loss"] < curve[0]["mtp_loss"]
+    held = json.loads(done.stdout)["record"]["held_out"]
+    assert sorted(f["cls"] for f in held) == ["code", "prose-en", "prose-ja"]
+    report = _check(out / "checkpoint")
+    assert (report["mtp_layers"], report["layout"]) == (1, "checkpoint")
+    gguf = out / "model-Q8_0.gguf"
+    assert _check(gguf)["runtimes"]["llama.cpp"]["verified"]["ok"] is True
+    assert _drafts(built_server, gguf, tmp_path).draft_n > 0
+    # A second run into the same folder is refused unless --force.
+    error_line(run_cli("train", str(out), "--steps", "1"), str(out), "not empty")
+
+
+def test_missing_corpus_package_is_named(tmp_path: Path) -> None:
+    from mtpinspect.errors import SourceError
+
+    with pytest.raises(SourceError, match="mtpinspect-no-such-package"):
+        fetch(CorpusClass("code", "mtpinspect-no-such-package", r".*"), tmp_path)
+
+
+def test_roff_text_keeps_what_a_reader_sees() -> None:
+    source = '.\\" comment\n.TH LS 1\n.SH 名前\nls \\- ディレクトリの内容\n.B \\-a\n\\fB\\-\\-all\\fR で始まる要素\n.PP\n'
+    assert roff_text(source) == "名前\nls - ディレクトリの内容\n-a\n--all で始まる要素"
+    assert japanese_share("名前 ls") == pytest.approx(2 / 5)
+
+
+def test_held_out_split_depends_on_the_path_alone() -> None:
+    paths = [f"usr/lib/python3.11/m{i}.py" for i in range(2000)]
+    chosen = [p for p in paths if held_out(p)]
+    assert chosen == [p for p in paths if held_out(p)]
+    assert 0.03 < len(chosen) / len(paths) < 0.07
