@@ -27,6 +27,8 @@ from mtpinspect.cli.diagnose import command
 from mtpinspect.diagnosis import DiagnosisReport, diagnose
 from mtpinspect.diagnosis.log_formats import Figures, Scope, combine
 from mtpinspect.diagnosis.logs import LogEvidence, read_log
+from mtpinspect.diagnosis.run_facts import LogApp, MtpUse
+from mtpinspect.errors import FormatError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.vocabulary import Engine, LogKind, Mechanism
@@ -375,3 +377,92 @@ def test_a_build_that_lists_draft_mtp_says_the_flag_is_wrong(server_binary: Serv
     top = diagnose(log_files=[path]).causes[0]
     assert (top.code, top.confidence) == ("WRONG_SPEC_TYPE", 0.98)
     assert "--spec-type draft-mtp" in top.fix
+
+
+# -- what the run was: MTP off, drafters combined, the app that wrote the log (issue 21) ----------------
+
+NOT_MTP = [e for e in ENTRIES if e["file"].endswith("-no-mtp.log") or e["file"] == "llama.cpp-mtp-branch-off-seq-rm-abort.log"]
+
+
+@pytest.mark.parametrize("entry", NOT_MTP, ids=_ids(NOT_MTP))
+def test_a_run_without_mtp_is_not_blamed_on_mtp(entry: dict[str, Any]) -> None:
+    report = _diagnose(entry["file"])
+    (log,) = report.logs
+    assert log.mtp_use is MtpUse.off, log.run
+    assert report.causes == [] and report.exit_code == 0
+    if log.crash is not None or log.failure is not None:  # said as such, with why MTP was off
+        (note,) = report.notes
+        assert (", not MTP's: " in note) and "MTP was off in this run (" in note
+
+
+def test_the_crash_note_says_where_mtp_was_seen_off() -> None:
+    report = _diagnose("llama.cpp-vulkan-backend-assert-gdb-no-mtp.log")
+    assert report.notes[0].endswith("(the command line shows no MTP: llama-server -fa on -m /ai/models/gpt-oss-20b-mxfp4.gguf "
+                                    "--ctx-size 0 --jinja -ub 2048 -b 2048 -ngl 99 --chat-template-kwargs "
+                                    "'{\"reasoning_effort\": \"high\"}')")
+    assert "a crash, not MTP's: SIGABRT: GGML_ASSERT(" in report.notes[0]
+
+
+def test_a_bare_crash_excerpt_is_mtps_only_if_mtp_was_on() -> None:
+    top = _diagnose("llama.cpp-gemma4-sm-tensor-mtp-fattn-574.log").causes[0]
+    assert (top.code, top.confidence_word) == ("MTP_ENGINE_CRASH", "medium")
+    assert any("if it did not, this is a crash, not MTP's" in line for line in top.evidence)
+
+
+def test_draft_mtp_beside_another_drafter_is_the_combination() -> None:
+    causes = _diagnose("llama.cpp-combined-dflash-mtp-draft-without-mtp-layers.log").causes
+    assert [c.code for c in causes] == ["DRAFTER_COMBINATION"]  # not MTP_WEIGHTS_MISSING: the main model has its head
+    assert "-md Qwen3.6-27B-DFlash-Q5_K_M.gguf" in causes[0].fix
+
+
+def test_pre_mtp_build_names_the_first_release_with_mtp() -> None:
+    assert "first in release b9180" in _diagnose(PRE_MTP_LOG.name).causes[0].fix
+
+
+@pytest.mark.parametrize(("file", "where", "fix"), [
+    ("llama.cpp-cli-gemma4-assistant-ctx-other.log", "Gemma 4 assistant drafter", "llama-server -m TARGET -md ASSISTANT.gguf"),
+    ("lmstudio-gemma4-assistant-ctx-other-startup-error.log", "Gemma 4 assistant drafter", "LM Studio's engine"),
+    ("llama.cpp-mtp-head-load-invalid-vector-subscript.log", "loading the draft / MTP head", "--tensor-split 1"),
+    ("llama.cpp-gemma4-mtp-warmup-nan-assert.log", "loading the draft / MTP head", "--tensor-split 1"),
+])
+def test_draft_context_crashes_say_where_and_what_to_try(file: str, where: str, fix: str) -> None:
+    top = _diagnose(file).causes[0]
+    assert top.code == "MTP_ENGINE_CRASH" and where in top.message and fix in top.fix
+
+
+def test_vllm_loader_messages() -> None:
+    missing = _diagnose("vllm-glm-ocr-finetune-weights-not-initialized-bare.log").causes[0]
+    assert missing.code == "MTP_WEIGHTS_MISSING" and "12 MTP-layer weight(s) not in the checkpoint" in missing.evidence[1]
+    shared = _diagnose("vllm-glm46-shared-head-not-initialized.log").causes[0]
+    assert shared.code == "MTP_LOADER_BUG" and "update vLLM" in shared.fix
+    bare, with_cmd = (_diagnose(f).causes[0] for f in ("vllm-pp-bare-traceback-tail.log",
+                                                        "vllm-pp-mtp-supportspp-notimplemented.log"))
+    assert (bare.code, bare.confidence_word, with_cmd.confidence_word) == ("ENGINE_LIMITATION", "medium", "high")
+    assert "--tensor-parallel-size" in with_cmd.fix
+
+
+def test_ollama_logs_are_read_with_what_was_skipped() -> None:
+    crash = _diagnose("ollama-windows-go-exception-0xc0000005-no-mtp.log")
+    (log,) = crash.logs
+    assert (log.app, log.runtime, log.crash.signal if log.crash else None) == (LogApp.ollama, Engine.llama_cpp, "SIGSEGV")
+    assert log.skipped_lines == 9  # the Go exception dump and stack: read as a crash, not as figures
+    started = read_log(CASE_LOGS / "ollama-journal-runner-started-no-mtp.log")
+    assert (started.app, started.mtp_use, started.skipped_lines) == (LogApp.ollama, MtpUse.off, 0)
+    document = to_jsonable(crash)
+    jsonschema.validate(document, SCHEMA)
+    assert (document["logs"][0]["app"], document["logs"][0]["mtp_use"]) == ("ollama", "off")
+
+
+def test_an_ollama_runner_with_mtp_is_mtp_on(tmp_path: Path) -> None:
+    # The runner command Ollama logs (llm/llama_server.go: --spec-type draft-mtp for a GGUF with a head), in the
+    # real log's format: the corpus' Ollama start with the flags Ollama adds for a head.
+    text = (CASE_LOGS / "ollama-journal-runner-started-no-mtp.log").read_text(encoding="utf-8").replace(
+        "--port 35253", "--port 35253 --spec-type draft-mtp --spec-draft-n-max 3 --spec-draft-backend-sampling")
+    log = read_log(_log(tmp_path, text))
+    assert (log.app, log.mtp_use) == (LogApp.ollama, MtpUse.on)
+    assert log.run is not None and log.run.spec_types == ("draft-mtp",)
+
+
+def test_nothing_recognised_says_so(tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match="no line this tool recognises"):
+        read_log(_log(tmp_path, "hello\nworld\n"))

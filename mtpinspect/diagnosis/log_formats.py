@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from mtpinspect.diagnosis.run_facts import LM_STUDIO_LINE, OLLAMA_LINE
 from mtpinspect.runtime.logs import DRAFT_LINE, PER_POSITION_LINE, failure_reason
 from mtpinspect.vocabulary import Engine, LogKind, Word
 
@@ -179,6 +180,9 @@ class EngineLog:
 LINE_PREFIXES = re.compile(
     r"^(?:"
     r"[\w.-]+\s+\|\s"  # docker compose service: "llama-cpp       | "
+    r"|>\s"  # a Markdown quote around the paste: "> Jun 05 ..."
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+\[\d+\]:\s"  # journald: "Jun 11 10:21:39 ws llama-server[239570]: "
+    r"|(?:Loading model\.\.\. )?[|\\/-](?=\d+\.\d{2}\.\d{3}\.\d{3}\s)"  # llama-cli's spinner before a timestamp
     r"|\[\d+\]\s"  # llama-server router child: "[53409] "
     r"|\d+\.\d{2}\.\d{3}\.\d{3}\s(?:[IWEDT]\s)?"  # llama.cpp timestamp (+ level): "0.06.895.980 I "
     r"|[IWEDT]\s(?=\S)"  # llama.cpp level letter alone: "I slot ..."
@@ -208,6 +212,10 @@ LLAMA_CPP = EngineLog(
     marks=(
         Mark(("slot ", "srv ", "llama_", "print_info", "load_tensors", "ggml_", "common_"),
              _rx(r"^(?:slot\s+\w+: id\s+\d+ \||srv\s+\w+:|llama_\w+:|print_info:|load_tensors:|ggml_\w+:|common_\w+:)")),
+        # Ollama (Go slog around llama-server's lines, which it starts with --no-log-prefix --no-log-timestamps:
+        # llm/llama_server.go) and LM Studio (its llama-server build's LMSTUDIO_STARTUP_ERROR) run llama.cpp.
+        Mark(("time=", ".go:", "ollama"), OLLAMA_LINE),
+        Mark(("LMSTUDIO", "Engine protocol", "lmstudio"), LM_STUDIO_LINE),
     ),
     figures=(
         # L1-L4: "draft acceptance rate = 0.69953 (  149 accepted /   213 generated)" (PR #22673 era),
@@ -240,6 +248,11 @@ LLAMA_CPP = EngineLog(
               "Segmentation fault", "error: invalid argument", "the argument has been removed"),
              _rx(r"exiting due to|GGML_ASSERT|error while handling argument|failed to load model|failed to create MTP context|"
                  r"terminate called|GGML_ABORT|Segmentation fault|error: invalid argument|the argument has been removed")),
+        # src/llama-context.cpp: a Gemma 4 assistant drafter's context needs the target's (ctx_other);
+        # the loader's std::out_of_range (src/llama-model.cpp) while loading a draft or MTP head.
+        Mark(("ctx_other", "invalid vector subscript", "failed to load MTP head"),
+             _rx(r"Gemma4Assistant requires ctx_other to be set|error loading model: invalid vector subscript|"
+                 r"failed to load MTP head from '[^']*'")),
     ),
     failure_of=failure_reason,
 )
@@ -268,6 +281,11 @@ VLLM = EngineLog(
         Mark((".py:",), _rx(r"(?:INFO|WARNING|ERROR|DEBUG)\s+\d\d-\d\d \d\d:\d\d:\d\d\s+\[?[\w./-]+\.py:\d+\]")),
         Mark(("LLM engine", "vLLM API server"), _rx(r"Initializing a V\d LLM engine|vLLM API server version")),
         Mark(("Speculative Decoding",), _rx(r"^-+Speculative Decoding-+$")),
+        Mark(("vllm serve",), _rx(r"\bvllm serve\b")),
+        # vllm/model_executor/model_loader/default_loader.py raises this after loading; vllm/config/model.py
+        # (verify_with_parallel_config) the other, for a model class without SupportsPP.
+        Mark(("not initialized from checkpoint",), _rx(r"Following weights were not initialized from checkpoint")),
+        Mark(("Pipeline parallelism",), _rx(r"Pipeline parallelism is not supported for this model")),
     ),
     figures=(
         # V0 engine (e.g. 0.6.3): running totals, acceptance as a fraction.
@@ -312,6 +330,9 @@ VLLM = EngineLog(
              _rx(r"(?:\w+Error: )?MTP speculative decoding layer \d+ weights missing from checkpoint\.")),
         # A load-time quantization check (nightlies after PR #52501) that refuses a layer it never loaded.
         Mark(("was never loaded",), _rx(r"(?:\w+Error: )?\w+ weight_scale for layer '[^']+' was never loaded \(still NaN\)\.?")),
+        Mark(("not initialized from checkpoint",),
+             _rx(r"(?:\w+Error: )?\**Following weights were not initialized from checkpoint\**:?\s*\{[^}\n]*\}?\.?")),
+        Mark(("Pipeline parallelism",), _rx(r"(?:NotImplementedError: )?Pipeline parallelism is not supported for this model\.?")),
     ),
 )
 
@@ -384,22 +405,37 @@ _MAX_FAILURES = 8
 _ENOUGH_MARKS = 64
 
 
-def read_lines(lines: Iterable[str]) -> dict[Engine, Reading]:
+@dataclass
+class LogLines:
+    """Every engine's reading of a log, and how many of its lines none of them recognised."""
+
+    readings: dict[Engine, Reading]
+    lines: int = 0  # non-empty lines
+    unread: int = 0  # non-empty lines no table recognised (no mark, no key)
+
+
+def read_lines(lines: Iterable[str]) -> LogLines:
     """Every engine's table over the lines, in one pass."""
-    readings = {table.engine: Reading(table) for table in ENGINES}
+    result = LogLines({table.engine: Reading(table) for table in ENGINES})
     marks = 0
     for raw in lines:
         line = strip_prefixes(raw)
         if not line:
             continue
+        result.lines += 1
+        known = False
         for table in ENGINES:
-            reading = readings[table.engine]
-            if marks < _ENOUGH_MARKS and _marked(table, raw, line):
-                reading.marks += 1
-                marks += 1
+            reading = result.readings[table.engine]
+            if (marks < _ENOUGH_MARKS or not known) and _marked(table, raw, line):
+                known = True
+                if marks < _ENOUGH_MARKS:
+                    reading.marks += 1
+                    marks += 1
             if table.keys.search(line) is not None:
+                known = True
                 _read_line(reading, line)
-    return readings
+        result.unread += not known
+    return result
 
 
 def _marked(table: EngineLog, raw: str, line: str) -> bool:

@@ -35,6 +35,7 @@ from mtpinspect.diagnosis.log_formats import (
     read_lines,
     with_ratios,
 )
+from mtpinspect.diagnosis.run_facts import LogApp, MtpUse, RunFacts, read_run
 from mtpinspect.errors import FormatError
 from mtpinspect.files import read_bounded
 from mtpinspect.jsonable import json_field
@@ -53,7 +54,9 @@ _EVIDENCE_LINES = 3
 MTP_FAILURE_MARKERS = re.compile(
     r"unknown speculative (?:decoding )?type|doesn't contain MTP layers|failed to create MTP context|MTP input row width|"
     r"failed to add token|MTP block missing nextn|missing tensor '[^']*nextn|weights missing from checkpoint|"
-    r"NextN graph not implemented|error while handling argument|requires nextn_predict_layers > 0"
+    r"NextN graph not implemented|error while handling argument|requires nextn_predict_layers > 0|"
+    r"Gemma4Assistant requires ctx_other|invalid vector subscript|failed to load MTP head|"
+    r"not initialized from checkpoint|Pipeline parallelism is not supported"
 )
 
 
@@ -94,6 +97,10 @@ class LogEvidence:
     # Lines that name a known MTP failure (sidecar width, missing layers, unknown type...), in log order.
     telling: list[str] = json_field(omit=True, default_factory=list)
     crash: Crash | None = None  # the engine crashed (signal, GGML_ASSERT, abort, exception, GPU fault)
+    mtp_use: MtpUse = MtpUse.not_shown  # whether the run had MTP on, as the log shows it (run_facts.py)
+    app: LogApp | None = None  # Ollama or LM Studio, when their lines are around llama-server's
+    skipped_lines: int = 0  # non-empty lines no format recognised: the diagnosis rests on the others
+    run: RunFacts | None = json_field(omit=True, default=None)
     # For a crash: the changes to try, most likely first, from what the crash and the log point at.
     suggested: list[Workaround] = json_field(omit=True, default_factory=list)
 
@@ -115,6 +122,8 @@ def read_log(path: str | Path) -> LogEvidence:
         raise FormatError(f"{file}: empty log")
     crash = crash_in_log(text)
     evidence = _parse(str(file), text, crashed=crash is not None)
+    evidence.run = read_run(text)
+    evidence.mtp_use, evidence.app = evidence.run.mtp, evidence.run.app
     evidence.telling = [line.strip() for line in text.splitlines() if MTP_FAILURE_MARKERS.search(line)][:4]
     evidence.crash = crash
     # llama-server changes only make sense for a llama.cpp log; other engines get their own advice (advice.py).
@@ -123,15 +132,18 @@ def read_log(path: str | Path) -> LogEvidence:
 
 
 def _parse(file: str, text: str, *, crashed: bool) -> LogEvidence:
-    readings = read_lines(text.splitlines())
+    lines = read_lines(text.splitlines())
+    readings = lines.readings
     if not any(r.samples for r in readings.values()) and METRIC_SAMPLE.search(text):
         return _metrics(file, text)
     reading = _engine(readings, text, crashed=crashed)
     if reading is None:
         raise FormatError(
-            f"{file}: not a llama-server log, a vLLM or SGLang log or a /metrics page (no line this tool recognises)"
+            f"{file}: not a llama-server log (nor Ollama's or LM Studio's), a vLLM or SGLang log or a /metrics page "
+            "(no line this tool recognises)"
         )
-    evidence = LogEvidence(path=file, kind=reading.engine.kind, runtime=reading.engine.engine)
+    evidence = LogEvidence(path=file, kind=reading.engine.kind, runtime=reading.engine.engine,
+                           skipped_lines=lines.unread if lines.unread < lines.lines else 0)
     _set_figures(evidence, reading)
     if reading.engine.engine is Engine.llama_cpp:
         _llama_settings(evidence, reading, text)

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mtpinspect.diagnosis.advice import (
     SIDECAR_REMAKE_FIX,
@@ -63,6 +63,8 @@ from mtpinspect.diagnosis.advice import (
 from mtpinspect.diagnosis.causes import CAUSES, Cause
 from mtpinspect.diagnosis.logs import MTP_FAILURE_MARKERS, LogEvidence
 from mtpinspect.diagnosis.probe import ProbeFigure, ProbeResult
+from mtpinspect.diagnosis.run_facts import MtpUse
+from mtpinspect.diagnosis.run_rules import not_mtps, run_cause
 from mtpinspect.diagnosis.static import (
     StaticEvidence,
     fix_command,
@@ -76,6 +78,8 @@ from mtpinspect.runtime.flags import DRAFT_MODEL, MTP_SPEC_TYPE, SPEC_FLAGS, SPE
 from mtpinspect.runtime.workarounds import Trial, Workaround
 from mtpinspect.vocabulary import Engine, EvidenceSource, GraphSupport, Layout
 
+# The first llama.cpp release with PR #22673 (draft-mtp), published 2026-05-16.
+FIRST_MTP_RELEASE = "b9180"
 ZERO_ACCEPTANCE = 0.05
 FINE_ACCEPTANCE = 0.5
 SLOWER = 0.95
@@ -97,6 +101,8 @@ def gather_causes(
         notes += refuted
     for log in logs:
         causes += _log_causes(static, settings, log)
+        note = not_mtps(log)
+        notes += [note] if note and not _rejected_spec_type(log) else []
     return rank(causes), notes
 
 
@@ -207,7 +213,7 @@ def _wrong_spec_type(static: StaticEvidence | None, settings: ServerArgs, eviden
 
 def _build_without_mtp(why: str, evidence: tuple[str, ...], source: EvidenceSource, confidence: float) -> Cause:
     return Cause("BUILD_WITHOUT_MTP", confidence, f"this llama.cpp build predates MTP support: {why}", evidence,
-                 f"use a llama.cpp build with MTP support (PR #22673 or later: `llama-server --help` lists {MTP_SPEC_TYPE} "
+                 f"use a llama.cpp build with MTP support (PR #22673, first in release {FIRST_MTP_RELEASE}: `llama-server --help` lists {MTP_SPEC_TYPE} "
                  "under --spec-type): a current release or container image (pull it again: a cached image can be older "
                  f"than it looks), or the pinned build: mtpinspect runtime build; then --spec-type {MTP_SPEC_TYPE}",
                  (source,))
@@ -533,15 +539,25 @@ def _context_causes(log: LogEvidence, source: EvidenceSource) -> list[Cause]:
 # -- logs of runs made elsewhere ---------------------------------------------------------------
 
 
+def _rejected_spec_type(log: LogEvidence) -> bool:
+    return any(_REJECTED_TYPE.search(line) for line in [*log.telling, log.failure or ""])
+
+
 def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvidence) -> list[Cause]:
     causes: list[Cause] = []
     had_sidecar = bool(log.mtp_context and "loading draft model" in log.mtp_context)
     crash = CrashEvidence(log.crash, suggested=tuple(log.suggested), engine=log.runtime) if log.crash is not None else None
-    failure = classify_failure([*log.telling, log.failure or ""] if log.failure or log.telling else [],
-                               static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log, crash=crash,
-                               offered=log.offered_spec_types, engine=log.runtime)
-    if failure is not None:
-        causes.append(failure)
+    special = run_cause(log, static)
+    if special is not None:
+        causes.append(special)
+    elif log.mtp_use is not MtpUse.off or _rejected_spec_type(log):  # with MTP off a crash is not MTP's (a note)
+        failure = classify_failure([*log.telling, log.failure or ""] if log.failure or log.telling else [],
+                                   static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log, crash=crash,
+                                   offered=log.offered_spec_types, engine=log.runtime)
+        if failure is not None and failure.code == "MTP_ENGINE_CRASH" and log.mtp_use is MtpUse.not_shown:
+            failure = _unshown_mtp(failure, log)
+        if failure is not None:
+            causes.append(failure)
     causes += _unused_head_causes(static, settings, log, EvidenceSource.log, asked_mtp=log.mtp_context is not None)
     if _zero_in_log(log):
         causes.append(_zero_cause(static, log, (_acceptance_line(log), *log.draft_lines, *_lacks(log)),
@@ -550,6 +566,14 @@ def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvi
         causes += _decay_causes(log)
     causes += _context_causes(log, EvidenceSource.log)
     return causes
+
+
+def _unshown_mtp(cause: Cause, log: LogEvidence) -> Cause:
+    """A crash in an excerpt that shows nothing of the run: MTP's only if MTP was on, which it does not show."""
+    assert log.run is not None
+    return replace(cause, confidence=min(cause.confidence, 0.6),
+                   evidence=(*cause.evidence, f"{log.path}: {log.run.evidence}: MTP's only if the run had MTP on "
+                                              "(if it did not, this is a crash, not MTP's)"))
 
 
 def _zero_in_log(log: LogEvidence) -> bool:

@@ -73,6 +73,10 @@ _SIGNAL_MEANING = {
 _ASSERT = re.compile(r"(?P<file>[^\s:]+\.\w+):(?P<line>\d+): GGML_ASSERT\((?P<cond>.*)\) failed")
 _ABORT = re.compile(r"(?P<file>[^\s:]*?[\w.-]+\.(?:c|cc|cpp|cu|h|hpp|m|metal)):(?P<line>\d+): (?P<msg>\S.*)$")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
+# MSVC's std::vector::at() and operator[] in checked builds throw std::out_of_range with this what();
+# llama.cpp's loader catches it and prints "error loading model: invalid vector subscript"
+# (src/llama-model.cpp, the device split of the layers: llama.cpp#22337, #24795, #25873).
+_VECTOR_SUBSCRIPT = re.compile(r"(?P<msg>(?:error loading model: )?invalid vector subscript)")
 _WHAT = re.compile(r"^\s*what\(\):\s*(?P<what>.+)$")
 # GPU faults, most telling first: the runtime's own error text, then what frameworks print around it.
 # Each is found by its literal first (a regex alternation over a large log takes seconds), then read
@@ -96,7 +100,15 @@ _SHELL_SIGNAL = (
     (re.compile(r"Floating point exception|SIGFPE|signal 8\b|exit(?:ed with)? code:? 136\b"), "SIGFPE"),
     # "Aborted (core dumped)" alone on its line: vLLM's "Aborted request ..." is not a crash.
     (re.compile(r"(?:^|\s)Aborted(?: \(core dumped\))?\s*$|SIGABRT|signal 6\b|exit(?:ed with)? code:? 134\b"), "SIGABRT"),
+    # Windows: an access violation, as Go's runtime prints it ("Exception 0xc0000005 0x0 ..." in Ollama's log),
+    # as the event log / WER dump says it ("Exception code: 0xc0000005") or as an exit status.
+    (re.compile(r"Exception(?: [Cc]ode:?)? 0x[cC]0000005\b|exit status 0x[cC]0000005\b"), "SIGSEGV"),
+    # systemd-coredump's journal line; the frames below it say which signal (abort() -> SIGABRT).
+    (re.compile(r"systemd-coredump\[\d+\]: .*Process \d+ \([\w.-]+\) of user \d+ dumped core"), "SIGABRT"),
 )
+# A Windows exception dump names the faulting module and offset (WER, "Faulting module name: x.dll",
+# "Fault offset: 0x..."); that is all it knows of where.
+_WIN_MODULE = re.compile(r"Faulting module name: (?P<module>[\w.-]+)|Fault(?:ing)? offset: (?P<offset>0x[0-9a-fA-F]+)")
 _FATAL = re.compile(r"fatal|error|abort|unsupported|not implemented|failed", re.IGNORECASE)
 # What ggml's backtrace helper (gdb or libunwind) and the shell add around a crash: not evidence.
 _NOISE = re.compile(
@@ -119,7 +131,8 @@ def signal_name(returncode: int | None) -> str | None:
     return sig.name if sig in CRASH_SIGNALS else None
 
 
-_FRAME = re.compile(r"^\s*#\d+\s+0x[0-9a-f]+ in (?P<func>[\w:~<>]+)", re.MULTILINE)
+# gdb ("#3 0x... in func (...) from lib") and systemd-coredump ("#2  0x... func (lib + 0x288ff)") frames.
+_FRAME = re.compile(r"^.*?#\d+\s+0x[0-9a-f]+ (?:in )?(?P<func>[\w:~<>]+)", re.MULTILINE)
 _MTP_FRAME = re.compile(r"specul|mtp|nextn|draft", re.IGNORECASE)
 # Where a crash is looked for, each found by a literal or a cheap pattern over the whole text first (logs
 # run to hundreds of MB): a Python loop over every line would take minutes.
@@ -161,6 +174,9 @@ def _engine_text(text: str) -> tuple[CrashKind, str, str | None] | None:
         if m := _TERMINATE.search(following[0]):
             what = next((w["what"] for w in map(_WHAT.match, following[1:4]) if w), None)
             return CrashKind.EXCEPTION, f"uncaught {m['type']}" + (f": {what.strip()}" if what else ""), None
+    for line in _lines_at(text, re.compile("invalid vector subscript")):
+        if m := _VECTOR_SUBSCRIPT.search(line):
+            return CrashKind.EXCEPTION, f"std::out_of_range: {m['msg']}", None
     for needle, pattern in _GPU:
         for line in _lines_at(text, re.compile(re.escape(needle))):
             if m := pattern.search(line):
@@ -169,6 +185,12 @@ def _engine_text(text: str) -> tuple[CrashKind, str, str | None] | None:
         if not _NOISE.match(line) and "GGML_ASSERT" not in line and (m := _ABORT.search(line)):
             return CrashKind.ABORT, m["msg"].strip(), _short_path(m["file"], m["line"])
     return None
+
+
+def _windows_where(text: str) -> str | None:
+    """"ggml-cuda.dll+0x1a2b" from a Windows exception dump, None when the text has none."""
+    found = {k: v for m in _WIN_MODULE.finditer(text[-_TAIL_CHARS:]) for k, v in m.groupdict().items() if v}
+    return "+".join(found[k] for k in ("module", "offset") if k in found) or None
 
 
 def _short_path(path: str, line: str) -> str:
@@ -200,7 +222,7 @@ def _crash(sig: str | None, text: str) -> Crash | None:
         frame = _backtrace(text)
         if frame is not None:
             return Crash(CrashKind.BACKTRACE, sig, f"native backtrace through {frame}", None, tail)
-        return None if sig is None else Crash(CrashKind.SIGNAL, sig, _SIGNAL_MEANING[sig], None, tail)
+        return None if sig is None else Crash(CrashKind.SIGNAL, sig, _SIGNAL_MEANING[sig], _windows_where(text), tail)
     kind, message, where = found
     if sig is None and kind is not CrashKind.GPU_FAULT:
         sig = "SIGABRT"  # GGML_ASSERT, ggml_abort and std::terminate all end in abort()

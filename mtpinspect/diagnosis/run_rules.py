@@ -1,0 +1,127 @@
+"""Rules for pasted logs that turn on what the run was (run_facts.py) rather than on its figures.
+
+- a crash or failed start in a run with MTP off is not MTP's: no cause, a note that says so;
+- ``draft-mtp`` chained with another model drafter (``-md`` DFlash/EAGLE beside ``--spec-type
+  draft-mtp``) whose draft file has no MTP layers -> DRAFTER_COMBINATION (llama.cpp#27839);
+- vLLM's "Following weights were not initialized from checkpoint: {...}": MTP-layer weights
+  (``eh_proj``, ``enorm``, ``hnorm``, ``mtp_block``, ``mtp.``) -> MTP_WEIGHTS_MISSING (fine-tunes and SFT
+  releases drop the head); only the weights an MTP layer shares with the target (``embed_tokens``,
+  ``shared_head.head``, ``lm_head``), or any when `check` found the head in the checkpoint ->
+  MTP_LOADER_BUG (vllm#27597, #49869: the loader skips or misnames weights the checkpoint has);
+- vLLM's "Pipeline parallelism is not supported for this model" with MTP -> ENGINE_LIMITATION: the MTP
+  drafter classes do not implement SupportsPP (vllm#52069, PR #46994);
+- llama.cpp crashes with a known place: "invalid vector subscript" while loading a draft or MTP head
+  (the device split of src/llama-model.cpp: llama.cpp#22337, #27454; Gemma 4 assistants #24795,
+  #25873) and "Gemma4Assistant requires ctx_other" (a drafter context created without the target's:
+  llama-cli, LM Studio; llama.cpp#24343) -> MTP_ENGINE_CRASH with where, the flag and the change to try.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mtpinspect.diagnosis.causes import Cause
+from mtpinspect.diagnosis.logs import LogEvidence
+from mtpinspect.diagnosis.run_facts import LogApp, MtpUse
+from mtpinspect.diagnosis.static import StaticEvidence
+from mtpinspect.vocabulary import EvidenceSource
+
+_NOT_INITIALIZED = re.compile(r"not initialized from checkpoint\**:?\s*\{(?P<names>[^}\n]*)")
+_SHARED = re.compile(r"embed_tokens|shared_head\.head|lm_head")
+_MTP_WEIGHT = re.compile(r"eh_proj|enorm|hnorm|mtp_block|\bmtp\.|nextn|shared_head\.norm")
+_PIPELINE = "Pipeline parallelism is not supported"
+_SUBSCRIPT = "invalid vector subscript"
+_CTX_OTHER = "Gemma4Assistant requires ctx_other"
+
+
+def not_mtps(log: LogEvidence) -> str | None:
+    """The note for a crash or failed start in a run with MTP off; None when MTP was on or not shown."""
+    if log.mtp_use is not MtpUse.off or log.run is None or not (log.crash or log.failure):
+        return None
+    what = log.crash.summary if log.crash else log.failure
+    return f"{log.path}: a crash, not MTP's: {what}; MTP was off in this run ({log.run.evidence})" if log.crash else \
+        f"{log.path}: a failed start, not MTP's: {what}; MTP was off in this run ({log.run.evidence})"
+
+
+def run_cause(log: LogEvidence, static: StaticEvidence | None) -> Cause | None:
+    """The cause one of this module's rules names for the log, or None."""
+    text = "\n".join([*log.telling, log.failure or ""])
+    if log.run is not None and log.run.combines_drafters and "MTP" in text:
+        return _combination(log)
+    names = _NOT_INITIALIZED.search(text)
+    if names is not None:
+        return _not_initialized(log, names["names"], static)
+    if _PIPELINE in text:
+        return _pipeline(log)
+    if _CTX_OTHER in text or _SUBSCRIPT in text:
+        return _draft_context_crash(log, ctx_other=_CTX_OTHER in text)
+    return None
+
+
+def _line(log: LogEvidence, needle: str) -> str:
+    return next((line for line in log.telling if needle in line), log.failure or needle)
+
+
+def _combination(log: LogEvidence) -> Cause:
+    assert log.run is not None
+    types = ",".join(log.run.spec_types)
+    return Cause("DRAFTER_COMBINATION", 0.9,
+                 f"--spec-type {types} chains draft-mtp with another drafter ({log.run.other_drafter}), and llama.cpp "
+                 "loads the one -md file as the MTP context: that file has no MTP layers",
+                 (_line(log, "MTP"), f"{log.path}: --spec-type {types}, -md {log.run.draft_file}"),
+                 "run one model drafter at a time: --spec-type draft-mtp without -md (the main GGUF's own head), or "
+                 f"-md {log.run.draft_file} with --spec-type without draft-mtp; chaining draft-mtp with ngram types works",
+                 (EvidenceSource.log,))
+
+
+def _not_initialized(log: LogEvidence, names: str, static: StaticEvidence | None) -> Cause:
+    listed = re.findall(r"'([^']+)'", names)
+    mtp = [n for n in listed if _MTP_WEIGHT.search(n)]
+    line = _line(log, "not initialized")
+    head_present = static is not None and static.has("MTP_PRESENT")
+    if listed and not mtp and all(_SHARED.search(n) for n in listed) or mtp and head_present:
+        why = ("check finds the MTP head in the checkpoint" if head_present else
+               f"only the weights an MTP layer shares with the model ({', '.join(listed)}): checkpoints tie them to "
+               "embed_tokens/lm_head")
+        return Cause("MTP_LOADER_BUG", 0.85, f"vLLM's MTP weight loader skips weights the checkpoint has: {why}",
+                     (line, f"{log.path}: {why}"),
+                     "an engine bug, not the checkpoint: update vLLM (shared MTP weights mapped in PR #27597, the "
+                     "model.language_model.* prefix of GLM-OCR in PR #49869) and report it with this log",
+                     (EvidenceSource.log,))
+    return Cause("MTP_WEIGHTS_MISSING", 0.9 if mtp else 0.6,
+                 "the checkpoint lacks the MTP layer's weights vLLM builds the drafter from (fine-tunes and SFT "
+                 "releases often drop the head)",
+                 (line, f"{log.path}: {len(mtp)} MTP-layer weight(s) not in the checkpoint, e.g. {mtp[0] if mtp else '-'}"),
+                 "use the maker's checkpoint (it ships the MTP layer), merge the fine-tune into a copy that keeps mtp.* / "
+                 "the extra layer, or serve this one without --speculative-config; `mtpinspect check REPO` shows the head",
+                 (EvidenceSource.log,))
+
+
+def _pipeline(log: LogEvidence) -> Cause:
+    on = log.mtp_use is MtpUse.on
+    return Cause("ENGINE_LIMITATION", 0.9 if on else 0.6,
+                 "vLLM cannot run this MTP drafter under pipeline parallelism: its MTP classes do not implement SupportsPP "
+                 "(the draft inherits the target's pipeline_parallel_size)",
+                 (_line(log, _PIPELINE), f"{log.path}: " + (f"MTP on: {log.run.evidence}" if on and log.run else
+                                                            "the excerpt does not show --speculative-config; the "
+                                                            "message is the drafter's when MTP is on")),
+                 "use --tensor-parallel-size instead of --pipeline-parallel-size with MTP, or a vLLM with MTP under PP "
+                 "(PR #46994, V2 model runner); or drop --speculative-config",
+                 (EvidenceSource.log,))
+
+
+def _draft_context_crash(log: LogEvidence, *, ctx_other: bool) -> Cause:
+    flags = log.run.evidence if log.run is not None and log.mtp_use is MtpUse.on else "MTP flags not shown"
+    if ctx_other:
+        where = "creating the draft context of a Gemma 4 assistant drafter: it needs the target's context (ctx_other)"
+        app = " (LM Studio's engine does not attach one in released versions)" if log.app is LogApp.lm_studio else ""
+        fix = ("serve it with llama-server -m TARGET -md ASSISTANT.gguf --spec-type draft-mtp on a build with Gemma 4 "
+               f"MTP (PR #23398 or later): llama-cli and apps that load the assistant on its own fail here{app}")
+        line = _line(log, _CTX_OTHER)
+    else:
+        where = "loading the draft / MTP head (src/llama-model.cpp: the split of its layers over devices indexes past the end)"
+        fix = ("add --tensor-split 1 (one device for the split: llama.cpp#27454), or a newer llama.cpp build; report "
+               "it with this log (Gemma 4 assistants: llama.cpp#24795, #25873)")
+        line = _line(log, _SUBSCRIPT)
+    return Cause("MTP_ENGINE_CRASH", 0.85, f"llama.cpp fails while {where}", (line, f"{log.path}: {flags}"), fix,
+                 (EvidenceSource.log,))
