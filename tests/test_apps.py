@@ -138,6 +138,8 @@ def test_head_without_draft_num_predict_is_off(store: Path, ggufs: dict[str, Pat
     assert ollama["status"] == "off" and finding["severity"] == "warning"
     said = "sets draft_num_predict 0" if params and "draft_num_predict" in params else "sets no draft_num_predict"
     assert said in finding["message"] and "Ollama decodes without speculation" in finding["message"]
+    # A request's options or `/set parameter` turn it on without a new Modelfile (server/routes.go 136-156).
+    assert "unless a request's \"options\"" in finding["message"] and "/set parameter draft_num_predict" in finding["message"]
     assert ollama["setting"] == "PARAMETER draft_num_predict 2"
     assert ollama["command"] == ollama_create_command("tiny:head", "tiny:head", 2)
     assert "off in ollama" in report["verdict"]
@@ -168,10 +170,11 @@ def test_drafter_layer_is_the_sidecar(store: Path, ggufs: dict[str, Path], param
     assert f"-md {draft_blob}" in report["runtimes"]["llama.cpp"]["command"]
     n_max = 2 if params else 4  # Ollama's default with a DRAFT layer
     assert report["runtimes"]["ollama"]["status"] == "supported"
-    assert f"--spec-draft-n-max {n_max} and the DRAFT layer" in report["runtimes"]["ollama"]["reason"]
+    assert f"--spec-draft-n-max {n_max} --spec-draft-backend-sampling and the DRAFT layer" in report["runtimes"]["ollama"]["reason"]
     assert report["runtimes"]["ollama"]["setting"] == f"PARAMETER draft_num_predict {n_max}"
-    # LM Studio's MTP setting is documented for bundled heads only: not a "cannot".
-    assert report["runtimes"]["lm-studio"]["status"] == "unknown"
+    # Released LM Studio versions do not load an mtp- file as an MTP drafter (bug tracker #2244).
+    lm = report["runtimes"]["lm-studio"]
+    assert lm["status"] == "unsupported" and "lmstudio-bug-tracker#2244" in lm["reason"]
     no_claim_the_apps_cannot(report)
 
 
@@ -233,10 +236,10 @@ def test_bad_stores_are_one_line(store: Path, ggufs: dict[str, Path]) -> None:
     assert "not valid JSON" in one_line_error(cli("check", "ollama:tiny:head", env=env))
     write_ollama_model(store, "tiny:odd", gguf=ggufs["head"], params={"draft_num_predict": "three"})
     assert "draft_num_predict is 'three', not a whole number" in one_line_error(cli("check", "ollama:tiny:odd", env=env))
-    # A model Ollama keeps tensor by tensor (its MLX engine) has no GGUF to read.
+    # An MLX model's tensor layer names its tensor; one without a name is no manifest Ollama writes.
     tensor = add_blob(store, b"\0" * 64, TENSOR)
     write_ollama_model(store, "mlx:bf16", gguf=None, template=None, extra_layers=[tensor])
-    assert "not as a GGUF" in one_line_error(cli("check", "ollama:mlx:bf16", env=env))
+    assert "has no name" in one_line_error(cli("check", "ollama:mlx:bf16", env=env))
     assert "not an Ollama model name" in one_line_error(cli("check", "ollama:../etc:x", env=env))
 
 
@@ -290,28 +293,31 @@ def test_lm_studio_repo_bundled_sidecar_and_legacy_folder(tmp_path: Path, ggufs:
     env = home_env(home)
     write_lmstudio_repo(home, "lmstudio-community/Tiny-GGUF", [ggufs["head"]])
     write_lmstudio_repo(home, "unsloth/Tiny-Pair-GGUF", [ggufs["main"], ggufs["sidecar"]])
-    write_lmstudio_repo(home, "old/Legacy-GGUF", [ggufs["nohead"]], legacy=True)
     code, report = check_json("lmstudio:lmstudio-community/Tiny-GGUF", env=env)
     lm = report["runtimes"]["lm-studio"]
     assert code == 0 and report["source_kind"] == "lm-studio" and lm["status"] == "supported"
     assert lm["setting"] == app_setting(App.lm_studio, 2)
-    assert lm["setting"] == '"MTP Speculative Decoding" on, "MTP Max Draft Tokens" 2, "MTP Min Draft Tokens" 0'
+    assert lm["setting"] == '"Draft MTP" on, "Max Draft Tokens" 2, "Min Draft Tokens" 0, "Drafting Probability Cutoff" 0'
     assert "0.4.14" in lm["reason"]
     assert report["app"]["model_file"] == str(home / ".lmstudio/models/lmstudio-community/Tiny-GGUF" / ggufs["head"].name)
     no_claim_the_apps_cannot(report)
     code, pair = check_json("lmstudio:unsloth/Tiny-Pair-GGUF", env=env)
     assert pair["layout"] == "sidecar" and pair["files"]["sidecar"] == [ggufs["sidecar"].name]
-    assert pair["runtimes"]["llama.cpp"]["status"] == "supported" and pair["runtimes"]["lm-studio"]["status"] == "unknown"
+    assert pair["runtimes"]["llama.cpp"]["status"] == "supported" and pair["runtimes"]["lm-studio"]["status"] == "unsupported"
     assert "DRAFT" in pair["runtimes"]["ollama"]["command"]  # Ollama takes the sidecar as a DRAFT layer
     no_claim_the_apps_cannot(pair)
+    code, every = check_json("lmstudio:", "--all", env=env)
+    assert sorted(r["app"]["name"] for r in every) == ["lmstudio-community/Tiny-GGUF", "unsloth/Tiny-Pair-GGUF"]
+    # Where ~/.cache/lm-studio exists LM Studio makes it its home (findLMStudioHome.ts), whatever ~/.lmstudio holds.
+    write_lmstudio_repo(home, "old/Legacy-GGUF", [ggufs["nohead"]], legacy=True)
     code, legacy = check_json("lmstudio:old/Legacy-GGUF", env=env)
     assert code == 1 and legacy["app"]["location"] == str(home / ".cache/lm-studio/models/old/Legacy-GGUF")
-    code, every = check_json("lmstudio:", "--all", env=env)
-    assert sorted(r["app"]["name"] for r in every) == ["lmstudio-community/Tiny-GGUF", "old/Legacy-GGUF",
-                                                      "unsloth/Tiny-Pair-GGUF"]
+    assert "~/.cache/lm-studio" not in json.dumps(legacy)
+    line = one_line_error(cli("check", "lmstudio:lmstudio-community/Tiny-GGUF", env=env))
+    assert "the older home exists" in line and str(home / ".cache/lm-studio/models") in line
     line = one_line_error(cli("check", "lmstudio:nobody/Nothing-GGUF", env=env))
-    assert "no folder nobody/Nothing-GGUF in LM Studio's models folders" in line
-    assert "lmstudio-community/Tiny-GGUF" in line  # what is there
+    assert "no folder nobody/Nothing-GGUF in LM Studio's models folder" in line
+    assert "old/Legacy-GGUF" in line  # what is there
     line = one_line_error(cli("check", "lmstudio:a/b", env=home_env(tmp_path / "empty")))
     assert "no LM Studio models folder" in line and ".lmstudio/models" in line
 
