@@ -20,6 +20,7 @@ the rule of thumb of the llama.cpp commands (support.DEFAULT_N_MAX).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -94,8 +95,12 @@ def apply_app_rules(ev: Evidence, b: ReportBuilder) -> None:
     for an Ollama MLX model, Ollama's verdict from its checkpoint."""
     app = ev.target.app
     if app is not None and app.engine is AppEngine.mlx:
+        # The other engines' commands would name the store's blobs: they run the checkpoint it was made from.
+        for name, verdict in b.runtimes.items():
+            b.runtimes[name] = dataclasses.replace(verdict, command=None)
         b.runtimes["ollama"] = _ollama_mlx(b, app)
-        b.notes.extend(app.notes)
+        b.notes.extend([*app.notes, "the other engines run the checkpoint this model was made from (its folder or "
+                        "Hub repo), not the blobs of Ollama's store"])
         return
     if ev.gguf is None:
         return
@@ -113,7 +118,7 @@ def apply_app_rules(ev: Evidence, b: ReportBuilder) -> None:
 def _ollama_mlx(b: ReportBuilder, app: AppModel) -> RuntimeVerdict:
     """Ollama's MLX engine drafts whenever the checkpoint ships a draft head: a separate drafter stored in the
     manifest, or MTP tensors of its own; its depth adapts, draft_num_predict is not read."""
-    version = ollama_version_said(app)
+    version = f"Ollama {app.version}" if app.version else "Ollama"
     if app.draft_file is not None:
         return RuntimeVerdict(RuntimeStatus.supported, f"{version} runs this safetensors model on its MLX engine, which "
                               f"drafts with the drafter stored in the manifest ({OLLAMA_MLX_DRAFT_PREFIX}* tensors) by "
