@@ -37,7 +37,9 @@ import mtpinspect
 from mtpinspect.apps import app_setting, ollama_create_command
 from mtpinspect.cache_dir import CACHE_ENV
 from mtpinspect.errors import FormatError, SourceError, UsageError
+from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.build import cache_root
+from mtpinspect.runtime.flags import BATCH, FLASH_ATTN, PARALLEL, UBATCH
 from mtpinspect.sources import ollama as ollama_store
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
@@ -435,8 +437,10 @@ def test_diagnose_ollama_model_without_draft_num_predict(store: Path, ggufs: dic
     first = report.causes[0]
     assert first.code == "MTP_NOT_ENABLED"
     assert first.fix.startswith("in Ollama: " + ollama_create_command("tiny:head", "tiny:head", 2))
-    # The run is what Ollama starts: no --spec-type, and its default temperature.
+    # The run is what Ollama starts: no --spec-type, its default temperature, and its default -c (4096 under
+    # 23 GiB of VRAM) capped at the tiny model's training context, 2048.
     assert report.server_args.spec_type is None and report.server_args.temperature == 0.8
+    assert report.server_args.ctx_size == 2048
     assert "HIGH_TEMPERATURE" in [c.code for c in report.causes]
     assert any("the Modelfile sets no temperature" in note for note in report.notes)
     assert report.probe is not None and any(f.drafted for f in report.probe.mtp_figures())
@@ -451,6 +455,10 @@ def test_diagnose_ollama_model_uses_the_modelfile_settings(store: Path, ggufs: d
     report = diagnose("ollama:tiny:head", server_args=THREADS, n_predict=32)
     args = report.server_args
     assert (args.spec_type, args.n_max, args.temperature, args.ctx_size, args.threads) == ("draft-mtp", 3, 0.0, 512, 1)
+    # The rest of what Ollama passes (llm/llama_server.go 369-400, 807-824).
+    assert "--spec-draft-backend-sampling" in args and args.value(FLASH_ATTN) == "auto"
+    assert (args.value(PARALLEL), args.value(BATCH), args.value(UBATCH)) == ("1", "512", "512")
+    assert any("pinned llama.cpp 0c1e570" in note and "another build" in note for note in report.notes)
     assert report.probe is not None and report.probe.as_given is not None
     assert report.probe.as_given.drafted  # the run as Ollama starts it drafts
     assert "MTP_NOT_ENABLED" not in [c.code for c in report.causes]
@@ -695,3 +703,26 @@ def test_no_import_cycles_and_sources_import_no_higher_floor() -> None:
         return seen
 
     assert sorted(m for m in watched if m in reach(m)) == []
+
+
+def test_gemma4_assistant_is_not_an_lm_studio_drafter(tmp_path: Path) -> None:
+    """A Gemma 4 target with its assistant drafter beside it (headers only; the engine is not asked: a loadable
+    Gemma 4 needs more than a tiny header): LM Studio's released versions cannot draft with the assistant
+    (bug tracker #2229, #2150, #2044); llama-server -md and an Ollama DRAFT layer (draft-mtp) can."""
+    write_gguf(tmp_path / "gemma-4-tiny.gguf", arch="gemma4",
+               metadata={"gemma4.block_count": 2, "gemma4.embedding_length": 64, "gemma4.context_length": 2048},
+               tensors=[TensorSpec("token_embd.weight", (64, 128)), TensorSpec("blk.0.attn_q.weight", (64, 64)),
+                        TensorSpec("output_norm.weight", (64,))])
+    write_gguf(tmp_path / "mtp-gemma-4-tiny.gguf", arch="gemma4-assistant",
+               metadata={"gemma4-assistant.block_count": 1, "gemma4-assistant.nextn_predict_layers": 1,
+                         "gemma4-assistant.embedding_length": 64},
+               tensors=[TensorSpec("blk.0.attn_q.weight", (64, 64)), TensorSpec("nextn.pre_projection.weight", (128, 64)),
+                        TensorSpec("nextn.post_projection.weight", (64, 64))])
+    report = mtpinspect.check(str(tmp_path / "gemma-4-tiny.gguf"), verify=False)
+    lm, ollama = report.runtimes["lm-studio"], report.runtimes["ollama"]
+    assert report.layout == "separate-checkpoint" and report.runtimes["llama.cpp"].status == "supported"
+    assert lm.status == "unsupported" and "not supported in released LM Studio versions" in lm.reason
+    assert "lmstudio-bug-tracker#2229" in lm.reason and "Gemma4Assistant requires ctx_other" in lm.reason
+    assert lm.command == report.runtimes["llama.cpp"].command and "--spec-type draft-mtp" in lm.command
+    assert ollama.status == "supported" and "DRAFT " in (ollama.command or "")
+    assert "drafts with a Gemma 4 assistant" not in json.dumps(to_jsonable(report))
