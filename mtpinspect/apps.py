@@ -114,7 +114,8 @@ def app_setting(app: App, n_max: int | None) -> str:
     """An n-max (None: leave MTP off) as the app's own setting."""
     if app is App.ollama:
         if n_max is None:
-            return f"{ollama_parameter(0)} (or leave {DRAFT_NUM_PREDICT} unset): no speculation"
+            # Not "leave it unset": with a DRAFT layer an unset draft_num_predict is 4 (api.DefaultOptions).
+            return f"{ollama_parameter(0)}: no speculation"
         return ollama_parameter(n_max)
     if n_max is None:
         return f'"{LM_STUDIO_SWITCH}" off'
