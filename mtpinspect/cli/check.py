@@ -269,11 +269,13 @@ def command(
       PATH.gguf             a local GGUF (its split shards, and its own mtp- sidecar beside it
                             or in MTP/, are found)
       DIR                   a local snapshot folder, or a Hugging Face cache folder models--ORG--NAME
-      ollama:MODEL[:TAG]    a model of the local Ollama store (OLLAMA_MODELS, else ~/.ollama/models),
+      ollama:MODEL[:TAG]    a model of the local Ollama store (OLLAMA_MODELS, else ~/.ollama/models,
+                            else the Linux service's /usr/share/ollama/.ollama/models; GGUF or MLX),
                             also ollama:NAMESPACE/MODEL:TAG and ollama:hf.co/ORG/REPO:QUANT;
                             ollama: --all checks every model there, ollama:MODEL --all its tags
-      lmstudio:PUB/REPO     a GGUF in LM Studio's models folder (~/.lmstudio/models, or the older
-                            ~/.cache/lm-studio/models), :QUANT to pick one; lmstudio: --all: all
+      lmstudio:PUB/REPO     a GGUF in LM Studio's models folder (its home from ~/.lmstudio-home-pointer,
+                            its folder from settings.json downloadsFolder, else <home>/models), :QUANT
+                            to pick one; lmstudio: --all: all
 
     For a GGUF, the pinned llama.cpp (built by `mtpinspect runtime build`) also loads the model's
     metadata as llama-server would with --spec-type draft-mtp: its own verdict decides the llama.cpp
