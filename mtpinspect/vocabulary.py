@@ -75,6 +75,14 @@ class RuntimeStatus(Word):
         return self in (RuntimeStatus.supported, RuntimeStatus.at_risk, RuntimeStatus.off)
 
 
+class AppEngine(Word):
+    """What an app runs a model on: Ollama runs a GGUF on llama.cpp's llama-server and a safetensors
+    model on its MLX engine (mtpinspect/app_facts.py)."""
+
+    llama_server = "llama-server"
+    mlx = "mlx"
+
+
 class App(Word):
     """A desktop app that runs GGUF models with its own llama.cpp (mtpinspect/apps.py: its settings)."""
 

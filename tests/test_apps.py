@@ -5,11 +5,14 @@ No test needs the apps installed: OLLAMA_MODELS and HOME point at temporary fold
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import jsonschema
@@ -19,16 +22,24 @@ from appstores import (
     MODEL,
     TENSOR,
     add_blob,
+    add_file_blob,
     blob_path,
+    write_lmstudio_engine,
+    write_lmstudio_pointer,
     write_lmstudio_repo,
+    write_lmstudio_settings,
+    write_ollama_mlx_model,
     write_ollama_model,
 )
+from gguf_factory import TensorSpec, write_gguf
 
 import mtpinspect
 from mtpinspect.apps import app_setting, ollama_create_command
 from mtpinspect.cache_dir import CACHE_ENV
 from mtpinspect.errors import FormatError, SourceError, UsageError
+from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.build import cache_root
+from mtpinspect.runtime.flags import BATCH, FLASH_ATTN, PARALLEL, UBATCH
 from mtpinspect.sources import ollama as ollama_store
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
@@ -138,6 +149,8 @@ def test_head_without_draft_num_predict_is_off(store: Path, ggufs: dict[str, Pat
     assert ollama["status"] == "off" and finding["severity"] == "warning"
     said = "sets draft_num_predict 0" if params and "draft_num_predict" in params else "sets no draft_num_predict"
     assert said in finding["message"] and "Ollama decodes without speculation" in finding["message"]
+    # A request's options or `/set parameter` turn it on without a new Modelfile (server/routes.go 136-156).
+    assert "unless a request's \"options\"" in finding["message"] and "/set parameter draft_num_predict" in finding["message"]
     assert ollama["setting"] == "PARAMETER draft_num_predict 2"
     assert ollama["command"] == ollama_create_command("tiny:head", "tiny:head", 2)
     assert "off in ollama" in report["verdict"]
@@ -168,10 +181,11 @@ def test_drafter_layer_is_the_sidecar(store: Path, ggufs: dict[str, Path], param
     assert f"-md {draft_blob}" in report["runtimes"]["llama.cpp"]["command"]
     n_max = 2 if params else 4  # Ollama's default with a DRAFT layer
     assert report["runtimes"]["ollama"]["status"] == "supported"
-    assert f"--spec-draft-n-max {n_max} and the DRAFT layer" in report["runtimes"]["ollama"]["reason"]
+    assert f"--spec-draft-n-max {n_max} --spec-draft-backend-sampling and the DRAFT layer" in report["runtimes"]["ollama"]["reason"]
     assert report["runtimes"]["ollama"]["setting"] == f"PARAMETER draft_num_predict {n_max}"
-    # LM Studio's MTP setting is documented for bundled heads only: not a "cannot".
-    assert report["runtimes"]["lm-studio"]["status"] == "unknown"
+    # Released LM Studio versions do not load an mtp- file as an MTP drafter (bug tracker #2244).
+    lm = report["runtimes"]["lm-studio"]
+    assert lm["status"] == "unsupported" and "lmstudio-bug-tracker#2244" in lm["reason"]
     no_claim_the_apps_cannot(report)
 
 
@@ -233,10 +247,10 @@ def test_bad_stores_are_one_line(store: Path, ggufs: dict[str, Path]) -> None:
     assert "not valid JSON" in one_line_error(cli("check", "ollama:tiny:head", env=env))
     write_ollama_model(store, "tiny:odd", gguf=ggufs["head"], params={"draft_num_predict": "three"})
     assert "draft_num_predict is 'three', not a whole number" in one_line_error(cli("check", "ollama:tiny:odd", env=env))
-    # A model Ollama keeps tensor by tensor (its MLX engine) has no GGUF to read.
+    # An MLX model's tensor layer names its tensor; one without a name is no manifest Ollama writes.
     tensor = add_blob(store, b"\0" * 64, TENSOR)
     write_ollama_model(store, "mlx:bf16", gguf=None, template=None, extra_layers=[tensor])
-    assert "not as a GGUF" in one_line_error(cli("check", "ollama:mlx:bf16", env=env))
+    assert "has no name" in one_line_error(cli("check", "ollama:mlx:bf16", env=env))
     assert "not an Ollama model name" in one_line_error(cli("check", "ollama:../etc:x", env=env))
 
 
@@ -258,7 +272,7 @@ def test_all_lists_every_model(store: Path, ggufs: dict[str, Path]) -> None:
     }
     assert any("gpt-oss:120b-cloud: a cloud model" in note for note in reports[0]["notes"])
     table = cli("check", "ollama:", "--all", env=env)
-    assert table.returncode == 0 and "Ollama: 4 GGUF model(s)" in table.stdout and "draft_num_predict" in table.stdout
+    assert table.returncode == 0 and "Ollama: 4 model(s)" in table.stdout and "draft_num_predict" in table.stdout
     code, tags = check_json("ollama:tiny", "--all", env=env)
     assert sorted(r["app"]["name"] for r in tags) == ["tiny:1b-mtp", "tiny:head"]
     assert "--all checks every tag" in one_line_error(cli("check", "ollama:tiny:head", "--all", env=env))
@@ -290,28 +304,31 @@ def test_lm_studio_repo_bundled_sidecar_and_legacy_folder(tmp_path: Path, ggufs:
     env = home_env(home)
     write_lmstudio_repo(home, "lmstudio-community/Tiny-GGUF", [ggufs["head"]])
     write_lmstudio_repo(home, "unsloth/Tiny-Pair-GGUF", [ggufs["main"], ggufs["sidecar"]])
-    write_lmstudio_repo(home, "old/Legacy-GGUF", [ggufs["nohead"]], legacy=True)
     code, report = check_json("lmstudio:lmstudio-community/Tiny-GGUF", env=env)
     lm = report["runtimes"]["lm-studio"]
     assert code == 0 and report["source_kind"] == "lm-studio" and lm["status"] == "supported"
     assert lm["setting"] == app_setting(App.lm_studio, 2)
-    assert lm["setting"] == '"MTP Speculative Decoding" on, "MTP Max Draft Tokens" 2, "MTP Min Draft Tokens" 0'
+    assert lm["setting"] == '"Draft MTP" on, "Max Draft Tokens" 2, "Min Draft Tokens" 0, "Drafting Probability Cutoff" 0'
     assert "0.4.14" in lm["reason"]
     assert report["app"]["model_file"] == str(home / ".lmstudio/models/lmstudio-community/Tiny-GGUF" / ggufs["head"].name)
     no_claim_the_apps_cannot(report)
     code, pair = check_json("lmstudio:unsloth/Tiny-Pair-GGUF", env=env)
     assert pair["layout"] == "sidecar" and pair["files"]["sidecar"] == [ggufs["sidecar"].name]
-    assert pair["runtimes"]["llama.cpp"]["status"] == "supported" and pair["runtimes"]["lm-studio"]["status"] == "unknown"
+    assert pair["runtimes"]["llama.cpp"]["status"] == "supported" and pair["runtimes"]["lm-studio"]["status"] == "unsupported"
     assert "DRAFT" in pair["runtimes"]["ollama"]["command"]  # Ollama takes the sidecar as a DRAFT layer
     no_claim_the_apps_cannot(pair)
+    code, every = check_json("lmstudio:", "--all", env=env)
+    assert sorted(r["app"]["name"] for r in every) == ["lmstudio-community/Tiny-GGUF", "unsloth/Tiny-Pair-GGUF"]
+    # Where ~/.cache/lm-studio exists LM Studio makes it its home (findLMStudioHome.ts), whatever ~/.lmstudio holds.
+    write_lmstudio_repo(home, "old/Legacy-GGUF", [ggufs["nohead"]], legacy=True)
     code, legacy = check_json("lmstudio:old/Legacy-GGUF", env=env)
     assert code == 1 and legacy["app"]["location"] == str(home / ".cache/lm-studio/models/old/Legacy-GGUF")
-    code, every = check_json("lmstudio:", "--all", env=env)
-    assert sorted(r["app"]["name"] for r in every) == ["lmstudio-community/Tiny-GGUF", "old/Legacy-GGUF",
-                                                      "unsloth/Tiny-Pair-GGUF"]
+    assert "~/.cache/lm-studio" not in json.dumps(legacy)
+    line = one_line_error(cli("check", "lmstudio:lmstudio-community/Tiny-GGUF", env=env))
+    assert "the older home exists" in line and str(home / ".cache/lm-studio/models") in line
     line = one_line_error(cli("check", "lmstudio:nobody/Nothing-GGUF", env=env))
-    assert "no folder nobody/Nothing-GGUF in LM Studio's models folders" in line
-    assert "lmstudio-community/Tiny-GGUF" in line  # what is there
+    assert "no folder nobody/Nothing-GGUF in LM Studio's models folder" in line
+    assert "old/Legacy-GGUF" in line  # what is there
     line = one_line_error(cli("check", "lmstudio:a/b", env=home_env(tmp_path / "empty")))
     assert "no LM Studio models folder" in line and ".lmstudio/models" in line
 
@@ -420,8 +437,10 @@ def test_diagnose_ollama_model_without_draft_num_predict(store: Path, ggufs: dic
     first = report.causes[0]
     assert first.code == "MTP_NOT_ENABLED"
     assert first.fix.startswith("in Ollama: " + ollama_create_command("tiny:head", "tiny:head", 2))
-    # The run is what Ollama starts: no --spec-type, and its default temperature.
+    # The run is what Ollama starts: no --spec-type, its default temperature, and its default -c (4096 under
+    # 23 GiB of VRAM) capped at the tiny model's training context, 2048.
     assert report.server_args.spec_type is None and report.server_args.temperature == 0.8
+    assert report.server_args.ctx_size == 2048
     assert "HIGH_TEMPERATURE" in [c.code for c in report.causes]
     assert any("the Modelfile sets no temperature" in note for note in report.notes)
     assert report.probe is not None and any(f.drafted for f in report.probe.mtp_figures())
@@ -436,6 +455,10 @@ def test_diagnose_ollama_model_uses_the_modelfile_settings(store: Path, ggufs: d
     report = diagnose("ollama:tiny:head", server_args=THREADS, n_predict=32)
     args = report.server_args
     assert (args.spec_type, args.n_max, args.temperature, args.ctx_size, args.threads) == ("draft-mtp", 3, 0.0, 512, 1)
+    # The rest of what Ollama passes (llm/llama_server.go 369-400, 807-824).
+    assert "--spec-draft-backend-sampling" in args and args.value(FLASH_ATTN) == "auto"
+    assert (args.value(PARALLEL), args.value(BATCH), args.value(UBATCH)) == ("1", "512", "512")
+    assert any("pinned llama.cpp 0c1e570" in note and "another build" in note for note in report.notes)
     assert report.probe is not None and report.probe.as_given is not None
     assert report.probe.as_given.drafted  # the run as Ollama starts it drafts
     assert "MTP_NOT_ENABLED" not in [c.code for c in report.causes]
@@ -455,3 +478,251 @@ def test_diagnose_mtp_tag_without_head(store: Path, ggufs: dict[str, Path]) -> N
     assert report.causes[0].fix.startswith("in Ollama: a tag whose GGUF carries the head")
     assert report.server_args.spec_type is None  # Ollama passes no --spec-type without a head
     assert any("there is no head to draft with" in note for note in report.notes)
+
+
+# -- the apps as their sources run them (mtpinspect/app_facts.py) ------------------------------------
+
+
+class _VersionStandIn(http.server.BaseHTTPRequestHandler):
+    """Ollama's GET /api/version (server/routes.go 1880), answering the version the test sets."""
+
+    version = "0.32.15"
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        body = json.dumps({"version": self.version}).encode() if self.path == "/api/version" else b"404"
+        self.send_response(200 if self.path == "/api/version" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def ollama_server(monkeypatch: pytest.MonkeyPatch):
+    """A loopback stand-in for the running Ollama server; OLLAMA_HOST points at it. Yields a setter."""
+    handler = type("Handler", (_VersionStandIn,), {})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{server.server_address[1]}")
+
+    def answer(version: str) -> None:
+        handler.version = version
+
+    yield answer
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture()
+def no_ollama(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No Ollama server answering: OLLAMA_HOST at a closed loopback port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{port}")
+
+
+def dflash_gguf(path: Path) -> Path:
+    """A DFlash drafter's GGUF header (general.architecture dflash), as Ollama's externalDraftType reads it."""
+    return write_gguf(path, arch="dflash", metadata={"dflash.block_count": 1, "dflash.embedding_length": 64},
+                      tensors=[TensorSpec("blk.0.attn_q.weight", (64, 64)), TensorSpec("fc.weight", (128, 64))])
+
+
+def test_dflash_draft_layer_runs_as_draft_dflash(store: Path, ggufs: dict[str, Path], tmp_path: Path,
+                                                 ollama_server) -> None:
+    from mtpinspect.diagnosis.app_terms import ollama_run_settings
+
+    drafter = dflash_gguf(tmp_path / "dflash-tiny.gguf")
+    write_ollama_model(store, "tiny:dflash", gguf=ggufs["main"], draft=drafter, draft_architecture="dflash",
+                       params={"draft_num_predict": 6})
+    ollama_server("0.32.15")
+    report = mtpinspect.check("ollama:tiny:dflash")
+    finding = next(f for f in report.findings if f.code == "OLLAMA_DRAFT_LAYER")
+    assert "--spec-type draft-dflash" in finding.message and "draft-mtp" not in finding.message
+    args, origin = ollama_run_settings(report.app, report)
+    assert (args.spec_type, args.n_max) == ("draft-dflash", 6) and "--spec-draft-backend-sampling" not in args
+    assert args.draft_model == report.app.draft_file
+    # Before 0.32.7 Ollama started every DRAFT layer as draft-mtp (llm/llama_server.go, commit 43f4eda).
+    ollama_server("0.32.6")
+    report = mtpinspect.check("ollama:tiny:dflash")
+    args, origin = ollama_run_settings(report.app, report)
+    assert args.spec_type == "draft-mtp" and "--spec-draft-backend-sampling" in args
+    assert any("Ollama 0.32.6" in line and "vendors llama.cpp b10242" in line and "0c1e570" in line for line in origin)
+
+
+def test_two_model_layers_the_last_wins(store: Path, ggufs: dict[str, Path], no_ollama: None) -> None:
+    manifest = write_ollama_model(store, "tiny:two", gguf=ggufs["head"], draft=ggufs["sidecar"],
+                                  extra_layers=[add_file_blob(store, ggufs["nohead"], MODEL),
+                                                add_file_blob(store, ggufs["main"], DRAFT)])
+    report = mtpinspect.check("ollama:tiny:two")
+    layers = json.loads(manifest.read_text())["layers"]
+    last_model = [entry for entry in layers if entry["mediaType"] == MODEL][-1]["digest"].replace(":", "-")
+    assert Path(report.app.model_file).name == last_model and report.mtp_layers == 0
+    assert Path(report.app.draft_file).read_bytes() == ggufs["main"].read_bytes()
+    assert any("2 model layers; Ollama loads the last one" in n for n in report.notes)
+    assert any("2 draft layers; Ollama loads the last one" in n for n in report.notes)
+
+
+def test_service_store_is_found(tmp_path: Path, ggufs: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
+                                no_ollama: None) -> None:
+    from mtpinspect import app_facts
+
+    service = tmp_path / "usr/share/ollama/.ollama/models"
+    monkeypatch.setattr(app_facts, "OLLAMA_SERVICE_STORE", service)  # where the Linux installer's service keeps it
+    monkeypatch.delenv("OLLAMA_MODELS", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    with pytest.raises(SourceError, match=f"Linux service's store {service} holds none"):
+        mtpinspect.check("ollama:tiny:head")
+    write_ollama_model(service, "tiny:head", gguf=ggufs["head"], params={"draft_num_predict": 2})
+    report = mtpinspect.check("ollama:tiny:head")
+    assert report.app.location.startswith(str(service)) and report.runtimes["ollama"].status == "supported"
+    # The user's own store, once it exists, comes first (as `ollama serve` run by the user uses it).
+    write_ollama_model(tmp_path / "home/.ollama/models", "tiny:head", gguf=ggufs["nohead"])
+    assert mtpinspect.check("ollama:tiny:head").app.location.startswith(str(tmp_path / "home/.ollama/models"))
+
+
+QWEN35_MLX = {"model_type": "qwen3_5_text", "architectures": ["Qwen3_5ForCausalLM"], "num_hidden_layers": 2,
+              "hidden_size": 64, "vocab_size": 128, "mtp_num_hidden_layers": 1}
+TRUNK = {"model.embed_tokens.weight": ("BF16", [128, 64]), "model.layers.0.mlp.up_proj.weight": ("BF16", [64, 64]),
+         "model.layers.1.mlp.up_proj.weight": ("BF16", [64, 64]), "lm_head.weight": ("BF16", [128, 64])}
+HEAD = {"mtp.fc.weight": ("BF16", [64, 128]), "mtp.layers.0.mlp.up_proj.weight": ("BF16", [64, 64]),
+        "mtp.norm.weight": ("BF16", [64])}
+
+
+@pytest.mark.parametrize("kind", ["head", "none", "drafter"])
+def test_mlx_model_is_judged_from_its_safetensors(store: Path, kind: str, no_ollama: None) -> None:
+    tensors = {**TRUNK, **(HEAD if kind == "head" else {})}
+    if kind == "drafter":
+        tensors["draft.layers.0.mlp.up_proj.weight"] = ("BF16", [64, 64])
+    config = {**QWEN35_MLX, "mtp_num_hidden_layers": 1 if kind == "head" else 0}
+    write_ollama_mlx_model(store, f"qwen-mlx:{kind}", config=config, tensors=tensors,
+                           draft_config={"model_type": "dflash"} if kind == "drafter" else None)
+    code, report = check_json(f"ollama:qwen-mlx:{kind}", env={"OLLAMA_MODELS": str(store), "OLLAMA_HOST": os.environ["OLLAMA_HOST"]})
+    ollama = report["runtimes"]["ollama"]
+    assert report["app"]["engine"] == "mlx" and report["source_kind"] == "ollama"
+    if kind == "head":
+        assert report["mtp_layers"] == 1 and ollama["status"] == "supported"
+        assert "MTP head (1 layer(s)) by itself" in ollama["reason"] and "draft_num_predict is not read" in ollama["reason"]
+    elif kind == "drafter":
+        assert ollama["status"] == "supported" and "drafter stored in the manifest" in ollama["reason"]
+    else:
+        assert report["mtp_layers"] == 0 and ollama["status"] == "unsupported"
+        assert "hold no MTP head" in ollama["reason"]
+    no_claim_the_apps_cannot(report)
+    # --all gives it its row instead of skipping it.
+    _, rows = check_json("ollama:", "--all", env={"OLLAMA_MODELS": str(store), "OLLAMA_HOST": os.environ["OLLAMA_HOST"]})
+    assert [r["app"]["engine"] for r in rows] == ["mlx"]
+
+
+@pytest.mark.parametrize(("version", "status"), [("0.29.3", "unsupported"), ("0.32.15", "supported")])
+def test_ollama_version_is_asked_and_spoken(store: Path, ggufs: dict[str, Path], ollama_server, version: str,
+                                            status: str) -> None:
+    write_ollama_model(store, "tiny:head", gguf=ggufs["head"], params={"draft_num_predict": 3})
+    ollama_server(version)
+    report = mtpinspect.check("ollama:tiny:head")
+    assert report.app.version == version and report.runtimes["ollama"].status == status
+    if status == "unsupported":
+        assert f"Ollama {version} (the server running here) runs GGUFs on its own runner" in report.runtimes["ollama"].reason
+    else:
+        assert f"Ollama {version} starts llama-server with --spec-type draft-mtp --spec-draft-n-max 3 " \
+               "--spec-draft-backend-sampling" in report.runtimes["ollama"].reason
+
+
+def test_lm_studio_home_pointer_downloads_folder_and_engine(tmp_path: Path, ggufs: dict[str, Path]) -> None:
+    home, lm_home, models = tmp_path / "home", tmp_path / "elsewhere/lmstudio", tmp_path / "big-disk/models"
+    write_lmstudio_pointer(home, lm_home)
+    write_lmstudio_settings(lm_home, models)
+    write_lmstudio_repo(home, "acme/Tiny-GGUF", [ggufs["head"]], models=models)
+    write_lmstudio_repo(home, "decoy/Tiny-GGUF", [ggufs["head"]])  # ~/.lmstudio/models: not LM Studio's folder now
+    env = home_env(home)
+    write_lmstudio_engine(lm_home, "2.14.0")
+    code, old = check_json("lmstudio:acme/Tiny-GGUF", env=env)
+    assert old["app"]["location"] == str(models / "acme/Tiny-GGUF") and old["app"]["version"] == "2.14.0"
+    assert old["runtimes"]["lm-studio"]["status"] == "unsupported" and "too old for MTP" in old["runtimes"]["lm-studio"]["reason"]
+    write_lmstudio_engine(lm_home, "2.29.0", "linux-x86_64-nvidia-cuda12-avx2")
+    _, new = check_json("lmstudio:acme/Tiny-GGUF", env=env)
+    lm = new["runtimes"]["lm-studio"]
+    assert lm["status"] == "supported" and "newest engine installed here: 2.29.0" in lm["reason"]
+    assert lm["setting"] == app_setting(App.lm_studio, 2) and '"Draft MTP" on' in lm["setting"]
+    _, every = check_json("lmstudio:", "--all", env=env)
+    assert [r["app"]["name"] for r in every] == ["acme/Tiny-GGUF"]
+    line = one_line_error(cli("check", "lmstudio:decoy/Tiny-GGUF", env=env))
+    assert f"downloadsFolder in {lm_home / 'settings.json'}" in line and f"named in {home / '.lmstudio-home-pointer'}" in line
+
+
+def test_app_facts_have_sources_and_version_ranges() -> None:
+    from mtpinspect import app_facts
+
+    facts = [n for n in vars(app_facts) if n.isupper() and not n.startswith("_") and n not in
+             ("SOURCES", "OLLAMA_HEAD", "LMSTUDIO_JS_HEAD", "CHECKED_ON")]
+    assert sorted(set(facts) - set(app_facts.SOURCES)) == []
+    assert all(str(source).count(" at ") >= 1 for source in app_facts.SOURCES.values())
+    build = app_facts.ollama_llama_cpp_build
+    assert (build("0.29.9"), build("0.30.0"), build("0.30.3"), build("0.32.7"), build("0.32.15"), build("0.33.0-rc2"),
+            build("0.34.0")) == (None, "b9452", "b9479", "b10242", "b10488", "b10488", None)
+    assert app_facts.ollama_default_num_ctx(8) == 4096 and app_facts.ollama_default_num_ctx(48) == 262144
+
+
+def test_no_import_cycles_and_sources_import_no_higher_floor() -> None:
+    """Walk the import statements of mtpinspect/ (TYPE_CHECKING ones too): the app vocabulary and the sources
+    form no cycle, and nothing in sources/ imports a floor above it."""
+    import ast
+
+    root = Path(mtpinspect.__file__).parent
+    graph: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        module = ".".join(("mtpinspect", *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("mtpinspect"):
+                if node.module != "mtpinspect":  # `from mtpinspect import app_facts` imports the module, not the package's API
+                    found.add(node.module)
+                found.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name.startswith("mtpinspect"))
+        graph[module] = found
+    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+    sources = [m for m in graph if m.startswith("mtpinspect.sources")]
+    allowed = ("mtpinspect.sources", "mtpinspect.app_facts", "mtpinspect.vocabulary", "mtpinspect.errors",
+               "mtpinspect.files", "mtpinspect.jsonable", "mtpinspect.cache_dir")
+    upward = {m: sorted(d for d in graph[m] if not d.startswith(allowed)) for m in sources}
+    assert {m: d for m, d in upward.items() if d} == {}
+    watched = {*sources, "mtpinspect.apps", "mtpinspect.app_facts", "mtpinspect.inspection.app_rules",
+               "mtpinspect.diagnosis.app_terms"}
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for dep in graph[todo.pop()] - seen:
+                seen.add(dep)
+                todo.append(dep)
+        return seen
+
+    assert sorted(m for m in watched if m in reach(m)) == []
+
+
+def test_gemma4_assistant_is_not_an_lm_studio_drafter(tmp_path: Path) -> None:
+    """A Gemma 4 target with its assistant drafter beside it (headers only; the engine is not asked: a loadable
+    Gemma 4 needs more than a tiny header): LM Studio's released versions cannot draft with the assistant
+    (bug tracker #2229, #2150, #2044); llama-server -md and an Ollama DRAFT layer (draft-mtp) can."""
+    write_gguf(tmp_path / "gemma-4-tiny.gguf", arch="gemma4",
+               metadata={"gemma4.block_count": 2, "gemma4.embedding_length": 64, "gemma4.context_length": 2048},
+               tensors=[TensorSpec("token_embd.weight", (64, 128)), TensorSpec("blk.0.attn_q.weight", (64, 64)),
+                        TensorSpec("output_norm.weight", (64,))])
+    write_gguf(tmp_path / "mtp-gemma-4-tiny.gguf", arch="gemma4-assistant",
+               metadata={"gemma4-assistant.block_count": 1, "gemma4-assistant.nextn_predict_layers": 1,
+                         "gemma4-assistant.embedding_length": 64},
+               tensors=[TensorSpec("blk.0.attn_q.weight", (64, 64)), TensorSpec("nextn.pre_projection.weight", (128, 64)),
+                        TensorSpec("nextn.post_projection.weight", (64, 64))])
+    report = mtpinspect.check(str(tmp_path / "gemma-4-tiny.gguf"), verify=False)
+    lm, ollama = report.runtimes["lm-studio"], report.runtimes["ollama"]
+    assert report.layout == "separate-checkpoint" and report.runtimes["llama.cpp"].status == "supported"
+    assert lm.status == "unsupported" and "not supported in released LM Studio versions" in lm.reason
+    assert "lmstudio-bug-tracker#2229" in lm.reason and "Gemma4Assistant requires ctx_other" in lm.reason
+    assert lm.command == report.runtimes["llama.cpp"].command and "--spec-type draft-mtp" in lm.command
+    assert ollama.status == "supported" and "DRAFT " in (ollama.command or "")
+    assert "drafts with a Gemma 4 assistant" not in json.dumps(to_jsonable(report))

@@ -15,7 +15,7 @@ from mtpinspect.errors import SourceError
 from mtpinspect.inspection.report import FINDINGS, CheckFailure, CheckReport, Verified
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT
 from mtpinspect.sources.fetch import FetchPolicy
-from mtpinspect.vocabulary import PARTIAL, App, OriginKind, RuntimeStatus
+from mtpinspect.vocabulary import PARTIAL, App, AppEngine, OriginKind, RuntimeStatus
 
 APP_RUNTIMES = tuple(app.value for app in App)
 
@@ -175,17 +175,17 @@ def render_all(results: list[CheckReport | CheckFailure], out: Output) -> None:
     first = results[0]
     app = next((r.app.app for r in results if isinstance(r, CheckReport) and r.app is not None), None)
     if app is not None:
-        out.text(f"{APP_NAMES[app]}: {len(results)} GGUF model(s)")
+        out.text(f"{APP_NAMES[app]}: {len(results)} model(s)")
     else:
         out.text(f"{first.source}: {len(results)} GGUF model(s)" + (f" @ {first.revision}" if first.revision else ""))
     rows = [_failure_row(r) if isinstance(r, CheckFailure) else {
-            "model": r.app.name if r.app is not None else None,
+            "model": r.app.name + (f" ({r.app.engine})" if r.app.engine is AppEngine.mlx else "") if r.app is not None else None,
             "file": _files_text(r.files),
             "layout": r.layout,
             "mtp_layers": r.mtp_layers,
             "mtp_types": ", ".join(f"{t} x{n}" for t, n in r.mtp_types.items()) or "-",
-            "llama.cpp": r.runtimes["llama.cpp"].status,
-            "verified": _verified_word(r.runtimes["llama.cpp"].verified),
+            "llama.cpp": r.runtimes["llama.cpp"].status if "llama.cpp" in r.runtimes else None,
+            "verified": _verified_word(r.runtimes["llama.cpp"].verified) if "llama.cpp" in r.runtimes else None,
             "MTP adds": _size(r.memory.mtp_bytes) if r.memory else "-",
             "ollama": r.runtimes["ollama"].status if "ollama" in r.runtimes else None,
             "draft_num_predict": r.app.draft_num_predict if r.app is not None else None,
@@ -201,7 +201,8 @@ def render_all(results: list[CheckReport | CheckFailure], out: Output) -> None:
         App.lm_studio: ["model", "file", "layout", "mtp_layers", "llama.cpp", "verified", "lm-studio", "findings"],
     }[app]
     out.table(rows, columns, title="GGUF models", primary=True)
-    best = [r for r in results if isinstance(r, CheckReport) and r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
+    best = [r for r in results if isinstance(r, CheckReport) and "llama.cpp" in r.runtimes
+            and r.runtimes["llama.cpp"].status is RuntimeStatus.supported]
     if best and app is None:
         out.heading("Command")
         out.text(best[0].runtimes["llama.cpp"].command or "")
@@ -212,7 +213,7 @@ def render_all(results: list[CheckReport | CheckFailure], out: Output) -> None:
 
 def _files_text(files: dict[str, list[str]]) -> str:
     """'m-00001-of-00002.gguf (+1 shards) + mtp-m.gguf': the model's files and the sidecar paired with it."""
-    gguf, sidecar = files["gguf"], files.get("sidecar") or []
+    gguf, sidecar = files.get("gguf") or files.get("config") or ["-"], files.get("sidecar") or []
     text = gguf[0] + (f" (+{len(gguf) - 1} shards)" if len(gguf) > 1 else "")
     return text + (f" + {sidecar[0]}" if sidecar else "")
 
@@ -268,11 +269,13 @@ def command(
       PATH.gguf             a local GGUF (its split shards, and its own mtp- sidecar beside it
                             or in MTP/, are found)
       DIR                   a local snapshot folder, or a Hugging Face cache folder models--ORG--NAME
-      ollama:MODEL[:TAG]    a model of the local Ollama store (OLLAMA_MODELS, else ~/.ollama/models),
+      ollama:MODEL[:TAG]    a model of the local Ollama store (OLLAMA_MODELS, else ~/.ollama/models,
+                            else the Linux service's /usr/share/ollama/.ollama/models; GGUF or MLX),
                             also ollama:NAMESPACE/MODEL:TAG and ollama:hf.co/ORG/REPO:QUANT;
                             ollama: --all checks every model there, ollama:MODEL --all its tags
-      lmstudio:PUB/REPO     a GGUF in LM Studio's models folder (~/.lmstudio/models, or the older
-                            ~/.cache/lm-studio/models), :QUANT to pick one; lmstudio: --all: all
+      lmstudio:PUB/REPO     a GGUF in LM Studio's models folder (its home from ~/.lmstudio-home-pointer,
+                            its folder from settings.json downloadsFolder, else <home>/models), :QUANT
+                            to pick one; lmstudio: --all: all
 
     For a GGUF, the pinned llama.cpp (built by `mtpinspect runtime build`) also loads the model's
     metadata as llama-server would with --spec-type draft-mtp: its own verdict decides the llama.cpp

@@ -33,7 +33,7 @@ from mtpinspect.sources.filenames import is_mtp_safetensors, sidecar_ggufs
 from mtpinspect.sources.local import LocalTree
 from mtpinspect.sources.provenance import LocalDownload, local_download
 from mtpinspect.sources.reader import RecordingReader, read_json
-from mtpinspect.sources.resolve import Target
+from mtpinspect.sources.target import Target
 from mtpinspect.vocabulary import Pairing, SourceKind
 
 if TYPE_CHECKING:

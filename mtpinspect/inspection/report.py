@@ -14,7 +14,7 @@ from mtpinspect.vocabulary import Layout, MtpExcluded, RuntimeStatus, Severity, 
 if TYPE_CHECKING:
     from mtpinspect.inspection.origin import Origin
     from mtpinspect.runtime.verify import MemoryEstimate
-    from mtpinspect.sources.app_stores import AppModel
+    from mtpinspect.sources.target import AppModel
 
 # code -> (what it means, default severity). README and `check --codes` print this table.
 FINDINGS: dict[str, tuple[str, Severity]] = {

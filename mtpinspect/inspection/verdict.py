@@ -50,8 +50,9 @@ def assemble_report(ev: Evidence, engine: EngineCheck | None = None) -> CheckRep
     verification = engine.verification if engine else None
     if verification is not None:
         follow_engine(b, verification)
-    if ev.gguf is not None:
-        # The apps follow llama.cpp's verdict, the engine's included (both run its llama-server).
+    if ev.gguf is not None or ev.target.app is not None:
+        # The apps follow llama.cpp's verdict, the engine's included (both run its llama-server); an Ollama
+        # MLX model gets Ollama's verdict from its checkpoint.
         apply_app_rules(ev, b)
     if engine and engine.note:
         b.notes.append(engine.note)

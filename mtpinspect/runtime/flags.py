@@ -44,6 +44,10 @@ N_MAX = Flag(("--spec-draft-n-max",))
 P_MIN = Flag(("--spec-draft-p-min", "--draft-p-min"))
 # Given a draft GGUF without --spec-type, llama-server infers the type from it.
 DRAFT_MODEL = Flag(("-md", "--spec-draft-model", "--model-draft"))
+# Samples the draft on the backend (default on in the pinned build); Ollama passes it with draft-mtp.
+SPEC_BACKEND_SAMPLING = Flag(("--spec-draft-backend-sampling",), takes_value=False)
+CACHE_TYPE_K = Flag(("-ctk", "--cache-type-k"))
+CACHE_TYPE_V = Flag(("-ctv", "--cache-type-v"))
 SYNTH_RATES = Flag(("--spec-synth-rates",))
 SYNTH_LEN = Flag(("--spec-synth-len",))
 

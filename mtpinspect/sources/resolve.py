@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
 from mtpinspect.errors import SourceError, UsageError
+from mtpinspect.sources.app_stores import AppLocation, AppModel, each_app_target, is_app_source, locate
 from mtpinspect.sources.fetch import FetchPolicy
 from mtpinspect.sources.filenames import (
     group_splits,
@@ -29,37 +29,10 @@ from mtpinspect.sources.filenames import (
 )
 from mtpinspect.sources.local import open_directory, open_gguf_folder
 from mtpinspect.sources.reader import ByteMeter, Tree
+from mtpinspect.sources.target import Target
 from mtpinspect.vocabulary import SourceKind
 
-if TYPE_CHECKING:
-    from mtpinspect.sources.app_stores import AppModel
-
-
-@dataclass
-class Target:
-    """What `check` reads: a tree (repo or local folder) and, for GGUF, the main file set and sidecar set."""
-
-    tree: Tree
-    kind: SourceKind
-    display: str
-    repo_id: str | None  # known for Hub repos and HF cache folders: used in the commands we print
-    gguf_files: list[str] = field(default_factory=list)
-    # The sidecar set when the user named it (--mtp-file) or none is wanted ([]: the main file is itself a
-    # head); None: paired with the main file once its header is read (inspection/pairing.py).
-    sidecar_files: list[str] | None = None
-    quant: str | None = None
-    # check --all: why this model cannot be checked (an incomplete split set), reported as its row.
-    unreadable: str | None = None
-    app: AppModel | None = None  # the model as Ollama or LM Studio keeps it (ollama:, lmstudio: sources)
-
-    @property
-    def revision(self) -> str | None:
-        return self.tree.sha if self.kind is SourceKind.hub else None
-
-    def file_ref(self, rel: str) -> str:
-        """How a command names one of the files: its path locally, its name in the repo on the Hub."""
-        return self.tree.ref(rel)
-
+__all__ = ["AppFiles", "Target", "app_files", "resolve", "resolve_each_gguf"]
 
 def _complete_split(name: str, present: list[str], first: str) -> list[str]:
     """The whole split set ``first`` starts, matched case-insensitively against ``present``."""
@@ -106,8 +79,6 @@ def resolve(
     verify_digest: bool = False,
     policy: FetchPolicy | None = None,
 ) -> Target:
-    from mtpinspect.sources.app_stores import locate  # ollama: and lmstudio: sources
-
     app = locate(source, revision=revision, file=file, mtp_file=mtp_file, verify_digest=verify_digest)
     if app is not None and app.target is not None:
         return app.target
@@ -191,10 +162,9 @@ def resolve_each_gguf(
     """One target per GGUF model in a repo or folder (a split set counts once, sidecars paired), from one
     listing. The first target's meter carries the listing's cost; each has its own for its headers.
     ``ollama:`` and ``lmstudio:`` sources give one target per model of the app's store."""
-    from mtpinspect.sources.app_stores import each_app_target, is_app_source
-
     if is_app_source(source):
-        return each_app_target(source, revision=revision, verify_digest=verify_digest)
+        found = each_app_target(source, revision=revision, verify_digest=verify_digest)
+        return [t for item in found for t in ([item] if isinstance(item, Target) else _folder_targets(item))]
     path = Path(source).expanduser()
     if path.is_dir():
         tree: Tree = open_directory(path, revision=revision)
@@ -225,3 +195,28 @@ def _with_own_meter(tree: Tree) -> Tree:
     own = copy.copy(tree)
     own.meter = ByteMeter()
     return own
+
+
+def _folder_targets(location: AppLocation) -> list[Target]:
+    """Every GGUF of an LM Studio repo folder, named as LM Studio names it."""
+    assert location.folder is not None
+    return [location.relabel(t) for t in resolve_each_gguf(str(location.folder))]
+
+
+@dataclass(frozen=True)
+class AppFiles:
+    """The files an app runs for a model: what `sweep` and `diagnose` hand to llama-server."""
+
+    model: Path
+    sidecar: Path | None  # Ollama's DRAFT blob, or the mtp- file beside an LM Studio GGUF
+    app: AppModel
+
+
+def app_files(source: str) -> AppFiles:
+    """The GGUF (and drafter) of an ``ollama:`` or ``lmstudio:`` SOURCE."""
+    target = resolve(source)
+    if not target.gguf_files or target.app is None:
+        raise SourceError(f"{source}: no GGUF model there to run" + (
+            " (an MLX model: Ollama runs it on its MLX engine, not llama-server)" if target.app is not None else ""))
+    sidecar = Path(target.file_ref(target.sidecar_files[0])) if target.sidecar_files else None
+    return AppFiles(Path(target.file_ref(target.gguf_files[0])), sidecar, target.app)

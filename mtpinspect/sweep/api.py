@@ -19,7 +19,8 @@ from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
 from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, ServerArgs
-from mtpinspect.sources.app_stores import AppModel, app_files, is_app_source
+from mtpinspect.sources.app_stores import AppModel, is_app_source
+from mtpinspect.sources.resolve import app_files
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
 from mtpinspect.sweep.options import SweepOptions
