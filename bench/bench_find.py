@@ -9,9 +9,10 @@ judged, without llama.cpp's verify step: local work, the same at every latency):
 - warm: again, with the cache the cold run filled ("a repeated census").
 
 From the stand-in's log: requests, file reads (requests for a file of a repo: what the header cache
-should spare), most requests in flight, bytes. The sequential round trips of a census are its time
-beyond what it takes at 0 ms, divided by the latency: (seconds at L - seconds at 0) / L. The best of
---repeat runs is kept (the machine is shared: load only ever adds time).
+should spare), most requests in flight, bytes, and the sequential round trips: the longest chain of
+requests each sent after the one before it was answered (at 0 ms it also counts requests the client's
+own parsing kept apart; with latency it is the round trips the census waited for one after another).
+The best of --repeat runs is kept (the machine is shared: load only ever adds time).
 
     python bench/bench_find.py [--latency-ms 0,100] [--repeat 3] [--lfs-redirect] [--json out.json]
                                [--workdir DIR]
@@ -33,10 +34,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from census_tree import QUANTIZED, serve_tree  # noqa: E402
-from hubstub import HubStub  # noqa: E402
+from hubstub import HubStub, RequestRecord  # noqa: E402
 
 import mtpinspect  # noqa: E402
 from mtpinspect.cache_dir import CACHE_ENV  # noqa: E402
+
+
+def sequential(records: list[RequestRecord]) -> int:
+    """The longest chain of requests, each started after the one before it ended."""
+    ordered = sorted(records, key=lambda r: r.start)
+    depth: list[int] = []
+    for i, record in enumerate(ordered):
+        depth.append(1 + max((depth[j] for j in range(i) if ordered[j].end <= record.start), default=0))
+    return max(depth, default=0)
 
 
 def one_run(stub: HubStub, base: str, cache: Path) -> dict[str, float | int]:
@@ -49,7 +59,8 @@ def one_run(stub: HubStub, base: str, cache: Path) -> dict[str, float | int]:
     assert len(census.derivatives) == QUANTIZED, f"{len(census.derivatives)} derivatives judged"
     traffic = stub.traffic()
     return {"seconds": round(seconds, 3), "requests": len(records),
-            "file_reads": sum(1 for r in records if r.path is not None), "max_in_flight": traffic.max_in_flight,
+            "file_reads": sum(1 for r in records if r.path is not None), "round_trips": sequential(records),
+            "max_in_flight": traffic.max_in_flight,
             "bytes": traffic.bytes, "usable": sum(1 for d in census.derivatives if d.usable)}
 
 
@@ -61,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--workdir", type=Path, help="where the tree's files are written (default: a temporary folder)")
     args = parser.parse_args(argv)
-    latencies = sorted({float(x) / 1000 for x in args.latency_ms.split(",")} | {0.0})
+    latencies = sorted({float(x) / 1000 for x in args.latency_ms.split(",")})
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-find-") as scratch:
         workdir = args.workdir or Path(scratch) / "tree"
@@ -78,10 +89,6 @@ def main(argv: list[str] | None = None) -> int:
                 for kind, runs in (("cold", cold), ("warm", warm)):
                     best = min(runs, key=lambda r: r["seconds"])
                     rows.append({"latency_ms": round(latency * 1000), "run": kind, **best})
-    zero = {r["run"]: r["seconds"] for r in rows if r["latency_ms"] == 0}
-    for row in rows:
-        latency = row["latency_ms"] / 1000
-        row["round_trips"] = round((row["seconds"] - zero[row["run"]]) / latency, 1) if latency else None
     print(tabulate(rows, headers="keys", tablefmt="github"))
     if args.json:
         args.json.write_text(json.dumps({"derivatives": QUANTIZED, "results": rows}, indent=2))

@@ -108,7 +108,7 @@ def command(base: str, relation: str, engine: str | None, limit: int, token: str
     """List BASE's derivatives on the Hub (ORG/NAME) and tell which keep a working MTP head.
 
     The Hub's model search lists the repos tagged base_model:RELATION:BASE (all pages); the --limit most
-    downloaded are judged exactly as `check` judges a repo, reading headers only, 8 repos at a time:
+    downloaded are judged exactly as `check` judges a repo, reading headers only, 16 repos at a time:
     one row per derivative with its format, MTP layers, layout, the head's state (kept, excluded from
     quantization, quantized, low-bit, dropped, missing), each engine's status, size and downloads. A GGUF
     repo gets a verdict per model file (json: files) and its best model in the row. Working downloads

@@ -32,10 +32,12 @@ from mtpinspect.vocabulary import App, Engine, HeadState, Layout, Relation, Runt
 T = TypeVar("T")
 R = TypeVar("R")
 
-# Repos judged at once. Each is a few sequential round trips (its listing, then its files' headers in
-# one or two waves), so a census of N repos waits about 3 * N / REPOS_IN_FLIGHT round trips; a GGUF repo's
-# models are read together (at most MODELS_IN_FLIGHT), each model's files in waves of their own.
-REPOS_IN_FLIGHT = 8
+# Repos judged at once. Each is about 3 sequential round trips (its listing, then its files' headers in
+# one or two waves), so a census of N repos waits about 3 * N / REPOS_IN_FLIGHT of them after the search
+# pages: 16 judge bench/bench_find.py's 32 derivatives in two rounds (8 took four), with at most about
+# 30 requests in flight, as many as 4 browser tabs open. A GGUF repo's models are read together (at most
+# MODELS_IN_FLIGHT), each model's files in waves of their own.
+REPOS_IN_FLIGHT = 16
 MODELS_IN_FLIGHT = 8
 # Judged by default: the most downloaded. A GGUF repo costs one header read (a few MB with a 150k-token
 # vocabulary) per quantization, so 20 repos is what a first census reads in well under a minute.
@@ -288,7 +290,7 @@ def _file_verdict(result: CheckReport | CheckFailure, target: Target) -> FileVer
     return FileVerdict(
         files=files, format=_format(result), usable=result.usable, mtp_layers=result.mtp_layers,
         layout=result.layout, head=head_state(result),
-        runtimes={name: rv.status for name, rv in result.runtimes.items() if name in RUNTIMES},
+        runtimes={name: rv.status for name, rv in result.runtimes.items()},
         size=result.bytes_total, verdict=result.verdict, findings=result.codes(), error=None,
     )
 
