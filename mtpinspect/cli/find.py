@@ -53,8 +53,15 @@ def _row(d: Derivative, engines: list[str]) -> dict[str, object]:
     return {
         "repo": d.repo, "relation": d.relation, "format": _format_text(d), "mtp_layers": d.mtp_layers,
         "layout": d.layout, "head": d.head, **{e: d.runtimes.get(e) for e in engines},
-        "size": _size(d.size) if d.size is not None else None, "downloads": d.downloads, "error": d.error,
+        "size": _size(d.size) if d.size is not None else None, "downloads": d.downloads, "error": _error_text(d),
     }
+
+
+def _error_text(d: Derivative) -> str | None:
+    # The message starts with the repo, which the row already names.
+    if d.error is None:
+        return None
+    return d.error.removeprefix(f"{d.repo}: ")
 
 
 def render(census: Census, out: Output) -> None:

@@ -57,7 +57,7 @@ class FileVerdict:
     checkpoint; ``error`` when it could not be judged (then most fields are None)."""
 
     files: list[str]  # the GGUF files (and sidecar) judged; [] for a checkpoint
-    format: str | None  # "GGUF Q4_K_M", "modelopt NVFP4", "fp8", "safetensors"
+    format: str | None  # "GGUF Q4_K_M", "modelopt NVFP4", "fp8 e4m3", "safetensors BF16"
     usable: bool | None
     mtp_layers: int | None
     layout: Layout | None
@@ -255,8 +255,11 @@ def _derivative(item: Listed, revision: str | None, files: list[FileVerdict], er
         repo=item.repo_id, relation=item.relation, downloads=item.downloads, revision=revision,
         usable=best.usable if best else None, mtp_layers=best.mtp_layers if best else None,
         layout=best.layout if best else None, head=best.head if best else None,
-        format=best.format if best else None, runtimes=best.runtimes if best else {},
-        size=best.size if best else None, best=best.files if best else [], error=error, files=files,
+        # A repo that could not be judged still says what it holds, as far as its listing tells.
+        format=best.format if best else next((f.format for f in files if f.format), None),
+        runtimes=best.runtimes if best else {},
+        size=best.size if best else next((f.size for f in files if f.size is not None), None),
+        best=best.files if best else [], error=error, files=files,
     )
 
 
@@ -319,7 +322,10 @@ def _format(report: CheckReport) -> str:
     q = report.quantization
     if q.method:
         return q.method + (f" {q.algo}" if q.algo else "")
-    return "safetensors"
+    # No quantization config: the MTP tensors' commonest dtype says what the checkpoint holds (BF16, F8_E4M3);
+    # F32 only when there is no other (norms and block scales are F32 in every format, and many).
+    dtype = max(report.mtp_types.items(), key=lambda item: (item[0] != "F32", item[1]), default=(None, 0))[0]
+    return f"safetensors {dtype}" if dtype else "safetensors"
 
 
 def _gguf_format(files: Iterable[str]) -> str | None:
