@@ -88,7 +88,8 @@ def _footer(census: Census) -> list[str]:
         lines.append(f"{census.left_out} more derivative(s) not judged: the {census.found - census.left_out} most "
                      "downloaded were (--limit; --limit 0 judges all)")
     if census.not_on_engine:
-        lines.append(f"{census.not_on_engine} judged derivative(s) do not run on {census.engine}: not listed")
+        lines.append(f"{census.not_on_engine} judged derivative(s) not listed: they do not run on {census.engine}, "
+                     "or could not be judged")
     if census.interrupted:
         lines.append("interrupted: the rows above are the derivatives judged before Ctrl-C")
     cached = f", {_size(census.bytes_cached)} from the header cache" if census.bytes_cached else ""
