@@ -13,8 +13,9 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from mtpinspect.inspection import CheckReport, check, check_all
+    from mtpinspect.inspection.census import Census, find
 
-__all__ = ["CheckReport", "__version__", "check", "check_all"]
+__all__ = ["Census", "CheckReport", "__version__", "check", "check_all", "find"]
 
 
 def __getattr__(name: str) -> Any:
@@ -23,4 +24,8 @@ def __getattr__(name: str) -> Any:
         from mtpinspect import inspection
 
         return getattr(inspection, name)
+    if name in ("find", "Census"):
+        from mtpinspect.inspection import census
+
+        return getattr(census, name)
     raise AttributeError(f"module 'mtpinspect' has no attribute {name!r}")

@@ -4,7 +4,7 @@ report and journal files hold.
 A dataclass becomes an object of its fields, in order. Field metadata (:func:`json_field`) adjusts one
 field: left out, written under another name, or given a value for None; a class maps JSON keys to the
 properties to add in ``json_properties``. A class with ``json_schema`` is a document: its object starts with the
-one header all three documents share, ``$schema`` (the schema's id) and ``schema_version``.
+one header all the documents share, ``$schema`` (the schema's id) and ``schema_version``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 SCHEMA_BASE = "https://mtpinspect.invalid/schemas/"
 # Bumped when a field changes meaning or disappears (mtpinspect/schemas/<name>.schema.json says the same).
-SCHEMA_VERSIONS = {"check": 2, "sweep": 1, "diagnose": 1}
+SCHEMA_VERSIONS = {"check": 2, "sweep": 1, "diagnose": 1, "find": 1}
 
 _NAME = "json_name"
 _OMIT = "json_omit"

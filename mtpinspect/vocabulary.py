@@ -83,6 +83,26 @@ class AppEngine(Word):
     mlx = "mlx"
 
 
+class Relation(Word):
+    """How a Hub repo derives from its base model: the model tree's tag base_model:<relation>:ORG/NAME."""
+
+    quantized = "quantized"
+    finetune = "finetune"
+    adapter = "adapter"
+    merge = "merge"
+
+
+class HeadState(Word):
+    """What became of the MTP head in a download (find), read from check's findings."""
+
+    kept = "kept"  # present at its original precision
+    excluded = "excluded"  # the quantization's exclusion list keeps it in high precision
+    quantized = "quantized"  # quantized with the rest (or partly)
+    low_bit = "low-bit"  # at a very low-bit GGUF type: expect low or zero acceptance
+    dropped = "dropped"  # the model has a head and this download lost it (a conversion, a re-upload)
+    missing = "missing"  # no head in this download, and nothing says it should have one
+
+
 class App(Word):
     """A desktop app that runs GGUF models with its own llama.cpp (mtpinspect/apps.py: its settings)."""
 

@@ -3,7 +3,8 @@
 The Hub cannot be reached where this project is built and tested, so every remote-path test talks to
 this threaded stdlib HTTP server on 127.0.0.1. It implements what huggingface_hub 2.4.0 asks of the
 Hub: model_info (with and without a revision, `blobs`, `cardData` parsed from README.md's front matter),
-the tree and paths-info APIs, and `resolve` with HEAD and byte ranges, with the error headers that
+the tree and paths-info APIs, the model search by model-tree tag (`list_models(filter=...)`, pages linked by
+a `Link` header), and `resolve` with HEAD and byte ranges, with the error headers that
 huggingface_hub turns into its exception classes. It counts every body byte it sends, per repo and
 file, which is how a test proves that no weight file was downloaded.
 
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Literal
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 import yaml
 from huggingface_hub.repocard import REGEX_YAML_BLOCK
@@ -138,7 +139,8 @@ def traffic(records: Sequence[RequestRecord]) -> Traffic:
 class Fault:
     """One way to misbehave, on the requests it matches.
 
-    `where` is "listing" (model_info, with or without a revision) or a file of the repo (its `resolve`
+    `where` is "listing" (model_info, with or without a revision), "search" (the pages of a model search by
+    the tag base_model:RELATION:REPO, on the base's faults) or a file of the repo (its `resolve`
     URL, GET and HEAD). `times` matching requests misbehave (None: every one); then the stub answers
     normally again, which is how "502, then 200" is made.
     - stall: read the request and answer nothing (for `seconds`, or until the stub stops);
@@ -232,6 +234,16 @@ class _Repo:
     commits: Mapping[str, _Commit]  # by sha
     refs: Mapping[str, str]  # branch or tag name -> sha
     card_data: bool = True  # model_info carries README.md's front matter as cardData, as the Hub does
+    base_model: tuple[str, str] | None = None  # (relation, base repo id): the model tree's tag
+    downloads: int = 0
+
+    @property
+    def tags(self) -> list[str]:
+        """The model-tree tags the Hub gives a derivative: base_model:BASE and base_model:RELATION:BASE."""
+        if self.base_model is None:
+            return []
+        relation, base = self.base_model
+        return [f"base_model:{base}", f"base_model:{relation}:{base}"]
 
     def resolve(self, revision: str) -> _Commit | None:
         sha = self.refs.get(revision, revision)
@@ -460,8 +472,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _listing(method: str, raw_url: str) -> str | None:
-    """"listing" for a model_info request (GET /api/models/NS/NAME[/revision/REV]), else None."""
+    """"listing" for a model_info request (GET /api/models/NS/NAME[/revision/REV]), "search" for a model search
+    (GET /api/models?filter=...), else None."""
     segments = urlsplit(raw_url).path.split("/")[1:]
+    if method == "GET" and segments == ["api", "models"]:
+        return "search"
     if method == "GET" and segments[:2] == ["api", "models"] and (len(segments) == 4 or (len(segments) == 6 and segments[4] == "revision")):
         return "listing"
     return None
@@ -497,6 +512,7 @@ class HubStub:
         self._servers: list[tuple[_Server, threading.Thread]] = []
         self._faults: dict[str, list[list]] = {}  # repo id -> [[fault, times left or None], ...]
         self._stopping = threading.Event()  # set on stop: stalled answers end
+        self.search_page_size = 1000  # models per page of the model search, as the Hub sends them
 
     # -- set-up -------------------------------------------------------------------------------------
 
@@ -510,12 +526,16 @@ class HubStub:
         gated: bool = False,
         extra_commits: Mapping[str, Mapping[str, FileSource]] | None = None,
         card_data: bool = True,
+        base_model: tuple[str, str] | None = None,
+        downloads: int = 0,
     ) -> str:
         """Serve `files` as branch `main` of `repo_id`; return its commit sha.
 
         Each `extra_commits` entry is another full snapshot, served as a branch of that name.
         `revisions` adds tags: name -> "main", an extra commit's name, or a commit sha.
         `card_data=False` leaves cardData out of model_info, as mirrors that do not parse cards do.
+        `base_model=(relation, base)` tags the repo as a derivative of `base` ("quantized", "finetune", "adapter",
+        "merge"): the model search (`GET /api/models?filter=base_model:RELATION:BASE`) lists it, with `downloads`.
         """
         if repo_id.count("/") != 1:
             raise ValueError(f"{repo_id!r}: repo ids must be 'namespace/name'")
@@ -532,7 +552,7 @@ class HubStub:
         with self._lock:
             if repo_id in self._repos:
                 raise ValueError(f"{repo_id}: already served")
-            self._repos[repo_id] = _Repo(repo_id, private, gated, by_sha, refs, card_data)
+            self._repos[repo_id] = _Repo(repo_id, private, gated, by_sha, refs, card_data, base_model, downloads)
         return refs["main"]
 
     def add_fault(self, repo_id: str, fault: Fault) -> None:
@@ -672,6 +692,8 @@ class HubStub:
         query = parse_qs(split.query)
         segments = [unquote(s) for s in split.path.split("/")[1:]]
         token = self._token(headers.get("Authorization"))
+        if segments == ["api", "models"] and method == "GET":
+            return self._search_base(query), None, self._search(query)
         if len(segments) >= 4 and segments[0] == "api" and segments[1] == "models":
             repo_id = f"{segments[2]}/{segments[3]}"
             return repo_id, None, self._api(method, repo_id, segments[4:], query, body, token)
@@ -737,12 +759,38 @@ class HubStub:
                 "private": repo.private,
                 "gated": "manual" if repo.gated else False,
                 "disabled": False,
-                "tags": [],
+                "tags": repo.tags,
                 "siblings": [blob.sibling(path, with_blobs) for path, blob in commit.files.items()],
                 "usedStorage": sum(blob.size for blob in commit.files.values()),
                 **({"cardData": card} if repo.card_data and (card := _card_data(commit)) is not None else {}),
             }
         )
+
+    @staticmethod
+    def _search_base(query) -> str | None:
+        """The base a model-tree search asks about: faults on it (where="search") apply to its pages."""
+        tag = query.get("filter", [""])[0]
+        return tag.split(":", 2)[2] if tag.count(":") >= 2 else None
+
+    def _search(self, query) -> _Reply:
+        """The Hub's model search, as HfApi.list_models asks it: the public repos carrying every `filter` tag,
+        `sort=downloads` most downloaded first, `search_page_size` per page, the next page by a
+        `Link: <...&cursor=N>; rel="next"` header."""
+        wanted = set(query.get("filter", []))
+        with self._lock:
+            repos = [r for r in self._repos.values() if not r.private and wanted <= set(r.tags)]
+        if query.get("sort", [""])[0] == "downloads":
+            repos.sort(key=lambda r: (-r.downloads, r.repo_id))
+        start = int(query.get("cursor", ["0"])[0])
+        page = repos[start : start + self.search_page_size]
+        items = [{"_id": r.repo_id, "id": r.repo_id, "modelId": r.repo_id, "likes": 0, "downloads": r.downloads,
+                  "private": False, "tags": r.tags, "createdAt": COMMIT_DATE} for r in page]
+        headers = {}
+        if start + self.search_page_size < len(repos):
+            rest = [(k, v) for k, values in query.items() if k != "cursor" for v in values]
+            link = f"{self.url}/api/models?{urlencode([*rest, ('cursor', start + self.search_page_size)])}"
+            headers["Link"] = f'<{link}>; rel="next"'
+        return _json(items, headers=headers)
 
     def _tree(self, repo: _Repo, revision: str, path: str, query) -> _Reply:
         commit = self._commit_or_error(repo, revision)

@@ -1,8 +1,9 @@
 """The `mtpinspect` command line: parses arguments, calls the typed API, renders through one sink.
 
-Each command lives in its own module (package: check = inspection/, sweep = sweep/, diagnose =
-diagnosis/, runtime = runtime/, tiny-model = tiny_model.py and trained_model.py, train = training/),
-imported only when that command runs, so `mtpinspect --help` and `check` on a local file start at once. Errors that are the user's (a missing
+Each command lives in its own module (package: check = inspection/, find = inspection/census.py, sweep =
+sweep/, diagnose = diagnosis/, runtime = runtime/, tiny-model = tiny_model.py and trained_model.py,
+train = training/), imported only when that command runs, so `mtpinspect --help` and `check` on a
+local file start at once. Errors that are the user's (a missing
 repo, a corrupt GGUF, a wrong flag) become one line on stderr and exit status 2.
 """
 
@@ -24,6 +25,8 @@ EXIT_ERROR = 2
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "Read a few kilobytes of a model (Hub repo, GGUF, local snapshot) and say whether its MTP "
                        "head is there, intact, and supported by llama.cpp, vLLM, SGLang."),
+    "find": ("find", "List a base model's derivatives on the Hub (quantizations, fine-tunes...) and tell which keep "
+                     "a working MTP head, for which engine."),
     "sweep": ("sweep", "Measure MTP on this machine with the real llama-server across --spec-draft-n-max."),
     "diagnose": ("diagnose", "Explain zero or low MTP acceptance (or a slowdown) and say what to change."),
     "runtime": ("runtime", "Show, build or rebuild the llama-server that sweep uses and check's verify helper."),

@@ -13,7 +13,7 @@ from mtpinspect.inspection.report import CheckFailure, CheckReport
 from mtpinspect.inspection.verdict import assemble_report
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT
 from mtpinspect.sources.fetch import FetchPolicy
-from mtpinspect.sources.resolve import resolve, resolve_each_gguf
+from mtpinspect.sources.resolve import Target, resolve, resolve_each_gguf
 
 
 def check(
@@ -66,19 +66,22 @@ def check_all(
     tags) or LM Studio's models folder (``lmstudio:``, ``lmstudio:PUBLISHER/REPO``): which keep a usable MTP
     head? A model that cannot be read (corrupt, cut short, an incomplete split set) is a CheckFailure in
     its place."""
-    results: list[CheckReport | CheckFailure] = []
-    for target in resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint,
-                                    verify_digest=verify_digest, policy=policy):
-        error = target.unreadable
-        if error is None:
-            try:
-                ev = gather(target)
-                results.append(assemble_report(ev, consult_llama_cpp(ev, verify, context)))
-                continue
-            except MtpinspectError as exc:
-                error = str(exc)
-        results.append(CheckFailure(target.display, target.kind, target.revision, {"gguf": target.gguf_files}, error))
-    return results
+    return [judge(target, verify=verify, context=context)
+            for target in resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint,
+                                            verify_digest=verify_digest, policy=policy)]
 
 
-__all__ = ["CheckFailure", "CheckReport", "check", "check_all"]
+def judge(target: Target, *, verify: bool | None = None, context: int = DEFAULT_CONTEXT) -> CheckReport | CheckFailure:
+    """`check` of one resolved target (one model of `check --all`, one of `find`'s): its report, or, when it
+    cannot be read (corrupt, cut short, gated, an incomplete split set), a CheckFailure with the one line why."""
+    error = target.unreadable
+    if error is None:
+        try:
+            ev = gather(target)
+            return assemble_report(ev, consult_llama_cpp(ev, verify, context))
+        except MtpinspectError as exc:
+            error = str(exc)
+    return CheckFailure(target.display, target.kind, target.revision, {"gguf": target.gguf_files}, error)
+
+
+__all__ = ["CheckFailure", "CheckReport", "check", "check_all", "judge"]

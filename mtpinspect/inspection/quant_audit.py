@@ -35,7 +35,7 @@ _WEIGHT_SUFFIXES = (".weight", ".weight_packed", ".qweight")
 _SCALE_SUFFIXES = (
     ".weight_scale_inv", ".weight_scale", ".weight_scale_2", ".weight_global_scale", ".scales", ".weight_zero_point",
 )
-_HIGH_PRECISION = frozenset({"BF16", "F16", "F32", "F64"})
+HIGH_PRECISION = frozenset({"BF16", "F16", "F32", "F64"})
 _FLOAT8 = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FN", "F8_E8M0"})
 _PACKED_INT = frozenset({"U8", "I8", "I16", "U16", "I32", "U32"})
 
@@ -186,7 +186,7 @@ def _header_state(
     if dtype is None:
         return None, (True if has_scale else None), None
     dtype = dtype.upper()
-    if dtype in _HIGH_PRECISION:
+    if dtype in HIGH_PRECISION:
         return dtype, False, None
     if dtype in _FLOAT8:
         note = None if has_scale or not scales_known else f"{dtype} weight without a weight_scale(_inv) beside it"

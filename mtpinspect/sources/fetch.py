@@ -7,7 +7,8 @@ must still end in a verdict or in one line, in bounded time and memory. So each 
   past the command's ``deadline`` (a trickle that never trips the timeout still ends);
 - is retried after HTTP 429, 502, 503, 504 or a dropped connection, ``retries`` times, waiting 1, 2,
   4... seconds, or what a Retry-After header asks when that is at most RETRY_AFTER_CAP; a stall is not
-  retried (it already cost ``timeout`` seconds);
+  retried (it already cost ``timeout`` seconds); the wait holds back every request of the command (its
+  Clock), not only the one retried: the Hub rate-limits a client, not a file;
 - reads at most ``limit`` body bytes (after inflating a gzip answer), then closes the connection;
 - follows at most MAX_REDIRECTS redirects itself, each hop a request of its own that passes the
   command's wave gate (sources/waves.py) and is counted, as the server sees it; the Authorization
@@ -20,6 +21,7 @@ not on this path, so the retries here are the only ones and the total stays boun
 
 from __future__ import annotations
 
+import threading
 import time
 import zlib
 from collections.abc import Mapping
@@ -55,14 +57,32 @@ class FetchPolicy:
 
 
 class Clock:
-    """One command's Hub budget: its policy and the moment its deadline passes."""
+    """One command's Hub budget: its policy, the moment its deadline passes, and the moment the Hub last asked
+    everyone to wait until (a 429's Retry-After, a 5xx's backoff): every request of the command that shares
+    this clock waits for it, so a census of many repos slows down as one client, not one repo at a time."""
 
     def __init__(self, policy: FetchPolicy | None = None) -> None:
         self.policy = policy or FetchPolicy()
         self.ends = time.monotonic() + self.policy.deadline
+        self._resume = 0.0  # time.monotonic() before which no request is sent
+        self._lock = threading.Lock()
 
     def left(self) -> float:
         return self.ends - time.monotonic()
+
+    def pause(self, seconds: float) -> None:
+        """No request sharing this clock goes out for ``seconds``."""
+        with self._lock:
+            self._resume = max(self._resume, time.monotonic() + seconds)
+
+    def wait_turn(self) -> None:
+        """Sleep out a pause (never past the deadline: the request then fails on it)."""
+        while True:
+            with self._lock:
+                wait = min(self._resume, self.ends) - time.monotonic()
+            if wait <= 0:
+                return
+            time.sleep(wait)
 
 
 @dataclass(frozen=True)
@@ -125,6 +145,7 @@ def fetch(
     attempt = 0
     while True:
         attempt += 1
+        clock.wait_turn()
         if clock.left() <= 0:
             raise _past_deadline(request)
         try:
@@ -151,7 +172,7 @@ def fetch(
                 f"the Hub asks to wait {delay:g} s before retrying, past the {policy.deadline:g} s deadline "
                 f"({request.shown}); try again later or raise --deadline"
             )
-        time.sleep(delay)
+        clock.pause(delay)
 
 
 def _attempt(request: _Request, limit: int, *, last: bool) -> Answer | float | None:

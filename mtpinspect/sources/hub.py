@@ -221,10 +221,13 @@ def open_repo(
     token: str | None = None,
     endpoint: str | None = None,
     policy: FetchPolicy | None = None,
+    clock: Clock | None = None,
 ) -> HubRepo:
-    """Resolve the revision to a commit and list the repo's files with their sizes (model_info's request)."""
+    """Resolve the revision to a commit and list the repo's files with their sizes (model_info's request).
+    ``clock``: the budget this repo's requests share with a larger command's (find); default: its own, from
+    ``policy``."""
     endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
-    clock = Clock(policy)
+    clock = clock or Clock(policy)
     meter = ByteMeter()
     waves = Waves()
     url = f"{endpoint}/api/models/{repo_id}"

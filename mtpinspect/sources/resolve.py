@@ -10,13 +10,14 @@ file is decided once its header is read (inspection/pairing.py), unless --mtp-fi
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.sources.app_stores import AppLocation, AppModel, each_app_target, is_app_source, locate
-from mtpinspect.sources.fetch import FetchPolicy
+from mtpinspect.sources.fetch import Clock, FetchPolicy
 from mtpinspect.sources.filenames import (
     group_splits,
     is_repo_id,
@@ -185,6 +186,38 @@ def resolve_each_gguf(
         target = Target(own, kind, source, repo_id, gguf_files=group)
         try:
             target.gguf_files = _complete_split(own.name, list(own.files), group[0])
+        except SourceError as exc:
+            target.unreadable = str(exc)
+        targets.append(target)
+    return targets
+
+
+def hub_targets(
+    repo_id: str,
+    *,
+    token: str | None = None,
+    endpoint: str | None = None,
+    policy: FetchPolicy | None = None,
+    clock: Clock | None = None,
+) -> list[Target]:
+    """What `check` reads in a Hub repo, from one listing: one target per GGUF model (as `check --all` has
+    them, each with its own meter and wave gate, so they can be read at the same time), or the one
+    checkpoint target `check ORG/NAME` reads when the repo has no GGUF model. ``clock``: the budget shared
+    with a larger command (find)."""
+    from mtpinspect.sources.hub import open_repo
+    from mtpinspect.sources.waves import Waves
+
+    tree = open_repo(repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock)
+    mains = main_ggufs(tree.files)
+    if not mains:
+        return [Target(tree, SourceKind.hub, repo_id, repo_id)]
+    targets = []
+    for index, (_, group) in enumerate(sorted(group_splits(mains).items())):
+        # The first target carries the listing's cost, as in resolve_each_gguf.
+        own = tree if index == 0 else dataclasses.replace(tree, meter=ByteMeter(), waves=Waves())
+        target = Target(own, SourceKind.hub, repo_id, repo_id, gguf_files=group)
+        try:
+            target.gguf_files = _complete_split(repo_id, list(tree.files), group[0])
         except SourceError as exc:
             target.unreadable = str(exc)
         targets.append(target)

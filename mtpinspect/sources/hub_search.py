@@ -1,0 +1,146 @@
+"""The Hub's model tree: the repos that derive from a base model, from the Hub's model search.
+
+The Hub tags every derivative with its relation to its base (``base_model:quantized:ORG/NAME``,
+``base_model:finetune:...``, ``base_model:adapter:...``, ``base_model:merge:...``) and answers a model search
+by tag. The request is the one huggingface_hub's ``HfApi.list_models(filter=TAG, sort="downloads")`` makes
+(``GET /api/models?filter=TAG&sort=downloads``), and the pages are followed as its ``paginate`` does, by the
+``Link: <...>; rel="next"`` header. Each request goes through sources.fetch (bounded in time and bytes,
+retried, on the command's clock); a page link must stay on the endpoint's model search, and each model
+of an answer must name a repo: anything else is the Hub (or a proxy) answering wrongly, and the
+command stops on it with one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from huggingface_hub import constants
+from huggingface_hub.utils import build_hf_headers
+
+from mtpinspect.errors import SourceError, shown
+from mtpinspect.sources.fetch import Clock, fetch
+from mtpinspect.sources.filenames import is_repo_id
+from mtpinspect.sources.hub import _hub_errors
+from mtpinspect.sources.reader import JSON_LIMITS, ByteMeter, JsonKind, parse_json
+from mtpinspect.sources.waves import Waves
+from mtpinspect.vocabulary import Relation
+
+# A popular base has a few thousand derivatives; the Hub sends up to 1,000 per page. A search that pages
+# on past this is a server looping on its own links.
+MAX_PAGES = 50
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A derivative as the search lists it."""
+
+    repo_id: str
+    relation: Relation
+    downloads: int | None  # the Hub's count of the last 30 days
+
+
+@dataclass
+class Search:
+    """The derivatives of ``base`` by relation (a repo listed under several relations: the first), and what
+    the search cost."""
+
+    base: str
+    derivatives: list[Listed]
+    meter: ByteMeter
+
+
+def tag(relation: Relation, base: str) -> str:
+    return f"base_model:{relation}:{base}"
+
+
+def search_derivatives(
+    base: str,
+    relations: list[Relation],
+    *,
+    token: str | None = None,
+    endpoint: str | None = None,
+    clock: Clock,
+) -> Search:
+    """The repos tagged as ``relations`` of ``base``, all pages. The base's own listing goes out with the first
+    page of each relation's search (one wave): an unknown base fails as `check` fails on it."""
+    if not is_repo_id(base):
+        raise SourceError(f"{base}: not a Hub repo id (ORG/NAME)")
+    endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
+    meter, waves = ByteMeter(), Waves()
+    headers = {**build_hf_headers(token=token), "Accept-Encoding": "gzip"}
+
+    def base_listing() -> None:
+        with _hub_errors(base, None):
+            fetch("GET", f"{endpoint}/api/models/{base}", headers=headers, clock=clock, meter=meter, waves=waves,
+                  what=f"{base} listing", limit=JSON_LIMITS[JsonKind.listing].max_bytes)
+
+    def pages(relation: Relation) -> list[Listed]:
+        return _all_pages(endpoint, tag(relation, base), relation, headers, clock, meter, waves)
+
+    jobs = [base_listing, *[lambda r=r: pages(r) for r in relations]]
+    _, *found = waves.run(jobs)
+    seen: dict[str, Listed] = {}
+    for listed in (item for page in found for item in page):
+        seen.setdefault(listed.repo_id, listed)
+    seen.pop(base, None)  # a repo that tags itself as its own base is not a derivative
+    return Search(base, list(seen.values()), meter)
+
+
+def _all_pages(endpoint: str, tag_: str, relation: Relation, headers: dict[str, str], clock: Clock, meter: ByteMeter,
+               waves: Waves) -> list[Listed]:
+    url: str | None = f"{endpoint}/api/models?" + urlencode({"filter": tag_, "sort": "downloads"})
+    listed: list[Listed] = []
+    visited: set[str] = set()
+    while url is not None:
+        if len(visited) >= MAX_PAGES or url in visited:
+            raise SourceError(f"search {tag_}: the Hub's page links go on past {len(visited)} pages "
+                              f"(next: {shown(url)}); not following them")
+        visited.add(url)
+        what = f"search {tag_} (page {len(visited)})"
+        with _hub_errors(tag_, None):
+            answer = fetch("GET", url, headers=headers, clock=clock, meter=meter, waves=waves, what=what,
+                           limit=JSON_LIMITS[JsonKind.listing].max_bytes)
+        if not answer.complete:
+            raise SourceError(f"{what}: the Hub's answer is larger than "
+                              f"{JSON_LIMITS[JsonKind.listing].max_bytes >> 20} MiB; not reading it")
+        listed += _models(parse_json(answer.body, what, JsonKind.listing), what, relation)
+        url = _next_page(answer.headers.get("link"), endpoint, what)
+    return listed
+
+
+def _models(page: Any, what: str, relation: Relation) -> list[Listed]:
+    """The models of one answer, each checked (a proxy or mirror may send anything)."""
+    if not isinstance(page, list):
+        raise SourceError(f"{what}: the Hub answered {shown(page)}, not a list of models")
+    models = []
+    for i, item in enumerate(page):
+        repo_id = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(repo_id, str) or not is_repo_id(repo_id):
+            raise SourceError(f"{what}: model [{i}] is {shown(item)}, not a model with a repo id")
+        downloads = item.get("downloads")
+        if downloads is not None and (not isinstance(downloads, int) or isinstance(downloads, bool) or downloads < 0):
+            raise SourceError(f"{what}: the downloads of {repo_id} are {shown(downloads)}, not a count")
+        models.append(Listed(repo_id, relation, downloads))
+    return models
+
+
+def _next_page(link: str | None, endpoint: str, what: str) -> str | None:
+    """The rel="next" URL of a Link header (huggingface_hub reads it with httpx's Response.links); it must be
+    a model search of the same endpoint: a link elsewhere would send the token there."""
+    if not link:
+        return None
+    import httpx2
+
+    try:
+        url = httpx2.Response(200, headers={"link": link}).links.get("next", {}).get("url")
+    except (ValueError, TypeError):
+        raise SourceError(f"{what}: the Hub's Link header {shown(link)} cannot be read") from None
+    if url is None:
+        return None
+    base, target = urlsplit(endpoint), urlsplit(url)
+    if (target.scheme, target.netloc) != (base.scheme, base.netloc) or target.path != f"{base.path}/api/models":
+        raise SourceError(f"{what}: the Hub's next-page link {shown(url)} is not a model search of {endpoint}; "
+                          "not following it")
+    return url

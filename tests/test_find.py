@@ -1,0 +1,232 @@
+"""`mtpinspect find BASE` over the Hub stand-in's model tree (tests/census_tree.py): every derivative judged as
+`check` judges it, a verdict per GGUF file, the search's pages followed, a repeated census from the header
+cache, one repo's failure a row, the Hub's 429 honoured by the whole census, Ctrl-C printing what was
+judged, and bad input as one line."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+from census_tree import BASE, QUANTIZED, SEARCH_PAGE_SIZE, Tree, serve_tree
+from cli_child import assert_one_line_error, clean_env, run_cli
+from hubstub import Fault, HubStub
+
+import mtpinspect
+from mtpinspect.cli.find import ProgressLine
+from mtpinspect.errors import INTERRUPTED, SourceError
+from mtpinspect.inspection.census import Progress, head_state
+from mtpinspect.vocabulary import HeadState, RuntimeStatus
+
+SCHEMA = json.loads((Path(mtpinspect.__file__).parent / "schemas" / "find.schema.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HubStub, Tree]]:
+    with HubStub() as stub:
+        tree = serve_tree(stub, tmp_path_factory.mktemp("tree"))
+        stub.add_repo("lonely/Base", {"README.md": b"# no derivatives\n"})
+        yield stub, tree
+
+
+@pytest.fixture()
+def hub(served: tuple[HubStub, Tree]) -> Iterator[tuple[HubStub, Tree]]:
+    stub, tree = served
+    stub.latency = 0.0
+    stub.clear_faults()
+    stub.reset_counters()
+    yield stub, tree
+    stub.clear_faults()
+    stub.latency = 0.0
+
+
+def find_json(stub: HubStub, *args: str, timeout: float = 180) -> dict:
+    proc = run_cli("find", *args, "--format", "json", "--no-verify", env={"HF_ENDPOINT": stub.url}, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    return doc
+
+
+def test_every_verdict_is_checks(hub: tuple[HubStub, Tree]) -> None:
+    """Each derivative's verdicts are those of `check` (one GGUF model or a checkpoint) or `check --all` (several
+    GGUF models) on the same repo: the same rules, not a second set."""
+    stub, tree = hub
+    census = mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url)
+    assert census.found == QUANTIZED and len(census.derivatives) == QUANTIZED and not census.interrupted
+    for d in census.derivatives:
+        if d.repo == tree.gated:
+            with pytest.raises(SourceError, match="gated"):
+                mtpinspect.check(d.repo, endpoint=stub.url, verify=False)
+            assert d.error is not None and "gated" in d.error and d.usable is None
+            continue
+        if len(d.files) > 1:
+            reports = mtpinspect.check_all(d.repo, endpoint=stub.url, verify=False)
+        else:
+            reports = [mtpinspect.check(d.repo, endpoint=stub.url, verify=False)]
+        assert len(reports) == len(d.files), d.repo
+        for report, verdict in zip(reports, d.files):
+            assert verdict.error is None, (d.repo, verdict.error)
+            assert (verdict.usable, verdict.mtp_layers, verdict.layout, verdict.verdict, verdict.findings) == (
+                report.usable, report.mtp_layers, report.layout, report.verdict, report.codes()), d.repo
+            assert verdict.runtimes == {k: rv.status for k, rv in report.runtimes.items()}, d.repo
+            assert verdict.head is head_state(report)
+            ggufs = report.files.get("gguf", [])
+            assert verdict.files == [*ggufs, *report.files.get("sidecar", [])]
+
+
+def test_json_rows_sorted_with_per_file_verdicts(hub: tuple[HubStub, Tree]) -> None:
+    stub, tree = hub
+    doc = find_json(stub, BASE, "--limit", "0")
+    rows = doc["derivatives"]
+    assert (doc["base"], doc["relation"], doc["found"], doc["left_out"]) == (BASE, "quantized", QUANTIZED, 0)
+    assert {r["repo"] for r in rows} == set(tree.quantized)
+    # Working downloads first, then the ones that do not work, then the ones that could not be judged.
+    ranks = [0 if r["usable"] else 1 if r["error"] is None else 2 for r in rows]
+    assert ranks == sorted(ranks) and ranks[0] == 0 and ranks[-1] == 2
+    by_repo = {r["repo"]: r for r in rows}
+    two = by_repo["gguf00/GLM-4.7-GGUF"]
+    per_file = {f["format"]: f for f in two["files"]}
+    assert set(per_file) == {"GGUF BF16", "GGUF Q2_K"}
+    assert per_file["GGUF Q2_K"]["head"] == HeadState.low_bit and "LOW_BIT_MTP_HEAD" in per_file["GGUF Q2_K"]["findings"]
+    assert per_file["GGUF BF16"]["head"] == HeadState.kept
+    assert two["best"] == per_file["GGUF BF16"]["files"] and two["format"] == "GGUF BF16"
+    assert by_repo["nvidia/GLM-4.7-NVFP4"]["head"] == HeadState.excluded
+    assert by_repo["derived/GLM-4.7-NVFP4-no-mtp"]["head"] == HeadState.dropped
+    assert by_repo["derived/GLM-4.7-NVFP4-no-mtp"]["usable"] is False
+    assert by_repo["sidecar0/GLM-4.7-MTP-GGUF"]["layout"] == "sidecar"
+    gated = by_repo[tree.gated]
+    assert gated["usable"] is None and gated["mtp_layers"] is None and "gated" in gated["error"]
+    # Both pages of the search were read, each once.
+    searches = [r for r in stub.requests() if r.url.startswith("/api/models?")]
+    assert len(searches) == -(-QUANTIZED // SEARCH_PAGE_SIZE) == 2
+
+
+def test_repeated_census_reads_no_file(hub: tuple[HubStub, Tree]) -> None:
+    """The second census finds every header in the cache: its only file request is the gated repo's refused one."""
+    stub, tree = hub
+    first = mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url)
+    assert any(r.path is not None for r in stub.requests())
+    stub.reset_counters()
+    second = mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url)
+    assert {r.repo_id for r in stub.requests() if r.path is not None} == {tree.gated}
+    assert second.bytes_cached > 0
+    assert [(d.repo, d.usable, d.head, d.best) for d in second.derivatives] == [
+        (d.repo, d.usable, d.head, d.best) for d in first.derivatives]
+
+
+def test_table_footer_limit_and_engine(hub: tuple[HubStub, Tree]) -> None:
+    stub, _ = hub
+    proc = run_cli("find", BASE, "--limit", "5", "--no-verify", env={"HF_ENDPOINT": stub.url})
+    assert proc.returncode == 0, proc.stderr
+    assert f"{QUANTIZED} quantized derivative(s) on the Hub" in proc.stdout
+    assert f"{QUANTIZED - 5} more derivative(s) not judged: the 5 most downloaded were" in proc.stdout
+    assert proc.stderr == ""  # no progress bar: stderr is not a terminal
+    doc = find_json(stub, BASE, "--limit", "0", "--engine", "vllm")
+    assert doc["derivatives"] and all(r["runtimes"]["vllm"] in ("supported", "at-risk") for r in doc["derivatives"])
+    assert all(not r["repo"].startswith(("gguf", "split", "sidecar")) for r in doc["derivatives"])
+    assert doc["not_on_engine"] == QUANTIZED - len(doc["derivatives"])
+    llama = find_json(stub, BASE, "--limit", "0", "--engine", "llama.cpp")
+    assert {r["repo"] for r in llama["derivatives"]} >= {"gguf00/GLM-4.7-GGUF", "sidecar0/GLM-4.7-MTP-GGUF"}
+    assert all(RuntimeStatus(r["runtimes"]["llama.cpp"]).usable for r in llama["derivatives"])
+
+
+def test_relation_all(hub: tuple[HubStub, Tree]) -> None:
+    stub, tree = hub
+    doc = find_json(stub, BASE, "--relation", "all", "--limit", "0")
+    relations = {r["repo"]: r["relation"] for r in doc["derivatives"]}
+    assert relations[tree.finetune] == "finetune" and relations[tree.adapter] == "adapter"
+    assert doc["found"] == QUANTIZED + 2
+    ft = find_json(stub, BASE, "--relation", "finetune")
+    assert [r["repo"] for r in ft["derivatives"]] == [tree.finetune]
+
+
+def test_one_repos_failure_is_a_row(hub: tuple[HubStub, Tree]) -> None:
+    stub, _ = hub
+    gone = "split0/GLM-4.7-GGUF"
+    stub.add_fault(gone, Fault("replace", status=404, headers={"X-Error-Code": "RepoNotFound"}, body=b"{}"))
+    stub.add_fault("split1/GLM-4.7-GGUF", Fault("stall", where="GLM-4.7-BF16-00001-of-00002.gguf"))
+    doc = find_json(stub, BASE, "--limit", "0", "--timeout", "1")
+    rows = {r["repo"]: r for r in doc["derivatives"]}
+    assert "repository not found" in rows[gone]["error"] and rows[gone]["files"] == []
+    assert "no answer from the Hub for 1 s" in rows["split1/GLM-4.7-GGUF"]["error"]
+    assert len(rows) == QUANTIZED and sum(1 for r in rows.values() if r["usable"]) >= 20
+
+
+def test_retry_after_holds_back_the_whole_census(hub: tuple[HubStub, Tree]) -> None:
+    """A 429 with Retry-After on one repo's listing: no request of the census goes out until the wait is over."""
+    stub, _ = hub
+    stub.latency = 0.02
+    stub.add_fault("gguf03/GLM-4.7-GGUF", Fault("replace", times=1, status=429, headers={"Retry-After": "1"}, body=b"{}"))
+    census = mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url)
+    assert all(d.error is None for d in census.derivatives if d.repo != "gated/GLM-4.7-GGUF")
+    records = stub.requests()
+    limited = next(r for r in records if r.status == 429)
+    # Requests the client sent before the 429 reached it may start just after it (the stub logs its end
+    # before the last write); after that, none until Retry-After has passed, then the census goes on.
+    during = [r for r in records if limited.end + 0.1 < r.start < limited.end + 0.95]
+    assert during == [], [(r.repo_id, r.path, round(r.start - limited.end, 3)) for r in during]
+    assert any(r.start >= limited.end + 1 for r in records)
+
+
+def test_progress_bar_on_a_terminal_only() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    term, pipe = Terminal(), io.StringIO()
+    for stream in (term, pipe):
+        bar = ProgressLine(stream)
+        bar(Progress(0, 4, "org/a", 0.0))
+        bar(Progress(2, 4, "org/b", 3.0))
+        bar.clear()
+    assert pipe.getvalue() == ""
+    assert "find [0/4] org/a" in term.getvalue() and "find [2/4] org/b, ETA 3 s" in term.getvalue()
+    assert term.getvalue().endswith("\r")
+
+
+def test_ctrl_c_prints_what_was_judged(hub: tuple[HubStub, Tree]) -> None:
+    stub, _ = hub
+    stub.latency = 0.25
+    env = clean_env({"HF_ENDPOINT": stub.url, "PYTHONPATH": os.pathsep.join(sys.path)})
+    proc = subprocess.Popen([sys.executable, "-m", "mtpinspect", "find", BASE, "--limit", "0", "--no-verify"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(r.repo_id and r.repo_id != BASE and r.path for r in stub.requests()):
+        time.sleep(0.05)
+    time.sleep(1.5)  # some repos judged, others not yet
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == INTERRUPTED, err[-2000:]
+    assert "interrupted: the rows above are the derivatives judged before Ctrl-C" in out
+    assert "Traceback" not in err
+    judged = [line for line in out.splitlines() if "/GLM-4.7" in line]
+    assert 0 < len(judged) < QUANTIZED
+
+
+def test_bad_input(hub: tuple[HubStub, Tree]) -> None:
+    stub, _ = hub
+    env = {"HF_ENDPOINT": stub.url}
+    assert_one_line_error(run_cli("find", "nobody/Nothing", env=env), "nobody/Nothing", "repository not found")
+    assert_one_line_error(run_cli("find", "not-a-repo", env=env), "not-a-repo", "not a Hub repo id")
+    empty = run_cli("find", "lonely/Base", env=env)
+    assert empty.returncode == 0, empty.stderr
+    assert "lonely/Base: no quantized derivatives on the Hub" in empty.stdout and "(none)" in empty.stdout
+    stub.add_fault(BASE, Fault("replace", where="search", body=b'{"models": []}'))
+    assert_one_line_error(run_cli("find", BASE, env=env), "search base_model:quantized:zai-org/GLM-4.7", "not a list of models")
+    stub.clear_faults()
+    stub.add_fault(BASE, Fault("replace", where="search", body=b'[{"id": 7}]'))
+    assert_one_line_error(run_cli("find", BASE, env=env), "model [0]", "not a model with a repo id")
+    stub.clear_faults()
+    link = {"Link": '<http://elsewhere.invalid/api/models?cursor=20>; rel="next"'}
+    stub.add_fault(BASE, Fault("replace", where="search", headers=link, body=b"[]"))
+    assert_one_line_error(run_cli("find", BASE, env=env), "next-page link", "not a model search of")
