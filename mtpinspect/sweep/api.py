@@ -22,7 +22,7 @@ from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, Se
 from mtpinspect.sources.app_stores import AppModel, app_files, is_app_source
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
-from mtpinspect.sweep.options import SweepOptions
+from mtpinspect.sweep.options import SweepOptions, check_bounds
 from mtpinspect.sweep.plan import Configuration, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
@@ -68,13 +68,12 @@ def run_sweep(
     for the built-in tiny MTP model.
 
     The sweep holds its output folder: a second sweep into it fails with OutputError."""
+    check_bounds(options)
     with folder_lock(Path(options.out_dir)):
         return _run_sweep(model, options, progress)
 
 
 def _run_sweep(model: Path | str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
-    if options.n_predict < 2:
-        raise UsageError(f"--n-predict {options.n_predict}: must be >= 2 (the first token is never drafted)")
     app: AppModel | None = None
     if isinstance(model, str) and is_app_source(model):
         files = app_files(model)
