@@ -77,10 +77,13 @@ def _note(spec: TinyModelSpec, mismatch: str | None) -> str:
 @click.option("--size", type=click.Choice(SIZES), default="tiny", show_default=True,
               help="heavy: a ~107 MB model whose trunk dominates decoding on a CPU, so a good head speeds it up.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for the random weights.")
+@click.option("--force", is_flag=True,
+              help="When OUT (or mtp-OUT) is a symbolic link, write the file it points to (else refused). A device, "
+                   "FIFO or folder is never replaced.")
 @format_option(csv="the files written")
 def command(
     out: Path, acceptance: str | float, layout: str, no_nextn: bool, head_type: str, zero_head: bool,
-    mismatch: str | None, size: str, seed: int, fmt: str,
+    mismatch: str | None, size: str, seed: int, force: bool, fmt: str,
 ) -> int:
     """Write OUT, a tiny GGUF (glm4moe, 64-token test vocabulary) with an MTP head whose greedy draft
     acceptance you choose; it loads in llama-server in well under a second."""
@@ -94,7 +97,7 @@ def command(
         sidecar_from=mismatched_sidecar(mismatch, size) if mismatch else None,
         seed=seed,
     )
-    files = write_tiny_model(out, spec)
+    files = write_tiny_model(out, spec, force=force)
     roles = ["model"] if len(files) == 1 else ["main (trunk only)", "MTP sidecar"]
     file_rows = [{"file": str(path), "role": role, "bytes": path.stat().st_size} for path, role in zip(files, roles)]
     expected = _expected(spec) if spec.nextn else []

@@ -10,6 +10,7 @@ file is decided once its header is read (inspection/pairing.py), unless --mtp-fi
 from __future__ import annotations
 
 import copy
+import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -121,6 +122,8 @@ def resolve(
         if revision:
             raise UsageError(f"{source}: --revision applies to Hub repos, not to a local file")
         return _resolve_local_file(path, mtp_file)
+    elif os.path.islink(path):
+        raise SourceError(_broken_link(source, path))
     elif _looks_like_repo(source):
         from mtpinspect.sources.hub import open_repo  # huggingface_hub only for Hub sources
 
@@ -138,6 +141,17 @@ def resolve(
     elif mtp_file:
         raise UsageError(f"{source}: --mtp-file applies to GGUF sources")
     return app.relabel(target) if app is not None else target
+
+
+def _broken_link(source: str, path: Path) -> str:
+    """What a symbolic link that leads nowhere (a missing target, a loop) is, said before any Hub request."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        why = "a loop of links" if exc.errno == errno.ELOOP else f"{os.readlink(path)} does not exist"
+    else:
+        why = "it cannot be followed"
+    return f"{source}: broken symbolic link ({why})"
 
 
 def _looks_like_repo(text: str) -> bool:
@@ -196,6 +210,8 @@ def resolve_each_gguf(
     if is_app_source(source):
         return each_app_target(source, revision=revision, verify_digest=verify_digest)
     path = Path(source).expanduser()
+    if os.path.islink(path) and not path.exists():
+        raise SourceError(_broken_link(source, path))
     if path.is_dir():
         tree: Tree = open_directory(path, revision=revision)
         kind, repo_id = SourceKind.local_dir, repo_id_from_cache(path.resolve())

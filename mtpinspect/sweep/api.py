@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mtpinspect.apps import app_setting, ollama_create_command, ollama_n_max
 from mtpinspect.errors import OutputError, SourceError, UsageError
+from mtpinspect.files import write_file
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
@@ -128,11 +129,12 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
         report.stopped = f"{stopped}; stopped with {report.runs.not_run} planned runs not run"
     try:
         if options.plot:
-            write_plot(report, Path(report.files.plot or out_dir / PLOT_NAME))
-        Path(report.files.report).write_text(_json(report), encoding="utf-8")
-    except OSError as exc:
-        raise OutputError(f"{exc.filename or out_dir}: cannot write the report ({exc.strerror or exc}); "
-                          f"the runs are in {journal.path}") from None
+            write_file(Path(report.files.plot or out_dir / PLOT_NAME), lambda path: write_plot(report, path),
+                       through_link=True)
+        text = _json(report)
+        write_file(Path(report.files.report), lambda path: path.write_text(text, encoding="utf-8"), through_link=True)
+    except OutputError as exc:
+        raise OutputError(f"{exc}; the report is not written, the runs are in {journal.path}") from None
     return report
 
 
