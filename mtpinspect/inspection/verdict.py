@@ -16,7 +16,7 @@ from mtpinspect.inspection.engine import EngineCheck, follow_engine
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.gguf_rules import apply_gguf_rules
 from mtpinspect.inspection.quant_audit import QuantAudit
-from mtpinspect.inspection.report import CheckReport, MtpSize, QuantizationSummary, RuntimeVerdict
+from mtpinspect.inspection.report import BLOCKING_FINDINGS, CheckReport, MtpSize, QuantizationSummary, RuntimeVerdict
 from mtpinspect.inspection.support import FAMILIES
 from mtpinspect.vocabulary import RuntimeStatus, Severity
 
@@ -40,9 +40,9 @@ def _verdict(b: ReportBuilder, usable: bool) -> str:
 
 
 def _errors_block(b: ReportBuilder) -> None:
-    """An error finding says the head cannot be used as it is: no runtime stays "supported" (or at risk, or
-    off) beside it, so the verdict, ``usable`` and the exit status agree with the findings."""
-    error = next((f for f in b.findings if f.severity is Severity.error), None)
+    """A blocking error finding says the head cannot be used as it is: no runtime stays "supported" (or at
+    risk, or off) beside it, so the verdict, ``usable`` and the exit status agree with the findings."""
+    error = next((f for f in b.findings if f.severity is Severity.error and f.code in BLOCKING_FINDINGS), None)
     if error is None:
         return
     for name, runtime in b.runtimes.items():
