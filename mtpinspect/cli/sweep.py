@@ -195,8 +195,8 @@ def command(
     if report.stopped:
         out.error(report.stopped, where="mtpinspect sweep")
         return EXIT_ERROR
-    # Nothing measured at all (every server failed) is a failure a script should notice.
-    return 0 if report.runs.ok else 1
+    # Nothing measured (every server failed, or every MTP one) is a failure a script should notice.
+    return 0 if report.runs.ok and report.recommendation.measured else 1
 
 
 # -- rendering ----------------------------------------------------------------------------------

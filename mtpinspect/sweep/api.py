@@ -21,6 +21,7 @@ from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
 from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, ServerArgs
 from mtpinspect.sources.app_stores import AppModel, app_files, is_app_source
+from mtpinspect.sources.filenames import sidecar_ggufs
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
 from mtpinspect.sweep.options import SweepOptions, check_bounds
@@ -158,6 +159,8 @@ def build_report(
     classes = list(dict.fromkeys(p.prompt_class for p in prompts))
     groups = summarize(latest, servers, configs, classes)
     recommendation = recommend(groups, classes)
+    if not recommendation.measured and settings["mtp_file"] is None:
+        recommendation = dataclasses.replace(recommendation, reason=recommendation.reason + _sidecar_hint(settings["model"]))
     planned = len(configs) * len(prompts) * options.repeat
     ok = sum(1 for r in latest if r.status == RunStatus.ok)
     failed = sum(1 for r in latest if r.status != RunStatus.ok)
@@ -209,6 +212,20 @@ def build_report(
         determinism_note=DETERMINISM_NOTE,
         app=_in_app(app, recommendation),
     )
+
+
+def _sidecar_hint(model: str) -> str:
+    """An mtp- sidecar beside a model whose MTP runs failed: the likely reason, and how to pass it."""
+    folder = Path(model).parent
+    try:
+        names = [p.name for p in folder.iterdir()]
+    except OSError:
+        return ""
+    own = f"mtp-{Path(model).name}"
+    sidecars = sorted(sidecar_ggufs(names), key=lambda name: (name != own, name))
+    if not sidecars:
+        return ""
+    return f"; {folder / sidecars[0]} beside the model looks like its MTP head: pass it with --mtp-file"
 
 
 def _in_app(app: AppModel | None, recommendation: Recommendation) -> AppRecommendation | None:
