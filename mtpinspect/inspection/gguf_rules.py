@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import PurePosixPath
 
-from mtpinspect.inspection.builder import ReportBuilder
+from mtpinspect.inspection.builder import ReportBuilder, trunk_beside
 from mtpinspect.inspection.evidence import Evidence, GgufEvidence
 from mtpinspect.inspection.report import BLOCKING_FINDINGS, RuntimeVerdict
 from mtpinspect.inspection.support import (
@@ -201,9 +201,10 @@ def _llama_for_gguf(ev: Evidence, b: ReportBuilder, g: GgufEvidence, head: GgufE
     if blocking:
         return RuntimeVerdict(RuntimeStatus.unsupported, blocking.message)
     if b.layout == Layout.sidecar and ev.sidecar is None:
-        # The source itself is the mtp- file: the main GGUF is not known here.
+        # The source itself is the mtp- file: its main GGUF when it lies beside it, else a placeholder.
+        trunk = trunk_beside(ev)
         return RuntimeVerdict(RuntimeStatus.supported, "load the main GGUF with -m and this file with -md",
-                              llama_server_command("MAIN.gguf", sidecar=t.file_ref(g.files[0])))
+                              llama_server_command(trunk or "MAIN.gguf", sidecar=t.file_ref(g.files[0])))
     at_risk = any(b.has(code) for code in ("LOW_BIT_MTP_HEAD", "NEXTN_COUNT_UNSUPPORTED", "SIDECAR_MISMATCH"))
     status = RuntimeStatus.at_risk if at_risk else RuntimeStatus.supported
     reason = f"llama.cpp {PINNED_LLAMA_CPP} has the '{head.arch}' MTP draft graph"
