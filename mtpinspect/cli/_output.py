@@ -37,7 +37,7 @@ from mtpinspect.jsonable import to_jsonable
 # The longest line of a string the human formats print; the rest is cut and its length said.
 MAX_LINE_CHARS = 1000
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_LONG_LINE = re.compile(r"[^\n]{%d,}" % (MAX_LINE_CHARS + 1))
+_LONG_LINE = re.compile(rf"[^\n]{{{MAX_LINE_CHARS + 1},}}")
 
 
 class OutputFormat(str, enum.Enum):
@@ -107,7 +107,13 @@ class GuardedStdout:
             raise StdoutError(f"stdout: cannot write the output ({exc.strerror or exc})") from None
 
     def write(self, text: str) -> int:
-        return int(self._do("write", text))
+        try:
+            return int(self._do("write", text))
+        except UnicodeEncodeError:
+            # An ASCII locale without Python's UTF-8 mode (LC_ALL=C PYTHONUTF8=0) and a non-ASCII model path:
+            # the characters it cannot show are written as escapes, as Python writes them to stderr.
+            encoding = getattr(self._stream, "encoding", None) or "ascii"
+            return int(self._do("write", text.encode(encoding, "backslashreplace").decode(encoding)))
 
     def flush(self) -> None:
         self._do("flush")

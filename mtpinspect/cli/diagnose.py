@@ -7,11 +7,11 @@ from pathlib import Path
 import click
 
 from mtpinspect.cli._args import ServerArgsCommand, codes_option, format_option, hub_options, start_timeout_option
-from mtpinspect.sweep.options import N_PREDICT_BOUND
 from mtpinspect.cli._output import Output
 from mtpinspect.diagnosis import DiagnosisReport
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
 from mtpinspect.sources.fetch import FetchPolicy
+from mtpinspect.sweep.options import N_PREDICT_BOUND
 
 
 def _pct(value: float | None) -> str | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from mtpinspect.cache_dir import make_folder
 from mtpinspect.cli._args import format_option
 from mtpinspect.cli._output import Output
 from mtpinspect.runtime.build import BACKENDS, TARGETS, build_server, cache_root, cached_helper, find_helper, missing_targets

@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from mtpinspect.cache_dir import cache_dir, make_folder
-from mtpinspect.files import read_cached
 from mtpinspect.errors import ServerError
+from mtpinspect.files import read_cached
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_SDIST_SHA256, PINNED_VERSION
 
 BACKENDS = ("cpu", "cuda")
