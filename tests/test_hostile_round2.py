@@ -123,6 +123,7 @@ def test_a_megabyte_log_line_is_cut(tmp_path: Path) -> None:
     (["--n-predict", "10000000000"], "--n-predict 10000000000"),
     (["--seed", "-1"], "--seed -1"),
     (["--seed", "4294967295"], "means random"),
+    (["--synthetic", "nan"], "--synthetic nan"),
 ])
 def test_sweep_options_out_of_bounds_are_refused_before_anything_starts(
     tiny: Path, tmp_path: Path, args: list[str], needle: str

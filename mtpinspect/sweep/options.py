@@ -79,3 +79,11 @@ def check_bounds(options: SweepOptions) -> None:
     N_PREDICT_BOUND.check(options.n_predict)
     REPEAT_BOUND.check(options.repeat)
     SEED_BOUND.check(options.seed)
+    for rate in options.synthetic:
+        check_rate(rate)
+
+
+def check_rate(rate: float) -> None:
+    """A forced acceptance (--synthetic) is within [0, 1]; nan fails the comparison too."""
+    if not 0.0 <= rate <= 1.0:
+        raise UsageError(f"--synthetic {rate:g}: acceptance must be within [0, 1]")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from mtpinspect.errors import UsageError
 from mtpinspect.runtime.flags import DRAFT_MODEL, MTP_SPEC_TYPE, N_MAX, SPEC_TYPE, SYNTH_RATES, ServerArgs
-from mtpinspect.sweep.options import N_MAX_BOUND, REPEAT_BOUND
+from mtpinspect.sweep.options import N_MAX_BOUND, REPEAT_BOUND, check_rate
 from mtpinspect.sweep.prompts import Prompt
 
 BASELINE_ID = "baseline"
@@ -110,8 +110,7 @@ def configurations(n_max_values: Sequence[int], synthetic: Sequence[float] = ())
     for value in n_max_values:
         N_MAX_BOUND.check(value)
     for rate in synthetic:
-        if not 0.0 <= rate <= 1.0:
-            raise UsageError(f"--synthetic {rate:g}: acceptance must be within [0, 1]")
+        check_rate(rate)
     n_max_sorted = sorted(set(n_max_values))
     configs = [Configuration(None)] + [Configuration(n) for n in n_max_sorted]
     configs += [Configuration(n, synthetic=rate) for rate in sorted(set(synthetic)) for n in n_max_sorted]
