@@ -42,7 +42,8 @@ CLASSES = ("code", "prose-en", "prose-ja")
 
 def _prompts(per_class: int, chars: int, out: Path) -> Path:
     """Prompts cut from held-out documents: the first ``chars`` characters of each, ending at a line break."""
-    from mtpinspect.training.corpus import CLASSES as CORPUS, documents, fetch
+    from mtpinspect.training.corpus import CLASSES as CORPUS
+    from mtpinspect.training.corpus import documents, fetch
 
     rows = []
     for cls in CORPUS:

@@ -36,8 +36,7 @@ decode step, so that a good head speeds decoding up (figures: bench/README.md, "
 
 from __future__ import annotations
 
-import contextlib
-import os
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +46,7 @@ from gguf import GGMLQuantizationType, GGUFWriter
 from gguf.quants import GGML_QUANT_SIZES, dequantize, quantize
 
 from mtpinspect.errors import UsageError
+from mtpinspect.files import writable, write_file
 from mtpinspect.formulas import expected_length
 from mtpinspect.sources.filenames import sidecar_path
 
@@ -524,23 +524,19 @@ def mismatched_sidecar(kind: str, size: str = "tiny") -> TinyModelSpec:
     raise UsageError(f"mismatch {kind!r}: expected one of {', '.join(MISMATCHES)}")
 
 
-def write_tiny_model(path: Path | str, spec: TinyModelSpec = TinyModelSpec()) -> list[Path]:
-    """Write the model; return the files written (the main file, then the sidecar for layout sidecar)."""
+def write_tiny_model(path: Path | str, spec: TinyModelSpec = TinyModelSpec(), *, force: bool = False) -> list[Path]:
+    """Write the model; return the files written (the main file, then the sidecar for layout sidecar).
+    Only a new path or a regular file is replaced; a symbolic link is written through with ``force``."""
     path = Path(path)
     if spec.layout == "bundled":
         jobs = [(path, spec, "bundled")]
     else:
         jobs = [(path, spec, "trunk"), (sidecar_path(path), spec.sidecar_from or spec, "mtp")]
     written = []
+    for target, _, _ in jobs:
+        writable(target, through_link=force)  # refuse before the first file is written
     for target, part_spec, part in jobs:
-        temporary = target.with_name(f".{target.name}.partial")
-        try:
-            _write(temporary, part_spec, part)
-            os.replace(temporary, target)
-        except OSError as exc:
-            with contextlib.suppress(OSError):  # on a read-only file system even this fails
-                temporary.unlink(missing_ok=True)
-            raise UsageError(f"{target}: cannot write it ({exc.strerror or exc})") from None
+        write_file(target, functools.partial(_write, spec=part_spec, part=part), through_link=force)
         written.append(target)
     return written
 

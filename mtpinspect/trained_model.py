@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from mtpinspect.errors import OutputError, UsageError
+from mtpinspect.files import writable, write_file
 
 SHIPPED = Path(__file__).with_name("data") / "trained"
 GGUF_NAME = "tiny-glm-mtp-Q8_0.gguf"
@@ -54,44 +55,24 @@ def mtp_block() -> int:
     return int(config()["num_hidden_layers"])
 
 
-def check_target(path: Path, force: bool) -> None:
-    """A file the tool may write: a new path, or with ``force`` an existing regular file."""
-    if path.is_symlink() and not force:
-        raise OutputError(f"{path}: is a symbolic link (pass --force to write through it)")
-    if path.exists():
-        if not path.is_file():
-            raise OutputError(f"{path}: exists and is not a regular file")
-        if not force:
-            raise OutputError(f"{path}: exists (pass --force to replace it)")
-
-
-def _copy(source: Path, dest: Path) -> None:
-    """Write ``dest`` whole or not at all: a temporary file beside it, renamed at the end."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    target = dest.resolve() if dest.is_symlink() else dest
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}-", dir=target.parent)
-    try:
-        with open(fd, "wb") as out, source.open("rb") as src:
-            shutil.copyfileobj(src, out, 1 << 20)
-        Path(tmp).chmod(0o644)
-        Path(tmp).replace(target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _copy(source: Path, dest: Path, force: bool) -> Path:
+    """``source`` written to ``dest`` by the one safe-write rule (files.write_file): a new path or a regular
+    file, through a symbolic link only with ``force``, whole or not at all."""
+    return write_file(dest, lambda tmp: shutil.copyfile(source, tmp), through_link=force)
 
 
 def write_gguf(out: Path, *, head_type: str | None = None, force: bool = False) -> list[Written]:
     """The shipped GGUF at ``out``; with ``head_type``, its MTP block quantized to that type by llama-quantize."""
-    check_target(out, force)
+    writable(out, through_link=force)  # refused before any work, not after
     if head_type is None or head_type.upper() == "Q8_0":
-        _copy(SHIPPED_GGUF, out)
+        _copy(SHIPPED_GGUF, out, force)
         return [Written(out, "model")]
     from mtpinspect.training.toolchain import quantize
 
     kind = _head_type(head_type)
     with tempfile.TemporaryDirectory(prefix=".tiny-", dir=out.parent if out.parent.exists() else None) as tmp:
         made = quantize(SHIPPED_GGUF, Path(tmp) / out.name, OUTTYPE.upper(), {rf"blk\.{mtp_block()}\.": kind.lower()})
-        _copy(made, out)
+        _copy(made, out, force)
     return [Written(out, "model")]
 
 
@@ -117,15 +98,15 @@ def write_sidecar(out: Path, *, force: bool = False) -> list[Written]:
 
     _require_converter()
     sidecar = sidecar_path(out)
-    check_target(out, force)
-    check_target(sidecar, force)
+    writable(out, through_link=force)
+    writable(sidecar, through_link=force)
     with tempfile.TemporaryDirectory(prefix=".tiny-") as tmp:
         folder = Path(tmp) / "checkpoint"
         write_checkpoint(folder)
         trunk = convert(folder, Path(tmp) / "trunk.gguf", OUTTYPE, mtp="trunk")
         head = convert(folder, Path(tmp) / "head.gguf", OUTTYPE, mtp="sidecar")
-        _copy(trunk, out)
-        _copy(head, sidecar)
+        _copy(trunk, out, force)
+        _copy(head, sidecar, force)
     return [Written(out, "main (trunk only)"), Written(sidecar, "MTP sidecar")]
 
 
@@ -158,7 +139,7 @@ def checkpoint_tensors(gguf_path: Path | None = None) -> Iterator[tuple[str, np.
     mapped back through gguf-py's table for glm4moe, experts split out of their 3-D stacks, quantized
     matrices dequantized to F32 (a Q8_0 value is exact in F32, and quantizing it again gives the same
     blocks)."""
-    from gguf import GGUFReader, MODEL_ARCH, get_tensor_name_map
+    from gguf import MODEL_ARCH, GGUFReader, get_tensor_name_map
     from gguf.quants import dequantize
 
     cfg = config()
@@ -168,7 +149,7 @@ def checkpoint_tensors(gguf_path: Path | None = None) -> Iterator[tuple[str, np.
     reader = GGUFReader(gguf_path or SHIPPED_GGUF)
     for tensor in reader.tensors:
         array = dequantize(tensor.data, tensor.tensor_type).astype(np.float32).reshape(tuple(reversed(tensor.shape.tolist())))
-        if tensor.name.endswith(("_exps.weight")):
+        if tensor.name.endswith("_exps.weight"):
             stem = by_gguf[tensor.name]  # model.layers.L.mlp.experts.{gate,up,down}_proj.weight
             for expert in range(array.shape[0]):
                 yield stem.replace(".experts.", f".experts.{expert}."), np.ascontiguousarray(array[expert])

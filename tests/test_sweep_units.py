@@ -176,7 +176,7 @@ def test_cross_check_names_each_disagreement() -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--n-max", "0"], "must be >= 1"),
+        (["--n-max", "0"], "--n-max 0: must be within 1..2047"),
         (["--n-max", "one"], "comma-separated"),
         (["--synthetic", "2"], "within [0, 1]"),
         (["--", "--spec-type", "draft-mtp"], "sets this per configuration"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,10 +52,19 @@ def test_tiny_model_trained_writes_the_shipped_gguf(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["files"][0]["bytes"] == SHIPPED_GGUF.stat().st_size
     assert _sha256(out) == _sha256(SHIPPED_GGUF)
-    # An existing file is kept unless --force says otherwise; nothing else is left in the folder.
-    error_line(run_cli("tiny-model", "--trained", str(out)), str(out), "--force")
-    assert run_cli("tiny-model", "--trained", str(out), "--force").returncode == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["trained.gguf"]
+    # By the one safe-write rule: a regular file is replaced whole, a symbolic link only with --force, a
+    # FIFO never; nothing else is left in the folder.
+    out.write_bytes(b"old")
+    assert run_cli("tiny-model", "--trained", str(out)).returncode == 0 and _sha256(out) == _sha256(SHIPPED_GGUF)
+    link = tmp_path / "link.gguf"
+    link.symlink_to(tmp_path / "target.gguf")
+    error_line(run_cli("tiny-model", "--trained", str(link)), str(link), "symbolic link")
+    assert run_cli("tiny-model", "--trained", str(link), "--force").returncode == 0
+    assert _sha256(tmp_path / "target.gguf") == _sha256(SHIPPED_GGUF) and link.is_symlink()
+    fifo = tmp_path / "fifo.gguf"
+    os.mkfifo(fifo)
+    error_line(run_cli("tiny-model", "--trained", str(fifo), "--force"), str(fifo), "not a regular file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.gguf", "link.gguf", "target.gguf", "trained.gguf"]
     # Options of the constructed models say nothing about the trained one.
     error_line(run_cli("tiny-model", "--trained", str(tmp_path / "x.gguf"), "--acceptance", "0.5"), "--acceptance")
 

@@ -68,6 +68,9 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: one line and exit 2 for user errors, never a traceback for them."""
+    from mtpinspect.cli._output import GuardedStdout, StdoutError
+
+    stdout, sys.stdout = sys.stdout, GuardedStdout(sys.stdout)  # type: ignore[assignment]
     try:
         result = cli.main(args=argv, prog_name="mtpinspect", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -78,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     except ClosedPipe:
         # `mtpinspect check X | head`: the reader has all it wanted. Exit as a program killed by SIGPIPE
         # would (128 + 13), quietly, and let nothing left in the buffer complain at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()
         return 128 + 13
     except click.ClickException as exc:
         # Click's usage errors are several lines; users get one that names the command and the flag.
@@ -87,8 +90,20 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except MtpinspectError as exc:
         _say("error", str(exc))
+        if isinstance(exc, StdoutError):
+            _drop_stdout()
         return EXIT_ERROR
+    finally:
+        sys.stdout = stdout
     return result if isinstance(result, int) else 0
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that the text still buffered does not fail again as the program exits."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    except OSError:
+        pass
 
 
 class ClosedPipe(Exception):

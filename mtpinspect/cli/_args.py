@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -12,6 +13,18 @@ from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.sources.fetch import RETRY_AFTER_CAP, FetchPolicy
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Seconds(click.FloatRange):
+    """A number of seconds: finite (FloatRange lets nan through every bound, and inf means no bound)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if not math.isfinite(seconds):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return seconds
 
 
 class ServerArgsCommand(click.Command):
@@ -59,7 +72,7 @@ def start_timeout_option(func: F) -> F:
     from mtpinspect.runtime.server import SILENCE_TIMEOUT_S, START_TIMEOUT_S
 
     return click.option(
-        "--start-timeout", "start_timeout", type=click.FloatRange(min=1), default=START_TIMEOUT_S, show_default=True,
+        "--start-timeout", "start_timeout", type=Seconds(min=1), default=START_TIMEOUT_S, show_default=True,
         metavar="SECONDS",
         help="How long a llama-server may take to load the model and answer (also bounds `--version`). One that "
              f"exits, or neither logs nor uses CPU for {SILENCE_TIMEOUT_S:g} s, fails sooner; two configurations that "
@@ -76,14 +89,14 @@ def hub_options(command: F) -> F:
         return command(*args, policy=policy, **kwargs)
 
     options = [
-        click.option("--timeout", type=click.FloatRange(min=0.1), default=default.timeout, show_default=True,
+        click.option("--timeout", type=Seconds(min=0.1), default=default.timeout, show_default=True,
                      envvar="MTPINSPECT_TIMEOUT", show_envvar=True, metavar="SECONDS",
                      help="Longest wait for the Hub to connect, or to send the next bytes of an answer."),
         click.option("--retries", type=click.IntRange(min=0, max=10), default=default.retries, show_default=True,
                      envvar="MTPINSPECT_RETRIES", show_envvar=True,
                      help="Retries of a Hub read after HTTP 429, 502, 503, 504 or a dropped connection, waiting "
                           f"1, 2, 4... s, or what Retry-After asks (up to {RETRY_AFTER_CAP:g} s)."),
-        click.option("--deadline", type=click.FloatRange(min=1), default=default.deadline, show_default=True,
+        click.option("--deadline", type=Seconds(min=1), default=default.deadline, show_default=True,
                      envvar="MTPINSPECT_DEADLINE", show_envvar=True, metavar="SECONDS",
                      help="Longest time all the Hub requests of the command may take together."),
         click.option("--cache/--no-cache", "cache", default=default.cache, show_default=True,

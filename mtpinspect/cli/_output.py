@@ -9,14 +9,20 @@ how, as huggingface_hub's `hf` CLI does with its `_output` module:
 - ``csv``: only the tables marked ``primary`` (one header row per table).
 
 Strings that came from files or servers may hold terminal escapes; they are made printable before
-they reach a terminal (as gguf-py's ``gguf_dump`` does with ``sanitize_name``).
+they reach a terminal (as gguf-py's ``gguf_dump`` does with ``sanitize_name``). They may also be
+megabytes long (a GGUF key, a log line): every line printed in table, md or csv is cut at
+``MAX_LINE_CHARS`` with its length said, so output and time stay linear (tabulate's wrapping is
+quadratic in a cell's length). JSON carries every value whole.
 """
 
 from __future__ import annotations
 
 import csv
 import enum
+import io
 import json
+import os
+import re
 import shutil
 import sys
 import textwrap
@@ -25,7 +31,13 @@ from typing import Any, TextIO
 
 from tabulate import tabulate
 
+from mtpinspect.errors import OutputError
 from mtpinspect.jsonable import to_jsonable
+
+# The longest line of a string the human formats print; the rest is cut and its length said.
+MAX_LINE_CHARS = 1000
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LONG_LINE = re.compile(rf"[^\n]{{{MAX_LINE_CHARS + 1},}}")
 
 
 class OutputFormat(str, enum.Enum):
@@ -35,16 +47,17 @@ class OutputFormat(str, enum.Enum):
     md = "md"
 
 
+def _cut(match: re.Match[str]) -> str:
+    line = match.group(0)
+    return f"{line[:MAX_LINE_CHARS]}... [cut: {len(line):,} characters]"
+
+
 def sanitize(text: str) -> str:
-    """Replace control characters (ANSI escapes, bells, carriage returns) by visible escapes."""
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch in "\n\t" or (32 <= code < 127) or code > 159:
-            out.append(ch)
-        else:
-            out.append(f"\\x{code:02x}")
-    return "".join(out)
+    """Cut lines longer than MAX_LINE_CHARS, and replace control characters (ANSI escapes, bells,
+    carriage returns) by visible escapes."""
+    if len(text) > MAX_LINE_CHARS:
+        text = _LONG_LINE.sub(_cut, text)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
 def _column_widths(body: list[list[str]], ncols: int, terminal: int) -> list[int | None]:
@@ -71,6 +84,47 @@ def _cell(value: Any) -> str:
     return sanitize(str(value))
 
 
+class StdoutError(OutputError):
+    """stdout cannot be written (closed, a full disk): the CLI says so on stderr."""
+
+
+class GuardedStdout:
+    """stdout as the CLI writes to it (the sink, click's --help): a write that fails because stdout is
+    closed (``>&-``) or full (``> /dev/full``) becomes a StdoutError, one line on stderr. A reader that
+    left (``| head``) still raises BrokenPipeError, which ends the program quietly."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self._stream = stream
+
+    def _do(self, action: str, *args: Any) -> Any:
+        if self._stream is None:
+            raise StdoutError("stdout is closed: redirect it to a file or /dev/null")
+        try:
+            return getattr(self._stream, action)(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise StdoutError(f"stdout: cannot write the output ({exc.strerror or exc})") from None
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._do("write", text))
+        except UnicodeEncodeError:
+            # An ASCII locale without Python's UTF-8 mode (LC_ALL=C PYTHONUTF8=0) and a non-ASCII model path:
+            # the characters it cannot show are written as escapes, as Python writes them to stderr.
+            encoding = getattr(self._stream, "encoding", None) or "ascii"
+            return int(self._do("write", text.encode(encoding, "backslashreplace").decode(encoding)))
+
+    def flush(self) -> None:
+        self._do("flush")
+
+    def isatty(self) -> bool:
+        return self._stream is not None and self._stream.isatty()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class Output:
     """Renders a command's output in one format onto one stream."""
 
@@ -81,6 +135,8 @@ class Output:
         self.stream = stream if stream is not None else sys.stdout
         # Messages about the run (errors, warnings, progress of a build) go here, whatever the format.
         self.errors = errors if errors is not None else sys.stderr
+        if self.errors is None:  # started with stderr closed (`2>&-`): messages go nowhere
+            self.errors = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (lives as long as the process)
         self._csv_tables = 0
 
     @property
@@ -125,10 +181,12 @@ class Output:
             if primary:
                 if self._csv_tables:
                     self._write("")
-                writer = csv.writer(self.stream, lineterminator="\n")
+                buffer = io.StringIO()
+                writer = csv.writer(buffer, lineterminator="\n")
                 writer.writerow(headers)
                 for row in rows:
                     writer.writerow(["" if row.get(h) is None else sanitize(str(row.get(h))) for h in headers])
+                self._write(buffer.getvalue().removesuffix("\n"))
                 self._csv_tables += 1
             return
         if self.format is OutputFormat.json:

@@ -11,6 +11,7 @@ from mtpinspect.cli._output import Output
 from mtpinspect.diagnosis import DiagnosisReport
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
 from mtpinspect.sources.fetch import FetchPolicy
+from mtpinspect.sweep.options import N_PREDICT_BOUND
 
 
 def _pct(value: float | None) -> str | None:
@@ -99,7 +100,7 @@ def _cause_codes() -> list[dict[str, object]]:
               help="Log of a run made elsewhere: llama-server stderr, a vLLM or SGLang log (also `vllm bench serve` "
                    "output), or a saved /metrics page (llama.cpp, vLLM, SGLang). Repeatable.")
 @click.option("--no-probe", is_flag=True, help="Do not run llama-server; use static evidence and logs only.")
-@click.option("--n-predict", "n_predict", type=click.IntRange(min=2), default=64, show_default=True,
+@click.option("--n-predict", "n_predict", type=click.IntRange(N_PREDICT_BOUND.low, N_PREDICT_BOUND.high), default=64, show_default=True,
               help="Tokens generated per probe request.")
 @click.option("--prompts", metavar="FILE|DIR", help="Probe prompts (.txt/.jsonl) instead of the built-in code and prose-en.")
 @click.option("--probe-dir", type=click.Path(file_okay=False, path_type=Path),

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from mtpinspect.cache_dir import make_folder
 from mtpinspect.cli._args import format_option
 from mtpinspect.cli._output import Output
 from mtpinspect.runtime.build import BACKENDS, TARGETS, build_server, cache_root, cached_helper, find_helper, missing_targets
@@ -78,7 +79,7 @@ def build(backend: str, force: bool, jobs: int | None, fmt: str) -> int:
     else:
         targets = " and ".join(list(TARGETS) if force else missing)
         out.hint(f"building {targets} from {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}, "
-                 f"{backend}) into {cache_root()}; this takes several minutes")
+                 f"{backend}) into {make_folder(cache_root())}; this takes several minutes")
     path = build_server(backend, force=force, jobs=jobs, progress=out.hint)
     _render(describe(path, "built"), out, cached_helper(backend))
     return 0

@@ -22,6 +22,7 @@ from mtpinspect.runtime.build import BACKENDS
 from mtpinspect.sources.app_stores import is_app_source
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.api import JOURNAL_NAME
+from mtpinspect.sweep.options import N_MAX_BOUND, N_PREDICT_BOUND, REPEAT_BOUND, SEED_BOUND
 from mtpinspect.sweep.progress import RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
 from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.statistics import GroupStats
@@ -91,18 +92,20 @@ class ProgressBar:
 @click.command("sweep", cls=ServerArgsCommand)
 @click.argument("model", required=False)
 @click.option("--n-max", "n_max", default="1,2,3,4", show_default=True, metavar="LIST",
-              help="Draft lengths to measure (--spec-draft-n-max), comma-separated. The baseline always runs.")
-@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Rounds over all configurations; alternate rounds run them in reverse order.")
+              help=f"Draft lengths to measure (--spec-draft-n-max), comma-separated, each {N_MAX_BOUND.shown} (a draft "
+                   "and the token before it fit one llama-server batch). The baseline always runs.")
+@click.option("--repeat", type=int, default=3, show_default=True,
+              help=f"Rounds over all configurations ({REPEAT_BOUND.shown}); alternate rounds run them in reverse order.")
 @click.option("--order", type=click.Choice(["rounds", "grouped"]), default="rounds", show_default=True,
               help="rounds: interleave configurations round by round (drift control); grouped: all rounds of a "
                    "configuration on one server start (each configuration starts exactly once).")
 @click.option("--prompts", metavar="FILE|DIR|CLASS", default=None,
               help="Prompt .txt/.jsonl file, a directory of them, or a built-in class "
                    "(code, prose-en, prose-ja, extraction). Default: all built-in classes.")
-@click.option("--n-predict", "n_predict", type=click.IntRange(min=2), default=128, show_default=True,
-              help="Tokens generated per request.")
-@click.option("--seed", type=int, default=42, show_default=True, help="Sampling seed of every request.")
+@click.option("--n-predict", "n_predict", type=int, default=128, show_default=True,
+              help=f"Tokens generated per request ({N_PREDICT_BOUND.shown}).")
+@click.option("--seed", type=int, default=42, show_default=True,
+              help=f"Sampling seed of every request ({SEED_BOUND.shown}, as llama.cpp's seed).")
 @click.option("--server", metavar="PATH", default=None,
               help="llama-server to use (default: $LLAMA_SERVER, PATH, cache, else build the pinned one).")
 @click.option("--backend", type=click.Choice(BACKENDS), default="cpu", show_default=True,
@@ -193,8 +196,8 @@ def command(
     if report.stopped:
         out.error(report.stopped, where="mtpinspect sweep")
         return EXIT_ERROR
-    # Nothing measured at all (every server failed) is a failure a script should notice.
-    return 0 if report.runs.ok else 1
+    # Nothing measured (every server failed, or every MTP one) is a failure a script should notice.
+    return 0 if report.runs.ok and report.recommendation.measured else 1
 
 
 # -- rendering ----------------------------------------------------------------------------------

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
+from mtpinspect import trained_model
 from mtpinspect.cli._args import format_option
 from mtpinspect.cli._output import Output
 from mtpinspect.errors import UsageError
-from mtpinspect import trained_model
 from mtpinspect.tiny_model import (
     HEAD_TYPES,
     LAYOUTS,
@@ -69,7 +69,6 @@ def _note(spec: TinyModelSpec, mismatch: str | None) -> str:
 @click.option("--checkpoint", "checkpoint", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
               help="With --trained: write its Hugging Face folder (config.json, safetensors, tokenizer) to DIR "
               "instead of OUT; the pinned convert_hf_to_gguf.py gives the shipped GGUF back from it, bit for bit.")
-@click.option("--force", is_flag=True, help="Replace an existing OUT (or a non-empty --checkpoint folder).")
 @click.option(
     "--acceptance", default="perfect", show_default=True, callback=_acceptance,
     help="perfect, none, or FRACTION in (0,1): the chance a drafted token is accepted (n-max 1); "
@@ -89,6 +88,9 @@ def _note(spec: TinyModelSpec, mismatch: str | None) -> str:
 @click.option("--size", type=click.Choice(SIZES), default="tiny", show_default=True,
               help="heavy: a ~107 MB model whose trunk dominates decoding on a CPU, so a good head speeds it up.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for the random weights.")
+@click.option("--force", is_flag=True,
+              help="When OUT (or mtp-OUT) is a symbolic link, write the file it points to (else refused); with "
+                   "--checkpoint, replace what a non-empty DIR holds. A device, FIFO or folder is never replaced.")
 @format_option(csv="the files written")
 @click.pass_context
 def command(
@@ -117,7 +119,7 @@ def command(
         sidecar_from=mismatched_sidecar(mismatch, size) if mismatch else None,
         seed=seed,
     )
-    files = write_tiny_model(out, spec)
+    files = write_tiny_model(out, spec, force=force)
     roles = ["model"] if len(files) == 1 else ["main (trunk only)", "MTP sidecar"]
     file_rows = [{"file": str(path), "role": role, "bytes": path.stat().st_size} for path, role in zip(files, roles)]
     expected = _expected(spec) if spec.nextn else []

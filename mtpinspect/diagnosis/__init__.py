@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from mtpinspect.diagnosis.app_terms import in_app_terms, ollama_run_settings
 from mtpinspect.diagnosis.causes import Cause
-from mtpinspect.diagnosis.logs import LogEvidence, read_log
+from mtpinspect.diagnosis.logs import LogEvidence, read_log, unreadable_note
 from mtpinspect.diagnosis.probe import PROBE_N_PREDICT, ProbeResult, run_probe
 from mtpinspect.diagnosis.rank import gather_causes
 from mtpinspect.diagnosis.static import StaticEvidence, gather_static
@@ -109,6 +109,7 @@ def diagnose(
                            server=server, n_predict=n_predict, prompts=prompts, out_dir=probe_dir,
                            start_timeout=start_timeout)
     causes, notes = gather_causes(static, settings, result, logs)
+    notes += [f"{log.path}: skipped {unreadable_note(log.unreadable)}" for log in logs if log.unreadable]
     if app is not None and static is not None:
         smallest = min((f.n_max for f in result.mtp_figures() if f.n_max), default=None) if result else None
         causes = in_app_terms(causes, app, static.report, smallest)

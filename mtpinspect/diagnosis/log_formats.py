@@ -393,6 +393,9 @@ class Reading:
     marks: int = 0
     settings: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # name -> its value(s), in log order
     failures: list[str] = field(default_factory=list)  # the failure lines' matched text, first few
+    # Metrics lines whose figures are not numbers ("Draft acceptance rate: ..., " as documentation writes
+    # it, "0.5.5"): skipped, the first few kept to be named.
+    unreadable: list[str] = field(default_factory=list)
 
     def setting(self, name: str) -> str | None:
         """The first value of a setting, or None."""
@@ -448,7 +451,12 @@ def _marked(table: EngineLog, raw: str, line: str) -> bool:
 def _read_line(reading: Reading, line: str) -> None:
     table = reading.engine
     for fmt in table.figures:
-        figures = fmt.read(line)
+        try:
+            figures = fmt.read(line)
+        except ValueError:  # a field the pattern matched is not a number
+            if len(reading.unreadable) < _MAX_FAILURES:
+                reading.unreadable.append(line)
+            break
         if figures is not None:
             _add(reading.samples, Sample(fmt, figures, line))
             break

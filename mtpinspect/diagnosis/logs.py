@@ -36,7 +36,7 @@ from mtpinspect.diagnosis.log_formats import (
     with_ratios,
 )
 from mtpinspect.diagnosis.run_facts import LogApp, MtpUse, RunFacts, read_run
-from mtpinspect.errors import FormatError
+from mtpinspect.errors import FormatError, shown
 from mtpinspect.files import read_bounded
 from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.crash import Crash, crash_in_log
@@ -103,6 +103,8 @@ class LogEvidence:
     run: RunFacts | None = json_field(omit=True, default=None)
     # For a crash: the changes to try, most likely first, from what the crash and the log point at.
     suggested: list[Workaround] = json_field(omit=True, default_factory=list)
+    # Metrics lines skipped because their figures are not numbers (the first few), named in the notes.
+    unreadable: list[str] = json_field(omit=True, default_factory=list)
 
     @property
     def drafted_anything(self) -> bool:
@@ -137,19 +139,26 @@ def _parse(file: str, text: str, *, crashed: bool) -> LogEvidence:
     if not any(r.samples for r in readings.values()) and METRIC_SAMPLE.search(text):
         return _metrics(file, text)
     reading = _engine(readings, text, crashed=crashed)
+    unreadable = [line for r in readings.values() for line in r.unreadable]
     if reading is None:
+        skipped = f"; skipped {unreadable_note(unreadable)}" if unreadable else ""
         raise FormatError(
             f"{file}: not a llama-server log (nor Ollama's or LM Studio's), a vLLM or SGLang log or a /metrics page "
-            "(no line this tool recognises)"
+            "(no line this tool recognises)" + skipped
         )
     evidence = LogEvidence(path=file, kind=reading.engine.kind, runtime=reading.engine.engine,
-                           skipped_lines=lines.unread if lines.unread < lines.lines else 0)
+                           skipped_lines=lines.unread if lines.unread < lines.lines else 0, unreadable=unreadable)
     _set_figures(evidence, reading)
     if reading.engine.engine is Engine.llama_cpp:
         _llama_settings(evidence, reading, text)
     else:
         _engine_settings(evidence, reading)
     return evidence
+
+
+def unreadable_note(lines: list[str]) -> str:
+    """The metrics lines skipped because their figures are not numbers, named (the first one quoted)."""
+    return f"{len(lines)} metrics line(s) whose figures are not numbers, as {shown(lines[0].strip())}"
 
 
 def _engine(readings: dict[Engine, Reading], text: str, *, crashed: bool) -> Reading | None:

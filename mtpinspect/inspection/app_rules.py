@@ -53,7 +53,7 @@ from mtpinspect.apps import (
     ollama_version_said,
 )
 from mtpinspect.errors import UsageError
-from mtpinspect.inspection.builder import ReportBuilder
+from mtpinspect.inspection.builder import ReportBuilder, trunk_beside
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.report import NMaxAdvice, RuntimeVerdict
 from mtpinspect.inspection.support import DEFAULT_N_MAX
@@ -170,6 +170,14 @@ def _ollama_for_gguf(ev: Evidence, b: ReportBuilder, llama: RuntimeVerdict | Non
         return RuntimeVerdict(llama.status, f"{base}; the sweep says to leave it off",
                               setting=app_setting(App.ollama, None))
     source, name = _from_line(ev)
+    if b.layout is Layout.sidecar and ev.sidecar is None:
+        # The source is the mtp- file itself: FROM takes its main GGUF (as the model, it would crash
+        # llama-server at load), DRAFT this file; no recipe when the main GGUF is not known.
+        trunk = trunk_beside(ev)
+        if trunk is None:
+            return RuntimeVerdict(llama.status, f"{base} (FROM the main GGUF, DRAFT this file)")
+        source, draft = trunk, source
+        name = f"{PurePosixPath(trunk).name.rsplit('.', 1)[0].lower()}-mtp"
     hub_draft = draft is not None and ev.target.kind is SourceKind.hub
     if hub_draft:
         assert draft is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.origin import Origin
@@ -10,6 +11,7 @@ from mtpinspect.inspection.quant_audit import QuantAudit
 from mtpinspect.inspection.report import FINDINGS, Finding, NMaxAdvice, RuntimeVerdict
 from mtpinspect.vocabulary import Layout, Severity, SourceKind
 
+SIDECAR_PREFIX = "mtp-"  # convert_hf_to_gguf --mtp writes the head as mtp-<main file name>
 _SHOWN = 6  # evidence lines per finding before "... and N more"
 
 
@@ -40,6 +42,19 @@ class ReportBuilder:
 
 def clip(lines: list[str]) -> list[str]:
     return lines if len(lines) <= _SHOWN + 1 else [*lines[:_SHOWN], f"... and {len(lines) - _SHOWN} more"]
+
+
+def trunk_beside(ev: Evidence) -> str | None:
+    """For a local mtp- sidecar checked on its own, its main GGUF (the same name without ``mtp-``, as
+    convert_hf_to_gguf names them) when it lies beside it; else None (the main file is not known)."""
+    t, g = ev.target, ev.gguf
+    if g is None or t.kind is SourceKind.hub or ev.sidecar is not None:
+        return None
+    path = PurePosixPath(g.files[0])
+    if not path.name.lower().startswith(SIDECAR_PREFIX):
+        return None
+    trunk = str(path.with_name(path.name[len(SIDECAR_PREFIX):]))
+    return t.file_ref(trunk) if trunk in t.tree.files else None
 
 
 def model_ref(ev: Evidence) -> str:

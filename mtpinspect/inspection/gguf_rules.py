@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import PurePosixPath
 
-from mtpinspect.inspection.builder import ReportBuilder
+from mtpinspect.inspection.builder import ReportBuilder, trunk_beside
 from mtpinspect.inspection.evidence import Evidence, GgufEvidence
-from mtpinspect.inspection.report import RuntimeVerdict
+from mtpinspect.inspection.report import BLOCKING_FINDINGS, RuntimeVerdict
 from mtpinspect.inspection.support import (
     DRAFT_REQUIRED_TENSORS,
     LLAMA_CPP_MTP_GRAPH,
@@ -21,8 +21,6 @@ from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
 from mtpinspect.sources.filenames import quant_tag
 from mtpinspect.vocabulary import GraphSupport, Layout, RuntimeStatus, Severity, SourceKind
 
-# Findings (at severity error) that stop llama-server from drafting with the head.
-_BLOCKING = ("MTP_WEIGHTS_MISSING", "SIDECAR_MISMATCH", "SIDECAR_INCOMPLETE", "ARCH_NO_MTP_GRAPH")
 # More MTP layers than any published model has (they have 1 to 3): a count above it is a finding, never a size.
 PLAUSIBLE_MTP_LAYERS = 64
 # GGUF architectures whose HF originals all carry an MTP head: a GGUF without it lost it in conversion.
@@ -197,15 +195,16 @@ def _gguf_runtimes(ev: Evidence, b: ReportBuilder, head: GgufEvidence) -> None:
 
 def _llama_for_gguf(ev: Evidence, b: ReportBuilder, g: GgufEvidence, head: GgufEvidence) -> RuntimeVerdict:
     t = ev.target
-    blocking = next((f for f in b.findings if f.severity is Severity.error and f.code in _BLOCKING), None)
+    blocking = next((f for f in b.findings if f.severity is Severity.error and f.code in BLOCKING_FINDINGS), None)
     if not b.mtp_layers:
         return RuntimeVerdict(RuntimeStatus.unsupported, b.findings[0].message if b.findings else "no MTP head")
     if blocking:
         return RuntimeVerdict(RuntimeStatus.unsupported, blocking.message)
     if b.layout == Layout.sidecar and ev.sidecar is None:
-        # The source itself is the mtp- file: the main GGUF is not known here.
+        # The source itself is the mtp- file: its main GGUF when it lies beside it, else a placeholder.
+        trunk = trunk_beside(ev)
         return RuntimeVerdict(RuntimeStatus.supported, "load the main GGUF with -m and this file with -md",
-                              llama_server_command("MAIN.gguf", sidecar=t.file_ref(g.files[0])))
+                              llama_server_command(trunk or "MAIN.gguf", sidecar=t.file_ref(g.files[0])))
     at_risk = any(b.has(code) for code in ("LOW_BIT_MTP_HEAD", "NEXTN_COUNT_UNSUPPORTED", "SIDECAR_MISMATCH"))
     status = RuntimeStatus.at_risk if at_risk else RuntimeStatus.supported
     reason = f"llama.cpp {PINNED_LLAMA_CPP} has the '{head.arch}' MTP draft graph"

@@ -49,6 +49,12 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
                            Severity.info),
 }
 
+# Findings that, at severity error, say no engine can draft with the head as it is (it loads garbage or is
+# refused): no runtime is "supported" beside one (verdict.py). Other error findings (a head quantized by a
+# third party) leave it loading and drafting: "at risk".
+BLOCKING_FINDINGS = ("MTP_WEIGHTS_MISSING", "SIDECAR_MISMATCH", "SIDECAR_INCOMPLETE", "ARCH_NO_MTP_GRAPH")
+
+
 @dataclass(frozen=True)
 class Finding:
     code: str  # a key of FINDINGS

@@ -16,9 +16,9 @@ from mtpinspect.inspection.engine import EngineCheck, follow_engine
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.gguf_rules import apply_gguf_rules
 from mtpinspect.inspection.quant_audit import QuantAudit
-from mtpinspect.inspection.report import CheckReport, MtpSize, QuantizationSummary
+from mtpinspect.inspection.report import BLOCKING_FINDINGS, CheckReport, MtpSize, QuantizationSummary, RuntimeVerdict
 from mtpinspect.inspection.support import FAMILIES
-from mtpinspect.vocabulary import RuntimeStatus
+from mtpinspect.vocabulary import RuntimeStatus, Severity
 
 
 def _verdict(b: ReportBuilder, usable: bool) -> str:
@@ -39,6 +39,18 @@ def _verdict(b: ReportBuilder, usable: bool) -> str:
     return f"MTP not usable: {worst.message if worst else 'no MTP head found'}"
 
 
+def _errors_block(b: ReportBuilder) -> None:
+    """A blocking error finding says the head cannot be used as it is: no runtime stays "supported" (or at
+    risk, or off) beside it, so the verdict, ``usable`` and the exit status agree with the findings."""
+    error = next((f for f in b.findings if f.severity is Severity.error and f.code in BLOCKING_FINDINGS), None)
+    if error is None:
+        return
+    for name, runtime in b.runtimes.items():
+        if runtime.status.usable:
+            b.runtimes[name] = RuntimeVerdict(RuntimeStatus.unsupported, f"{error.code}: {error.message}",
+                                              verified=runtime.verified)
+
+
 def assemble_report(ev: Evidence, engine: EngineCheck | None = None) -> CheckReport:
     """Apply the rules for the evidence's kind (GGUF or checkpoint), then llama.cpp's own verdict where it
     was asked (``engine``), and assemble check's report."""
@@ -57,6 +69,7 @@ def assemble_report(ev: Evidence, engine: EngineCheck | None = None) -> CheckRep
     if engine and engine.note:
         b.notes.append(engine.note)
     b.findings.sort(key=lambda f: f.severity.rank)
+    _errors_block(b)
     usable = any(r.status.usable for r in b.runtimes.values())
     t = ev.target
     audit_summary = _quant_summary(ev, b.audit)

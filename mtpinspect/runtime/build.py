@@ -30,8 +30,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from mtpinspect.cache_dir import cache_dir
+from mtpinspect.cache_dir import cache_dir, make_folder
 from mtpinspect.errors import ServerError
+from mtpinspect.files import read_cached
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_SDIST_SHA256, PINNED_VERSION
 
 BACKENDS = ("cpu", "cuda")
@@ -45,6 +46,7 @@ TARGETS = {"llama-server": BINARY_NAME, "mtpinspect-verify": HELPER_NAME, "llama
 HELPER_SOURCE = Path(__file__).with_name("helper")
 HELPER_CMAKE = HELPER_SOURCE / "mtpinspect-verify.cmake"
 METADATA_NAME = "build.json"
+_MAX_METADATA_BYTES = 64 * 1024
 
 _SDIST_NAME = f"{PINNED_PACKAGE.replace('-', '_')}-{PINNED_VERSION}.tar.gz"
 _PROGRESS_RE = re.compile(r"^\[\s*\d+%\]")
@@ -114,9 +116,12 @@ def helper_digest() -> str:
 
 def read_metadata(backend: str = "cpu") -> dict | None:
     """build.json of the cached build, or None."""
+    raw = read_cached(install_dir(backend) / METADATA_NAME, _MAX_METADATA_BYTES)
+    if raw is None or len(raw) > _MAX_METADATA_BYTES:
+        return None
     try:
-        return json.loads((install_dir(backend) / METADATA_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return json.loads(raw)
+    except (ValueError, RecursionError):
         return None
 
 
@@ -169,7 +174,7 @@ def _sha256(path: Path) -> str:
 @contextlib.contextmanager
 def _lock(path: Path) -> Iterator[None]:
     """An exclusive lock on a file, held until the block ends (waits for another build to finish)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     with path.open("a+b") as fh:
         if os.name == "nt":
             import msvcrt
@@ -331,8 +336,7 @@ def install_binaries(
     """Put already built executables (target -> path) into the cache atomically, keeping the cached
     ones that were not rebuilt, as build_server does at its end; returns the install folder.
     ``helper_sha256`` defaults to the digest of the helper source as it is now."""
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
+    root = make_folder(cache_root())
     staging = Path(tempfile.mkdtemp(prefix=f".install-{backend}-", dir=root))
     staging.chmod(0o755)  # mkdtemp makes it private; the cache is readable like any program folder
     try:

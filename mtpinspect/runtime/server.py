@@ -28,6 +28,7 @@ from typing import IO, Any
 import psutil
 
 from mtpinspect.errors import OutputError, ServerError, UsageError
+from mtpinspect.files import writable
 from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.flags import HOST as HOST_FLAG
 from mtpinspect.runtime.flags import LAUNCHER_FLAGS, METRICS, MODEL, PARALLEL, PORT, ServerArgs
@@ -195,7 +196,7 @@ class LlamaServer:
         self.command = self._build_command()
         try:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = self.log_path.open("wb")
+            self._log = writable(self.log_path, through_link=True).open("wb")
         except OSError as exc:
             raise OutputError(f"{self.log_path}: cannot write the server log ({exc.strerror or exc})") from None
         env = {**os.environ, **self.env} if self.env is not None else None

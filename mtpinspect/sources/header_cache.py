@@ -8,7 +8,8 @@ a file the listing gives no id for is not cached. Entries live in headers/ of mt
 ($MTPINSPECT_CACHE_DIR, else ~/.cache/mtpinspect), one file each, written under a temporary name and
 renamed into place (another process never sees half an entry); the folder is kept under MAX_BYTES by
 removing the least recently used entries. An entry that does not read back whole (another key, a span
-or a checksum that does not match, a foreign file) is ignored and rewritten: never trusted. The cache
+or a checksum that does not match, a foreign file, anything but a regular file: a FIFO, a device, a
+symlink) is ignored and rewritten: never trusted. The cache
 only saves requests: a cache that cannot be written (a read-only or full disk) changes nothing else.
 """
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtpinspect.cache_dir import cache_dir
+from mtpinspect.files import read_cached
 
 MAGIC = b"mtpinspect header cache 1\n"
 MAX_BYTES = 1024 * 1024 * 1024  # about 100 checked models: a GGUF header is up to 15 MB, an index 9 MB
@@ -115,10 +117,8 @@ class HeaderCache:
     def load(self, key: CacheKey) -> Spans | None:
         """The spans kept for ``key``; None when there is no entry or it does not read back whole."""
         path = self.path(key)
-        try:
-            with open(path, "rb") as handle:
-                raw = handle.read(MAX_ENTRY_BYTES + 1)
-        except OSError:
+        raw = read_cached(path, MAX_ENTRY_BYTES)
+        if raw is None:
             return None
         spans = _decode(raw, key)
         if spans is not None:

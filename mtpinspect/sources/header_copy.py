@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from mtpinspect.errors import SourceError
+from mtpinspect.files import writable
 
 Pieces = Sequence[tuple[int, bytes]]
 
@@ -33,7 +34,7 @@ def write_header_copies(folder: Path, files: Mapping[str, tuple[int, Pieces]]) -
             raise SourceError(f"{rel}: not a plain relative path; refusing to write it")
         path = folder.joinpath(*parts)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("wb") as fh:
+        with writable(path).open("wb") as fh:
             for offset, data in pieces:
                 if offset + len(data) > size:
                     raise SourceError(f"{rel}: {len(data)} bytes at offset {offset} lie past its {size} bytes")

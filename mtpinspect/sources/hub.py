@@ -18,6 +18,7 @@ import contextlib
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -226,6 +227,8 @@ def open_repo(
     """Resolve the revision to a commit and list the repo's files with their sizes (model_info's request).
     ``clock``: the budget this repo's requests share with a larger command's (find); default: its own, from
     ``policy``."""
+    if constants.HF_HUB_OFFLINE:
+        raise SourceError(_offline(repo_id))
     endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
     clock = clock or Clock(policy)
     meter = ByteMeter()
@@ -259,6 +262,19 @@ def open_repo(
         waves=waves,
         cache=HeaderCache.default() if clock.policy.cache else None,
     )
+
+
+def _offline(repo_id: str) -> str:
+    """Why an offline run cannot check a repo, and which of its snapshots the Hugging Face cache holds (those
+    a check can read as local folders; the header cache needs the listing, which only the Hub gives)."""
+    folder = Path(constants.HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}" / "snapshots"
+    try:
+        snapshots = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+    except OSError:
+        snapshots = []
+    cached = (f"the Hugging Face cache holds {len(snapshots)} snapshot(s) of it: check {snapshots[-1]} instead"
+              if snapshots else "the Hugging Face cache holds no snapshot of it")
+    return f"{repo_id}: HF_HUB_OFFLINE is set, so the Hub is not asked; {cached}"
 
 
 def _parse_listing(listing: Any, what: str) -> tuple[str, dict[str, RepoFile]]:

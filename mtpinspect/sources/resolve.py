@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -93,6 +94,8 @@ def resolve(
         if revision:
             raise UsageError(f"{source}: --revision applies to Hub repos, not to a local file")
         return _resolve_local_file(path, mtp_file)
+    elif os.path.islink(path):
+        raise SourceError(_broken_link(source, path))
     elif _looks_like_repo(source):
         from mtpinspect.sources.hub import open_repo  # huggingface_hub only for Hub sources
 
@@ -110,6 +113,17 @@ def resolve(
     elif mtp_file:
         raise UsageError(f"{source}: --mtp-file applies to GGUF sources")
     return app.relabel(target) if app is not None else target
+
+
+def _broken_link(source: str, path: Path) -> str:
+    """What a symbolic link that leads nowhere (a missing target, a loop) is, said before any Hub request."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        why = "a loop of links" if exc.errno == errno.ELOOP else f"{os.readlink(path)} does not exist"
+    else:
+        why = "it cannot be followed"
+    return f"{source}: broken symbolic link ({why})"
 
 
 def _looks_like_repo(text: str) -> bool:
@@ -167,6 +181,8 @@ def resolve_each_gguf(
         found = each_app_target(source, revision=revision, verify_digest=verify_digest)
         return [t for item in found for t in ([item] if isinstance(item, Target) else _folder_targets(item))]
     path = Path(source).expanduser()
+    if os.path.islink(path) and not path.exists():
+        raise SourceError(_broken_link(source, path))
     if path.is_dir():
         tree: Tree = open_directory(path, revision=revision)
         kind, repo_id = SourceKind.local_dir, repo_id_from_cache(path.resolve())

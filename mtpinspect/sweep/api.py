@@ -15,15 +15,17 @@ from pathlib import Path
 
 from mtpinspect.apps import app_setting, ollama_create_command, ollama_n_max
 from mtpinspect.errors import OutputError, SourceError, UsageError
+from mtpinspect.files import write_file
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
 from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, ServerArgs
 from mtpinspect.sources.app_stores import AppModel, is_app_source
+from mtpinspect.sources.filenames import sidecar_ggufs
 from mtpinspect.sources.resolve import app_files
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
-from mtpinspect.sweep.options import SweepOptions
+from mtpinspect.sweep.options import SweepOptions, check_bounds
 from mtpinspect.sweep.plan import Configuration, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
@@ -65,13 +67,12 @@ def run_sweep(
     for the built-in trained model.
 
     The sweep holds its output folder: a second sweep into it fails with OutputError."""
+    check_bounds(options)
     with folder_lock(Path(options.out_dir)):
         return _run_sweep(model, options, progress)
 
 
 def _run_sweep(model: Path | str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
-    if options.n_predict < 2:
-        raise UsageError(f"--n-predict {options.n_predict}: must be >= 2 (the first token is never drafted)")
     app: AppModel | None = None
     if isinstance(model, str) and is_app_source(model):
         files = app_files(model)
@@ -126,11 +127,12 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
         report.stopped = f"{stopped}; stopped with {report.runs.not_run} planned runs not run"
     try:
         if options.plot:
-            write_plot(report, Path(report.files.plot or out_dir / PLOT_NAME))
-        Path(report.files.report).write_text(_json(report), encoding="utf-8")
-    except OSError as exc:
-        raise OutputError(f"{exc.filename or out_dir}: cannot write the report ({exc.strerror or exc}); "
-                          f"the runs are in {journal.path}") from None
+            write_file(Path(report.files.plot or out_dir / PLOT_NAME), lambda path: write_plot(report, path),
+                       through_link=True)
+        text = _json(report)
+        write_file(Path(report.files.report), lambda path: path.write_text(text, encoding="utf-8"), through_link=True)
+    except OutputError as exc:
+        raise OutputError(f"{exc}; the report is not written, the runs are in {journal.path}") from None
     return report
 
 
@@ -154,6 +156,8 @@ def build_report(
     classes = list(dict.fromkeys(p.prompt_class for p in prompts))
     groups = summarize(latest, servers, configs, classes)
     recommendation = recommend(groups, classes)
+    if not recommendation.measured and settings["mtp_file"] is None:
+        recommendation = dataclasses.replace(recommendation, reason=recommendation.reason + _sidecar_hint(settings["model"]))
     planned = len(configs) * len(prompts) * options.repeat
     ok = sum(1 for r in latest if r.status == RunStatus.ok)
     failed = sum(1 for r in latest if r.status != RunStatus.ok)
@@ -205,6 +209,20 @@ def build_report(
         determinism_note=DETERMINISM_NOTE,
         app=_in_app(app, recommendation),
     )
+
+
+def _sidecar_hint(model: str) -> str:
+    """An mtp- sidecar beside a model whose MTP runs failed: the likely reason, and how to pass it."""
+    folder = Path(model).parent
+    try:
+        names = [p.name for p in folder.iterdir()]
+    except OSError:
+        return ""
+    own = f"mtp-{Path(model).name}"
+    sidecars = sorted(sidecar_ggufs(names), key=lambda name: (name != own, name))
+    if not sidecars:
+        return ""
+    return f"; {folder / sidecars[0]} beside the model looks like its MTP head: pass it with --mtp-file"
 
 
 def _in_app(app: AppModel | None, recommendation: Recommendation) -> AppRecommendation | None:

@@ -15,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from mtpinspect.errors import OutputError
+from mtpinspect.files import read_bounded, writable
 from mtpinspect.jsonable import to_jsonable
+
+# About a million runs' records: far more than --repeat's bound allows (sweep/options.py).
+MAX_JOURNAL_BYTES = 512 << 20
 
 
 @dataclass
@@ -34,6 +38,7 @@ class Journal:
     def append(self, record: Any) -> None:
         """One record (a dataclass, through mtpinspect.jsonable) as one line, on disk before this returns."""
         line = json.dumps(to_jsonable(record), ensure_ascii=False, separators=(",", ":")) + "\n"
+        writable(self.path, through_link=True)  # never a FIFO (the append would block) or a device
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # Unbuffered: a buffer left over from a failed write would land after the cut below.
@@ -61,22 +66,24 @@ class Journal:
             ) from None
 
     def read(self) -> JournalContents:
+        """The records, read within MAX_JOURNAL_BYTES (FormatError past it; SourceError for a device)."""
         contents = JournalContents()
-        if not self.path.exists():
+        if not os.path.lexists(self.path):
             return contents
-        with self.path.open(encoding="utf-8", errors="replace") as stream:
-            for line in stream:
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
-                    contents.damaged_lines += 1
-                    continue
-                if isinstance(record, dict):
-                    contents.records.append(record)
-                else:
-                    contents.damaged_lines += 1
+        text = read_bounded(self.path, MAX_JOURNAL_BYTES, "sweep journal",
+                            "start a fresh sweep in another --out folder").decode("utf-8", errors="replace")
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, RecursionError):
+                contents.damaged_lines += 1
+                continue
+            if isinstance(record, dict):
+                contents.records.append(record)
+            else:
+                contents.damaged_lines += 1
         return contents
 
     def _ends_with_newline(self) -> bool:

@@ -1,4 +1,5 @@
-"""What a sweep is asked to do: the typed options of :func:`mtpinspect.sweep.run_sweep`."""
+"""What a sweep is asked to do: the typed options of :func:`mtpinspect.sweep.run_sweep`, and the
+bounds each numeric option must keep (one table: the CLI's --help and the API's checks read it)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mtpinspect.errors import UsageError
 from mtpinspect.runtime.server import START_TIMEOUT_S
 from mtpinspect.sweep.prompts import Prompt
 from mtpinspect.vocabulary import WorkaroundMode
@@ -33,3 +35,55 @@ class SweepOptions:
     startup_timeout: float = START_TIMEOUT_S
     request_timeout: float = 600.0
     workaround: WorkaroundMode = WorkaroundMode.auto
+
+
+# llama-server's logical batch (`--batch-size`, "default: 2048" in its --help): a draft goes to the target
+# in one batch with the token before it, and the server sizes a per-slot draft batch of n-max + 1 tokens
+# at startup (n-max 2147483647 makes it allocate gigabytes).
+LLAMA_BATCH_DEFAULT = 2048
+# The request seed is a uint32 in llama.cpp, and 0xFFFFFFFF (LLAMA_DEFAULT_SEED) means "a random seed".
+LLAMA_SEED_RANDOM = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The values an option may take, and why."""
+
+    option: str
+    low: int
+    high: int
+    why: str
+
+    def check(self, value: int) -> None:
+        if not self.low <= value <= self.high:
+            raise UsageError(f"{self.option} {value}: must be within {self.low}..{self.high} ({self.why})")
+
+    @property
+    def shown(self) -> str:
+        return f"{self.low}-{self.high}"
+
+
+N_MAX_BOUND = Bound("--n-max", 1, LLAMA_BATCH_DEFAULT - 1,
+                    "a draft and the token it follows go to llama-server in one batch of at most --batch-size, "
+                    f"default {LLAMA_BATCH_DEFAULT}; the baseline is the run without MTP, not n-max 0")
+N_PREDICT_BOUND = Bound("--n-predict", 2, 32768,
+                        "the first token is never drafted; a longer request would not end within the request timeout")
+REPEAT_BOUND = Bound("--repeat", 1, 1000, "every planned run is kept in memory and in the journal")
+SEED_BOUND = Bound("--seed", 0, LLAMA_SEED_RANDOM - 1, f"llama.cpp's seed is a uint32; {LLAMA_SEED_RANDOM} means random")
+
+
+def check_bounds(options: SweepOptions) -> None:
+    """UsageError for the first numeric option out of its bounds, before anything starts."""
+    for value in options.n_max:
+        N_MAX_BOUND.check(value)
+    N_PREDICT_BOUND.check(options.n_predict)
+    REPEAT_BOUND.check(options.repeat)
+    SEED_BOUND.check(options.seed)
+    for rate in options.synthetic:
+        check_rate(rate)
+
+
+def check_rate(rate: float) -> None:
+    """A forced acceptance (--synthetic) is within [0, 1]; nan fails the comparison too."""
+    if not 0.0 <= rate <= 1.0:
+        raise UsageError(f"--synthetic {rate:g}: acceptance must be within [0, 1]")

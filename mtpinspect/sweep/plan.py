@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from mtpinspect.errors import UsageError
 from mtpinspect.runtime.flags import DRAFT_MODEL, MTP_SPEC_TYPE, N_MAX, SPEC_TYPE, SYNTH_RATES, ServerArgs
+from mtpinspect.sweep.options import N_MAX_BOUND, REPEAT_BOUND, check_rate
 from mtpinspect.sweep.prompts import Prompt
 
 BASELINE_ID = "baseline"
@@ -107,11 +108,9 @@ def configurations(n_max_values: Sequence[int], synthetic: Sequence[float] = ())
     if not n_max_values:
         raise UsageError("--n-max: give at least one value (the baseline always runs)")
     for value in n_max_values:
-        if value < 1:
-            raise UsageError(f"--n-max {value}: must be >= 1 (the baseline is the run without MTP, not n-max 0)")
+        N_MAX_BOUND.check(value)
     for rate in synthetic:
-        if not 0.0 <= rate <= 1.0:
-            raise UsageError(f"--synthetic {rate:g}: acceptance must be within [0, 1]")
+        check_rate(rate)
     n_max_sorted = sorted(set(n_max_values))
     configs = [Configuration(None)] + [Configuration(n) for n in n_max_sorted]
     configs += [Configuration(n, synthetic=rate) for rate in sorted(set(synthetic)) for n in n_max_sorted]
@@ -126,8 +125,7 @@ def build_plan(
     order: str = "rounds",
 ) -> Plan:
     """Order the runs into visits; runs whose key is in ``done`` are left out (--resume)."""
-    if repeat < 1:
-        raise UsageError(f"--repeat {repeat}: must be >= 1")
+    REPEAT_BOUND.check(repeat)
     if not prompts:
         raise UsageError("no prompts to run")
     if order not in ORDERS:

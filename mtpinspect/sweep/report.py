@@ -145,4 +145,6 @@ def read_recommendation(path: str | Path) -> SavedRecommendation:
     if not isinstance(rec, dict) or not isinstance(model, str) or not isinstance(rec.get("reason"), str) or (
             n_max is not None and (isinstance(n_max, bool) or not isinstance(n_max, int) or n_max < 1)):
         raise FormatError(f"{path}: a sweep report without a model and a recommendation (n_max, reason)")
+    if rec.get("measured") is False:
+        raise FormatError(f"{path}: the sweep measured nothing to recommend from ({rec['reason']})")
     return SavedRecommendation(str(file), model, n_max, rec["reason"])

@@ -103,6 +103,9 @@ class Recommendation:
     reason: str
     per_class: list[ClassRecommendation]
     workaround: Workaround | None = None
+    # False: no baseline or no MTP configuration was measured, so None is "no recommendation", not "leave
+    # MTP off" (every MTP start failed is not evidence that MTP is slower).
+    measured: bool = True
 
 
 @dataclass(frozen=True)
@@ -256,6 +259,8 @@ def recommend(groups: Sequence[GroupStats], classes: Sequence[str]) -> Recommend
         best = _best_overall(groups, classes)
         if best is None and (crash := _crash_of_mtp(groups)) is not None:
             return Recommendation(None, f"leave MTP off: {crash}", per_class)
+        if best is None and (unmeasured := _unmeasured(groups)) is not None:
+            return Recommendation(None, f"no measurement: {unmeasured}", per_class, measured=False)
         detail = f"; best was n-max {best[0]} at {best[1]:.2f}x (geometric mean over classes)" if best else ""
         return Recommendation(None, f"leave MTP off: no setting beats the baseline beyond noise{detail}", per_class)
     votes: dict[int, int] = {}
@@ -269,6 +274,19 @@ def recommend(groups: Sequence[GroupStats], classes: Sequence[str]) -> Recommend
     needs = f" with {workaround.value} (this build crashes without it)" if workaround else ""
     reason = f"n-max {chosen}{needs} is fastest beyond noise in {votes[chosen]} of {len(classes)} classes ({wins})"
     return Recommendation(chosen, reason, per_class, workaround)
+
+
+def _unmeasured(groups: Sequence[GroupStats]) -> str | None:
+    """Why there is nothing to compare (no baseline, or no MTP configuration, ran), or None."""
+    baselines = [g for g in groups if g.n_max is None]
+    if not any(g.tokens_per_second is not None for g in baselines):
+        failed = next((g for g in baselines if g.error), None)
+        return f"no baseline run finished ({failed.error})" if failed else "no baseline run finished"
+    mtp = [g for g in groups if g.n_max is not None and g.synthetic is None]
+    if not any(g.tokens_per_second is not None for g in mtp):
+        failed = next((g for g in mtp if g.error), None)
+        return f"no MTP configuration ran ({failed.label}: {failed.error})" if failed else "no MTP configuration ran"
+    return None
 
 
 def _real_mtp(groups: Sequence[GroupStats], prompt_class: str) -> list[GroupStats]:
@@ -287,7 +305,7 @@ def _recommend_class(groups: Sequence[GroupStats], prompt_class: str) -> ClassRe
             return ClassRecommendation(prompt_class, None, None, f"leave MTP off: {crash}")
         failed = next((g for g in _real_mtp(groups, prompt_class) if g.error), None)
         why = f" ({failed.label}: {failed.error})" if failed else ""
-        return ClassRecommendation(prompt_class, None, None, f"leave MTP off: no MTP configuration ran{why}")
+        return ClassRecommendation(prompt_class, None, None, f"no measurement: no MTP configuration ran{why}")
     best = max(measured, key=lambda g: g.speedup or 0.0)
     assert best.speedup is not None and best.tokens_per_second is not None
     figures = (
