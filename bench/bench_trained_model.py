@@ -58,8 +58,9 @@ def _prompts(per_class: int, chars: int, out: Path) -> Path:
     return path
 
 
-def _sweep(model: Path, prompts: Path, args: argparse.Namespace, out: Path, mtp_file: Path | None = None) -> list[dict]:
-    options = SweepOptions(n_max=tuple(args.n_max), repeat=args.repeat, prompts=str(prompts), n_predict=args.n_predict,
+def _sweep(model: Path, prompts: Path, args: argparse.Namespace, out: Path, n_max: list[int],
+           mtp_file: Path | None = None) -> list[dict]:
+    options = SweepOptions(n_max=tuple(n_max), repeat=args.repeat, prompts=str(prompts), n_predict=args.n_predict,
                            server_args=("-t", str(args.threads)), out_dir=out, plot=False, mtp_file=mtp_file)
     report = run_sweep(model, options)
     rows = []
@@ -118,7 +119,9 @@ def _replay(prompts: Path, n_predict: int) -> dict[str, dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n-max", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 3, 4])
-    parser.add_argument("--prompts-per-class", type=int, default=12)
+    parser.add_argument("--variant-n-max", type=lambda s: [int(x) for x in s.split(",")], default=[1, 3],
+                        help="draft lengths for the low-bit heads and the other seed's sidecar")
+    parser.add_argument("--prompts-per-class", type=int, default=8)
     parser.add_argument("--prompt-chars", type=int, default=600)
     parser.add_argument("--n-predict", type=int, default=128)
     parser.add_argument("--repeat", type=int, default=1)
@@ -144,7 +147,8 @@ def main() -> None:
         variants.append(("trunk + sidecar of seed 1", trunk, args.other_sidecar))
     for name, model, mtp_file in variants:
         began = time.perf_counter()
-        rows = _sweep(model, prompts, args, out / name.replace(" ", "-"), mtp_file)
+        n_max = args.n_max if model == SHIPPED_GGUF else args.variant_n_max
+        rows = _sweep(model, prompts, args, out / name.replace(" ", "-"), n_max, mtp_file)
         causes = _diagnose(model, mtp_file) if "diagnose" not in skip else []
         results["variants"][name] = {"sweep": rows, "diagnose": causes, "seconds": round(time.perf_counter() - began, 1)}
         print(f"\n== {name} ({time.perf_counter() - began:.0f} s); diagnose: {', '.join(causes)}")

@@ -196,3 +196,37 @@ def test_held_out_split_depends_on_the_path_alone() -> None:
     chosen = [p for p in paths if held_out(p)]
     assert chosen == [p for p in paths if held_out(p)]
     assert 0.03 < len(chosen) / len(paths) < 0.07
+
+
+@needs_converter
+def test_compact_vocabulary_is_an_exact_full_vocabulary_model() -> None:
+    """Training over kept tokens plus one shared row (+log N) gives the very probabilities of the
+    full-vocabulary model that checkpoint.published_tensors writes, for kept and rare tokens alike."""
+    import numpy as np
+    import torch
+
+    from mtpinspect.training.checkpoint import from_published, published_tensors
+    from mtpinspect.training.model import Shape, TinyGlm, Vocabulary
+
+    torch.manual_seed(0)
+    vocab = Vocabulary(np.array([0, 3, 5, 7, 11, 12]), 20)
+    shape = Shape(vocab=20, hidden=32, layers=1, heads=2, ff=64, expert_ff=32)
+    compact = TinyGlm(shape, vocab)
+    cfg = {"vocab_size": 20, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+           "intermediate_size": 64, "n_routed_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 32,
+           "n_shared_experts": 1, "rope_theta": 10000.0, "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-5,
+           "max_position_embeddings": 64, "routed_scaling_factor": 1.0, "norm_topk_prob": False}
+    full = from_published(published_tensors(compact, vocab), cfg)
+    ids = torch.tensor([[3, 5, 11, 0, 7, 12]])
+    with torch.no_grad():
+        small = torch.log_softmax(compact.logits(compact.trunk(ids)), -1)
+        big = torch.log_softmax(full.logits(full.trunk(torch.tensor(vocab.kept)[ids])), -1)
+        head_small = torch.log_softmax(compact.logits(compact.mtp_hidden(compact.trunk(ids), ids)), -1)
+        head_big = torch.log_softmax(full.logits(full.mtp_hidden(full.trunk(torch.tensor(vocab.kept)[ids]),
+                                                                 torch.tensor(vocab.kept)[ids])), -1)
+    kept = torch.tensor(vocab.kept)
+    assert torch.allclose(small[..., : len(kept)], big[..., kept], atol=1e-5)
+    assert torch.allclose(head_small[..., : len(kept)], head_big[..., kept], atol=1e-5)
+    # A rare token's probability is the shared class's, split evenly over its N rows.
+    rare = [t for t in range(20) if t not in vocab.kept]
+    assert torch.allclose(small[..., vocab.rare] - np.log(len(rare)), big[..., rare[0]], atol=1e-5)

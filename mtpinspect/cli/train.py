@@ -46,7 +46,8 @@ def command(out: Path, steps: int | None, seed: int, force: bool, fmt: str) -> i
     result = train(out, recipe, cache=cache_dir() / "training", force=force,
                    progress=lambda line: print(f"train: {line}", file=sys.stderr, flush=True))
     rows = [{"class": f["cls"], "agreement": f["agreement"], "main_accuracy": f["main_accuracy"],
-             "mtp_accuracy": f["mtp_accuracy"], "distinct_share": f["distinct_share"], "entropy": f["entropy"]}
+             "mtp_accuracy": f["mtp_accuracy"], "distinct_share": f["distinct_share"],
+             "top_token_share": f["top_token_share"], "entropy": f["entropy"]}
             for f in result.record["held_out"]]
     sink.table(rows, list(rows[0]) if rows else ["class"], title=f"Held-out text after {recipe.steps} steps", primary=True)
     sink.text(f"\ncheckpoint: {result.folder}\ngguf: {result.gguf}\ncurve: {result.curve}")

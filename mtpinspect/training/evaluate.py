@@ -7,6 +7,8 @@ head from a degenerate one.
 - ``main_accuracy`` / ``mtp_accuracy``: greedy tokens equal to the text's;
 - ``distinct_share``: distinct greedy tokens of the trunk over positions (a model that emits a handful
   of frequent tokens has a high agreement and a share near 0);
+- ``top_token_share``: the share of positions where the trunk's greedy token is its most frequent one:
+  the agreement of a head that always drafted that token, the chance level ``agreement`` must beat;
 - ``entropy``: the trunk's mean predictive entropy in nats over the full vocabulary.
 """
 
@@ -28,6 +30,7 @@ class ClassFigures:
     main_accuracy: float
     mtp_accuracy: float
     distinct_share: float
+    top_token_share: float
     entropy: float
 
     def as_dict(self) -> dict:
@@ -50,7 +53,7 @@ def figures(model: TinyGlm, vocab: Vocabulary, cls: str, stream: np.ndarray, cou
     ids = torch.from_numpy(vocab.to_compact[windows(stream, count, length, seed)])
     agree = main_ok = mtp_ok = positions = 0
     entropy = 0.0
-    greedy_tokens: set[int] = set()
+    greedy_tokens: list[torch.Tensor] = []
     for row in ids.split(8):
         hidden = model.trunk(row)
         raw = model.lm_head(hidden)  # one logit per row of the full matrix: rare rows share theirs
@@ -63,7 +66,7 @@ def figures(model: TinyGlm, vocab: Vocabulary, cls: str, stream: np.ndarray, cou
         main_ok += int(((main[:, 1:-1] == truth) & kept).sum())
         mtp_ok += int(((head[:, 1:-1] == truth) & kept).sum())
         positions += truth.numel()
-        greedy_tokens.update(main[:, 1:-1].flatten().tolist())
+        greedy_tokens.append(main[:, 1:-1].flatten())
         logp = torch.log_softmax(model.logits(hidden), -1)
         p = logp.exp()
         class_entropy = -(p * logp).sum(-1)
@@ -71,8 +74,9 @@ def figures(model: TinyGlm, vocab: Vocabulary, cls: str, stream: np.ndarray, cou
             class_entropy = class_entropy + p[..., vocab.rare] * np.log(vocab.n_rare)
         entropy += float(class_entropy[:, 1:-1].sum())
     model.train()
+    counts = torch.bincount(torch.cat(greedy_tokens))
     return ClassFigures(cls, positions, agree / positions, main_ok / positions, mtp_ok / positions,
-                        len(greedy_tokens) / positions, entropy / positions)
+                        int((counts > 0).sum()) / positions, int(counts.max()) / positions, entropy / positions)
 
 
 @dataclass(frozen=True)

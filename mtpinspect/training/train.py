@@ -67,87 +67,129 @@ def _prepared_out(out: Path, force: bool) -> None:
         raise OutputError(f"{out}: the folder is not empty (pass --force to replace what is in it)")
 
 
+@dataclass(frozen=True)
+class _Inputs:
+    tokenizer: Any
+    eot: int
+    streams: Any  # data.Streams
+    vocab: Any  # model.Vocabulary
+
+
 def train(out: Path, recipe: Recipe = Recipe(), *, cache: Path, force: bool = False, progress: Progress | None = None) -> TrainResult:
-    """Train, save OUT/checkpoint (Hugging Face folder), OUT/model-Q8_0.gguf and OUT/curve.jsonl.
-    Everything is written into a temporary folder beside OUT and moved into place at the end, so a
-    failed or interrupted run leaves nothing half-written."""
-    import numpy as np
-    import torch
-
-    from mtpinspect.training import checkpoint, data, evaluate, tokenizer, toolchain
-    from mtpinspect.training.model import Shape, TinyGlm, Vocabulary, losses
-
+    """Train, save OUT/checkpoint (Hugging Face folder), OUT/model-Q8_0.gguf, OUT/curve.jsonl and
+    OUT/state.pt. Everything is written into a temporary folder beside OUT and moved into place at the
+    end, so a failed or interrupted run leaves nothing half-written."""
     say = progress or (lambda _: None)
     _prepared_out(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         work.chmod(0o755)  # mkdtemp makes it private; OUT is an ordinary folder
-        tools = toolchain.toolchain()
-        tok = tokenizer.build(tools.vocab(tokenizer.VOCAB))
-        eot = tok.convert_tokens_to_ids(tokenizer.END_OF_TEXT)
-        streams = data.load(cache, tok, eot, say)
-        counts = streams.counts(tokenizer.PADDED_VOCAB)
-        vocab = Vocabulary(np.nonzero(counts >= recipe.min_count)[0], tokenizer.PADDED_VOCAB)
-        shape = Shape(vocab=tokenizer.PADDED_VOCAB, layers=recipe.layers)
-
-        torch.manual_seed(recipe.seed)
-        torch.set_num_threads(recipe.threads)
-        rng = np.random.default_rng(recipe.seed)
-        model = TinyGlm(shape, vocab)
-        decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-        rest = [p for n, p in model.named_parameters() if p.dim() < 2]
-        opt = torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay}, {"params": rest, "weight_decay": 0.0}],
-                                lr=recipe.lr, betas=(0.9, 0.95))
-        train_streams = {c: vocab.to_compact[s] for c, s in streams.train.items()}
-        curve_path = work / "curve.jsonl"
+        inputs = _inputs(cache, recipe, say)
         started = time.monotonic()
-        tokens = 0
-        with curve_path.open("w", encoding="utf-8") as curve:
-            for step in range(recipe.steps):
-                for group in opt.param_groups:
-                    group["lr"] = recipe.lr_at(step)
-                ids = torch.from_numpy(data.batch(train_streams, recipe.per_class, recipe.length, rng))
-                main, mtp = losses(model, ids)
-                opt.zero_grad(set_to_none=True)
-                (main + recipe.mtp_weight * mtp).backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
-                opt.step()
-                tokens += ids.numel()
-                row: dict[str, Any] = {"step": step + 1, "tokens": tokens, "seconds": round(time.monotonic() - started, 1),
-                                       "lr": recipe.lr_at(step), "main_loss": main.item(), "mtp_loss": mtp.item()}
-                last = step + 1 == recipe.steps
-                if (step + 1) % recipe.eval_every == 0 or last:
-                    row["held_out"] = [evaluate.figures(model, vocab, c, s, count=recipe.eval_windows).as_dict()
-                                       for c, s in streams.held_out.items()]
-                    say(_summary(row))
-                curve.write(json.dumps(row) + "\n")
-                curve.flush()
-        held = row.get("held_out", [])
-        record = {
-            "recipe": asdict(recipe),
-            "shape": shape.as_dict(),
-            "tokenizer": {"vocab": tokenizer.VOCAB, "kept_tokens": int(len(vocab.kept)), "rare_tokens": int(vocab.n_rare)},
-            "packages": streams.packages,
-            "documents": streams.documents,
-            "train_tokens": {c: int(len(s)) for c, s in streams.train.items()},
-            "tokens_seen": tokens,
-            "seconds": round(time.monotonic() - started, 1),
-            "torch": torch.__version__,
-            "held_out": held,
-        }
-        folder = work / "checkpoint"
-        cfg = checkpoint.config(shape, eos=eot, bos=tok.convert_tokens_to_ids("[gMASK]"))
-        checkpoint.save(folder, checkpoint.published_tensors(model, vocab), cfg, tok, record)
-        say(f"converting {folder.name} with the pinned convert_hf_to_gguf.py ({SHIPPED_OUTTYPE})")
-        gguf = toolchain.convert(folder, work / f"model-{SHIPPED_OUTTYPE.upper()}.gguf", SHIPPED_OUTTYPE)
-        torch.save({"model": model.state_dict(), "kept": vocab.kept}, work / "state.pt")
+        model, last = _fit(inputs, recipe, work / "curve.jsonl", say)
+        record = _record(inputs, recipe, model, last, time.monotonic() - started)
+        gguf = _save(work, inputs, model, record, say)
         if out.exists():
             shutil.rmtree(out)
         work.rename(out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return TrainResult(out / "checkpoint", out / gguf.name, out / "curve.jsonl", record)
+
+
+def _inputs(cache: Path, recipe: Recipe, say: Progress) -> _Inputs:
+    """The tokenizer, the token streams of every class and the tokens that get rows of their own."""
+    import numpy as np
+
+    from mtpinspect.training import data, tokenizer, toolchain
+    from mtpinspect.training.model import Vocabulary
+
+    tok = tokenizer.build(toolchain.toolchain().vocab(tokenizer.VOCAB))
+    eot = tok.convert_tokens_to_ids(tokenizer.END_OF_TEXT)
+    streams = data.load(cache, tok, eot, say)
+    counts = streams.counts(tokenizer.PADDED_VOCAB)
+    return _Inputs(tok, eot, streams, Vocabulary(np.nonzero(counts >= recipe.min_count)[0], tokenizer.PADDED_VOCAB))
+
+
+def _fit(inputs: _Inputs, recipe: Recipe, curve_path: Path, say: Progress) -> tuple[Any, dict[str, Any]]:
+    """The training loop; every step is a line of curve.jsonl, the held-out figures every eval_every
+    steps and at the end. Returns the model and the last line."""
+    import numpy as np
+    import torch
+
+    from mtpinspect.training import data, evaluate, tokenizer
+    from mtpinspect.training.model import Shape, TinyGlm, losses
+
+    vocab, streams = inputs.vocab, inputs.streams
+    # The order of the seeded draws (the weights, then the batches) is part of the recipe.
+    torch.manual_seed(recipe.seed)
+    torch.set_num_threads(recipe.threads)
+    rng = np.random.default_rng(recipe.seed)
+    model = TinyGlm(Shape(vocab=tokenizer.PADDED_VOCAB, layers=recipe.layers), vocab)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay}, {"params": rest, "weight_decay": 0.0}],
+                            lr=recipe.lr, betas=(0.9, 0.95))
+    train_streams = {c: vocab.to_compact[s] for c, s in streams.train.items()}
+    started = time.monotonic()
+    tokens = 0
+    row: dict[str, Any] = {}
+    with curve_path.open("w", encoding="utf-8") as curve:
+        for step in range(recipe.steps):
+            for group in opt.param_groups:
+                group["lr"] = recipe.lr_at(step)
+            ids = torch.from_numpy(data.batch(train_streams, recipe.per_class, recipe.length, rng))
+            main, mtp = losses(model, ids)
+            opt.zero_grad(set_to_none=True)
+            (main + recipe.mtp_weight * mtp).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
+            opt.step()
+            tokens += ids.numel()
+            row = {"step": step + 1, "tokens": tokens, "seconds": round(time.monotonic() - started, 1),
+                   "lr": recipe.lr_at(step), "main_loss": main.item(), "mtp_loss": mtp.item()}
+            if (step + 1) % recipe.eval_every == 0 or step + 1 == recipe.steps:
+                row["held_out"] = [evaluate.figures(model, vocab, c, s, count=recipe.eval_windows).as_dict()
+                                   for c, s in streams.held_out.items()]
+                say(_summary(row))
+            curve.write(json.dumps(row) + "\n")
+            curve.flush()
+    return model, row
+
+
+def _record(inputs: _Inputs, recipe: Recipe, model: Any, last: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """How the weights were made: training.json of the checkpoint."""
+    import torch
+
+    from mtpinspect.training import tokenizer
+
+    return {
+        "recipe": asdict(recipe),
+        "shape": model.shape.as_dict(),
+        "tokenizer": {"vocab": tokenizer.VOCAB, "kept_tokens": int(len(inputs.vocab.kept)), "rare_tokens": int(inputs.vocab.n_rare)},
+        "packages": inputs.streams.packages,
+        "documents": inputs.streams.documents,
+        "train_tokens": {c: int(len(s)) for c, s in inputs.streams.train.items()},
+        "tokens_seen": last.get("tokens", 0),
+        "seconds": round(seconds, 1),
+        "torch": torch.__version__,
+        "held_out": last.get("held_out", []),
+    }
+
+
+def _save(work: Path, inputs: _Inputs, model: Any, record: dict[str, Any], say: Progress) -> Path:
+    """The Hugging Face folder, its GGUF through the pinned converter, and the PyTorch state."""
+    import torch
+
+    from mtpinspect.training import checkpoint, toolchain
+
+    folder = work / "checkpoint"
+    cfg = checkpoint.config(model.shape, eos=inputs.eot, bos=inputs.tokenizer.convert_tokens_to_ids("[gMASK]"))
+    checkpoint.save(folder, checkpoint.published_tensors(model, inputs.vocab), cfg, inputs.tokenizer, record)
+    say(f"converting {folder.name} with the pinned convert_hf_to_gguf.py ({SHIPPED_OUTTYPE})")
+    gguf = toolchain.convert(folder, work / f"model-{SHIPPED_OUTTYPE.upper()}.gguf", SHIPPED_OUTTYPE)
+    torch.save({"model": model.state_dict(), "kept": inputs.vocab.kept}, work / "state.pt")
+    return gguf
 
 
 def _summary(row: dict[str, Any]) -> str:
