@@ -192,7 +192,9 @@ def _stand_in_cmake(folder: Path, server: Path, helper: Path) -> Path:
         f'if [ "$1" = "--build" ]; then echo "$@" >> "{log}"; echo "[ 38%] Building CXX object common/arg.cpp.o"; '
         '/bin/mkdir -p "$2/bin"; for t in "$@"; do case "$t" in '
         f'llama-server) /bin/cp "{server}" "$2/bin/llama-server";; '
-        f'mtpinspect-verify) /bin/cp "{helper}" "$2/bin/mtpinspect-verify";; esac; done; '
+        f'mtpinspect-verify) /bin/cp "{helper}" "$2/bin/mtpinspect-verify";; '
+        # The pipeline only copies what the build made: any executable stands in for llama-quantize.
+        f'llama-quantize) /bin/cp "{helper}" "$2/bin/llama-quantize";; esac; done; '
         'echo "[100%] Built target llama-server"; '
         'else test -f "$2/CMakeLists.txt" && echo "-- Configuring done"; fi',
     )
@@ -211,9 +213,10 @@ def test_build_pipeline_with_stand_in_cmake(
     lines: list[str] = []
     built = build_server("cpu", jobs=1, progress=lines.append)
     assert built == cached_server("cpu") and build_mod.cached_helper("cpu") == built.parent / build_mod.HELPER_NAME
-    assert "--target llama-server mtpinspect-verify" in builds.read_text()
+    assert "--target llama-server mtpinspect-verify llama-quantize" in builds.read_text()
     meta = build_mod.read_metadata("cpu") or {}
-    assert meta["targets"] == ["llama-server", "mtpinspect-verify"] and meta["helper_sha256"] == build_mod.helper_digest()
+    assert meta["targets"] == ["llama-server", "mtpinspect-verify", "llama-quantize"]
+    assert meta["helper_sha256"] == build_mod.helper_digest()
     assert any(a.startswith("-DCMAKE_PROJECT_llama.cpp_INCLUDE=") and a.endswith("mtpinspect-verify.cmake") for a in meta["cmake_args"])
     assert "[ 38%] Building CXX object common/arg.cpp.o" in lines and "[100%] Built target llama-server" in lines
     assert not any(line.startswith("-- ") for line in lines)
@@ -224,21 +227,22 @@ def test_build_pipeline_with_stand_in_cmake(
 
 
 @pytest.mark.server
-def test_cache_from_before_the_helper_builds_only_the_helper(
+def test_cache_from_before_the_helper_builds_only_the_missing_targets(
     server_binary: ServerBinary, helper_binary: Path, pinned_sdist: Path, clean_env: Path
 ) -> None:
     cache_root().mkdir(parents=True)
     (cache_root() / pinned_sdist.name).symlink_to(pinned_sdist)
     # A cache as earlier versions left it: llama-server and a build.json that names no helper.
     folder = build_mod.install_binaries({"llama-server": server_binary.path}, "cpu", ["-DCMAKE_BUILD_TYPE=Release"])
-    assert build_mod.missing_targets("cpu") == ["mtpinspect-verify"] and build_mod.find_helper() is None
+    assert build_mod.missing_targets("cpu") == ["mtpinspect-verify", "llama-quantize"] and build_mod.find_helper() is None
     server_mtime = (folder / build_mod.BINARY_NAME).stat().st_mtime_ns
     builds = _stand_in_cmake(clean_env, server_binary.path, helper_binary)
     build_server("cpu")
-    assert "--target mtpinspect-verify -j" in builds.read_text() and "llama-server" not in builds.read_text().split("--target")[1]
+    assert "--target mtpinspect-verify llama-quantize -j" in builds.read_text()
+    assert "llama-server" not in builds.read_text().split("--target")[1]
     assert build_mod.find_helper() == folder / build_mod.HELPER_NAME
     assert (folder / build_mod.BINARY_NAME).stat().st_mtime_ns == server_mtime  # kept as it was (copy2 keeps mtime)
-    assert build_mod.read_metadata("cpu")["targets"] == ["llama-server", "mtpinspect-verify"]
+    assert build_mod.read_metadata("cpu")["targets"] == ["llama-server", "mtpinspect-verify", "llama-quantize"]
     # A helper built from another version of helper/ is stale: the next build replaces it.
     meta_path = folder / build_mod.METADATA_NAME
     meta_path.write_text(meta_path.read_text().replace(build_mod.helper_digest(), "0" * 64))
