@@ -23,6 +23,8 @@ from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, Se
 from mtpinspect.sources.app_stores import AppModel, is_app_source
 from mtpinspect.sources.filenames import sidecar_ggufs
 from mtpinspect.sources.resolve import app_files
+from mtpinspect.sweep.engine_run import run_engine_visit
+from mtpinspect.sweep.engine_setup import EngineInfo, prepare_engine
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
 from mtpinspect.sweep.options import SweepOptions, check_bounds
@@ -49,8 +51,6 @@ from mtpinspect.sweep.report import (
     SweepReport,
     Synthetic,
 )
-from mtpinspect.sweep.engine_run import run_engine_visit
-from mtpinspect.sweep.engine_setup import EngineInfo, prepare_engine
 from mtpinspect.sweep.run import RunContext, run_visit
 from mtpinspect.sweep.statistics import DETERMINISM_NOTE, Recommendation, break_even, recommend, summarize
 from mtpinspect.vocabulary import App, RunStatus, ServerStatus

@@ -234,8 +234,10 @@ def request_counts(before: Metrics | None, after: Metrics | None, completion: Co
         reading, source = MeanLength(after.reported_mean_length, after.reported_acceptance), "its spec_accept_length gauge"
     if reading is None or reading.mean_length <= 0:
         return _NO_COUNTS, f"{spec.engine.value} reported no acceptance for this request"
-    steps = round(completion.predicted_n / reading.mean_length)
-    accepted = max(completion.predicted_n - steps, 0)
+    # The first token comes from the prompt's prefill; each verification step after it emits mean-length tokens.
+    decoded = max(completion.predicted_n - 1, 0)
+    steps = round(decoded / reading.mean_length)
+    accepted = max(decoded - steps, 0)
     counts = Metrics(float(steps * n_max), float(accepted), float(steps), {}, float(completion.predicted_n), {})
     return counts, f"counts rebuilt from {source} ({reading.mean_length:.2f}) and {completion.predicted_n} tokens"
 

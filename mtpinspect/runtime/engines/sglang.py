@@ -7,7 +7,7 @@ per decode logging interval, and with ``--enable-metrics`` only (appended when t
 Its scheduler logs the same figures per interval: ``Decode batch. #running-req: 1, ... accept len:
 2.31, accept rate: 0.65, ...`` (accept rate in newer versions). A request's mean length is the mean of
 the lines its decoding wrote, else the gauge; its counts are rebuilt from that and its token count
-(steps = tokens / mean length).
+(steps = tokens after the first / mean length).
 """
 
 from __future__ import annotations
