@@ -44,6 +44,7 @@ class StubState:
     v0: bool = False  # vLLM's V0 counters
     spec_metrics: bool = True  # False: /metrics without any speculative series
     metrics_on: bool = True  # False: no /metrics page (SGLang without --enable-metrics)
+    accepted: tuple[int, ...] = ACCEPTED  # accepted draft tokens per step, cycled
     counts: dict[str, float] = field(default_factory=dict)
     per_pos: list[float] = field(default_factory=list)
     gauge_length: float = 0.0
@@ -65,7 +66,7 @@ class StubState:
         """Counts one request; returns its text, its token count and its mean length."""
         emitted, steps, accepted = 1, 0, 0
         while emitted < max_tokens:
-            j = min(ACCEPTED[steps % len(ACCEPTED)], self.n) if self.n else 0
+            j = min(self.accepted[steps % len(self.accepted)], self.n) if self.n else 0
             j = min(j, max_tokens - emitted - 1)
             time.sleep(STEP_SECONDS * (1 + 0.1 * self.n))
             steps += 1

@@ -303,3 +303,47 @@ def test_llama_cpp_serve_with_the_users_own_command(server_binary: ServerBinary,
     assert str(model) in baseline.command
     assert report.engine is not None and report.engine.setting.startswith("--spec-type draft-mtp --spec-draft-n-max ")
     assert not [p for p in psutil.Process().children(recursive=True) if "llama-server" in p.name()]
+
+
+# -- diagnose --endpoint ---------------------------------------------------------------------------
+
+DIAGNOSE_SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[1] / "mtpinspect" / "schemas" / "diagnose.schema.json").read_text())
+
+
+def _diagnose(*states: StubState, extra: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    servers = [serve_in_thread(state) for state in states]
+    urls = [url for _, url in servers]
+    args = ["diagnose", "--endpoint", urls[0], *(("--baseline-endpoint", urls[1]) if len(urls) > 1 else ()), *extra]
+    try:
+        return run_cli(*args, "--format", "json", timeout=120), urls
+    finally:
+        for server, _ in servers:
+            server.shutdown()
+
+
+def test_diagnose_endpoint_measures_a_healthy_head_and_checks_determinism() -> None:
+    proc, urls = _diagnose(StubState("vllm", 3), StubState("vllm", 0))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, DIAGNOSE_SCHEMA)
+    assert doc["endpoint"] == urls[0] and doc["probe"]["server"]["version"] == "vllm 0.11.0"
+    mtp = [f for f in doc["probe"]["results"] if f["n_max"] == 3]
+    assert {f["prompt_class"] for f in mtp} == {"code", "prose-en"}
+    assert all(len(f["per_position"]) == 3 and f["acceptance"] > 0.4 for f in mtp)
+    notes = "\n".join(doc["notes"])
+    assert f"temp-0 determinism on {urls[1]}, baseline, code: the same prompt twice gave identical text" in notes
+    assert f"on {urls[0]}, n-max 3, code: the baseline's text exactly" in notes
+
+
+def test_diagnose_endpoint_with_a_head_that_never_agrees() -> None:
+    proc, _ = _diagnose(StubState("vllm", 3, accepted=(0,)), StubState("vllm", 0))
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["causes"][0]["code"] == "HEAD_DISAGREES"
+    assert all(f["acceptance"] == 0.0 for f in doc["probe"]["results"] if f["n_max"] == 3)
+
+
+def test_diagnose_endpoint_without_speculative_counters() -> None:
+    proc, _ = _diagnose(StubState("sglang", 2, spec_metrics=False))
+    error_line(proc, "sglang server with /metrics", "none of speculative decoding", "--speculative-algorithm")
