@@ -26,7 +26,7 @@ from mtpinspect.runtime.engines import spec_of
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.sweep import ProgressEvent, SweepOptions, run_sweep
 from mtpinspect.sweep.journal import Journal
-from mtpinspect.sweep.progress import RUN_DONE
+from mtpinspect.sweep.progress import NOTE, RUN_DONE
 from mtpinspect.sweep.records import RunRecord, ServerRecord
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 from mtpinspect.vocabulary import Engine, RunStatus, ServerStatus
@@ -74,7 +74,8 @@ def _stubs_running() -> list[psutil.Process]:
 
 def test_vllm_serve_reads_its_counters_per_position_and_stops_every_server(tmp_path: Path, prompts: Path) -> None:
     out = tmp_path / "out"
-    report = run_sweep(None, _options(out, prompts, engine=Engine.vllm, serve=VLLM))
+    events: list[ProgressEvent] = []
+    report = run_sweep(None, _options(out, prompts, engine=Engine.vllm, serve=VLLM), progress=events.append)
     jsonschema.validate(to_jsonable(report), SCHEMA)
     groups = {(g.configuration, g.prompt_class): g for g in report.results}
     one = groups[("n-max-1", "code")]
@@ -87,6 +88,7 @@ def test_vllm_serve_reads_its_counters_per_position_and_stops_every_server(tmp_p
     assert all(r.status == RunStatus.ok for r in runs) and len(runs) == 6
     baseline = next(s for s in servers if s.n_max is None)
     assert not any(t.startswith("--speculative") for t in baseline.command)  # dropped by the tool itself
+    assert any(e.phase == NOTE and e.message == "baseline ran: " + shlex.join(baseline.command) for e in events)
     assert report.server.version == "0.11.0" and report.server.command == baseline.command
     assert report.engine is not None and report.engine.engine is Engine.vllm
     n = report.recommendation.n_max

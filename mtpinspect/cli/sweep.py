@@ -25,7 +25,7 @@ from mtpinspect.sources.app_stores import is_app_source
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.api import JOURNAL_NAME
 from mtpinspect.sweep.options import N_MAX_BOUND, N_PREDICT_BOUND, REPEAT_BOUND, SEED_BOUND
-from mtpinspect.sweep.progress import RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
+from mtpinspect.sweep.progress import NOTE, RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
 from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.statistics import GroupStats
 from mtpinspect.vocabulary import Engine, WorkaroundMode
@@ -76,7 +76,7 @@ class ProgressBar:
     def _draw(self, event: ProgressEvent) -> None:
         filled = int(_BAR_WIDTH * event.done / event.total) if event.total else _BAR_WIDTH
         bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
-        if event.phase == SERVER_FAILED:
+        if event.phase in (SERVER_FAILED, NOTE):
             # Failures stay on screen; the bar is redrawn below them.
             self.stream.write("\r\x1b[K" + sanitize(_describe(event)) + "\n")
         label = sanitize(_describe(event))[:80]
@@ -270,6 +270,8 @@ def render(report: SweepReport, out: Output) -> None:
         out.text(f"{choice.prompt_class}: {choice.reason}")
     out.text(f"overall: {report.recommendation.reason}")
     if report.engine is not None:
+        if report.server.command:
+            out.text("the baseline ran: " + shlex.join(report.server.command))
         out.text(f"in {report.engine.engine.value}'s own options: {report.engine.setting}")
         if report.engine.command:
             out.text("your command: " + shlex.join(report.engine.command))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import shlex
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from mtpinspect.runtime.server import Completion, ServerDiedError, ServerStartEr
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import Configuration, PlannedRun, Visit
-from mtpinspect.sweep.progress import RUN_START, SERVER_START, ProgressTracker
+from mtpinspect.sweep.progress import NOTE, RUN_START, SERVER_START, ProgressTracker
 from mtpinspect.sweep.records import RunRecord, ServerRecord, measured_figures
 from mtpinspect.sweep.run import SETTLE_TIMEOUT_S, StartFailures, describe, warmup_tokens
 from mtpinspect.vocabulary import RunStatus, ServerStatus
@@ -106,7 +107,7 @@ def run_engine_visit(visit: Visit, ctx: EngineContext, tracker: ProgressTracker)
         record.version = engine_version(server.url, ctx.spec.engine)
         ctx.versions.append(record.version)
         if config.n_max is None and server.command:
-            tracker.emit(SERVER_START, "baseline command: " + " ".join(server.command), visit=visit)
+            tracker.emit(NOTE, "baseline ran: " + shlex.join(server.command), visit=visit)
         record.startup_seconds = time.perf_counter() - began
         with _sampler(server.pid) as sampler:
             record.rss_post_load_bytes = sampler.current_bytes() if sampler else None
