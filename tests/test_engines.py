@@ -349,3 +349,22 @@ def test_diagnose_endpoint_with_a_head_that_never_agrees() -> None:
 def test_diagnose_endpoint_without_speculative_counters() -> None:
     proc, _ = _diagnose(StubState("sglang", 2, spec_metrics=False))
     error_line(proc, "sglang server with /metrics", "none of speculative decoding", "--speculative-algorithm")
+
+
+def test_endpoint_marks_a_request_that_ran_beside_other_traffic(tmp_path: Path, prompts: Path) -> None:
+    state = StubState("vllm", 2)
+    server, url = serve_in_thread(state)
+
+    def someone_else(event: ProgressEvent) -> None:
+        if event.phase == RUN_DONE and event.prompt_id == "c1":
+            # Lands in the next request's window: the scrape after c1 has already been taken.
+            state.generate("another user's prompt", 10)
+
+    try:
+        run_sweep(None, _options(tmp_path / "out", prompts, n_max=(2,), endpoint=url), progress=someone_else)
+    finally:
+        server.shutdown()
+    runs, _ = _records(tmp_path / "out")
+    second = next(r for r in runs if r.prompt_id == "e1")
+    assert "other requests ran meanwhile" in (second.log_mismatch or "")
+    assert not (next(r for r in runs if r.prompt_id == "c1").log_mismatch or "")

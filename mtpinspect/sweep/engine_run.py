@@ -228,6 +228,10 @@ def request_counts(before: Metrics | None, after: Metrics | None, completion: Co
         if delta.drafts <= 0 < delta.draft_tokens:
             # vLLM's V0 engine counts no drafts: each verification step drafts the full length.
             delta = dataclasses.replace(delta, drafts=delta.draft_tokens / n_max)
+        if note is None and delta.tokens_predicted > completion.predicted_n > 0:
+            # A running server may serve others meanwhile; its counters are the server's, not the request's.
+            note = (f"the server generated {delta.tokens_predicted:.0f} tokens during this request's "
+                    f"{completion.predicted_n}: other requests ran meanwhile and are counted in")
         return delta, note
     reading = spec.log_reading(log_text) if spec.log_reading is not None else None
     source = "its log's accept len"
