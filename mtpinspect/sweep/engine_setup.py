@@ -146,7 +146,8 @@ def endpoint_draft_length(found: Identity, n_max: tuple[int, ...]) -> int:
     if len(n_max) == 1:
         N_MAX_BOUND.check(n_max[0])
         return n_max[0]
-    positions = len(found.metrics.accepted_per_pos) if found.metrics is not None else 0
+    # vLLM creates one per-position counter per draft position at start-up; llama-server only those it has seen.
+    positions = len(found.metrics.accepted_per_pos) if found.metrics is not None and found.engine is Engine.vllm else 0
     if n_max or not positions:
         raise UsageError(f"--endpoint: give the draft length {found.url} runs with as one --n-max N"
                          + ("" if positions else " (its counters do not say)"))
