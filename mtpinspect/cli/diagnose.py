@@ -115,7 +115,7 @@ def _cause_codes() -> list[dict[str, object]]:
 @click.option("--baseline-endpoint", "baseline_endpoint", metavar="URL",
               help="With --endpoint: the same model served without speculative decoding (speedup, same text).")
 @click.option("--n-max", "n_max", type=click.IntRange(1, None), default=None,
-              help="With --endpoint: its draft length, when its counters do not say (vLLM V0, SGLang).")
+              help="With --endpoint: its draft length (read from the counters of vLLM 0.8 and later otherwise).")
 @hub_options
 @start_timeout_option
 @format_option(csv="causes", schema="diagnose")
