@@ -368,3 +368,24 @@ def test_endpoint_marks_a_request_that_ran_beside_other_traffic(tmp_path: Path, 
     second = next(r for r in runs if r.prompt_id == "e1")
     assert "other requests ran meanwhile" in (second.log_mismatch or "")
     assert not (next(r for r in runs if r.prompt_id == "c1").log_mismatch or "")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--serve", VLLM], "--engine"),
+    (["--engine", "vllm", "--serve", VLLM, "--endpoint", "http://127.0.0.1:9"], "one of them"),
+    (["--engine", "vllm", "--serve", VLLM, "--synthetic", "0.5"], "--synthetic"),
+    (["--engine", "vllm", "--serve", VLLM, "--", "-ngl", "99"], "put them in the command"),
+    (["--engine", "vllm", "--serve", VLLM, "--baseline-endpoint", "http://127.0.0.1:9"], "--serve-baseline"),
+    (["--endpoint", "ftp://example.invalid"], "not an http"),
+])
+def test_option_mixups_are_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
+    error_line(run_cli("sweep", *args, "--out", str(tmp_path / "o"), timeout=60), needle)
+
+
+def test_endpoint_of_another_engine_than_said(tmp_path: Path) -> None:
+    server, url = serve_in_thread(StubState("vllm", 2))
+    try:
+        proc = run_cli("sweep", "--engine", "sglang", "--endpoint", url, "--out", str(tmp_path / "o"), timeout=60)
+    finally:
+        server.shutdown()
+    error_line(proc, f"{url} is a vllm server")

@@ -75,7 +75,8 @@ def run_sweep(
 
 
 def _run_sweep(model: Path | str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
-    if options.engine is not None or options.endpoint is not None:
+    if any(v is not None for v in (options.engine, options.serve, options.serve_baseline, options.endpoint,
+                                   options.baseline_endpoint)):
         return _run_engine_sweep(None if model is None else str(model), options, progress)
     app: AppModel | None = None
     if isinstance(model, str) and is_app_source(model):
