@@ -403,19 +403,19 @@ def identify(url: str, owners: dict[str, Engine]) -> Identity:
     url = url.rstrip("/")
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
         raise UsageError(f"{url}: not an http:// or https:// URL")
-    model, why = served_model(url)
+    model, owner = served_model(url)  # the owner, or why there is no model
     if model is None:
         status, body = http_get(url + "/", 5.0)
         seen = "nothing answers there" if status == 0 else f"GET / -> HTTP {status}{' ' + repr(body[:40]) if body else ''}"
-        raise SourceError(f"{url}: not an OpenAI-compatible LLM server (GET /v1/models: {why}; {seen})")
+        raise SourceError(f"{url}: not an OpenAI-compatible LLM server (GET /v1/models: {owner}; {seen})")
     metrics = scrape(url)
-    engine = _PREFIX_ENGINES.get(metrics.source) if metrics is not None else None
-    engine = engine or owners.get(why or "")
-    props = _json(http_get(url + "/props", 5.0)[1]) if engine in (None, Engine.llama_cpp) else None
-    if engine is None and isinstance(props, dict) and "default_generation_settings" in props:
-        engine = Engine.llama_cpp
+    engine = (_PREFIX_ENGINES.get(metrics.source) if metrics is not None else None) or owners.get(owner or "")
     if engine is None:
-        raise SourceError(f"{url}: an OpenAI-compatible server (model {model}, owned by {why or 'nobody'}) that is not "
+        props = _json(http_get(url + "/props", 5.0)[1])
+        if isinstance(props, dict) and "default_generation_settings" in props:
+            engine = Engine.llama_cpp
+    if engine is None:
+        raise SourceError(f"{url}: an OpenAI-compatible server (model {model}, owned by {owner or 'nobody'}) that is not "
                           "llama-server, vLLM or SGLang by its /metrics, /v1/models or /props")
     return Identity(url, engine, model, metrics, engine_version(url, engine))
 
