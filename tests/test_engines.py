@@ -389,3 +389,18 @@ def test_endpoint_of_another_engine_than_said(tmp_path: Path) -> None:
     finally:
         server.shutdown()
     error_line(proc, f"{url} is a vllm server")
+
+
+@pytest.mark.server
+def test_llama_cpp_endpoint_measured_without_restarting_it(server_binary: ServerBinary, tmp_path: Path,
+                                                          prompts: Path) -> None:
+    from mtpinspect.runtime.server import LlamaServer
+
+    model = write_tiny_model(tmp_path / "tiny.gguf", TinyModelSpec(acceptance="perfect"))[0]
+    with LlamaServer(server_binary, model, ["--spec-type", "draft-mtp", "--spec-draft-n-max", "2"],
+                     log_path=tmp_path / "server.log") as server:
+        report = run_sweep(None, _options(tmp_path / "out", prompts, n_max=(2,), n_predict=32, endpoint=server.url))
+        assert server.alive()  # measured, not restarted or stopped
+    group = next(g for g in report.results if g.prompt_class == "code")
+    assert group.acceptance == 1.0 and len(group.per_position) == 2
+    assert report.engine is not None and report.engine.engine is Engine.llama_cpp and report.server.path == server.url
