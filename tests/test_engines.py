@@ -298,6 +298,7 @@ def test_llama_cpp_serve_with_the_users_own_command(server_binary: ServerBinary,
     for n in (1, 2):
         group = groups[(f"n-max-{n}", "code")]
         assert group.acceptance == 1.0 and len(group.per_position) == n and group.drafted > 0
+        assert group.log_agrees is True  # its counters and its own "draft acceptance" lines, as today
     runs, servers = _records(out)
     assert all(r.status == RunStatus.ok for r in runs) and all(s.status == ServerStatus.started for s in servers)
     baseline = next(s for s in servers if s.n_max is None)

@@ -35,8 +35,8 @@ from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import Configuration, PlannedRun, Visit
 from mtpinspect.sweep.progress import NOTE, RUN_START, SERVER_START, ProgressTracker
-from mtpinspect.sweep.records import RunRecord, ServerRecord, measured_figures
-from mtpinspect.sweep.run import SETTLE_TIMEOUT_S, StartFailures, describe, warmup_tokens
+from mtpinspect.sweep.records import RunRecord, ServerRecord, cross_check, measured_figures
+from mtpinspect.sweep.run import SETTLE_TIMEOUT_S, StartFailures, describe, draft_log_line, warmup_tokens
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 _SETTLE_POLL_S = 0.02
@@ -171,7 +171,11 @@ def _warm_up(server: EngineServer, first: PlannedRun, ctx: EngineContext) -> _Cu
     completion = server.complete(first.prompt.text, max_tokens=warmup_tokens(first.configuration.n_max, ctx.options.n_predict),
                                  seed=ctx.options.seed, timeout=ctx.options.request_timeout)
     metrics = _settled(server, None, completion.predicted_n)
-    _, offset = server.log_since(0)
+    if ctx.spec.draft_lines and server.log_path is not None:
+        # The warm-up's own line must not be read as the first run's.
+        _, offset = draft_log_line(server, 0, expect=metrics is not None and metrics.draft_tokens > 0)
+    else:
+        _, offset = server.log_since(0)
     return _Cursor(offset, metrics)
 
 
@@ -204,12 +208,21 @@ def measure(server: EngineServer, run: PlannedRun, ctx: EngineContext, sampler: 
         return RunRecord(**base, status=status, error=str(exc), wall_seconds=time.perf_counter() - began,
                          finished_at=time.time(), rss_peak_bytes=_peak(sampler))
     cursor.metrics = after
-    text, cursor.log_offset = server.log_since(cursor.log_offset)
-    delta, note = request_counts(before, after, completion, config.n_max, ctx.spec, text)
-    figures = measured_figures(completion, delta)
+    if ctx.spec.draft_lines and server.log_path is not None:
+        offset = cursor.log_offset
+        delta, note = request_counts(before, after, completion, config.n_max, ctx.spec, "")
+        figures = measured_figures(completion, delta)
+        log, cursor.log_offset = draft_log_line(server, offset, expect=figures["drafted"] > 0)
+        agrees, mismatch = cross_check(figures, log)
+        extra = dict(log=log, log_agrees=agrees, log_mismatch="; ".join(m for m in (note, mismatch) if m) or None)
+    else:
+        text, cursor.log_offset = server.log_since(cursor.log_offset)
+        delta, note = request_counts(before, after, completion, config.n_max, ctx.spec, text)
+        figures = measured_figures(completion, delta)
+        extra = dict(log_mismatch=note)
     return RunRecord(**base, status=RunStatus.ok, error=None, wall_seconds=completion.wall_seconds,
-                     finished_at=time.time(), log_mismatch=note, rss_peak_bytes=_peak(sampler),
-                     gpu_memory_bytes=_gpu(server), **figures)
+                     finished_at=time.time(), rss_peak_bytes=_peak(sampler), gpu_memory_bytes=_gpu(server),
+                     **extra, **figures)
 
 
 def request_counts(before: Metrics | None, after: Metrics | None, completion: Completion, n_max: int | None,

@@ -64,6 +64,8 @@ class EngineSpec:
     setting: Callable[[int], str]  # the draft length N as the engine's own options
     # Mean acceptance length from the server's log text of one request (SGLang), None when none.
     log_reading: Callable[[str], MeanLength | None] | None = None
+    # It logs a ``draft acceptance`` line per request to cross-check the counters with (llama-server).
+    draft_lines: bool = False
 
     def baseline_tokens(self, tokens: list[str]) -> list[str]:
         """The template's tokens without the options that switch speculative decoding on."""

@@ -38,4 +38,5 @@ SPEC = EngineSpec(
     required=tuple(METRICS.spelled()),
     owned_by=("llamacpp",),
     setting=_setting,
+    draft_lines=True,
 )
