@@ -55,8 +55,7 @@ class EngineSetup:
     def recommendation(self, n_max: int | None) -> EngineRecommendation:
         """The recommended draft length in the engine's own options (and in the user's own command)."""
         if n_max is None:
-            options = " / ".join(o.rstrip("-") + ("*" if o.endswith("-") else "") for o in self.spec.spec_options[-2:])
-            setting = f"leave speculative decoding off (no {options})"
+            setting = f"leave speculative decoding off: run it {self.spec.off}"
             return EngineRecommendation(self.spec.engine, setting, self.baseline_tokens)
         command = [token.replace(N_FIELD, str(n_max)) for token in self.tokens] if self.tokens else None
         return EngineRecommendation(self.spec.engine, self.spec.setting(n_max), command)

@@ -62,6 +62,7 @@ class EngineSpec:
     required: tuple[str, ...]
     owned_by: tuple[str, ...]  # what its /v1/models says owns the model
     setting: Callable[[int], str]  # the draft length N as the engine's own options
+    off: str  # what leaving speculative decoding off means in its options
     # Mean acceptance length from the server's log text of one request (SGLang), None when none.
     log_reading: Callable[[str], MeanLength | None] | None = None
     # It logs a ``draft acceptance`` line per request to cross-check the counters with (llama-server).

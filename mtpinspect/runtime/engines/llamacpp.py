@@ -38,5 +38,6 @@ SPEC = EngineSpec(
     required=tuple(METRICS.spelled()),
     owned_by=("llamacpp",),
     setting=_setting,
+    off="without --spec-type and -md",
     draft_lines=True,
 )

@@ -45,5 +45,6 @@ SPEC = EngineSpec(
     required=("--enable-metrics",),
     owned_by=("sglang",),
     setting=_setting,
+    off="without the --speculative-* options",
     log_reading=log_reading,
 )

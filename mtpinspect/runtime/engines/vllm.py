@@ -29,4 +29,5 @@ SPEC = EngineSpec(
     required=(),  # /metrics is always on
     owned_by=("vllm",),
     setting=_setting,
+    off="without --speculative-config",
 )
