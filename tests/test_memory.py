@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
-from mtpinspect.runtime.memory import FAMILY_REFRESH_S, RssSampler, tree_rss
+from mtpinspect.runtime.memory import FAMILY_REFRESH_S, RssSampler, amd_vram_used, tree_rss
 
 MIB = 1 << 20
 # A parent that starts, after a pause, a child holding 200 MiB for a while (as a router-mode server
@@ -43,3 +44,14 @@ def test_the_sampler_reads_each_sample() -> None:
     # The allocation happens 0.2 s in, well within the first listing's second.
     assert sampler.peak_bytes > 300 * MIB
     assert tree_rss(proc.pid) == 0
+
+
+def test_amd_vram_is_read_from_the_amdgpu_driver(tmp_path: Path) -> None:
+    """The files the amdgpu driver writes under /sys/class/drm, laid out the same in a folder."""
+    for name, value in (("card1", "2147483648\n"), ("card0", "1048576\n")):
+        (tmp_path / name / "device").mkdir(parents=True)
+        (tmp_path / name / "device" / "mem_info_vram_used").write_text(value)
+    (tmp_path / "card2" / "device").mkdir(parents=True)  # an NVIDIA or Intel card: no such file
+    (tmp_path / "card0-DP-1").mkdir()  # a connector, not a card
+    assert amd_vram_used(tmp_path) == {0: 1048576, 1: 2147483648}
+    assert amd_vram_used(tmp_path / "card2") is None

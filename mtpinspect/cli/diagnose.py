@@ -53,7 +53,9 @@ def render(report: DiagnosisReport, out: Output) -> None:
                 for f in probe.figures
             ],
             ["configuration", "class", "acceptance", "mean length", "tok/s", "speedup", "error"],
-            title=f"Probe: llama-server {probe.server.version}, n_predict {probe.n_predict}, one round",
+            title=(f"Measured at {probe.server.path}: {probe.server.version}, n_predict {probe.n_predict}, two rounds"
+                   if report.endpoint else
+                   f"Probe: llama-server {probe.server.version}, n_predict {probe.n_predict}, one round"),
         )
         if probe.as_given is not None:
             given = probe.as_given
@@ -107,6 +109,13 @@ def _cause_codes() -> list[dict[str, object]]:
               help="Keep the probe's files (server logs, runs.jsonl) here (default: a temporary folder, removed).")
 @click.option("--revision", help="Branch, tag or commit of a Hub repo MODEL.")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved login).")
+@click.option("--endpoint", metavar="URL",
+              help="A running llama-server, vLLM or SGLang server: measured where it runs (never restarted), each "
+                   "prompt twice at temperature 0, acceptance per class and position from its counters.")
+@click.option("--baseline-endpoint", "baseline_endpoint", metavar="URL",
+              help="With --endpoint: the same model served without speculative decoding (speedup, same text).")
+@click.option("--n-max", "n_max", type=click.IntRange(1, None), default=None,
+              help="With --endpoint: its draft length (read from the counters of vLLM 0.8 and later otherwise).")
 @hub_options
 @start_timeout_option
 @format_option(csv="causes", schema="diagnose")
@@ -127,6 +136,9 @@ def command(
     start_timeout: float,
     fmt: str,
     policy: FetchPolicy,
+    endpoint: str | None,
+    baseline_endpoint: str | None,
+    n_max: int | None,
 ) -> int:
     """Explain zero or low MTP acceptance, or MTP that makes decoding slower, and say what to change.
 
@@ -145,6 +157,7 @@ def command(
       mtpinspect diagnose --log vllm.log
       mtpinspect diagnose unsloth/Qwen3.5-2B-MTP-GGUF:Q4_K_M --log server.log
       mtpinspect diagnose ollama:qwen3.6:27b-mtp-q4_K_M -- -t 8
+      mtpinspect diagnose --endpoint http://gpu-box:8000 --baseline-endpoint http://gpu-box:8001
     \b
     Exit status: 0 when no cause of low acceptance or slowdown is found, 1 when causes are found,
     2 on bad input (missing file, unreadable log, a model llama-server cannot run at all).
@@ -165,6 +178,9 @@ def command(
         probe_dir=probe_dir,
         policy=policy,
         start_timeout=start_timeout,
+        endpoint=endpoint,
+        baseline_endpoint=baseline_endpoint,
+        n_max=n_max,
     )
     render(report, Output(fmt))
     return report.exit_code

@@ -6,6 +6,7 @@ to stderr: a redrawn bar with ETA on a terminal, one line per run elsewhere (CI 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -19,14 +20,15 @@ from mtpinspect.cli._output import Output, OutputFormat, sanitize
 from mtpinspect.errors import INTERRUPTED, UsageError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.build import BACKENDS
+from mtpinspect.runtime.engines import ENGINE_NAMES
 from mtpinspect.sources.app_stores import is_app_source
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.api import JOURNAL_NAME
 from mtpinspect.sweep.options import N_MAX_BOUND, N_PREDICT_BOUND, REPEAT_BOUND, SEED_BOUND
-from mtpinspect.sweep.progress import RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
+from mtpinspect.sweep.progress import NOTE, RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
 from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.statistics import GroupStats
-from mtpinspect.vocabulary import WorkaroundMode
+from mtpinspect.vocabulary import Engine, WorkaroundMode
 
 _BAR_WIDTH = 24
 
@@ -74,7 +76,7 @@ class ProgressBar:
     def _draw(self, event: ProgressEvent) -> None:
         filled = int(_BAR_WIDTH * event.done / event.total) if event.total else _BAR_WIDTH
         bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
-        if event.phase == SERVER_FAILED:
+        if event.phase in (SERVER_FAILED, NOTE):
             # Failures stay on screen; the bar is redrawn below them.
             self.stream.write("\r\x1b[K" + sanitize(_describe(event)) + "\n")
         label = sanitize(_describe(event))[:80]
@@ -127,6 +129,18 @@ class ProgressBar:
               help="auto: when an MTP configuration crashes llama-server and the baseline does not, find the "
                    "smallest change that makes it start and decode (--no-repack, -fa off, ...) and retry once with "
                    "it, marked in the results; off: record the crash and go on.")
+@click.option("--engine", type=click.Choice(ENGINE_NAMES), default=None,
+              help="The engine --serve starts (llama.cpp, vllm, sglang); with --endpoint it is found from the server.")
+@click.option("--serve", metavar="COMMAND", default=None,
+              help="Your own server command, started per configuration: {n} is the draft length, {port} a free "
+                   "127.0.0.1 port, {model} MODEL. The baseline runs it without its speculative options.")
+@click.option("--serve-baseline", "serve_baseline", metavar="COMMAND", default=None,
+              help="The baseline's command (with {port}), instead of --serve without its speculative options.")
+@click.option("--endpoint", metavar="URL", default=None,
+              help="Measure a running llama-server, vLLM or SGLang server at URL without restarting it "
+                   "(--n-max N: its draft length, else read from its counters).")
+@click.option("--baseline-endpoint", "baseline_endpoint", metavar="URL", default=None,
+              help="With --endpoint: a running server of the same model without speculative decoding.")
 @click.pass_context
 def command(
     ctx: click.Context,
@@ -147,6 +161,11 @@ def command(
     fmt: str,
     no_plot: bool,
     workaround: str,
+    engine: str | None,
+    serve: str | None,
+    serve_baseline: str | None,
+    endpoint: str | None,
+    baseline_endpoint: str | None,
 ) -> int:
     """Measure MTP on this machine: baseline and each n-max, with a recommendation.
 
@@ -159,9 +178,15 @@ def command(
     Extra llama-server arguments follow `--`:
       mtpinspect sweep model.gguf --n-max 1,2,3 -- -ngl 99 -t 8
       mtpinspect sweep ollama:qwen3.6:27b-mtp-q4_K_M -- -ngl 99
+    On vLLM or SGLang (or llama-server started your way), with your own command or a running server:
+      mtpinspect sweep --engine vllm --serve "vllm serve Qwen/Qwen3-Next-80B-A3B --port {port}
+        --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": {n}}'"
+      mtpinspect sweep --endpoint http://gpu-box:8000 --n-max 3
     """
+    # A running server has one draft length: without --n-max it is read from its counters.
+    n_max_given = ctx.get_parameter_source("n_max") is not click.core.ParameterSource.DEFAULT
     options = SweepOptions(
-        n_max=_numbers(n_max, int, "--n-max"),
+        n_max=_numbers(n_max, int, "--n-max") if endpoint is None or n_max_given else (),
         repeat=repeat,
         order=order,
         prompts=prompts,
@@ -177,6 +202,11 @@ def command(
         plot=not no_plot,
         startup_timeout=start_timeout,
         workaround=WorkaroundMode(workaround),
+        engine=Engine(engine) if engine else None,
+        serve=serve,
+        serve_baseline=serve_baseline,
+        endpoint=endpoint,
+        baseline_endpoint=baseline_endpoint,
     )
     out = Output(fmt)
     bar = ProgressBar(out.errors)
@@ -212,8 +242,10 @@ def render(report: SweepReport, out: Output) -> None:
     if out.format is OutputFormat.json:
         return
     out.heading(f"MTP sweep of {report.model}")
+    server = (f"{report.engine.engine.value} {report.server.version}" if report.engine is not None
+              else f"llama-server {report.server.version} ({report.server.backend})")
     out.text(
-        f"llama-server {report.server.version} ({report.server.backend}); n_predict {report.settings['n_predict']}, "
+        f"{server}; n_predict {report.settings['n_predict']}, "
         f"seed {report.settings['seed']}, temperature 0, {report.settings['repeat']} round(s); "
         f"{report.runs.ok} of {report.runs.planned} runs measured"
         + (f", {report.runs.resumed} from an earlier invocation" if report.runs.resumed else "")
@@ -237,6 +269,12 @@ def render(report: SweepReport, out: Output) -> None:
     for choice in report.recommendation.per_class:
         out.text(f"{choice.prompt_class}: {choice.reason}")
     out.text(f"overall: {report.recommendation.reason}")
+    if report.engine is not None:
+        if report.server.command:
+            out.text("the baseline ran: " + shlex.join(report.server.command))
+        out.text(f"in {report.engine.engine.value}'s own options: {report.engine.setting}")
+        if report.engine.command:
+            out.text("your command: " + shlex.join(report.engine.command))
     if report.app is not None:
         out.text(f"in {APP_NAMES[report.app.app]} ({report.app.name}): {report.app.setting}")
         if report.app.command:

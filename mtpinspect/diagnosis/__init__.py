@@ -23,7 +23,7 @@ from typing import ClassVar
 from mtpinspect.diagnosis.app_terms import in_app_terms, ollama_run_settings
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.diagnosis.logs import LogEvidence, read_log, unreadable_note
-from mtpinspect.diagnosis.probe import PROBE_N_PREDICT, ProbeResult, run_probe
+from mtpinspect.diagnosis.probe import PROBE_N_PREDICT, ProbeResult, probe_endpoint, run_probe
 from mtpinspect.diagnosis.rank import gather_causes
 from mtpinspect.diagnosis.static import StaticEvidence, gather_static
 from mtpinspect.errors import SourceError, UsageError
@@ -46,6 +46,7 @@ class DiagnosisReport:
     probe_skipped: str | None  # why no probe ran (None when it ran)
     logs: list[LogEvidence]
     notes: list[str] = field(default_factory=list)
+    endpoint: str | None = None  # diagnose --endpoint: the running server measured (its figures are the probe's)
 
     @property
     def exit_code(self) -> int:
@@ -75,6 +76,9 @@ def diagnose(
     probe_dir: Path | None = None,
     start_timeout: float = START_TIMEOUT_S,
     policy: FetchPolicy | None = None,
+    endpoint: str | None = None,
+    baseline_endpoint: str | None = None,
+    n_max: int | None = None,
 ) -> DiagnosisReport:
     """Explain low MTP acceptance of ``model`` (anything `check` takes) and/or the runs in ``log_files``.
 
@@ -84,11 +88,16 @@ def diagnose(
     ``prompts`` replaces the probe's built-in code and prose-en prompts; ``probe_dir`` keeps its files;
     ``start_timeout`` bounds each of its server starts; ``policy`` bounds the Hub requests of a Hub MODEL
     (timeout, retries, deadline).
+    ``endpoint`` is a running llama-server, vLLM or SGLang server (``baseline_endpoint`` the same model
+    without speculative decoding, ``n_max`` its draft length when its counters do not say): measured
+    where it runs instead of the probe (probe.probe_endpoint).
     Raises MtpinspectError subclasses for bad input (missing files, unreadable logs, a model the
     server cannot run at all).
     """
-    if model is None and not log_files:
-        raise UsageError("diagnose: give a MODEL, a --log FILE, or both")
+    if model is None and not log_files and endpoint is None:
+        raise UsageError("diagnose: give a MODEL, a --log FILE, an --endpoint URL, or several")
+    if baseline_endpoint is not None and endpoint is None:
+        raise UsageError("diagnose: --baseline-endpoint goes with --endpoint")
     if model is None and mtp_file is not None:
         raise UsageError("diagnose: --mtp-file needs a MODEL")
     if mtp_file is not None and not Path(mtp_file).expanduser().is_file():
@@ -104,17 +113,23 @@ def diagnose(
         from_app, origin = ollama_run_settings(app, static.report)
         settings = ServerArgs.of([*from_app, *settings]).checked()
     result, skipped = None, _skip_reason(model, static, probe)
-    if skipped is None and static is not None and static.local_model is not None:
+    measured: list[str] = []
+    if endpoint is not None:
+        result, measured = probe_endpoint(endpoint, baseline_url=baseline_endpoint, n_max=n_max, n_predict=n_predict,
+                                          prompts=prompts, out_dir=probe_dir)
+        skipped = None
+    elif skipped is None and static is not None and static.local_model is not None:
         result = run_probe(static.local_model, settings, sidecar=static.sidecar, sidecar_given=static.sidecar_given,
                            server=server, n_predict=n_predict, prompts=prompts, out_dir=probe_dir,
                            start_timeout=start_timeout)
     causes, notes = gather_causes(static, settings, result, logs)
+    notes += measured
     notes += [f"{log.path}: skipped {unreadable_note(log.unreadable)}" for log in logs if log.unreadable]
     if app is not None and static is not None:
         smallest = min((f.n_max for f in result.mtp_figures() if f.n_max), default=None) if result else None
         causes = in_app_terms(causes, app, static.report, smallest)
         notes = [*(f"run settings from {model}: {line}" for line in origin), *notes]
-    return DiagnosisReport(model, settings, causes, static, result, skipped, logs, notes)
+    return DiagnosisReport(model, settings, causes, static, result, skipped, logs, notes, endpoint)
 
 
 def _skip_reason(model: str | None, static: StaticEvidence | None, probe: bool) -> str | None:

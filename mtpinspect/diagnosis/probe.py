@@ -186,6 +186,60 @@ def run_probe(
         )
 
 
+def probe_endpoint(
+    url: str,
+    *,
+    baseline_url: str | None = None,
+    n_max: int | None = None,
+    n_predict: int = PROBE_N_PREDICT,
+    prompts: str | Path | None = None,
+    out_dir: Path | None = None,
+) -> tuple[ProbeResult, list[str]]:
+    """Measure a running llama-server, vLLM or SGLang server without restarting it (and the baseline's,
+    when given): each prompt twice at temperature 0, acceptance per class and position from its counters.
+    Returns the probe and the determinism check's lines."""
+    with ExitStack() as stack:
+        if out_dir is None:
+            out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtpinspect-diagnose-")))
+            kept = None
+        else:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            kept = str(out_dir)
+        prompt_set = load_prompts(prompts) if prompts is not None else load_builtin(list(PROBE_CLASSES))
+        # Two rounds: the same prompt twice is the temperature-0 determinism check.
+        report = run_sweep(None, SweepOptions(
+            n_max=(n_max,) if n_max is not None else (), repeat=2, prompts=tuple(prompt_set), n_predict=n_predict,
+            out_dir=out_dir / "sweep", plot=False, endpoint=url, baseline_endpoint=baseline_url,
+        ))
+        figures = [_figure(g) for g in report.results]
+        engine = report.engine.engine.value if report.engine else "server"
+        return ProbeResult(
+            server=ProbeServer(url, f"{engine} {report.server.version}"),
+            n_predict=n_predict,
+            prompt_classes=list(report.prompt_classes),
+            figures=figures,
+            failures=[f"{f.configuration}: {f.reason}" for f in report.failures],
+            as_given=None,
+            costs=_costs(figures),
+            out_dir=kept,
+        ), determinism_lines(report.results, url, baseline_url)
+
+
+def determinism_lines(groups: Sequence[GroupStats], url: str, baseline_url: str | None) -> list[str]:
+    """Per configuration and class: the same prompt twice at temperature 0, and against the baseline."""
+    lines = []
+    for g in groups:
+        where = f"temp-0 determinism on {url if g.n_max is not None else baseline_url}, {g.label}, {g.prompt_class}"
+        if g.repeats_identical is not None:
+            lines.append(f"{where}: the same prompt twice gave {'identical' if g.repeats_identical else 'DIFFERENT'} text")
+        if g.identical_to_baseline is False:
+            lines.append(f"{where}: differs from the baseline's text from character {g.first_divergence} "
+                         "(a near-tie flipped by batched verification, not a bug by itself)")
+        elif g.identical_to_baseline:
+            lines.append(f"{where}: the baseline's text exactly")
+    return lines
+
+
 def _run_as_given(
     binary: ServerBinary, model: Path, settings: ServerArgs, sidecar: Path | None, prompt: str, n_predict: int,
     log_path: Path, start_timeout: float,

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import threading
 import time
+from pathlib import Path
 from types import TracebackType
 
 import psutil
@@ -101,10 +102,33 @@ class RssSampler:
         self.stop()
 
 
+# Where the amdgpu kernel driver reports each card's VRAM in use, in bytes (what amd-smi and rocm-smi read).
+DRM_ROOT = Path("/sys/class/drm")
+
+
 def gpu_memory_used() -> dict[int, int] | None:
-    """Used memory in bytes per GPU index from nvidia-smi, or None without an NVIDIA driver."""
+    """Used memory in bytes per GPU index from nvidia-smi, else from the amdgpu driver; None without either."""
     if shutil.which("nvidia-smi") is None:
+        return amd_vram_used()
+    return _nvidia_used()
+
+
+def amd_vram_used(root: Path = DRM_ROOT) -> dict[int, int] | None:
+    """VRAM in use per AMD card (``cardN/device/mem_info_vram_used``), by card number; None without one."""
+    used: dict[int, int] = {}
+    try:
+        cards = [p for p in root.iterdir() if p.name.startswith("card") and p.name[4:].isdigit()]
+    except OSError:
         return None
+    for card in sorted(cards, key=lambda p: int(p.name[4:])):
+        try:
+            used[int(card.name[4:])] = int((card / "device" / "mem_info_vram_used").read_text(encoding="ascii").strip())
+        except (OSError, ValueError):
+            continue  # not an amdgpu card, or a value being rewritten
+    return used or None
+
+
+def _nvidia_used() -> dict[int, int] | None:
     try:
         done = subprocess.run(
             ["nvidia-smi", "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],

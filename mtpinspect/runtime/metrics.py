@@ -107,6 +107,12 @@ class Metrics:
             return ()
         return tuple(self.accepted_per_pos[i] / self.drafts for i in sorted(self.accepted_per_pos))
 
+    def restarted_since(self, before: Metrics) -> bool:
+        """A counter went down: the server restarted between the two scrapes (counters start at zero)."""
+        pairs = [(self.draft_tokens, before.draft_tokens), (self.accepted_tokens, before.accepted_tokens),
+                 (self.drafts, before.drafts), (self.tokens_predicted, before.tokens_predicted)]
+        return any(now < then for now, then in pairs)
+
     def delta(self, before: Metrics) -> Metrics:
         """What happened between an earlier scrape and this one (counters subtract; gauges keep this value)."""
         positions = set(self.accepted_per_pos) | set(before.accepted_per_pos)

@@ -85,3 +85,38 @@ def tree_cpu_seconds(pid: int) -> float:
             continue  # a child that exited between listing and reading
         total += times.user + times.system
     return total
+
+
+def stop_group(proc: subprocess.Popen, grace: float) -> None:
+    """Stop a ``start_new_session`` child in order: SIGTERM to its group (an engine frees its GPU memory
+    on the way out), SIGKILL to the group after ``grace`` seconds, then any descendant that left the
+    group (a launcher's workers may start their own sessions)."""
+    try:
+        family = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        family = []
+    if proc.poll() is None:
+        _signal_group(proc, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            proc.wait()
+    else:
+        kill_group(proc)  # the leader is gone; what it left in the group is not
+    for child in family:
+        try:
+            child.kill()
+            child.wait(timeout=5)
+        except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+            pass
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        if os.name == "nt":
+            proc.send_signal(sig)
+        else:
+            os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # already gone

@@ -23,6 +23,8 @@ from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, Se
 from mtpinspect.sources.app_stores import AppModel, is_app_source
 from mtpinspect.sources.filenames import sidecar_ggufs
 from mtpinspect.sources.resolve import app_files
+from mtpinspect.sweep.engine_run import run_engine_visit
+from mtpinspect.sweep.engine_setup import EngineInfo, prepare_engine
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
 from mtpinspect.sweep.options import SweepOptions, check_bounds
@@ -73,6 +75,9 @@ def run_sweep(
 
 
 def _run_sweep(model: Path | str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
+    if any(v is not None for v in (options.engine, options.serve, options.serve_baseline, options.endpoint,
+                                   options.baseline_endpoint)):
+        return _run_engine_sweep(None if model is None else str(model), options, progress)
     app: AppModel | None = None
     if isinstance(model, str) and is_app_source(model):
         files = app_files(model)
@@ -123,6 +128,40 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
             stopped = reason
             break
     report = build_report(journal, settings, configs, prompts, options, binary, tiny, resumed=len(done), app=app)
+    return _finish(report, stopped, options, journal)
+
+
+def _run_engine_sweep(model: str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
+    """The sweep on any engine: the user's server command per configuration, or a running server."""
+    setup = prepare_engine(model, options)
+    prompts = _prompts(options.prompts)
+    out_dir = Path(options.out_dir)
+    journal = Journal(out_dir / JOURNAL_NAME)
+    if not options.resume:
+        _set_aside(journal)
+    runs_before, _, _, _ = _matching(journal, setup.settings, setup.configs, prompts, options.repeat)
+    done = {r.key for r in runs_before if r.status == RunStatus.ok}
+    plan = build_plan(setup.configs, prompts, options.repeat, done, order=options.order)
+    tracker = ProgressTracker(plan, progress)
+    context = setup.context(options, journal, out_dir / "logs")
+    stopped = None
+    for index, visit in enumerate(plan.visits):
+        run_engine_visit(visit, context, tracker)
+        reason = context.starts.stop_reason()
+        if reason and index + 1 < len(plan.visits):
+            stopped = reason
+            break
+    report = build_report(journal, setup.settings, setup.configs, prompts, options, setup.info, False,
+                          resumed=len(done))
+    report.engine = setup.recommendation(report.recommendation.n_max)
+    version = next((v for v in reversed(context.versions) if v), setup.info.version)
+    report.server = dataclasses.replace(report.server, version=version or "unknown")
+    return _finish(report, stopped, options, journal)
+
+
+def _finish(report: SweepReport, stopped: str | None, options: SweepOptions, journal: Journal) -> SweepReport:
+    """The report and plot written next to the journal."""
+    out_dir = journal.path.parent
     if stopped:
         report.stopped = f"{stopped}; stopped with {report.runs.not_run} planned runs not run"
     try:
@@ -142,7 +181,7 @@ def build_report(
     configs: list[Configuration],
     prompts: list[Prompt],
     options: SweepOptions,
-    binary: ServerBinary,
+    binary: ServerBinary | EngineInfo,
     tiny: bool,
     *,
     resumed: int,
@@ -156,7 +195,7 @@ def build_report(
     classes = list(dict.fromkeys(p.prompt_class for p in prompts))
     groups = summarize(latest, servers, configs, classes)
     recommendation = recommend(groups, classes)
-    if not recommendation.measured and settings["mtp_file"] is None:
+    if not recommendation.measured and settings["mtp_file"] is None and "engine" not in settings:
         recommendation = dataclasses.replace(recommendation, reason=recommendation.reason + _sidecar_hint(settings["model"]))
     planned = len(configs) * len(prompts) * options.repeat
     ok = sum(1 for r in latest if r.status == RunStatus.ok)

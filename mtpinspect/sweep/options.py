@@ -10,7 +10,7 @@ from pathlib import Path
 from mtpinspect.errors import UsageError
 from mtpinspect.runtime.server import START_TIMEOUT_S
 from mtpinspect.sweep.prompts import Prompt
-from mtpinspect.vocabulary import WorkaroundMode
+from mtpinspect.vocabulary import Engine, WorkaroundMode
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,15 @@ class SweepOptions:
     startup_timeout: float = START_TIMEOUT_S
     request_timeout: float = 600.0
     workaround: WorkaroundMode = WorkaroundMode.auto
+    # Any engine (sweep/engine_run.py): its own server command per configuration, with {n} and {port}
+    # (and {model}) in it, and the baseline's (None: the template without its speculative options) ...
+    engine: Engine | None = None
+    serve: str | None = None
+    serve_baseline: str | None = None
+    # ... or a server already running at a URL (with the baseline's at another); n_max then names its draft
+    # length (empty: read from its per-position counters).
+    endpoint: str | None = None
+    baseline_endpoint: str | None = None
 
 
 # llama-server's logical batch (`--batch-size`, "default: 2048" in its --help): a draft goes to the target

@@ -18,6 +18,8 @@ SERVER_START = "server-start"
 SERVER_FAILED = "server-failed"
 RUN_START = "run-start"
 RUN_DONE = "run-done"
+# A line that stays on screen (the baseline command the tool made from a --serve template).
+NOTE = "note"
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.workarounds import Workaround
 from mtpinspect.sweep.records import TrialRecord
 from mtpinspect.sweep.statistics import BreakEven, GroupStats, Recommendation
-from mtpinspect.vocabulary import App
+from mtpinspect.vocabulary import App, Engine
 
 # A report.json larger than this is not one a sweep wrote.
 REPORT_LIMIT = 64 * 1024 * 1024
@@ -92,6 +92,15 @@ class AppRecommendation:
 
 
 @dataclass(frozen=True)
+class EngineRecommendation:
+    """The recommendation in the engine's own options (sweep --engine ... --serve, --endpoint)."""
+
+    engine: Engine
+    setting: str  # e.g. --speculative-config '{"method": "mtp", "num_speculative_tokens": 3}'
+    command: list[str] | None  # --serve: the user's own command with the recommended draft length in it
+
+
+@dataclass(frozen=True)
 class Synthetic:
     """What the --synthetic runs measured: per n-max, speedup against forced acceptance."""
 
@@ -118,6 +127,7 @@ class SweepReport:
     # Why the sweep stopped before its plan was done (servers that cannot start); None when it ran it all.
     stopped: str | None = None
     app: AppRecommendation | None = None  # the model came from Ollama's store or LM Studio's folder
+    engine: EngineRecommendation | None = None  # swept with --engine/--endpoint
 
 
 @dataclass(frozen=True)

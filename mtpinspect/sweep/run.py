@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mtpinspect.errors import MtpinspectError, ServerError
 from mtpinspect.formats.gguf import read_gguf_header
@@ -257,6 +257,10 @@ def _server_failed(
     return _Crashed(record.crash, tuple(runs)) if record.crash is not None else None
 
 
+class _LogSource(Protocol):
+    def log_since(self, offset: int) -> tuple[str, int]: ...
+
+
 @dataclass
 class _Cursor:
     """Where the previous request's output ends: in the log, and in the /metrics counters."""
@@ -289,7 +293,7 @@ def _warm_up(server: LlamaServer, first: PlannedRun, ctx: RunContext) -> _Cursor
     # Let the warm-up's counters and log line land, so the first run does not read them as its own. A
     # fresh server's counters start at zero, so no scrape is needed before it.
     after = _settled(server, 0.0, warmup.predicted_n)
-    _, log_offset = _log_line(server, 0, expect=after.draft_tokens > 0)
+    _, log_offset = draft_log_line(server, 0, expect=after.draft_tokens > 0)
     return _Cursor(log_offset, after)
 
 
@@ -388,7 +392,7 @@ def measure(
         return _failed(base, RunStatus.error, str(exc), began, sampler)
     cursor.metrics = after
     figures = measured_figures(completion, after.delta(before))
-    log, cursor.log_offset = _log_line(server, cursor.log_offset, expect=figures["drafted"] > 0)
+    log, cursor.log_offset = draft_log_line(server, cursor.log_offset, expect=figures["drafted"] > 0)
     agrees, mismatch = cross_check(figures, log)
     record = RunRecord(
         **base,
@@ -428,8 +432,8 @@ def _settled(server: LlamaServer, predicted_before: float, predicted_n: int) -> 
         pause = min(2 * pause, _SETTLE_POLL_S)
 
 
-def _log_line(server: LlamaServer, offset: int, *, expect: bool) -> tuple[LogFigures | None, int]:
-    """The request's ``draft acceptance`` line, waiting briefly for it when the request drafted."""
+def draft_log_line(server: _LogSource, offset: int, *, expect: bool) -> tuple[LogFigures | None, int]:
+    """The request's ``draft acceptance`` line (llama-server's), waiting briefly for it when the request drafted."""
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
     pause = _FIRST_POLL_S
     text = ""

@@ -1,0 +1,432 @@
+"""What every engine has in common: a server started from the user's own command or attached at a URL,
+asked through the OpenAI-compatible completions API and read through its Prometheus ``/metrics``.
+
+The differences between llama-server, vLLM and SGLang (which options switch speculative decoding on,
+how a draft length is said, where acceptance is read) are data in :class:`EngineSpec`, one module per
+engine (llamacpp.py, vllm.py, sglang.py). The sweep sees only :class:`EngineServer`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shlex
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from mtpinspect.errors import FormatError, OutputError, ServerError, SourceError, UsageError
+from mtpinspect.files import writable
+from mtpinspect.runtime.metrics import Metrics, parse_metrics
+from mtpinspect.runtime.process import die_with_parent, stop_group
+from mtpinspect.runtime.server import HOST, Completion, ServerDiedError, ServerStartError, describe_exit, free_port
+from mtpinspect.vocabulary import Engine
+
+N_FIELD = "{n}"
+PORT_FIELD = "{port}"
+MODEL_FIELD = "{model}"
+# Lines of the server's log quoted when it fails to start.
+LOG_TAIL_LINES = 5
+# A /metrics page or JSON answer larger than this is not one an engine wrote.
+_ANSWER_LIMIT = 16 * 1024 * 1024
+_POLL_S = 0.25
+# 127.0.0.1 must never go through an http_proxy from the environment (an endpoint elsewhere may need one).
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+_PROXIED = urllib.request.build_opener()
+
+
+@dataclass(frozen=True)
+class MeanLength:
+    """Acceptance an engine reports as a running average, not as counters (SGLang)."""
+
+    mean_length: float
+    acceptance: float | None
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """One engine's vocabulary: the options of speculative decoding, its draft length, its readings."""
+
+    engine: Engine
+    versions: str  # the releases whose flags, metric names and log lines this reads
+    # Options the baseline leaves out of a --serve template (each with its value); a prefix ends in "-".
+    spec_options: tuple[str, ...]
+    # Options the measurement needs on the command line (appended when missing): /metrics switched on.
+    required: tuple[str, ...]
+    owned_by: tuple[str, ...]  # what its /v1/models says owns the model
+    setting: Callable[[int], str]  # the draft length N as the engine's own options
+    off: str  # what leaving speculative decoding off means in its options
+    # Mean acceptance length from the server's log text of one request (SGLang), None when none.
+    log_reading: Callable[[str], MeanLength | None] | None = None
+    # It logs a ``draft acceptance`` line per request to cross-check the counters with (llama-server).
+    draft_lines: bool = False
+
+    def baseline_tokens(self, tokens: list[str]) -> list[str]:
+        """The template's tokens without the options that switch speculative decoding on."""
+        kept: list[str] = []
+        skip = False
+        for token in tokens:
+            if skip:
+                skip = False
+                continue
+            name = token.partition("=")[0]
+            if self._is_spec(name):
+                # "--flag value" drops the value too; "--flag=value" and a boolean flag do not.
+                skip = "=" not in token and not self._is_boolean(name)
+                continue
+            kept.append(token)
+        return kept
+
+    def _is_spec(self, name: str) -> bool:
+        return any(name == o or (o.endswith("-") and name.startswith(o)) or name.startswith(o + ".")
+                   for o in self.spec_options)
+
+    @staticmethod
+    def _is_boolean(name: str) -> bool:
+        # The speculative options these engines take without a value.
+        return name in BOOLEAN_SPEC_OPTIONS
+
+
+# llama.cpp's `--spec-draft-backend-sampling` (common/arg.cpp) is the only valueless one of the three engines'.
+BOOLEAN_SPEC_OPTIONS = frozenset({"--spec-draft-backend-sampling"})
+
+
+def check_template(template: str, option: str, *, needs_n: bool) -> list[str]:
+    """The template split like a shell would; UsageError when it lacks {port} (or {n})."""
+    try:
+        tokens = shlex.split(template)
+    except ValueError as exc:
+        raise UsageError(f"{option} {template!r}: cannot split it like a shell ({exc})") from None
+    if not tokens:
+        raise UsageError(f"{option}: the command is empty")
+    text = " ".join(tokens)
+    if needs_n and N_FIELD not in text:
+        raise UsageError(f"{option} {template!r}: no {N_FIELD} in it (where the draft length goes)")
+    if PORT_FIELD not in text:
+        raise UsageError(f"{option} {template!r}: no {PORT_FIELD} in it (where the free port the tool picks goes)")
+    return tokens
+
+
+def fill(tokens: list[str], *, n: int | None, port: int, model: str | None) -> list[str]:
+    """The command for one start: the fields replaced as text (a JSON option keeps its braces)."""
+    out = []
+    for token in tokens:
+        token = token.replace(PORT_FIELD, str(port))
+        if n is not None:
+            token = token.replace(N_FIELD, str(n))
+        if model is not None:
+            token = token.replace(MODEL_FIELD, model)
+        out.append(token)
+    return out
+
+
+# -- HTTP --------------------------------------------------------------------------------------------
+
+
+def _opener(url: str) -> urllib.request.OpenerDirector:
+    host = urllib.parse.urlsplit(url).hostname or ""
+    return _DIRECT if host in ("127.0.0.1", "localhost", "::1") else _PROXIED
+
+
+def http_get(url: str, timeout: float) -> tuple[int, bytes]:
+    """Status and body (bounded) of a GET; status 0 when nothing answered."""
+    try:
+        with _opener(url).open(url, timeout=timeout) as resp:
+            return resp.status, resp.read(_ANSWER_LIMIT)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(4096)
+    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
+        return 0, b""
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def served_model(url: str, timeout: float = 5.0) -> tuple[str | None, str | None]:
+    """The first model of GET /v1/models and its owner, or (None, why not)."""
+    status, body = http_get(url + "/v1/models", timeout)
+    doc = _json(body) if status == 200 else None
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, list) or not data or not isinstance(data[0], dict) or not isinstance(data[0].get("id"), str):
+        why = "no answer" if status == 0 else f"HTTP {status}" if status != 200 else "not a model list"
+        return None, why
+    owner = data[0].get("owned_by")
+    return data[0]["id"], owner if isinstance(owner, str) else ""
+
+
+def scrape(url: str, timeout: float = 30.0) -> Metrics | None:
+    """GET /metrics, parsed; None when the server has none (404, switched off, not Prometheus text)."""
+    status, body = http_get(url + "/metrics", timeout)
+    if status != 200:
+        return None
+    try:
+        return parse_metrics(body.decode("utf-8", errors="replace"))
+    except FormatError:
+        return None
+
+
+def complete(url: str, model: str, prompt: str, *, max_tokens: int, seed: int, timeout: float) -> Completion:
+    """POST /v1/completions at temperature 0 with a fixed seed, every token generated (ignore_eos).
+
+    Decode speed: the engine's own timings when it sends them (llama-server), else completion tokens
+    over the request's wall time (vLLM, SGLang: prefill of these short prompts is a few ms of it).
+    """
+    body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "seed": seed,
+            "ignore_eos": True, "stream": False}
+    request = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    began = time.perf_counter()
+    try:
+        with _opener(url).open(request, timeout=timeout) as resp:
+            payload = resp.read(_ANSWER_LIMIT)
+    except urllib.error.HTTPError as exc:
+        raise ServerError(f"{url}: POST /v1/completions -> HTTP {exc.code}: {exc.read(300).decode('utf-8', 'replace').strip()}") from None
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+        raise ServerError(f"{url}: POST /v1/completions failed: {getattr(exc, 'reason', exc)}") from None
+    wall = time.perf_counter() - began
+    raw = _json(payload)
+    choices = raw.get("choices") if isinstance(raw, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ServerError(f"{url}: /v1/completions answered without choices: {payload[:80]!r}")
+    usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else {}
+    timings = raw.get("timings") if isinstance(raw.get("timings"), dict) else {}
+    tokens = int(usage.get("completion_tokens") or timings.get("predicted_n") or 0)
+    rate = float(timings.get("predicted_per_second") or (tokens / wall if wall > 0 else 0.0))
+    return Completion(
+        text=str(choices[0].get("text", "")),
+        timings=timings,
+        raw=raw,
+        predicted_per_second=rate,
+        prompt_per_second=float(timings.get("prompt_per_second", 0.0)),
+        predicted_n=tokens,
+        draft_n=int(timings.get("draft_n", 0)),
+        draft_n_accepted=int(timings.get("draft_n_accepted", 0)),
+        wall_seconds=wall,
+    )
+
+
+# -- the servers -------------------------------------------------------------------------------------
+
+
+class EngineServer(Protocol):
+    """One server the sweep measures: started from a command or attached at a URL."""
+
+    spec: EngineSpec
+    url: str
+    command: list[str]
+    log_path: Path | None
+    model: str  # as /v1/models names it, for the requests
+
+    @property
+    def pid(self) -> int | None: ...
+
+    def start(self) -> None: ...
+
+    def counters(self) -> Metrics | None: ...
+
+    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float) -> Completion: ...
+
+    def log_since(self, offset: int) -> tuple[str, int]: ...
+
+    def stop(self) -> None: ...
+
+
+class CommandServer:
+    """The user's own server command, with {n}, {port} (and {model}) filled in, in its own process group."""
+
+    def __init__(self, spec: EngineSpec, tokens: list[str], *, n: int | None, model: str | None, log_path: Path,
+                 start_timeout: float, stop_grace: float = 15.0) -> None:
+        self.spec = spec
+        self._tokens = tokens
+        self._n = n
+        self._model_arg = model
+        self.log_path: Path | None = log_path
+        self.start_timeout = start_timeout
+        self.stop_grace = stop_grace
+        self.url = ""
+        self.command: list[str] = []
+        self.model = ""
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> None:
+        """Run the command and wait until /v1/models answers; ServerStartError with its last log lines."""
+        port = free_port()
+        self.url = f"http://{HOST}:{port}"
+        command = fill(self._tokens, n=self._n, port=port, model=self._model_arg)
+        self.command = command + [flag for flag in self.spec.required if flag not in command]
+        assert self.log_path is not None
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log = writable(self.log_path, through_link=True).open("wb")
+        except OSError as exc:
+            raise OutputError(f"{self.log_path}: cannot write the server log ({exc.strerror or exc})") from None
+        try:
+            self._proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=self._log,
+                                          stderr=subprocess.STDOUT, start_new_session=os.name != "nt",
+                                          preexec_fn=die_with_parent())
+        except OSError as exc:
+            self.stop()
+            raise ServerStartError(f"{self.command[0]}: cannot run it: {exc.strerror or exc}") from None
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            assert self._proc is not None
+            code = self._proc.poll()
+            if code is not None:
+                raise self._start_error(f"exited ({describe_exit(code)}) before answering", code)
+            model, _ = served_model(self.url, timeout=2.0)
+            if model is not None:
+                self.model = model
+                return
+            if time.monotonic() > deadline:
+                raise self._start_error(f"did not answer /v1/models within {self.start_timeout:g} s (--start-timeout)", None)
+            time.sleep(_POLL_S)
+
+    def _start_error(self, what: str, code: int | None) -> ServerStartError:
+        tail = self.log_tail()
+        reason = f"{what}; last log lines: {tail}" if tail else f"{what}; it wrote nothing"
+        return ServerStartError(f"{self.spec.engine.value} server {reason}", tail, code, reason)
+
+    def log_tail(self) -> str:
+        text, _ = self.log_since(0)
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return " | ".join(lines[-LOG_TAIL_LINES:])
+
+    def counters(self) -> Metrics | None:
+        self._check_alive("GET /metrics")
+        return scrape(self.url)
+
+    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float) -> Completion:
+        self._check_alive("POST /v1/completions")
+        try:
+            return complete(self.url, self.model, prompt, max_tokens=max_tokens, seed=seed, timeout=timeout)
+        except ServerError:
+            self._check_alive("POST /v1/completions")
+            raise
+
+    def _check_alive(self, during: str) -> None:
+        code = self._proc.poll() if self._proc is not None else None
+        if code is not None:
+            raise ServerDiedError(f"{self.spec.engine.value} server died during {during} ({describe_exit(code)}); "
+                                  f"last log lines: {self.log_tail()}", returncode=code)
+
+    def log_since(self, offset: int) -> tuple[str, int]:
+        if self.log_path is None:
+            return "", offset
+        try:
+            with self.log_path.open("rb") as fh:
+                fh.seek(offset)
+                data = fh.read(_ANSWER_LIMIT)
+        except OSError:
+            return "", offset
+        return data.decode("utf-8", errors="replace"), offset + len(data)
+
+    def stop(self) -> None:
+        """SIGTERM to its process group, SIGKILL after the grace period, then any child that left the group."""
+        if self._proc is not None:
+            stop_group(self._proc, self.stop_grace)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class AttachedServer:
+    """A server someone else started: measured where it runs, never started or stopped."""
+
+    def __init__(self, spec: EngineSpec, url: str, model: str) -> None:
+        self.spec = spec
+        self.url = url
+        self.model = model
+        self.command: list[str] = []
+        self.log_path: Path | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    def start(self) -> None:
+        model, why = served_model(self.url)
+        if model is None:
+            raise ServerStartError(f"{self.url}: /v1/models does not answer ({why})")
+
+    def counters(self) -> Metrics | None:
+        return scrape(self.url)
+
+    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float) -> Completion:
+        return complete(self.url, self.model, prompt, max_tokens=max_tokens, seed=seed, timeout=timeout)
+
+    def log_since(self, offset: int) -> tuple[str, int]:
+        return "", offset
+
+    def stop(self) -> None:
+        pass  # not ours to stop
+
+
+# -- finding what runs at a URL ----------------------------------------------------------------------
+
+_PREFIX_ENGINES = {"llamacpp": Engine.llama_cpp, "vllm": Engine.vllm, "sglang": Engine.sglang}
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What answers at a URL: the engine, the model it serves, its /metrics page (None: it has none)."""
+
+    url: str
+    engine: Engine
+    model: str
+    metrics: Metrics | None
+    version: str
+
+
+def identify(url: str, owners: dict[str, Engine]) -> Identity:
+    """The engine at ``url``, from its /metrics prefix, /v1/models owner or llama-server's /props;
+    SourceError in one line when it is not an OpenAI-compatible LLM server."""
+    url = url.rstrip("/")
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        raise UsageError(f"{url}: not an http:// or https:// URL")
+    model, owner = served_model(url)  # the owner, or why there is no model
+    if model is None:
+        status, body = http_get(url + "/", 5.0)
+        seen = "nothing answers there" if status == 0 else f"GET / -> HTTP {status}{' ' + repr(body[:40]) if body else ''}"
+        raise SourceError(f"{url}: not an OpenAI-compatible LLM server (GET /v1/models: {owner}; {seen})")
+    metrics = scrape(url)
+    engine = (_PREFIX_ENGINES.get(metrics.source) if metrics is not None else None) or owners.get(owner or "")
+    if engine is None:
+        props = _json(http_get(url + "/props", 5.0)[1])
+        if isinstance(props, dict) and "default_generation_settings" in props:
+            engine = Engine.llama_cpp
+    if engine is None:
+        raise SourceError(f"{url}: an OpenAI-compatible server (model {model}, owned by {owner or 'nobody'}) that is not "
+                          "llama-server, vLLM or SGLang by its /metrics, /v1/models or /props")
+    return Identity(url, engine, model, metrics, engine_version(url, engine))
+
+
+def engine_version(url: str, engine: Engine) -> str:
+    """The engine's version as it reports it (vLLM /version, SGLang /get_server_info, llama-server /props)."""
+    if engine is Engine.llama_cpp:
+        props = _json(http_get(url + "/props", 5.0)[1])
+        return str(props.get("build_info", "")) if isinstance(props, dict) else ""
+    doc = _json(http_get(url + ("/version" if engine is Engine.vllm else "/get_server_info"), 5.0)[1])
+    return str(doc.get("version", "")) if isinstance(doc, dict) else ""

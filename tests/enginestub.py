@@ -1,0 +1,228 @@
+"""A stand-in for a vLLM or SGLang server: the OpenAI completions API, /health, /v1/models and a Prometheus
+/metrics page with those engines' own metric names and label sets, for the engine paths of `sweep`
+and `diagnose` on a machine without a GPU.
+
+It decodes nothing; it counts like the engine would. Each verification step drafts n tokens and
+accepts a known number of them (``ACCEPTED``, cycled, capped at n), so a request's acceptance,
+mean length and per-position figures are known in advance. Each step costs a fixed time, so fewer
+steps (accepted drafts) are faster, as on a real engine.
+
+Run as the user's server command (what `sweep --serve` starts):
+    python tests/enginestub.py vllm --port 8000 --speculative-config '{"method": "mtp", "num_speculative_tokens": 3}'
+    python tests/enginestub.py sglang --port 8000 --speculative-algorithm EAGLE --speculative-num-steps 3 ...
+or in-process with :func:`serve_in_thread` (what `--endpoint` attaches to).
+
+Metric names and labels as the engines define them: vLLM V1 (vllm/v1/metrics/loggers.py, 0.9-0.11:
+``model_name`` and ``engine`` labels, per-position counters labelled ``position``, prometheus_client's
+``_total`` and ``_created`` samples); vLLM V0 (``--v0``: no drafts and no per-position counters,
+``spec_decode_num_emitted_tokens``); SGLang (python/sglang/srt/metrics/collector.py, 0.5: gauges
+``spec_accept_length`` and ``spec_accept_rate`` with a ``model_name`` label, with --enable-metrics only,
+and its scheduler's ``Decode batch`` log line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODEL = "stub/mtp-model"
+ACCEPTED = (3, 1, 0, 2)  # accepted draft tokens per verification step, cycled
+STEP_SECONDS = 0.002
+VERSIONS = {"vllm": "0.11.0", "sglang": "0.5.4"}
+
+
+@dataclass
+class StubState:
+    engine: str  # "vllm" or "sglang"
+    n: int  # draft length; 0: no speculative decoding
+    v0: bool = False  # vLLM's V0 counters
+    spec_metrics: bool = True  # False: /metrics without any speculative series
+    metrics_on: bool = True  # False: no /metrics page (SGLang without --enable-metrics)
+    accepted: tuple[int, ...] = ACCEPTED  # accepted draft tokens per step, cycled
+    counts: dict[str, float] = field(default_factory=dict)
+    per_pos: list[float] = field(default_factory=list)
+    gauge_length: float = 0.0
+    gauge_rate: float = 0.0
+    created: float = field(default_factory=time.time)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.restart()
+
+    def restart(self) -> None:
+        """What a server restart does to its counters: back to zero."""
+        with self.lock:
+            self.counts = {"drafts": 0.0, "draft_tokens": 0.0, "accepted": 0.0, "generation": 0.0, "prompt": 0.0}
+            self.per_pos = [0.0] * self.n
+            self.created = time.time()
+
+    def generate(self, prompt: str, max_tokens: int) -> tuple[str, int, float]:
+        """Counts one request; returns its text, its token count and its mean length."""
+        emitted, steps, accepted = 1, 0, 0
+        while emitted < max_tokens:
+            j = min(self.accepted[steps % len(self.accepted)], self.n) if self.n else 0
+            j = min(j, max_tokens - emitted - 1)
+            time.sleep(STEP_SECONDS * (1 + 0.1 * self.n))
+            steps += 1
+            accepted += j
+            emitted += j + 1
+            with self.lock:
+                if self.n:
+                    self.counts["drafts"] += 1
+                    self.counts["draft_tokens"] += self.n
+                    self.counts["accepted"] += j
+                    for position in range(j):
+                        self.per_pos[position] += 1
+        with self.lock:
+            self.counts["generation"] += emitted
+            self.counts["prompt"] += len(prompt.split())
+            if self.n and steps:
+                self.gauge_length = 1 + accepted / steps
+                self.gauge_rate = accepted / (steps * self.n)
+        text = " ".join(f"t{(len(prompt) + i) % 97}" for i in range(emitted))
+        return text, emitted, (1 + accepted / steps) if steps else 1.0
+
+    def metrics_page(self) -> str:
+        with self.lock:
+            return _vllm_page(self) if self.engine == "vllm" else _sglang_page(self)
+
+
+def _counter(lines: list[str], name: str, labels: str, value: float, created: float) -> None:
+    lines += [f"# HELP {name}_total stub", f"# TYPE {name}_total counter", f"{name}_total{{{labels}}} {value}",
+              f"{name}_created{{{labels}}} {created}"]
+
+
+def _vllm_page(state: StubState) -> str:
+    labels = f'engine="0",model_name="{MODEL}"'
+    lines = ["# HELP vllm:num_requests_running Number of requests in model execution batches.",
+             "# TYPE vllm:num_requests_running gauge", f"vllm:num_requests_running{{{labels}}} 0.0"]
+    _counter(lines, "vllm:prompt_tokens", labels, state.counts["prompt"], state.created)
+    _counter(lines, "vllm:generation_tokens", labels, state.counts["generation"], state.created)
+    if state.n and state.spec_metrics:
+        if not state.v0:
+            _counter(lines, "vllm:spec_decode_num_drafts", labels, state.counts["drafts"], state.created)
+        _counter(lines, "vllm:spec_decode_num_draft_tokens", labels, state.counts["draft_tokens"], state.created)
+        _counter(lines, "vllm:spec_decode_num_accepted_tokens", labels, state.counts["accepted"], state.created)
+        if state.v0:
+            emitted = state.counts["accepted"] + state.counts["drafts"]
+            _counter(lines, "vllm:spec_decode_num_emitted_tokens", labels, emitted, state.created)
+        else:
+            for position, value in enumerate(state.per_pos):
+                _counter(lines, "vllm:spec_decode_num_accepted_tokens_per_pos", f'{labels},position="{position}"',
+                         value, state.created)
+    return "\n".join(lines) + "\n"
+
+
+def _sglang_page(state: StubState) -> str:
+    labels = f'model_name="{MODEL}"'
+    lines: list[str] = []
+    _counter(lines, "sglang:prompt_tokens", labels, state.counts["prompt"], state.created)
+    _counter(lines, "sglang:generation_tokens", labels, state.counts["generation"], state.created)
+    lines += ["# HELP sglang:token_usage The token usage.", "# TYPE sglang:token_usage gauge", f"sglang:token_usage{{{labels}}} 0.0"]
+    if state.spec_metrics:
+        lines += ["# HELP sglang:spec_accept_length The average acceptance length of speculative decoding.",
+                  "# TYPE sglang:spec_accept_length gauge", f"sglang:spec_accept_length{{{labels}}} {state.gauge_length}",
+                  "# HELP sglang:spec_accept_rate The average acceptance rate of speculative decoding.",
+                  "# TYPE sglang:spec_accept_rate gauge", f"sglang:spec_accept_rate{{{labels}}} {state.gauge_rate}"]
+    return "\n".join(lines) + "\n"
+
+
+def handler_for(state: StubState) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, body: str | dict, content_type: str = "application/json") -> None:
+            data = (json.dumps(body) if isinstance(body, dict) else body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            if self.path == "/health":
+                self._send(200, "")
+            elif self.path == "/v1/models":
+                self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": state.engine}]})
+            elif self.path == "/metrics" and state.metrics_on:
+                self._send(200, state.metrics_page(), "text/plain; version=0.0.4")
+            elif self.path == "/version" and state.engine == "vllm":
+                self._send(200, {"version": VERSIONS["vllm"]})
+            elif self.path == "/get_server_info" and state.engine == "sglang":
+                self._send(200, {"version": VERSIONS["sglang"]})
+            else:
+                self._send(404, {"detail": "Not Found"})
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length", 0))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if self.path == "/stub/restart":
+                state.restart()
+                self._send(200, {})
+                return
+            if self.path != "/v1/completions":
+                self._send(404, {"detail": "Not Found"})
+                return
+            text, tokens, mean_length = state.generate(str(body.get("prompt", "")), int(body.get("max_tokens", 16)))
+            if state.engine == "sglang" and state.n:
+                # The scheduler's interval line, as SGLang 0.5 prints it.
+                print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] Decode batch. #running-req: 1, #token: {tokens}, "
+                      f"token usage: 0.00, accept len: {mean_length:.2f}, accept rate: {state.gauge_rate:.2f}, "
+                      "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0,", flush=True)
+            self._send(200, {"id": "cmpl-1", "object": "text_completion", "model": MODEL,
+                             "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
+                             "usage": {"prompt_tokens": 3, "completion_tokens": tokens, "total_tokens": tokens + 3}})
+
+    return Handler
+
+
+def serve_in_thread(state: StubState) -> tuple[ThreadingHTTPServer, str]:
+    """The stub on a free loopback port, answering from a daemon thread; returns it and its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(state))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def _draft_length(engine: str, args: argparse.Namespace) -> int:
+    if engine == "vllm" and args.speculative_config:
+        return int(json.loads(args.speculative_config)["num_speculative_tokens"])
+    if engine == "sglang" and args.speculative_algorithm:
+        return int(args.speculative_num_steps)
+    return 0
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("engine", choices=["vllm", "sglang"])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--speculative-config")
+    parser.add_argument("--speculative-algorithm")
+    parser.add_argument("--speculative-num-steps", default="0")
+    parser.add_argument("--speculative-num-draft-tokens")
+    parser.add_argument("--speculative-eagle-topk")
+    parser.add_argument("--enable-metrics", action="store_true")
+    parser.add_argument("--v0", action="store_true")
+    parser.add_argument("--exit-at-start", action="store_true", help="fail like a model that does not load")
+    parser.add_argument("--load-seconds", type=float, default=0.0, help="answer only after this long")
+    args = parser.parse_args(argv)
+    print(f"stub {args.engine} starting on port {args.port}", flush=True)
+    if args.exit_at_start:
+        print("ValueError: MTP speculative decoding layer 61 weights missing from checkpoint.", flush=True)
+        sys.exit(1)
+    time.sleep(args.load_seconds)
+    state = StubState(args.engine, _draft_length(args.engine, args), v0=args.v0,
+                      metrics_on=args.engine == "vllm" or args.enable_metrics)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(state))
+    print("Application startup complete.", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
