@@ -70,6 +70,7 @@ class Example:
     needs: Callable[[], str | None] = lambda: None  # why it cannot run here, or None
     timeout: float = 300
     columns: int = 120  # the terminal width tables are wrapped to
+    markdown: bool = False  # the output is Markdown (--format md): written as it is, not as a console block
 
     @property
     def command(self) -> str:
@@ -265,6 +266,7 @@ EXAMPLES = [
             keep=sections("Findings", "Runtimes", first=1)),
     Example("check-sidecar-rules-only", ("check", "Tiny-F32.gguf", "--no-verify"), 1, tiny_sidecar_without_embedding,
             keep=sections("Findings", "Runtimes", first=1)),
+    Example("check-codes", ("check", "--codes", "--format", "md"), 0, markdown=True),
     Example("check-stalled-hub", ("check", "acme/model", "--timeout", "2"), 2, stalled_listing, stderr=True),
     Example("find-glm", ("find", "zai-org/GLM-4.7", "--limit", "8", "--no-verify"), 0, census_tree, columns=200,
             volatile=(r"[\d.]+ MiB read, in " + TIMING,)),
@@ -276,6 +278,7 @@ EXAMPLES = [
             volatile=(r"\d+(\.\d+)?",)),
     Example("diagnose-log", ("diagnose", "--log", "cases/logs/vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), 1,
             copy_log("vllm-qwen3-next-fp8-dynamic-mtp-zero.log")),
+    Example("diagnose-codes", ("diagnose", "--codes", "--format", "md"), 0, markdown=True),
     Example("diagnose-log-short", ("diagnose", "--log", "cases/logs/vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), 1,
             copy_log("vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), keep=sections("Logs", first=1)),
     Example("diagnose-wrong-spec-type", ("diagnose", "model.gguf", "--", "--spec-type", "mtp", "-t", "1"), 1, tiny_model,
@@ -327,6 +330,8 @@ def render(example: Example, result: Run) -> str:
     while lines and not lines[-1].strip():
         lines = lines[:-1]
     tail = [f"[exit status {result.exit}]"] if result.exit else []
+    if example.markdown:  # a table the page shows as a table: the command is said in the text around it
+        return "\n".join([*(line.rstrip() for line in lines), *tail]) + "\n"
     return "\n".join(["```console", f"$ {example.command}", *(line.rstrip() for line in lines), *tail, "```"]) + "\n"
 
 
@@ -347,6 +352,13 @@ def shown_blocks(pages: tuple[Path, ...] = PAGES) -> Iterator[Shown]:
     for page in pages:
         for m in BLOCK.finditer(page.read_text()):
             body = m["body"]
+            example = BY_NAME.get(m["name"])
+            if example is not None and example.markdown:
+                lines = body.splitlines()
+                status = EXIT_LINE.match(lines[-1]) if lines else None
+                yield Shown(page, m["name"], example.command, lines[:-1] if status else lines,
+                            int(status[1]) if status else 0)
+                continue
             console = CONSOLE.search(body)
             lines = console["text"].splitlines() if console else []
             command = lines[0].removeprefix("$ ") if lines else ""
