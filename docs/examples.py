@@ -36,7 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the fixtures' helpers: hubstub, casekit, appstores, gguf_factory
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this checkout's mtpinspect; the fixtures' helpers (hubstub, ...)
+
+from mtpinspect.runtime.build import cache_root  # noqa: E402
+
+# The built llama-servers, read before anything moves the cache folder (the tests give each test its own).
+SERVERS = cache_root()
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 SHOWN_WORK = "/tmp/demo"  # the work folder, as the pages show it
 BLOCK = re.compile(r"(<!-- example: (?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /example -->)", re.S)
@@ -63,7 +68,7 @@ class Example:
     before: tuple[tuple[str, ...], ...] = ()  # mtpinspect commands run first, not shown (fill a cache)
     stderr: bool = False  # show stderr after stdout (errors); progress lines are never shown otherwise
     server: bool = False  # runs llama-server or llama.cpp's verify helper (built once: mtpinspect runtime build)
-    own_cache: bool = True  # a fresh mtpinspect cache folder; False: the user's (to show where the server is)
+    own_cache: bool = True  # a fresh mtpinspect cache folder; False: the user's (where the built server is)
     keep: Callable[[list[str]], list[str]] | None = None  # an excerpt of the output; None: all of it
     volatile: tuple[str, ...] = ()  # regexes of what changes from run to run: masked when compared
     stable: str | None = None  # regex: only shown lines that match it are compared (the rest are measurements)
@@ -118,13 +123,10 @@ def sections(*titles: str, first: int = 2) -> Callable[[list[str]], list[str]]:
 
 def _cache_folder(work: Path) -> Path:
     """A cache folder of the example's own whose built llama-servers are the user's (as the tests do)."""
-    from mtpinspect.runtime.build import cache_root
-
-    servers = cache_root()
     folder = work.parent / "cache"
     folder.mkdir()
-    servers.mkdir(parents=True, exist_ok=True)
-    (folder / servers.name).symlink_to(servers, target_is_directory=True)
+    SERVERS.mkdir(parents=True, exist_ok=True)
+    (folder / SERVERS.name).symlink_to(SERVERS, target_is_directory=True)
     return folder
 
 
@@ -234,14 +236,12 @@ def lmstudio_home(work: Path, stack: ExitStack) -> dict[str, str]:
     """LM Studio's models folder under HOME: a GGUF that bundles its head, and a trunk + mtp- pair."""
     from appstores import write_lmstudio_repo
 
-    from mtpinspect.runtime.build import cache_root
-
     models = _tiny_models(work.parent / "ggufs")
     home = work / "home"
     write_lmstudio_repo(home, "acme/Tiny-GGUF", [models["head"]])
     write_lmstudio_repo(home, "acme/Tiny-Pair-GGUF", [models["main"], models["sidecar"]])
     # HOME moves; the cache folder (the built llama-server and verify helper) stays where it is.
-    return {"HOME": str(home), "MTPINSPECT_CACHE_DIR": str(cache_root().parent)}
+    return {"HOME": str(home), "MTPINSPECT_CACHE_DIR": str(SERVERS.parent)}
 
 
 def _no_trained_model() -> str | None:
@@ -303,8 +303,7 @@ def run(example: Example) -> Run:
         work = Path(tmp) / "demo"
         work.mkdir()
         env = {**os.environ, "COLUMNS": str(example.columns), "LINES": "40", "PYTHONPATH": str(ROOT)}
-        if example.own_cache:
-            env["MTPINSPECT_CACHE_DIR"] = str(_cache_folder(work))
+        env["MTPINSPECT_CACHE_DIR"] = str(_cache_folder(work) if example.own_cache else SERVERS.parent)
         env.update(example.setup(work, stack))
         for args in example.before:
             subprocess.run([sys.executable, "-m", "mtpinspect", *args], cwd=work, env=env, capture_output=True,
