@@ -64,3 +64,14 @@ def test_example_runs_as_shown(example: examples.Example) -> None:
         assert missing == [], (f"{shown.page}: lines not in the output of `{example.command}` "
                                f"(python docs/examples.py --only {example.name} rewrites them)", missing,
                                result.lines)
+
+
+def test_relative_links_of_the_pages_lead_to_files() -> None:
+    import re
+
+    broken = []
+    for page in examples.PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)\s]*)?\)", page.read_text()):
+            if not re.match(r"[a-z]+:", target) and not (page.parent / target).exists():
+                broken.append(f"{page.name}: {target}")
+    assert broken == []
