@@ -290,6 +290,8 @@ EXAMPLES = [
             server=True, keep=sections("Runtimes", "In Ollama and LM Studio", "Commands", first=1)),
     Example("lmstudio-all", ("check", "lmstudio:", "--all"), 0, lmstudio_home, shown_env=("HOME",), server=True),
     Example("tiny-model", ("tiny-model", "tiny.gguf", "--acceptance", "0.5"), 0),
+    Example("tiny-model-short", ("tiny-model", "tiny.gguf", "--acceptance", "0.5"), 0,
+            keep=sections("Expected with", first=0)),
     Example("runtime", ("runtime",), 0, server=True, own_cache=False),
 ]
 BY_NAME = {e.name: e for e in EXAMPLES}
