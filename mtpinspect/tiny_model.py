@@ -25,7 +25,7 @@ a dense trunk with plain attention, plus one MoE MTP block ``blk.L``.
 Acceptance as a fraction ``p`` is the probability that one drafted token is accepted (the acceptance
 at ``--spec-draft-n-max 1``); deeper draft positions compound as p, p^2, ..., like a real head and like
 llama-server's ``--spec-synth-rates``. The poisoned tokens are picked by simulating llama-server's
-draft/verify loop (:func:`simulate`), so the expected figures for a given prompt are exact.
+draft/verify loop (:func:`mtpinspect.tiny_drafts.simulate`), so the expected figures for a given prompt are exact.
 ``TinyModelSpec.poisoned`` names them instead: a cluster of poisoned tokens makes acceptance depend on
 where in the chain a prompt starts (a model that drafts well for one prompt class and badly for another).
 
@@ -37,7 +37,6 @@ decode step, so that a good head speeds decoding up (figures: bench/README.md, "
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +48,7 @@ from mtpinspect.errors import UsageError
 from mtpinspect.files import writable, write_file
 from mtpinspect.formulas import expected_length
 from mtpinspect.sources.filenames import sidecar_path
+from mtpinspect.tiny_drafts import DraftRun, first_token, simulate
 
 ARCH = "glm4moe"
 LAYOUTS = ("bundled", "sidecar")
@@ -109,25 +109,6 @@ class TinyModelSpec:
     @property
     def mtp_block(self) -> int:
         return self.trunk_layers
-
-
-@dataclass(frozen=True)
-class DraftRun:
-    """What llama-server's greedy draft/verify loop does on a tiny model for one request."""
-
-    drafted: int
-    accepted: int
-    steps: int  # verification steps that carried a draft
-    per_position: tuple[int, ...]  # accepted tokens at each draft position
-
-    @property
-    def acceptance(self) -> float | None:
-        return self.accepted / self.drafted if self.drafted else None
-
-    @property
-    def mean_length(self) -> float | None:
-        """Tokens per verification step, as llama-server's log line computes it."""
-        return 1 + self.accepted / self.steps if self.steps else None
 
 
 def parse_acceptance(text: str) -> str | float:
@@ -195,12 +176,7 @@ def _validate(spec: TinyModelSpec) -> None:
             raise UsageError("sidecar_from must describe a model with an MTP head (nextn=True)")
 
 
-# -- what the head drafts ------------------------------------------------------------------------
-
-
-def successor(token: int, vocab: int) -> int:
-    """The main model's greedy next token."""
-    return (token + 1) % vocab
+# -- what the head drafts (tiny_drafts.py simulates llama-server's loop over it) -------------------
 
 
 def _rms_norm(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
@@ -240,54 +216,6 @@ def _calibration_error(vocab: int, poisoned: frozenset[int], p: float) -> float:
 
 def _draft_table(vocab: int, poisoned: frozenset[int]) -> tuple[int, ...]:
     return tuple((x + 2) % vocab if x in poisoned else (x + 1) % vocab for x in range(vocab))
-
-
-def simulate(drafts: Sequence[int], first_token: int, n_max: int, n_predict: int) -> DraftRun:
-    """llama-server's greedy loop on a tiny model: which drafts the target accepts.
-
-    ``drafts[x]`` is the token the head drafts after x. The first generated token comes from the
-    prompt; then each step drafts ``min(n_max, n_remaining - 1)`` tokens (the server's
-    ``get_n_draft_max``), the target accepts the longest correct prefix and adds its own token.
-    """
-    vocab = len(drafts)
-    per_position = [0] * n_max
-    drafted = accepted = steps = 0
-    last, decoded = first_token, 1
-    while decoded < n_predict:
-        n_draft = min(n_max, n_predict - decoded - 1)
-        if n_draft <= 0:
-            last, decoded = successor(last, vocab), decoded + 1
-            continue
-        good, current, expected = 0, last, last
-        while good < n_draft:
-            current, expected = drafts[current], successor(expected, vocab)
-            if current != expected:
-                break
-            per_position[good] += 1
-            good += 1
-        drafted, accepted, steps = drafted + n_draft, accepted + good, steps + 1
-        last, decoded = (last + good + 1) % vocab, decoded + good + 1
-    return DraftRun(drafted=drafted, accepted=accepted, steps=steps, per_position=tuple(per_position))
-
-
-def tokenize(text: str, vocab: int) -> list[int]:
-    """llama.cpp's `test` tokenizer: 5-byte chunks, each hashed (h*31 + byte) modulo the vocabulary."""
-    data = text.encode("utf-8")
-    tokens = []
-    for pos in range(0, len(data), 5):
-        value = 0
-        for byte in data[pos : pos + 5]:
-            value = (value * 31 + byte) % (1 << 64)
-        tokens.append(value % vocab)
-    return tokens
-
-
-def first_token(prompt: str, vocab: int) -> int:
-    """The first token the model generates after a prompt (the successor of its last token)."""
-    tokens = tokenize(prompt, vocab)
-    if not tokens:
-        raise UsageError("prompt is empty: the tiny model needs at least one token")
-    return successor(tokens[-1], vocab)
 
 
 # -- weights -------------------------------------------------------------------------------------

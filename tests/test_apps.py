@@ -667,9 +667,9 @@ def test_app_facts_have_sources_and_version_ranges() -> None:
     assert app_facts.ollama_default_num_ctx(8) == 4096 and app_facts.ollama_default_num_ctx(48) == 262144
 
 
-def test_no_import_cycles_and_sources_import_no_higher_floor() -> None:
-    """Walk the import statements of mtpinspect/ (TYPE_CHECKING ones too): the app vocabulary and the sources
-    form no cycle, and nothing in sources/ imports a floor above it."""
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, from the import statements (TYPE_CHECKING ones and those
+    inside functions too)."""
     import ast
 
     root = Path(mtpinspect.__file__).parent
@@ -685,14 +685,18 @@ def test_no_import_cycles_and_sources_import_no_higher_floor() -> None:
             elif isinstance(node, ast.Import):
                 found.update(a.name for a in node.names if a.name.startswith("mtpinspect"))
         graph[module] = found
-    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+    return {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+
+
+def test_no_import_cycles_and_sources_import_no_higher_floor() -> None:
+    """No module of the package reaches itself through its imports (no cycle anywhere, e.g.
+    inspection.evidence <-> inspection.pairing), and nothing in sources/ imports a floor above it."""
+    graph = _import_graph()
     sources = [m for m in graph if m.startswith("mtpinspect.sources")]
     allowed = ("mtpinspect.sources", "mtpinspect.app_facts", "mtpinspect.vocabulary", "mtpinspect.errors",
                "mtpinspect.files", "mtpinspect.jsonable", "mtpinspect.cache_dir")
     upward = {m: sorted(d for d in graph[m] if not d.startswith(allowed)) for m in sources}
     assert {m: d for m, d in upward.items() if d} == {}
-    watched = {*sources, "mtpinspect.apps", "mtpinspect.app_facts", "mtpinspect.inspection.app_rules",
-               "mtpinspect.diagnosis.app_terms"}
 
     def reach(start: str) -> set[str]:
         seen, todo = set(), [start]
@@ -702,7 +706,35 @@ def test_no_import_cycles_and_sources_import_no_higher_floor() -> None:
                 todo.append(dep)
         return seen
 
-    assert sorted(m for m in watched if m in reach(m)) == []
+    assert {"mtpinspect.inspection.evidence", "mtpinspect.inspection.pairing", "mtpinspect.apps"} <= graph.keys()
+    assert "mtpinspect.inspection.pairing" in graph["mtpinspect.inspection.evidence"]  # the edge the walk must see
+    assert sorted(m for m in graph if m in reach(m)) == []
+
+
+# The package's floors, lowest first: a module imports from its own floor or a lower one, never a higher
+# one. Inspection reads a sweep's report (check --sweep-report), so sweep/ sits below it; diagnose combines both.
+FLOORS = (
+    ("vocabulary", "errors", "formulas", "app_facts", "jsonable", "files", "cache_dir"),
+    ("sources", "runtime", "tiny_drafts"),
+    ("formats", "apps", "training"),
+    ("tiny_model", "trained_model"),
+    ("sweep",),
+    ("inspection",),
+    ("diagnosis",),
+    ("cli", "__main__", ""),  # "": the package's own __init__, whose API imports inspection on first use
+)
+
+
+def test_every_import_goes_to_the_same_or_a_lower_floor() -> None:
+    floor = {name: level for level, names in enumerate(FLOORS) for name in names}
+
+    def of(module: str) -> int:
+        return floor[module.split(".")[1] if "." in module else ""]
+
+    graph = _import_graph()
+    assert sorted({(m.split(".") + [""])[1] for m in graph} - floor.keys()) == []  # every package has a floor
+    upward = sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps if of(d) > of(m))
+    assert upward == []
 
 
 def test_gemma4_assistant_is_not_an_lm_studio_drafter(tmp_path: Path) -> None:

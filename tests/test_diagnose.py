@@ -21,8 +21,8 @@ from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.server import LlamaServer
 from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts
+from mtpinspect.tiny_drafts import DraftRun
 from mtpinspect.tiny_model import (
-    DraftRun,
     TinyModelSpec,
     expected_run,
     mismatched_sidecar,

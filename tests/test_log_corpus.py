@@ -25,7 +25,8 @@ from casekit import load_cases, materialize
 
 from mtpinspect.cli.diagnose import command
 from mtpinspect.diagnosis import DiagnosisReport, diagnose
-from mtpinspect.diagnosis.log_formats import Figures, Scope, combine
+from mtpinspect.diagnosis.log_formats import Figures, Scope
+from mtpinspect.diagnosis.log_reading import combine
 from mtpinspect.diagnosis.logs import LogEvidence, read_log
 from mtpinspect.diagnosis.run_facts import LogApp, MtpUse
 from mtpinspect.errors import FormatError

@@ -21,20 +21,18 @@ from mtpinspect.errors import UsageError
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.logs import parse_draft_lines, unused_nextn_tensors
 from mtpinspect.runtime.server import LlamaServer, ServerDiedError, ServerStartError
+from mtpinspect.tiny_drafts import first_token, simulate, successor
 from mtpinspect.tiny_model import (
     TinyModelSpec,
     expected_acceptance,
     expected_run,
-    first_token,
     head_drafts,
     mismatched_sidecar,
     parse_acceptance,
     sidecar_path,
-    simulate,
     size_fields,
     spec_for_head_type,
     spec_for_size,
-    successor,
     write_tiny_model,
 )
 

@@ -26,7 +26,7 @@ class CauseKind:
     meaning: str
 
 
-# README and `diagnose --codes` print this table; its order is the tie-break of the ranking.
+# docs/diagnose.md and `diagnose --codes` print this table; its order is the tie-break of the ranking.
 CAUSES: dict[str, CauseKind] = {
     "BUILD_WITHOUT_MTP": CauseKind(Mechanism.blocked, "This llama.cpp build predates MTP support (PR #22673): its --spec-type offers no `draft-mtp`, whatever the flag says"),
     "WRONG_SPEC_TYPE": CauseKind(Mechanism.blocked, "--spec-type names a type this llama-server does not know (`mtp` instead of `draft-mtp`)"),

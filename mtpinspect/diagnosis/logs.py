@@ -23,18 +23,8 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from mtpinspect.diagnosis.log_formats import (
-    METRIC_SAMPLE,
-    Figures,
-    LineFormat,
-    Reading,
-    Sample,
-    Scope,
-    combine,
-    exposition_text,
-    read_lines,
-    with_ratios,
-)
+from mtpinspect.diagnosis.log_formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
+from mtpinspect.diagnosis.log_reading import Reading, Sample, combine, read_lines, with_ratios
 from mtpinspect.diagnosis.run_facts import LogApp, MtpUse, RunFacts, read_run
 from mtpinspect.errors import FormatError, shown
 from mtpinspect.files import read_bounded

@@ -20,18 +20,33 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from mtpinspect.errors import MtpinspectError
 from mtpinspect.sources.filenames import gguf_stem, group_splits, head_stem, main_ggufs, model_stem, sidecar_ggufs
 from mtpinspect.vocabulary import Pairing
 
-if TYPE_CHECKING:
-    from mtpinspect.inspection.evidence import GgufEvidence
-
 # Reading a header costs one request (up to 2 MiB) on the Hub: enough for every sidecar of a real repo.
 MAX_HEADER_READS = 8
 IDENTITY = ("architecture", "n_embd", "vocabulary size", "trunk blocks", "tokenizer")
+
+
+class HeaderFacts(Protocol):
+    """What pairing reads of a GGUF's header (evidence.GgufEvidence has it): declared here, so that pairing,
+    which evidence uses, needs nothing back from evidence. Each may raise MtpinspectError on a bad value."""
+
+    @property
+    def arch(self) -> str | None: ...
+    @property
+    def embedding_length(self) -> int | None: ...
+    @property
+    def vocab_size(self) -> int | None: ...
+    @property
+    def block_count(self) -> int | None: ...
+    @property
+    def nextn_layers(self) -> int | None: ...
+    @property
+    def tokenizer_digest(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -49,7 +64,7 @@ def named_sidecar(files: list[str]) -> SidecarChoice:
     return SidecarChoice(files, Pairing.given, f"{files[0]}: given with --mtp-file") if files else SidecarChoice([])
 
 
-def identity(g: GgufEvidence) -> tuple[object, ...]:
+def identity(g: HeaderFacts) -> tuple[object, ...]:
     """What tells which model a GGUF belongs to, in the order of IDENTITY."""
     trunk = None if g.block_count is None else g.block_count - (g.nextn_layers or 0)
     return (g.arch, g.embedding_length, g.vocab_size, trunk, g.tokenizer_digest)
@@ -112,7 +127,7 @@ def pair_by_name(files: Iterable[str], mains: list[str]) -> NamePairing:
     return NamePairing(None, mains, candidates, sorted(k for k in candidates if k not in claimed), others, tuple(passed))
 
 
-def choose_sidecar(named: NamePairing, main: GgufEvidence, read: Callable[[list[str]], GgufEvidence]) -> SidecarChoice:
+def choose_sidecar(named: NamePairing, main: HeaderFacts, read: Callable[[list[str]], HeaderFacts]) -> SidecarChoice:
     """The sidecar set for the main GGUF whose names gave ``named`` and whose header is ``main``. ``read``
     reads the headers of a set of files (shards), for the pairings no name decides."""
     if named.choice is not None:
@@ -120,7 +135,7 @@ def choose_sidecar(named: NamePairing, main: GgufEvidence, read: Callable[[list[
     return _by_header(named, main, read)
 
 
-def _by_header(named: NamePairing, main: GgufEvidence, read: Callable[[list[str]], GgufEvidence]) -> SidecarChoice:
+def _by_header(named: NamePairing, main: HeaderFacts, read: Callable[[list[str]], HeaderFacts]) -> SidecarChoice:
     candidates, mains, others, passed = named.candidates, named.mains, named.others, list(named.passed)
     unclaimed = named.unclaimed
     try:
@@ -150,7 +165,7 @@ def _by_header(named: NamePairing, main: GgufEvidence, read: Callable[[list[str]
     return SidecarChoice([], passed_over=tuple(passed))
 
 
-def _better_main(sidecar: list[str], score: int, others: dict[str, str], read: Callable[[list[str]], GgufEvidence]) -> str | None:
+def _better_main(sidecar: list[str], score: int, others: dict[str, str], read: Callable[[list[str]], HeaderFacts]) -> str | None:
     """Another main file whose header agrees with the sidecar's on more fields than ours does, if any."""
     try:
         theirs = identity(read(sidecar))

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from mtpinspect.runtime.verify import MemoryEstimate
     from mtpinspect.sources.target import AppModel
 
-# code -> (what it means, default severity). README and `check --codes` print this table.
+# code -> (what it means, default severity). docs/check.md and `check --codes` print this table.
 FINDINGS: dict[str, tuple[str, Severity]] = {
     "MTP_PRESENT": ("MTP weights are present: how many layers, and where they were found", Severity.info),
     "NO_MTP": ("The model has no MTP head (the config announces none, or 0, and no MTP tensors exist)", Severity.info),

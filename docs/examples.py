@@ -1,0 +1,458 @@
+"""Every console example of README.md and docs/: defined here, run here, and written into the Markdown.
+
+A page marks where an example goes; this script writes the block between the markers:
+
+    <!-- example: NAME -->
+    ```console
+    $ mtpinspect ...
+    (the output, or an excerpt of it: "..." stands for lines left out)
+    [exit status N]          (only when N is not 0)
+    ```
+    <!-- /example -->
+
+Each example runs `python -m mtpinspect` in a fresh work folder (shown as /tmp/demo) with its own mtpinspect
+cache folder (the built llama-server shared), on the project's own fixtures: the tiny models, the
+real-world cases of cases/ on the loopback Hub stand-in (tests/hubstub.py), app stores written as Ollama
+and LM Studio write them (tests/appstores.py). tests/test_docs_examples.py runs each one and checks that it
+exits as shown and that the shown lines appear in its output, in order (parts that change from run to run,
+such as timings, are masked: Example.volatile, Example.stable).
+
+    python docs/examples.py                 # run every example that can run here, rewrite the pages
+    python docs/examples.py --only sweep-default,find-glm
+    python docs/examples.py --list
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this checkout's mtpinspect; the fixtures' helpers (hubstub, ...)
+
+from mtpinspect.runtime.build import cache_root  # noqa: E402
+
+# The built llama-servers, read before anything moves the cache folder (the tests give each test its own).
+SERVERS = cache_root()
+PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+SHOWN_WORK = "/tmp/demo"  # the work folder, as the pages show it
+BLOCK = re.compile(r"(<!-- example: (?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /example -->)", re.S)
+CONSOLE = re.compile(r"^```console\n(?P<text>.*?)^```\n", re.S | re.M)
+EXIT_LINE = re.compile(r"^\[exit status (\d+)\]$")
+TIMEOUT = 900  # seconds for one example (a default sweep is the longest)
+
+Setup = Callable[[Path, ExitStack], dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Run:
+    exit: int
+    lines: list[str]  # stdout (and stderr when the example shows it), paths as the pages show them
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str
+    args: tuple[str, ...]  # mtpinspect's arguments, as shown after `$ mtpinspect`
+    exit: int
+    setup: Setup = lambda work, stack: {}  # writes the files it needs into the work folder; returns the env
+    shown_env: tuple[str, ...] = ()  # variables of the env shown before the command (OLLAMA_MODELS=...)
+    before: tuple[tuple[str, ...], ...] = ()  # mtpinspect commands run first, not shown (fill a cache)
+    stderr: bool = False  # show stderr after stdout (errors); progress lines are never shown otherwise
+    server: bool = False  # runs llama-server or llama.cpp's verify helper (built once: mtpinspect runtime build)
+    own_cache: bool = True  # a fresh mtpinspect cache folder; False: the user's (where the built server is)
+    keep: Callable[[list[str]], list[str]] | None = None  # an excerpt of the output; None: all of it
+    volatile: tuple[str, ...] = ()  # regexes of what changes from run to run: masked when compared
+    stable: str | None = None  # regex: only shown lines that match it are compared (the rest are measurements)
+    needs: Callable[[], str | None] = lambda: None  # why it cannot run here, or None
+    timeout: float = 300
+    columns: int = 120  # the terminal width tables are wrapped to
+    markdown: bool = False  # the output is Markdown (--format md): written as it is, not as a console block
+
+    @property
+    def command(self) -> str:
+        env = " ".join(f"{k}={v}" for k, v in self._shown_env().items())
+        return " ".join(filter(None, [env, "mtpinspect", *map(_quote, self.args)]))
+
+    def _shown_env(self) -> dict[str, str]:
+        return {k: SHOWN_ENV[k] for k in self.shown_env}
+
+
+SHOWN_ENV = {"OLLAMA_MODELS": f"{SHOWN_WORK}/ollama", "HOME": f"{SHOWN_WORK}/home"}
+
+
+def _quote(arg: str) -> str:
+    return arg if re.fullmatch(r"[\w@%+=:,./-]+", arg) else "'" + arg.replace("'", "'\\''") + "'"
+
+
+# Excerpts ---------------------------------------------------------------------------------------------
+
+
+def head(n: int) -> Callable[[list[str]], list[str]]:
+    """The first n lines."""
+    return lambda lines: lines[:n] + (["..."] if len(lines) > n else [])
+
+
+def sections(*titles: str, first: int = 2) -> Callable[[list[str]], list[str]]:
+    """The first lines (the verdict) and the titled sections ("Runtimes" over a line of dashes; a title is
+    matched by its start)."""
+
+    def keep(lines: list[str]) -> list[str]:
+        out, last = lines[:first], first
+        for title in titles:
+            at = next((i for i in range(last, len(lines) - 1) if lines[i].startswith(title) and set(lines[i + 1]) == {"-"}),
+                      None)
+            if at is None:
+                raise ValueError(f"no section {title!r} in the output")
+            end = next((j for j in range(at, len(lines)) if not lines[j].strip()), len(lines))
+            out += (["..."] if at > last else []) + lines[at:end]
+            last = end
+        return out + (["..."] if any(line.strip() for line in lines[last:]) else [])
+
+    return keep
+
+
+# Fixtures ---------------------------------------------------------------------------------------------
+
+
+def _cache_folder(work: Path) -> Path:
+    """A cache folder of the example's own whose built llama-servers are the user's (as the tests do)."""
+    folder = work.parent / "cache"
+    folder.mkdir()
+    SERVERS.mkdir(parents=True, exist_ok=True)
+    (folder / SERVERS.name).symlink_to(SERVERS, target_is_directory=True)
+    return folder
+
+
+def hub_case(case_id: str) -> Setup:
+    """A real-world case of cases/ served as its Hub repo by the loopback stand-in."""
+
+    def setup(work: Path, stack: ExitStack) -> dict[str, str]:
+        from casekit import load_cases, serve_cases
+        from hubstub import HubStub
+
+        stub = stack.enter_context(HubStub())
+        serve_cases(stub, [c for c in load_cases() if c.id == case_id], work.parent / "cases")
+        return {"HF_ENDPOINT": stub.url}
+
+    return setup
+
+
+def stalled_listing(work: Path, stack: ExitStack) -> dict[str, str]:
+    """A Hub that reads the listing request of acme/model and answers nothing."""
+    from hubstub import Fault, HubStub
+
+    from mtpinspect.tiny_model import write_tiny_model
+
+    (model,) = write_tiny_model(work.parent / "model.gguf")
+    stub = stack.enter_context(HubStub())
+    stub.add_repo("acme/model", {model.name: model})
+    stub.add_fault("acme/model", Fault("stall", "listing", seconds=30))
+    return {"HF_ENDPOINT": stub.url}
+
+
+def census_tree(work: Path, stack: ExitStack) -> dict[str, str]:
+    from census_tree import serve_tree
+    from hubstub import HubStub
+
+    stub = stack.enter_context(HubStub())
+    serve_tree(stub, work.parent / "tree")
+    return {"HF_ENDPOINT": stub.url}
+
+
+def big_pair_on_the_hub(work: Path, stack: ExitStack) -> dict[str, str]:
+    """A 100 GiB glm4moe trunk and its mtp- sidecar (sparse files, real headers) as acme/Big-GLM-GGUF."""
+    from gguf_factory import write_big_gguf
+    from hubstub import HubStub
+
+    folder = work.parent / "big"
+    folder.mkdir()
+    main = write_big_gguf(folder / "Big-Q4_K_M.gguf", size_gib=100, part="trunk").path
+    side = write_big_gguf(folder / "mtp-Big-Q4_K_M.gguf", size_gib=100, part="mtp").path
+    stub = stack.enter_context(HubStub())
+    stub.add_repo("acme/Big-GLM-GGUF", {main.name: main, side.name: side})
+    return {"HF_ENDPOINT": stub.url}
+
+
+def tiny_sidecar_without_embedding(work: Path, stack: ExitStack) -> dict[str, str]:
+    """A trunk and an mtp- sidecar of the shape some repos publish: the head without token_embd."""
+    from gguf_factory import write_nextn_gguf
+
+    from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
+
+    write_tiny_model(work / "Tiny-F32.gguf", TinyModelSpec(nextn=False))
+    write_nextn_gguf(work / "mtp-Tiny-F32.gguf", sidecar=True, shared=False)
+    return {}
+
+
+def tiny_model(work: Path, stack: ExitStack) -> dict[str, str]:
+    from mtpinspect.tiny_model import write_tiny_model
+
+    write_tiny_model(work / "model.gguf")
+    return {}
+
+
+def copy_log(name: str) -> Setup:
+    def setup(work: Path, stack: ExitStack) -> dict[str, str]:
+        (work / "cases" / "logs").mkdir(parents=True)
+        (work / "cases" / "logs" / name).write_bytes((ROOT / "cases" / "logs" / name).read_bytes())
+        return {}
+
+    return setup
+
+
+def _tiny_models(folder: Path) -> dict[str, Path]:
+    from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
+
+    (folder / "plain").mkdir(parents=True)
+    (folder / "pair").mkdir()
+    (head,) = write_tiny_model(folder / "tiny-F32.gguf", TinyModelSpec())
+    (nohead,) = write_tiny_model(folder / "plain" / "tiny-nohead-F32.gguf", TinyModelSpec(nextn=False))
+    main, side = write_tiny_model(folder / "pair" / "pair.gguf", TinyModelSpec(layout="sidecar"))
+    return {"head": head, "nohead": nohead, "main": main, "sidecar": side}
+
+
+def ollama_store(work: Path, stack: ExitStack) -> dict[str, str]:
+    """An Ollama store of the tiny models: a model whose Modelfile sets draft_num_predict 3, one that sets
+    nothing, a tag named -mtp without a head, and a trunk with its mtp- sidecar as a DRAFT layer."""
+    from appstores import write_ollama_model
+
+    models = _tiny_models(work.parent / "ggufs")
+    store = work / "ollama"
+    write_ollama_model(store, "mtpinspect-tiny:mtp", gguf=models["head"], params={"draft_num_predict": 3})
+    write_ollama_model(store, "mtpinspect-tiny:latest", gguf=models["head"], params={"temperature": 0.7})
+    write_ollama_model(store, "mtpinspect-tiny:1b-mtp", gguf=models["nohead"])
+    write_ollama_model(store, "hf.co/acme/Tiny-GGUF:Q8_0", gguf=models["main"], draft=models["sidecar"])
+    return {"OLLAMA_MODELS": str(store)}
+
+
+def lmstudio_home(work: Path, stack: ExitStack) -> dict[str, str]:
+    """LM Studio's models folder under HOME: a GGUF that bundles its head, and a trunk + mtp- pair."""
+    from appstores import write_lmstudio_repo
+
+    models = _tiny_models(work.parent / "ggufs")
+    home = work / "home"
+    write_lmstudio_repo(home, "acme/Tiny-GGUF", [models["head"]])
+    write_lmstudio_repo(home, "acme/Tiny-Pair-GGUF", [models["main"], models["sidecar"]])
+    # HOME moves; the cache folder (the built llama-server and verify helper) stays where it is.
+    return {"HOME": str(home), "MTPINSPECT_CACHE_DIR": str(SERVERS.parent)}
+
+
+def _no_trained_model() -> str | None:
+    from mtpinspect.trained_model import SHIPPED_GGUF
+
+    return None if SHIPPED_GGUF.is_file() else f"the built-in trained model is not here ({SHIPPED_GGUF})"
+
+
+# The examples -----------------------------------------------------------------------------------------
+
+TIMING = r"\d+(\.\d+)? (s|ms)\b"
+QWEN3_NEXT = "derived/Qwen3-Next-80B-A3B-Thinking-FP8-Dynamic"
+EXAMPLES = [
+    Example("check-hub", ("check", QWEN3_NEXT), 0, hub_case("qwen3-next-fp8-dynamic-third-party")),
+    Example("check-hub-short", ("check", QWEN3_NEXT), 0, hub_case("qwen3-next-fp8-dynamic-third-party"),
+            keep=sections("Runtimes")),
+    Example("check-big-sidecar", ("check", "acme/Big-GLM-GGUF:Q4_K_M"), 0, big_pair_on_the_hub, server=True,
+            volatile=(r"process [\d.]+ [KMG]iB", r"[\d.]+ GiB with MTP; [\d.]+ GiB without MTP")),
+    Example("check-big-sidecar-cached", ("check", "acme/Big-GLM-GGUF:Q4_K_M"), 0, big_pair_on_the_hub,
+            before=(("check", "acme/Big-GLM-GGUF:Q4_K_M"),), server=True, keep=head(2)),
+    Example("check-sidecar-refused", ("check", "Tiny-F32.gguf"), 1, tiny_sidecar_without_embedding, server=True,
+            keep=sections("Findings", "Runtimes", first=1)),
+    Example("check-sidecar-rules-only", ("check", "Tiny-F32.gguf", "--no-verify"), 1, tiny_sidecar_without_embedding,
+            keep=sections("Findings", "Runtimes", first=1)),
+    Example("check-codes", ("check", "--codes", "--format", "md"), 0, markdown=True),
+    Example("check-stalled-hub", ("check", "acme/model", "--timeout", "2"), 2, stalled_listing, stderr=True),
+    Example("find-glm", ("find", "zai-org/GLM-4.7", "--limit", "8", "--no-verify"), 0, census_tree, columns=200,
+            volatile=(r"[\d.]+ MiB read, in " + TIMING,)),
+    Example("sweep-default", ("sweep",), 0, server=True, own_cache=False, needs=_no_trained_model, timeout=TIMEOUT,
+            keep=sections("Recommendation", "Files", first=4),
+            stable=r"^(MTP sweep of|Recommendation|Files|runs:|report:|plot:|server logs:|-+$)"),
+    Example("sweep-tiny", ("sweep", "model.gguf", "--n-max", "1,3", "--repeat", "1", "--", "-t", "1"), 0, tiny_model,
+            server=True, stable=r"^(MTP sweep of|[A-Z][\w ,()\[\]-]+$|class |runs:|report:|plot:|server logs:)"),
+    Example("diagnose-log", ("diagnose", "--log", "cases/logs/vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), 1,
+            copy_log("vllm-qwen3-next-fp8-dynamic-mtp-zero.log")),
+    Example("diagnose-codes", ("diagnose", "--codes", "--format", "md"), 0, markdown=True),
+    Example("diagnose-log-short", ("diagnose", "--log", "cases/logs/vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), 1,
+            copy_log("vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), keep=sections("Logs", first=1)),
+    Example("diagnose-wrong-spec-type", ("diagnose", "model.gguf", "--", "--spec-type", "mtp", "-t", "1"), 1, tiny_model,
+            server=True, keep=sections("Probe: ", first=1), stable=r"^(most likely|Probe:|configuration |as given|  ->)",
+            volatile=(r" \(\+\d+ more\)", r"--port \d+")),
+    Example("ollama-all", ("check", "ollama:", "--all"), 0, ollama_store, shown_env=("OLLAMA_MODELS",), server=True),
+    Example("ollama-mtp-off", ("check", "ollama:mtpinspect-tiny"), 0, ollama_store, shown_env=("OLLAMA_MODELS",),
+            server=True, keep=sections("Runtimes", "In Ollama and LM Studio", "Commands", first=1)),
+    Example("lmstudio-all", ("check", "lmstudio:", "--all"), 0, lmstudio_home, shown_env=("HOME",), server=True),
+    Example("tiny-model", ("tiny-model", "tiny.gguf", "--acceptance", "0.5"), 0),
+    Example("tiny-model-short", ("tiny-model", "tiny.gguf", "--acceptance", "0.5"), 0,
+            keep=sections("Expected with", first=0)),
+    Example("runtime", ("runtime",), 0, server=True, own_cache=False),
+]
+BY_NAME = {e.name: e for e in EXAMPLES}
+
+
+# Running ----------------------------------------------------------------------------------------------
+
+
+def run(example: Example) -> Run:
+    """Run the example in a fresh work folder: its exit status and its output as the pages show it."""
+    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="mtpinspect-example-") as tmp:
+        work = Path(tmp) / "demo"
+        work.mkdir()
+        env = {**os.environ, "COLUMNS": str(example.columns), "LINES": "40", "PYTHONPATH": str(ROOT)}
+        env["MTPINSPECT_CACHE_DIR"] = str(_cache_folder(work) if example.own_cache else SERVERS.parent)
+        env.update(example.setup(work, stack))
+        for args in example.before:
+            subprocess.run([sys.executable, "-m", "mtpinspect", *args], cwd=work, env=env, capture_output=True,
+                           timeout=example.timeout, check=True)
+        done = subprocess.run([sys.executable, "-m", "mtpinspect", *example.args], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=example.timeout)
+        text = done.stdout + (done.stderr if example.stderr else "")
+        return Run(done.returncode, _as_shown(text, work, env).splitlines())
+
+
+def _as_shown(text: str, work: Path, env: dict[str, str]) -> str:
+    """Paths as the pages show them: the work folder as /tmp/demo, the home folder as ~."""
+    text = text.replace(str(work.resolve()), SHOWN_WORK).replace(str(work), SHOWN_WORK)
+    for name in ("HF_ENDPOINT",):
+        if name in env:
+            text = text.replace(env[name], "http://127.0.0.1:PORT")
+    return text.replace(str(Path.home()), "~")
+
+
+def render(example: Example, result: Run) -> str:
+    """The console block of the example's result."""
+    lines = result.lines if example.keep is None else example.keep(result.lines)
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    tail = [f"[exit status {result.exit}]"] if result.exit else []
+    if example.markdown:  # a table the page shows as a table: the command is said in the text around it
+        return "\n".join([*(line.rstrip() for line in lines), *tail]) + "\n"
+    return "\n".join(["```console", f"$ {example.command}", *(line.rstrip() for line in lines), *tail, "```"]) + "\n"
+
+
+# Reading the pages back -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shown:
+    page: Path
+    name: str
+    command: str
+    lines: list[str]
+    exit: int = 0
+    extra: list[str] = field(default_factory=list)  # text in the marked block outside its console block
+
+
+def shown_blocks(pages: tuple[Path, ...] = PAGES) -> Iterator[Shown]:
+    for page in pages:
+        for m in BLOCK.finditer(page.read_text()):
+            body = m["body"]
+            example = BY_NAME.get(m["name"])
+            if example is not None and example.markdown:
+                lines = body.splitlines()
+                status = EXIT_LINE.match(lines[-1]) if lines else None
+                yield Shown(page, m["name"], example.command, lines[:-1] if status else lines,
+                            int(status[1]) if status else 0)
+                continue
+            console = CONSOLE.search(body)
+            lines = console["text"].splitlines() if console else []
+            command = lines[0].removeprefix("$ ") if lines else ""
+            out = lines[1:]
+            status = EXIT_LINE.match(out[-1]) if out else None
+            extra = [t for t in CONSOLE.sub("", body).splitlines() if t.strip()]
+            yield Shown(page, m["name"], command, out[:-1] if status else out, int(status[1]) if status else 0, extra)
+
+
+def unmarked_console_blocks(pages: tuple[Path, ...] = PAGES) -> list[str]:
+    """Console blocks that no example marker holds: output nothing regenerates or checks."""
+    found = []
+    for page in pages:
+        text = BLOCK.sub("", page.read_text())
+        found += [f"{page.relative_to(ROOT)}: {m['text'].splitlines()[0] if m['text'] else ''}" for m in CONSOLE.finditer(text)]
+    return found
+
+
+def _mask(line: str, volatile: tuple[str, ...]) -> str:
+    for pattern in volatile:
+        line = re.sub(pattern, "", line)  # dropped: a part that may be absent compares equal too
+    return " ".join(line.split())  # column widths follow the values
+
+
+def missing_lines(example: Example, shown: list[str], actual: list[str]) -> list[str]:
+    """The shown lines that do not appear in the actual output, in order ("..." skips; volatile parts and,
+    with Example.stable, lines that are measurements are not compared)."""
+    have = [_mask(line, example.volatile) for line in actual]
+    missing, at = [], 0
+    for line in shown:
+        if line == "..." or not line.strip() or (example.stable and not re.search(example.stable, line)):
+            continue
+        want = _mask(line, example.volatile)
+        try:
+            at = have.index(want, at) + 1
+        except ValueError:
+            missing.append(line)
+    return missing
+
+
+def rewrite(results: dict[str, tuple[Example, Run]], pages: tuple[Path, ...] = PAGES) -> list[Path]:
+    """Write each result into every page that marks its example; the pages changed."""
+    changed = []
+    for page in pages:
+        old = page.read_text()
+
+        def block(m: re.Match[str]) -> str:
+            if m["name"] not in results:
+                return m[0]
+            return m[1] + render(*results[m["name"]]) + m[4]
+
+        new = BLOCK.sub(block, old)
+        if new != old:
+            page.write_text(new)
+            changed.append(page)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", help="comma-separated example names")
+    parser.add_argument("--list", action="store_true", help="list the examples and where they are shown")
+    args = parser.parse_args(argv)
+    names = args.only.split(",") if args.only else list(BY_NAME)
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        parser.error(f"unknown example(s): {', '.join(unknown)} (known: {', '.join(BY_NAME)})")
+    if args.list:
+        where: dict[str, list[str]] = {}
+        for s in shown_blocks():
+            where.setdefault(s.name, []).append(str(s.page.relative_to(ROOT)))
+        for e in EXAMPLES:
+            print(f"{e.name:28} {', '.join(where.get(e.name, ['(not shown)']))}: $ {e.command}")
+        return 0
+    results, failed = {}, 0
+    for name in names:
+        example = BY_NAME[name]
+        if (reason := example.needs()) is not None:
+            print(f"{name}: skipped: {reason}", file=sys.stderr)
+            continue
+        print(f"{name}: $ {example.command}", file=sys.stderr, flush=True)
+        result = run(example)
+        if result.exit != example.exit:
+            print(f"{name}: exit status {result.exit}, expected {example.exit}:\n" + "\n".join(result.lines[-20:]),
+                  file=sys.stderr)
+            failed += 1
+            continue
+        results[name] = (example, result)
+    for page in rewrite(results):
+        print(f"rewrote {page.relative_to(ROOT)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

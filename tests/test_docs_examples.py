@@ -1,0 +1,77 @@
+"""The console examples of README.md and docs/ are what the tool prints: each one is defined in
+docs/examples.py, run here as a user runs it, and must exit as shown with the shown lines in its output."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs"))
+
+import examples  # noqa: E402  (docs/examples.py)
+
+SHOWN = list(examples.shown_blocks())
+
+
+def test_every_console_block_is_a_marked_example() -> None:
+    """No console output in the pages that the script does not write and this test does not check."""
+    assert examples.unmarked_console_blocks() == []
+    assert sorted({s.name for s in SHOWN} - set(examples.BY_NAME)) == []  # markers name defined examples
+    assert sorted(set(examples.BY_NAME) - {s.name for s in SHOWN}) == []  # every example is shown somewhere
+    for shown in SHOWN:
+        assert shown.command == examples.BY_NAME[shown.name].command, (shown.page, shown.name)
+        assert shown.lines and shown.extra == [], (shown.page, shown.name, "run python docs/examples.py")
+
+
+def test_comparison_finds_a_changed_line_and_masks_only_what_is_volatile() -> None:
+    find = examples.BY_NAME["find-glm"]
+    actual = ["zai-org/GLM-4.7: 32 quantized derivative(s)", "41 Hub request(s), 24.6 MiB read, in 0.8 s"]
+    assert examples.missing_lines(find, ["zai-org/GLM-4.7: 32 quantized derivative(s)", "...",
+                                         "41 Hub request(s), 25.0 MiB read, in 1.5 s"], actual) == []
+    assert examples.missing_lines(find, ["zai-org/GLM-4.7: 31 quantized derivative(s)"], actual) != []
+    assert examples.missing_lines(find, ["42 Hub request(s), 24.6 MiB read, in 0.8 s"], actual) != []
+    # Order counts: a shown line must come after the one shown before it.
+    assert examples.missing_lines(find, list(reversed(actual)), actual) != []
+
+
+def test_excerpts_keep_the_verdict_and_the_named_sections() -> None:
+    lines = ["verdict", "source", "", "Summary", "-------", "a", "", "Runtimes", "--------", "r1", "r2", "", "Commands",
+             "--------", "c"]
+    assert examples.sections("Runtimes")(lines) == ["verdict", "source", "...", "Runtimes", "--------", "r1", "r2", "..."]
+    with pytest.raises(ValueError, match="no section 'Files'"):
+        examples.sections("Files")(lines)
+
+
+def _params() -> list[object]:
+    params = []
+    for name, example in examples.BY_NAME.items():
+        marks = [pytest.mark.server] if example.server else []
+        params.append(pytest.param(example, id=name, marks=marks))
+    return params
+
+
+@pytest.mark.parametrize("example", _params())
+def test_example_runs_as_shown(example: examples.Example) -> None:
+    if (reason := example.needs()) is not None:
+        pytest.skip(reason)
+    result = examples.run(example)
+    assert result.exit == example.exit, "\n".join(result.lines[-30:])
+    for shown in (s for s in SHOWN if s.name == example.name):
+        assert shown.exit == result.exit, (shown.page, "exit status shown")
+        missing = examples.missing_lines(example, shown.lines, result.lines)
+        assert missing == [], (f"{shown.page}: lines not in the output of `{example.command}` "
+                               f"(python docs/examples.py --only {example.name} rewrites them)", missing,
+                               result.lines)
+
+
+def test_relative_links_of_the_pages_lead_to_files() -> None:
+    import re
+
+    broken = []
+    for page in examples.PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)\s]*)?\)", page.read_text()):
+            if not re.match(r"[a-z]+:", target) and not (page.parent / target).exists():
+                broken.append(f"{page.name}: {target}")
+    assert broken == []
