@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from gguf import GGMLQuantizationType, GGUFReader
 
 from mtpinspect.cli.tiny_model import command
-from mtpinspect.errors import UsageError
+from mtpinspect.errors import OutputError, UsageError
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.logs import parse_draft_lines, unused_nextn_tensors
 from mtpinspect.runtime.server import LlamaServer, ServerDiedError, ServerStartError
@@ -180,8 +180,8 @@ def test_bad_specs_are_one_line_usage_errors(fields: dict, message: str) -> None
     assert "\n" not in str(exc.value)
 
 
-def test_unwritable_output_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="cannot write"):
+def test_unwritable_output_is_an_output_error(tmp_path: Path) -> None:
+    with pytest.raises(OutputError, match="cannot write"):
         write_tiny_model(tmp_path / "missing" / "m.gguf")
     assert not list(tmp_path.iterdir())
 
