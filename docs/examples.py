@@ -273,7 +273,7 @@ EXAMPLES = [
     Example("find-glm", ("find", "zai-org/GLM-4.7", "--limit", "8", "--no-verify"), 0, census_tree, columns=200,
             volatile=(r"[\d.]+ MiB read, in " + TIMING,)),
     Example("sweep-default", ("sweep",), 0, server=True, own_cache=False, needs=_no_trained_model, timeout=TIMEOUT,
-            keep=sections("Recommendation", "Files", first=4),
+            keep=sections("Decode speed and acceptance", "Recommendation", "Files", first=4),
             stable=r"^(MTP sweep of|Recommendation|Files|runs:|report:|plot:|server logs:|-+$)"),
     Example("sweep-tiny", ("sweep", "model.gguf", "--n-max", "1,3", "--repeat", "1", "--", "-t", "1"), 0, tiny_model,
             server=True, stable=r"^(MTP sweep of|[A-Z][\w ,()\[\]-]+$|class |runs:|report:|plot:|server logs:)"),

@@ -217,13 +217,13 @@ def test_compact_vocabulary_is_an_exact_full_vocabulary_model() -> None:
            "n_shared_experts": 1, "rope_theta": 10000.0, "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-5,
            "max_position_embeddings": 64, "routed_scaling_factor": 1.0, "norm_topk_prob": False}
     full = from_published(published_tensors(compact, vocab), cfg)
-    ids = torch.tensor([[3, 5, 11, 0, 7, 12]])
+    ids = torch.tensor([[1, 2, 4, 0, 3, 5]])  # compact ids: tokens 3, 5, 11, 0, 7, 12
+    every = torch.tensor(vocab.kept)[ids]  # the same tokens by their own ids
     with torch.no_grad():
         small = torch.log_softmax(compact.logits(compact.trunk(ids)), -1)
-        big = torch.log_softmax(full.logits(full.trunk(torch.tensor(vocab.kept)[ids])), -1)
+        big = torch.log_softmax(full.logits(full.trunk(every)), -1)
         head_small = torch.log_softmax(compact.logits(compact.mtp_hidden(compact.trunk(ids), ids)), -1)
-        head_big = torch.log_softmax(full.logits(full.mtp_hidden(full.trunk(torch.tensor(vocab.kept)[ids]),
-                                                                 torch.tensor(vocab.kept)[ids])), -1)
+        head_big = torch.log_softmax(full.logits(full.mtp_hidden(full.trunk(every), every)), -1)
     kept = torch.tensor(vocab.kept)
     assert torch.allclose(small[..., : len(kept)], big[..., kept], atol=1e-5)
     assert torch.allclose(head_small[..., : len(kept)], head_big[..., kept], atol=1e-5)
