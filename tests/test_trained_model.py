@@ -230,3 +230,17 @@ def test_compact_vocabulary_is_an_exact_full_vocabulary_model() -> None:
     # A rare token's probability is the shared class's, split evenly over its N rows.
     rare = [t for t in range(20) if t not in vocab.kept]
     assert torch.allclose(small[..., vocab.rare] - np.log(len(rare)), big[..., rare[0]], atol=1e-5)
+
+
+@pytest.mark.server
+def test_diagnose_names_the_ternary_head(tmp_path: Path) -> None:
+    """A TQ1_0 head keeps part of its skill (bench: 0.46-0.68 accepted at n-max 1 against 0.82-0.89), and
+    diagnose's probe on the real llama-server puts it down to the quantized head."""
+    out = tmp_path / "tq1.gguf"
+    assert run_cli("tiny-model", "--trained", str(out), "--head-type", "TQ1_0", timeout=300).returncode == 0
+    done = run_cli("diagnose", str(out), "--format", "json", "--n-predict", "48", "--", "-t", "2", timeout=600)
+    assert done.returncode == 1, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert "HEAD_QUANTIZED" in [c["code"] for c in report["causes"]]
+    figures = {(r["prompt_class"], r["n_max"]): r["acceptance"] for r in report["probe"]["results"] if r["n_max"]}
+    assert figures and all(0.0 < a < 0.8 for a in figures.values()), figures
