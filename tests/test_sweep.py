@@ -290,7 +290,7 @@ def test_cli_without_model_runs_the_tiny_demo(
     server_binary: ServerBinary, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
-    common = ["--n-max", "1", "--repeat", "1", "--prompts", "extraction", "--n-predict", "24", "--out", str(out),
+    common = ["--n-max", "1", "--repeat", "1", "--prompts", "prose-ja", "--n-predict", "48", "--out", str(out),
               "--server", str(server_binary.path)]
     assert command.main([*common, "--format", "json", "--no-plot", "--", "-t", "1"], standalone_mode=False) == 0
     document = json.loads(capsys.readouterr().out)
@@ -298,7 +298,7 @@ def test_cli_without_model_runs_the_tiny_demo(
     assert document["tiny_model"] is True and Path(document["model"]) == SHIPPED_GGUF.resolve()
     assert document["settings"]["server_args"] == ["-t", "1"] and document["server"]["command"][-2:] == ["-t", "1"]
     assert document["files"]["plot"] is None and not (out / "sweep.png").exists()
-    assert {r["prompt_class"] for r in document["results"]} == {"extraction"}
+    assert {r["prompt_class"] for r in document["results"]} == {"prose-ja"}
     mtp = next(r for r in document["results"] if r["n_max"] == 1)
     assert 0.0 < mtp["acceptance"] < 1.0
 
