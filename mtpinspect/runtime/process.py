@@ -87,10 +87,12 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
-def stop_group(proc: subprocess.Popen, grace: float) -> None:
+def stop_group(proc: subprocess.Popen, grace: float, *, nudge: float = 0.0) -> None:
     """Stop a ``start_new_session`` child in order: SIGTERM to its group (an engine frees its GPU memory
     on the way out), SIGKILL to the group after ``grace`` seconds, then any descendant that left the
-    group (a launcher's workers may start their own sessions)."""
+    group (a launcher's workers may start their own sessions). ``nudge``: wait that long after the first
+    SIGTERM and send a second one before the grace period (llama-server waits for requests in flight
+    after the first and exits at once on the second)."""
     try:
         family = psutil.Process(proc.pid).children(recursive=True)
     except psutil.Error:
@@ -98,6 +100,11 @@ def stop_group(proc: subprocess.Popen, grace: float) -> None:
     if proc.poll() is None:
         _signal_group(proc, signal.SIGTERM)
         try:
+            if nudge > 0:
+                try:
+                    proc.wait(timeout=nudge)
+                except subprocess.TimeoutExpired:
+                    _signal_group(proc, signal.SIGTERM)
             proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             kill_group(proc)

@@ -25,8 +25,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-import psutil
-
 from mtpinspect.errors import OutputError, ServerError, UsageError
 from mtpinspect.files import writable
 from mtpinspect.runtime.find import ServerBinary
@@ -34,7 +32,7 @@ from mtpinspect.runtime.flags import HOST as HOST_FLAG
 from mtpinspect.runtime.flags import LAUNCHER_FLAGS, METRICS, MODEL, PARALLEL, PORT, ServerArgs
 from mtpinspect.runtime.logs import failure_reason, last_line
 from mtpinspect.runtime.metrics import Metrics, parse_metrics
-from mtpinspect.runtime.process import die_with_parent, tree_cpu_seconds
+from mtpinspect.runtime.process import die_with_parent, stop_group, tree_cpu_seconds
 
 HOST = "127.0.0.1"
 _POLL_S = 0.1
@@ -105,14 +103,6 @@ def describe_exit(returncode: int | None) -> str:
         except ValueError:
             return f"killed by signal {-returncode}"
     return f"exit code {returncode}"
-
-
-def _exited(proc: subprocess.Popen[bytes], seconds: float) -> bool:
-    try:
-        proc.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        return False
-    return True
 
 
 def _complete_utf8(data: bytes) -> int:
@@ -259,42 +249,16 @@ class LlamaServer:
             return False
 
     def stop(self) -> None:
-        """Terminate the server and all its children: SIGTERM, then SIGKILL after the grace period."""
+        """Terminate the server and all its children: SIGTERM (twice: llama-server waits for requests in
+        flight after the first), then SIGKILL after the grace period; children that left the group
+        (router mode spawns servers) one by one."""
         proc = self._proc
         if proc is None:
             self._close_log()
             return
         self._stopped = True
-        try:
-            family = psutil.Process(proc.pid).children(recursive=True)
-        except psutil.Error:
-            family = []
-        if proc.poll() is None:
-            self._signal_group(proc, signal.SIGTERM)
-            # llama-server waits for requests in flight; a second signal makes it exit at once.
-            if not _exited(proc, _FIRST_SIGNAL_WAIT_S):
-                self._signal_group(proc, signal.SIGTERM)
-                if not _exited(proc, self.stop_grace):
-                    self._signal_group(proc, signal.SIGKILL if os.name != "nt" else signal.SIGTERM)
-                    proc.wait()
-        # Children that left the group (router mode spawns servers) are killed one by one.
-        for child in family:
-            try:
-                child.kill()
-                child.wait(timeout=5)
-            except (psutil.NoSuchProcess, psutil.TimeoutExpired):
-                pass
+        stop_group(proc, self.stop_grace, nudge=_FIRST_SIGNAL_WAIT_S)
         self._close_log()
-
-    @staticmethod
-    def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
-        try:
-            if os.name == "nt":
-                proc.send_signal(sig)
-            else:
-                os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass  # already gone
 
     def _close_log(self) -> None:
         if self._log is not None:
