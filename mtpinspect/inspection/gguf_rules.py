@@ -201,7 +201,7 @@ def _llama_for_gguf(ev: Evidence, b: ReportBuilder, g: GgufEvidence, head: GgufE
     if blocking:
         return RuntimeVerdict(RuntimeStatus.unsupported, blocking.message)
     if b.layout == Layout.sidecar and ev.sidecar is None:
-        # The source itself is the mtp- file: its main GGUF when it lies beside it, else a placeholder.
+        # The source itself is the mtp- file: its main GGUF when it lies beside it, else "MAIN.gguf" for the user to fill in.
         trunk = trunk_beside(ev)
         return RuntimeVerdict(RuntimeStatus.supported, "load the main GGUF with -m and this file with -md",
                               llama_server_command(trunk or "MAIN.gguf", sidecar=t.file_ref(g.files[0])))
