@@ -567,6 +567,13 @@ class HubStub:
             else:
                 self._faults.pop(repo_id, None)
 
+    def files(self, repo_id: str, revision: str = "main") -> list[str]:
+        """The paths of the files `revision` of `repo_id` holds."""
+        commit = self._repos[repo_id].resolve(revision)
+        if commit is None:
+            raise KeyError(f"{repo_id}@{revision}")
+        return sorted(commit.files)
+
     def sha(self, repo_id: str, revision: str = "main") -> str:
         """The commit sha that `revision` of `repo_id` resolves to."""
         commit = self._repos[repo_id].resolve(revision)
