@@ -34,7 +34,7 @@ from mtpinspect.runtime.server import START_TIMEOUT_S, LlamaServer, ServerProces
 from mtpinspect.runtime.workarounds import Workaround, WorkaroundSearch, find_workaround
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.plan import BASELINE_ID
-from mtpinspect.sweep.prompts import load_builtin, load_prompts
+from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts
 from mtpinspect.sweep.report import EngineCrash, SweepReport
 from mtpinspect.sweep.statistics import GroupStats
 
@@ -139,6 +139,18 @@ class ProbeResult:
         return next((f for f in self.figures if f.n_max is None and f.prompt_class == prompt_class), None)
 
 
+def _work_folder(out_dir: Path | None, stack: ExitStack) -> tuple[Path, str | None]:
+    """Where the probe writes its runs, and the folder to report as kept (None: a temporary one, removed)."""
+    if out_dir is None:
+        return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtpinspect-diagnose-"))), None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return out_dir, str(out_dir)
+
+
+def _prompt_set(prompts: str | Path | None) -> list[Prompt]:
+    return load_prompts(prompts) if prompts is not None else load_builtin(list(PROBE_CLASSES))
+
+
 def run_probe(
     model: Path,
     settings: ServerArgs,
@@ -154,13 +166,8 @@ def run_probe(
     """Run the probe on a local GGUF; ServerError if llama-server cannot run the model even without MTP."""
     binary = find_server(server, build=True, version_timeout=min(VERSION_TIMEOUT_S, start_timeout))
     with ExitStack() as stack:
-        if out_dir is None:
-            out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtpinspect-diagnose-")))
-            kept = None
-        else:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            kept = str(out_dir)
-        prompt_set = load_prompts(prompts) if prompts is not None else load_builtin(list(PROBE_CLASSES))
+        out_dir, kept = _work_folder(out_dir, stack)
+        prompt_set = _prompt_set(prompts)
         as_given = None
         if settings.sets_spec:
             as_given = _run_as_given(binary, model, settings, sidecar if sidecar_given else None, prompt_set[0].text,
@@ -199,13 +206,8 @@ def probe_endpoint(
     when given): each prompt twice at temperature 0, acceptance per class and position from its counters.
     Returns the probe and the determinism check's lines."""
     with ExitStack() as stack:
-        if out_dir is None:
-            out_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtpinspect-diagnose-")))
-            kept = None
-        else:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            kept = str(out_dir)
-        prompt_set = load_prompts(prompts) if prompts is not None else load_builtin(list(PROBE_CLASSES))
+        out_dir, kept = _work_folder(out_dir, stack)
+        prompt_set = _prompt_set(prompts)
         # Two rounds: the same prompt twice is the temperature-0 determinism check.
         report = run_sweep(None, SweepOptions(
             n_max=(n_max,) if n_max is not None else (), repeat=2, prompts=tuple(prompt_set), n_predict=n_predict,
