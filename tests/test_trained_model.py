@@ -126,13 +126,30 @@ def test_low_bit_head_from_llama_quantize(built_server: ServerBinary, tmp_path: 
     error_line(run_cli("tiny-model", "--trained", str(tmp_path / "x.gguf"), "--head-type", "Q9_9"), "--head-type")
 
 
-@needs_converter
-@pytest.mark.server
-def test_sidecar_layout_from_the_converter(built_server: ServerBinary, tmp_path: Path) -> None:
-    out = tmp_path / "trunk.gguf"
+@pytest.fixture(scope="module")
+def shipped_pair(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped model as the converter's trunk (its mtp- sidecar beside it), from `tiny-model --trained`."""
+    out = tmp_path_factory.mktemp("pair") / "trunk.gguf"
     done = run_cli("tiny-model", "--trained", str(out), "--layout", "sidecar", timeout=300)
     assert done.returncode == 0, done.stderr
-    sidecar = tmp_path / "mtp-trunk.gguf"
+    return out
+
+
+@pytest.fixture(scope="module")
+def few_steps(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """`mtpinspect train` for 6 steps with seed 1 (the shipped model is seed 0): its folder and the run."""
+    out = tmp_path_factory.mktemp("train") / "run"
+    done = subprocess.run([*CLI, "train", str(out), "--steps", "6", "--seed", "1", "--format", "json"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, done
+
+
+@needs_converter
+@pytest.mark.server
+def test_sidecar_layout_from_the_converter(built_server: ServerBinary, shipped_pair: Path, tmp_path: Path) -> None:
+    out = shipped_pair
+    sidecar = out.with_name("mtp-trunk.gguf")
     assert sidecar.is_file() and not any(n.startswith(f"blk.{mtp_block()}.") for n in _tensors(out))
     report = _check(out)
     assert (report["usable"], report["layout"]) == (True, "sidecar")
@@ -159,11 +176,10 @@ def test_converter_needs_the_train_extra(tmp_path: Path) -> None:
 
 @needs_converter
 @pytest.mark.server
-def test_training_a_few_steps_makes_a_model_llama_server_drafts_with(built_server: ServerBinary, tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    done = subprocess.run([*CLI, "train", str(out), "--steps", "6", "--format", "json"], capture_output=True,
-                          text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_training_a_few_steps_makes_a_model_llama_server_drafts_with(
+    built_server: ServerBinary, few_steps: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
+    out, done = few_steps
     curve = [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines()]
     assert [row["step"] for row in curve] == [1, 2, 3, 4, 5, 6]
     assert curve[-1]["main_loss"] < curve[0]["main_loss"] and curve[-1]["mtp_loss"] < curve[0]["mtp_loss"]
@@ -244,3 +260,23 @@ def test_diagnose_names_the_ternary_head(tmp_path: Path) -> None:
     assert "HEAD_QUANTIZED" in [c["code"] for c in report["causes"]]
     figures = {(r["prompt_class"], r["n_max"]): r["acceptance"] for r in report["probe"]["results"] if r["n_max"]}
     assert figures and all(0.0 < a < 0.8 for a in figures.values()), figures
+
+
+@needs_converter
+@pytest.mark.server
+def test_diagnose_names_a_head_from_another_training_run(
+    shipped_pair: Path, few_steps: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """The head of another run (seed 1), converted by the pinned converter's --mtp, as the sidecar of the
+    shipped trunk: it loads and drafts, and the trunk rejects about every draft (bench: a 30-step seed-1
+    head, 0.04-0.35 at n-max 1). No static defect, so diagnose puts it down to the head, not its bits."""
+    from mtpinspect.training.toolchain import convert
+
+    other = convert(few_steps[0] / "checkpoint", tmp_path / "mtp-other.gguf", "q8_0", mtp="sidecar")
+    done = run_cli("diagnose", str(shipped_pair), "--mtp-file", str(other), "--format", "json", "--n-predict", "48",
+                   "--", "-t", "2", timeout=600)
+    assert done.returncode == 1, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert [c["code"] for c in report["causes"]][0] == "HEAD_DISAGREES", report["causes"]
+    figures = {(r["prompt_class"], r["n_max"]): r["drafted"] for r in report["probe"]["results"] if r["n_max"]}
+    assert figures and all(n > 0 for n in figures.values()), figures
