@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from mtpinspect.apps import app_setting, ollama_create_command, ollama_n_max
 from mtpinspect.errors import OutputError, SourceError, UsageError
@@ -23,12 +24,12 @@ from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, Se
 from mtpinspect.sources.app_stores import AppModel, is_app_source
 from mtpinspect.sources.filenames import sidecar_ggufs
 from mtpinspect.sources.resolve import app_files
-from mtpinspect.sweep.engine_run import run_engine_visit
+from mtpinspect.sweep.engine_run import EngineContext, run_engine_visit
 from mtpinspect.sweep.engine_setup import EngineInfo, prepare_engine
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
 from mtpinspect.sweep.options import SweepOptions, check_bounds
-from mtpinspect.sweep.plan import Configuration, build_plan, configurations
+from mtpinspect.sweep.plan import Configuration, Plan, Visit, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
 from mtpinspect.sweep.prompts import Prompt, check_unique, load_builtin, load_prompts
@@ -58,6 +59,8 @@ from mtpinspect.vocabulary import App, RunStatus, ServerStatus
 JOURNAL_NAME = "runs.jsonl"
 REPORT_NAME = "report.json"
 PLOT_NAME = "sweep.png"
+
+_Context = TypeVar("_Context", RunContext, EngineContext)
 
 
 
@@ -120,15 +123,21 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
         journal=journal,
         log_dir=out_dir / "logs",
     )
-    stopped = None
-    for index, visit in enumerate(plan.visits):
-        run_visit(visit, context, tracker)
-        reason = context.starts.stop_reason()
-        if reason and index + 1 < len(plan.visits):
-            stopped = reason
-            break
+    stopped = _visit_all(plan, run_visit, context, tracker)
     report = build_report(journal, settings, configs, prompts, options, binary, tiny, resumed=len(done), app=app)
     return _finish(report, stopped, options, journal)
+
+
+def _visit_all(plan: Plan, run: Callable[[Visit, _Context, ProgressTracker], None], context: _Context,
+               tracker: ProgressTracker) -> str | None:
+    """Run the plan's visits in order; why it stopped early (a configuration that keeps failing to start),
+    or None when every visit ran."""
+    for index, visit in enumerate(plan.visits):
+        run(visit, context, tracker)
+        reason = context.starts.stop_reason()
+        if reason and index + 1 < len(plan.visits):
+            return reason
+    return None
 
 
 def _run_engine_sweep(model: str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
@@ -144,13 +153,7 @@ def _run_engine_sweep(model: str | None, options: SweepOptions, progress: Progre
     plan = build_plan(setup.configs, prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
     context = setup.context(options, journal, out_dir / "logs")
-    stopped = None
-    for index, visit in enumerate(plan.visits):
-        run_engine_visit(visit, context, tracker)
-        reason = context.starts.stop_reason()
-        if reason and index + 1 < len(plan.visits):
-            stopped = reason
-            break
+    stopped = _visit_all(plan, run_engine_visit, context, tracker)
     report = build_report(journal, setup.settings, setup.configs, prompts, options, setup.info, False,
                           resumed=len(done))
     report.engine = setup.recommendation(report.recommendation.n_max)
