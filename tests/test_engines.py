@@ -343,12 +343,21 @@ def test_diagnose_endpoint_measures_a_healthy_head_and_checks_determinism() -> N
     assert f"on {urls[0]}, n-max 3, code: the baseline's text exactly" in notes
 
 
-def test_diagnose_endpoint_with_a_head_that_never_agrees() -> None:
-    proc, _ = _diagnose(StubState("vllm", 3, accepted=(0,)), StubState("vllm", 0))
+@pytest.mark.parametrize(("engine", "words"), [("vllm", "try the latest vLLM release"),
+                                               ("sglang", "try the latest SGLang release")])
+def test_diagnose_endpoint_with_a_head_that_never_agrees(engine: str, words: str) -> None:
+    # SGLang's counters do not give the draft length: said with --n-max, as its user would.
+    extra = ("--n-max", "3") if engine == "sglang" else ()
+    proc, _ = _diagnose(StubState(engine, 3, accepted=(0,)), StubState(engine, 0), extra=extra)
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, DIAGNOSE_SCHEMA)
+    assert doc["probe"]["server"]["engine"] == engine
     assert doc["causes"][0]["code"] == "HEAD_DISAGREES"
     assert all(f["acceptance"] == 0.0 for f in doc["probe"]["results"] if f["n_max"] == 3)
+    # The fix is said for the engine measured, not as a llama.cpp re-export.
+    fix = doc["causes"][0]["fix"]
+    assert words in fix and "convert_hf_to_gguf" not in fix, fix
 
 
 def test_diagnose_endpoint_without_speculative_counters() -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mtpinspect.diagnosis.logs import LogEvidence
+from mtpinspect.runtime.engines import SPECS, spec_of
 from mtpinspect.runtime.flags import N_MAX
 from mtpinspect.vocabulary import Engine
 
@@ -77,15 +78,34 @@ def n_max_setting(engine: Engine, n: int) -> str:
     return f"{N_MAX.spellings[0]} {n}"
 
 
-def disagreeing_head_fix(log: LogEvidence | None) -> str:
-    """What to change when a head that loads and drafts has about every draft rejected."""
-    engine = log.runtime if log is not None else Engine.llama_cpp
+def n_max_fix(engine: Engine, n: int) -> str:
+    """Draft n tokens per step, said in the options of the engine the probe measured."""
+    if engine is Engine.llama_cpp:
+        return f"{N_MAX.spellings[0]} {n} (vLLM: num_speculative_tokens {n})"
+    if engine in SPECS:
+        return f"serve with {spec_of(engine).setting(n)}"
+    return f"draft {n} token(s) per step"
+
+
+def mtp_off_fix(engine: Engine) -> str:
+    """Leave MTP off, or run it where verifying a draft is cheap, in the engine's terms."""
+    if engine is Engine.llama_cpp:
+        return ("leave MTP off here (drop --spec-type draft-mtp), or run where verification is cheap (a GPU: "
+                "-ngl 99 with a CUDA build); measure the cost curve: mtpinspect sweep MODEL --synthetic 0.5,0.7,0.9,1.0")
+    off = f"serve {spec_of(engine).off}" if engine in SPECS else "serve without speculative decoding"
+    return (f"leave MTP off on this server ({off}); measure which draft length pays off, if any: "
+            "mtpinspect sweep --endpoint URL --baseline-endpoint URL")
+
+
+def disagreeing_head_fix(log: LogEvidence | None, engine: Engine = Engine.llama_cpp) -> str:
+    """What to change when a head that loads and drafts has about every draft rejected (on the log's engine,
+    else on ``engine``: the one the probe measured)."""
+    engine = log.runtime if log is not None else engine
     bugs = "; ".join(change for _, change in known_bugs(log))
     first = f"{bugs}; then " if bugs else ""
     if engine is Engine.vllm:
-        assert log is not None
-        version = f" (this log: {log.engine_version})" if log.engine_version else ""
-        method = f" (this log: method '{log.spec_method}')" if log.spec_method else ""
+        version = f" (this log: {log.engine_version})" if log is not None and log.engine_version else ""
+        method = f" (this log: method '{log.spec_method}')" if log is not None and log.spec_method else ""
         return (f"{first}try the latest vLLM release{version} (zero acceptance with a head that loads has been engine "
                 f"bugs, fixed release by release); check --speculative-config{method}: 'mtp' for the model's own MTP "
                 "layers, an EAGLE/DFlash drafter trained for this exact target; draft with the maker's checkpoint, not a "

@@ -37,6 +37,7 @@ from mtpinspect.sweep.plan import BASELINE_ID
 from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts
 from mtpinspect.sweep.report import EngineCrash, SweepReport
 from mtpinspect.sweep.statistics import GroupStats
+from mtpinspect.vocabulary import Engine
 
 PROBE_N_MAX = (1, 3)
 PROBE_CLASSES = ("code", "prose-en")
@@ -114,8 +115,9 @@ class AsGivenRun:
 
 @dataclass(frozen=True)
 class ProbeServer:
-    path: str
+    path: str  # the llama-server binary, or the URL of the running server measured
     version: str
+    engine: Engine = Engine.llama_cpp  # whose terms the fixes are said in
 
 
 @dataclass
@@ -214,9 +216,9 @@ def probe_endpoint(
             out_dir=out_dir / "sweep", plot=False, endpoint=url, baseline_endpoint=baseline_url,
         ))
         figures = [_figure(g) for g in report.results]
-        engine = report.engine.engine.value if report.engine else "server"
+        engine = report.engine.engine if report.engine else Engine.unknown
         return ProbeResult(
-            server=ProbeServer(url, f"{engine} {report.server.version}"),
+            server=ProbeServer(url, f"{engine.value if report.engine else 'server'} {report.server.version}", engine),
             n_predict=n_predict,
             prompt_classes=list(report.prompt_classes),
             figures=figures,

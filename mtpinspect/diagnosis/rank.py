@@ -37,6 +37,8 @@ from dataclasses import replace
 from mtpinspect.diagnosis.advice import (
     disagreeing_head_fix,
     known_bugs,
+    mtp_off_fix,
+    n_max_fix,
     n_max_setting,
 )
 from mtpinspect.diagnosis.causes import CAUSES, Cause
@@ -55,7 +57,7 @@ from mtpinspect.diagnosis.static import (
 from mtpinspect.inspection.support import llama_cpp_graph
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE, SPEC_FLAGS, SPEC_TYPE, ServerArgs
 from mtpinspect.runtime.workarounds import Trial
-from mtpinspect.vocabulary import EvidenceSource, GraphSupport
+from mtpinspect.vocabulary import Engine, EvidenceSource, GraphSupport
 
 ZERO_ACCEPTANCE = 0.05
 FINE_ACCEPTANCE = 0.5
@@ -219,7 +221,7 @@ def _acceptance_causes(
     if pooled <= ZERO_ACCEPTANCE:
         evidence = (f"probe: acceptance {pooled:.1%} over {sum(f.drafted for f in ran)} drafted tokens", *lines,
                     *_baseline_lines(probe)[:1])
-        return [_zero_cause(static, None, evidence, EvidenceSource.probe, 0.9)]
+        return [_zero_cause(static, None, evidence, EvidenceSource.probe, 0.9, probe.server.engine)]
     causes = _class_causes(ran) + _nmax_causes(probe, ran)
     if pooled >= FINE_ACCEPTANCE:
         causes += _slower_causes(probe, ran, pooled)
@@ -227,7 +229,7 @@ def _acceptance_causes(
 
 
 def _zero_cause(static: StaticEvidence | None, log: LogEvidence | None, evidence: tuple[str, ...], source: EvidenceSource,
-                confidence: float) -> Cause:
+                confidence: float, engine: Engine = Engine.llama_cpp) -> Cause:
     defects = bool(static and (static.head_defect or static.zero_tensors))
     quantized = log is not None and log.quantization is not None
     # A vLLM banner's quantization is the target checkpoint's: it is the head's only when the same checkpoint drafts.
@@ -244,7 +246,7 @@ def _zero_cause(static: StaticEvidence | None, log: LogEvidence | None, evidence
     return Cause("HEAD_DISAGREES", confidence - 0.05,
                  "the head loads and drafts, the model runs, yet about every draft is rejected: the head does not "
                  "match this model (other fine-tune or revision, broken export) or the engine runs it wrongly",
-                 (*evidence, *bugs), disagreeing_head_fix(log), (source,))
+                 (*evidence, *bugs), disagreeing_head_fix(log, engine), (source,))
 
 
 def _head_defect_words(static: StaticEvidence | None, log: LogEvidence | None) -> str:
@@ -302,7 +304,7 @@ def _nmax_causes(probe: ProbeResult, ran: list[ProbeFigure]) -> list[Cause]:
     low_n = min(f.n_max or 1 for f in ran)
     return [Cause("NMAX_TOO_HIGH", 0.7 if slower else 0.45,
                   "deeper draft positions are rarely accepted: a high n-max costs more than it gains",
-                  tuple(evidence), f"--spec-draft-n-max {low_n} (vLLM: num_speculative_tokens {low_n})", (EvidenceSource.probe,))]
+                  tuple(evidence), n_max_fix(probe.server.engine, low_n), (EvidenceSource.probe,))]
 
 
 def _slower_causes(probe: ProbeResult, ran: list[ProbeFigure], pooled: float) -> list[Cause]:
@@ -328,10 +330,7 @@ def _slower_causes(probe: ProbeResult, ran: list[ProbeFigure], pooled: float) ->
     confidence = 0.55 if best.within_noise else 0.85
     return [Cause("SLOWER_THAN_BASELINE", confidence,
                   "drafts are accepted, but verifying them costs more than it saves on this machine",
-                  tuple(evidence),
-                  "leave MTP off here (drop --spec-type draft-mtp), or run where verification is cheap (a GPU: "
-                  "-ngl 99 with a CUDA build); measure the cost curve: mtpinspect sweep MODEL --synthetic 0.5,0.7,0.9,1.0",
-                  (EvidenceSource.probe,))]
+                  tuple(evidence), mtp_off_fix(probe.server.engine), (EvidenceSource.probe,))]
 
 
 def _refute_head_warning(causes: list[Cause], probe: ProbeResult) -> tuple[list[Cause], list[str]]:
