@@ -267,9 +267,10 @@ def test_diagnose_names_the_ternary_head(tmp_path: Path) -> None:
 def test_diagnose_names_a_head_from_another_training_run(
     shipped_pair: Path, few_steps: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
 ) -> None:
-    """The head of another run (seed 1), converted by the pinned converter's --mtp, as the sidecar of the
-    shipped trunk: it loads and drafts, and the trunk rejects about every draft (bench: a 30-step seed-1
-    head, 0.04-0.35 at n-max 1). No static defect, so diagnose puts it down to the head, not its bits."""
+    """The head of a barely trained run (6 steps, seed 1), converted by the pinned converter's --mtp, as the
+    sidecar of the shipped trunk: it loads and drafts, and the trunk rejects about every draft. No static
+    defect, so diagnose puts it down to the head, not its bits. (A fully trained seed-1 head keeps 0.18-0.44
+    at n-max 1 and is not named: bench/README.md, the trained model.)"""
     from mtpinspect.training.toolchain import convert
 
     other = convert(few_steps[0] / "checkpoint", tmp_path / "mtp-other.gguf", "q8_0", mtp="sidecar")
