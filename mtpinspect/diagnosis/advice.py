@@ -79,12 +79,9 @@ def n_max_setting(engine: Engine, n: int) -> str:
 
 
 def n_max_fix(engine: Engine, n: int) -> str:
-    """Draft n tokens per step, said in the options of the engine the probe measured."""
-    if engine is Engine.llama_cpp:
-        return f"{N_MAX.spellings[0]} {n} (vLLM: num_speculative_tokens {n})"
-    if engine in SPECS:
-        return f"serve with {spec_of(engine).setting(n)}"
-    return f"draft {n} token(s) per step"
+    """Draft n tokens per step, in the options of the engine the probe measured (llama.cpp's with vLLM's beside)."""
+    setting = n_max_setting(engine, n)
+    return f"{setting} (vLLM: {n_max_setting(Engine.vllm, n)})" if engine is Engine.llama_cpp else setting
 
 
 def mtp_off_fix(engine: Engine) -> str:

@@ -217,8 +217,9 @@ def probe_endpoint(
         ))
         figures = [_figure(g) for g in report.results]
         engine = report.engine.engine if report.engine else Engine.unknown
+        label = engine.value if report.engine else "server"
         return ProbeResult(
-            server=ProbeServer(url, f"{engine.value if report.engine else 'server'} {report.server.version}", engine),
+            server=ProbeServer(url, f"{label} {report.server.version}", engine),
             n_predict=n_predict,
             prompt_classes=list(report.prompt_classes),
             figures=figures,
