@@ -1,0 +1,52 @@
+"""What `pip install .` gives: the wheel built from this checkout, installed non-editable in a fresh venv,
+runs every command from outside the checkout (a subpackage missing from the wheel crashed sweep and
+diagnose even with --help, while every editable-install test passed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = ["check", "find", "sweep", "diagnose", "runtime", "tiny-model", "train"]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The venv's python, with the wheel installed; its dependencies come from the running interpreter's
+    site-packages (no registry is asked), mtpinspect itself only from the wheel."""
+    base = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                    "-w", str(base / "dist"), str(ROOT)], check=True, timeout=300)
+    wheel = next((base / "dist").glob("mtpinspect-*.whl"))
+    venv.create(base / "venv", system_site_packages=True, with_pip=True)
+    python = base / "venv" / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--force-reinstall", "-q",
+                    str(wheel)], check=True, timeout=300)
+    return python
+
+
+def _run(python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    # -I: neither the checkout nor the current folder on sys.path, and no user site.
+    return subprocess.run([str(python), "-I", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_the_package_comes_from_the_wheel(installed: Path, tmp_path: Path) -> None:
+    done = _run(installed, "-c", "import mtpinspect, mtpinspect.prompts as p; print(mtpinspect.__file__); print(p.__file__)",
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    package, prompts = done.stdout.split()
+    assert "site-packages" in package and not package.startswith(str(ROOT)), package
+    assert "site-packages" in prompts, prompts
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_runs_from_the_wheel(installed: Path, tmp_path: Path, command: str) -> None:
+    done = _run(installed, "-m", "mtpinspect", command, "--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "Usage:" in done.stdout
