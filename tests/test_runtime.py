@@ -73,7 +73,7 @@ def test_explicit_path_wins_and_is_described(server_binary: ServerBinary, clean_
 
 
 @pytest.mark.server
-def test_env_then_path_then_cache(server_binary: ServerBinary, clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_env_then_cache_and_never_path(server_binary: ServerBinary, clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ServerError) as exc:
         find_server(build=False)
     assert "runtime build" in _one_line(exc)
@@ -88,8 +88,9 @@ def test_env_then_path_then_cache(server_binary: ServerBinary, clean_env: Path, 
     # A second install replaces the first one in place.
     assert build_mod.install_binaries({"llama-server": server_binary.path}, "cpu", args) / build_mod.BINARY_NAME == installed
 
+    # A llama-server on PATH (any build, however old) is not taken in place of the pinned one.
     (clean_env / "llama-server").symlink_to(server_binary.path)
-    assert find_server(build=False).origin == "PATH"
+    assert find_server(build=False).origin == "cache"
 
     monkeypatch.setenv("LLAMA_SERVER", str(server_binary.path))
     assert find_server(build=False).origin == "$LLAMA_SERVER"

@@ -97,7 +97,7 @@ def _cause_codes() -> list[dict[str, object]]:
 @click.command("diagnose", cls=ServerArgsCommand)
 @click.argument("model", required=False)
 @click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF the run uses (default: found beside MODEL).")
-@click.option("--server", metavar="PATH", help="llama-server for the probe (default: $LLAMA_SERVER, PATH, cache, else build).")
+@click.option("--server", metavar="PATH", help="llama-server for the probe (default: $LLAMA_SERVER, else the pinned build, cached or built).")
 @click.option("--log", "logs", multiple=True, metavar="FILE",
               help="Log of a run made elsewhere: llama-server stderr, a vLLM or SGLang log (also `vllm bench serve` "
                    "output), or a saved /metrics page (llama.cpp, vLLM, SGLang). Repeatable.")

@@ -27,7 +27,7 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
     return click.option(
         "--server", "server", metavar="PATH", default=None,
-        help="Use this llama-server instead of searching ($LLAMA_SERVER, PATH, cache).",
+        help="Use this llama-server instead of $LLAMA_SERVER or the cached pinned build.",
     )(func)
 
 

@@ -109,7 +109,7 @@ class ProgressBar:
 @click.option("--seed", type=int, default=42, show_default=True,
               help=f"Sampling seed of every request ({SEED_BOUND.shown}, as llama.cpp's seed).")
 @click.option("--server", metavar="PATH", default=None,
-              help="llama-server to use (default: $LLAMA_SERVER, PATH, cache, else build the pinned one).")
+              help="llama-server to use (default: $LLAMA_SERVER, else the pinned build, cached or built; a llama-server on PATH is not used unless named).")
 @click.option("--backend", type=click.Choice(BACKENDS), default="cpu", show_default=True,
               help="Backend of the pinned build when none is found.")
 @click.option("--mtp-file", "mtp_file", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -1,7 +1,7 @@
 """Find the llama-server to use and say what it is (version, commit, backend, where it came from).
 
-Search order: an explicit path (`--server`), `$LLAMA_SERVER`, `llama-server` on PATH, the cache of
-pinned builds, else build the pinned one. Whatever is found is checked by running `--version`, so a
+Search order: an explicit path (`--server`), `$LLAMA_SERVER`, the cache of pinned builds, else build the
+pinned one; a `llama-server` on PATH only when named. Whatever is found is checked by running `--version`, so a
 wrong path fails here in one line rather than later in a sweep.
 """
 
@@ -47,7 +47,7 @@ class ServerBinary:
     version: str
     commit: str | None
     backend: str
-    origin: str  # "--server", "$LLAMA_SERVER", "PATH", "cache", "built"
+    origin: str  # "--server", "$LLAMA_SERVER", "cache", "built"
     build_number: int | None = None
     built_with: str | None = None
 
@@ -148,21 +148,21 @@ def find_server(
     progress: Progress | None = None,
     version_timeout: float = VERSION_TIMEOUT_S,
 ) -> ServerBinary:
-    """The llama-server to use: explicit, $LLAMA_SERVER, PATH, cache, else a fresh pinned build."""
+    """The llama-server to use: explicit, $LLAMA_SERVER, the cached pinned build, else a fresh pinned build.
+
+    A llama-server on PATH is never taken on its own: it may be any build, however old or without MTP, and
+    measuring with it unasked would put its behaviour under the pinned build's name."""
     if explicit is not None and str(explicit) != "":
         return describe(_explicit_path(explicit), "--server", str(explicit), timeout=version_timeout)
     env = os.environ.get(ENV_VAR)
     if env:
         return describe(_explicit_path(env), "$LLAMA_SERVER", f"${ENV_VAR}={env}", timeout=version_timeout)
-    on_path = shutil.which("llama-server")
-    if on_path is not None:
-        return describe(Path(on_path), "PATH", timeout=version_timeout)
     cached = cached_server(backend)
     if cached is not None:
         return describe(cached, "cache", timeout=version_timeout)
     if not build:
         raise ServerError(
-            f"no llama-server found (--server, ${ENV_VAR}, PATH, cache for {backend}): "
+            f"no llama-server found (--server, ${ENV_VAR}, the cache for {backend}): "
             "run `mtpinspect runtime build`"
         )
     return describe(build_server(backend, progress=progress), "built", timeout=version_timeout)
