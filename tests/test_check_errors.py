@@ -6,6 +6,7 @@ Every case runs the real CLI in a subprocess, against real files on disk or the 
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -150,3 +151,38 @@ def test_gated_repo_with_saved_login(hub: HubStub, tmp_path: Path) -> None:
     proc = run_check("acme/gated", "--format", "json", env=hub_env(hub, tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["revision"] == hub.sha("acme/gated")
+
+
+# The child's resolver answers "no such name" for one host, as glibc does for a name no DNS knows, without
+# sending a query anywhere (the tests reach only the loopback addresses).
+_UNRESOLVED = """
+import runpy, socket, sys
+real = socket.getaddrinfo
+def getaddrinfo(host, *args, **kwargs):
+    if host == "hub.example.invalid":
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    return real(host, *args, **kwargs)
+socket.getaddrinfo = getaddrinfo
+sys.argv = ["mtpinspect", *sys.argv[1:]]
+runpy.run_module("mtpinspect", run_name="__main__", alter_sys=True)
+"""
+
+
+def _check_with_resolver(endpoint: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _UNRESOLVED, "check", "acme/public"], capture_output=True, text=True,
+                          timeout=120, env=clean_env({"HF_ENDPOINT": endpoint, "HF_HOME": str(tmp_path / "hf")}))
+
+
+def test_a_host_name_that_does_not_resolve_is_said_at_once(tmp_path: Path) -> None:
+    """No Hub (no network, a mistyped HF_ENDPOINT): one line after one attempt, not after 8 s of backoff."""
+    proc = _check_with_resolver("http://hub.example.invalid", tmp_path)
+    assert_one_line_error(proc, "cannot reach the Hub at hub.example.invalid", "1 attempt,")
+
+
+def test_a_refused_connection_is_still_retried(tmp_path: Path) -> None:
+    """A server that is down for a moment (a refused connection) is worth the retries; only an unknown name is not."""
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = _check_with_resolver(f"http://127.0.0.1:{port}", tmp_path)
+    assert_one_line_error(proc, "cannot reach the Hub at 127.0.0.1", "4 attempts")

@@ -21,6 +21,7 @@ not on this path, so the retries here are the only ones and the total stays boun
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 import zlib
@@ -158,7 +159,7 @@ def fetch(
                 "(raise --timeout or MTPINSPECT_TIMEOUT if it is only slow)"
             ) from None
         except (httpx2.NetworkError, httpx2.RemoteProtocolError) as exc:
-            if attempt > policy.retries:
+            if attempt > policy.retries or _name_unknown(exc):
                 raise request.error(
                     f"cannot reach the Hub at {urlsplit(url).netloc} ({type(exc).__name__}: {exc}; "
                     f"{_attempts(attempt)}, {request.shown})"
@@ -290,6 +291,19 @@ def _retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def _name_unknown(exc: BaseException) -> bool:
+    """The host name does not resolve (EAI_NONAME): a fact about this machine's network, not a passing
+    failure, so retrying it only delays the one line (8 s with the default backoff)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the chain is short; bounded all the same
+        if seen is None:
+            return False
+        if isinstance(seen, socket.gaierror) and seen.errno == socket.EAI_NONAME:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _attempts(n: int) -> str:
