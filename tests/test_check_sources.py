@@ -225,3 +225,25 @@ def test_without_the_verify_helper_check_says_so_and_keeps_the_rules(tmp_path: P
     # --no-verify: the rules only, and no note about the helper.
     quiet = json.loads(cli("check", str(path), "--no-verify", "--format", "json", env=empty).stdout)
     assert quiet["runtimes"]["llama.cpp"]["verified"] is None and not any("verify helper" in n for n in quiet["notes"])
+
+
+def test_a_gguf_says_its_own_quantization(tmp_path: Path) -> None:
+    """A GGUF has no quantization config; its general.file_type is its word for it (the shipped model is the
+    pinned converter's --outtype q8_0), and the MTP tensors' types sit beside it: not "none"."""
+    from mtpinspect.trained_model import SHIPPED_GGUF
+
+    report = mtpinspect.check(str(SHIPPED_GGUF), verify=False)
+    assert report.quantization.gguf_file_type == "Q8_0" and report.quantization.method is None
+    table = cli("check", str(SHIPPED_GGUF), "--no-verify")
+    assert table.returncode == 0, table.stderr
+    line = next(line for line in table.stdout.splitlines() if line.startswith("quantization"))
+    assert "GGUF Q8_0 (general.file_type); MTP tensors Q8_0 x" in line and "F32 x" in line
+    shown = json.loads(cli("check", str(SHIPPED_GGUF), "--no-verify", "--format", "json").stdout)
+    jsonschema.validate(shown, CHECK_SCHEMA)
+    assert shown["quantization"]["gguf_file_type"] == "Q8_0"
+
+
+def test_a_gguf_without_a_file_type_key_is_none(tmp_path: Path) -> None:
+    (path,) = write_tiny_model(tmp_path / "tiny-F32.gguf", TinyModelSpec())  # our writer sets no general.file_type
+    report = mtpinspect.check(str(path))
+    assert report.quantization.gguf_file_type is None

@@ -43,6 +43,9 @@ def _requests_text(report: CheckReport) -> str:
 def _quant_text(report: CheckReport) -> str:
     q = report.quantization
     if not q.method:
+        if q.gguf_file_type:
+            head = ", ".join(f"{t} x{n}" for t, n in report.mtp_types.items())
+            return f"GGUF {q.gguf_file_type} (general.file_type)" + (f"; MTP tensors {head}" if head else "")
         return "none"
     excluded = {True: "head excluded", False: "head quantized", PARTIAL: "head partly excluded", None: "n/a"}[q.mtp_excluded]
     algo = f"/{q.algo}" if q.algo else ""

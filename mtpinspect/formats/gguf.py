@@ -32,6 +32,7 @@ from gguf.constants import (
     GGMLQuantizationType,
     GGUFValueType,
     Keys,
+    LlamaFileType,
 )
 
 from mtpinspect.errors import FormatError
@@ -135,6 +136,19 @@ class GGUFHeader:
     @property
     def architecture(self) -> str | None:
         return self.string(Keys.General.ARCHITECTURE)
+
+    @property
+    def file_type(self) -> str | None:
+        """`general.file_type` as the converter and llama-quantize name it (Q8_0, Q4_K_M, F16); None when absent
+        or not an integer. Only said, never judged: llama.cpp itself treats the key as optional."""
+        value = self.metadata.get(Keys.General.FILE_TYPE)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        try:
+            name = LlamaFileType(value).name
+        except ValueError:
+            return f"file type {value}"
+        return name.removeprefix("MOSTLY_").removeprefix("ALL_")
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.metadata.get(key, default)

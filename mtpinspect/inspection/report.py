@@ -100,6 +100,8 @@ class QuantizationSummary:
     mtp_excluded: MtpExcluded
     mtp_modules_kept: tuple[str, ...] = ()
     mtp_modules_quantized: tuple[str, ...] = ()
+    # A GGUF's own word for its quantization (general.file_type: Q8_0, Q4_K_M...); None for checkpoints.
+    gguf_file_type: str | None = None
 
 
 @dataclass(frozen=True)

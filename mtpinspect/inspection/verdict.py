@@ -138,6 +138,7 @@ def _quant_summary(ev: Evidence, audit: QuantAudit | None) -> QuantizationSummar
         mtp_excluded=audit.mtp_excluded if audit else None,
         mtp_modules_kept=tuple(audit.kept()) if audit else (),
         mtp_modules_quantized=tuple(audit.quantized()) if audit else (),
+        gguf_file_type=ev.gguf.first.file_type if ev.gguf else None,
     )
 
 
