@@ -14,14 +14,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from cliproc import error_line, run_cli
 
 from mtpinspect.errors import FormatError, ServerError
 from mtpinspect.runtime import build as build_mod
-from mtpinspect.runtime.build import build_server, cache_root, cached_server, cmake_args
+from mtpinspect.runtime.build import AUTO, build_server, cache_root, cached_server, choose_backend, cmake_args
 from mtpinspect.runtime.find import ServerBinary, describe, find_server
 from mtpinspect.runtime.logs import failure_reason, parse_draft_lines, unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
-from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
+from mtpinspect.runtime.pin import FIRST_MTP_RELEASE, PINNED_LLAMA_CPP
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +165,86 @@ def test_cmake_args_cuda_needs_nvcc(clean_env: Path) -> None:
     assert "-DGGML_CUDA=ON" in cuda and f"-DCMAKE_CUDA_COMPILER={nvcc}" in cuda
 
 
+def test_cmake_args_leave_out_amx_on_an_amx_cpu() -> None:
+    """ggml's AMX kernels crash the pinned llama-server on AMX machines: a native build there turns them off."""
+    amx = cmake_args("cpu", frozenset({"avx512f", "amx_tile", "amx_int8"}))
+    assert "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" in amx
+    assert "-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" in amx
+    assert not any("amx" in a for a in cmake_args("cpu", frozenset({"avx2", "avx512f"})))
+
+
+def test_backend_choice() -> None:
+    """auto is CUDA where an NVIDIA GPU can use it (nvcc to build, or a cached CUDA build), said in words."""
+    cuda = choose_backend(AUTO, gpu=True, nvcc="/usr/local/cuda/bin/nvcc", cuda_cached=False)
+    assert cuda.backend == "cuda" and "--backend cpu" in (cuda.reason or "") and "nvcc" in (cuda.reason or "")
+    assert choose_backend(AUTO, gpu=True, nvcc=None, cuda_cached=True).backend == "cuda"
+    no_toolkit = choose_backend(AUTO, gpu=True, nvcc=None, cuda_cached=False)
+    assert no_toolkit.backend == "cpu" and "CUDA toolkit" in (no_toolkit.reason or "")
+    # nvcc alone (this project's machines have one and no GPU) is no reason for a CUDA build.
+    assert choose_backend(AUTO, gpu=False, nvcc="/usr/local/bin/nvcc", cuda_cached=False) == build_mod.BackendChoice("cpu", None)
+    assert choose_backend("cuda", gpu=False, nvcc=None, cuda_cached=False).backend == "cuda"  # asked for: as asked
+    with pytest.raises(ServerError):
+        choose_backend("rocm", gpu=False, nvcc=None, cuda_cached=False)
+
+
+def test_this_machine_without_a_gpu_resolves_to_cpu(clean_env: Path) -> None:
+    _script(clean_env / "nvcc", "exit 0")  # a CUDA toolkit and no GPU: the CPU build, nothing said
+    if build_mod.nvidia_gpu_present():
+        pytest.skip("this machine has an NVIDIA GPU")
+    assert build_mod.resolve_backend(AUTO) == build_mod.BackendChoice("cpu", None)
+
+
+def test_preflight_names_what_is_missing_before_any_download(clean_env: Path) -> None:
+    with pytest.raises(ServerError) as exc:
+        build_server("cpu")
+    message = _one_line(exc)
+    assert "cmake" in message and "C++ compiler" in message and "--server" in message
+    assert not (cache_root() / build_mod._SDIST_NAME).exists() and not (cache_root() / "build-cpu.log").exists()
+    _script(clean_env / "cmake", "exit 0")
+    with pytest.raises(ServerError) as exc:
+        build_server("cpu")
+    assert "cmake" not in _one_line(exc).split("cannot build llama-server (cpu): ")[1].split(" not found")[0]
+
+
+@pytest.mark.server
+def test_a_cache_of_an_earlier_recipe_or_another_cpu_is_not_used(server_binary: ServerBinary, clean_env: Path) -> None:
+    folder = build_mod.install_binaries({"llama-server": server_binary.path}, "cpu", cmake_args("cpu"))
+    assert cached_server("cpu") == folder / build_mod.BINARY_NAME
+    meta_path = folder / build_mod.METADATA_NAME
+    meta = json.loads(meta_path.read_text())
+    assert meta["recipe"] == build_mod.BUILD_RECIPE and set(meta["cpu_features"]) == build_mod.host_cpu_features()
+    # Built on a CPU with an extension this one lacks: a native binary that may not start here.
+    meta_path.write_text(json.dumps({**meta, "cpu_features": [*meta["cpu_features"], "avx10_2"]}))
+    assert cached_server("cpu") is None and "llama-server" in build_mod.missing_targets("cpu")
+    # Built by the recipe before this one (with ggml's AMX kernels): rebuilt.
+    meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k != "recipe"}))
+    assert cached_server("cpu") is None
+
+
+def test_a_llama_server_from_before_mtp_is_refused_in_one_line(clean_env: Path, tmp_path: Path) -> None:
+    """A build older than draft-mtp, named with --server, is said to be one before anything runs."""
+    old = _script(tmp_path / "llama-server", "echo 'version: 5600 (abc1234)' >&2")
+    found = describe(old, "--server")
+    assert found.mtp is False
+    with pytest.raises(ServerError) as exc:
+        found.require_mtp()
+    assert FIRST_MTP_RELEASE in _one_line(exc) and str(old) in _one_line(exc)
+    # A fork's own numbering says nothing: its --help listing does.
+    fork = _script(tmp_path / "fork-server", 'if [ "$1" = "--help" ]; then echo "--spec-type [none|draft-simple|draft-mtp]"; '
+                                            'else echo "version: 0.4.0-dev (build 1, commit fedcba9)" >&2; fi')
+    assert describe(fork, "--server").mtp is True
+    bare = _script(tmp_path / "bare-server", 'if [ "$1" = "--help" ]; then echo "--spec-type [none|draft-simple]"; '
+                                             'else echo "version: 0.4.0-dev (build 1, commit fedcba9)" >&2; fi')
+    assert describe(bare, "--server").mtp is False
+    assert describe(_script(tmp_path / "new", "echo 'version: 9200 (abc1234)' >&2"), "--server").mtp is True
+
+
+def test_sweep_with_a_llama_server_from_before_mtp(clean_env: Path, tmp_path: Path) -> None:
+    old = _script(tmp_path / "llama-server", "echo 'version: 5600 (abc1234)' >&2")
+    proc = run_cli("sweep", "--server", str(old), "--out", str(tmp_path / "out"), "--no-plot", timeout=60)
+    error_line(proc, "has no --spec-type draft-mtp", FIRST_MTP_RELEASE, "pinned build")
+
+
 @pytest.fixture(scope="module")
 def pinned_sdist(server_binary: ServerBinary) -> Path:
     """The pinned sdist in the real cache, where a pinned build (this session's or CI's) left it."""
@@ -188,6 +269,7 @@ def _stand_in_cmake(folder: Path, server: Path, helper: Path) -> Path:
     """A cmake that prints what CMake prints, "compiles" each --target by copying the real binary into
     bin/, and records its --build command lines in builds.log."""
     log = folder / "builds.log"
+    _script(folder / "c++", "exit 0")  # the preflight looks for a compiler; the stand-in cmake never calls it
     _script(
         folder / "cmake",
         f'if [ "$1" = "--build" ]; then echo "$@" >> "{log}"; echo "[ 38%] Building CXX object common/arg.cpp.o"; '
@@ -221,6 +303,10 @@ def test_build_pipeline_with_stand_in_cmake(
     assert any(a.startswith("-DCMAKE_PROJECT_llama.cpp_INCLUDE=") and a.endswith("mtpinspect-verify.cmake") for a in meta["cmake_args"])
     assert "[ 38%] Building CXX object common/arg.cpp.o" in lines and "[100%] Built target llama-server" in lines
     assert not any(line.startswith("-- ") for line in lines)
+    # It says what it builds and where its log is first, and closes with the time it took and where it is cached.
+    assert lines[0].startswith("building llama-server and mtpinspect-verify and llama-quantize") and "full log: " in lines[0]
+    assert lines[-1].startswith("built llama-server and mtpinspect-verify and llama-quantize (cpu) in ")
+    assert lines[-1].endswith(f"; cached in {built.parent}")
     assert describe(built, "built").version == server_binary.version
     assert [p.name for p in cache.iterdir() if p.name.startswith(".build-") and p.is_dir()] == []
     # Cached now: no second build unless forced.
@@ -254,6 +340,7 @@ def test_cache_from_before_the_helper_builds_only_the_missing_targets(
 def test_build_failure_names_the_step(pinned_sdist: Path, clean_env: Path) -> None:
     cache_root().mkdir(parents=True)
     (cache_root() / pinned_sdist.name).symlink_to(pinned_sdist)
+    _script(clean_env / "c++", "exit 0")
     _script(clean_env / "cmake", 'echo "CMake Error at CMakeLists.txt:2: no compiler"; exit 1')
     with pytest.raises(ServerError) as exc:
         build_server("cpu")
@@ -389,6 +476,6 @@ def test_cli_show_and_errors(server_binary: ServerBinary, clean_env: Path, tmp_p
     assert table.exception is None and server_binary.version in table.output and "backend" in table.output
     missing = runner.invoke(command, ["show", "--server", str(tmp_path / "gone")], standalone_mode=False)
     assert isinstance(missing.exception, ServerError)
-    # Nothing found and nothing cached: show says how to build instead of building for minutes.
+    # Nothing found and nothing cached: show says what `runtime build` builds instead of building for minutes.
     nothing = runner.invoke(command, [], standalone_mode=False)
-    assert isinstance(nothing.exception, ServerError) and "runtime build" in str(nothing.exception)
+    assert nothing.exception is None and "not built yet" in nothing.output and "runtime build" in nothing.output

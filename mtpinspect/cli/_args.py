@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from mtpinspect.cli._output import Output, OutputFormat
+from mtpinspect.runtime.build import AUTO, BACKEND_CHOICES
 from mtpinspect.sources.fetch import RETRY_AFTER_CAP, FetchPolicy
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,6 +66,14 @@ def codes_option(what: str, catalogue: Callable[[], Sequence[Mapping[str, Any]]]
 
     return click.option("--codes", is_flag=True, expose_value=False, callback=show,
                         help=f"Print the catalogue of {what} codes and exit.")
+
+
+def backend_option(help_text: str) -> Callable[[F], F]:
+    """--backend of the pinned build: auto (CUDA where an NVIDIA GPU and the CUDA toolkit are), cpu or cuda."""
+    return click.option(
+        "--backend", type=click.Choice(BACKEND_CHOICES), default=AUTO, show_default=True,
+        help=f"{help_text} auto: cuda on a machine with an NVIDIA GPU and the CUDA toolkit (nvcc), else cpu.",
+    )
 
 
 def start_timeout_option(func: F) -> F:

@@ -37,11 +37,10 @@ from mtpinspect.diagnosis.logs import MTP_FAILURE_MARKERS
 from mtpinspect.diagnosis.static import StaticEvidence, fix_command
 from mtpinspect.runtime.crash import Crash, CrashKind
 from mtpinspect.runtime.flags import DRAFT_MODEL, MTP_SPEC_TYPE, SPEC_TYPE, ServerArgs
+from mtpinspect.runtime.pin import FIRST_MTP_RELEASE
 from mtpinspect.runtime.workarounds import Trial, Workaround
 from mtpinspect.vocabulary import Engine, EvidenceSource, Layout
 
-# The first llama.cpp release with PR #22673 (draft-mtp), published 2026-05-16.
-FIRST_MTP_RELEASE = "b9180"
 
 
 def classify_failure(

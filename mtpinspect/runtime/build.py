@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import platform
+import queue
 import re
 import shutil
 import signal
@@ -26,16 +27,25 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from mtpinspect.cache_dir import cache_dir, make_folder
 from mtpinspect.errors import ServerError
 from mtpinspect.files import read_cached
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_SDIST_SHA256, PINNED_VERSION
+from mtpinspect.runtime.process import run_bounded
+from mtpinspect.runtime.toolchain import find_toolchain
+from mtpinspect.units import duration
 
 BACKENDS = ("cpu", "cuda")
+# What --backend defaults to: the CUDA build on a machine with an NVIDIA GPU and the CUDA toolkit, else the CPU one.
+AUTO = "auto"
+BACKEND_CHOICES = (AUTO, *BACKENDS)
 _EXE = ".exe" if os.name == "nt" else ""
 BINARY_NAME = f"llama-server{_EXE}"
 HELPER_NAME = f"mtpinspect-verify{_EXE}"
@@ -47,6 +57,18 @@ HELPER_SOURCE = Path(__file__).with_name("helper")
 HELPER_CMAKE = HELPER_SOURCE / "mtpinspect-verify.cmake"
 METADATA_NAME = "build.json"
 _MAX_METADATA_BYTES = 64 * 1024
+
+# `nvidia-smi -L` answers in well under a second; a hung driver must not hold a command up.
+_GPU_PROBE_TIMEOUT_S = 10.0
+
+# What the cached binaries were built by. 2: without ggml's AMX kernels, which crash the pinned llama-server
+# (SIGSEGV at the first Q8_0 or Q4_0 matrix product) on the AMX machines this project runs on; a cache of an
+# earlier recipe is rebuilt.
+BUILD_RECIPE = 2
+# GCC's and Clang's names for the AMX extensions; -mno-X wins over -march=native whatever their order.
+_AMX_FLAGS = ("amx-tile", "amx-int8", "amx-bf16")
+_ISA_FLAG_RE = re.compile(r"^(sse|ssse|avx|amx|fma|f16c|bmi|vnni|vbmi)")
+_CPUINFO_MAX_BYTES = 1 << 20  # a few KB per core; a bound, not a filter
 
 _SDIST_NAME = f"{PINNED_PACKAGE.replace('-', '_')}-{PINNED_VERSION}.tar.gz"
 _PROGRESS_RE = re.compile(r"^\[\s*\d+%\]")
@@ -75,9 +97,26 @@ def _cached(backend: str, target: str) -> Path | None:
     binary = folder / TARGETS[target]
     if not (binary.is_file() and os.access(binary, os.X_OK) and (folder / METADATA_NAME).is_file()):
         return None
+    meta = read_metadata(backend) or {}
+    if meta.get("recipe") != BUILD_RECIPE:
+        return None  # made by an earlier recipe (with ggml's AMX kernels, say): rebuilt, not trusted
+    if not set(meta.get("cpu_features") or ()) <= host_cpu_features():
+        return None  # a native build for another CPU (a home folder or image moved): it may not even start here
     if target == "mtpinspect-verify" and (read_metadata(backend) or {}).get("helper_sha256") != helper_digest():
         return None  # built from another version of helper/: rebuild rather than trust its output format
     return binary
+
+
+def host_cpu_features() -> frozenset[str]:
+    """The instruction-set extensions of this machine's CPU that a native build may use (Linux's
+    /proc/cpuinfo flags: the SSE, AVX, AMX, FMA, F16C, BMI families); empty where that is not readable."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            text = fh.read(_CPUINFO_MAX_BYTES)
+    except OSError:
+        return frozenset()
+    flags = re.search(r"^flags\s*:(.*)$", text, re.MULTILINE)
+    return frozenset(f for f in (flags.group(1).split() if flags else ()) if _ISA_FLAG_RE.match(f))
 
 
 def cached_server(backend: str = "cpu") -> Path | None:
@@ -125,15 +164,54 @@ def read_metadata(backend: str = "cpu") -> dict | None:
         return None
 
 
-def _nvcc() -> str | None:
-    cudacxx = os.environ.get("CUDACXX")
-    if cudacxx and Path(cudacxx).is_file():
-        return cudacxx
-    return shutil.which("nvcc")
+def nvidia_gpu_present() -> bool:
+    """Whether this machine has an NVIDIA GPU the driver sees (its /proc entries, else `nvidia-smi -L`)."""
+    gpus = Path("/proc/driver/nvidia/gpus")
+    with contextlib.suppress(OSError):
+        if gpus.is_dir() and any(gpus.iterdir()):
+            return True
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    try:
+        listing, _ = run_bounded([smi, "-L"], _GPU_PROBE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return re.search(r"^GPU \d+:", listing, re.MULTILINE) is not None
 
 
-def cmake_args(backend: str) -> list[str]:
-    """CMake configure arguments for a backend; "cuda" needs nvcc (on PATH or $CUDACXX)."""
+@dataclass(frozen=True)
+class BackendChoice:
+    """The pinned build's backend to use, and why (said to the user when it is not the plain CPU case)."""
+
+    backend: str
+    reason: str | None  # None: nothing worth saying (asked for, or a machine without an NVIDIA GPU)
+
+
+def choose_backend(requested: str, *, gpu: bool, nvcc: str | None, cuda_cached: bool) -> BackendChoice:
+    """--backend resolved: an explicit backend as asked; auto picks CUDA where an NVIDIA GPU can use it."""
+    if requested != AUTO:
+        return BackendChoice(_check_backend(requested), None)
+    if gpu and (nvcc is not None or cuda_cached):
+        how = "its cached CUDA build" if cuda_cached else f"the CUDA build (nvcc: {nvcc})"
+        return BackendChoice("cuda", f"an NVIDIA GPU is here: using {how}, with llama.cpp's default offload "
+                                     "(-ngl auto: every layer that fits); --backend cpu measures on the CPU")
+    if gpu:
+        return BackendChoice("cpu", "an NVIDIA GPU is here but not the CUDA toolkit (nvcc on PATH or $CUDACXX): "
+                                    "using the CPU build; install the toolkit for `--backend cuda`")
+    return BackendChoice("cpu", None)
+
+
+def resolve_backend(requested: str) -> BackendChoice:
+    """choose_backend on this machine (a GPU is looked for only when the choice is auto)."""
+    if requested != AUTO:
+        return choose_backend(requested, gpu=False, nvcc=None, cuda_cached=False)
+    return choose_backend(AUTO, gpu=nvidia_gpu_present(), nvcc=find_toolchain().nvcc, cuda_cached=cached_server("cuda") is not None)
+
+
+def cmake_args(backend: str, cpu_features: frozenset[str] | None = None) -> list[str]:
+    """CMake configure arguments for a backend on a CPU with ``cpu_features`` (default: this machine's);
+    "cuda" needs nvcc (on PATH or $CUDACXX)."""
     _check_backend(backend)
     args = [
         "-DCMAKE_BUILD_TYPE=Release",
@@ -152,8 +230,12 @@ def cmake_args(backend: str) -> list[str]:
         # Adds the mtpinspect-verify target at the end of llama.cpp's project() (see helper/).
         f"-DCMAKE_PROJECT_llama.cpp_INCLUDE={HELPER_CMAKE.as_posix()}",
     ]
+    if "amx_int8" in (host_cpu_features() if cpu_features is None else cpu_features):
+        # GGML_NATIVE compiles for this CPU; on an AMX one that would bring in the AMX kernels (see BUILD_RECIPE).
+        no_amx = " ".join(f"-mno-{flag}" for flag in _AMX_FLAGS)
+        args += [f"-DCMAKE_C_FLAGS={no_amx}", f"-DCMAKE_CXX_FLAGS={no_amx}"]
     if backend == "cuda":
-        nvcc = _nvcc()
+        nvcc = find_toolchain().nvcc
         if nvcc is None:
             raise ServerError(
                 "cannot build llama-server for cuda: nvcc not found on PATH and $CUDACXX is not set "
@@ -161,6 +243,15 @@ def cmake_args(backend: str) -> list[str]:
             )
         args += ["-DGGML_CUDA=ON", f"-DCMAKE_CUDA_COMPILER={nvcc}"]
     return args
+
+
+def preflight(backend: str) -> None:
+    """Refuse a build that cannot succeed before anything is downloaded: cmake, a C++ compiler, and for
+    cuda the CUDA toolkit."""
+    missing = find_toolchain().missing(backend)
+    if missing:
+        raise ServerError(f"cannot build llama-server ({backend}): {' and '.join(missing)} not found; "
+                          "install them, or name a llama-server you have with --server or $LLAMA_SERVER")
 
 
 def _sha256(path: Path) -> str:
@@ -202,8 +293,29 @@ def _kill_tree(proc: subprocess.Popen[str]) -> None:
     proc.wait()
 
 
+# A step that prints nothing for this long (pip resolving, one large file compiling) still says it is alive.
+_HEARTBEAT_S = 15.0
+# pip's own lines worth passing on while it fetches the sdist (the rest is noise on a terminal).
+_PIP_PROGRESS_RE = re.compile(r"^(Collecting|Downloading|Saved|Looking in)\b")
+
+
+def _lines(stream: IO[str]) -> queue.Queue[str | None]:
+    """The stream's lines on a queue, None at its end: read by a thread, so the caller can wait with a
+    timeout and say that a silent step is still running."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
 def _run(step: str, command: Sequence[str], log: Path, progress: Progress | None, cwd: Path | None = None) -> None:
-    """Run one build step, appending its output to the log and passing progress lines to the callback."""
+    """Run one build step, appending its output to the log and passing progress lines to the callback
+    (and, when the step is silent for a while, a line that it is still running)."""
     # Line-buffered so `tail -f` on the log follows a long build.
     with log.open("a", encoding="utf-8", errors="replace", buffering=1) as out:
         out.write(f"$ {' '.join(command)}\n")
@@ -224,13 +336,23 @@ def _run(step: str, command: Sequence[str], log: Path, progress: Progress | None
             raise ServerError(f"llama-server build failed at {step}: cannot run {command[0]}: {exc.strerror}") from None
         last = ""
         assert proc.stdout is not None
+        started = time.monotonic()
         try:
-            for line in proc.stdout:
+            lines = _lines(proc.stdout)
+            while True:
+                try:
+                    line = lines.get(timeout=_HEARTBEAT_S)
+                except queue.Empty:
+                    if progress is not None:
+                        progress(f"{step}: still running ({duration(time.monotonic() - started)} so far)")
+                    continue
+                if line is None:
+                    break
                 out.write(line)
                 stripped = line.strip()
                 if stripped:
                     last = stripped
-                    if progress is not None and _PROGRESS_RE.match(stripped):
+                    if progress is not None and (_PROGRESS_RE.match(stripped) or _PIP_PROGRESS_RE.match(stripped)):
                         progress(stripped)
         except BaseException:
             _kill_tree(proc)
@@ -318,8 +440,11 @@ def write_metadata(folder: Path, backend: str, args: Sequence[str], version_text
         "package_version": PINNED_VERSION,
         "llama_cpp_commit": PINNED_LLAMA_CPP,
         "sdist_sha256": PINNED_SDIST_SHA256,
+        "recipe": BUILD_RECIPE,
         "backend": backend,
         "cmake_args": list(args),
+        # A native build: what it may use of the CPU it was built on (a CPU without one of them cannot run it).
+        "cpu_features": sorted(host_cpu_features()),
         "targets": targets,
         "helper_sha256": helper_sha256 if "mtpinspect-verify" in targets else None,
         "machine": platform.machine(),
@@ -382,10 +507,15 @@ def build_server(
         targets = list(TARGETS) if force else missing_targets(backend)
         if not targets:
             return install_dir(backend) / BINARY_NAME
+        preflight(backend)
         digest = helper_digest()  # of the source about to be compiled
+        started = time.monotonic()
         work = Path(tempfile.mkdtemp(prefix=f".build-{backend}-", dir=root))
         log = root / f"build-{backend}.log"
         log.write_text("", encoding="utf-8")
+        if progress is not None:
+            progress(f"building {' and '.join(targets)} from {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp "
+                     f"{PINNED_LLAMA_CPP}, {backend}): about 10 minutes on 2 cores, once; full log: {log}")
         try:
             sdist = _download_sdist(root, log, progress)
             if progress is not None:
@@ -403,6 +533,10 @@ def build_server(
                 progress,
             )
             built = {target: _built(build, TARGETS[target], log) for target in targets}
-            return install_binaries(built, backend, args, digest) / BINARY_NAME
+            folder = install_binaries(built, backend, args, digest)
+            if progress is not None:
+                progress(f"built {' and '.join(targets)} ({backend}) in {duration(time.monotonic() - started)}; "
+                         f"cached in {folder}")
+            return folder / BINARY_NAME
         finally:
             shutil.rmtree(work, ignore_errors=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtpinspect.errors import UsageError
+from mtpinspect.runtime.build import AUTO
 from mtpinspect.runtime.server import START_TIMEOUT_S
 from mtpinspect.sweep.prompts import Prompt
 from mtpinspect.vocabulary import Engine, WorkaroundMode
@@ -25,7 +26,7 @@ class SweepOptions:
     seed: int = 42
     server: str | Path | None = None
     build_server: bool = True
-    backend: str = "cpu"
+    backend: str = AUTO  # the pinned build's (runtime/build.py BACKEND_CHOICES)
     mtp_file: Path | None = None
     out_dir: Path = Path("out/sweep")
     resume: bool = False
