@@ -46,6 +46,7 @@ PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 SHOWN_WORK = "/tmp/demo"  # the work folder, as the pages show it
 # The package folder, as the Quick start's `pip install .` places it: the same on every checkout (CI clones elsewhere).
 SHOWN_PACKAGE = ".../site-packages/mtpinspect"
+SHOWN_CACHE = "~/.cache/mtpinspect"  # the cache folder where it is by default (cache_dir.py)
 BLOCK = re.compile(r"(<!-- example: (?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /example -->)", re.S)
 CONSOLE = re.compile(r"^```console\n(?P<text>.*?)^```\n", re.S | re.M)
 EXIT_LINE = re.compile(r"^\[exit status (\d+)\]$")
@@ -322,6 +323,10 @@ def _as_shown(text: str, work: Path, env: dict[str, str]) -> str:
     as ~; a heading's underline keeps the length of its heading as shown."""
     swaps = [(str(work.resolve()), SHOWN_WORK), (str(work), SHOWN_WORK), (str(ROOT / "mtpinspect"), SHOWN_PACKAGE)]
     swaps += [(env[name], "http://127.0.0.1:PORT") for name in ("HF_ENDPOINT",) if name in env]
+    # The built servers' folder is shown where it is by default, wherever this run keeps it
+    # ($MTPINSPECT_CACHE_DIR, $XDG_CACHE_HOME, a HOME of any length).
+    swaps += [(str(work.parent / "cache"), SHOWN_CACHE), (str(SERVERS.resolve()), f"{SHOWN_CACHE}/{SERVERS.name}"),
+              (str(SERVERS.parent), SHOWN_CACHE)]
     swaps.append((str(Path.home()), "~"))
     lines = text.split("\n")
     for i, line in enumerate(lines):
@@ -400,7 +405,9 @@ def missing_lines(example: Example, shown: list[str], actual: list[str]) -> list
     have = [_mask(line, example.volatile) for line in actual]
     missing, at = [], 0
     for line in shown:
-        if line == "..." or not line.strip() or (example.stable and not re.search(example.stable, line)):
+        # A table's rule is as long as its widest value (a path that differs between machines): layout, not content.
+        rule = set(line) <= {"-", " "}
+        if line == "..." or not line.strip() or rule or (example.stable and not re.search(example.stable, line)):
             continue
         want = _mask(line, example.volatile)
         try:
