@@ -177,6 +177,13 @@ class ServerStatus(Word):
     failed = "failed"
 
 
+class MachineState(Word):
+    """What other work did to the machine while a sweep measured (sweep/machine_load.py says when it is busy)."""
+
+    quiet = "quiet"
+    busy = "busy"  # other work took enough cores during some runs that their speeds may be disturbed
+
+
 # Whether a quantization keeps the MTP head in high precision: True (all of it), False (none of it),
 # "partial", or None (nothing quantized, or nothing to judge).
 MtpExcluded = Literal[True, False, "partial"] | None

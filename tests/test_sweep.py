@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import psutil
 import pytest
+from cpuburn import burners
 from matplotlib import image as mpimg
 
 from mtpinspect.cli._output import Output
@@ -23,6 +24,7 @@ from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.logs import parse_draft_lines
 from mtpinspect.sweep import ProgressEvent, SweepOptions, run_sweep
 from mtpinspect.sweep.journal import Journal
+from mtpinspect.sweep.machine_load import BUSY_SHARE
 from mtpinspect.sweep.progress import RUN_DONE, RUN_START
 from mtpinspect.sweep.records import RunRecord, ServerRecord
 from mtpinspect.sweep.run import warmup_tokens
@@ -321,3 +323,54 @@ def test_separate_mtp_file_goes_to_mtp_configurations_only(
     assert groups["n-max-2"].command[-6:] == ["--spec-draft-n-max", "2", "-md", str(sidecar.resolve()), "-t", "1"]
     assert groups["baseline"].runs == 2 and groups["baseline"].drafted == 0
     assert groups["n-max-2"].acceptance == 1.0 and report.settings["mtp_file"] == str(sidecar.resolve())
+
+
+def _rendered(report: Any, fmt: str) -> tuple[str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    render(report, Output(fmt, stream=stdout, errors=stderr))
+    return stdout.getvalue(), stderr.getvalue()
+
+
+@pytest.mark.server
+def test_other_processes_load_is_measured_and_a_busy_machine_is_warned_of(
+    server_binary: ServerBinary, tmp_path: Path, prompts: Path
+) -> None:
+    """The same small sweep measured as the machine is, then while this test keeps every core busy with
+    spinning children of its own (not the sweep's: they are other work). The machine may be busy with
+    other tests the first time, so there the figures are checked for sense and the warning for agreeing
+    with them; with the spinners it must be busy."""
+    model = _model(tmp_path, acceptance="perfect")
+    cores = psutil.cpu_count()
+    quiet = run_sweep(model, _options(server_binary, tmp_path / "as-is", prompts))
+    load = quiet.machine_load
+    assert load is not None and load.runs == quiet.runs.ok == 4 and load.cores == cores
+    assert 0.0 <= load.median_cores <= load.peak_cores <= cores + 0.2
+    assert (load.warning is not None) == (load.busy_runs > 0) == (load.state == "busy")
+    runs, _ = _records(tmp_path / "as-is")
+    assert all(r.other_load is not None and r.other_load.window_seconds > 0 for r in runs)
+    table, _ = _rendered(quiet, "table")
+    assert ("Busy machine" in table) == (load.warning is not None)
+
+    with burners(cores):
+        busy = run_sweep(model, _options(server_binary, tmp_path / "busy", prompts))
+    load = busy.machine_load
+    assert load is not None and load.state == "busy" and load.busy_runs >= 1
+    assert load.peak_cores > BUSY_SHARE * cores and load.warning is not None
+    assert load.warning.startswith(f"speeds may be disturbed: other processes used {load.busy_median_cores:.1f} of {cores} cores")
+    document = json.loads(Path(busy.files.report).read_text(encoding="utf-8"))
+    jsonschema.validate(document, SCHEMA)
+    assert document["machine_load"]["warning"] == load.warning
+    table, _ = _rendered(busy, "table")
+    assert table.index("Busy machine") < table.index("Decode speed and acceptance")  # said before the speeds
+    assert load.warning in table
+    markdown, _ = _rendered(busy, "md")
+    assert f"**{load.warning}**" in markdown
+    # csv and json: stdout is data (json has the warning in machine_load); people read it on stderr.
+    csv_text, csv_messages = _rendered(busy, "csv")
+    json_text, json_messages = _rendered(busy, "json")
+    assert "speeds may be disturbed" not in csv_text and json.loads(json_text)["machine_load"] == document["machine_load"]
+    assert csv_messages == json_messages == f"mtpinspect sweep: warning: {load.warning}\n"
+
+    # --resume measures nothing more and summarises the journal's readings alike.
+    resumed = run_sweep(model, _options(server_binary, tmp_path / "busy", prompts, resume=True))
+    assert resumed.runs.resumed == 4 and resumed.machine_load == load

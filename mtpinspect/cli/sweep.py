@@ -238,8 +238,8 @@ def render(report: SweepReport, out: Output) -> None:
     out.document(report)
     if out.format is OutputFormat.csv:
         out.table(_csv_rows(report.results), primary=True)
-        return
-    if out.format is OutputFormat.json:
+    if out.is_machine:
+        _render_machine_load(report, out)
         return
     out.heading(f"MTP sweep of {report.model}")
     server = (f"{report.engine.engine.value} {report.server.version}" if report.engine is not None
@@ -250,6 +250,7 @@ def render(report: SweepReport, out: Output) -> None:
         f"{report.runs.ok} of {report.runs.planned} runs measured"
         + (f", {report.runs.resumed} from an earlier invocation" if report.runs.resumed else "")
     )
+    _render_machine_load(report, out)
     real = [g for g in report.results if g.synthetic is None]
     out.table(_summary_rows(real), title="Decode speed and acceptance (median [min-max] over prompts and rounds)")
     drafting = [g for g in real if g.n_max is not None and g.drafts]
@@ -404,3 +405,17 @@ def _render_crashes(report: SweepReport, out: Output) -> None:
         out.text(f"{entry.configuration}: {entry.crash.summary}; {outcome}")
         for trial in entry.tried:
             out.text(f"  tried {trial.workaround.value}: {trial.outcome}")
+
+
+def _render_machine_load(report: SweepReport, out: Output) -> None:
+    """The busy-machine warning, before the speeds it concerns (on stderr for csv and json: stdout is data)."""
+    load = report.machine_load
+    if load is None or load.warning is None:
+        return
+    if out.is_machine:
+        out.warning(load.warning, where="mtpinspect sweep")
+        return
+    out.heading("Busy machine")
+    out.lead(load.warning)
+    out.text("busy runs per configuration: "
+             + ", ".join(f"{c.configuration} {c.busy_runs} of {c.runs}" for c in load.by_configuration))

@@ -22,7 +22,7 @@ import psutil
 FAMILY_REFRESH_S = 1.0
 
 
-def _family(pid: int) -> list[psutil.Process]:
+def process_family(pid: int) -> list[psutil.Process]:
     """A process and all its descendants ([] once it has exited)."""
     try:
         root = psutil.Process(pid)
@@ -43,7 +43,7 @@ def _rss(processes: list[psutil.Process]) -> int:
 
 def tree_rss(pid: int) -> int:
     """RSS in bytes of a process and all its descendants (0 once it has exited)."""
-    return _rss(_family(pid))
+    return _rss(process_family(pid))
 
 
 class RssSampler:
@@ -77,7 +77,7 @@ class RssSampler:
         listed_at = -FAMILY_REFRESH_S
         while not self._stop.is_set():
             if time.monotonic() - listed_at >= FAMILY_REFRESH_S:
-                family, listed_at = _family(self.pid), time.monotonic()
+                family, listed_at = process_family(self.pid), time.monotonic()
             self._record(_rss(family))
             self._stop.wait(self.interval)
 

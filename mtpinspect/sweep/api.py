@@ -28,6 +28,7 @@ from mtpinspect.sweep.engine_run import EngineContext, run_engine_visit
 from mtpinspect.sweep.engine_setup import EngineInfo, prepare_engine
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
+from mtpinspect.sweep.machine_load import summarize_load
 from mtpinspect.sweep.options import SweepOptions, check_bounds
 from mtpinspect.sweep.plan import Configuration, Plan, Visit, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
@@ -249,6 +250,7 @@ def build_report(
             server_logs=_server_logs(servers),
         ),
         determinism_note=DETERMINISM_NOTE,
+        machine_load=summarize_load(latest),
         app=_in_app(app, recommendation),
     )
 

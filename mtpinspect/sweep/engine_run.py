@@ -28,6 +28,7 @@ from mtpinspect.runtime.engines.base import (
     MeanLength,
     engine_version,
 )
+from mtpinspect.runtime.load import LoadMeter
 from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
 from mtpinspect.runtime.metrics import Metrics
 from mtpinspect.runtime.server import Completion, ServerDiedError, ServerStartError
@@ -62,6 +63,7 @@ class EngineContext:
     served_model: str = ""
     starts: StartFailures = field(default_factory=StartFailures)
     versions: list[str] = field(default_factory=list)  # as each started server reported it
+    load: LoadMeter = field(default_factory=LoadMeter)  # what other processes use of the CPUs, per run
 
     def server(self, config: Configuration, log_path: Path) -> EngineServer:
         if self.tokens is not None:
@@ -120,6 +122,8 @@ def run_engine_visit(visit: Visit, ctx: EngineContext, tracker: ProgressTracker)
             if config.n_max is not None and not _reads_acceptance(cursor.metrics, ctx.spec):
                 _failed_server(record, server, no_counters_reason(server.url, ctx.spec, cursor.metrics), visit, ctx, tracker)
                 return
+            if server.pid is not None:
+                ctx.load.mark(server.pid)
             ctx.journal.append(record)
             tracker.server_started(record.startup_seconds)
             _measure_runs(server, visit, ctx, tracker, sampler, server_id, cursor)
@@ -208,6 +212,8 @@ def measure(server: EngineServer, run: PlannedRun, ctx: EngineContext, sampler: 
         return RunRecord(**base, status=status, error=str(exc), wall_seconds=time.perf_counter() - began,
                          finished_at=time.time(), rss_peak_bytes=_peak(sampler))
     cursor.metrics = after
+    # A server at an --endpoint may run on another machine: this machine's load says nothing about it.
+    other_load = ctx.load.other_load(server.pid) if server.pid is not None else None
     if ctx.spec.draft_lines and server.log_path is not None:
         offset = cursor.log_offset
         delta, note = request_counts(before, after, completion, config.n_max, ctx.spec, "")
@@ -222,7 +228,7 @@ def measure(server: EngineServer, run: PlannedRun, ctx: EngineContext, sampler: 
         extra = dict(log_mismatch=note)
     return RunRecord(**base, status=RunStatus.ok, error=None, wall_seconds=completion.wall_seconds,
                      finished_at=time.time(), rss_peak_bytes=_peak(sampler), gpu_memory_bytes=_gpu(server),
-                     **extra, **figures)
+                     other_load=other_load, **extra, **figures)
 
 
 def request_counts(before: Metrics | None, after: Metrics | None, completion: Completion, n_max: int | None,

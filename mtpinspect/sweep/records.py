@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mtpinspect.runtime.crash import Crash
+from mtpinspect.runtime.load import OtherLoad
 from mtpinspect.runtime.logs import DraftStats
 from mtpinspect.runtime.workarounds import Workaround
 from mtpinspect.vocabulary import RunStatus, ServerStatus
@@ -130,6 +131,8 @@ class RunRecord:
     text: str = ""
     rss_peak_bytes: int | None = None
     gpu_memory_bytes: dict[str, int] | None = None
+    # The cores other processes kept busy while it ran (runtime/load.py); None for a server at an endpoint.
+    other_load: OtherLoad | None = None
     workaround: Workaround | None = None  # as on the ServerRecord of the server that ran it
     crash: Crash | None = None  # status crashed: how the engine died, when its log tells
     kind: str = RUN_KIND

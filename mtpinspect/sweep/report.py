@@ -18,6 +18,7 @@ from mtpinspect.files import read_bounded
 from mtpinspect.jsonable import schema_header
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.workarounds import Workaround
+from mtpinspect.sweep.machine_load import MachineLoad
 from mtpinspect.sweep.records import TrialRecord
 from mtpinspect.sweep.statistics import BreakEven, GroupStats, Recommendation
 from mtpinspect.vocabulary import App, Engine
@@ -126,6 +127,9 @@ class SweepReport:
     files: SweepFiles
     # Why the sweep stopped before its plan was done (servers that cannot start); None when it ran it all.
     stopped: str | None = None
+    # What other processes used of the CPUs while the runs were measured, with a warning when the speeds may
+    # be disturbed; None when no run was measured on a server this machine runs.
+    machine_load: MachineLoad | None = None
     app: AppRecommendation | None = None  # the model came from Ollama's store or LM Studio's folder
     engine: EngineRecommendation | None = None  # swept with --engine/--endpoint
 

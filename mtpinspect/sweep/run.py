@@ -24,6 +24,7 @@ from mtpinspect.formats.gguf import read_gguf_header
 from mtpinspect.runtime.crash import Crash, crash_of
 from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.flags import ServerArgs
+from mtpinspect.runtime.load import LoadMeter
 from mtpinspect.runtime.logs import parse_draft_lines
 from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
 from mtpinspect.runtime.metrics import Metrics
@@ -107,6 +108,7 @@ class RunContext:
     log_dir: Path
     crashes: CrashLedger = field(default_factory=CrashLedger)
     starts: StartFailures = field(default_factory=StartFailures)
+    load: LoadMeter = field(default_factory=LoadMeter)  # what other processes use of the CPUs, per run
 
 
 @dataclass(frozen=True)
@@ -233,6 +235,7 @@ def _attempt(
                 cursor = _warm_up(server, runs[0], ctx)
             except ServerError as exc:
                 return _server_failed(record, server, f"warm-up request failed: {exc}", runs, visit, ctx, tracker)
+            ctx.load.mark(server.pid)  # the first run's window need not reach back into the model's loading
             ctx.journal.append(record)
             tracker.server_started(record.startup_seconds)
             return _measure_runs(server, runs, workaround, visit, ctx, tracker, sampler, server_id, cursor)
@@ -391,6 +394,7 @@ def measure(
         _, cursor.log_offset = server.log_since(cursor.log_offset)
         return _failed(base, RunStatus.error, str(exc), began, sampler)
     cursor.metrics = after
+    other_load = ctx.load.other_load(server.pid)
     figures = measured_figures(completion, after.delta(before))
     log, cursor.log_offset = draft_log_line(server, cursor.log_offset, expect=figures["drafted"] > 0)
     agrees, mismatch = cross_check(figures, log)
@@ -405,6 +409,7 @@ def measure(
         log_mismatch=mismatch,
         rss_peak_bytes=sampler.peak_bytes or None,
         gpu_memory_bytes=_gpu_keys(gpu_memory_used()),
+        other_load=other_load,
         **figures,
     )
     return record
