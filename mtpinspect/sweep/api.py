@@ -114,6 +114,7 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
         progress=lambda message: tracker.emit(BUILD, message),
         version_timeout=min(VERSION_TIMEOUT_S, options.startup_timeout),
     )
+    binary.require_mtp()
     context = RunContext(
         options=options,
         binary=binary,
@@ -224,6 +225,7 @@ def build_report(
             version=binary.version,
             backend=binary.backend,
             command=baseline_server.command if baseline_server else [],
+            origin=binary.origin if isinstance(binary, ServerBinary) else None,
         ),
         prompt_classes=classes,
         results=groups,

@@ -34,6 +34,9 @@ class ServerInfo:
     backend: str
     # The baseline's command; each result carries the command of its own configuration.
     command: list[str]
+    # Where the binary came from (runtime/find.py): "cache" or "built" is the pinned build; "--server" or
+    # "$LLAMA_SERVER" one the user named. None for --engine/--endpoint sweeps.
+    origin: str | None = None
 
 
 @dataclass(frozen=True)
