@@ -135,6 +135,12 @@ def _cache_folder(work: Path) -> Path:
     return folder
 
 
+def nothing_built(work: Path, stack: ExitStack) -> dict[str, str]:
+    """A machine where no llama-server is built yet: the example's cache folder without the built servers."""
+    (work.parent / "cache" / SERVERS.name).unlink()
+    return {}
+
+
 def hub_case(case_id: str) -> Setup:
     """A real-world case of cases/ served as its Hub repo by the loopback stand-in."""
 
@@ -294,6 +300,9 @@ EXAMPLES = [
     Example("lmstudio-all", ("check", "lmstudio:", "--all"), 0, lmstudio_home, shown_env=("HOME",), server=True),
     Example("tiny-model", ("tiny-model", "tiny.gguf", "--acceptance", "0.5"), 0),
     Example("runtime", ("runtime",), 0, server=True, own_cache=False),
+    # The tools found, and so the last line, are this machine's; the backend follows --backend's default.
+    Example("runtime-fresh", ("runtime",), 0, nothing_built, volatile=(r"\b(cpu|cuda)\b",),
+            stable=r"^(llama-server|field|status|pinned build|cached in|verify helper)"),
 ]
 BY_NAME = {e.name: e for e in EXAMPLES}
 

@@ -32,6 +32,11 @@ class ServerError(MtpinspectError):
     """llama-server cannot be found, built, started, or died."""
 
 
+class ServerNotBuilt(ServerError):
+    """Nothing names a llama-server and the pinned one is not built yet: a state that `runtime` shows (and
+    `runtime build` or the first sweep ends), not a wrong input."""
+
+
 class UsageError(MtpinspectError):
     """A combination of options that cannot work."""
 

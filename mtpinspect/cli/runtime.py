@@ -4,7 +4,6 @@ build the pinned ones."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -12,9 +11,10 @@ import click
 from mtpinspect.cache_dir import make_folder
 from mtpinspect.cli._args import format_option
 from mtpinspect.cli._output import Output
-from mtpinspect.runtime.build import BACKENDS, TARGETS, build_server, cache_root, cached_helper, find_helper, missing_targets
-from mtpinspect.runtime.find import ServerBinary, describe, find_server
+from mtpinspect.runtime.build import BACKENDS, TARGETS, build_server, cache_root, cached_helper, missing_targets
+from mtpinspect.runtime.find import describe
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_VERSION
+from mtpinspect.runtime.state import ServerState, server_state, state_of
 
 _FIELDS = ("path", "version", "commit", "backend", "origin", "built_with")
 
@@ -31,18 +31,62 @@ def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
-def _render(binary: ServerBinary, out: Output, helper: Path | None) -> None:
-    rows = [{"field": name, "value": getattr(binary, name)} for name in _FIELDS]
-    rows.append({"field": "verify helper", "value": helper or "not built (`mtpinspect runtime build` builds it)"})
-    out.table(rows, ["field", "value"], title="llama-server", primary=True)
-    out.text(f"\npinned build: {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}), cache: {cache_root()}")
-    out.document({**{name: getattr(binary, name) for name in _FIELDS}, "build_number": binary.build_number,
-                  "verify_helper": helper, "cache_dir": cache_root()})
+def _tool(path: str | None, absent: str = "not found") -> str:
+    return path or absent
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _document(state: ServerState) -> dict[str, Any]:
+    """The JSON: the llama-server's fields (null when not built yet), what the pinned build is, the tools."""
+    binary = state.server
+    tools = state.toolchain
+    return {
+        "built": state.built,
+        **{name: getattr(binary, name) if binary else None for name in _FIELDS},
+        "build_number": binary.build_number if binary else None,
+        "verify_helper": state.helper,
+        "cache_dir": state.cache_dir,
+        "pinned": state.pinned,
+        "toolchain": {"cmake": tools.cmake, "cxx": tools.cxx, "nvcc": tools.nvcc, "missing": state.missing},
+    }
+
+
+def _render(state: ServerState, out: Output) -> None:
+    binary = state.server
+    helper = state.helper or "not built (`mtpinspect runtime build` builds it)"
+    if binary is not None:
+        rows = [{"field": name, "value": getattr(binary, name)} for name in _FIELDS]
+        rows.append({"field": "verify helper", "value": helper})
+        out.table(rows, ["field", "value"], title="llama-server", primary=True)
+        out.text(f"\npinned build: {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}), cache: {cache_root()}")
+    else:
+        tools = state.toolchain
+        rows = [
+            {"field": "status", "value": "not built yet"},
+            {"field": "pinned build", "value": state.pinned.said},
+            {"field": "cached in", "value": state.pinned.path},
+            {"field": "cmake", "value": _tool(tools.cmake)},
+            {"field": "C++ compiler", "value": _tool(tools.cxx)},
+            {"field": "nvcc", "value": _tool(tools.nvcc, "not found" if state.pinned.backend == "cuda"
+                                             else "not found (only --backend cuda needs it)")},
+            {"field": "verify helper", "value": helper},
+        ]
+        out.table(rows, ["field", "value"], title="llama-server", primary=True)
+        if state.missing:
+            out.text(f"\ncannot build it here yet: {_listed(state.missing)} not found; install them, or name a "
+                     "llama-server you have with --server or $LLAMA_SERVER")
+        else:
+            out.text("\n`mtpinspect runtime build` builds it (several minutes, once), or the first `mtpinspect sweep` "
+                     "does; --server or $LLAMA_SERVER name another")
+    out.document(_document(state))
 
 
 def _show(server: str | None, backend: str, fmt: str) -> int:
     # Showing never starts a many-minute build; `runtime build` does that on request.
-    _render(find_server(server, build=False, backend=backend), Output(fmt), find_helper())
+    _render(server_state(server, backend), Output(fmt))
     return 0
 
 
@@ -81,5 +125,5 @@ def build(backend: str, force: bool, jobs: int | None, fmt: str) -> int:
         out.hint(f"building {targets} from {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}, "
                  f"{backend}) into {make_folder(cache_root())}; this takes several minutes")
     path = build_server(backend, force=force, jobs=jobs, progress=out.hint)
-    _render(describe(path, "built"), out, cached_helper(backend))
+    _render(state_of(describe(path, "built"), backend, cached_helper(backend)), out)
     return 0

@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from mtpinspect.errors import ServerError
+from mtpinspect.errors import ServerError, ServerNotBuilt
 from mtpinspect.runtime.build import BACKENDS, Progress, build_server, cached_server, read_metadata
 from mtpinspect.runtime.process import run_bounded
 
@@ -161,7 +161,7 @@ def find_server(
     if cached is not None:
         return describe(cached, "cache", timeout=version_timeout)
     if not build:
-        raise ServerError(
+        raise ServerNotBuilt(
             f"no llama-server found (--server, ${ENV_VAR}, the cache for {backend}): "
             "run `mtpinspect runtime build`"
         )
