@@ -4,9 +4,11 @@ pinned converter, llama-quantize, llama-server and `mtpinspect check`."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +20,26 @@ from gguf import GGUFReader
 from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.server import Completion, LlamaServer
 from mtpinspect.trained_model import SHIPPED_GGUF, mtp_block
-from mtpinspect.training import missing
-from mtpinspect.training.corpus import CorpusClass, fetch, held_out, japanese_share, roff_text
+from mtpinspect.training import missing, sample
+from mtpinspect.training.corpus import (
+    CLASSES,
+    DEBIAN,
+    SAMPLE,
+    SAMPLE_DIR,
+    SAMPLE_RECORD,
+    CorpusClass,
+    documents,
+    fetch,
+    held_out,
+    japanese_share,
+    packages,
+    roff_text,
+)
 
 needs_converter = pytest.mark.skipif(bool(missing(("torch", "transformers"))), reason="the train extra is not installed")
+needs_apt = pytest.mark.skipif(shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None,
+                               reason="apt-get or dpkg-deb is not on PATH: the Debian corpus cannot be fetched here "
+                                      "(the training tests use the sample corpus, which needs neither)")
 
 
 def _sha256(path: Path) -> str:
@@ -137,9 +155,10 @@ def shipped_pair(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def few_steps(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """`mtpinspect train` for 6 steps with seed 1 (the shipped model is seed 0): its folder and the run."""
+    """`mtpinspect train` for 6 steps with seed 1 (the shipped model is seed 0) on the sample corpus (real
+    text from the same packages, no apt-get needed): its folder and the run."""
     out = tmp_path_factory.mktemp("train") / "run"
-    done = subprocess.run([*CLI, "train", str(out), "--steps", "6", "--seed", "1", "--format", "json"],
+    done = subprocess.run([*CLI, "train", str(out), "--steps", "6", "--seed", "1", "--corpus", "sample", "--format", "json"],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     return out, done
@@ -183,8 +202,16 @@ def test_training_a_few_steps_makes_a_model_llama_server_drafts_with(
     curve = [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines()]
     assert [row["step"] for row in curve] == [1, 2, 3, 4, 5, 6]
     assert curve[-1]["main_loss"] < curve[0]["main_loss"] and curve[-1]["mtp_loss"] < curve[0]["mtp_loss"]
-    held = json.loads(done.stdout)["record"]["held_out"]
-    assert sorted(f["cls"] for f in held) == ["code", "prose-en", "prose-ja"]
+    record = json.loads(done.stdout)["record"]
+    assert sorted(f["cls"] for f in record["held_out"]) == ["code", "prose-en", "prose-ja"]
+    # training.json says which text it was: the sample, of the packages' versions the sample was taken from.
+    assert json.loads((out / "checkpoint" / "training.json").read_text()) == record
+    shipped = json.loads((SAMPLE_DIR / SAMPLE_RECORD).read_text())["packages"]
+    assert record["recipe"]["corpus"] == "sample"
+    assert record["packages"] == {name: entry["version"] for name, entry in shipped.items()}
+    assert record["documents"] == {entry["class"]: {"train": sum(not f["held_out"] for f in entry["files"]),
+                                                    "held_out": sum(f["held_out"] for f in entry["files"])}
+                                   for entry in shipped.values()}
     report = _check(out / "checkpoint")
     assert (report["mtp_layers"], report["layout"]) == (1, "checkpoint")
     gguf = out / "model-Q8_0.gguf"
@@ -199,6 +226,72 @@ def test_missing_corpus_package_is_named(tmp_path: Path) -> None:
 
     with pytest.raises(SourceError, match="mtpinspect-no-such-package"):
         fetch(CorpusClass("code", "mtpinspect-no-such-package", r".*"), tmp_path)
+
+
+def test_debian_corpus_without_apt_get_says_so_and_names_the_sample(tmp_path: Path) -> None:
+    """On a machine without Debian's tools (PATH without apt-get, as on Fedora or macOS) the default corpus
+    is refused in one line that names what is missing and the corpus that needs it not; nothing is left."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    out = tmp_path / "run"
+    done = run_cli("train", str(out), "--steps", "1", env={**os.environ, "PATH": str(empty)})
+    error_line(done, "apt-get not found", "--corpus sample")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin"]
+
+
+@needs_apt
+def test_debian_corpus_is_fetched_and_the_sample_is_its_files(tmp_path: Path) -> None:
+    """The Debian corpus as `train` fetches it (apt-get download, dpkg-deb): every class has documents on
+    both sides of the held-out split, and the shipped sample is the packages' own files at the same paths,
+    the same bytes where the machine's lists give the version the sample was taken from."""
+    fetched = packages(DEBIAN, tmp_path / "debs")
+    for cls in CLASSES:
+        sides = [doc.held_out for doc in documents(cls, fetched[cls.name])]
+        assert sides.count(False) > 100 and sides.count(True) > 5, (cls.name, len(sides))
+    shipped = json.loads((SAMPLE_DIR / SAMPLE_RECORD).read_text())["packages"]
+    for cls in CLASSES:
+        package, entry = fetched[cls.name], shipped[cls.package]
+        ours = {f["path"]: f["sha256"] for f in entry["files"]}
+        theirs = {path: _sha256(package.root / path) for path in ours if (package.root / path).is_file()}
+        assert theirs.keys() == ours.keys(), cls.name
+        if package.version == entry["version"]:
+            assert theirs == ours, cls.name
+    # Written again from the fetched packages, the sample is the shipped one, byte for byte, where the
+    # versions are the same.
+    again = sample.write(tmp_path / "again", fetched)["packages"]
+    same = [name for name, entry in shipped.items() if entry["version"] == again[name]["version"]]
+    assert {name: again[name] for name in same} == {name: shipped[name] for name in same}
+    assert [_sha256(tmp_path / "again" / f"{name}.tar") for name in same] == [_sha256(SAMPLE_DIR / f"{name}.tar") for name in same]
+
+
+def test_sample_corpus_is_real_text_on_both_sides_of_the_split(tmp_path: Path) -> None:
+    """The shipped sample (what `train --corpus sample` and the training tests read): the files sample.json
+    records and nothing else, a few documents of each class on each side of the same held-out rule (the
+    hash of the path in the package), the manual pages' roff stripped to Japanese prose, and small."""
+    record = json.loads((SAMPLE_DIR / SAMPLE_RECORD).read_text())
+    assert sorted(p.name for p in SAMPLE_DIR.iterdir()) == sorted([SAMPLE_RECORD, *(f"{name}.tar" for name in record["packages"])])
+    assert sum(p.stat().st_size for p in SAMPLE_DIR.iterdir()) < 300_000
+    found = packages(SAMPLE, tmp_path)
+    for cls in CLASSES:
+        entry, root = record["packages"][cls.package], found[cls.name].root
+        assert found[cls.name].version == entry["version"] and entry["licence"]
+        recorded = {f["path"]: f["sha256"] for f in entry["files"]}
+        unpacked = {p.relative_to(root).as_posix(): _sha256(p) for p in root.rglob("*") if p.is_file()}
+        assert set(unpacked) == set(recorded) | ({entry["copyright"]} if entry["copyright"] else set())
+        assert {path: unpacked[path] for path in recorded} == recorded
+        assert all(f["held_out"] == held_out(f["path"]) for f in entry["files"])
+        docs = list(documents(cls, found[cls.name]))
+        assert [d.path for d in docs] == list(recorded)
+        assert sum(d.held_out for d in docs) >= 2 and sum(not d.held_out for d in docs) >= 4, cls.name
+    assert record["packages"]["manpages-ja"]["copyright"] and record["packages"]["python3.11-doc"]["copyright"]
+    # The manual pages are roff, as the package has them; the text is what a reader sees (its title request,
+    # comments and font escapes gone).
+    manpages = next(cls for cls in CLASSES if cls.name == "prose-ja")
+    for doc in documents(manpages, found["prose-ja"]):
+        source = gzip.decompress((found["prose-ja"].root / doc.path).read_bytes()).decode("utf-8", errors="replace")
+        marks = [mark for mark in (".TH ", '.\\"', "\\f") if mark in source]
+        assert ".TH " in marks and not any(mark in doc.text for mark in marks), doc.path
+        assert japanese_share(doc.text) >= 0.2, doc.path
 
 
 def test_roff_text_keeps_what_a_reader_sees() -> None:

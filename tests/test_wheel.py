@@ -50,3 +50,22 @@ def test_every_command_runs_from_the_wheel(installed: Path, tmp_path: Path, comm
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert "Usage:" in done.stdout
+
+
+def test_the_sample_corpus_comes_with_the_wheel(installed: Path, tmp_path: Path) -> None:
+    """`train --corpus sample` reads its text from the installed package (package data), every document of
+    the checkout's sample there."""
+    from mtpinspect.training.corpus import CLASSES, SAMPLE, documents, packages
+
+    listing = ("import sys\n"
+               "from pathlib import Path\n"
+               "from mtpinspect.training.corpus import CLASSES, SAMPLE, SAMPLE_DIR, documents, packages\n"
+               "found = packages(SAMPLE, Path(sys.argv[1]))\n"
+               "print(SAMPLE_DIR)\n"
+               "for cls in CLASSES: print(cls.name, *[d.path for d in documents(cls, found[cls.name])])\n")
+    done = _run(installed, "-c", listing, str(tmp_path / "theirs"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    root, *classes = done.stdout.splitlines()
+    assert "site-packages" in root and not root.startswith(str(ROOT)), root
+    ours = packages(SAMPLE, tmp_path / "ours")
+    assert classes == [" ".join([cls.name, *[d.path for d in documents(cls, ours[cls.name])]]) for cls in CLASSES]

@@ -11,6 +11,7 @@ import click
 from mtpinspect.cli._args import format_option
 from mtpinspect.cli._output import Output
 from mtpinspect.errors import UsageError
+from mtpinspect.training.corpus import CORPORA, DEBIAN
 
 
 @click.command("train")
@@ -19,17 +20,23 @@ from mtpinspect.errors import UsageError
               help="Training steps (default: the recipe's 1,100, about an hour on 2 cores); a few for a smoke test.")
 @click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
               help="Seed of the initial weights and of every batch.")
+@click.option("--corpus", type=click.Choice(CORPORA), default=DEBIAN, show_default=True,
+              help="debian: the three Debian packages, fetched with apt-get download (what the built-in model was "
+                   "trained on); sample: a few of their documents that ship with mtpinspect, for machines without "
+                   "apt-get and smoke tests (too little text for a model worth measuring).")
 @click.option("--force", is_flag=True, help="Replace what is in a non-empty OUT.")
 @format_option(csv="the held-out figures per class")
-def command(out: Path, steps: int | None, seed: int, force: bool, fmt: str) -> int:
+def command(out: Path, steps: int | None, seed: int, corpus: str, force: bool, fmt: str) -> int:
     """Train the tiny glm4moe model and its MTP head (the recipe of the built-in model) and write OUT:
-    checkpoint/ (Hugging Face folder), model-Q8_0.gguf (made by the pinned convert_hf_to_gguf.py),
-    curve.jsonl (the learning curve) and state.pt.
+    checkpoint/ (Hugging Face folder, with training.json: the recipe, corpus included),
+    model-Q8_0.gguf (made by the pinned convert_hf_to_gguf.py), curve.jsonl (the learning curve) and
+    state.pt.
 
     \b
-    The training text comes from three Debian packages fetched with apt-get (Python's sources, its
-    documentation, the Japanese manual pages); a held-out part of each is never trained on. Needs the
-    train extra: pip install 'mtpinspect[train]'.
+    The training text comes from three Debian packages fetched with apt-get download (Python's sources,
+    its documentation, the Japanese manual pages), or with --corpus sample from the few of their files
+    that ship with mtpinspect; a held-out part of each is never trained on. Needs the train extra:
+    pip install 'mtpinspect[train]'.
     """
     from mtpinspect.training import TRAIN_EXTRA, missing
 
@@ -39,7 +46,7 @@ def command(out: Path, steps: int | None, seed: int, force: bool, fmt: str) -> i
     from mtpinspect.cache_dir import cache_dir
     from mtpinspect.training.train import Recipe, quick, train
 
-    recipe = replace(Recipe(), seed=seed)
+    recipe = replace(Recipe(), seed=seed, corpus=corpus)
     if steps is not None:
         recipe = quick(recipe, steps) if steps < recipe.eval_every else replace(recipe, steps=steps)
     sink = Output(fmt)

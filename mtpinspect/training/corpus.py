@@ -8,22 +8,38 @@ Every file is one document. A document goes to the held-out part when the sha256
 package ends in a byte below ``HELD_OUT_SHARE`` of 256: a split that depends on nothing but the
 package's own file list, so every run (and every machine) holds out the same documents. Measurements
 (training/evaluate.py, bench/bench_trained_model.py) read the held-out part only.
+
+The corpus is ``debian`` (the packages, fetched with ``apt-get download``: what the shipped model was
+trained on) or ``sample`` (a few of their files, shipped with mtpinspect: sample.py), for machines without
+apt-get. Both are archives unpacked into the cache, and ``documents`` reads either tree of files at their
+paths in the package: the cleaning and the held-out split are the same rules.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import io
+import json
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mtpinspect.errors import SourceError
+from mtpinspect.cache_dir import make_folder
+from mtpinspect.errors import OutputError, SourceError
 
+DEBIAN, SAMPLE = "debian", "sample"
+CORPORA = (DEBIAN, SAMPLE)  # `mtpinspect train --corpus`; the recipe records which (Recipe.corpus)
+SAMPLE_DIR = Path(__file__).resolve().parent.parent / "data" / "corpus-sample"
+# The sample: sample.json (each file's package, version, path and sha256, and the licences) and an archive
+# per package, PACKAGE.tar, of its files at their paths in the package. Archives, not a tree of files:
+# the Python sources would be .py files inside mtpinspect, which tools would take for its own modules.
+SAMPLE_RECORD = "sample.json"
 HELD_OUT_SHARE = 0.05
 # A manual page counts as Japanese prose when at least this share of its characters is Japanese.
 _MIN_JAPANESE = 0.2
@@ -58,11 +74,59 @@ class Document:
 class Package:
     name: str
     version: str
-    root: Path  # the unpacked package
+    root: Path  # the unpacked package, or the sample's archive of it, unpacked
+    corpus: str = DEBIAN
 
 
 def held_out(path: str) -> bool:
     return hashlib.sha256(path.encode()).digest()[-1] < int(HELD_OUT_SHARE * 256)
+
+
+def packages(corpus: str, cache: Path) -> dict[str, Package]:
+    """Each class's package by class name, unpacked into ``cache``: fetched from Debian into ``cache/debs``,
+    or the shipped sample's archive of it into ``cache/sample``."""
+    if corpus == SAMPLE:
+        return sample_packages(SAMPLE_DIR, cache / "sample")
+    return {cls.name: fetch(cls, cache / "debs") for cls in CLASSES}
+
+
+def sample_packages(sample: Path, cache: Path) -> dict[str, Package]:
+    """The sample in ``sample`` (sample.py writes it) as packages, each archive unpacked into ``cache`` once."""
+    try:
+        record = json.loads((sample / SAMPLE_RECORD).read_text(encoding="utf-8"))
+        versions = {cls.name: str(record["packages"][cls.package]["version"]) for cls in CLASSES}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SourceError(f"corpus sample {sample}: cannot read its {SAMPLE_RECORD} ({exc})") from None
+    return {cls.name: Package(cls.package, versions[cls.name], _unpacked(sample / f"{cls.package}.tar", cache), SAMPLE)
+            for cls in CLASSES}
+
+
+def _unpacked(archive: Path, cache: Path) -> Path:
+    """The archive's files in a folder of ``cache`` named by its digest: unpacked once, and again only when
+    the archive changes (another mtpinspect)."""
+    try:
+        data = archive.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"corpus sample {archive}: {exc.strerror or exc}") from None
+    root = cache / f"{archive.stem}-{hashlib.sha256(data).hexdigest()[:16]}"
+    if root.is_dir():
+        return root
+    staging = Path(tempfile.mkdtemp(prefix=f".{archive.stem}-", dir=make_folder(cache)))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(staging, filter="data")
+            else:  # Python < 3.10.12 / 3.11.4: the archive is the package's own
+                tar.extractall(staging)  # noqa: S202
+        staging.rename(root)
+    except tarfile.TarError as exc:
+        raise SourceError(f"corpus sample {archive}: not a readable archive ({exc})") from None
+    except OSError as exc:
+        if not root.is_dir():  # else another run unpacked it first
+            raise OutputError(f"{cache}: cannot unpack the corpus sample there ({exc.strerror or exc})") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return root
 
 
 def fetch(cls: CorpusClass, cache: Path) -> Package:
@@ -70,6 +134,7 @@ def fetch(cls: CorpusClass, cache: Path) -> Package:
     cache.mkdir(parents=True, exist_ok=True)
     debs = sorted(cache.glob(f"{cls.package}_*.deb"))
     if not debs:
+        _need("apt-get", cls.package)
         _download(cls.package, cache)
         debs = sorted(cache.glob(f"{cls.package}_*.deb"))
         if not debs:
@@ -78,6 +143,7 @@ def fetch(cls: CorpusClass, cache: Path) -> Package:
     version = deb.name.split("_")[1]
     root = cache / f"{cls.package}_{version}"
     if not root.is_dir():
+        _need("dpkg-deb", cls.package)
         staging = Path(tempfile.mkdtemp(prefix=f".{cls.package}-", dir=cache))
         try:
             _run(["dpkg-deb", "-x", str(deb), str(staging)], f"corpus package {cls.package}: cannot unpack {deb.name}")
@@ -87,9 +153,15 @@ def fetch(cls: CorpusClass, cache: Path) -> Package:
     return Package(cls.package, version.replace("%3a", ":"), root)
 
 
+def _need(tool: str, package: str) -> None:
+    """Off Debian (Fedora, macOS, Windows) the tools are missing: say so, and what trains without them."""
+    if shutil.which(tool) is None:
+        raise SourceError(f"corpus package {package}: {tool} not found: the Debian corpus (the default) is fetched with "
+                          "Debian's apt-get and dpkg-deb; --corpus sample trains on the sample that ships with mtpinspect "
+                          "and needs neither")
+
+
 def _download(package: str, dest: Path) -> None:
-    if shutil.which("apt-get") is None:
-        raise SourceError(f"corpus package {package}: apt-get not found (the training text comes from Debian packages)")
     _run(["apt-get", "download", package], f"corpus package {package}: apt-get download failed "
          "(is it in the package lists? `apt-get update` refreshes them)", cwd=dest)
 

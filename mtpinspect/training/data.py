@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mtpinspect.training.corpus import CLASSES, Package, documents, fetch
+from mtpinspect.training.corpus import CLASSES, DEBIAN, Package, documents
 
 Progress = Callable[[str], None]
 
@@ -42,13 +42,15 @@ def _stream(texts: list[str], tokenizer, eot: int) -> np.ndarray:
     return np.asarray(ids, dtype=np.int32)
 
 
-def load(cache: Path, tokenizer, eot: int, progress: Progress | None = None) -> Streams:
-    """Fetch, clean and tokenize every class (cached in ``cache`` by package version and tokenizer)."""
-    packages: dict[str, Package] = {cls.name: fetch(cls, cache / "debs") for cls in CLASSES}
+def load(cache: Path, packages: dict[str, Package], tokenizer, eot: int, progress: Progress | None = None) -> Streams:
+    """Clean and tokenize every class of ``packages`` (corpus.packages). The Debian packages' streams take
+    minutes and are cached in ``cache`` by package version and tokenizer; the sample's take a second and
+    are not (its files change with mtpinspect, not with a version)."""
     key = hashlib.sha256(json.dumps([[p.name, p.version] for p in packages.values()] + [tokenizer.name_or_path, len(tokenizer)],
                                     sort_keys=True).encode()).hexdigest()[:16]
+    cached = all(p.corpus == DEBIAN for p in packages.values())
     saved = cache / f"streams-{key}.npz"
-    if saved.is_file():
+    if cached and saved.is_file():
         with np.load(saved, allow_pickle=False) as arrays:
             meta = json.loads(str(arrays["meta"]))
             return Streams(
@@ -67,6 +69,8 @@ def load(cache: Path, tokenizer, eot: int, progress: Progress | None = None) -> 
         held[cls.name] = _stream([d.text for d in docs if d.held_out], tokenizer, eot)
         counts[cls.name] = {"train": sum(not d.held_out for d in docs), "held_out": sum(d.held_out for d in docs)}
     versions = {p.name: p.version for p in packages.values()}
+    if not cached:
+        return Streams(train, held, versions, counts)
     meta = {"classes": list(train), "packages": versions, "documents": counts}
     tmp = saved.with_suffix(".tmp.npz")
     np.savez(tmp, meta=np.array(json.dumps(meta)), **{f"train-{c}": a for c, a in train.items()},

@@ -1,6 +1,7 @@
 """Train the tiny glm4moe model and its MTP head on this CPU, then save and convert it.
 
-One run: fetch and tokenize the three classes (data.py), pick the tokens that get rows of their own
+One run: fetch the three classes (corpus.py: the Debian packages, or with ``Recipe.corpus`` the sample of
+them that ships) and tokenize them (data.py), pick the tokens that get rows of their own
 (``Recipe.min_count``), train trunk and head together (loss = main CE + ``mtp_weight`` x MTP CE, AdamW,
 warm-up then cosine decay), score the held-out text every ``eval_every`` steps (evaluate.py; the learning
 curve goes to curve.jsonl), and write the Hugging Face folder (checkpoint.py) and its GGUF through the
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mtpinspect.errors import OutputError
+from mtpinspect.training.corpus import DEBIAN
 
 Progress = Callable[[str], None]
 
@@ -44,6 +46,7 @@ class Recipe:
     eval_windows: int = 48
     threads: int = 2
     layers: int = 4
+    corpus: str = DEBIAN  # corpus.CORPORA: the Debian packages, or the sample of them that ships (smoke runs, tests)
 
     def lr_at(self, step: int) -> float:
         if step < self.warmup:
@@ -102,12 +105,14 @@ def _inputs(cache: Path, recipe: Recipe, say: Progress) -> _Inputs:
     """The tokenizer, the token streams of every class and the tokens that get rows of their own."""
     import numpy as np
 
-    from mtpinspect.training import data, tokenizer, toolchain
+    from mtpinspect.training import corpus, data, tokenizer, toolchain
     from mtpinspect.training.model import Vocabulary
 
+    # The text first: a corpus that cannot be had here (no apt-get) is said before anything is unpacked.
+    packages = corpus.packages(recipe.corpus, cache)
     tok = tokenizer.build(toolchain.toolchain().vocab(tokenizer.VOCAB))
     eot = tok.convert_tokens_to_ids(tokenizer.END_OF_TEXT)
-    streams = data.load(cache, tok, eot, say)
+    streams = data.load(cache, packages, tok, eot, say)
     counts = streams.counts(tokenizer.PADDED_VOCAB)
     return _Inputs(tok, eot, streams, Vocabulary(np.nonzero(counts >= recipe.min_count)[0], tokenizer.PADDED_VOCAB))
 
