@@ -12,7 +12,7 @@ from mtpinspect.cli.sweep import ProgressBar, command
 from mtpinspect.errors import FormatError, SourceError, UsageError
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.plan import BASELINE_ID, Configuration, build_plan, configurations
-from mtpinspect.sweep.progress import RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
+from mtpinspect.sweep.progress import BUILD, RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
 from mtpinspect.sweep.prompts import Prompt, builtin_classes, load_builtin, load_prompts
 from mtpinspect.sweep.records import LogFigures, RunRecord, cross_check
 from mtpinspect.sweep.statistics import first_divergence, recommend, summarize
@@ -187,6 +187,43 @@ def test_option_errors_are_one_line(tmp_path: Path, args: list[str], needle: str
     with pytest.raises((UsageError, SourceError)) as caught:
         command.main(args + ["--out", str(tmp_path), "--server", "/nonexistent/llama-server"], standalone_mode=False)
     assert needle in str(caught.value) and "\n" not in str(caught.value)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _build_events(total: int) -> list[ProgressEvent]:
+    """What a first sweep reports while llama-server is built: messages, then cmake's percentages."""
+    said = ["building llama-server from llama-cpp-python==0.3.36 ...; full log: /c/build-cpu.log",
+            "downloading llama-cpp-python==0.3.36 (source distribution) with pip"]
+    steps = [f"[{p:3d}%] Building CXX object f{p}.o" for p in range(0, 101, 4)]
+    done = ["built llama-server (cpu) in 7m05s; cached in /c/llama-server/0.3.36-0c1e570-cpu"]
+    return [ProgressEvent(BUILD, 0, total, float(i), None, None, None, None, m) for i, m in enumerate(said + steps + done)]
+
+
+def test_a_build_before_the_sweep_is_shown_as_a_build_not_as_a_bar_at_zero() -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(stream)
+    for event in _build_events(180):
+        bar(event)
+    lines = stream.getvalue().splitlines()
+    assert not any("sweep [" in line or "0/180" in line for line in lines)
+    assert lines[0].startswith("llama-server: building llama-server") and lines[-1].startswith("llama-server: built ")
+    # In a log: one line per tenth of the build, with the time so far.
+    steps = [line for line in lines if "Building CXX" in line]
+    assert [line.split("]")[0] for line in steps] == [f"llama-server: [{p:3d}%" for p in (0, 12, 20, 32, 40, 52, 60, 72, 80, 92, 100)]
+    assert steps[1].endswith("(5s)")
+    # On a terminal the compile steps overwrite each other; the bar appears with the first run.
+    terminal = _Terminal()
+    bar = ProgressBar(terminal)
+    for event in _build_events(180):
+        bar(event)
+    bar(ProgressEvent(RUN_START, 0, 180, 30.0, None, "baseline", "p1", 0, "baseline: p1"))
+    shown = terminal.getvalue()
+    assert shown.count("\n") == 3  # the two messages and the closing line stay; steps were redrawn in place
+    assert "0/180" in shown.rsplit("\n", 1)[1] and "0/180" not in shown.rsplit("\n", 1)[0]
 
 
 def test_progress_lines_for_logs_that_are_not_a_terminal() -> None:

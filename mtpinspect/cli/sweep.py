@@ -6,6 +6,7 @@ to stderr: a redrawn bar with ETA on a terminal, one line per run elsewhere (CI 
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,22 +16,24 @@ import click
 
 from mtpinspect.apps import APP_NAMES
 from mtpinspect.cli import EXIT_ERROR
-from mtpinspect.cli._args import ServerArgsCommand, format_option, start_timeout_option
+from mtpinspect.cli._args import ServerArgsCommand, backend_option, format_option, start_timeout_option
 from mtpinspect.cli._output import Output, OutputFormat, sanitize
 from mtpinspect.errors import INTERRUPTED, UsageError
 from mtpinspect.jsonable import to_jsonable
-from mtpinspect.runtime.build import BACKENDS
 from mtpinspect.runtime.engines import ENGINE_NAMES
 from mtpinspect.sources.app_stores import is_app_source
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.api import JOURNAL_NAME
 from mtpinspect.sweep.options import N_MAX_BOUND, N_PREDICT_BOUND, REPEAT_BOUND, SEED_BOUND
-from mtpinspect.sweep.progress import NOTE, RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
+from mtpinspect.sweep.progress import BUILD, NOTE, RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
 from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.statistics import GroupStats
+from mtpinspect.units import duration
 from mtpinspect.vocabulary import Engine, WorkaroundMode
 
 _BAR_WIDTH = 24
+# A compile step of the build, as cmake prints it: "[ 38%] Building CXX object ...".
+_BUILD_STEP_RE = re.compile(r"^\[\s*(\d+)%\]")
 
 
 def _numbers(text: str, kind: type, option: str) -> tuple:
@@ -43,13 +46,6 @@ def _numbers(text: str, kind: type, option: str) -> tuple:
     return values
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "--"
-    seconds = int(round(seconds))
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
-
-
 def _describe(event: ProgressEvent) -> str:
     if event.prompt_id is not None and event.repeat is not None:
         where = f"{event.configuration} {event.prompt_id} round {event.repeat + 1}"
@@ -58,20 +54,40 @@ def _describe(event: ProgressEvent) -> str:
 
 
 class ProgressBar:
-    """Draws sweep progress on a stream: redrawn in place on a TTY, one line per event otherwise."""
+    """Draws sweep progress on a stream: redrawn in place on a TTY, one line per event otherwise.
+
+    A llama-server build before the first run is not the sweep's progress: its steps are drawn as build lines
+    (redrawn in place on a TTY, one line per tenth of the build otherwise), and the sweep's bar appears only
+    once measuring starts, so it never sits at 0/N through a build of many minutes."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.tty = stream.isatty()
         self._drawn = False
+        self._build_shown = -1  # the last build percentage written on a non-TTY stream
 
     def __call__(self, event: ProgressEvent) -> None:
-        if self.tty:
+        if event.phase == BUILD:
+            self._build(event)
+        elif self.tty:
             self._draw(event)
         elif event.phase != RUN_START:
-            eta = f" (ETA {_duration(event.eta_seconds)})" if event.done else ""
+            eta = f" (ETA {duration(event.eta_seconds)})" if event.done else ""
             self.stream.write(sanitize(f"sweep [{event.done}/{event.total}] {_describe(event)}") + eta + "\n")
             self.stream.flush()
+
+    def _build(self, event: ProgressEvent) -> None:
+        step = _BUILD_STEP_RE.match(event.message)
+        line = sanitize(f"llama-server: {event.message}" + (f" ({duration(event.elapsed_seconds)})" if step else ""))
+        if self.tty:
+            # Compile steps overwrite each other; any other message (download, configure, done) stays.
+            self.stream.write("\r\x1b[K" + line[:120] + ("" if step else "\n"))
+            self._drawn = step is not None
+        elif step is None or int(step.group(1)) // 10 > self._build_shown // 10:
+            if step is not None:
+                self._build_shown = int(step.group(1))
+            self.stream.write(line + "\n")
+        self.stream.flush()
 
     def _draw(self, event: ProgressEvent) -> None:
         filled = int(_BAR_WIDTH * event.done / event.total) if event.total else _BAR_WIDTH
@@ -80,7 +96,7 @@ class ProgressBar:
             # Failures stay on screen; the bar is redrawn below them.
             self.stream.write("\r\x1b[K" + sanitize(_describe(event)) + "\n")
         label = sanitize(_describe(event))[:80]
-        self.stream.write(f"\r[{bar}] {event.done}/{event.total} ETA {_duration(event.eta_seconds)}  {label}\x1b[K")
+        self.stream.write(f"\r[{bar}] {event.done}/{event.total} ETA {duration(event.eta_seconds)}  {label}\x1b[K")
         self.stream.flush()
         self._drawn = True
 
@@ -110,8 +126,7 @@ class ProgressBar:
               help=f"Sampling seed of every request ({SEED_BOUND.shown}, as llama.cpp's seed).")
 @click.option("--server", metavar="PATH", default=None,
               help="llama-server to use (default: $LLAMA_SERVER, else the pinned build, cached or built; a llama-server on PATH is not used unless named).")
-@click.option("--backend", type=click.Choice(BACKENDS), default="cpu", show_default=True,
-              help="Backend of the pinned build when none is found.")
+@backend_option("Backend of the pinned llama-server (built on first use).")
 @click.option("--mtp-file", "mtp_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Separate mtp-*.gguf head, passed to MTP configurations as -md.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out/sweep"),
@@ -233,6 +248,11 @@ def command(
 # -- rendering ----------------------------------------------------------------------------------
 
 
+def _origin(origin: str | None) -> str:
+    """A llama-server the user named is said to be theirs: its figures are not the pinned build's."""
+    return f", {origin}: not the pinned build" if origin in ("--server", "$LLAMA_SERVER") else ""
+
+
 def render(report: SweepReport, out: Output) -> None:
     """Show a report in the sink's format (json: the document; csv: the summary rows)."""
     out.document(report)
@@ -243,7 +263,7 @@ def render(report: SweepReport, out: Output) -> None:
         return
     out.heading(f"MTP sweep of {report.model}")
     server = (f"{report.engine.engine.value} {report.server.version}" if report.engine is not None
-              else f"llama-server {report.server.version} ({report.server.backend})")
+              else f"llama-server {report.server.version} ({report.server.backend}{_origin(report.server.origin)})")
     out.text(
         f"{server}; n_predict {report.settings['n_predict']}, "
         f"seed {report.settings['seed']}, temperature 0, {report.settings['repeat']} round(s); "
