@@ -15,12 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtpinspect.errors import ServerError, ServerNotBuilt
-from mtpinspect.runtime.build import BACKENDS, Progress, build_server, cached_server, read_metadata
+from mtpinspect.runtime.build import AUTO, BACKENDS, Progress, build_server, cached_server, read_metadata, resolve_backend
+from mtpinspect.runtime.flags import MTP_SPEC_TYPE
+from mtpinspect.runtime.pin import FIRST_MTP_BUILD, FIRST_MTP_RELEASE, PINNED_LLAMA_CPP
 from mtpinspect.runtime.process import run_bounded
 
 ENV_VAR = "LLAMA_SERVER"
 # `--version` loads the GPU backends, which can take a while on a machine with many GPUs.
 VERSION_TIMEOUT_S = 60.0
+
+# `--help` prints at once; a binary that does not is not worth waiting long for.
+_HELP_TIMEOUT_S = 10.0
 
 # "version: 0.5.0-dev (build 1, commit 0c1e570)" (this pin) or "version: 5600 (abc1234)" (older builds).
 _VERSION_RE = re.compile(r"^version:\s*(.+?)\s*$", re.MULTILINE)
@@ -50,6 +55,17 @@ class ServerBinary:
     origin: str  # "--server", "$LLAMA_SERVER", "cache", "built"
     build_number: int | None = None
     built_with: str | None = None
+    # Whether it has --spec-type draft-mtp: True for the pinned build; None when nothing settled it.
+    mtp: bool | None = None
+
+    def require_mtp(self) -> None:
+        """Refuse, in one line, a llama-server that cannot run an MTP head (a build from before MTP)."""
+        if self.mtp is False:
+            raise ServerError(
+                f"{self.path} (llama-server {self.version}, from {self.origin}) has no --spec-type {MTP_SPEC_TYPE}: "
+                f"a build from before MTP support (llama.cpp {FIRST_MTP_RELEASE}); update it, or unset "
+                f"${ENV_VAR} / drop --server to use the pinned build"
+            )
 
 
 def _version_output(path: Path, shown: str, timeout: float) -> str:
@@ -108,7 +124,8 @@ def describe(path: Path, origin: str, shown: str | None = None, *, timeout: floa
         build_number, commit = int(old_style.group(1)), old_style.group(2)
     built_with = _BUILT_WITH_RE.search(output)
     backend = None
-    if origin in ("cache", "built"):
+    pinned = origin in ("cache", "built")
+    if pinned:
         backend = (read_metadata_for(path) or {}).get("backend")
     return ServerBinary(
         path=path.resolve(),
@@ -118,7 +135,23 @@ def describe(path: Path, origin: str, shown: str | None = None, *, timeout: floa
         origin=origin,
         build_number=build_number,
         built_with=built_with.group(1) if built_with else None,
+        mtp=True if pinned else _has_mtp(path, commit, build_number if old_style is not None else None, timeout),
     )
+
+
+def _has_mtp(path: Path, commit: str | None, upstream_build: int | None, timeout: float) -> bool | None:
+    """Whether a llama-server that is not the pinned build has draft-mtp: the pinned commit has it, an
+    upstream build number says it; otherwise its `--help` listing of --spec-type does (a build from before
+    MTP has no draft-mtp there). None when `--help` does not answer within the bound."""
+    if commit is not None and commit.lower().startswith(PINNED_LLAMA_CPP):
+        return True
+    if upstream_build is not None:
+        return upstream_build >= FIRST_MTP_BUILD
+    try:
+        stdout, stderr = run_bounded([str(path), "--help"], min(timeout, _HELP_TIMEOUT_S))
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return MTP_SPEC_TYPE in stdout + stderr
 
 
 def read_metadata_for(path: Path) -> dict | None:
@@ -144,7 +177,7 @@ def find_server(
     explicit: str | Path | None = None,
     *,
     build: bool = True,
-    backend: str = "cpu",
+    backend: str = AUTO,
     progress: Progress | None = None,
     version_timeout: float = VERSION_TIMEOUT_S,
 ) -> ServerBinary:
@@ -157,6 +190,10 @@ def find_server(
     env = os.environ.get(ENV_VAR)
     if env:
         return describe(_explicit_path(env), "$LLAMA_SERVER", f"${ENV_VAR}={env}", timeout=version_timeout)
+    choice = resolve_backend(backend)
+    if choice.reason is not None and progress is not None:
+        progress(choice.reason)
+    backend = choice.backend
     cached = cached_server(backend)
     if cached is not None:
         return describe(cached, "cache", timeout=version_timeout)
