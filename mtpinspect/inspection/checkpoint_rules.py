@@ -11,7 +11,7 @@ from pathlib import PurePosixPath
 
 from mtpinspect.formats.quantization import MATCH_TIMEOUT_S
 from mtpinspect.inspection.builder import ReportBuilder, model_ref
-from mtpinspect.inspection.evidence import MAX_MTP_SHARDS, Evidence
+from mtpinspect.inspection.evidence import MAX_MTP_SHARDS, CheckpointEvidence, Evidence
 from mtpinspect.inspection.naming import is_head_tensor
 from mtpinspect.inspection.origin import Origin, OriginSignal, judge_origin
 from mtpinspect.inspection.quant_audit import QuantAudit, audit_mtp
@@ -26,7 +26,7 @@ from mtpinspect.inspection.support import (
     vllm_command,
 )
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
-from mtpinspect.vocabulary import Conversion, GraphSupport, Layout, OriginKind, RuntimeStatus, Severity
+from mtpinspect.vocabulary import Conversion, GraphSupport, Layout, OriginKind, RuntimeStatus, Severity, SourceKind
 
 
 def _checkpoint_presence(ev: Evidence, b: ReportBuilder, origin: Origin) -> None:
@@ -51,14 +51,21 @@ def _checkpoint_presence(ev: Evidence, b: ReportBuilder, origin: Origin) -> None
         b.mtp_types = dict(Counter(t or "unread" for t in ck.mtp_dtypes.values()).most_common())
         unread = [f for f in ck.mtp_files if f not in ck.headers_read]
         if unread:
-            why = "PyTorch pickles have no header to read" if all(f.endswith(".bin") for f in unread) else f"at most {MAX_MTP_SHARDS} are read"
-            b.add("HEADERS_NOT_READ", f"{len(unread)} MTP shard header(s) not read ({why}): dtype checks cover the rest", unread)
+            b.add("HEADERS_NOT_READ", f"{len(unread)} MTP shard header(s) not read ({_why_unread(ck, unread)}): dtype "
+                  "checks cover the rest, the quantization config alone judges the others", unread)
     if decl is None and present:
         b.add("MTP_FROM_TENSORS_ONLY", "config.json names no MTP depth; the mtp.* tensors show the head", [f"{ck.mtp.scheme}"])
     elif ev.unreadable_weights:
         b.add("HEADERS_NOT_READ", "the weights are PyTorch pickles without an index: their tensor names cannot be "
               "read without downloading them, so whether the MTP weights are there is unknown",
               [*([where] if where else []), *ev.unreadable_weights])
+    elif cannot_tell(ev):
+        said = (f"{ev.config_file} declares {decl.layers} MTP layer(s)" if decl else
+                f"{ev.config_file} names no MTP depth (a {cfg.model_type if cfg else '?'} head shows only in its tensors)")
+        b.add("NO_WEIGHT_FILES", f"{said}, and this folder has no weight files, index or headers: whether the MTP "
+              f"weights exist cannot be told (config only); {_CONFIG_ONLY_HINT}",
+              [where or f"{ev.config_file}: model_type = {cfg.model_type if cfg else None}",
+               f"no *.safetensors, *.index.json or *.bin in {ev.target.display}"])
     elif decl and decl.layers > present:
         names_expected = f"model.layers.{cfg.num_hidden_layers}.*" if cfg and cfg.num_hidden_layers else "MTP tensors"
         lines = [where or "", f"no {names_expected} / mtp.* tensors in {ck.index_file if ck else 'the repo (no safetensors found)'}"]
@@ -73,6 +80,33 @@ def _checkpoint_presence(ev: Evidence, b: ReportBuilder, origin: Origin) -> None
     elif not present:
         msg = f"{decl.key} = 0: the model has no MTP head" if decl else "no MTP key in config.json and no MTP tensors"
         b.add("NO_MTP", msg, [where] if where else [ev.config_file or "no config.json"])
+
+
+# What turns a config-only folder into one check can judge: the Hub repo's headers, read where they are, or
+# the index (a few KB, it names every tensor's shard) and, for a quantized head, the MTP shards' headers.
+_CONFIG_ONLY_HINT = ("`mtpinspect check ORG/NAME` reads the Hub repo's headers instead; or add the index "
+                     '(`hf download ORG/NAME --include "*.json" --local-dir DIR`: enough to tell whether the head is '
+                     "there) and the MTP layers' shards (how it is quantized)")
+
+
+def cannot_tell(ev: Evidence) -> bool:
+    """A local folder with a config and nothing that names its tensors (no weights, no index), whose config
+    declares MTP layers or belongs to a family whose head only its tensors show: a download that left the
+    weights out, not a model without a head (on the Hub, the listing is the whole repo: missing is missing)."""
+    if ev.checkpoint is not None or ev.unreadable_weights or ev.target.kind is not SourceKind.local_dir:
+        return False
+    cfg = ev.config
+    decl = cfg.mtp if cfg else None
+    return bool(decl.layers) if decl else cfg is not None and cfg.model_type in FAMILIES
+
+
+def _why_unread(ck: CheckpointEvidence, unread: list[str]) -> str:
+    if all(f in ck.not_downloaded for f in unread):
+        return "not in this folder: its index names them, the download left them out"
+    if all(f.endswith(".bin") for f in unread):
+        return "PyTorch pickles have no header to read"
+    absent = f"; {len(ck.not_downloaded)} not in this folder" if ck.not_downloaded else ""
+    return f"at most {MAX_MTP_SHARDS} are read{absent}"
 
 
 def _representative(names: tuple[str, ...], limit: int = 4) -> list[str]:
@@ -181,6 +215,8 @@ def _checkpoint_runtimes(ev: Evidence, b: ReportBuilder, family: Family | None, 
 def _absent(ev: Evidence) -> RuntimeVerdict:
     if ev.unreadable_weights:
         return RuntimeVerdict(RuntimeStatus.unknown, "tensor names of pickled weights cannot be read without downloading them")
+    if cannot_tell(ev):
+        return RuntimeVerdict(RuntimeStatus.unknown, "cannot tell: no weight files in the folder (config only)")
     return RuntimeVerdict(RuntimeStatus.unsupported, "no MTP weights in the checkpoint")
 
 

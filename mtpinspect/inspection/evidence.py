@@ -61,6 +61,9 @@ class CheckpointEvidence:
     mtp_bytes: int
     mtp_params: int
     standalone_mtp_file: str | None  # e.g. GLM-4.7's mtp.safetensors
+    # Shards the index names that a local folder lacks (a partial download, `hf download --include "*.json"`):
+    # the index says which tensors they hold; their headers cannot be read.
+    not_downloaded: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -281,9 +284,11 @@ def _checkpoint(target: Target, config: ModelConfig | None, index_file: str | No
         weight_map = _weight_map(target, index_file, first[index_file])
     else:
         weight_map = {name: shard for shard, header in headers.items() if not is_mtp_safetensors(shard) for name in header.tensors}
-    for shard in set(weight_map.values()):
-        if shard not in files:
-            raise SourceError(f"{target.display}: {index_file} names shard '{shard}', which is not in the repo")
+    # A repo that lacks a shard its index names is broken; a folder that lacks one is a partial download,
+    # whose index still says where every tensor is.
+    absent = sorted({shard for shard in weight_map.values() if shard not in files})
+    if absent and not isinstance(target.tree, LocalTree):
+        raise SourceError(f"{target.display}: {index_file} names shard '{absent[0]}', which is not in the repo")
     standalone = next((p for p in sorted(files) if is_mtp_safetensors(p) and p not in weight_map.values()), None)
     if standalone:
         if standalone not in headers:  # past the first batch's MAX_MTP_SHARDS files named for the head
@@ -296,7 +301,8 @@ def _checkpoint(target: Target, config: ModelConfig | None, index_file: str | No
     # Read the shards that hold the head's own projections first: they decide the verdict.
     ordered = sorted(mtp_files, key=lambda f: (0 if any(weight_map[n] == f and "proj" in n for n in mtp.names) else 1, f))
     # PyTorch pickles have no header to range-read: their dtypes stay unknown.
-    wanted = [f for f in [f for f in ordered if f.endswith(".safetensors")][:MAX_MTP_SHARDS] if f not in headers]
+    readable = [f for f in ordered if f.endswith(".safetensors") and f not in absent]
+    wanted = [f for f in readable[:MAX_MTP_SHARDS] if f not in headers]
     if wanted:
         held: dict[str, list[str]] = {}
         for name, shard in weight_map.items():
@@ -325,6 +331,7 @@ def _checkpoint(target: Target, config: ModelConfig | None, index_file: str | No
         mtp_bytes=nbytes,
         mtp_params=params,
         standalone_mtp_file=standalone,
+        not_downloaded=[f for f in mtp_files if f in absent],
     )
 
 

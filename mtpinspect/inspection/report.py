@@ -39,6 +39,8 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "NEXTN_COUNT_UNSUPPORTED": ("More MTP layers than the architecture's llama.cpp graph accepts", Severity.warning),
     "SEPARATE_DRAFTER": ("MTP drafting uses a separate drafter checkpoint (Gemma 4 gemma4_assistant)", Severity.info),
     "HEADERS_NOT_READ": ("Some MTP shard headers were not read; dtype checks cover the ones that were", Severity.info),
+    "NO_WEIGHT_FILES": ("A local folder with a config.json that declares MTP layers and no weight files, index or headers "
+                        "(config only): whether the MTP weights exist cannot be told", Severity.warning),
     "LLAMA_CPP_REFUSED": ("The pinned llama.cpp's own loader refuses the model with draft-mtp (its message quoted)", Severity.error),
     "PATTERN_NOT_EVALUATED": ("An exclusion regex backtracks past its time bound; it is reported and counts as matching nothing", Severity.warning),
     "OLLAMA_MTP_OFF": ("An Ollama model whose GGUF carries an MTP head but whose Modelfile sets no draft_num_predict "
