@@ -190,6 +190,14 @@ MtpExcluded = Literal[True, False, "partial"] | None
 PARTIAL: Literal["partial"] = "partial"
 
 
+class NMaxSource(Word):
+    """Where an advised n-max comes from (runtime/n_max.py words each one)."""
+
+    rule_of_thumb = "rule-of-thumb"  # nothing about this model was measured on this machine
+    design = "expected-from-design"  # the constructed tiny model: its acceptance was chosen, so its lengths are known
+    measured = "measured"  # a sweep (or diagnose's probe) ran the baseline and each n-max on this machine
+
+
 class WorkaroundMode(Word):
     """What a sweep does when an MTP configuration crashes the engine and the baseline does not."""
 

@@ -13,6 +13,7 @@ from mtpinspect.cli._args import codes_option, format_option, hub_options
 from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.errors import SourceError
 from mtpinspect.inspection.report import FINDINGS, CheckFailure, CheckReport, Verified
+from mtpinspect.runtime.n_max import RULE_OF_THUMB_N_MAX
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT
 from mtpinspect.sources.fetch import FetchPolicy
 from mtpinspect.vocabulary import PARTIAL, App, AppEngine, OriginKind, RuntimeStatus
@@ -116,7 +117,7 @@ def _render_apps(report: CheckReport, out: Output) -> None:
     out.table(rows, ["app", "setting"], title="In Ollama and LM Studio")
     advice = report.app_n_max
     if advice is not None:
-        out.text(f"n-max {advice.n_max if advice.n_max is not None else 'off'}: {advice.why}")
+        out.text(advice.said)
 
 
 def render(report: CheckReport, out: Output) -> None:
@@ -251,7 +252,7 @@ def _finding_codes() -> list[dict[str, str]]:
               help="Context size (llama-server -c) of the memory estimate; 0: the model's training context.")
 @click.option("--sweep-report", type=click.Path(dir_okay=False, path_type=Path), metavar="report.json",
               help="The report of `mtpinspect sweep` on the same GGUF: its recommended n-max goes into the Ollama and "
-                   "LM Studio settings (default: the rule of thumb, n-max 2).")
+                   f"LM Studio settings (default: the rule of thumb, n-max {RULE_OF_THUMB_N_MAX}).")
 @click.option("--verify-digest", is_flag=True,
               help="ollama: hash every blob against its manifest digest (default: blobs up to 64 MiB; larger ones "
                    "have their size checked, Ollama hashed them when it pulled them).")

@@ -21,6 +21,7 @@ from mtpinspect.cli._output import Output, OutputFormat, sanitize
 from mtpinspect.errors import INTERRUPTED, UsageError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.engines import ENGINE_NAMES
+from mtpinspect.runtime.n_max import measured_here
 from mtpinspect.sources.app_stores import is_app_source
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.api import JOURNAL_NAME
@@ -290,6 +291,8 @@ def render(report: SweepReport, out: Output) -> None:
     for choice in report.recommendation.per_class:
         out.text(f"{choice.prompt_class}: {choice.reason}")
     out.text(f"overall: {report.recommendation.reason}")
+    if report.recommendation.measured and report.engine is None:
+        out.text(measured_here(str(report.files.report)))
     if report.engine is not None:
         if report.server.command:
             out.text("the baseline ran: " + shlex.join(report.server.command))

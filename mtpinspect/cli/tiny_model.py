@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -11,6 +12,9 @@ from mtpinspect import trained_model
 from mtpinspect.cli._args import format_option
 from mtpinspect.cli._output import Output
 from mtpinspect.errors import UsageError
+from mtpinspect.inspection.support import llama_server_command
+from mtpinspect.runtime.flags import MODEL
+from mtpinspect.runtime.n_max import NMaxAdvice, expected_from_design, rule_of_thumb
 from mtpinspect.tiny_model import (
     HEAD_TYPES,
     LAYOUTS,
@@ -131,9 +135,11 @@ def command(
         sink.table(expected, ["n_max", "acceptance", "mean_length"],
                    title=f"Expected with --spec-type draft-mtp (greedy, n_predict {_N_PREDICT})")
     sink.text(f"\n{note}")
-    draft = f" -md {files[1]}" if len(files) > 1 else ""
-    mtp = " --spec-type draft-mtp --spec-draft-n-max 3" if spec.nextn else ""
-    sink.text(f"try: llama-server -m {files[0]}{draft}{mtp}")
+    # The design gives the accepted length per n-max, so the figure is the design's; without a head, none.
+    advice = expected_from_design({row["n_max"]: row["mean_length"] for row in expected}, str(files[0])) \
+        if expected else None
+    command = _try_command(files, advice, mtp=spec.nextn)
+    sink.text(f"try: {command}" + (f"\n{advice.said}" if advice else ""))
     sink.document({
         "files": file_rows,
         "spec": {
@@ -143,6 +149,8 @@ def command(
         },
         "expected": expected or None,
         "note": note,
+        "n_max": advice,
+        "command": command,
     })
     return 0
 
@@ -175,12 +183,25 @@ def _trained(ctx: click.Context, out: Path | None, checkpoint: Path | None, forc
     if checkpoint is not None:
         sink.text(f"\nconvert: python convert_hf_to_gguf.py {checkpoint} --outtype {trained_model.OUTTYPE} "
                   "(the pinned llama.cpp's; `mtpinspect check` reads the folder as it is)")
+        advice = command = None
     else:
-        draft = f" -md {written[1].path}" if len(written) > 1 else ""
-        sink.text(f"\ntry: llama-server -m {written[0].path}{draft} --spec-type draft-mtp --spec-draft-n-max 3")
+        # Its head learned what it drafts: nothing gives its lengths in advance, so the figure is the rule of thumb.
+        advice = rule_of_thumb(str(written[0].path))
+        command = _try_command([w.path for w in written], advice)
+        sink.text(f"\ntry: {command}\n{advice.said}")
     sink.document({"files": rows, "trained": True, "layout": layout, "head_type": (head_type or "Q8_0").upper(),
-                   "checkpoint": str(checkpoint) if checkpoint else None})
+                   "checkpoint": str(checkpoint) if checkpoint else None, "n_max": advice, "command": command})
     return 0
+
+
+def _try_command(files: list[Path], advice: NMaxAdvice | None, *, mtp: bool = True) -> str:
+    """The llama-server line that runs the written model with its head (a head the design expects nothing from
+    still drafts at n-max 1, to be seen failing)."""
+    sidecar = str(files[1]) if len(files) > 1 else None
+    if not mtp:
+        return shlex.join(["llama-server", *MODEL.spelled(str(files[0]))])
+    n_max = advice.n_max if advice is not None and advice.n_max is not None else 1
+    return llama_server_command(str(files[0]), sidecar=sidecar, n_max=n_max)
 
 
 def _size(path: Path) -> int:

@@ -56,6 +56,7 @@ from mtpinspect.diagnosis.static import (
 )
 from mtpinspect.inspection.support import llama_cpp_graph
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE, SPEC_FLAGS, SPEC_TYPE, ServerArgs
+from mtpinspect.runtime.n_max import WORTH_DRAFTING, measured_by
 from mtpinspect.runtime.workarounds import Trial
 from mtpinspect.vocabulary import Engine, EvidenceSource, GraphSupport
 
@@ -63,7 +64,6 @@ ZERO_ACCEPTANCE = 0.05
 FINE_ACCEPTANCE = 0.5
 SLOWER = 0.95
 CLASS_GAP = 0.3
-DEEP_POSITION_FLOOR = 0.35
 CONTEXT_SHARE = 0.9
 _MAX_EVIDENCE = 10
 
@@ -293,7 +293,7 @@ def _nmax_causes(probe: ProbeResult, ran: list[ProbeFigure]) -> list[Cause]:
             continue
         assert low.n_max and high.n_max and low.mean_length and high.mean_length and low.speedup and high.speedup
         gain = (high.mean_length - low.mean_length) / (high.n_max - low.n_max)
-        if gain < DEEP_POSITION_FLOOR:
+        if gain < WORTH_DRAFTING:
             slower |= high.speedup < low.speedup
             evidence.append(
                 f"{prompt_class}: n-max {low.n_max} -> {high.n_max} adds {gain:.2f} accepted tokens per extra drafted "
@@ -304,7 +304,8 @@ def _nmax_causes(probe: ProbeResult, ran: list[ProbeFigure]) -> list[Cause]:
     low_n = min(f.n_max or 1 for f in ran)
     return [Cause("NMAX_TOO_HIGH", 0.7 if slower else 0.45,
                   "deeper draft positions are rarely accepted: a high n-max costs more than it gains",
-                  tuple(evidence), n_max_fix(probe.server.engine, low_n), (EvidenceSource.probe,))]
+                  tuple(evidence), f"{n_max_fix(probe.server.engine, low_n)} ({measured_by('the probe')})",
+                  (EvidenceSource.probe,))]
 
 
 def _slower_causes(probe: ProbeResult, ran: list[ProbeFigure], pooled: float) -> list[Cause]:
@@ -421,11 +422,11 @@ def _lacks(log: LogEvidence) -> tuple[str, ...]:
 
 def _decay_causes(log: LogEvidence) -> list[Cause]:
     rates = log.per_position
-    if len(rates) < 2 or rates[-1] >= DEEP_POSITION_FLOOR:
+    if len(rates) < 2 or rates[-1] >= WORTH_DRAFTING:
         return []
     keep = max(1, sum(1 for r in rates if r >= FINE_ACCEPTANCE))
     bugs = known_bugs(log)
-    fix = n_max_setting(log.runtime, keep) + "".join(f"; {change}" for _, change in bugs)
+    fix = f"{n_max_setting(log.runtime, keep)} ({measured_by(f'the run in {log.path}')})" + "".join(f"; {change}" for _, change in bugs)
     return [Cause("NMAX_TOO_HIGH", 0.6,
                   f"acceptance decays with draft position ({rates[0]:.2f} -> {rates[-1]:.2f}): the deepest drafts are wasted",
                   (f"{log.path}: per-position acceptance {', '.join(f'{r:.2f}' for r in rates)}", *log.draft_lines[:2],

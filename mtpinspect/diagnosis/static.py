@@ -18,9 +18,10 @@ from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.errors import MtpinspectError
 from mtpinspect.formats.gguf import GGUFHeader, read_gguf_header
 from mtpinspect.inspection.report import CheckReport, Finding
-from mtpinspect.inspection.support import DEFAULT_N_MAX, llama_server_command
+from mtpinspect.inspection.support import llama_server_command
 from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.flags import DRAFT_MODEL, SPEC_FLAGS, SPEC_TYPE, SPEC_TYPES, ServerArgs
+from mtpinspect.runtime.n_max import RULE_OF_THUMB_N_MAX, rule_of_thumb
 from mtpinspect.sources.fetch import FetchPolicy
 from mtpinspect.sources.reader import LocalFileReader
 from mtpinspect.vocabulary import EvidenceSource, Layout, Severity, SourceKind
@@ -50,7 +51,8 @@ _FINDING_CAUSES: dict[str, tuple[str, float, str]] = {
     "ARCH_NO_MTP_GRAPH": ("NO_MTP_GRAPH", 0.9, "use a llama.cpp build with an MTP graph for this architecture (pass it "
                           "with --server PATH), or serve the model with vLLM/SGLang; otherwise leave MTP off"),
     # An Ollama model with a head and no draft_num_predict: Ollama never passes --spec-type.
-    "OLLAMA_MTP_OFF": ("MTP_NOT_ENABLED", 0.9, f"--spec-type draft-mtp --spec-draft-n-max {DEFAULT_N_MAX}"),
+    "OLLAMA_MTP_OFF": ("MTP_NOT_ENABLED", 0.9, f"--spec-type draft-mtp --spec-draft-n-max {RULE_OF_THUMB_N_MAX} "
+                       f"({rule_of_thumb().said})"),
 }
 
 
@@ -160,7 +162,7 @@ def zero_signal_tensors(path: Path) -> list[str]:
     return found
 
 
-def fix_command(static: StaticEvidence | None, settings: ServerArgs, *, n_max: int = 2) -> str:
+def fix_command(static: StaticEvidence | None, settings: ServerArgs, *, n_max: int = RULE_OF_THUMB_N_MAX) -> str:
     """The llama-server line that runs this model with MTP, keeping the user's other flags."""
     model = str(static.local_model) if static and static.local_model else "MODEL.gguf"
     sidecar = str(static.sidecar) if static and static.sidecar else settings.draft_model

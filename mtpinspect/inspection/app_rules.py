@@ -15,7 +15,7 @@ head llama.cpp drafts with is one the app drafts with, once the app's own settin
   its released versions (bug-tracker threads in app_facts), with what works instead.
 
 The n-max they are told is the one a sweep of this very GGUF recommends (``check --sweep-report``), else
-the rule of thumb of the llama.cpp commands (support.DEFAULT_N_MAX).
+the rule of thumb of the llama.cpp commands (runtime/n_max.py words both).
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ from mtpinspect.apps import (
 from mtpinspect.errors import UsageError
 from mtpinspect.inspection.builder import ReportBuilder, trunk_beside
 from mtpinspect.inspection.evidence import Evidence
-from mtpinspect.inspection.report import NMaxAdvice, RuntimeVerdict
-from mtpinspect.inspection.support import DEFAULT_N_MAX
+from mtpinspect.inspection.report import RuntimeVerdict
+from mtpinspect.runtime.n_max import NMaxAdvice, measured, rule_of_thumb
 from mtpinspect.sources.filenames import names_mtp, quant_tag
 from mtpinspect.sources.target import AppModel
 from mtpinspect.vocabulary import App, AppEngine, Layout, RuntimeStatus, Severity, SourceKind
@@ -66,11 +66,19 @@ if TYPE_CHECKING:
 
 
 def advice(ev: Evidence) -> NMaxAdvice:
+    """The measured n-max of a sweep of this GGUF (--sweep-report) wins over the rule of thumb."""
     saved = ev.sweep
     if saved is None:
-        return NMaxAdvice(DEFAULT_N_MAX, "the rule of thumb of the llama.cpp commands, nothing measured (`mtpinspect sweep` "
-                          "measures the best one on this machine; give its report.json with --sweep-report)", False)
-    return NMaxAdvice(saved.n_max, f"from the sweep in {saved.path}: {saved.reason}", True)
+        return rule_of_thumb(_sweepable(ev), then="give its report.json with --sweep-report")
+    return measured(saved.n_max, f"the sweep in {saved.path}", saved.reason)
+
+
+def _sweepable(ev: Evidence) -> str:
+    """The model as `mtpinspect sweep` takes it: a local GGUF's path, an app's name, else a Hub GGUF to download."""
+    t, g = ev.target, ev.gguf
+    if t.kind is SourceKind.hub or g is None:
+        return "MODEL.gguf"
+    return t.display if t.app is not None else t.file_ref(g.files[0])
 
 
 def sweep_of(ev: Evidence, path: str | Path) -> SavedRecommendation:

@@ -8,7 +8,8 @@ from pathlib import PurePosixPath
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.origin import Origin
 from mtpinspect.inspection.quant_audit import QuantAudit
-from mtpinspect.inspection.report import FINDINGS, Finding, NMaxAdvice, RuntimeVerdict
+from mtpinspect.inspection.report import FINDINGS, Finding, RuntimeVerdict
+from mtpinspect.runtime.n_max import NMaxAdvice
 from mtpinspect.vocabulary import Layout, Severity, SourceKind
 
 SIDECAR_PREFIX = "mtp-"  # convert_hf_to_gguf --mtp writes the head as mtp-<main file name>

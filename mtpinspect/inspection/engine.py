@@ -16,8 +16,8 @@ from pathlib import Path
 from mtpinspect.inspection.builder import ReportBuilder
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.report import RuntimeVerdict, Verified
-from mtpinspect.inspection.support import DEFAULT_N_MAX
 from mtpinspect.runtime.flags import CTX_SIZE, DRAFT_MODEL, MODEL, MTP_SPEC_TYPE, N_MAX, SPEC_TYPE, ServerArgs
+from mtpinspect.runtime.n_max import RULE_OF_THUMB_N_MAX
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT, Verification, VerifyError, verify
 from mtpinspect.sources.header_copy import sparse_files_supported, write_header_copies
 from mtpinspect.vocabulary import RuntimeStatus, SourceKind
@@ -79,7 +79,7 @@ def ask_llama_cpp(ev: Evidence, helper: Path, context: int = DEFAULT_CONTEXT) ->
             main, draft = Path(t.file_ref(g.files[0])), Path(t.file_ref(s.files[0])) if s else None
         args = ServerArgs.of([
             *MODEL.spelled(main), *(DRAFT_MODEL.spelled(draft) if draft else []),
-            *SPEC_TYPE.spelled(MTP_SPEC_TYPE), *N_MAX.spelled(DEFAULT_N_MAX), *CTX_SIZE.spelled(context),
+            *SPEC_TYPE.spelled(MTP_SPEC_TYPE), *N_MAX.spelled(RULE_OF_THUMB_N_MAX), *CTX_SIZE.spelled(context),
         ])
         try:
             v = verify(helper, args)

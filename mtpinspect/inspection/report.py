@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mtpinspect.runtime.n_max import NMaxAdvice
 from mtpinspect.vocabulary import Layout, MtpExcluded, RuntimeStatus, Severity, SourceKind
 
 if TYPE_CHECKING:
@@ -81,15 +82,6 @@ class RuntimeVerdict:
     command: str | None = None
     verified: Verified | None = None  # None: only the rules speak (the engine was not asked)
     setting: str | None = None  # Ollama, LM Studio: the app's own setting that runs MTP (a Modelfile line, a switch)
-
-
-@dataclass(frozen=True)
-class NMaxAdvice:
-    """The n-max Ollama and LM Studio are told to use (their settings in runtimes), and where it comes from."""
-
-    n_max: int | None  # None: leave MTP off (a sweep measured no gain)
-    why: str
-    measured: bool  # from a sweep report of this GGUF (check --sweep-report)
 
 
 @dataclass(frozen=True)

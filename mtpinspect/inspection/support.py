@@ -12,10 +12,8 @@ import shlex
 from dataclasses import dataclass
 
 from mtpinspect.runtime.flags import DRAFT_MODEL, HF_FILE, HF_REPO, MODEL, MTP_SPEC_TYPE, N_MAX, SPEC_TYPE
+from mtpinspect.runtime.n_max import RULE_OF_THUMB_N_MAX
 from mtpinspect.vocabulary import Conversion, GraphSupport
-
-# The --spec-draft-n-max of the commands check prints, and of the llama.cpp verification that backs them.
-DEFAULT_N_MAX = 2
 
 # What llama.cpp requires of every GGUF it loads as a model, a draft model (-md) included: each MTP
 # architecture creates these with flags 0 in load_arch_tensors (src/models/*.cpp), so an mtp- sidecar
@@ -132,7 +130,8 @@ def llama_cpp_graph(arch: str | None) -> GraphSupport:
 
 
 def llama_server_command(
-    model: str, *, hf: bool = False, hf_file: str | None = None, sidecar: str | None = None, n_max: int = DEFAULT_N_MAX
+    model: str, *, hf: bool = False, hf_file: str | None = None, sidecar: str | None = None,
+    n_max: int = RULE_OF_THUMB_N_MAX,
 ) -> str:
     """`-m FILE`, or `-hf REPO[:QUANT]` (plus `--hf-file` to name the file) for a Hub repo."""
     parts = ["llama-server", *(HF_REPO if hf else MODEL).spelled(model)]
