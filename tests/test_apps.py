@@ -39,6 +39,7 @@ from mtpinspect.cache_dir import CACHE_ENV
 from mtpinspect.errors import FormatError, SourceError, UsageError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.build import cache_root
+from mtpinspect.runtime.find import server_for_commands
 from mtpinspect.runtime.flags import BATCH, FLASH_ATTN, PARALLEL, UBATCH
 from mtpinspect.sources import ollama as ollama_store
 from mtpinspect.sweep import SweepOptions, run_sweep
@@ -134,8 +135,9 @@ def test_head_and_draft_num_predict_is_supported(store: Path, ggufs: dict[str, P
     assert ollama["command"] is None  # nothing to change
     assert report["app"]["parameters"]["temperature"] == 0.6 and report["app"]["draft_num_predict"] == 3
     assert "OLLAMA_MTP_OFF" not in [f["code"] for f in report["findings"]]
-    # The llama.cpp command runs the very blob Ollama loads.
-    assert report["runtimes"]["llama.cpp"]["command"].startswith(f"llama-server -m {report['app']['model_file']} ")
+    # The llama.cpp command runs the very blob Ollama loads, with the llama-server mtpinspect would run.
+    server = server_for_commands().program
+    assert report["runtimes"]["llama.cpp"]["command"].startswith(f"{server} -m {report['app']['model_file']} ")
     no_claim_the_apps_cannot(report)
 
 

@@ -18,6 +18,7 @@ from hubstub import HubStub
 
 import mtpinspect
 from mtpinspect.errors import SourceError
+from mtpinspect.runtime.find import server_for_commands
 from mtpinspect.tiny_model import TinyModelSpec, mismatched_sidecar, write_tiny_model
 
 CHECK_SCHEMA = json.loads((Path(mtpinspect.__file__).parent / "schemas" / "check.schema.json").read_text())
@@ -34,7 +35,8 @@ def test_local_bundled_gguf(tmp_path: Path) -> None:
     (path,) = write_tiny_model(tmp_path / "tiny-F32.gguf", TinyModelSpec())
     report = mtpinspect.check(str(path))
     assert (report.usable, report.layout, report.mtp_layers) == (True, "bundled", 1)
-    assert report.runtimes["llama.cpp"].command == f"llama-server -m {path} --spec-type draft-mtp --spec-draft-n-max 2"
+    server = server_for_commands().program  # the llama-server mtpinspect would run (tests/test_runtime_state.py)
+    assert report.runtimes["llama.cpp"].command == f"{server} -m {path} --spec-type draft-mtp --spec-draft-n-max 2"
     assert report.bytes_read == path.stat().st_size and report.revision is None
 
 
@@ -122,7 +124,8 @@ def gguf_hub(tmp_path_factory: pytest.TempPathFactory):
 def test_hub_gguf_quant_selector(gguf_hub: HubStub) -> None:
     report = mtpinspect.check("acme/Tiny-GGUF:Q4_K_M", endpoint=gguf_hub.url)
     assert report.files["gguf"] == ["Tiny-Q4_K_M.gguf"]
-    assert report.runtimes["llama.cpp"].command.startswith("llama-server -hf acme/Tiny-GGUF:Q4_K_M --spec-type draft-mtp")
+    server = server_for_commands().program
+    assert report.runtimes["llama.cpp"].command.startswith(f"{server} -hf acme/Tiny-GGUF:Q4_K_M --spec-type draft-mtp")
     assert report.revision == gguf_hub.sha("acme/Tiny-GGUF")
 
 

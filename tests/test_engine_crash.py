@@ -221,7 +221,8 @@ def test_diagnose_names_the_crash_and_the_verified_change(binary: ServerBinary, 
     top = report.causes[0]
     assert top.code == "MTP_ENGINE_CRASH" and top.confidence_word == "high"
     assert "GGML_ASSERT(add_ok" in top.message and "decodes without it" in top.message
-    assert top.fix.startswith("verified: starts and decodes without -b/-ub: llama-server -m ")
+    # The fix names the llama-server diagnose was given, the one it verified the change on.
+    assert top.fix.startswith(f"verified: starts and decodes without -b/-ub: {binary.path} -m ")
     assert " -b " not in top.fix and "--spec-draft-n-max 3" in top.fix
     given = report.probe.as_given if report.probe else None
     assert given is not None and given.crash is not None and given.workarounds is not None

@@ -19,6 +19,7 @@ from hubstub import HubStub
 
 from mtpinspect.cache_dir import CACHE_ENV
 from mtpinspect.cli._output import MAX_LINE_CHARS
+from mtpinspect.runtime.find import server_for_commands
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 
 
@@ -332,7 +333,7 @@ def test_a_sidecar_with_its_trunk_beside_it_pairs_in_the_recipes(split: tuple[Pa
     doc = json.loads(run_cli("check", str(sidecar), "--format", "json").stdout)
     ollama, llama = doc["runtimes"]["ollama"]["command"], doc["runtimes"]["llama.cpp"]["command"]
     assert f"FROM {trunk}" in ollama and f"DRAFT {sidecar}" in ollama and f"FROM {sidecar}" not in ollama
-    assert llama.startswith(f"llama-server -m {trunk} -md {sidecar}")
+    assert llama.startswith(f"{server_for_commands().program} -m {trunk} -md {sidecar}")
     alone = tmp_path / sidecar.name
     alone.write_bytes(sidecar.read_bytes())
     doc = json.loads(run_cli("check", str(alone), "--format", "json").stdout)

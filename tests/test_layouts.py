@@ -19,6 +19,7 @@ import pytest
 from gguf_factory import Glm4MoeDims, glm4moe_metadata, glm4moe_tensors, write_gguf, write_split_gguf
 
 import mtpinspect
+from mtpinspect.runtime.find import server_for_commands
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 
 CHECK_SCHEMA = json.loads((Path(mtpinspect.__file__).parent / "schemas" / "check.schema.json").read_text())
@@ -213,7 +214,8 @@ def test_hf_cache_snapshot_finds_its_sidecar(tmp_path: Path) -> None:
     assert [f["code"] for f in doc["findings"]] == [f["code"] for f in doc_plain["findings"]]
     assert doc["source"] == str(snap / "tiny-Q8_0.gguf")
     command = doc["runtimes"]["llama.cpp"]["command"]
-    assert command.startswith(f"llama-server -m {snap / 'tiny-Q8_0.gguf'} -md {snap / 'mtp-tiny-Q8_0.gguf'} "), command
+    server = server_for_commands().program
+    assert command.startswith(f"{server} -m {snap / 'tiny-Q8_0.gguf'} -md {snap / 'mtp-tiny-Q8_0.gguf'} "), command
     assert "blobs" not in proc_text(check(str(snap / "tiny-Q8_0.gguf")))
 
 
@@ -231,7 +233,8 @@ def test_diagnose_in_hf_cache_snapshot_fixes_with_the_users_paths(tmp_path: Path
     assert proc.returncode == 1, proc.stderr
     cause = json.loads(proc.stdout)["causes"][0]
     assert cause["code"] == "SIDECAR_NOT_PASSED", cause
-    assert cause["fix"].startswith(f"llama-server -m {snap / 'tiny-Q8_0.gguf'} -md {snap / 'mtp-tiny-Q8_0.gguf'} "), cause
+    server = server_for_commands().program
+    assert cause["fix"].startswith(f"{server} -m {snap / 'tiny-Q8_0.gguf'} -md {snap / 'mtp-tiny-Q8_0.gguf'} "), cause
 
 
 def test_hf_cache_snapshot_reads_every_split_shard(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""`mtpinspect runtime` on a machine where nothing is built yet (a status, exit 0) and the build tools it
-reports (runtime/toolchain.py).
+"""`mtpinspect runtime` on a machine where nothing is built yet (a status, exit 0), the build tools it
+reports (runtime/toolchain.py), and the llama-server that printed commands name (find.server_for_commands).
 No llama-server runs here: the states are made with real files (a cache folder, stand-in tools on PATH)."""
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from mtpinspect.runtime.build import BINARY_NAME, install_dir
+from mtpinspect.runtime.build import BINARY_NAME, BUILD_RECIPE, METADATA_NAME, install_dir
+from mtpinspect.runtime.find import SERVER_ON_PATH, server_for_commands
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_VERSION
 from mtpinspect.runtime.toolchain import CMAKE_NEEDED, CXX_NEEDED, NVCC_NEEDED, find_toolchain
+from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 
 
 @pytest.fixture
@@ -35,6 +37,15 @@ def _tool(folder: Path, name: str) -> Path:
     path.write_text("#!/bin/sh\nexit 0\n")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return path
+
+
+def _cached_build(backend: str = "cpu") -> Path:
+    """A cache entry as `runtime build` leaves it (the binary and its build.json); nothing runs it here."""
+    folder = install_dir(backend)
+    folder.mkdir(parents=True)
+    _tool(folder, BINARY_NAME)
+    (folder / METADATA_NAME).write_text(json.dumps({"backend": backend, "recipe": BUILD_RECIPE}))
+    return folder / BINARY_NAME
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -88,3 +99,39 @@ def test_toolchain_follows_cxx_and_cudacxx(bare: Path, tmp_path: Path) -> None:
     assert find_toolchain({**os.environ, "CXX": str(tmp_path / "no-such-c++")}).cxx is None
     nvcc = _tool(tmp_path, "nvcc-12")
     assert find_toolchain({**os.environ, "CXX": "clang++", "CUDACXX": str(nvcc)}).nvcc == str(nvcc)
+
+
+def test_printed_commands_name_the_server_the_tool_would_run(bare: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nothing = server_for_commands()
+    assert nothing.program == SERVER_ON_PATH and "mtpinspect runtime build" in (nothing.note or "")
+    cpu = _cached_build("cpu")
+    assert server_for_commands().program == str(cpu) and server_for_commands().note is None
+    cuda = _cached_build("cuda")
+    assert server_for_commands().program == str(cuda)  # on a machine that built CUDA, that is the one that runs
+    monkeypatch.setenv("LLAMA_SERVER", "llama-server-b9200")
+    assert (server_for_commands().program, server_for_commands().note) == ("llama-server-b9200", None)
+
+
+def test_check_and_tiny_model_print_the_server_the_tool_would_run(bare: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    (model,) = write_tiny_model(tmp_path / "tiny-F32.gguf", TinyModelSpec())
+
+    def commands() -> tuple[str, str, str]:
+        check = _cli("check", str(model), "--no-verify")
+        doc = json.loads(_cli("check", str(model), "--no-verify", "--format", "json").stdout)
+        tiny = _cli("tiny-model", str(tmp_path / "new.gguf"), "--force")
+        assert check.returncode == 0 and tiny.returncode == 0, check.stderr + tiny.stderr
+        return check.stdout, doc["runtimes"]["llama.cpp"]["command"], tiny.stdout
+
+    # Nothing built: `llama-server` from PATH, and a note on how to get the pinned one.
+    shown, command, tiny = commands()
+    note = server_for_commands().note
+    assert command.startswith(f"{SERVER_ON_PATH} -m {model} ") and f"note: {note}" in shown
+    assert f"try: {SERVER_ON_PATH} -m {tmp_path / 'new.gguf'} " in tiny and f"note: {note}" in tiny
+    # The cached pinned build: its path, found without running it.
+    cached = _cached_build("cpu")
+    shown, command, tiny = commands()
+    assert command.startswith(f"{cached} -m {model} ") and "note:" not in shown
+    assert f"try: {cached} -m " in tiny and "note:" not in tiny
+    monkeypatch.setenv("LLAMA_SERVER", "/opt/llama.cpp/bin/llama-server")
+    assert commands()[1].startswith(f"/opt/llama.cpp/bin/llama-server -m {model} ")

@@ -13,6 +13,7 @@ from mtpinspect.cli._args import format_option
 from mtpinspect.cli._output import Output
 from mtpinspect.errors import UsageError
 from mtpinspect.inspection.support import llama_server_command
+from mtpinspect.runtime.find import server_for_commands
 from mtpinspect.runtime.flags import MODEL
 from mtpinspect.runtime.n_max import NMaxAdvice, expected_from_design, rule_of_thumb
 from mtpinspect.tiny_model import (
@@ -140,6 +141,7 @@ def command(
         if expected else None
     command = _try_command(files, advice, mtp=spec.nextn)
     sink.text(f"try: {command}" + (f"\n{advice.said}" if advice else ""))
+    _say_server(sink, command)
     sink.document({
         "files": file_rows,
         "spec": {
@@ -189,6 +191,7 @@ def _trained(ctx: click.Context, out: Path | None, checkpoint: Path | None, forc
         advice = rule_of_thumb(str(written[0].path))
         command = _try_command([w.path for w in written], advice)
         sink.text(f"\ntry: {command}\n{advice.said}")
+        _say_server(sink, command)
     sink.document({"files": rows, "trained": True, "layout": layout, "head_type": (head_type or "Q8_0").upper(),
                    "checkpoint": str(checkpoint) if checkpoint else None, "n_max": advice, "command": command})
     return 0
@@ -196,12 +199,19 @@ def _trained(ctx: click.Context, out: Path | None, checkpoint: Path | None, forc
 
 def _try_command(files: list[Path], advice: NMaxAdvice | None, *, mtp: bool = True) -> str:
     """The llama-server line that runs the written model with its head (a head the design expects nothing from
-    still drafts at n-max 1, to be seen failing)."""
+    still drafts at n-max 1, to be seen failing); the llama-server named is the one mtpinspect would run."""
+    program = server_for_commands().program
     sidecar = str(files[1]) if len(files) > 1 else None
     if not mtp:
-        return shlex.join(["llama-server", *MODEL.spelled(str(files[0]))])
+        return shlex.join([program, *MODEL.spelled(str(files[0]))])
     n_max = advice.n_max if advice is not None and advice.n_max is not None else 1
-    return llama_server_command(str(files[0]), sidecar=sidecar, n_max=n_max)
+    return llama_server_command(str(files[0]), program=program, sidecar=sidecar, n_max=n_max)
+
+
+def _say_server(sink: Output, command: str) -> None:
+    server = server_for_commands()
+    if server.note and server.names(command):
+        sink.text(f"note: {server.note}")
 
 
 def _size(path: Path) -> int:

@@ -105,7 +105,8 @@ def diagnose(
     settings = ServerArgs.of(server_args).checked()
     # Logs are read first: a bad log should fail before minutes of probing.
     logs = [read_log(path) for path in log_files]
-    static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token, policy=policy) if model is not None else None
+    static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token, policy=policy,
+                           server=server) if model is not None else None
     app = static.report.app if static is not None else None
     origin: list[str] = []
     if app is not None and app.app is App.ollama and static is not None:

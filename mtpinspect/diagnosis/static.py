@@ -20,6 +20,7 @@ from mtpinspect.formats.gguf import GGUFHeader, read_gguf_header
 from mtpinspect.inspection.report import CheckReport, Finding
 from mtpinspect.inspection.support import llama_server_command
 from mtpinspect.jsonable import json_field
+from mtpinspect.runtime.find import SERVER_ON_PATH, server_for_commands
 from mtpinspect.runtime.flags import DRAFT_MODEL, SPEC_FLAGS, SPEC_TYPE, SPEC_TYPES, ServerArgs
 from mtpinspect.runtime.n_max import RULE_OF_THUMB_N_MAX, rule_of_thumb
 from mtpinspect.sources.fetch import FetchPolicy
@@ -69,6 +70,8 @@ class StaticEvidence:
     sidecar: Path | None = json_field(omit=True)  # the mtp- file: given with --mtp-file or found beside the model
     sidecar_given: bool = json_field(omit=True)
     zero_tensors: list[str] = field(default_factory=list)
+    # The llama-server the fix commands name: the one diagnose runs (--server), else find.server_for_commands.
+    program: str = json_field(omit=True, default=SERVER_ON_PATH)
 
     @property
     def verdict(self) -> str:
@@ -115,8 +118,10 @@ def gather_static(
     revision: str | None = None,
     token: str | None = None,
     policy: FetchPolicy | None = None,
+    server: str | Path | None = None,
 ) -> StaticEvidence:
-    """Run `check` on the model and, for a local GGUF, look at the head's weights."""
+    """Run `check` on the model and, for a local GGUF, look at the head's weights; ``server``: the llama-server
+    named with --server, which the fix commands then name too."""
     from mtpinspect.inspection import check
 
     # Rules only: the probe that follows starts the real llama-server, which says more than a dry load.
@@ -137,7 +142,8 @@ def gather_static(
         sidecar = Path(os.path.abspath(Path(mtp_file).expanduser()))
     elif local is not None and report.files.get("sidecar"):
         sidecar = local.parent / report.files["sidecar"][0]
-    evidence = StaticEvidence(report, local, sidecar, sidecar_given=mtp_file is not None)
+    program = str(server) if server else server_for_commands().program
+    evidence = StaticEvidence(report, local, sidecar, sidecar_given=mtp_file is not None, program=program)
     for file in (local, sidecar):
         if file is not None and file.is_file():
             evidence.zero_tensors += zero_signal_tensors(file)
@@ -166,7 +172,8 @@ def fix_command(static: StaticEvidence | None, settings: ServerArgs, *, n_max: i
     """The llama-server line that runs this model with MTP, keeping the user's other flags."""
     model = str(static.local_model) if static and static.local_model else "MODEL.gguf"
     sidecar = str(static.sidecar) if static and static.sidecar else settings.draft_model
-    base = llama_server_command(model, sidecar=sidecar, n_max=settings.n_max or n_max)
+    program = static.program if static else server_for_commands().program
+    base = llama_server_command(model, sidecar=sidecar, n_max=settings.n_max or n_max, program=program)
     extra = settings.without(*SPEC_FLAGS).args
     return base + (" " + shlex.join(extra) if extra else "")
 

@@ -236,9 +236,9 @@ def _llama_for_checkpoint(ev: Evidence, b: ReportBuilder, family: Family | None,
         return RuntimeVerdict(RuntimeStatus.unsupported, f"llama.cpp {PINNED_LLAMA_CPP} has no MTP graph for '{family.gguf_arch}'")
     out = PurePosixPath((ev.target.repo_id or "model").split("/")[-1]).name
     if family.conversion is Conversion.sidecar:
-        cmd = f"{convert_command('MODEL_DIR', out + '.gguf')} --no-mtp && {convert_command('MODEL_DIR', 'mtp-' + out + '.gguf')} --mtp && {llama_server_command(out + '.gguf', sidecar='mtp-' + out + '.gguf')}"
+        cmd = f"{convert_command('MODEL_DIR', out + '.gguf')} --no-mtp && {convert_command('MODEL_DIR', 'mtp-' + out + '.gguf')} --mtp && {llama_server_command(out + '.gguf', sidecar='mtp-' + out + '.gguf', program=b.server.program)}"
     else:
-        cmd = f"{convert_command('MODEL_DIR', out + '.gguf')} && {llama_server_command(out + '.gguf')}"
+        cmd = f"{convert_command('MODEL_DIR', out + '.gguf')} && {llama_server_command(out + '.gguf', program=b.server.program)}"
     status = RuntimeStatus.at_risk if at_risk else RuntimeStatus.supported
     return RuntimeVerdict(status, f"converts to GGUF '{family.gguf_arch}' with its nextn tensors; llama.cpp {PINNED_LLAMA_CPP} has its MTP graph", cmd)
 
@@ -276,14 +276,14 @@ def _gemma(ev: Evidence, b: ReportBuilder, mt: str) -> None:
         b.add("SEPARATE_DRAFTER", "this is a Gemma 4 assistant drafter: pass its GGUF with -md next to the gemma4 target",
               [f"{ev.config_file}: model_type = gemma4_assistant"], severity=Severity.info)
         b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.supported, "gemma4-assistant has an MTP draft graph (draft-mtp)",
-                                                 llama_server_command("gemma-4-target.gguf", sidecar="gemma-4-assistant.gguf"))
+                                                 llama_server_command("gemma-4-target.gguf", sidecar="gemma-4-assistant.gguf", program=b.server.program))
     else:
         b.layout = Layout.separate_checkpoint
         b.add("SEPARATE_DRAFTER", "Gemma 4 keeps no MTP layers in this checkpoint; it drafts with a separate "
               "gemma4_assistant checkpoint, loaded by llama.cpp as the draft model (-md) with --spec-type draft-mtp",
               [f"{ev.config_file}: model_type = gemma4, no MTP key, no MTP tensors"])
         b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.supported, "target gemma4 + a gemma4-assistant drafter GGUF (draft-mtp)",
-                                                 llama_server_command("gemma-4-target.gguf", sidecar="gemma-4-assistant.gguf"))
+                                                 llama_server_command("gemma-4-target.gguf", sidecar="gemma-4-assistant.gguf", program=b.server.program))
     b.runtimes["vllm"] = RuntimeVerdict(RuntimeStatus.unknown, "the pinned tables have no vLLM MTP proposer for Gemma 4", None)
     b.runtimes["sglang"] = RuntimeVerdict(RuntimeStatus.unknown, "the pinned tables have no SGLang MTP path for Gemma 4", None)
     b.runtimes["transformers"] = RuntimeVerdict(RuntimeStatus.unsupported, "Transformers builds no MTP modules; generation ignores the head")

@@ -204,20 +204,20 @@ def _llama_for_gguf(ev: Evidence, b: ReportBuilder, g: GgufEvidence, head: GgufE
         # The source itself is the mtp- file: its main GGUF when it lies beside it, else "MAIN.gguf" for the user to fill in.
         trunk = trunk_beside(ev)
         return RuntimeVerdict(RuntimeStatus.supported, "load the main GGUF with -m and this file with -md",
-                              llama_server_command(trunk or "MAIN.gguf", sidecar=t.file_ref(g.files[0])))
+                              llama_server_command(trunk or "MAIN.gguf", sidecar=t.file_ref(g.files[0]), program=b.server.program))
     at_risk = any(b.has(code) for code in ("LOW_BIT_MTP_HEAD", "NEXTN_COUNT_UNSUPPORTED", "SIDECAR_MISMATCH"))
     status = RuntimeStatus.at_risk if at_risk else RuntimeStatus.supported
     reason = f"llama.cpp {PINNED_LLAMA_CPP} has the '{head.arch}' MTP draft graph"
     sidecar = t.file_ref(ev.sidecar.files[0]) if b.layout == Layout.sidecar and ev.sidecar is not None else None
     if t.kind is not SourceKind.hub:
-        return RuntimeVerdict(status, reason, llama_server_command(t.file_ref(g.files[0]), sidecar=sidecar))
+        return RuntimeVerdict(status, reason, llama_server_command(t.file_ref(g.files[0]), sidecar=sidecar, program=b.server.program))
     # -hf REPO:QUANT also fetches the mtp- sibling when --spec-type draft-mtp is given (llama.cpp common/download.cpp).
     quant = t.quant or quant_tag(g.files[0])
     if quant:
         if sidecar:
             reason += f"; with -hf and --spec-type draft-mtp, llama-server also downloads {PurePosixPath(sidecar).name}"
-        return RuntimeVerdict(status, reason, llama_server_command(f"{t.repo_id}:{quant}", hf=True))
-    return RuntimeVerdict(status, reason, llama_server_command(t.repo_id or t.display, hf=True, hf_file=g.files[0], sidecar=sidecar))
+        return RuntimeVerdict(status, reason, llama_server_command(f"{t.repo_id}:{quant}", hf=True, program=b.server.program))
+    return RuntimeVerdict(status, reason, llama_server_command(t.repo_id or t.display, hf=True, hf_file=g.files[0], sidecar=sidecar, program=b.server.program))
 
 
 def _gguf_gemma(ev: Evidence, b: ReportBuilder) -> None:
@@ -230,14 +230,14 @@ def _gguf_gemma(ev: Evidence, b: ReportBuilder) -> None:
         b.add("SEPARATE_DRAFTER", f"Gemma 4 drafts with the assistant GGUF {s.files[0]} (gemma4-assistant, "
               f"{b.mtp_layers} layer(s)): pass it with -md", [f"{s.files[0]}: general.architecture = gemma4-assistant"])
         b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.supported, "gemma4 target + gemma4-assistant drafter (draft-mtp)",
-                                                 llama_server_command(t.file_ref(g.files[0]), sidecar=t.file_ref(s.files[0])))
+                                                 llama_server_command(t.file_ref(g.files[0]), sidecar=t.file_ref(s.files[0]), program=b.server.program))
         b.mtp_bytes, b.mtp_params = sum(x.nbytes for x in s.tensors.values()), sum(x.n_elements for x in s.tensors.values())
     elif g.arch == "gemma4-assistant":
         b.mtp_layers = g.nextn_layers or g.block_count or 0
         b.add("SEPARATE_DRAFTER", "this GGUF is a Gemma 4 assistant drafter: pass it with -md next to a gemma4 target",
               [f"{g.files[0]}: general.architecture = gemma4-assistant"])
         b.runtimes["llama.cpp"] = RuntimeVerdict(RuntimeStatus.supported, "gemma4-assistant has an MTP draft graph",
-                                                 llama_server_command("gemma-4-target.gguf", sidecar=g.files[0]))
+                                                 llama_server_command("gemma-4-target.gguf", sidecar=g.files[0], program=b.server.program))
     else:
         b.add("SEPARATE_DRAFTER", "Gemma 4 has no MTP layers of its own; it needs a gemma4-assistant drafter GGUF, "
               "and none was found beside this file", [f"{g.files[0]}: general.architecture = gemma4"], severity=Severity.warning)

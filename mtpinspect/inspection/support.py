@@ -130,11 +130,12 @@ def llama_cpp_graph(arch: str | None) -> GraphSupport:
 
 
 def llama_server_command(
-    model: str, *, hf: bool = False, hf_file: str | None = None, sidecar: str | None = None,
+    model: str, *, program: str, hf: bool = False, hf_file: str | None = None, sidecar: str | None = None,
     n_max: int = RULE_OF_THUMB_N_MAX,
 ) -> str:
-    """`-m FILE`, or `-hf REPO[:QUANT]` (plus `--hf-file` to name the file) for a Hub repo."""
-    parts = ["llama-server", *(HF_REPO if hf else MODEL).spelled(model)]
+    """`-m FILE`, or `-hf REPO[:QUANT]` (plus `--hf-file` to name the file) for a Hub repo, run by ``program``
+    (find.server_for_commands: the llama-server mtpinspect itself would run)."""
+    parts = [program, *(HF_REPO if hf else MODEL).spelled(model)]
     if hf_file:
         parts += HF_FILE.spelled(hf_file)
     if sidecar:

@@ -18,6 +18,7 @@ from mtpinspect.inspection.gguf_rules import apply_gguf_rules
 from mtpinspect.inspection.quant_audit import QuantAudit
 from mtpinspect.inspection.report import BLOCKING_FINDINGS, CheckReport, MtpSize, QuantizationSummary, RuntimeVerdict
 from mtpinspect.inspection.support import FAMILIES
+from mtpinspect.runtime.find import server_for_commands
 from mtpinspect.vocabulary import RuntimeStatus, Severity
 
 
@@ -54,7 +55,7 @@ def _errors_block(b: ReportBuilder) -> None:
 def assemble_report(ev: Evidence, engine: EngineCheck | None = None) -> CheckReport:
     """Apply the rules for the evidence's kind (GGUF or checkpoint), then llama.cpp's own verdict where it
     was asked (``engine``), and assemble check's report."""
-    b = ReportBuilder()
+    b = ReportBuilder(server=server_for_commands())
     if ev.gguf is not None:
         apply_gguf_rules(ev, b)
     else:
@@ -68,6 +69,8 @@ def assemble_report(ev: Evidence, engine: EngineCheck | None = None) -> CheckRep
         apply_app_rules(ev, b)
     if engine and engine.note:
         b.notes.append(engine.note)
+    if b.server.note and any(r.status.usable and b.server.names(r.command) for r in b.runtimes.values()):
+        b.notes.append(b.server.note)
     b.findings.sort(key=lambda f: f.severity.rank)
     _errors_block(b)
     usable = any(r.status.usable for r in b.runtimes.values())
