@@ -8,23 +8,19 @@ from typing import Any
 
 import click
 
-from mtpinspect.cache_dir import make_folder
-from mtpinspect.cli._args import format_option
+from mtpinspect.cli._args import backend_option, format_option
 from mtpinspect.cli._output import Output
-from mtpinspect.runtime.build import BACKENDS, TARGETS, build_server, cache_root, cached_helper, missing_targets
+from mtpinspect.runtime.build import build_server, cache_root, cached_helper, missing_targets, resolve_backend
 from mtpinspect.runtime.find import describe
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_VERSION
 from mtpinspect.runtime.state import ServerState, server_state, state_of
 
-_FIELDS = ("path", "version", "commit", "backend", "origin", "built_with")
+_FIELDS = ("path", "version", "commit", "backend", "origin", "built_with", "mtp")
 
 
 def _options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = format_option(csv="the fields")(func)
-    func = click.option(
-        "--backend", type=click.Choice(BACKENDS), default="cpu", show_default=True,
-        help="Which cached pinned build to look for.",
-    )(func)
+    func = backend_option("Which pinned build to show.")(func)
     return click.option(
         "--server", "server", metavar="PATH", default=None,
         help="Use this llama-server instead of $LLAMA_SERVER or the cached pinned build.",
@@ -108,8 +104,7 @@ def show(server: str | None, backend: str, fmt: str) -> int:
 
 
 @command.command("build")
-@click.option("--backend", type=click.Choice(BACKENDS), default="cpu", show_default=True,
-              help="cuda needs the CUDA toolkit (nvcc on PATH or $CUDACXX).")
+@backend_option("cuda needs the CUDA toolkit (nvcc on PATH or $CUDACXX).")
 @click.option("--force", is_flag=True, help="Rebuild even if the cache already holds this build.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel compile jobs (default: all cores).")
 @format_option(csv="the fields")
@@ -117,13 +112,13 @@ def build(backend: str, force: bool, jobs: int | None, fmt: str) -> int:
     """Build the pinned llama-server and check's verify helper from the llama-cpp-python sdist (minutes;
     cached afterwards). Only what the cache lacks is built."""
     out = Output(fmt)
-    missing = missing_targets(backend)
-    if not missing and not force:
+    choice = resolve_backend(backend)
+    if choice.reason is not None:
+        out.hint(choice.reason)
+    backend = choice.backend
+    if not missing_targets(backend) and not force:
         out.hint("llama-server and the verify helper are already built (use --force to rebuild)")
-    else:
-        targets = " and ".join(list(TARGETS) if force else missing)
-        out.hint(f"building {targets} from {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}, "
-                 f"{backend}) into {make_folder(cache_root())}; this takes several minutes")
+    # The build says what it builds, its progress, and where it put the result.
     path = build_server(backend, force=force, jobs=jobs, progress=out.hint)
     _render(state_of(describe(path, "built"), backend, cached_helper(backend)), out)
     return 0
