@@ -1,5 +1,6 @@
 """Reading a file the user names (a log, a prompt file), bounded in bytes and in time whatever it is;
-reading a cache entry only when it is a regular file; writing a file only where one may be written.
+reading a cache entry only when it is a regular file; writing a file only where one may be written;
+replacing a folder only when the tool wrote everything in it.
 
 ``st_size`` is never trusted (devices and /proc files say 0, a file can grow while it is read): a read
 stops one byte past its cap. Devices such as /dev/zero and /dev/urandom are refused. Pipes
@@ -12,12 +13,17 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import stat
+import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from mtpinspect.errors import FormatError, OutputError, SourceError
 
+T = TypeVar("T")
 PIPE_IDLE_TIMEOUT_S = 30.0
 _CHUNK = 1 << 20
 
@@ -157,3 +163,87 @@ def _read_fd(fd: int, limit: int, path: Path) -> bytearray:
 
 def _size(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
+
+
+@dataclass(frozen=True)
+class OwnedFolder:
+    """A folder mtpinspect writes whole (tiny-model's checkpoint, train's OUT) and the relative paths it
+    writes there. Only a folder holding nothing but those may be replaced: the tool never deletes what it
+    did not write."""
+
+    what: str  # "checkpoint folder", "training folder": for messages
+    names: frozenset[str]  # relative POSIX paths the tool writes, folders included ("checkpoint")
+
+
+def replaceable_folder(path: Path, owned: OwnedFolder, *, force: bool) -> Path:
+    """``path`` made absolute, once it may be written or replaced; OutputError (one line) when it may not:
+    the working folder or one holding it (`.`, `..`: replacing it removes the user's shell's folder), a
+    symbolic link, something other than a folder, a non-empty folder without ``force``, or one holding
+    anything the tool does not write."""
+    folder = Path(os.path.abspath(path))  # `.` and `..` resolved, so the staging folder lands beside it
+    here = Path(os.path.realpath(os.getcwd()))
+    if os.path.islink(folder):
+        raise OutputError(f"{path}: is a symbolic link (to {os.readlink(folder)}); not replaced")
+    real = Path(os.path.realpath(folder))
+    if real == here or real in here.parents:
+        raise OutputError(f"{path}: is the working folder or holds it; refusing to replace it "
+                          "(name a new folder, e.g. ./checkpoint)")
+    if not os.path.lexists(folder):
+        return folder
+    if not folder.is_dir():
+        raise OutputError(f"{path}: exists and is not a folder")
+    try:
+        foreign = _foreign_entry(folder, owned.names)
+        empty = next(os.scandir(folder), None) is None
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot read the folder ({exc.strerror or exc})") from None
+    if empty:
+        return folder
+    if foreign is not None:
+        raise OutputError(f"{path}: holds {foreign}, which mtpinspect does not write; not a {owned.what}, "
+                          "not replaced (name a new folder)")
+    if not force:
+        raise OutputError(f"{path}: the {owned.what} is not empty (pass --force to replace it)")
+    return folder
+
+
+def _foreign_entry(folder: Path, names: frozenset[str], prefix: str = "") -> str | None:
+    """The first entry under ``folder`` that is not in ``names`` (links are not followed), else None.
+    Bounded: it stops at the first stranger, so a folder is read at most len(names) + 1 entries deep."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            rel = prefix + entry.name
+            if rel not in names:
+                return rel
+            if entry.is_dir(follow_symlinks=False):
+                inner = _foreign_entry(Path(entry.path), names, rel + "/")
+                if inner is not None:
+                    return inner
+    return None
+
+
+def replace_folder(path: Path, owned: OwnedFolder, fill: Callable[[Path], T]) -> T:
+    """Fill a new folder beside ``path`` (``fill(staging)``), then put it in place of ``path`` in renames, so
+    a failure leaves nothing half-written. ``path`` comes from :func:`replaceable_folder` and is checked
+    again just before the old one goes (the user may have added a file meanwhile). Returns fill's result."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
+    old = path.with_name(f".{path.name}.old-{os.getpid()}")
+    try:
+        staging.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary folder
+        result = fill(staging)
+        if os.path.lexists(path):
+            replaceable_folder(path, owned, force=True)
+            os.rename(path, old)
+        try:
+            os.rename(staging, path)
+        except OSError:
+            if os.path.lexists(old):
+                os.rename(old, path)  # the old one back in place
+            raise
+        shutil.rmtree(old, ignore_errors=True)  # only what replaceable_folder found to be ours
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write the {owned.what} ({exc.strerror or exc})") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return result

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mtpinspect.errors import OutputError, UsageError
-from mtpinspect.files import writable, write_file
+from mtpinspect.errors import UsageError
+from mtpinspect.files import OwnedFolder, replace_folder, replaceable_folder, writable, write_file
 
 SHIPPED = Path(__file__).with_name("data") / "trained"
 GGUF_NAME = "tiny-glm-mtp-Q8_0.gguf"
@@ -110,27 +110,24 @@ def write_sidecar(out: Path, *, force: bool = False) -> list[Written]:
     return [Written(out, "main (trunk only)"), Written(sidecar, "MTP sidecar")]
 
 
+# What write_checkpoint puts in its folder: with --force, a folder holding only these is replaced.
+CHECKPOINT = OwnedFolder("checkpoint folder", frozenset((*FOLDER_FILES, WEIGHTS)))
+
+
 def write_checkpoint(folder: Path, *, force: bool = False) -> list[Written]:
-    """The Hugging Face folder of the shipped weights. Built in a temporary folder beside ``folder`` and
-    renamed into place, so a failure leaves nothing half-written."""
+    """The Hugging Face folder of the shipped weights, written by the one folder rule
+    (files.replace_folder): built beside ``folder`` and renamed into place, so a failure leaves nothing
+    half-written; a folder holding anything else, or the working folder, is refused."""
     from safetensors.numpy import save_file
 
-    if folder.exists() and not folder.is_dir():
-        raise OutputError(f"{folder}: exists and is not a folder")
-    if folder.is_dir() and any(folder.iterdir()) and not force:
-        raise OutputError(f"{folder}: the folder is not empty (pass --force to replace what is in it)")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    try:
-        staging.chmod(0o755)
+    target = replaceable_folder(folder, CHECKPOINT, force=force)
+
+    def fill(staging: Path) -> None:
         for name in FOLDER_FILES:
             shutil.copyfile(SHIPPED / name, staging / name)
         save_file(dict(checkpoint_tensors()), str(staging / WEIGHTS), metadata={"format": "pt"})
-        if folder.exists():
-            shutil.rmtree(folder)
-        staging.rename(folder)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    replace_folder(target, CHECKPOINT, fill)
     return [Written(folder, "checkpoint")]
 
 

@@ -106,12 +106,14 @@ def test_checkpoint_folder_is_a_checkpoint_with_one_mtp_layer(tmp_path: Path) ->
     assert config["num_nextn_predict_layers"] == 1 and config["architectures"] == ["Glm4MoeForCausalLM"]
     report = _check(folder)
     assert (report["usable"], report["mtp_layers"], report["layout"]) == (True, 1, "checkpoint")
-    # A folder with something in it is refused, one line, and left as it was; --force replaces it.
-    (folder / "note.txt").write_text("mine")
+    # A checkpoint is refused without --force and replaced with it; a folder holding anything the tool did
+    # not write is refused even with --force (issue 29), one line, and left as it was.
     error_line(run_cli("tiny-model", "--trained", "--checkpoint", str(folder)), str(folder), "not empty")
+    (folder / "note.txt").write_text("mine")
+    error_line(run_cli("tiny-model", "--trained", "--checkpoint", str(folder), "--force"), str(folder), "note.txt")
     assert (folder / "note.txt").read_text() == "mine"
+    (folder / "note.txt").unlink()
     assert run_cli("tiny-model", "--trained", "--checkpoint", str(folder), "--force").returncode == 0
-    assert not (folder / "note.txt").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck"]  # no staging folder left behind
 
 

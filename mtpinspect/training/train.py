@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mtpinspect.errors import OutputError
+from mtpinspect.files import OwnedFolder, replace_folder, replaceable_folder
 from mtpinspect.training.corpus import DEBIAN
 
 Progress = Callable[[str], None]
@@ -63,11 +61,13 @@ class TrainResult:
     record: dict[str, Any] = field(default_factory=dict)
 
 
-def _prepared_out(out: Path, force: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"{out}: exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise OutputError(f"{out}: the folder is not empty (pass --force to replace what is in it)")
+# What train writes in OUT (checkpoint/ with the files its save and the tokenizer write): with --force, a
+# folder holding only these is replaced, never one holding anything else (files.replaceable_folder).
+_CHECKPOINT_FILES = ("config.json", "model.safetensors", "training.json", "tokenizer.json", "tokenizer_config.json",
+                     "special_tokens_map.json", "chat_template.jinja")
+OUTPUT = OwnedFolder("training folder", frozenset((
+    "checkpoint", *(f"checkpoint/{name}" for name in _CHECKPOINT_FILES),
+    f"model-{SHIPPED_OUTTYPE.upper()}.gguf", "curve.jsonl", "state.pt")))
 
 
 @dataclass(frozen=True)
@@ -83,21 +83,16 @@ def train(out: Path, recipe: Recipe = Recipe(), *, cache: Path, force: bool = Fa
     OUT/state.pt. Everything is written into a temporary folder beside OUT and moved into place at the
     end, so a failed or interrupted run leaves nothing half-written."""
     say = progress or (lambda _: None)
-    _prepared_out(out, force)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
-        work.chmod(0o755)  # mkdtemp makes it private; OUT is an ordinary folder
+    target = replaceable_folder(out, OUTPUT, force=force)  # refused before an hour of training, not after
+
+    def fill(work: Path) -> tuple[Path, dict[str, Any]]:
         inputs = _inputs(cache, recipe, say)
         started = time.monotonic()
         model, last = _fit(inputs, recipe, work / "curve.jsonl", say)
         record = _record(inputs, recipe, model, last, time.monotonic() - started)
-        gguf = _save(work, inputs, model, record, say)
-        if out.exists():
-            shutil.rmtree(out)
-        work.rename(out)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        return _save(work, inputs, model, record, say), record
+
+    gguf, record = replace_folder(target, OUTPUT, fill)
     return TrainResult(out / "checkpoint", out / gguf.name, out / "curve.jsonl", record)
 
 

@@ -1,0 +1,96 @@
+"""Issue 29 (bad input, round 3): what mtpinspect writes, waits on and walks, through the real CLI.
+A folder the tool replaces, server log caps, the sweep lock, the LM Studio store walk, the build lock."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+from cliproc import error_line, run_cli
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every path under root with a digest of its bytes (or its link target): what must stay as it was."""
+    seen = {}
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        if path.is_symlink():
+            seen[rel] = "link:" + os.readlink(path)
+        elif path.is_file():
+            seen[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            seen[rel] = "dir"
+    return seen
+
+
+def _users_folder(root: Path) -> Path:
+    """A folder as a user has it: a git repository and files of their own."""
+    (root / ".git" / "objects").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "notes.txt").write_text("my notes\n")
+    (root / "src").mkdir()
+    (root / "src" / "main.py").write_text("print('mine')\n")
+    return root
+
+
+@pytest.mark.parametrize("target", [".", "..", "./", "sub/..", "../project"])
+def test_checkpoint_never_replaces_the_working_folder(tmp_path: Path, target: str) -> None:
+    """`tiny-model --trained --checkpoint . --force` emptied the current folder (the staging folder was made
+    inside it, then the target removed). A folder holding the working directory is refused, whatever --force."""
+    project = _users_folder(tmp_path / "project")
+    (project / "sub").mkdir()
+    before = _tree(tmp_path)
+    proc = run_cli("tiny-model", "--trained", "--checkpoint", target, "--force", cwd=project)
+    error_line(proc, target.rstrip("/") or target, "working folder")
+    assert _tree(tmp_path) == before
+
+
+def test_checkpoint_force_refuses_a_folder_that_is_not_a_checkpoint(tmp_path: Path) -> None:
+    """--force replaces a checkpoint mtpinspect wrote, never a folder holding anything else."""
+    users = _users_folder(tmp_path / "mine")
+    before = _tree(tmp_path)
+    proc = run_cli("tiny-model", "--trained", "--checkpoint", str(users), "--force", cwd=tmp_path)
+    error_line(proc, str(users), "mtpinspect does not write")
+    assert _tree(tmp_path) == before
+
+
+def test_checkpoint_force_replaces_its_own_checkpoint(tmp_path: Path) -> None:
+    """A folder holding only what the checkpoint writes is replaced with --force; nothing is left beside it."""
+    folder = tmp_path / "ckpt"
+    assert run_cli("tiny-model", "--trained", "--checkpoint", str(folder)).returncode == 0
+    (folder / "config.json").write_text("{}")  # an older or damaged copy
+    proc = run_cli("tiny-model", "--trained", "--checkpoint", str(folder), "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert (folder / "config.json").read_text() != "{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_checkpoint_symlink_to_a_folder_is_refused(tmp_path: Path) -> None:
+    users = _users_folder(tmp_path / "mine")
+    (tmp_path / "link").symlink_to(users)
+    before = _tree(tmp_path)
+    proc = run_cli("tiny-model", "--trained", "--checkpoint", "link", "--force", cwd=tmp_path)
+    error_line(proc, "link", "symbolic link")
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("target", [".", ".."])
+def test_train_never_replaces_the_working_folder(tmp_path: Path, target: str) -> None:
+    """`train . --force` had the same pattern (staging inside OUT, then OUT removed): the same folder rule."""
+    pytest.importorskip("torch")
+    project = _users_folder(tmp_path / "project")
+    before = _tree(tmp_path)
+    proc = run_cli("train", target, "--force", "--steps", "1", "--corpus", "sample", cwd=project)
+    error_line(proc, target, "working folder")
+    assert _tree(tmp_path) == before
+
+
+def test_train_force_refuses_a_folder_that_is_not_its_output(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    users = _users_folder(tmp_path / "mine")
+    before = _tree(tmp_path)
+    error_line(run_cli("train", str(users), "--force", "--steps", "1", "--corpus", "sample"), str(users),
+               "mtpinspect does not write")
+    assert _tree(tmp_path) == before
