@@ -11,6 +11,7 @@ each chunk; a FIFO that no program writes to reads as empty instead of blocking.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import shutil
@@ -19,7 +20,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 from mtpinspect.errors import FormatError, OutputError, SourceError
 
@@ -111,6 +112,33 @@ def write_file(path: Path, write: Callable[[Path], None], *, through_link: bool 
             temporary.unlink(missing_ok=True)
         raise
     return target
+
+
+def lock_file(path: Path) -> IO[str]:
+    """A lock file (the sweep's, a build's) opened to read and write, by the one write rule: made if missing,
+    else used only when it is a regular file with no other name. A symbolic link is never followed
+    (O_NOFOLLOW: a planted link had its target truncated), a hard link is another name of someone's file,
+    and a FIFO, device or folder is no lock: each is refused in one line and left as it is."""
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or os.path.islink(path):
+            raise OutputError(f"{path}: is a symbolic link (to {os.readlink(path)}); not followed, "
+                              "refusing to use it as a lock file (remove it)") from None
+        raise OutputError(f"{path}: cannot open the lock file ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputError(f"{path}: is a {_kind(st.st_mode)}, not a regular file; refusing to use it as a lock file")
+        if st.st_nlink > 1:
+            raise OutputError(f"{path}: the file has {st.st_nlink} names (a hard link to another file); "
+                              "refusing to write it as a lock file (remove it)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "r+", encoding="utf-8")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_bounded(path: Path, limit: int, what: str, hint: str = "") -> bytearray:

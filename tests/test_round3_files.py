@@ -94,3 +94,38 @@ def test_train_force_refuses_a_folder_that_is_not_its_output(tmp_path: Path) -> 
     error_line(run_cli("train", str(users), "--force", "--steps", "1", "--corpus", "sample"), str(users),
                "mtpinspect does not write")
     assert _tree(tmp_path) == before
+
+
+# -- defect 10: OUT/sweep.lock through a planted link ----------------------------------------------
+
+
+def _tiny_gguf(folder: Path) -> Path:
+    from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
+
+    return write_tiny_model(folder / "tiny.gguf", TinyModelSpec(acceptance="perfect"))[0]
+
+
+def _sweep(model: Path, out: Path) -> list[str]:
+    return ["sweep", str(model), "--out", str(out), "--n-max", "1", "--repeat", "1", "--n-predict", "8", "--no-plot"]
+
+
+@pytest.mark.parametrize("plant", ["symlink", "hardlink", "fifo"])
+def test_sweep_lock_is_never_written_through_what_is_planted_there(tmp_path: Path, plant: str) -> None:
+    """A symbolic link planted as OUT/sweep.lock had its target truncated and overwritten with the PID; a
+    hard link (another name of the user's file) would have been too, and a FIFO is no lock. Refused in one
+    line before any server starts; the user's file is byte for byte as it was."""
+    out = tmp_path / "out"
+    out.mkdir()
+    precious = tmp_path / "precious.txt"
+    precious.write_text("the user's data\n")
+    lock = out / "sweep.lock"
+    if plant == "symlink":
+        lock.symlink_to(precious)
+    elif plant == "hardlink":
+        os.link(precious, lock)
+    else:
+        os.mkfifo(lock)
+    proc = run_cli(*_sweep(_tiny_gguf(tmp_path), out), timeout=60)
+    error_line(proc, str(lock), {"symlink": "symbolic link", "hardlink": "names", "fifo": "FIFO"}[plant])
+    assert precious.read_text() == "the user's data\n"
+    assert os.path.lexists(lock)  # what was planted is left alone too

@@ -4,7 +4,7 @@ Two sweeps writing one folder would rename each other's journal and mix their ru
 advisory lock on ``OUT/sweep.lock`` while it runs (flock on POSIX, msvcrt on Windows) and removes the
 file when it ends. The operating system drops the lock when its owner dies, ``kill -9`` included, so
 a lock file left behind by a dead sweep is taken over. The PID in the file is for the message a second
-sweep prints.
+sweep prints. The file is opened by files.lock_file (never through a link planted in its place).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from mtpinspect.errors import OutputError
+from mtpinspect.files import lock_file
 
 LOCK_NAME = "sweep.lock"
 # Another process may remove the file between our open and our lock; then we open it again.
@@ -66,7 +67,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
 
 def _acquire(path: Path, folder: Path) -> IO[str]:
     for _ in range(_ATTEMPTS):
-        stream = path.open("a+", encoding="utf-8")
+        stream = lock_file(path)
         if not _try_lock(stream):
             owner = _owner(stream)
             stream.close()
