@@ -141,6 +141,30 @@ def lock_file(path: Path) -> IO[str]:
         raise
 
 
+try:
+    import fcntl
+
+    def try_lock(stream: IO[str]) -> bool:
+        """Take the exclusive advisory lock of a file from :func:`lock_file` without waiting; False when
+        another process holds it. The system drops it when its holder dies, ``kill -9`` included."""
+        try:
+            fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+except ImportError:  # Windows
+    import msvcrt
+
+    def try_lock(stream: IO[str]) -> bool:
+        stream.seek(0)
+        try:
+            msvcrt.locking(stream.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+        except OSError:
+            return False
+        return True
+
+
 def read_bounded(path: Path, limit: int, what: str, hint: str = "") -> bytearray:
     """Up to ``limit`` bytes of ``path``: SourceError if it cannot be read, FormatError if it holds more.
 

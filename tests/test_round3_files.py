@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -129,3 +133,78 @@ def test_sweep_lock_is_never_written_through_what_is_planted_there(tmp_path: Pat
     error_line(proc, str(lock), {"symlink": "symbolic link", "hardlink": "names", "fifo": "FIFO"}[plant])
     assert precious.read_text() == "the user's data\n"
     assert os.path.lexists(lock)  # what was planted is left alone too
+
+
+# -- defect 18: waiting for another process's build of llama-server ----------------------------------
+
+_HOLDER = """
+import sys, time
+from mtpinspect.runtime import build
+root = build.cache_root()
+with build.build_lock("cpu"):
+    print("held", flush=True)
+    time.sleep(float(sys.argv[1]))
+"""
+
+
+def _hold_build_lock(cache: Path, seconds: float) -> subprocess.Popen[str]:
+    """Another mtpinspect building: a child holding the cpu build lock through the real function."""
+    child = subprocess.Popen([sys.executable, "-c", _HOLDER, str(seconds)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "MTPINSPECT_CACHE_DIR": str(cache)})
+    assert child.stdout is not None and child.stdout.readline().strip() == "held"
+    return child
+
+
+def test_waiting_for_another_build_says_so_and_is_bounded(tmp_path: Path) -> None:
+    """`runtime build` while another process builds waited in silence and without bound. It says whose
+    build it waits for (pid, start, its log) and gives up after MTPINSPECT_BUILD_WAIT seconds, one line."""
+    cache = tmp_path / "cache"
+    child = _hold_build_lock(cache, 60)
+    try:
+        started = time.monotonic()
+        proc = run_cli("runtime", "build", "--backend", "cpu", timeout=60,
+                       env={**os.environ, "MTPINSPECT_CACHE_DIR": str(cache), "MTPINSPECT_BUILD_WAIT": "2"})
+        elapsed = time.monotonic() - started
+    finally:
+        child.kill()
+        child.wait()
+    waiting = [line for line in proc.stderr.splitlines() if "waiting for another mtpinspect's build" in line]
+    assert len(waiting) == 1, proc.stderr
+    assert f"pid {child.pid}" in waiting[0] and "build-cpu.log" in waiting[0] and "started" in waiting[0]
+    error_line(proc, ".build-cpu.lock", f"pid {child.pid}", "MTPINSPECT_BUILD_WAIT")
+    assert elapsed < 30
+
+
+def test_a_build_lock_whose_holder_dies_is_taken_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """flock is released when its holder dies (kill -9 included): the waiter takes over at once."""
+    from mtpinspect.runtime import build
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MTPINSPECT_CACHE_DIR", str(cache))
+    monkeypatch.setenv("MTPINSPECT_BUILD_WAIT", "60")
+    child = _hold_build_lock(cache, 60)
+    said: list[str] = []
+    killer = threading.Timer(1.0, child.kill)
+    killer.start()
+    started = time.monotonic()
+    try:
+        with build.build_lock("cpu", progress=said.append):
+            took = time.monotonic() - started
+    finally:
+        killer.cancel()
+        child.kill()
+        child.wait()
+    assert took < 10 and len(said) == 1 and f"pid {child.pid}" in said[0], said
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "soon", "inf"])
+def test_build_wait_bound_must_be_a_number(tmp_path: Path, value: str) -> None:
+    cache = tmp_path / "cache"
+    child = _hold_build_lock(cache, 60)
+    try:
+        proc = run_cli("runtime", "build", "--backend", "cpu", timeout=60,
+                       env={**os.environ, "MTPINSPECT_CACHE_DIR": str(cache), "MTPINSPECT_BUILD_WAIT": value})
+    finally:
+        child.kill()
+        child.wait()
+    error_line(proc, "MTPINSPECT_BUILD_WAIT", value)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import platform
 import queue
@@ -35,8 +36,8 @@ from pathlib import Path
 from typing import IO
 
 from mtpinspect.cache_dir import cache_dir, make_folder
-from mtpinspect.errors import ServerError
-from mtpinspect.files import read_cached
+from mtpinspect.errors import OutputError, ServerError, UsageError, shown
+from mtpinspect.files import lock_file, read_cached, try_lock, write_file
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_SDIST_SHA256, PINNED_VERSION
 from mtpinspect.runtime.process import run_bounded
 from mtpinspect.runtime.toolchain import find_toolchain
@@ -262,26 +263,97 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+# Waiting for another process's build of the same backend (or its sdist download): said once with whose
+# build it is, then every _WAIT_PROGRESS_S, and given up after $MTPINSPECT_BUILD_WAIT seconds (default an
+# hour: a CUDA build on a few cores takes most of one). A builder that dies drops its flock, kill -9
+# included, and the waiter takes over at its next poll; the lock's descriptor is close-on-exec, so no
+# cmake or compiler it started can keep it.
+BUILD_WAIT_ENV = "MTPINSPECT_BUILD_WAIT"
+_BUILD_WAIT_S = 3600.0
+_WAIT_POLL_S = 0.5
+_WAIT_PROGRESS_S = 30.0
+_HOLDER_MAX_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class _Holder:
+    """Who holds a build lock, from the companion file it writes (``unknown`` from an older mtpinspect)."""
+
+    pid: str
+    started: str
+    log: str
+
+
+def build_lock(backend: str, progress: Progress | None = None) -> contextlib.AbstractContextManager[None]:
+    """The lock one backend's build holds (another process building the same waits, bounded)."""
+    root = cache_root()
+    return _lock(root / f".build-{backend}.lock", root / f"build-{backend}.log", progress)
+
+
+def _build_wait() -> float:
+    raw = os.environ.get(BUILD_WAIT_ENV)
+    if raw is None:
+        return _BUILD_WAIT_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise UsageError(f"{BUILD_WAIT_ENV}={shown(raw)}: not a number of seconds (0 or more, finite)")
+    return seconds
+
+
 @contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    """An exclusive lock on a file, held until the block ends (waits for another build to finish)."""
+def _lock(path: Path, log: Path, progress: Progress | None = None) -> Iterator[None]:
+    """An exclusive lock on a file, held until the block ends; while another process holds it, wait (saying
+    so through ``progress``) at most $MTPINSPECT_BUILD_WAIT seconds. The lock file is opened by the write
+    rule for lock files (never through a planted link); who holds it goes to a companion file."""
+    bound = _build_wait()
     make_folder(path.parent)
-    with path.open("a+b") as fh:
-        if os.name == "nt":
-            import msvcrt
+    with lock_file(path) as stream:
+        if not try_lock(stream):
+            _wait(stream, path, bound, progress)
+        companion = path.with_name(path.name + ".holder")
+        holder = {"pid": os.getpid(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "log": str(log)}
+        with contextlib.suppress(OutputError):  # only the waiter's message needs it
+            write_file(companion, lambda tmp: tmp.write_text(json.dumps(holder) + "\n", encoding="utf-8"))
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):  # removed while still locked: no other holder wrote it
+                companion.unlink()
 
-            fh.seek(0)
-            while True:
-                try:
-                    msvcrt.locking(fh.fileno(), msvcrt.LK_LOCK, 1)
-                    break
-                except OSError:
-                    time.sleep(1)
-        else:
-            import fcntl
 
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        yield
+def _holder(path: Path) -> _Holder:
+    data = read_cached(path.with_name(path.name + ".holder"), _HOLDER_MAX_BYTES)
+    try:
+        fields = json.loads(data or b"")
+        return _Holder(str(int(fields["pid"])), _said(fields.get("started")), _said(fields.get("log")))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return _Holder("unknown", "unknown", "unknown")
+
+
+def _said(value: object) -> str:
+    """A text of the companion file as a message quotes it: one short line whatever another process wrote."""
+    return " ".join(value.split())[:300] if isinstance(value, str) and value.strip() else "unknown"
+
+
+def _wait(stream: IO[str], path: Path, bound: float, progress: Progress | None) -> None:
+    say = progress or (lambda _: None)
+    holder = _holder(path)
+    say(f"waiting for another mtpinspect's build of llama-server (pid {holder.pid}, started {holder.started}; "
+        f"its log: {holder.log}); at most {duration(bound)} (${BUILD_WAIT_ENV})")
+    started = last = time.monotonic()
+    while not try_lock(stream):
+        now = time.monotonic()
+        if now - started >= bound:
+            raise ServerError(f"{path}: another mtpinspect's build of llama-server (pid {_holder(path).pid}) still "
+                              f"holds it after {duration(bound)}; wait for it to finish, stop it, or set "
+                              f"${BUILD_WAIT_ENV} (seconds) higher")
+        if now - last >= _WAIT_PROGRESS_S:
+            say(f"still waiting for the build of pid {holder.pid} ({duration(now - started)} so far)")
+            last = now
+        time.sleep(min(_WAIT_POLL_S, max(0.0, bound - (now - started))))
 
 
 def _kill_tree(proc: subprocess.Popen[str]) -> None:
@@ -395,7 +467,7 @@ def pinned_sdist(progress: Progress | None = None) -> Path:
     source of llama-server and of the converter and vocabularies that training/ uses."""
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    with _lock(root / ".sdist.lock"):
+    with _lock(root / ".sdist.lock", root / "sdist.log", progress):
         return _download_sdist(root, root / "sdist.log", progress)
 
 
@@ -502,7 +574,7 @@ def build_server(
     llama-server's path. Only the targets missing from the cache are built, unless ``force``."""
     args = cmake_args(backend)
     root = cache_root()
-    with _lock(root / f".build-{backend}.lock"):
+    with build_lock(backend, progress):
         # Another process may have finished the same build while this one waited for the lock.
         targets = list(TARGETS) if force else missing_targets(backend)
         if not targets:

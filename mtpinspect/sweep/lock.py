@@ -16,32 +16,11 @@ from pathlib import Path
 from typing import IO
 
 from mtpinspect.errors import OutputError
-from mtpinspect.files import lock_file
+from mtpinspect.files import lock_file, try_lock
 
 LOCK_NAME = "sweep.lock"
 # Another process may remove the file between our open and our lock; then we open it again.
 _ATTEMPTS = 5
-
-try:
-    import fcntl
-
-    def _try_lock(stream: IO[str]) -> bool:
-        try:
-            fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
-except ImportError:  # Windows
-    import msvcrt
-
-    def _try_lock(stream: IO[str]) -> bool:
-        stream.seek(0)
-        try:
-            msvcrt.locking(stream.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
-        except OSError:
-            return False
-        return True
 
 
 @contextmanager
@@ -68,7 +47,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
 def _acquire(path: Path, folder: Path) -> IO[str]:
     for _ in range(_ATTEMPTS):
         stream = lock_file(path)
-        if not _try_lock(stream):
+        if not try_lock(stream):
             owner = _owner(stream)
             stream.close()
             raise OutputError(f"{folder}: another sweep is writing to this folder (pid {owner}); "
