@@ -35,6 +35,17 @@ MODEL = "stub/mtp-model"
 ACCEPTED = (3, 1, 0, 2)  # accepted draft tokens per verification step, cycled
 STEP_SECONDS = 0.002
 VERSIONS = {"vllm": "0.11.0", "sglang": "0.5.4"}
+# What a hostile or broken server does instead of answering honestly (StubState.fault):
+FAULTS = {
+    "trickle-metrics": "/metrics sends its page one byte every 0.5 s",
+    "huge-metrics": "/metrics answers a 17 MiB page",
+    "long-position": "/metrics has a per-position sample whose position label has 5,000 digits",
+    "counters-jump": "after the first request the draft counters jump by a million",
+    "counters-negative": "after the first request the counters are published negative",
+    "redirect": "every request is answered 307 to another host",
+    "basic-auth": "every request without 'Authorization: Basic' for user:s3cret is answered 401",
+}
+AUTH = "Basic dXNlcjpzM2NyZXQ="  # user:s3cret
 
 
 @dataclass
@@ -51,6 +62,9 @@ class StubState:
     gauge_rate: float = 0.0
     created: float = field(default_factory=time.time)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # A hostile server (issue 29): one of FAULTS, or "" for an honest one.
+    fault: str = ""
+    requests: int = 0  # completions answered
 
     def __post_init__(self) -> None:
         self.restart()
@@ -90,7 +104,16 @@ class StubState:
 
     def metrics_page(self) -> str:
         with self.lock:
-            return _vllm_page(self) if self.engine == "vllm" else _sglang_page(self)
+            page = _vllm_page(self) if self.engine == "vllm" else _sglang_page(self)
+        if self.fault == "long-position":
+            page += f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",position="{"9" * 5000}"}} 1.0\n'
+        elif self.fault == "huge-metrics":
+            page = "# " + "x" * (17 << 20) + "\n" + page
+        elif self.fault in ("counters-jump", "counters-negative") and self.requests > 1:
+            # The warm-up and the first request honest, then counters no engine publishes.
+            sign, shift = (-1, 0) if self.fault == "counters-negative" else (1, 1_000_000)
+            page = "\n".join(_shifted(line, sign, shift) for line in page.splitlines()) + "\n"
+        return page
 
 
 def _counter(lines: list[str], name: str, labels: str, value: float, created: float) -> None:
@@ -133,6 +156,13 @@ def _sglang_page(state: StubState) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _shifted(line: str, sign: int, shift: int) -> str:
+    if line.startswith("vllm:spec_decode_num_") and "_created" not in line:
+        name, value = line.rsplit(" ", 1)
+        return f"{name} {sign * float(value) + shift}"
+    return line
+
+
 def handler_for(state: StubState) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
@@ -146,8 +176,39 @@ def handler_for(state: StubState) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _refused(self) -> bool:
+            """A fault that answers instead of the endpoint: a redirect, or 401 without the credentials."""
+            if state.fault == "redirect":
+                self.send_response(307)
+                self.send_header("Location", "http://other-host.invalid:8000" + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return True
+            if state.fault == "basic-auth" and self.headers.get("Authorization") != AUTH:
+                self._send(401, {"detail": "Unauthorized"})
+                return True
+            return False
+
+        def _trickle(self, page: str) -> None:
+            data = page.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            for byte in data[:240]:  # two minutes at most, then the connection drops
+                try:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                except OSError:
+                    return  # the client gave up
+                time.sleep(0.5)
+
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            if self.path == "/health":
+            if self._refused():
+                return
+            if self.path == "/metrics" and state.metrics_on and state.fault == "trickle-metrics":
+                self._trickle(state.metrics_page())
+            elif self.path == "/health":
                 self._send(200, "")
             elif self.path == "/v1/models":
                 self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": state.engine}]})
@@ -163,6 +224,8 @@ def handler_for(state: StubState) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length", 0))
             body = json.loads(self.rfile.read(length) or b"{}")
+            if self._refused():
+                return
             if self.path == "/stub/restart":
                 state.restart()
                 self._send(200, {})
@@ -171,6 +234,7 @@ def handler_for(state: StubState) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"detail": "Not Found"})
                 return
             text, tokens, mean_length = state.generate(str(body.get("prompt", "")), int(body.get("max_tokens", 16)))
+            state.requests += 1
             if state.engine == "sglang" and state.n:
                 # The scheduler's interval line, as SGLang 0.5 prints it.
                 print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] Decode batch. #running-req: 1, #token: {tokens}, "
@@ -211,6 +275,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--v0", action="store_true")
     parser.add_argument("--exit-at-start", action="store_true", help="fail like a model that does not load")
     parser.add_argument("--load-seconds", type=float, default=0.0, help="answer only after this long")
+    parser.add_argument("--fault", choices=sorted(FAULTS), default="", help="answer as a hostile server would")
     args = parser.parse_args(argv)
     print(f"stub {args.engine} starting on port {args.port}", flush=True)
     if args.exit_at_start:
@@ -218,7 +283,7 @@ def main(argv: list[str]) -> None:
         sys.exit(1)
     time.sleep(args.load_seconds)
     state = StubState(args.engine, _draft_length(args.engine, args), v0=args.v0,
-                      metrics_on=args.engine == "vllm" or args.enable_metrics)
+                      metrics_on=args.engine == "vllm" or args.enable_metrics, fault=args.fault)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(state))
     print("Application startup complete.", flush=True)
     server.serve_forever()

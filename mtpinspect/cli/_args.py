@@ -11,21 +11,40 @@ import click
 
 from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.runtime.build import AUTO, BACKEND_CHOICES
-from mtpinspect.sources.fetch import RETRY_AFTER_CAP, FetchPolicy
+from mtpinspect.sources.fetch import MAX_SECONDS, RETRY_AFTER_CAP, FetchPolicy
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Seconds(click.FloatRange):
-    """A number of seconds: finite (FloatRange lets nan through every bound, and inf means no bound)."""
+    """A number of seconds: finite (FloatRange lets nan through every bound, and inf means no bound), and at
+    most MAX_SECONDS (a week; 1e10 overflowed the socket and lock timeouts)."""
 
     name = "seconds"
+
+    def __init__(self, min: float | None = None, max: float = MAX_SECONDS) -> None:  # noqa: A002 - click's names
+        super().__init__(min=min, max=max)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         seconds = super().convert(value, param, ctx)
         if not math.isfinite(seconds):
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
         return seconds
+
+
+class EndpointUrl(click.ParamType):
+    """--endpoint and --baseline-endpoint: the URL as the tool keeps it (runtime/engines/base.py's
+    endpoint_url: its password masked from here on, vLLM's printed /v1 taken off, said on stderr)."""
+
+    name = "url"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from mtpinspect.runtime.engines.base import endpoint_url
+
+        url, note = endpoint_url(str(value))
+        if note:
+            click.echo(f"note: {note}", err=True)
+        return url
 
 
 class ServerArgsCommand(click.Command):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from mtpinspect.cli._args import ServerArgsCommand, codes_option, format_option, hub_options, start_timeout_option
+from mtpinspect.cli._args import EndpointUrl, ServerArgsCommand, codes_option, format_option, hub_options, start_timeout_option
 from mtpinspect.cli._output import Output
 from mtpinspect.diagnosis import DiagnosisReport
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
@@ -109,10 +109,10 @@ def _cause_codes() -> list[dict[str, object]]:
               help="Keep the probe's files (server logs, runs.jsonl) here (default: a temporary folder, removed).")
 @click.option("--revision", help="Branch, tag or commit of a Hub repo MODEL.")
 @click.option("--token", help="Hugging Face token (default: HF_TOKEN or the saved login).")
-@click.option("--endpoint", metavar="URL",
+@click.option("--endpoint", metavar="URL", type=EndpointUrl(),
               help="A running llama-server, vLLM or SGLang server: measured where it runs (never restarted), each "
                    "prompt twice at temperature 0, acceptance per class and position from its counters.")
-@click.option("--baseline-endpoint", "baseline_endpoint", metavar="URL",
+@click.option("--baseline-endpoint", "baseline_endpoint", metavar="URL", type=EndpointUrl(),
               help="With --endpoint: the same model served without speculative decoding (speedup, same text).")
 @click.option("--n-max", "n_max", type=click.IntRange(1, None), default=None,
               help="With --endpoint: its draft length (read from the counters of vLLM 0.8 and later otherwise).")

@@ -16,7 +16,7 @@ import click
 
 from mtpinspect.apps import APP_NAMES
 from mtpinspect.cli import EXIT_ERROR
-from mtpinspect.cli._args import ServerArgsCommand, backend_option, format_option, start_timeout_option
+from mtpinspect.cli._args import EndpointUrl, ServerArgsCommand, backend_option, format_option, start_timeout_option
 from mtpinspect.cli._output import Output, OutputFormat, sanitize
 from mtpinspect.errors import INTERRUPTED, UsageError
 from mtpinspect.jsonable import to_jsonable
@@ -152,10 +152,10 @@ class ProgressBar:
                    "127.0.0.1 port, {model} MODEL. The baseline runs it without its speculative options.")
 @click.option("--serve-baseline", "serve_baseline", metavar="COMMAND", default=None,
               help="The baseline's command (with {port}), instead of --serve without its speculative options.")
-@click.option("--endpoint", metavar="URL", default=None,
+@click.option("--endpoint", metavar="URL", type=EndpointUrl(), default=None,
               help="Measure a running llama-server, vLLM or SGLang server at URL without restarting it "
                    "(--n-max N: its draft length, else read from its counters).")
-@click.option("--baseline-endpoint", "baseline_endpoint", metavar="URL", default=None,
+@click.option("--baseline-endpoint", "baseline_endpoint", metavar="URL", type=EndpointUrl(), default=None,
               help="With --endpoint: a running server of the same model without speculative decoding.")
 @click.pass_context
 def command(

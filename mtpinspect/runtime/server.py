@@ -9,7 +9,6 @@ start and the draft acceptance lines are read from.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import re
@@ -17,8 +16,6 @@ import signal
 import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +27,7 @@ from mtpinspect.files import writable
 from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.flags import HOST as HOST_FLAG
 from mtpinspect.runtime.flags import LAUNCHER_FLAGS, METRICS, MODEL, PARALLEL, PORT, ServerArgs
+from mtpinspect.runtime.http import HttpFailure, request
 from mtpinspect.runtime.logs import failure_reason, last_line
 from mtpinspect.runtime.metrics import Metrics, parse_metrics
 from mtpinspect.runtime.process import die_with_parent, stop_group, tree_cpu_seconds
@@ -49,8 +47,6 @@ SILENCE_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 600.0
 # Logged by a slot when it is released, after the request's timing and draft acceptance lines.
 REQUEST_DONE = re.compile(r"stop processing: n_tokens")
-# 127.0.0.1 must never go through an http_proxy from the environment.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class ServerProcessError(ServerError):
@@ -242,11 +238,12 @@ class LlamaServer:
 
     def _health_ok(self) -> bool:
         try:
-            with _OPENER.open(self.url + "/health", timeout=2.0) as resp:
-                return resp.status == 200 and json.loads(resp.read() or b"{}").get("status") == "ok"
-        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException):
-            # Not listening yet, or 503 "Loading model".
-            return False
+            answer = request("GET", self.url + "/health", timeout=2.0)
+            doc = json.loads(answer.body or b"{}")
+        except (HttpFailure, ValueError, RecursionError):
+            return False  # not listening yet
+        # 503 "Loading model" until the weights are in.
+        return answer.status == 200 and isinstance(doc, dict) and doc.get("status") == "ok"
 
     def stop(self) -> None:
         """Terminate the server and all its children: SIGTERM (twice: llama-server waits for requests in
@@ -358,27 +355,25 @@ class LlamaServer:
                 raise ServerError(f"llama-server: {method} {path} sent to a server that is not running (never started or stopped)")
             raise self._died(f"{method} {path}")
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(
-            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
-        )
         try:
-            with _OPENER.open(request, timeout=timeout) as resp:
-                return resp.read()
-        except urllib.error.HTTPError as exc:
-            payload = exc.read().decode("utf-8", errors="replace")
-            try:
-                message = json.loads(payload)["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = payload.strip()[:200] or exc.reason
-            raise ServerError(f"llama-server: {method} {path} -> HTTP {exc.code}: {message}") from None
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+            answer = request(method, self.url + path, timeout=timeout, body=data,
+                             headers={"Content-Type": "application/json"})
+        except HttpFailure as exc:
             if self._stopped:
                 raise ServerError(f"llama-server: {method} {path} interrupted: the server was stopped") from None
-            if self._wait_exit(2.0):
+            if exc.kind != "too-big" and self._wait_exit(2.0):
                 raise self._died(f"{method} {path}") from None
-            if isinstance(exc, TimeoutError) or "timed out" in str(exc):
-                raise ServerError(f"llama-server: {method} {path} got no answer within {timeout:g} s") from None
-            raise ServerError(f"llama-server: {method} {path} failed: {exc}") from None
+            if exc.kind == "timeout":
+                raise ServerError(f"llama-server: {method} {path} got no whole answer within {timeout:g} s") from None
+            raise ServerError(f"llama-server: {method} {path} failed: {exc.reason}") from None
+        if answer.status >= 400:
+            payload = answer.body.decode("utf-8", errors="replace")
+            try:
+                message = json.loads(payload)["error"]["message"]
+            except (ValueError, KeyError, TypeError, RecursionError):
+                message = payload.strip()[:200] or f"HTTP {answer.status}"
+            raise ServerError(f"llama-server: {method} {path} -> HTTP {answer.status}: {message}")
+        return answer.body
 
     def complete(
         self,

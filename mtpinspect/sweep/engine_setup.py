@@ -12,6 +12,7 @@ from typing import Any
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.runtime.engines import SPECS, spec_of
 from mtpinspect.runtime.engines.base import N_FIELD, EngineSpec, Identity, check_template, identify
+from mtpinspect.runtime.http import mask_url
 from mtpinspect.sweep.engine_run import EngineContext, no_counters_reason
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.options import N_MAX_BOUND, SweepOptions
@@ -79,8 +80,9 @@ def _settings(options: SweepOptions, engine: Engine, model: str) -> dict[str, An
         "engine": engine.value,
         "serve": options.serve,
         "serve_baseline": options.serve_baseline,
-        "endpoint": options.endpoint,
-        "baseline_endpoint": options.baseline_endpoint,
+        # Masked: the journal and report.json never hold a password (a URL from the Python API may).
+        "endpoint": mask_url(options.endpoint) if options.endpoint else None,
+        "baseline_endpoint": mask_url(options.baseline_endpoint) if options.baseline_endpoint else None,
         "model": model,
         "mtp_file": None,
         "n_predict": options.n_predict,

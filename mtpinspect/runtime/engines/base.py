@@ -8,15 +8,12 @@ engine (llamacpp.py, vllm.py, sglang.py). The sweep sees only :class:`EngineServ
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import shlex
 import subprocess
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +21,7 @@ from typing import IO, Any, Protocol
 
 from mtpinspect.errors import FormatError, OutputError, ServerError, SourceError, UsageError
 from mtpinspect.files import writable
+from mtpinspect.runtime.http import ANSWER_LIMIT, Answer, HttpFailure, hide_secret, mask_url, request
 from mtpinspect.runtime.metrics import Metrics, parse_metrics
 from mtpinspect.runtime.process import die_with_parent, stop_group
 from mtpinspect.runtime.server import HOST, Completion, ServerDiedError, ServerStartError, describe_exit, free_port
@@ -34,12 +32,9 @@ PORT_FIELD = "{port}"
 MODEL_FIELD = "{model}"
 # Lines of the server's log quoted when it fails to start.
 LOG_TAIL_LINES = 5
-# A /metrics page or JSON answer larger than this is not one an engine wrote.
-_ANSWER_LIMIT = 16 * 1024 * 1024
 _POLL_S = 0.25
-# 127.0.0.1 must never go through an http_proxy from the environment (an endpoint elsewhere may need one).
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-_PROXIED = urllib.request.build_opener()
+# What a server's log is read to at most in one go.
+_ANSWER_LIMIT = ANSWER_LIMIT
 
 
 @dataclass(frozen=True)
@@ -128,50 +123,78 @@ def fill(tokens: list[str], *, n: int | None, port: int, model: str | None) -> l
 
 
 # -- HTTP --------------------------------------------------------------------------------------------
+# Every request goes through runtime/http.py: bounded in total time and bytes, no redirect followed,
+# credentials masked.
+
+# A /metrics page is written in milliseconds; a server that takes longer than this is not answering.
+METRICS_TIMEOUT_S = 10.0
+# How long /v1/models, /props and /version may take when a server is identified at an --endpoint: a
+# busy engine can be slow to answer (was 5 s, which called a slow server "not an LLM server").
+IDENTIFY_TIMEOUT_S = 30.0
 
 
-def _opener(url: str) -> urllib.request.OpenerDirector:
-    host = urllib.parse.urlsplit(url).hostname or ""
-    return _DIRECT if host in ("127.0.0.1", "localhost", "::1") else _PROXIED
+def endpoint_url(raw: str) -> tuple[str, str | None]:
+    """An --endpoint as the tool keeps it: http(s), the password masked (and kept by runtime/http.py), no
+    trailing slash, and the ``/v1`` that vLLM prints as its base URL taken off (the API's paths include
+    it); with a note saying so. UsageError in one line (masked) for what is not such a URL."""
+    url = hide_secret(raw.strip()).rstrip("/")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a number)
+    except ValueError as exc:
+        raise UsageError(f"{mask_url(raw)}: not a URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{url}: not an http:// or https:// URL with a host")
+    if parts.query or parts.fragment:
+        raise UsageError(f"{url}: give the server's base URL, without ?query or #fragment")
+    if parts.path.rstrip("/").endswith("/v1"):
+        base = urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/")[: -len("/v1")]))
+        return base, f"{url}: measuring {base} (the API's paths start with /v1 themselves)"
+    return url, None
 
 
 def http_get(url: str, timeout: float) -> tuple[int, bytes]:
     """Status and body (bounded) of a GET; status 0 when nothing answered."""
     try:
-        with _opener(url).open(url, timeout=timeout) as resp:
-            return resp.status, resp.read(_ANSWER_LIMIT)
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read(4096)
-    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
+        answer = request("GET", url, timeout=timeout)
+    except HttpFailure:
         return 0, b""
+    return answer.status, answer.body
 
 
 def _json(body: bytes) -> Any:
     try:
         return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
 
 
 def served_model(url: str, timeout: float = 5.0) -> tuple[str | None, str | None]:
     """The first model of GET /v1/models and its owner, or (None, why not)."""
-    status, body = http_get(url + "/v1/models", timeout)
-    doc = _json(body) if status == 200 else None
+    try:
+        answer = request("GET", url + "/v1/models", timeout=timeout)
+    except HttpFailure as exc:
+        return None, exc.reason
+    return _model_of(answer)
+
+
+def _model_of(answer: Answer) -> tuple[str | None, str | None]:
+    doc = _json(answer.body) if answer.status == 200 else None
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, list) or not data or not isinstance(data[0], dict) or not isinstance(data[0].get("id"), str):
-        why = "no answer" if status == 0 else f"HTTP {status}" if status != 200 else "not a model list"
-        return None, why
+        return None, f"HTTP {answer.status}" if answer.status != 200 else "not a model list"
     owner = data[0].get("owned_by")
     return data[0]["id"], owner if isinstance(owner, str) else ""
 
 
-def scrape(url: str, timeout: float = 30.0) -> Metrics | None:
-    """GET /metrics, parsed; None when the server has none (404, switched off, not Prometheus text)."""
-    status, body = http_get(url + "/metrics", timeout)
-    if status != 200:
+def scrape(url: str, timeout: float = METRICS_TIMEOUT_S) -> Metrics | None:
+    """GET /metrics, parsed; None when the server has none (404, switched off, not Prometheus text).
+    A page that does not come whole in time, is over the cap or redirects elsewhere: ServerError."""
+    answer = request("GET", url + "/metrics", timeout=timeout)
+    if answer.status != 200:
         return None
     try:
-        return parse_metrics(body.decode("utf-8", errors="replace"))
+        return parse_metrics(answer.body.decode("utf-8", errors="replace"))
     except FormatError:
         return None
 
@@ -184,16 +207,13 @@ def complete(url: str, model: str, prompt: str, *, max_tokens: int, seed: int, t
     """
     body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "seed": seed,
             "ignore_eos": True, "stream": False}
-    request = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
     began = time.perf_counter()
-    try:
-        with _opener(url).open(request, timeout=timeout) as resp:
-            payload = resp.read(_ANSWER_LIMIT)
-    except urllib.error.HTTPError as exc:
-        raise ServerError(f"{url}: POST /v1/completions -> HTTP {exc.code}: {exc.read(300).decode('utf-8', 'replace').strip()}") from None
-    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-        raise ServerError(f"{url}: POST /v1/completions failed: {getattr(exc, 'reason', exc)}") from None
+    answer = request("POST", url + "/v1/completions", timeout=timeout, body=json.dumps(body).encode(),
+                     headers={"Content-Type": "application/json"})
+    payload = answer.body
+    if answer.status != 200:
+        raise ServerError(f"{url}: POST /v1/completions -> HTTP {answer.status}: "
+                          f"{payload[:300].decode('utf-8', 'replace').strip()}")
     wall = time.perf_counter() - began
     raw = _json(payload)
     choices = raw.get("choices") if isinstance(raw, dict) else None
@@ -403,10 +423,13 @@ class Identity:
 def identify(url: str, owners: dict[str, Engine]) -> Identity:
     """The engine at ``url``, from its /metrics prefix, /v1/models owner or llama-server's /props;
     SourceError in one line when it is not an OpenAI-compatible LLM server."""
-    url = url.rstrip("/")
-    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-        raise UsageError(f"{url}: not an http:// or https:// URL")
-    model, owner = served_model(url)  # the owner, or why there is no model
+    url, _ = endpoint_url(url)
+    try:
+        answer = request("GET", url + "/v1/models", timeout=IDENTIFY_TIMEOUT_S)
+    except HttpFailure as exc:
+        # Said as it is (TLS, a redirect, no answer in time), not as "not a server".
+        raise SourceError(f"{url}: GET /v1/models: {exc.reason}") from None
+    model, owner = _model_of(answer)  # the owner, or why there is no model
     if model is None:
         status, body = http_get(url + "/", 5.0)
         seen = "nothing answers there" if status == 0 else f"GET / -> HTTP {status}{' ' + repr(body[:40]) if body else ''}"

@@ -1,0 +1,195 @@
+"""The one HTTP client every request to an engine goes through (llama-server, vLLM, SGLang; started here
+or at an --endpoint): /health, /v1/models, /props, /metrics and completions.
+
+Every request is bounded as a whole, not per socket read: a server that trickles one byte every few
+seconds never trips a per-read timeout, so a timer cuts the connection when the request's total time
+is up. The answer is read to a cap (16 MiB), and an answer over it is said to be over it. Redirects
+are never followed: a redirected POST would arrive as a GET without its prompt, and another host is not
+the server the user named; the Location is named instead. Credentials in a URL
+(``http://user:pass@host``) go out as a basic Authorization header and are never printed: every URL
+this module is given or says is masked by :func:`mask_url`, and the secret is held here only.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+
+from mtpinspect.errors import ServerError, UsageError
+
+# A /metrics page or JSON answer larger than this is not one an engine wrote.
+ANSWER_LIMIT = 16 * 1024 * 1024
+MASK = "***"
+_LOCAL = ("127.0.0.1", "localhost", "::1")
+# The secret of each masked URL authority (``user:***@host:port``), so that no string carries it.
+_SECRETS: dict[str, str] = {}
+_SECRETS_LOCK = threading.Lock()
+
+
+class HttpFailure(ServerError):
+    """No usable HTTP answer: nothing listens, TLS failed, no whole answer in time, a redirect, over the cap.
+    ``kind`` says which (refused, timeout, tls, redirect, too-big, bad-answer, other)."""
+
+    def __init__(self, shown: str, reason: str, kind: str) -> None:
+        super().__init__(f"{shown}: {reason}")
+        self.reason = reason
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP status and its body (within the cap); 4xx and 5xx answers are answers too."""
+
+    status: int
+    body: bytes
+
+
+def mask_url(url: str) -> str:
+    """The URL with its password replaced by ``***`` (the one masking rule: what is printed or recorded)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url.split("@")[-1] if "@" in url else url  # unparseable: keep only what follows any userinfo
+    if password is None:
+        return url
+    user = parts.netloc.rpartition("@")[0].partition(":")[0]
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:{MASK}@{host}"))
+
+
+def hide_secret(url: str) -> str:
+    """``mask_url``, keeping the secret (here only) for the requests to that URL."""
+    masked = mask_url(url)
+    if masked != url:
+        secret = urllib.parse.urlsplit(url).password or ""
+        if secret != MASK:
+            with _SECRETS_LOCK:
+                _SECRETS[urllib.parse.urlsplit(masked).netloc] = secret
+    return masked
+
+
+def _authorization(parts: urllib.parse.SplitResult) -> dict[str, str]:
+    if parts.username is None:
+        return {}
+    password = parts.password or ""
+    if password == MASK:
+        with _SECRETS_LOCK:
+            password = _SECRETS.get(parts.netloc, password)
+    pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(password)}"
+    return {"Authorization": "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")}
+
+
+def _target(parts: urllib.parse.SplitResult) -> tuple[str, int]:
+    try:
+        port = parts.port
+    except ValueError:
+        raise UsageError(f"{mask_url(parts.geturl())}: the port is not a number from 0 to 65535") from None
+    if not parts.hostname:
+        raise UsageError(f"{mask_url(parts.geturl())}: no host in the URL")
+    return parts.hostname, port or (443 if parts.scheme == "https" else 80)
+
+
+def _connection(parts: urllib.parse.SplitResult, timeout: float) -> tuple[http.client.HTTPConnection, str]:
+    """A connection to the host (or through the environment's proxy, never for a loopback host) and the
+    request target to send on it."""
+    host, port = _target(parts)
+    path = parts.path or "/"
+    target = path + (f"?{parts.query}" if parts.query else "")
+    proxy = None if host in _LOCAL or urllib.request.proxy_bypass(host) else urllib.request.getproxies().get(parts.scheme)
+    if proxy:
+        proxied = urllib.parse.urlsplit(proxy if "://" in proxy else "http://" + proxy)
+        proxy_host, proxy_port = _target(proxied)
+        if parts.scheme == "https":
+            conn = http.client.HTTPSConnection(proxy_host, proxy_port, timeout=timeout, context=ssl.create_default_context())
+            conn.set_tunnel(host, port)
+            return conn, target
+        netloc = host if ":" not in host else f"[{host}]"
+        return http.client.HTTPConnection(proxy_host, proxy_port, timeout=timeout), f"http://{netloc}:{port}{target}"
+    if parts.scheme == "https":
+        return http.client.HTTPSConnection(host, port, timeout=timeout, context=ssl.create_default_context()), target
+    return http.client.HTTPConnection(host, port, timeout=timeout), target
+
+
+class _Cutoff:
+    """Shuts the connection's socket when the request's time is up, whatever read is blocked on it."""
+
+    def __init__(self, conn: http.client.HTTPConnection, seconds: float) -> None:
+        self.fired = False
+        self._conn = conn
+        # The socket, kept: a connection that will close hands it to the response and forgets it.
+        self.sock: socket.socket | None = None
+        self._timer = threading.Timer(seconds, self._cut)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _cut(self) -> None:
+        self.fired = True
+        sock = self.sock or self._conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def request(method: str, url: str, *, timeout: float, body: bytes | None = None,
+            headers: dict[str, str] | None = None, limit: int = ANSWER_LIMIT) -> Answer:
+    """One request, all of it (connect, send, headers, body) within ``timeout`` seconds; HttpFailure in
+    one line (the URL masked) when there is no usable answer."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as exc:
+        raise UsageError(f"{mask_url(url)}: not a URL ({exc})") from None
+    # "http://host:8000: GET /metrics", as every line about the request names it.
+    shown = f"{mask_url(urllib.parse.urlunsplit(parts[:2] + ('', '', '')))}: {method} {parts.path or '/'}"
+    if parts.scheme not in ("http", "https"):
+        raise UsageError(f"{mask_url(url)}: not an http:// or https:// URL")
+    conn, target = _connection(parts, timeout)
+    cutoff = _Cutoff(conn, timeout)
+    began = time.monotonic()
+    try:
+        conn.connect()
+        cutoff.sock = conn.sock
+        if cutoff.fired:
+            raise TimeoutError
+        conn.request(method, target, body=body, headers={**(headers or {}), **_authorization(parts)})
+        resp = conn.getresponse()
+        if 300 <= resp.status < 400:
+            location = mask_url(resp.getheader("Location", "") or "")[:300]
+            raise HttpFailure(shown, f"HTTP {resp.status} redirect to {location or '(no Location)'}: not followed "
+                              "(give the URL the server itself answers at)", "redirect")
+        payload = resp.read(limit + 1)
+        if cutoff.fired:
+            raise TimeoutError
+        if len(payload) > limit:
+            raise HttpFailure(shown, f"the answer is over {limit // (1024 * 1024)} MiB (the cap): not one an "
+                              "engine writes", "too-big")
+        return Answer(resp.status, payload)
+    except HttpFailure:
+        raise
+    except ssl.SSLError as exc:
+        raise HttpFailure(shown, f"TLS failed: {getattr(exc, 'verify_message', None) or exc.reason or exc}", "tls") from None
+    except (OSError, http.client.HTTPException) as exc:
+        if cutoff.fired or isinstance(exc, TimeoutError) or time.monotonic() - began >= timeout:
+            raise HttpFailure(shown, f"no whole answer within {timeout:g} s", "timeout") from None
+        if isinstance(exc, ConnectionRefusedError):
+            raise HttpFailure(shown, "nothing answers there (connection refused)", "refused") from None
+        if isinstance(exc, socket.gaierror):
+            raise HttpFailure(shown, f"cannot resolve the host ({exc.strerror or exc})", "other") from None
+        if isinstance(exc, http.client.HTTPException):
+            raise HttpFailure(shown, f"not an HTTP answer ({type(exc).__name__})", "bad-answer") from None
+        raise HttpFailure(shown, f"{getattr(exc, 'strerror', None) or exc}", "other") from None
+    finally:
+        cutoff.cancel()
+        conn.close()
