@@ -16,7 +16,12 @@ from mtpinspect.errors import FormatError
 
 # name{labels} value [timestamp]
 _SAMPLE_RE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\S+)?\s*$")
-_POSITION_RE = re.compile(r'position="(\d+)"')
+_POSITION_RE = re.compile(r'position="([^"]*)"')
+# Draft positions an engine numbers (0 to n-1; n at most a few dozen). A label beyond this, or one of
+# 5,000 digits (int() refuses those), is no engine's: the sample is skipped and named.
+MAX_POSITION = 1023
+# One verification step more than the tokens a request generated: the step that ended it.
+_STEP_MARGIN = 1
 
 _PREFIXES = ("llamacpp", "vllm", "sglang")
 
@@ -82,6 +87,8 @@ class Metrics:
     reported_acceptance: float | None = None
     reported_mean_length: float | None = None
     has_spec_counters: bool = True
+    # Samples of the page that were skipped, each named with why (a position label no engine writes).
+    skipped: tuple[str, ...] = ()
 
     @property
     def acceptance(self) -> float | None:
@@ -129,7 +136,27 @@ class Metrics:
             reported_acceptance=self.reported_acceptance,
             reported_mean_length=self.reported_mean_length,
             has_spec_counters=self.has_spec_counters,
+            skipped=self.skipped,
         )
+
+    def implausible(self, tokens: int, n_max: int | None) -> str | None:
+        """Why these counts (a delta) cannot be one request's of ``tokens`` tokens at draft length
+        ``n_max``, or None: a count that is negative or not finite, more accepted than drafted, more
+        verification steps than tokens, more draft tokens than n_max per step."""
+        counts = {"draft tokens": self.draft_tokens, "accepted tokens": self.accepted_tokens, "drafts": self.drafts,
+                  "tokens generated": self.tokens_predicted,
+                  **{f"accepted at position {p}": v for p, v in self.accepted_per_pos.items()}}
+        for name, value in counts.items():
+            if not math.isfinite(value) or value < 0:
+                return f"{name} changed by {value:g} during the request (a counter went down or is not a count)"
+        if self.accepted_tokens > self.draft_tokens:
+            return f"{self.accepted_tokens:g} tokens accepted of {self.draft_tokens:g} drafted"
+        if n_max is not None:
+            steps = tokens + _STEP_MARGIN
+            if self.drafts > steps or self.draft_tokens > steps * n_max:
+                return (f"{self.drafts:g} drafts of {self.draft_tokens:g} tokens for a request of {tokens} tokens at "
+                        f"n-max {n_max} (at most {steps} of {steps * n_max}): more than one request can draft")
+        return None
 
 
 def _source(samples: dict[str, float]) -> str:
@@ -137,6 +164,23 @@ def _source(samples: dict[str, float]) -> str:
         if any(k.startswith(prefix + ":") for k in samples):
             return prefix
     return "unknown"
+
+
+class ImplausibleCounts(FormatError):
+    """Counters around a request that cannot be that request's: the run is a failed measurement."""
+
+
+def request_delta(before: Metrics | None, after: Metrics, *, tokens: int, n_max: int | None) -> tuple[Metrics, bool]:
+    """The one rule for a request's counts from the scrapes around it: the difference, or ``after``
+    itself when a counter went down (the server restarted: counted from zero; the flag says so);
+    ImplausibleCounts with the reason when the result cannot belong to one request."""
+    restarted = before is None or after.restarted_since(before)
+    delta = after if restarted else after.delta(before)
+    problem = delta.implausible(tokens, n_max)
+    if problem is not None:
+        read = " (read from zero: a counter went down between the scrapes)" if restarted and before is not None else ""
+        raise ImplausibleCounts(f"counters that cannot be one request's: {problem}{read}")
+    return delta, restarted
 
 
 def parse_metrics(text: str) -> Metrics:
@@ -148,12 +192,19 @@ def parse_metrics(text: str) -> Metrics:
     accepted = _sum(samples, (p + "spec_decode_num_accepted_tokens",))
     drafts = _sum(samples, (p + "spec_decode_num_drafts",))
     per_pos: dict[int, float] = {}
+    skipped: list[str] = []
     for key, value in samples.items():
         if _base(key) == p + "spec_decode_num_accepted_tokens_per_pos":
             match = _POSITION_RE.search(key)
-            if match is not None:
-                position = int(match.group(1))
-                per_pos[position] = per_pos.get(position, 0.0) + value
+            if match is None:
+                continue
+            label = match.group(1)
+            if not (label.isdigit() and label.isascii() and len(label) <= 4 and int(label) <= MAX_POSITION):
+                skipped.append(f"{key[:80]}{'...' if len(key) > 80 else ''} (position {label[:20]!r}"
+                               f"{f' of {len(label):,} characters' if len(label) > 20 else ''} is no draft position)")
+                continue
+            position = int(label)
+            per_pos[position] = per_pos.get(position, 0.0) + value
     predicted = _sum(samples, (p + "tokens_predicted", p + "generation_tokens"))
     return Metrics(
         draft_tokens=draft_tokens or 0.0,
@@ -166,4 +217,5 @@ def parse_metrics(text: str) -> Metrics:
         reported_acceptance=_mean(samples, "sglang:spec_accept_rate"),
         reported_mean_length=_mean(samples, "sglang:spec_accept_length"),
         has_spec_counters=draft_tokens is not None,
+        skipped=tuple(skipped),
     )

@@ -30,7 +30,7 @@ from mtpinspect.runtime.engines.base import (
 )
 from mtpinspect.runtime.load import LoadMeter
 from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
-from mtpinspect.runtime.metrics import Metrics
+from mtpinspect.runtime.metrics import ImplausibleCounts, Metrics, request_delta
 from mtpinspect.runtime.server import Completion, ServerDiedError, ServerStartError
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.options import SweepOptions
@@ -214,40 +214,46 @@ def measure(server: EngineServer, run: PlannedRun, ctx: EngineContext, sampler: 
     cursor.metrics = after
     # A server at an --endpoint may run on another machine: this machine's load says nothing about it.
     other_load = ctx.load.other_load(server.pid) if server.pid is not None else None
-    if ctx.spec.draft_lines and server.log_path is not None:
-        offset = cursor.log_offset
-        delta, note = request_counts(before, after, completion, config.n_max, ctx.spec, "")
-        figures = measured_figures(completion, delta)
-        log, cursor.log_offset = draft_log_line(server, offset, expect=figures["drafted"] > 0)
-        agrees, mismatch = cross_check(figures, log)
-        extra = dict(log=log, log_agrees=agrees, log_mismatch="; ".join(m for m in (note, mismatch) if m) or None)
-    else:
-        text, cursor.log_offset = server.log_since(cursor.log_offset)
-        delta, note = request_counts(before, after, completion, config.n_max, ctx.spec, text)
-        figures = measured_figures(completion, delta)
-        extra = dict(log_mismatch=note)
+    n_predict = ctx.options.n_predict
+    try:
+        if ctx.spec.draft_lines and server.log_path is not None:
+            offset = cursor.log_offset
+            delta, note = request_counts(before, after, completion, config.n_max, ctx.spec, "", n_predict)
+            figures = measured_figures(completion, delta)
+            log, cursor.log_offset = draft_log_line(server, offset, expect=figures["drafted"] > 0)
+            agrees, mismatch = cross_check(figures, log)
+            extra = dict(log=log, log_agrees=agrees, log_mismatch="; ".join(m for m in (note, mismatch) if m) or None)
+        else:
+            text, cursor.log_offset = server.log_since(cursor.log_offset)
+            delta, note = request_counts(before, after, completion, config.n_max, ctx.spec, text, n_predict)
+            figures = measured_figures(completion, delta)
+            extra = dict(log_mismatch=note)
+    except ImplausibleCounts as exc:
+        # Not a measurement: a failed run with its reason, in the journal, so --resume measures it again.
+        return RunRecord(**base, status=RunStatus.error, error=str(exc), wall_seconds=completion.wall_seconds,
+                         finished_at=time.time(), rss_peak_bytes=_peak(sampler))
     return RunRecord(**base, status=RunStatus.ok, error=None, wall_seconds=completion.wall_seconds,
                      finished_at=time.time(), rss_peak_bytes=_peak(sampler), gpu_memory_bytes=_gpu(server),
                      other_load=other_load, **extra, **figures)
 
 
 def request_counts(before: Metrics | None, after: Metrics | None, completion: Completion, n_max: int | None,
-                   spec: EngineSpec, log_text: str) -> tuple[Metrics, str | None]:
+                   spec: EngineSpec, log_text: str, max_tokens: int) -> tuple[Metrics, str | None]:
     """The request's draft counts from the counters around it (or the engine's mean length), and a note
-    when they were read in a way worth saying (a restart between the scrapes, counts rebuilt)."""
+    when they were read in a way worth saying (a restart between the scrapes, counts rebuilt).
+    ImplausibleCounts when the counters cannot be this request's (metrics.request_delta)."""
     if n_max is None:
         return _NO_COUNTS, None
     if after is not None and after.has_spec_counters:
-        note = None
-        if before is None or after.restarted_since(before):
-            delta = after
-            note = "the counters went down (the server restarted): read from zero"
-        else:
-            delta = after.delta(before)
+        tokens = completion.predicted_n or max_tokens
+        delta, restarted = request_delta(before, after, tokens=tokens, n_max=n_max)
+        note = "the counters went down (the server restarted): read from zero" if restarted else None
         if delta.drafts <= 0 < delta.draft_tokens:
             # vLLM's V0 engine counts no drafts: each verification step drafts the full length.
             delta = dataclasses.replace(delta, drafts=delta.draft_tokens / n_max)
-        if note is None and delta.tokens_predicted > completion.predicted_n > 0:
+        if after.skipped:
+            note = "; ".join([*([note] if note else []), "skipped in /metrics: " + "; ".join(after.skipped[:3])])
+        if not restarted and delta.tokens_predicted > completion.predicted_n > 0:
             # A running server may serve others meanwhile; its counters are the server's, not the request's.
             note = (f"the server generated {delta.tokens_predicted:.0f} tokens during this request's "
                     f"{completion.predicted_n}: other requests ran meanwhile and are counted in")

@@ -27,7 +27,7 @@ from mtpinspect.runtime.flags import ServerArgs
 from mtpinspect.runtime.load import LoadMeter
 from mtpinspect.runtime.logs import parse_draft_lines
 from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
-from mtpinspect.runtime.metrics import Metrics
+from mtpinspect.runtime.metrics import ImplausibleCounts, Metrics, request_delta
 from mtpinspect.runtime.server import LlamaServer, ServerDiedError, ServerStartError
 from mtpinspect.runtime.workarounds import Workaround, find_workaround
 from mtpinspect.sources.reader import LocalFileReader
@@ -395,7 +395,12 @@ def measure(
         return _failed(base, RunStatus.error, str(exc), began, sampler)
     cursor.metrics = after
     other_load = ctx.load.other_load(server.pid)
-    figures = measured_figures(completion, after.delta(before))
+    try:
+        delta, _ = request_delta(before, after, tokens=completion.predicted_n or ctx.options.n_predict, n_max=config.n_max)
+    except ImplausibleCounts as exc:
+        # Not a measurement: a failed run with its reason, in the journal, so --resume measures it again.
+        return _failed(base, RunStatus.error, str(exc), began, sampler)
+    figures = measured_figures(completion, delta)
     log, cursor.log_offset = draft_log_line(server, cursor.log_offset, expect=figures["drafted"] > 0)
     agrees, mismatch = cross_check(figures, log)
     record = RunRecord(
