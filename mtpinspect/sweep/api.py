@@ -54,7 +54,7 @@ from mtpinspect.sweep.report import (
     Synthetic,
 )
 from mtpinspect.sweep.run import RunContext, run_visit
-from mtpinspect.sweep.statistics import DETERMINISM_NOTE, Recommendation, break_even, recommend, summarize
+from mtpinspect.sweep.statistics import Recommendation, break_even, determinism_note, recommend, summarize
 from mtpinspect.vocabulary import App, RunStatus, ServerStatus
 
 JOURNAL_NAME = "runs.jsonl"
@@ -251,7 +251,7 @@ def build_report(
             logs=str(out_dir / "logs"),
             server_logs=_server_logs(servers),
         ),
-        determinism_note=DETERMINISM_NOTE,
+        determinism_note=determinism_note(settings.get("engine")),
         machine_load=summarize_load(latest),
         app=_in_app(app, recommendation),
     )

@@ -25,6 +25,22 @@ DETERMINISM_NOTE = (
     "several tokens at once, and llama.cpp picks different kernels for different batch sizes, so logits "
     "differ in the last bits and a near-tie can flip (llama.cpp #23335)."
 )
+# The same fact in the words of the engine measured: a vLLM or SGLang sweep has no llama.cpp kernels.
+_ENGINE_DETERMINISM = {
+    "vllm": ("Different outputs at temperature 0 are expected, not a bug: verifying a draft runs the model on "
+             "several tokens at once, and vLLM's GPU kernels reduce in a different order for different batch "
+             "shapes, so logits differ in the last bits and a near-tie can flip (vLLM does not promise "
+             "batch-invariant results by default)."),
+    "sglang": ("Different outputs at temperature 0 are expected, not a bug: verifying a draft runs the model on "
+               "several tokens at once, and SGLang's GPU kernels reduce in a different order for different "
+               "batch shapes, so logits differ in the last bits and a near-tie can flip (SGLang is not "
+               "deterministic by default)."),
+}
+
+
+def determinism_note(engine: str | None) -> str:
+    """Why texts may differ at temperature 0, for the engine the sweep measured (llama.cpp when none is named)."""
+    return _ENGINE_DETERMINISM.get(engine or "", DETERMINISM_NOTE)
 
 
 @dataclass(frozen=True)
