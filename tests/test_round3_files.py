@@ -208,3 +208,71 @@ def test_build_wait_bound_must_be_a_number(tmp_path: Path, value: str) -> None:
         child.kill()
         child.wait()
     error_line(proc, "MTPINSPECT_BUILD_WAIT", value)
+
+
+# -- defect 11: LM Studio's downloadsFolder at / or at a folder with hostile entries -------------------
+
+
+def _lmstudio_home(tmp_path: Path, downloads: Path) -> dict[str, str]:
+    """A user whose LM Studio settings.json points its models folder (downloadsFolder) at ``downloads``."""
+    from appstores import write_lmstudio_settings
+
+    from mtpinspect.cache_dir import CACHE_ENV
+
+    home = tmp_path / "home"
+    write_lmstudio_settings(home / ".lmstudio", downloads)
+    return {**os.environ, "HOME": str(home), CACHE_ENV: str(tmp_path / "cache")}
+
+
+def _hostile_store(root: Path) -> Path:
+    """A models folder as a careless or hostile disk has it: a FIFO, a broken link, a loop of links, a
+    folder 40 deep and one 30,000 wide, beside one real repo."""
+    from appstores import write_lmstudio_repo
+
+    from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
+
+    (gguf,) = write_tiny_model(root.parent / "tiny-F32.gguf", TinyModelSpec())
+    write_lmstudio_repo(root, "org/Tiny-GGUF", [gguf], models=root)
+    (root / "pub" / "repo").mkdir(parents=True)
+    os.mkfifo(root / "pub" / "repo" / "model.gguf")
+    (root / "pub" / "broken.gguf").symlink_to(root / "nowhere")
+    (root / "loop").mkdir()
+    (root / "loop" / "a").symlink_to(root / "loop" / "b")
+    (root / "loop" / "b").symlink_to(root / "loop" / "a")
+    (root / "loop" / "self").symlink_to(root / "loop")
+    deep = root / "deep" / "x"
+    for _ in range(40):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    (deep / "far.gguf").write_bytes(b"GGUF")
+    wide = root / "wide" / "w"
+    wide.mkdir(parents=True)
+    for i in range(30_000):
+        (wide / f"{i}.txt").touch()
+    return root
+
+
+@pytest.mark.parametrize("args", [("lmstudio:nobody/Nothing",), ("lmstudio:", "--all"), ("lmstudio:pub/repo",)])
+def test_lmstudio_store_with_hostile_entries(tmp_path: Path, args: tuple[str, ...]) -> None:
+    store = _hostile_store(tmp_path / "models")
+    env = _lmstudio_home(tmp_path, store)
+    started = time.monotonic()
+    proc = run_cli("check", *args, "--no-verify", env=env, timeout=120)
+    assert time.monotonic() - started < 60
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    if args[0] == "lmstudio:nobody/Nothing":
+        error_line(proc, "nobody/Nothing", "org/Tiny-GGUF")
+    elif args[0] == "lmstudio:pub/repo":
+        error_line(proc, "pub/repo")  # its one "GGUF" is a FIFO: never opened, never waited on
+    else:
+        assert proc.returncode in (0, 1) and "org/Tiny-GGUF" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_lmstudio_store_at_the_root_folder(tmp_path: Path) -> None:
+    """downloadsFolder "/" walked the whole file system and ended in a traceback: the bounds of `check DIR`."""
+    env = _lmstudio_home(tmp_path, Path("/"))
+    for args in (("lmstudio:nobody/Nothing",), ("lmstudio:", "--all")):
+        started = time.monotonic()
+        proc = run_cli("check", *args, "--no-verify", env=env, timeout=120)
+        assert time.monotonic() - started < 60
+        error_line(proc, "LM Studio", "/")

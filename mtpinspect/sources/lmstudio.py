@@ -7,7 +7,10 @@ else ``<home>/models``, holding plain GGUF files under ``<publisher>/<repo>/``. 
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +27,7 @@ from mtpinspect.app_facts import (
 )
 from mtpinspect.errors import FormatError, SourceError, UsageError
 from mtpinspect.files import read_bounded
-from mtpinspect.sources.filenames import is_gguf
+from mtpinspect.sources.local import MAX_ENTRIES, TooManyEntries, gguf_files
 
 # A pointer file holds one path; settings.json a few kilobytes.
 POINTER_LIMIT = 4096
@@ -120,24 +123,45 @@ def repo_folder(repo: str) -> Path:
         exact = root / publisher / name
         if exact.is_dir():
             return exact
-        for pub in root.iterdir():
-            if pub.is_dir() and pub.name.lower() == publisher.lower():
-                for folder in pub.iterdir():
-                    if folder.is_dir() and folder.name.lower() == name.lower():
-                        return folder
+        pub = _named(root, publisher)
+        folder = _named(pub, name) if pub is not None else None
+        if folder is not None:
+            return folder
     listing = ", ".join(repos()[:12]) or "none"
     raise SourceError(f"{label}: no folder {publisher}/{name} in LM Studio's models folder "
                       f"({place().describe()}; repos there: {listing})")
 
 
+def _named(folder: Path, name: str) -> Path | None:
+    """The subfolder of ``folder`` named ``name`` without regard to case; at most MAX_ENTRIES entries are
+    looked at, and one that cannot be read (a loop of links, a FIFO) is no match."""
+    try:
+        with os.scandir(folder) as listing:
+            for entry in itertools.islice(listing, MAX_ENTRIES):
+                with contextlib.suppress(OSError):
+                    if entry.name.lower() == name.lower() and entry.is_dir():
+                        return Path(entry.path)
+    except OSError:
+        return None
+    return None
+
+
 def repos() -> list[str]:
-    """Every PUBLISHER/REPO folder that holds a GGUF."""
+    """Every PUBLISHER/REPO folder that holds a GGUF, found by the folder bounds of `check DIR`
+    (local.gguf_files): a downloadsFolder of `/` or one full of links, FIFOs and deep trees is one line."""
     seen: dict[str, str] = {}
     for root in [r for r in roots() if r.is_dir()]:
-        for folder in sorted(p for p in root.glob("*/*") if p.is_dir()):
-            if any(is_gguf(f.name) for f in folder.rglob("*") if f.is_file()):
-                seen.setdefault(f"{folder.parent.name}/{folder.name}".lower(), f"{folder.parent.name}/{folder.name}")
-    return list(seen.values())
+        try:
+            found = gguf_files(root)
+        except TooManyEntries:
+            raise SourceError(f"{root}: more than {MAX_ENTRIES} files and folders in LM Studio's models folder "
+                              f"({place().describe()}): not a models folder; set {LM_STUDIO_DOWNLOADS_KEY} to "
+                              "the folder LM Studio downloads to") from None
+        for rel in found:
+            parts = rel.split("/")
+            if len(parts) >= 3:  # PUBLISHER/REPO/[...]/FILE.gguf
+                seen.setdefault("/".join(parts[:2]).lower(), "/".join(parts[:2]))
+    return sorted(seen.values())
 
 
 def all_folders(label: str) -> list[tuple[str, Path]]:

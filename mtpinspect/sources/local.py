@@ -69,6 +69,10 @@ class LocalTree:
         return [job() for job in jobs]
 
 
+class TooManyEntries(SourceError):
+    """A folder walk passed MAX_ENTRIES: the caller may say what the folder was meant to be."""
+
+
 def _walk(root: Path, *, depth: int, descend: Callable[[str], bool], keep: Callable[[str], bool]) -> dict[str, RepoFile]:
     """The regular files under ``root`` (symlinks followed, as in a Hugging Face cache snapshot), at most
     ``depth`` folders deep, entering only folders ``descend`` accepts (by name) and keeping only files ``keep``
@@ -89,8 +93,8 @@ def _walk(root: Path, *, depth: int, descend: Callable[[str], bool], keep: Calla
             continue  # an unreadable subfolder (permissions, /proc) holds nothing check could read either
         entries += len(found)
         if entries > MAX_ENTRIES:
-            raise SourceError(f"{root}: more than {MAX_ENTRIES} files and folders: not a model's folder "
-                              "(name the folder of one model, or its GGUF file)")
+            raise TooManyEntries(f"{root}: more than {MAX_ENTRIES} files and folders: not a model's folder "
+                                 "(name the folder of one model, or its GGUF file)")
         for entry in found:
             try:
                 if entry.is_dir():
@@ -104,6 +108,13 @@ def _walk(root: Path, *, depth: int, descend: Callable[[str], bool], keep: Calla
             except OSError:
                 continue  # gone since it was listed, or a dangling link: not a file to read
     return dict(sorted(files.items()))
+
+
+def gguf_files(root: Path) -> list[str]:
+    """The GGUF files under ``root`` (relative POSIX paths), by the bounds of ``check DIR``: MAX_DEPTH
+    folders deep, MAX_ENTRIES entries in all (TooManyEntries past them), unreadable folders, FIFOs,
+    dangling links and loops of links skipped. An app's models store is walked by this rule too."""
+    return list(_walk(root, depth=MAX_DEPTH, descend=lambda _: True, keep=is_gguf))
 
 
 def _list_dir(root: Path) -> dict[str, RepoFile]:
