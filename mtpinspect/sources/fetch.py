@@ -43,6 +43,9 @@ MAX_BACKOFF = 8.0
 ERROR_BODY_LIMIT = 64 * 1024  # what an error answer may send for its message
 MAX_REDIRECTS = 5  # the Hub redirects a file once (to its CDN), a renamed repo once more
 _REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
+# The longest --timeout, --deadline or --start-timeout taken: a week. Longer is no bound a person means, and
+# 1e10 s overflowed the socket and lock timeouts (OverflowError) instead of being refused.
+MAX_SECONDS = 7 * 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,13 @@ class FetchPolicy:
     retries: int = 3  # further attempts after a transient failure
     backoff: float = 1.0  # the first wait before a retry; doubles up to MAX_BACKOFF
     cache: bool = True  # read and keep file headers in the header cache (sources/header_cache.py)
+
+    def __post_init__(self) -> None:
+        # The API's check of what the CLI's Seconds refuses in one line (cli/_args.py).
+        for name in ("timeout", "deadline", "backoff"):
+            value = getattr(self, name)
+            if not 0 < value <= MAX_SECONDS:  # also false for nan
+                raise ValueError(f"FetchPolicy.{name} = {value!r}: a number of seconds above 0 and at most {MAX_SECONDS:g}")
 
 
 class Clock:
