@@ -12,8 +12,11 @@ must still end in a verdict or in one line, in bounded time and memory. So each 
 - reads at most ``limit`` body bytes (after inflating a gzip answer), then closes the connection;
 - follows at most MAX_REDIRECTS redirects itself, each hop a request of its own that passes the
   command's wave gate (sources/waves.py) and is counted, as the server sees it; the Authorization
-  header is not sent to another origin (the Hub's CDN), as httpx does. The answer says where it came
-  from, so that the next read of the same file goes there directly.
+  header is not sent to another origin (the Hub's CDN), as httpx does. As huggingface_hub does, only a
+  file download (``to_cdn``: resolve/ URLs) may be redirected to another host; an API answer (listing,
+  search) redirected elsewhere, a redirect to a scheme other than http(s) or from https down to http
+  is one line that names the Location. The answer says where it came from, so that the next read of
+  the same file goes there directly.
 huggingface_hub still makes the URLs, the auth headers and the error classes (hf_raise_for_status),
 and its session carries the requests. Its own retry loop (http_backoff: 5 retries, 1-8 s waits) is
 not on this path, so the retries here are the only ones and the total stays bounded.
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
-from mtpinspect.errors import SourceError
+from mtpinspect.errors import SourceError, shown
 from mtpinspect.sources.reader import ByteMeter
 from mtpinspect.sources.waves import Waves
 
@@ -118,6 +121,7 @@ class _Request:
     meter: ByteMeter
     waves: Waves
     what: str  # the thing, in messages: "org/name listing", "org/name/config.json"
+    to_cdn: bool = False  # a file download: may be redirected to another host (the Hub's CDN)
 
     @property
     def shown(self) -> str:
@@ -141,9 +145,11 @@ def fetch(
     waves: Waves,
     what: str,
     limit: int,
+    to_cdn: bool = False,
 ) -> Answer:
     """One request, retried as the policy says; every hop and attempt passes ``waves``' gate and is
-    counted in ``meter``. ``what`` names the thing in messages (repo/file).
+    counted in ``meter``. ``what`` names the thing in messages (repo/file). ``to_cdn``: a file download,
+    which the Hub may redirect to another host (its CDN); any other request stays on its origin.
 
     A 4xx (or a 5xx that is not retried) raises huggingface_hub's error for it (hf_raise_for_status);
     a stall, the deadline, a transient failure that outlasts the retries, or an encoding we do not
@@ -151,7 +157,7 @@ def fetch(
     """
     import httpx2
 
-    request = _Request(method, url, headers, clock, meter, waves, what)
+    request = _Request(method, url, headers, clock, meter, waves, what, to_cdn)
     policy = clock.policy
     attempt = 0
     while True:
@@ -204,9 +210,34 @@ def _attempt(request: _Request, limit: int, *, last: bool) -> Answer | float | N
                 return _answer(request, resp, limit, last=last, url=url, sent=headers)
             _read_body(resp, request, ERROR_BODY_LIMIT)  # counted: the server counts what it sent
         target = urljoin(url, location)
+        refused = _redirect_refused(url, target, to_cdn=request.to_cdn)
+        if refused:
+            raise request.error(f"the Hub redirected {request.shown} to {shown(target)}: {refused}; not following it")
         headers = redirect_headers(headers, url, target)
         url = target
     raise request.error(f"more than {MAX_REDIRECTS} redirects ({request.shown})")
+
+
+def _redirect_refused(source: str, target: str, *, to_cdn: bool) -> str | None:
+    """Why a redirect from ``source`` to ``target`` is not followed, or None. huggingface_hub follows only
+    relative redirects for its API and lets a download go to the CDN; a token never goes along to another
+    host either way (redirect_headers)."""
+    a, b = urlsplit(source), urlsplit(target)
+    try:
+        ports = (a.port or _PORTS.get(a.scheme), b.port or _PORTS.get(b.scheme))
+    except ValueError:  # a port that is not a number
+        return "not an http(s) address"
+    if b.scheme not in _PORTS or not b.hostname:
+        return "not an http(s) address"
+    if (a.scheme, b.scheme) == ("https", "http"):
+        return "a downgrade from https to http"
+    upgrade = (a.scheme, b.scheme) == ("http", "https") and ports[1] == 443
+    if a.hostname != b.hostname or (ports[0] != ports[1] and not upgrade):
+        return None if to_cdn else f"another host than {a.netloc} (only a file download may go to the Hub's CDN)"
+    return None
+
+
+_PORTS = {"http": 80, "https": 443}
 
 
 def redirect_headers(headers: Mapping[str, str], source: str, target: str) -> dict[str, str]:

@@ -103,7 +103,7 @@ class HubRepo:
         name = f"{self.repo_id}/{path}"
         with _hub_errors(self.repo_id, self.revision, path):
             answer = fetch("HEAD", self.url(path), headers={**self.headers(), "Accept-Encoding": "identity"},
-                           clock=self.clock, meter=self.meter, waves=self.waves, what=name, limit=0)
+                           clock=self.clock, meter=self.meter, waves=self.waves, what=name, limit=0, to_cdn=True)
         # huggingface_hub's rule: X-Linked-Size for LFS files (on the redirect), else Content-Length.
         size = answer.headers.get("x-linked-size") or answer.headers.get("content-length")
         if size is None or not size.isdigit():
@@ -175,7 +175,7 @@ class HubFileReader:
 
     def _get(self, url: str, headers: dict[str, str], wanted: int) -> Answer:
         return fetch("GET", url, headers=headers, clock=self.repo.clock, meter=self.repo.meter, waves=self.repo.waves,
-                     what=self.name, limit=wanted)
+                     what=self.name, limit=wanted, to_cdn=True)
 
     def _check_content_range(self, value: str | None, offset: int, end: int) -> None:
         """The answer is the bytes asked for, of a file of the listed size; else the server is wrong."""
