@@ -237,6 +237,8 @@ def _bounded(jobs: Sequence[Callable[[], R]], limit: int) -> list[R]:
 def _judge_repo(item: Listed, *, token: str | None, endpoint: str | None, policy: FetchPolicy | None, clock: Clock,
                 verify: bool | None, context: int, engine: str | None) -> tuple[Derivative, list[Target]]:
     """One derivative: its listing, then every model of it judged as check judges it."""
+    if item.error is not None:  # not a valid repo id: nothing is asked for it
+        return _derivative(item, None, [], item.error, engine), []
     try:
         targets = hub_targets(item.repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock)
     except MtpinspectError as exc:
@@ -258,7 +260,9 @@ def _derivative(item: Listed, revision: str | None, files: list[FileVerdict], er
         # A repo that could not be judged still says what it holds, as far as its listing tells.
         format=best.format if best else next((f.format for f in files if f.format), None),
         runtimes=best.runtimes if best else {},
-        size=best.size if best else next((f.size for f in files if f.size is not None), None),
+        # Unjudged: no size. What a download costs depends on the model chosen, and a failed read's listing
+        # sum read as "0 B" (a gated or empty repo) as if there were nothing to download.
+        size=best.size if best else None,
         best=best.files if best else [], error=error, files=files,
     )
 

@@ -134,7 +134,35 @@ def quant_matches(path: str, quant: str) -> bool:
 
 def is_repo_id(text: str) -> bool:
     """ORG/NAME as the Hub spells repo ids (not a path: './x/y' and '/x/y' are not)."""
-    return bool(_REPO_ID.match(text))
+    return bool(_REPO_ID.fullmatch(text))  # not match: its $ lets a trailing newline through
+
+
+def repo_id_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a Hub repo id, or None: the one rule for check, find and the rows of a model
+    search. This project's shape (ORG/NAME: a bare name is a path or a typo here), then huggingface_hub's
+    own validate_repo_id (no '--' or '..', no '-' or '.' first or last, at most 96 characters, no '.git'),
+    which also keeps '..' out of a URL path (the client would normalise `a/..` into another endpoint)."""
+    if not is_repo_id(text):
+        return "not a Hub repo id (ORG/NAME)"
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(text)
+    except HFValidationError as exc:
+        # huggingface_hub's message ends by quoting the id, which the line already names first.
+        why = str(exc).split(f": '{text}'")[0].splitlines()[0][:200].rstrip(".")
+        return f"not a valid Hub repo id ({why})"
+    return None
+
+
+def repo_id_error(text: str) -> str | None:
+    """The one line that refuses ``text`` as a repo id (the id cut to 100 characters), or None."""
+    problem = repo_id_problem(text)
+    if problem is None:
+        return None
+    name = text if len(text) <= 100 else f"{text[:100]}... ({len(text):,} characters)"
+    return f"{name!r}: {problem}" if any(not c.isprintable() for c in name) else f"{name}: {problem}"
 
 
 def repo_id_from_cache(path: Path) -> str | None:

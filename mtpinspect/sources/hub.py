@@ -33,10 +33,11 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
-from huggingface_hub.utils import build_hf_headers, validate_repo_id
+from huggingface_hub.utils import build_hf_headers
 
 from mtpinspect.errors import SourceError, shown
 from mtpinspect.sources.fetch import Answer, Clock, FetchPolicy, fetch
+from mtpinspect.sources.filenames import repo_id_error
 from mtpinspect.sources.header_cache import CacheKey, HeaderCache, Spans
 from mtpinspect.sources.reader import JSON_LIMITS, ByteMeter, JsonKind, RepoFile, parse_json
 from mtpinspect.sources.waves import Waves
@@ -237,8 +238,10 @@ def open_repo(
     if revision is not None:
         url += f"/revision/{quote(revision, safe='')}"
     what = f"{repo_id} listing"
+    refused = repo_id_error(repo_id)
+    if refused is not None:
+        raise SourceError(refused)
     with _hub_errors(repo_id, revision):
-        validate_repo_id(repo_id)
         answer = fetch("GET", f"{url}?blobs=true", headers={**build_hf_headers(token=token), "Accept-Encoding": "gzip"},
                        clock=clock, meter=meter, waves=waves, what=what, limit=JSON_LIMITS[JsonKind.listing].max_bytes)
     if not answer.complete:
