@@ -90,6 +90,9 @@ def _footer(census: Census) -> list[str]:
     if census.not_on_engine:
         lines.append(f"{census.not_on_engine} judged derivative(s) not listed: they do not run on {census.engine}, "
                      "or could not be judged")
+    if census.past_deadline:
+        lines.append(f"{census.past_deadline} more derivative(s) not judged: the --deadline passed before their turn "
+                     "(raise --deadline or MTPINSPECT_DEADLINE)")
     if census.interrupted:
         lines.append("interrupted: the rows above are the derivatives judged before Ctrl-C")
     cached = f", {_size(census.bytes_cached)} from the header cache" if census.bytes_cached else ""

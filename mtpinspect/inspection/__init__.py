@@ -9,10 +9,10 @@ from mtpinspect.errors import MtpinspectError
 from mtpinspect.inspection.app_rules import sweep_of
 from mtpinspect.inspection.engine import consult_llama_cpp
 from mtpinspect.inspection.evidence import gather
-from mtpinspect.inspection.report import CheckFailure, CheckReport
+from mtpinspect.inspection.report import CheckedModels, CheckFailure, CheckReport
 from mtpinspect.inspection.verdict import assemble_report
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT
-from mtpinspect.sources.fetch import FetchPolicy
+from mtpinspect.sources.fetch import Clock, FetchPolicy
 from mtpinspect.sources.resolve import Target, resolve, resolve_each_gguf
 
 
@@ -65,10 +65,18 @@ def check_all(
     """`check` every GGUF model in a repo, a folder, the Ollama store (``ollama:``, or ``ollama:MODEL`` for its
     tags) or LM Studio's models folder (``lmstudio:``, ``lmstudio:PUBLISHER/REPO``): which keep a usable MTP
     head? A model that cannot be read (corrupt, cut short, an incomplete split set) is a CheckFailure in
-    its place."""
-    return [judge(target, verify=verify, context=context)
-            for target in resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint,
-                                            verify_digest=verify_digest, policy=policy)]
+    its place. Once the deadline of the Hub's requests passes, the models left are counted, not judged
+    (``not_judged``): each would only fail on the deadline, and a repo of 20,000 files spent minutes so."""
+    targets = resolve_each_gguf(source, revision=revision, token=token, endpoint=endpoint,
+                                verify_digest=verify_digest, policy=policy)
+    clock = getattr(targets[0].tree, "clock", None) if targets else None  # a Hub repo's: the command's deadline
+    results = CheckedModels()
+    for index, target in enumerate(targets):
+        if isinstance(clock, Clock) and index and clock.left() <= 0:
+            results.not_judged, results.deadline = len(targets) - index, clock.policy.deadline
+            break
+        results.append(judge(target, verify=verify, context=context))
+    return results
 
 
 def judge(target: Target, *, verify: bool | None = None, context: int = DEFAULT_CONTEXT) -> CheckReport | CheckFailure:
@@ -84,4 +92,4 @@ def judge(target: Target, *, verify: bool | None = None, context: int = DEFAULT_
     return CheckFailure(target.display, target.kind, target.revision, {"gguf": target.gguf_files}, error)
 
 
-__all__ = ["CheckFailure", "CheckReport", "check", "check_all", "judge"]
+__all__ = ["CheckedModels", "CheckFailure", "CheckReport", "check", "check_all", "judge"]

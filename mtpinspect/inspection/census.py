@@ -124,6 +124,7 @@ class Census:
     left_out: int  # listed but not judged (past --limit)
     not_on_engine: int  # judged, but do not run on --engine (not listed)
     interrupted: bool  # Ctrl-C: the census ended early, derivatives holds what was judged
+    past_deadline: int  # chosen, but not judged: --deadline had passed before their turn (no row each)
     requests: int
     bytes_read: int
     bytes_cached: int
@@ -161,13 +162,13 @@ def find(
         return _judge_repo(item, token=token, endpoint=endpoint, policy=policy, clock=clock, verify=verify,
                            context=context, engine=engine)
 
-    judged, interrupted = _census(chosen, one, progress, started)
+    judged, interrupted = _census(chosen, one, progress, started, clock)
     meters = [search.meter, *(t.tree.meter for _, targets in judged for t in targets)]
     rows = [d for d, _ in judged]
     shown = [d for d in rows if engine is None or any(f.runs_on(engine) for f in d.files)]
     return Census(
         base=base, relation=relation, engine=engine, found=len(listed), left_out=len(listed) - len(chosen),
-        not_on_engine=len(rows) - len(shown), interrupted=interrupted,
+        not_on_engine=len(rows) - len(shown), interrupted=interrupted, past_deadline=len(chosen) - len(rows),
         requests=sum(m.requests for m in meters), bytes_read=sum(m.bytes_read for m in meters),
         bytes_cached=sum(m.bytes_cached for m in meters), seconds=time.monotonic() - started,
         derivatives=sorted(shown, key=lambda d: (_row_rank(d, engine), -(d.downloads or 0), d.repo)),
@@ -175,8 +176,10 @@ def find(
 
 
 def _census(items: Sequence[Listed], work: Callable[[Listed], T], progress: Callable[[Progress], None] | None,
-            started: float) -> tuple[list[T], bool]:
-    """``work`` on every item, REPOS_IN_FLIGHT at once; the results so far and True when Ctrl-C ended it."""
+            started: float, clock: Clock) -> tuple[list[T], bool]:
+    """``work`` on every item, REPOS_IN_FLIGHT at once; the results so far and True when Ctrl-C ended it. Items
+    whose turn comes after the deadline are skipped (no result): each would only fail on the deadline,
+    and 98,562 such rows were 71 MB of the same error."""
     done: list[T] = []
     lock = threading.Lock()
 
@@ -184,7 +187,9 @@ def _census(items: Sequence[Listed], work: Callable[[Listed], T], progress: Call
         if progress is not None:
             progress(Progress(len(done), len(items), current, time.monotonic() - started))
 
-    def run(item: Listed) -> T:
+    def run(item: Listed) -> T | None:
+        if clock.left() <= 0:
+            return None
         with lock:
             report(item.repo_id)
         result = work(item)
@@ -243,8 +248,15 @@ def _judge_repo(item: Listed, *, token: str | None, endpoint: str | None, policy
         targets = hub_targets(item.repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock)
     except MtpinspectError as exc:
         return _derivative(item, None, [], str(exc), engine), []
-    results = _bounded([lambda t=t: judge(t, verify=verify, context=context) for t in targets], MODELS_IN_FLIGHT)
-    files = [_file_verdict(r, t) for r, t in zip(results, targets)]
+    def one(target: Target) -> CheckReport | CheckFailure | None:
+        # Between models, the deadline: a repo of 20,000 GGUF files must not judge them all after it.
+        return judge(target, verify=verify, context=context) if clock.left() > 0 else None
+
+    results = _bounded([lambda t=t: one(t) for t in targets], MODELS_IN_FLIGHT)
+    files = [_file_verdict(r, t) for r, t in zip(results, targets) if r is not None]
+    if not files:
+        return _derivative(item, targets[0].revision, [], f"{item.repo_id}: not judged: the {clock.policy.deadline:g} s "
+                           "deadline passed before its models' turn", engine), targets
     errors = [f.error for f in files if f.error is not None]
     error = errors[0] if len(errors) == len(files) else None
     return _derivative(item, targets[0].revision, files, error, engine), targets

@@ -14,9 +14,10 @@ MTP head in one more batch, each read sized from the index (header_size_estimate
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, partial
+from itertools import islice
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,7 +30,7 @@ from mtpinspect.formats.safetensors import FIRST_READ as SAFETENSORS_FIRST_READ
 from mtpinspect.formats.safetensors import check_tensor_name, header_size_estimate, read_safetensors_header, tensor_extent
 from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
 from mtpinspect.inspection.pairing import SidecarChoice, choose_sidecar, named_sidecar, pair_by_name
-from mtpinspect.sources.filenames import is_mtp_safetensors, sidecar_ggufs
+from mtpinspect.sources.filenames import is_mtp_safetensors
 from mtpinspect.sources.local import LocalTree
 from mtpinspect.sources.provenance import LocalDownload, local_download
 from mtpinspect.sources.reader import RecordingReader, read_json
@@ -349,6 +350,15 @@ def _card(target: Target) -> tuple[ModelCard | None, str | None]:
     return card, None if card else f"{CARD_FILE} has no front matter (or none that ends in its first {CARD_LIMIT // 1024} KiB)"
 
 
+# The unpaired mtp- files a report names: a repo of 20,000 of them repeated in each model's report was
+# quadratic in time and memory (check --all), so each report names the first ones of the listing.
+MAX_OTHER_SIDECARS = 32
+
+
+def _some_sidecars(paths: Iterable[str]) -> list[str]:
+    return sorted(islice(paths, MAX_OTHER_SIDECARS))
+
+
 def gather(target: Target) -> Evidence:
     ev = Evidence(target)
     files = target.tree.files
@@ -363,7 +373,7 @@ def gather(target: Target) -> Evidence:
     config = batch.add(partial(_json_file, target, config_file)) if config_file else None
     extra = {name: batch.add(partial(_json_file, target, name)) for name in QUANT_FILES if name in files}
     if target.gguf_files:
-        named = pair_by_name(files, target.gguf_files) if target.sidecar_files is None else None
+        named = pair_by_name(target.names(), target.gguf_files) if target.sidecar_files is None else None
         sidecar_sets = named.reads if named is not None else [target.sidecar_files or []]
         needed = set(target.gguf_files) | set(named.choice.files if named and named.choice else target.sidecar_files or [])
         reads = [r for paths in [target.gguf_files, *sidecar_sets] for r in _gguf_reads(paths)]
@@ -402,13 +412,12 @@ def gather(target: Target) -> Evidence:
             ev.sidecar_choice = named_sidecar(target.sidecar_files or [])
         if ev.sidecar_choice.files:
             ev.sidecar = read_once(ev.sidecar_choice.files)
-        ev.other_sidecars = sorted(
-            p for p in sidecar_ggufs(files) if p not in ev.sidecar_choice.files and p not in target.gguf_files
-        )
+        taken = {*ev.sidecar_choice.files, *target.gguf_files}
+        ev.other_sidecars = _some_sidecars(p for p in target.names().sidecars if p not in taken)
         return ev
     first = {path: batch[slot] for path, slot in header_slots.items()}
     ev.checkpoint = _checkpoint(target, ev.config, index_file, first)
     if ev.checkpoint is None:
         ev.unreadable_weights = _pickled(files)
-    ev.other_sidecars = sorted(sidecar_ggufs(files))
+    ev.other_sidecars = _some_sidecars(target.names().sidecars)
     return ev

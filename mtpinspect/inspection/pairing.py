@@ -17,17 +17,21 @@ Headers are read only when no name decides, at most MAX_HEADER_READS of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import PurePosixPath
 from typing import Protocol
 
 from mtpinspect.errors import MtpinspectError
-from mtpinspect.sources.filenames import gguf_stem, group_splits, head_stem, main_ggufs, model_stem, sidecar_ggufs
+from mtpinspect.sources.filenames import NameIndex, gguf_stem, head_stem, model_stem
 from mtpinspect.vocabulary import Pairing
 
 # Reading a header costs one request (up to 2 MiB) on the Hub: enough for every sidecar of a real repo.
 MAX_HEADER_READS = 8
+# Passed-over sidecars named one by one; past this, one line counts the rest (a repo of 2,000 mtp- files
+# would otherwise repeat 2,000 lines in every model's evidence).
+MAX_PASSED_LINES = 8
 IDENTITY = ("architecture", "n_embd", "vocabulary size", "trunk blocks", "tokenizer")
 
 
@@ -83,7 +87,7 @@ class NamePairing:
     mains: list[str] = field(default_factory=list)
     candidates: dict[str, list[str]] = field(default_factory=dict)  # sidecar sets by key
     unclaimed: list[str] = field(default_factory=list)  # keys of the sets no other model's name claims
-    others: dict[str, str] = field(default_factory=dict)  # the folder's other models: stem -> a file of each
+    others: Mapping[str, str] = field(default_factory=dict)  # the folder's other models: stem -> a file of each
     passed: tuple[str, ...] = ()
 
     @property
@@ -94,28 +98,53 @@ class NamePairing:
         return [self.candidates[k] for k in self.unclaimed[:MAX_HEADER_READS]]
 
 
-def pair_by_name(files: Iterable[str], mains: list[str]) -> NamePairing:
-    """The pairing the names give for the main GGUF ``mains`` (its shards) among ``files`` (a folder or repo
-    listing), or the candidates whose headers must decide it."""
-    files = list(files)
+class _Others(Mapping[str, str]):
+    """The folder's other models (model stem -> a file of each): the listing's, less the model judged. A
+    view, not a copy: copying the listing's models for each model judged was quadratic."""
+
+    def __init__(self, models: Mapping[str, str], own: str) -> None:
+        self._models, self._own = models, own
+
+    def __getitem__(self, key: str) -> str:
+        if key == self._own:
+            raise KeyError(key)
+        return self._models[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k in self._models if k != self._own)
+
+    def __len__(self) -> int:
+        return len(self._models) - (self._own in self._models)
+
+
+def pair_by_name(names: NameIndex, mains: list[str]) -> NamePairing:
+    """The pairing the names give for the main GGUF ``mains`` (its shards) among the listing ``names``
+    indexes, or the candidates whose headers must decide it. Costs what this model's names match, not
+    the size of the listing."""
     own = set(mains)
-    candidates = group_splits([p for p in sidecar_ggufs(files) if p not in own])
-    if not candidates:
+    if not names.sidecar_groups:
         return NamePairing(SidecarChoice([]))
     stem = gguf_stem(mains[0])
     model = model_stem(stem)
-    # The other models of the folder, by the stem their names share, and a file of each to name it by.
-    others = {model_stem(gguf_stem(group[0])): group[0] for group in group_splits([p for p in main_ggufs(files) if p not in own]).values()}
-    others.pop(model, None)
+    candidates = names.sidecar_groups
+    others = _Others(names.main_models, model)
     main_dir = PurePosixPath(mains[0]).parent
 
     def order(key: str) -> tuple[int, str]:
         return (0 if PurePosixPath(candidates[key][0]).parent == main_dir else 1, key)
 
-    exact = [k for k in candidates if head_stem(k) == stem]
-    same_model = [k for k in candidates if k not in exact and model_stem(head_stem(k)) == model]
-    claimed = {k: others[model_stem(head_stem(k))] for k in candidates if model_stem(head_stem(k)) in others}
-    passed = [f"{candidates[k][0]}: named for {owner}, another model here" for k, owner in sorted(claimed.items())]
+    def usable(keys: list[str]) -> list[str]:
+        return [k for k in keys if not own & set(candidates[k])]  # never the model's own files
+
+    exact = usable(names.by_head.get(stem, []))
+    same_model = [k for k in usable(names.by_model.get(model, [])) if k not in exact]
+    claimed = (k for k in names.claimed if model_stem(head_stem(k)) != model)
+    passed = [f"{candidates[k][0]}: named for {others[model_stem(head_stem(k))]}, another model here"
+              for k in islice(claimed, MAX_PASSED_LINES)]
+    # Counted, not walked: the listing's claimed files less this model's own.
+    more = len(names.claimed) - (len(names.by_model.get(model, [])) if model in names.main_models else 0) - len(passed)
+    if more:
+        passed.append(f"{more} more mtp- file(s) named for other models here")
     if exact:
         key = min(exact, key=order)
         return NamePairing(_chosen(candidates[key], Pairing.name,
@@ -124,7 +153,7 @@ def pair_by_name(files: Iterable[str], mains: list[str]) -> NamePairing:
         key = min(same_model, key=order)
         return NamePairing(_chosen(candidates[key], Pairing.same_model, f"{candidates[key][0]}: paired by name (the same "
                                    f"model, {model}, in another quantization than {mains[0]})", passed))
-    return NamePairing(None, mains, candidates, sorted(k for k in candidates if k not in claimed), others, tuple(passed))
+    return NamePairing(None, mains, candidates, usable(list(names.unclaimed)), others, tuple(passed))
 
 
 def choose_sidecar(named: NamePairing, main: HeaderFacts, read: Callable[[list[str]], HeaderFacts]) -> SidecarChoice:
@@ -148,7 +177,9 @@ def _by_header(named: NamePairing, main: HeaderFacts, read: Callable[[list[str]]
             scores[key] = _agreeing(ours, identity(read(candidates[key])))
         except MtpinspectError as exc:
             passed.append(f"{candidates[key][0]}: not paired, its header cannot be read ({exc})")
-    passed += [f"{candidates[k][0]}: not paired, more than {MAX_HEADER_READS} unnamed mtp- files" for k in unclaimed[MAX_HEADER_READS:]]
+    if len(unclaimed) > MAX_HEADER_READS:
+        passed.append(f"{len(unclaimed) - MAX_HEADER_READS} more unnamed mtp- file(s) not paired: more than "
+                      f"{MAX_HEADER_READS} unnamed mtp- files ({candidates[unclaimed[MAX_HEADER_READS]][0]}, ...)")
     full = [k for k, score in scores.items() if score == len(IDENTITY)]
     if full:
         return _chosen(candidates[full[0]], Pairing.header, f"{candidates[full[0]][0]}: paired by header identity "
@@ -165,13 +196,13 @@ def _by_header(named: NamePairing, main: HeaderFacts, read: Callable[[list[str]]
     return SidecarChoice([], passed_over=tuple(passed))
 
 
-def _better_main(sidecar: list[str], score: int, others: dict[str, str], read: Callable[[list[str]], HeaderFacts]) -> str | None:
+def _better_main(sidecar: list[str], score: int, others: Mapping[str, str], read: Callable[[list[str]], HeaderFacts]) -> str | None:
     """Another main file whose header agrees with the sidecar's on more fields than ours does, if any."""
     try:
         theirs = identity(read(sidecar))
     except MtpinspectError:
         return None
-    for first in list(others.values())[:MAX_HEADER_READS]:
+    for first in islice(others.values(), MAX_HEADER_READS):
         try:
             if _agreeing(identity(read([first])), theirs) > score:
                 return first

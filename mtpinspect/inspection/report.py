@@ -146,6 +146,15 @@ class CheckReport:
         return [f.code for f in self.findings]
 
 
+class CheckedModels(list):  # type: ignore[type-arg]
+    """`check --all`'s results, one per model (a list, as the API always returned), and how many models were
+    not judged because the command's --deadline passed first (``not_judged``, of a ``deadline`` in seconds):
+    those get no row each, one footer line counts them."""
+
+    not_judged: int = 0
+    deadline: float | None = None
+
+
 @dataclass
 class CheckFailure:
     """One model of `check --all` that could not be read: its files and the one line `check` would print."""

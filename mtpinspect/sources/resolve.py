@@ -13,6 +13,7 @@ import copy
 import dataclasses
 import errno
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -20,6 +21,7 @@ from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.sources.app_stores import AppLocation, AppModel, each_app_target, is_app_source, locate
 from mtpinspect.sources.fetch import Clock, FetchPolicy
 from mtpinspect.sources.filenames import (
+    NameIndex,
     group_splits,
     is_repo_id,
     main_ggufs,
@@ -36,14 +38,19 @@ from mtpinspect.vocabulary import SourceKind
 
 __all__ = ["AppFiles", "Target", "app_files", "resolve", "resolve_each_gguf"]
 
-def _complete_split(name: str, present: list[str], first: str) -> list[str]:
-    """The whole split set ``first`` starts, matched case-insensitively against ``present``."""
+def _complete_split(name: str, names: Mapping[str, str], first: str) -> list[str]:
+    """The whole split set ``first`` starts, matched case-insensitively against the listing (``names``: lower-cased
+    name -> name, NameIndex.lower, made once per listing)."""
     wanted = split_members(first)
-    names = {p.lower(): p for p in present}
     missing = [w for w in wanted if w.lower() not in names]
     if missing:
         raise SourceError(f"{name}: split GGUF is incomplete: {PurePosixPath(missing[0]).name} is missing")
     return [names[w.lower()] for w in wanted]
+
+
+def _lowered(files: Iterable[str]) -> dict[str, str]:
+    """Lower-cased name -> name, for one look-up (a listing judged model by model uses NameIndex.lower)."""
+    return {p.lower(): p for p in files}
 
 
 def _pick_gguf(tree: Tree, label: str, *, file: str | None, quant: str | None) -> list[str]:
@@ -53,17 +60,17 @@ def _pick_gguf(tree: Tree, label: str, *, file: str | None, quant: str | None) -
         hits = [p for p in ggufs if p == file or PurePosixPath(p).name == file]
         if not hits:
             raise SourceError(f"{label}: no GGUF file named '{file}'")
-        return _complete_split(tree.name, list(tree.files), hits[0])
+        return _complete_split(tree.name, _lowered(tree.files), hits[0])
     if quant:
         hits = [p for p in mains if quant_matches(p, quant)]
         if not hits:
             tags = sorted({quant_tag(p) for p in mains} - {None})
             raise SourceError(f"{label}: no GGUF for quantization '{quant}' (available: {', '.join(tags) or 'none'})")
         groups = group_splits(hits)
-        return _complete_split(tree.name, list(tree.files), groups[sorted(groups)[0]][0])
+        return _complete_split(tree.name, _lowered(tree.files), groups[sorted(groups)[0]][0])
     groups = group_splits(mains)
     if len(groups) == 1:
-        return _complete_split(tree.name, list(tree.files), next(iter(groups.values()))[0])
+        return _complete_split(tree.name, _lowered(tree.files), next(iter(groups.values()))[0])
     if not groups:
         return []
     tags = sorted({quant_tag(p) or PurePosixPath(p).name for p in mains})
@@ -134,7 +141,7 @@ def _resolve_named_sidecar(tree: Tree, name: str) -> list[str]:
     hits = [p for p in tree.files if p == name or PurePosixPath(p).name == name]
     if not hits:
         raise SourceError(f"{name}: no such MTP file in the source")
-    return _complete_split(tree.name, list(tree.files), hits[0])
+    return _complete_split(tree.name, _lowered(tree.files), hits[0])
 
 
 def _resolve_local_file(path: Path, mtp_file: str | None) -> Target:
@@ -151,10 +158,10 @@ def _resolve_local_file(path: Path, mtp_file: str | None) -> Target:
     if name not in tree.files:
         name = tree.add(path)  # not named .gguf: read as one anyway, and refused if it is not
     target = Target(tree, SourceKind.local_file, str(path), repo_id_from_cache(_absolute(path.parent)))
-    target.gguf_files = _complete_split(str(path), list(tree.files), name)
+    target.gguf_files = _complete_split(str(path), _lowered(tree.files), name)
     if mtp_file:
         key = tree.add(Path(mtp_file).expanduser())
-        target.sidecar_files = _complete_split(mtp_file, list(tree.files), key) if "/" not in key else [key]
+        target.sidecar_files = _complete_split(mtp_file, _lowered(tree.files), key) if "/" not in key else [key]
     elif name in sidecar_ggufs(tree.files):
         target.sidecar_files = []
     return target
@@ -193,15 +200,15 @@ def resolve_each_gguf(
         kind, repo_id = SourceKind.hub, source
     else:
         raise UsageError(f"{source}: --all takes a Hub repo (ORG/NAME), a folder of GGUF files, ollama: or lmstudio:")
-    mains = main_ggufs(tree.files)
-    if not mains:
+    names = NameIndex.of(tree.files)
+    if not names.mains:
         raise SourceError(f"{source}: no GGUF files")
     targets = []
-    for index, (_, group) in enumerate(sorted(group_splits(mains).items())):
+    for index, (_, group) in enumerate(sorted(group_splits(list(names.mains)).items())):
         own = tree if index == 0 else _with_own_meter(tree)
-        target = Target(own, kind, source, repo_id, gguf_files=group)
+        target = Target(own, kind, source, repo_id, gguf_files=group, name_index=names)
         try:
-            target.gguf_files = _complete_split(own.name, list(own.files), group[0])
+            target.gguf_files = _complete_split(own.name, names.lower, group[0])
         except SourceError as exc:
             target.unreadable = str(exc)
         targets.append(target)
@@ -224,16 +231,16 @@ def hub_targets(
     from mtpinspect.sources.waves import Waves
 
     tree = open_repo(repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock)
-    mains = main_ggufs(tree.files)
-    if not mains:
-        return [Target(tree, SourceKind.hub, repo_id, repo_id)]
+    names = NameIndex.of(tree.files)
+    if not names.mains:
+        return [Target(tree, SourceKind.hub, repo_id, repo_id, name_index=names)]
     targets = []
-    for index, (_, group) in enumerate(sorted(group_splits(mains).items())):
+    for index, (_, group) in enumerate(sorted(group_splits(list(names.mains)).items())):
         # The first target carries the listing's cost, as in resolve_each_gguf.
         own = tree if index == 0 else dataclasses.replace(tree, meter=ByteMeter(), waves=Waves())
-        target = Target(own, SourceKind.hub, repo_id, repo_id, gguf_files=group)
+        target = Target(own, SourceKind.hub, repo_id, repo_id, gguf_files=group, name_index=names)
         try:
-            target.gguf_files = _complete_split(repo_id, list(tree.files), group[0])
+            target.gguf_files = _complete_split(repo_id, names.lower, group[0])
         except SourceError as exc:
             target.unreadable = str(exc)
         targets.append(target)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtpinspect.jsonable import json_field
+from mtpinspect.sources.filenames import NameIndex
 from mtpinspect.sources.reader import Tree
 from mtpinspect.vocabulary import App, AppEngine, SourceKind
 
@@ -49,6 +50,14 @@ class Target:
     # check --all: why this model cannot be checked (an incomplete split set), reported as its row.
     unreadable: str | None = None
     app: AppModel | None = None  # the model as Ollama or LM Studio keeps it (ollama:, lmstudio: sources)
+    # What the tree's names say, shared by every target of one listing (check --all, find): see names().
+    name_index: NameIndex | None = json_field(omit=True, default=None, repr=False, compare=False)
+
+    def names(self) -> NameIndex:
+        """The tree's NameIndex, worked out on first use (resolve hands one to all targets of a listing)."""
+        if self.name_index is None:
+            self.name_index = NameIndex.of(self.tree.files)
+        return self.name_index
 
     @property
     def revision(self) -> str | None:
