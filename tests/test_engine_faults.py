@@ -4,12 +4,15 @@ the stand-in of tests/enginestub.py in its fault modes, measured through the rea
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
-from cliproc import error_line, run_cli
+from cliproc import CLI, error_line, gone, reap, run_cli
 from enginestub import StubState, serve_in_thread
 
 from mtpinspect.sweep.journal import Journal
@@ -168,3 +171,70 @@ def test_bad_endpoint_urls_are_one_line_masked(tmp_path: Path, url: str, needle:
     proc = run_cli("sweep", "--endpoint", url, "--out", str(tmp_path / "o"), timeout=60)
     error_line(proc, needle)
     assert ":pw@" not in proc.stderr
+
+
+# -- 7 and 8: what a --serve command starts is stopped, however it starts it and however we end --------
+
+STUB = str(Path(__file__).resolve().parent / "enginestub.py")
+SPEC = "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": {n}}'"
+
+
+def _wrapper(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "serve.sh"
+    script.write_text("#!/bin/sh\n" + body + "\n", encoding="utf-8")
+    return f"sh {script} --port {{port}} {SPEC}"
+
+
+def _with_arg(needle: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if needle in " ".join(proc.info["cmdline"] or []):
+            found.append(proc)
+    return found
+
+
+def test_a_command_that_daemonises_is_measured_and_stopped_with_its_helpers(tmp_path: Path, prompts: Path) -> None:
+    """`setsid server & exit 0` left the server running (and a double-forked helper outlived the sweep)."""
+    helper = f"sleep 3{os.getpid()}"  # a command line no other test has
+    serve = _wrapper(tmp_path, f'(setsid {helper} &)\nsetsid {sys.executable} {STUB} vllm "$@" &\nexit 0')
+    out = tmp_path / "out"
+    try:
+        proc = run_cli("sweep", "--engine", "vllm", "--serve", serve, "--n-max", "1", "--prompts", str(prompts),
+                       "--n-predict", "16", "--repeat", "1", "--no-plot", "--out", str(out), timeout=120)
+        _ran(proc)
+        assert all(r["status"] == "ok" for r in _runs(out)) and len(_runs(out)) == 4
+        assert not [p for p in _with_arg(STUB) if "vllm" in p.cmdline()]
+        assert not _with_arg(helper)
+    finally:
+        for leftover in [*_with_arg(helper), *[p for p in _with_arg(STUB) if "vllm" in p.cmdline()]]:
+            reap(leftover)
+
+
+def test_kill_9_of_mtpinspect_stops_the_server_a_wrapper_started(tmp_path: Path, prompts: Path) -> None:
+    """The kernel's parent-death signal reaches the wrapper only: its server lived on."""
+    load = f"60.{os.getpid()}"  # a command line no other test has
+    # The line after it keeps the shell from exec-ing the server in its place (dash does, for a last command).
+    serve = _wrapper(tmp_path, f'{sys.executable} {STUB} vllm "$@" --load-seconds {load}\necho "server exited: $?"')
+    proc = subprocess.Popen([*CLI, "sweep", "--engine", "vllm", "--serve", serve, "--n-max", "1", "--prompts",
+                             str(prompts), "--out", str(tmp_path / "out")], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    stubs: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not stubs and time.monotonic() < deadline and proc.poll() is None:
+            stubs = _with_arg(f"--load-seconds {load}")
+            time.sleep(0.1)
+        assert stubs, ("the sweep started no server", proc.poll(), proc.stderr.read() if proc.poll() is not None else "")
+        proc.kill()
+        proc.wait()
+        assert all(gone(stub, timeout=20) for stub in stubs)
+    finally:
+        proc.kill()
+        for stub in stubs:
+            reap(stub)
+
+
+def test_a_detached_container_is_refused_in_one_line(tmp_path: Path) -> None:
+    proc = run_cli("sweep", "--engine", "vllm", "--serve", "docker run -d --rm vllm/vllm-openai --port {port} "
+                   + SPEC, "--out", str(tmp_path / "o"), timeout=60)
+    error_line(proc, "detached container", "without -d")

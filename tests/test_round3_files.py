@@ -276,3 +276,51 @@ def test_lmstudio_store_at_the_root_folder(tmp_path: Path) -> None:
         proc = run_cli("check", *args, "--no-verify", env=env, timeout=120)
         assert time.monotonic() - started < 60
         error_line(proc, "LM Studio", "/")
+
+
+# -- defect 9: server logs have a size cap -------------------------------------------------------------
+
+_VERSION = 'if [ "$1" = "--version" ]; then echo "version: 0.5.0-dev (build 1, commit 0c1e570)"; exit 0; fi\n'
+_CHATTY = {
+    # Writes 200 MB of chatter as fast as the pipe takes it, then its crash, and exits.
+    "chatty-crashing-llama-server": _VERSION + 'yes "load_tensors: chatter chatter chatter" | head -c 200000000\n'
+                                    'echo "llama_model_load: error loading model: the fake server\'s last words"\n'
+                                    'exit 1\n',
+    # Writes chatter for ever (bounded by --start-timeout) and never listens.
+    "chatty-forever-llama-server": _VERSION + 'exec yes "load_tensors: chatter for ever"\n',
+}
+
+
+def _chatty(folder: Path, name: str) -> Path:
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + _CHATTY[name])
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize("name", list(_CHATTY))
+def test_server_logs_are_capped_and_keep_the_last_line(tmp_path: Path, name: str) -> None:
+    """A chatty server wrote 2.8 GB of log in 16 s. Each log keeps its head up to the cap and its tail (where
+    the crash is); the error line still quotes the server's last words."""
+    from mtpinspect.runtime.server_log import HEAD_BYTES, TAIL_BYTES
+
+    out = tmp_path / "out"
+    started = time.monotonic()
+    proc = run_cli(*_sweep(_tiny_gguf(tmp_path), out), "--server", str(_chatty(tmp_path, name)),
+                   "--start-timeout", "4", timeout=120)
+    assert time.monotonic() - started < 60
+    # Both configurations are failed starts (a report, exit 1), each reason quoting the server's last line,
+    # not the cut marker.
+    assert "Traceback" not in proc.stderr and proc.returncode == 1, proc.stderr[-2000:]
+    reason = ("failed to start (exit code 1): error loading model: the fake server's last words" if "crashing" in name
+              else "not ready after 4 s; last log line: load_tensors: chatter for ever")
+    assert proc.stderr.count(reason) == 2, proc.stderr[-2000:]
+    logs = sorted((out / "logs").iterdir())
+    assert logs, proc.stderr
+    for log in logs:
+        size = log.stat().st_size
+        assert size <= HEAD_BYTES + TAIL_BYTES + 4096, (log, size)
+        text = log.read_bytes()
+        assert b"[mtpinspect: the log is cut here at 64 MiB" in text and b"bytes not kept" in text
+        if "crashing" in name:
+            assert text.rstrip().endswith(b"the fake server's last words"), text[-300:]

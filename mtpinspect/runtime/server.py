@@ -20,10 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
-from mtpinspect.errors import OutputError, ServerError, UsageError
-from mtpinspect.files import writable
+from mtpinspect.errors import ServerError, UsageError
 from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.flags import HOST as HOST_FLAG
 from mtpinspect.runtime.flags import LAUNCHER_FLAGS, METRICS, MODEL, PARALLEL, PORT, ServerArgs
@@ -31,6 +30,7 @@ from mtpinspect.runtime.http import HttpFailure, request
 from mtpinspect.runtime.logs import failure_reason, last_line
 from mtpinspect.runtime.metrics import Metrics, parse_metrics
 from mtpinspect.runtime.process import die_with_parent, stop_group, tree_cpu_seconds
+from mtpinspect.runtime.server_log import ServerLog
 
 HOST = "127.0.0.1"
 _POLL_S = 0.1
@@ -144,7 +144,7 @@ class LlamaServer:
         self.port = 0
         self.command: list[str] = []
         self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
+        self._log: ServerLog | None = None
         self._stopped = False
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -180,11 +180,7 @@ class LlamaServer:
         self._stopped = False
         self.port = free_port()
         self.command = self._build_command()
-        try:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = writable(self.log_path, through_link=True).open("wb")
-        except OSError as exc:
-            raise OutputError(f"{self.log_path}: cannot write the server log ({exc.strerror or exc})") from None
+        self._log = ServerLog(self.log_path)  # capped: head and tail (server_log.py)
         env = {**os.environ, **self.env} if self.env is not None else None
         try:
             self._proc = subprocess.Popen(
@@ -199,6 +195,7 @@ class LlamaServer:
         except OSError as exc:
             self._close_log()
             raise ServerError(f"{self.binary.path}: cannot run it: {exc.strerror or exc}") from None
+        self._log.started()
 
     def _wait_ready(self) -> None:
         began = time.monotonic()
@@ -231,7 +228,7 @@ class LlamaServer:
     def _activity(self) -> tuple[int, float]:
         """Log size and CPU seconds of the server's process tree: a loading server moves one of them."""
         try:
-            size = self.log_path.stat().st_size
+            size = self._log.received if self._log is not None else 0  # all it wrote, past the log's cap too
         except OSError:
             size = 0
         return size, tree_cpu_seconds(self._proc.pid) if self._proc is not None else 0.0
@@ -291,8 +288,13 @@ class LlamaServer:
         return self._proc is not None and self._proc.poll() is None
 
     def read_log(self) -> str:
+        if self._log is not None and self.returncode is not None:
+            self._close_log()  # its last lines (the crash) through the pipe and into the file first
         try:
-            return self.log_path.read_bytes().decode("utf-8", errors="replace")
+            data = self.log_path.read_bytes()
+            if self._log is not None:
+                data += self._log.unwritten()  # past the cap while it runs: its last lines, not yet in the file
+            return data.decode("utf-8", errors="replace")
         except OSError:
             return ""
 

@@ -17,14 +17,14 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
-from mtpinspect.errors import FormatError, OutputError, ServerError, SourceError, UsageError
-from mtpinspect.files import writable
+from mtpinspect.errors import FormatError, ServerError, SourceError, UsageError
 from mtpinspect.runtime.http import ANSWER_LIMIT, Answer, HttpFailure, hide_secret, mask_url, request
 from mtpinspect.runtime.metrics import Metrics, parse_metrics
 from mtpinspect.runtime.process import die_with_parent, stop_group
 from mtpinspect.runtime.server import HOST, Completion, ServerDiedError, ServerStartError, describe_exit, free_port
+from mtpinspect.runtime.server_log import ServerLog, tail_text
 from mtpinspect.vocabulary import Engine
 
 N_FIELD = "{n}"
@@ -278,7 +278,7 @@ class CommandServer:
         self.command: list[str] = []
         self.model = ""
         self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
+        self._log: ServerLog | None = None
 
     @property
     def pid(self) -> int | None:
@@ -291,11 +291,7 @@ class CommandServer:
         command = fill(self._tokens, n=self._n, port=port, model=self._model_arg)
         self.command = command + [flag for flag in self.spec.required if flag not in command]
         assert self.log_path is not None
-        try:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = writable(self.log_path, through_link=True).open("wb")
-        except OSError as exc:
-            raise OutputError(f"{self.log_path}: cannot write the server log ({exc.strerror or exc})") from None
+        self._log = ServerLog(self.log_path)  # capped: head and tail (runtime/server_log.py)
         try:
             self._proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=self._log,
                                           stderr=subprocess.STDOUT, start_new_session=os.name != "nt",
@@ -303,6 +299,7 @@ class CommandServer:
         except OSError as exc:
             self.stop()
             raise ServerStartError(f"{self.command[0]}: cannot run it: {exc.strerror or exc}") from None
+        self._log.started()
         try:
             self._wait_ready()
         except BaseException:
@@ -330,7 +327,9 @@ class CommandServer:
         return ServerStartError(f"{self.spec.engine.value} server {reason}", tail, code, reason)
 
     def log_tail(self) -> str:
-        text, _ = self.log_since(0)
+        if self._log is not None and self._proc is not None and self._proc.poll() is not None:
+            self._log.close()  # its last lines through the pipe and into the file first
+        text = self._log.last_text() if self._log is not None else tail_text(self.log_path) if self.log_path else ""
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         return " | ".join(lines[-LOG_TAIL_LINES:])
 
