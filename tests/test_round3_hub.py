@@ -236,3 +236,13 @@ def test_a_redirect_off_http_is_refused(private_hub: tuple[HubStub, _Elsewhere],
     stub.add_fault("priv/Model", Fault("replace", where="config.json", status=302, headers={"Location": location}))
     proc = run_cli("check", "priv/Model", "--token", "hf_secret", "--no-verify", env={"HF_ENDPOINT": stub.url})
     assert_one_line_error(proc, location, "not an http(s) address")
+
+
+# -- the second hostile pass ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["find", "check"])
+def test_a_newline_in_a_repo_id_stays_on_one_line(search_hub: HubStub, command: str) -> None:
+    # `$'a/b\n'`: re's $ let the trailing newline through the ORG/NAME rule, and the error printed it.
+    proc = run_cli(command, "a/b\n", env={"HF_ENDPOINT": search_hub.url})
+    assert_one_line_error(proc, "a/b\\n")
+    assert search_hub.requests() == []

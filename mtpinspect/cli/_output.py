@@ -232,8 +232,9 @@ class Output:
                 self._write(" " * label_width + "  " + sanitize(detail))
 
     def error(self, message: str, where: str = "mtpinspect") -> None:
-        """The one line a user error gets (exit status 2 follows)."""
-        self._message(f"{where}: error: {message}")
+        """The one line a user error gets (exit status 2 follows): a newline in what the user typed or a server
+        sent (`check $'a/b\\n'`) is written as an escape, never as a second line."""
+        self._message(f"{where}: error: {message}".replace("\r", "\\r").replace("\n", "\\n"))
 
     def warning(self, message: str, where: str = "mtpinspect") -> None:
         self._message(f"{where}: warning: {message}")
