@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -23,6 +24,7 @@ from mtpinspect.errors import FormatError, ServerError, SourceError, UsageError
 from mtpinspect.runtime.http import ANSWER_LIMIT, Answer, HttpFailure, hide_secret, mask_url, request
 from mtpinspect.runtime.metrics import Metrics, parse_metrics
 from mtpinspect.runtime.process import die_with_parent, stop_group
+from mtpinspect.runtime.serve_scope import ServeScope, new_scope
 from mtpinspect.runtime.server import HOST, Completion, ServerDiedError, ServerStartError, describe_exit, free_port
 from mtpinspect.runtime.server_log import ServerLog, tail_text
 from mtpinspect.vocabulary import Engine
@@ -106,7 +108,16 @@ def check_template(template: str, option: str, *, needs_n: bool) -> list[str]:
         raise UsageError(f"{option} {template!r}: no {N_FIELD} in it (where the draft length goes)")
     if PORT_FIELD not in text:
         raise UsageError(f"{option} {template!r}: no {PORT_FIELD} in it (where the free port the tool picks goes)")
+    if _DETACHED.search(template):
+        raise UsageError(f"{option}: a detached container (docker/podman run -d) outlives every process mtpinspect "
+                         "can stop: run it attached (docker run --rm ..., without -d): stopping the command then "
+                         "stops the container through docker's signal proxy")
     return tokens
+
+
+# `docker run -d`, `podman container run --detach`, `-dit` (up to a shell separator): the container runs
+# under the container daemon, not under the command, so nothing mtpinspect starts or stops reaches it.
+_DETACHED = re.compile(r"\b(docker|podman)\s+(container\s+)?run\b[^;&|]*?\s(-[a-zA-Z]*d[a-zA-Z]*|--detach(=true)?)(?=\s|$|['\"])")
 
 
 def fill(tokens: list[str], *, n: int | None, port: int, model: str | None) -> list[str]:
@@ -279,10 +290,23 @@ class CommandServer:
         self.model = ""
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: ServerLog | None = None
+        self._scope: ServeScope | None = None  # every process the command starts, daemons included
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        """The command's process; once it has exited (a command that daemonises), its oldest descendant's."""
+        if self._proc is None or self._proc.poll() is None:
+            return self._proc.pid if self._proc is not None else None
+        rest = self._scope.processes() if self._scope is not None else []
+        return rest[0].pid if rest else self._proc.pid
+
+    def _exited(self) -> int | None:
+        """The command's exit status when nothing it started runs any more (None while the server runs):
+        a command that daemonises exits 0 at once and leaves its server running."""
+        code = self._proc.poll() if self._proc is not None else None
+        if code == 0 and self._scope is not None and self._scope.processes():
+            return None
+        return code
 
     def start(self) -> None:
         """Run the command and wait until /v1/models answers; ServerStartError with its last log lines."""
@@ -292,10 +316,11 @@ class CommandServer:
         self.command = command + [flag for flag in self.spec.required if flag not in command]
         assert self.log_path is not None
         self._log = ServerLog(self.log_path)  # capped: head and tail (runtime/server_log.py)
+        self._scope = new_scope()
         try:
             self._proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=self._log,
                                           stderr=subprocess.STDOUT, start_new_session=os.name != "nt",
-                                          preexec_fn=die_with_parent())
+                                          preexec_fn=die_with_parent(), env=self._scope.environment())
         except OSError as exc:
             self.stop()
             raise ServerStartError(f"{self.command[0]}: cannot run it: {exc.strerror or exc}") from None
@@ -310,7 +335,7 @@ class CommandServer:
         deadline = time.monotonic() + self.start_timeout
         while True:
             assert self._proc is not None
-            code = self._proc.poll()
+            code = self._exited()
             if code is not None:
                 raise self._start_error(f"exited ({describe_exit(code)}) before answering", code)
             model, _ = served_model(self.url, timeout=2.0)
@@ -346,7 +371,7 @@ class CommandServer:
             raise
 
     def _check_alive(self, during: str) -> None:
-        code = self._proc.poll() if self._proc is not None else None
+        code = self._exited()
         if code is not None:
             raise ServerDiedError(f"{self.spec.engine.value} server died during {during} ({describe_exit(code)}); "
                                   f"last log lines: {self.log_tail()}", returncode=code)
@@ -363,9 +388,13 @@ class CommandServer:
         return data.decode("utf-8", errors="replace"), offset + len(data)
 
     def stop(self) -> None:
-        """SIGTERM to its process group, SIGKILL after the grace period, then any child that left the group."""
+        """SIGTERM to its process group, SIGKILL after the grace period, then any child that left the group,
+        then every process that carries the command's mark (serve_scope.py)."""
         if self._proc is not None:
             stop_group(self._proc, self.stop_grace)
+        if self._scope is not None:
+            # What left the group and the tree (a daemon, a double-forked helper) still carries the mark.
+            self._scope.stop(self.stop_grace)
         if self._log is not None:
             self._log.close()
             self._log = None
