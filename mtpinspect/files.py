@@ -70,10 +70,17 @@ def read_cached(path: Path, limit: int) -> bytes | None:
         os.close(fd)
 
 
-def writable(path: Path, *, through_link: bool = False) -> Path:
+# What a refused link's message says to do: a file the user named may be written through it with --force;
+# a file the tool names itself (OUT/report.json, OUT/runs.jsonl, a server log) never is.
+FORCE_HINT = "pass --force to write the file it points to"
+OWN_NAME_HINT = "mtpinspect names this file itself and never writes through a link: remove the link or pass another --out"
+
+
+def writable(path: Path, *, through_link: bool = False, link_hint: str = FORCE_HINT) -> Path:
     """Where writing ``path`` may put a file: ``path`` itself when it is new or a regular file; the file a
-    symbolic link points to only when ``through_link`` (else the link is refused, never replaced).
-    OutputError for anything else: a device, a FIFO, a socket or a folder is never replaced by a file."""
+    symbolic link points to only when ``through_link`` (else the link is refused, never replaced, with
+    ``link_hint``). OutputError for anything else: a device, a FIFO, a socket or a folder is never replaced
+    by a file."""
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -82,8 +89,7 @@ def writable(path: Path, *, through_link: bool = False) -> Path:
         raise OutputError(f"{path}: cannot write it ({exc.strerror or exc})") from None
     if stat.S_ISLNK(mode):
         if not through_link:
-            raise OutputError(f"{path}: is a symbolic link (to {os.readlink(path)}); not replaced "
-                              "(pass --force to write the file it points to)")
+            raise OutputError(f"{path}: is a symbolic link (to {os.readlink(path)}); not replaced ({link_hint})")
         try:
             target = Path(os.path.realpath(path, strict=False))
         except OSError as exc:  # a loop of links
@@ -94,11 +100,12 @@ def writable(path: Path, *, through_link: bool = False) -> Path:
     return path
 
 
-def write_file(path: Path, write: Callable[[Path], None], *, through_link: bool = False) -> Path:
+def write_file(path: Path, write: Callable[[Path], None], *, through_link: bool = False,
+               link_hint: str = FORCE_HINT) -> Path:
     """Write a file safely: ``write(temporary)`` fills a temporary file beside the target, which then
     replaces the target in one rename (a reader never sees half a file), only where :func:`writable`
     allows. Returns the path written; OutputError when it cannot be."""
-    target = writable(path, through_link=through_link)
+    target = writable(path, through_link=through_link, link_hint=link_hint)
     temporary = target.with_name(f".{target.name}.partial-{os.getpid()}")
     try:
         write(temporary)

@@ -324,3 +324,29 @@ def test_server_logs_are_capped_and_keep_the_last_line(tmp_path: Path, name: str
         assert b"[mtpinspect: the log is cut here at 64 MiB" in text and b"bytes not kept" in text
         if "crashing" in name:
             assert text.rstrip().endswith(b"the fake server's last words"), text[-300:]
+
+
+# -- decided: the sweep's own files in OUT are never written through a link -----------------------------
+
+
+@pytest.mark.parametrize("name", ["report.json", "runs.jsonl", "sweep.png", "logs"])
+def test_sweep_never_writes_its_files_through_a_planted_link(tmp_path: Path, name: str) -> None:
+    """report.json was written through a planted symbolic link (its target overwritten) while runs.jsonl set
+    the link aside: one rule now. A link at any name the sweep gives its own files is refused in one line
+    before a server starts, and left as it is with what it points to."""
+    out = tmp_path / "out"
+    out.mkdir()
+    precious = tmp_path / "precious"
+    if name == "logs":
+        precious.mkdir()
+        (precious / "mine.txt").write_text("the user's data\n")
+    else:
+        precious.write_text("the user's data\n")
+    (out / name).symlink_to(precious)
+    (tmp_path / "m").mkdir()
+    args = _sweep(_tiny_gguf(tmp_path / "m"), out)
+    before = _tree(tmp_path)
+    if name == "sweep.png":
+        args.remove("--no-plot")
+    error_line(run_cli(*args, timeout=60), str(out / name), "symbolic link")
+    assert _tree(tmp_path) == before

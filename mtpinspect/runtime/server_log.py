@@ -5,7 +5,7 @@ the file: a chatty server wrote 2.8 GB in 16 s. The file keeps the first HEAD_BY
 lines a sweep and diagnose read while it runs: the start, each request's draft line), then one marker
 line; the last TAIL_BYTES it wrote are kept in memory and appended when it stops, because the tail holds
 the crash that failure_reason quotes. So a log file is at most HEAD_BYTES + TAIL_BYTES and two marker
-lines, whatever the server prints. The file is opened by the one write rule (files.writable).
+lines, whatever the server prints. The file is opened by the one write rule (files.writable), never through a link: the tool names it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO
 
 from mtpinspect.errors import OutputError
-from mtpinspect.files import writable
+from mtpinspect.files import OWN_NAME_HINT, writable
 
 HEAD_BYTES = 64 << 20  # llama-server logs a few hundred KB per sweep configuration; -v a few MB
 TAIL_BYTES = 1 << 20
@@ -38,7 +38,7 @@ class ServerLog:
         self.path = path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._file: IO[bytes] = writable(path, through_link=True).open("wb", buffering=0)
+            self._file: IO[bytes] = writable(path, link_hint=OWN_NAME_HINT).open("wb", buffering=0)
         except OSError as exc:
             raise OutputError(f"{path}: cannot write the server log ({exc.strerror or exc})") from None
         self._read, self._write = os.pipe()

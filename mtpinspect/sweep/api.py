@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import TypeVar
 
 from mtpinspect.apps import app_setting, ollama_create_command, ollama_n_max
 from mtpinspect.errors import OutputError, SourceError, UsageError
-from mtpinspect.files import write_file
+from mtpinspect.files import OWN_NAME_HINT, writable, write_file
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
@@ -60,6 +61,7 @@ from mtpinspect.vocabulary import App, RunStatus, ServerStatus
 JOURNAL_NAME = "runs.jsonl"
 REPORT_NAME = "report.json"
 PLOT_NAME = "sweep.png"
+LOGS_NAME = "logs"
 
 _Context = TypeVar("_Context", RunContext, EngineContext)
 
@@ -75,7 +77,19 @@ def run_sweep(
     The sweep holds its output folder: a second sweep into it fails with OutputError."""
     check_bounds(options)
     with folder_lock(Path(options.out_dir)):
+        _own_names_writable(Path(options.out_dir))
         return _run_sweep(model, options, progress)
+
+
+def _own_names_writable(out_dir: Path) -> None:
+    """Every name the sweep gives its own files in OUT is new, or a regular file (the logs folder a folder):
+    a symbolic link planted there (to the user's file or folder) is refused before any server starts, as
+    at write time, never written through (one rule: files.writable with OWN_NAME_HINT)."""
+    for name in (JOURNAL_NAME, REPORT_NAME, PLOT_NAME):
+        writable(out_dir / name, link_hint=OWN_NAME_HINT)
+    logs = out_dir / LOGS_NAME
+    if logs.is_symlink():
+        raise OutputError(f"{logs}: is a symbolic link (to {os.readlink(logs)}); not written into ({OWN_NAME_HINT})")
 
 
 def _run_sweep(model: Path | str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
@@ -123,7 +137,7 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
         server_args=server_args,
         settings=settings,
         journal=journal,
-        log_dir=out_dir / "logs",
+        log_dir=out_dir / LOGS_NAME,
     )
     stopped = _visit_all(plan, run_visit, context, tracker)
     report = build_report(journal, settings, configs, prompts, options, binary, tiny, resumed=len(done), app=app)
@@ -154,7 +168,7 @@ def _run_engine_sweep(model: str | None, options: SweepOptions, progress: Progre
     done = {r.key for r in runs_before if r.status == RunStatus.ok}
     plan = build_plan(setup.configs, prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
-    context = setup.context(options, journal, out_dir / "logs")
+    context = setup.context(options, journal, out_dir / LOGS_NAME)
     stopped = _visit_all(plan, run_engine_visit, context, tracker)
     report = build_report(journal, setup.settings, setup.configs, prompts, options, setup.info, False,
                           resumed=len(done))
@@ -172,9 +186,9 @@ def _finish(report: SweepReport, stopped: str | None, options: SweepOptions, jou
     try:
         if options.plot:
             write_file(Path(report.files.plot or out_dir / PLOT_NAME), lambda path: write_plot(report, path),
-                       through_link=True)
+                       link_hint=OWN_NAME_HINT)
         text = _json(report)
-        write_file(Path(report.files.report), lambda path: path.write_text(text, encoding="utf-8"), through_link=True)
+        write_file(Path(report.files.report), lambda path: path.write_text(text, encoding="utf-8"), link_hint=OWN_NAME_HINT)
     except OutputError as exc:
         raise OutputError(f"{exc}; the report is not written, the runs are in {journal.path}") from None
     return report
@@ -248,7 +262,7 @@ def build_report(
             jsonl=str(journal.path),
             report=str(out_dir / REPORT_NAME),
             plot=str(out_dir / PLOT_NAME) if options.plot else None,
-            logs=str(out_dir / "logs"),
+            logs=str(out_dir / LOGS_NAME),
             server_logs=_server_logs(servers),
         ),
         determinism_note=determinism_note(settings.get("engine")),

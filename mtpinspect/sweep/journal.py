@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mtpinspect.errors import OutputError
-from mtpinspect.files import read_bounded, writable
+from mtpinspect.files import OWN_NAME_HINT, read_bounded, writable
 from mtpinspect.jsonable import to_jsonable
 
 # About a million runs' records: far more than --repeat's bound allows (sweep/options.py).
@@ -38,7 +38,8 @@ class Journal:
     def append(self, record: Any) -> None:
         """One record (a dataclass, through mtpinspect.jsonable) as one line, on disk before this returns."""
         line = json.dumps(to_jsonable(record), ensure_ascii=False, separators=(",", ":")) + "\n"
-        writable(self.path, through_link=True)  # never a FIFO (the append would block) or a device
+        # Never a FIFO (the append would block), a device, or a link (the tool names this file: OWN_NAME_HINT).
+        writable(self.path, link_hint=OWN_NAME_HINT)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # Unbuffered: a buffer left over from a failed write would land after the cut below.
