@@ -29,7 +29,8 @@ PIPE_IDLE_TIMEOUT_S = 30.0
 _CHUNK = 1 << 20
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular file is, in words (from its st_mode)."""
     if stat.S_ISCHR(mode):
         return "character device"
     if stat.S_ISBLK(mode):
@@ -96,7 +97,7 @@ def writable(path: Path, *, through_link: bool = False, link_hint: str = FORCE_H
             raise OutputError(f"{path}: cannot follow the symbolic link ({exc.strerror or exc})") from None
         return writable(target)
     if not stat.S_ISREG(mode):
-        raise OutputError(f"{path}: is a {_kind(mode)}, not a regular file; refusing to replace it")
+        raise OutputError(f"{path}: is a {kind_of(mode)}, not a regular file; refusing to replace it")
     return path
 
 
@@ -137,7 +138,7 @@ def lock_file(path: Path) -> IO[str]:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise OutputError(f"{path}: is a {_kind(st.st_mode)}, not a regular file; refusing to use it as a lock file")
+            raise OutputError(f"{path}: is a {kind_of(st.st_mode)}, not a regular file; refusing to use it as a lock file")
         if st.st_nlink > 1:
             raise OutputError(f"{path}: the file has {st.st_nlink} names (a hard link to another file); "
                               "refusing to write it as a lock file (remove it)")
@@ -193,7 +194,7 @@ def read_bounded(path: Path, limit: int, what: str, hint: str = "") -> bytearray
             raise SourceError(f"{path}: is a directory, not a {what}")
         pipe = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
         if not (stat.S_ISREG(mode) or pipe):
-            raise SourceError(f"{path}: is a {_kind(mode)}, not a {what}")
+            raise SourceError(f"{path}: is a {kind_of(mode)}, not a {what}")
         data = _read_fd(fd, limit, path)
     finally:
         os.close(fd)

@@ -350,3 +350,24 @@ def test_sweep_never_writes_its_files_through_a_planted_link(tmp_path: Path, nam
         args.remove("--no-plot")
     error_line(run_cli(*args, timeout=60), str(out / name), "symbolic link")
     assert _tree(tmp_path) == before
+
+
+# -- decided: an Ollama blob that is a FIFO or a folder ---------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_ollama_blob_that_is_no_file_is_named_as_what_it_is(tmp_path: Path, kind: str) -> None:
+    """A blob that is a FIFO or a folder was called "not in blobs/" (missing); it is there and is no file."""
+    from appstores import MODEL, blob_path, write_ollama_model
+
+    from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
+
+    store = tmp_path / "ollama"
+    (gguf,) = write_tiny_model(tmp_path / "tiny.gguf", TinyModelSpec())
+    manifest = write_ollama_model(store, "tiny:head", gguf=gguf)
+    blob = blob_path(store, manifest, MODEL)
+    blob.unlink()
+    os.mkfifo(blob) if kind == "fifo" else blob.mkdir()
+    proc = run_cli("check", "ollama:tiny:head", "--no-verify", timeout=60,
+                   env={**os.environ, "OLLAMA_MODELS": str(store)})
+    error_line(proc, blob.name, "FIFO" if kind == "fifo" else "directory", "not a regular file")

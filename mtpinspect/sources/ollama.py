@@ -49,7 +49,7 @@ from mtpinspect.app_facts import (
     OLLAMA_VERSION_PATH,
 )
 from mtpinspect.errors import FormatError, SourceError, UsageError
-from mtpinspect.files import read_bounded
+from mtpinspect.files import kind_of, read_bounded
 
 DEFAULT_HOST = "registry.ollama.ai"
 DEFAULT_NAMESPACE = "library"
@@ -329,8 +329,14 @@ class _BlobChecks:
     def _path(self, layer: Layer) -> Path:
         path = self.blobs / layer.blob_name
         if not path.is_file():
-            raise SourceError(f"{self.label}: the manifest names blob {layer.blob_name} ({layer.kind} layer), "
-                              f"which is not in {self.blobs}")
+            try:
+                mode = path.stat().st_mode
+            except OSError:  # missing, or a dangling link: not there
+                raise SourceError(f"{self.label}: the manifest names blob {layer.blob_name} ({layer.kind} layer), "
+                                  f"which is not in {self.blobs}") from None
+            # There, but no file Ollama wrote: never opened (a FIFO would block the read), said as what it is.
+            raise SourceError(f"{self.label}: blob {path} ({layer.kind} layer) is a {kind_of(mode)}, not a regular "
+                              "file; Ollama writes each blob as a file: `ollama pull` or `ollama create` the model again")
         size = path.stat().st_size
         if size != layer.size:
             raise SourceError(f"{self.label}: blob {path} holds {size:,} bytes, the manifest says {layer.size:,} "
