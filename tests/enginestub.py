@@ -43,6 +43,7 @@ FAULTS = {
     "counters-jump": "after the first request the draft counters jump by a million",
     "counters-negative": "after the first request the counters are published negative",
     "redirect": "every request is answered 307 to another host",
+    "bad-usage": "completions answer usage.completion_tokens as a string",
     "basic-auth": "every request without 'Authorization: Basic' for user:s3cret is answered 401",
 }
 AUTH = "Basic dXNlcjpzM2NyZXQ="  # user:s3cret
@@ -242,7 +243,8 @@ def handler_for(state: StubState) -> type[BaseHTTPRequestHandler]:
                       "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0,", flush=True)
             self._send(200, {"id": "cmpl-1", "object": "text_completion", "model": MODEL,
                              "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
-                             "usage": {"prompt_tokens": 3, "completion_tokens": tokens, "total_tokens": tokens + 3}})
+                             "usage": {"prompt_tokens": 3, "total_tokens": tokens + 3,
+                                       "completion_tokens": "many" if state.fault == "bad-usage" else tokens}})
 
     return Handler
 

@@ -166,11 +166,20 @@ def test_tls_to_a_plain_http_server_says_tls(tmp_path: Path, prompts: Path) -> N
     ("http://user:pw@127.0.0.1:99999", "port"),
     ("http://127.0.0.1:8000/?a=1", "without ?query"),
     ("ftp://user:pw@127.0.0.1", "not an http"),
+    ("http://user:pw@[::1", "not an http"),  # second pass: urlsplit's ValueError was a traceback
 ])
 def test_bad_endpoint_urls_are_one_line_masked(tmp_path: Path, url: str, needle: str) -> None:
     proc = run_cli("sweep", "--endpoint", url, "--out", str(tmp_path / "o"), timeout=60)
     error_line(proc, needle)
     assert ":pw@" not in proc.stderr
+
+
+def test_a_completion_whose_token_count_is_not_a_number(tmp_path: Path, prompts: Path) -> None:
+    """Second pass: int('many') was a traceback."""
+    out = tmp_path / "out"
+    proc = _sweep(StubState("vllm", 2, fault="bad-usage"), out, prompts)
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "usage.completion_tokens = 'many': not a figure from 0 to" in proc.stderr + (out / "runs.jsonl").read_text()
 
 
 # -- 7 and 8: what a --serve command starts is stopped, however it starts it and however we end --------

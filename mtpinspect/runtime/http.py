@@ -68,11 +68,15 @@ def mask_url(url: str) -> str:
 def hide_secret(url: str) -> str:
     """``mask_url``, keeping the secret (here only) for the requests to that URL."""
     masked = mask_url(url)
-    if masked != url:
+    if masked == url:
+        return url
+    try:
         secret = urllib.parse.urlsplit(url).password or ""
-        if secret != MASK:
-            with _SECRETS_LOCK:
-                _SECRETS[urllib.parse.urlsplit(masked).netloc] = secret
+    except ValueError:
+        return masked  # not a URL: the caller says so, with what mask_url kept of it
+    if secret and secret != MASK:
+        with _SECRETS_LOCK:
+            _SECRETS[urllib.parse.urlsplit(masked).netloc] = secret
     return masked
 
 

@@ -20,6 +20,8 @@ _POSITION_RE = re.compile(r'position="([^"]*)"')
 # Draft positions an engine numbers (0 to n-1; n at most a few dozen). A label beyond this, or one of
 # 5,000 digits (int() refuses those), is no engine's: the sample is skipped and named.
 MAX_POSITION = 1023
+# Skipped samples named per page, at most.
+_SKIPPED_NAMED = 8
 # One verification step more than the tokens a request generated: the step that ended it.
 _STEP_MARGIN = 1
 
@@ -200,6 +202,8 @@ def parse_metrics(text: str) -> Metrics:
                 continue
             label = match.group(1)
             if not (label.isdigit() and label.isascii() and len(label) <= 4 and int(label) <= MAX_POSITION):
+                if len(skipped) >= _SKIPPED_NAMED:
+                    continue  # a page of a million such lines names a few, not all
                 skipped.append(f"{key[:80]}{'...' if len(key) > 80 else ''} (position {label[:20]!r}"
                                f"{f' of {len(label):,} characters' if len(label) > 20 else ''} is no draft position)")
                 continue

@@ -245,8 +245,8 @@ def request_counts(before: Metrics | None, after: Metrics | None, completion: Co
     if n_max is None:
         return _NO_COUNTS, None
     if after is not None and after.has_spec_counters:
-        tokens = completion.predicted_n or max_tokens
-        delta, restarted = request_delta(before, after, tokens=tokens, n_max=n_max)
+        # Bounded by what was asked, not by the count the server answered (which may be wrong too).
+        delta, restarted = request_delta(before, after, tokens=max_tokens, n_max=n_max)
         note = "the counters went down (the server restarted): read from zero" if restarted else None
         if delta.drafts <= 0 < delta.draft_tokens:
             # vLLM's V0 engine counts no drafts: each verification step drafts the full length.

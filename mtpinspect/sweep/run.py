@@ -396,7 +396,7 @@ def measure(
     cursor.metrics = after
     other_load = ctx.load.other_load(server.pid)
     try:
-        delta, _ = request_delta(before, after, tokens=completion.predicted_n or ctx.options.n_predict, n_max=config.n_max)
+        delta, _ = request_delta(before, after, tokens=ctx.options.n_predict, n_max=config.n_max)
     except ImplausibleCounts as exc:
         # Not a measurement: a failed run with its reason, in the journal, so --resume measures it again.
         return _failed(base, RunStatus.error, str(exc), began, sampler)

@@ -9,6 +9,7 @@ engine (llamacpp.py, vllm.py, sglang.py). The sweep sees only :class:`EngineServ
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from mtpinspect.errors import FormatError, ServerError, SourceError, UsageError
+from mtpinspect.errors import FormatError, ServerError, SourceError, UsageError, shown
 from mtpinspect.runtime.http import ANSWER_LIMIT, Answer, HttpFailure, hide_secret, mask_url, request
 from mtpinspect.runtime.metrics import Metrics, parse_metrics
 from mtpinspect.runtime.process import die_with_parent, stop_group
@@ -232,19 +233,29 @@ def complete(url: str, model: str, prompt: str, *, max_tokens: int, seed: int, t
         raise ServerError(f"{url}: /v1/completions answered without choices: {payload[:80]!r}")
     usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else {}
     timings = raw.get("timings") if isinstance(raw.get("timings"), dict) else {}
-    tokens = int(usage.get("completion_tokens") or timings.get("predicted_n") or 0)
-    rate = float(timings.get("predicted_per_second") or (tokens / wall if wall > 0 else 0.0))
+    tokens = int(_figure(url, "usage.completion_tokens", usage.get("completion_tokens") or timings.get("predicted_n") or 0,
+                         max_tokens))
+    measured = _figure(url, "timings.predicted_per_second", timings.get("predicted_per_second") or 0, math.inf)
+    rate = measured or (tokens / wall if wall > 0 else 0.0)
     return Completion(
         text=str(choices[0].get("text", "")),
         timings=timings,
         raw=raw,
         predicted_per_second=rate,
-        prompt_per_second=float(timings.get("prompt_per_second", 0.0)),
+        prompt_per_second=_figure(url, "timings.prompt_per_second", timings.get("prompt_per_second", 0.0), math.inf),
         predicted_n=tokens,
-        draft_n=int(timings.get("draft_n", 0)),
-        draft_n_accepted=int(timings.get("draft_n_accepted", 0)),
+        draft_n=int(_figure(url, "timings.draft_n", timings.get("draft_n", 0), max_tokens * 1024)),
+        draft_n_accepted=int(_figure(url, "timings.draft_n_accepted", timings.get("draft_n_accepted", 0), max_tokens * 1024)),
         wall_seconds=wall,
     )
+
+
+def _figure(url: str, name: str, value: Any, most: float) -> float:
+    """A figure of a completion's answer as a number from 0 to ``most`` (a token count is at most the
+    tokens asked for); ServerError in one line for anything else (a string, a negative, infinity)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= most or value != value:
+        raise ServerError(f"{url}: /v1/completions answered {name} = {shown(value)}: not a figure from 0 to {most:g}")
+    return float(value)
 
 
 # -- the servers -------------------------------------------------------------------------------------
