@@ -147,9 +147,10 @@ def test_a_redirect_is_not_followed_and_names_its_location(tmp_path: Path, promp
 # -- decided in docs/faults.md: the /v1 base URL vLLM prints, TLS ----------------------------------
 
 
-def test_the_v1_base_url_vllm_prints_is_taken_and_said(tmp_path: Path, prompts: Path) -> None:
+@pytest.mark.parametrize("tail", ["/v1/", "/v1/models"])  # the second: found by the second hostile pass
+def test_the_v1_base_url_vllm_prints_is_taken_and_said(tmp_path: Path, prompts: Path, tail: str) -> None:
     """Was refused without a hint. The report's determinism note speaks of vLLM, not of llama.cpp's kernels."""
-    proc = _sweep(StubState("vllm", 2), tmp_path / "out", prompts, url_of=lambda url: url + "/v1/")
+    proc = _sweep(StubState("vllm", 2), tmp_path / "out", prompts, url_of=lambda url: url + tail)
     _ran(proc)
     assert "(the API's paths start with /v1 themselves)" in proc.stderr
     note = json.loads((tmp_path / "out" / "report.json").read_text())["determinism_note"]

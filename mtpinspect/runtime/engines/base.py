@@ -159,10 +159,16 @@ def endpoint_url(raw: str) -> tuple[str, str | None]:
         raise UsageError(f"{url}: not an http:// or https:// URL with a host")
     if parts.query or parts.fragment:
         raise UsageError(f"{url}: give the server's base URL, without ?query or #fragment")
-    if parts.path.rstrip("/").endswith("/v1"):
-        base = urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/")[: -len("/v1")]))
-        return base, f"{url}: measuring {base} (the API's paths start with /v1 themselves)"
+    path = parts.path.rstrip("/")
+    for tail in _API_PATHS:
+        if path.endswith(tail):
+            base = urllib.parse.urlunsplit(parts._replace(path=path[: -len(tail)]))
+            return base, f"{url}: measuring {base} (the API's paths start with /v1 themselves)"
     return url, None
+
+
+# What a user may paste after the server's base URL: vLLM prints .../v1; an API path copied from a request.
+_API_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/models", "/v1", "/metrics", "/health")
 
 
 def http_get(url: str, timeout: float) -> tuple[int, bytes]:
