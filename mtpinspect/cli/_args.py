@@ -26,10 +26,10 @@ class Seconds(click.FloatRange):
         super().__init__(min=min, max=max)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        seconds = super().convert(value, param, ctx)
-        if not math.isfinite(seconds):
+        # Finite first: inf would otherwise read as merely out of range, nan would pass the range.
+        if not math.isfinite(click.FLOAT.convert(value, param, ctx)):
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        return seconds
+        return super().convert(value, param, ctx)
 
 
 class EndpointUrl(click.ParamType):
