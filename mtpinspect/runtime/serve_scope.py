@@ -29,6 +29,7 @@ _TOKEN = f"{os.getpid()}-{secrets.token_hex(6)}"
 _numbers = itertools.count(1)
 _watchdog: subprocess.Popen[bytes] | None = None
 _watchdog_lock = threading.Lock()
+_PASSES = 3
 
 
 def marked(value: str, *, prefix: bool = False) -> list[psutil.Process]:
@@ -77,7 +78,13 @@ class ServeScope:
         return marked(self.mark)
 
     def stop(self, grace: float) -> None:
-        terminate(self.processes(), grace)
+        # Again while any are left: what they started between the listing and their end (a bounded number
+        # of passes: a command that forks without end is still stopped at the process group).
+        for _ in range(_PASSES):
+            found = self.processes()
+            if not found:
+                return
+            terminate(found, grace)
 
 
 def new_scope() -> ServeScope:
@@ -94,6 +101,9 @@ def _ensure_watchdog() -> None:
         # Its stdin is the pipe: mtpinspect holds the only write end (not inherited by what it starts), so
         # the watchdog reads end of file exactly when mtpinspect has exited, however. Its own session: a
         # terminal's Ctrl-C or hangup must not end it before mtpinspect has stopped the servers.
-        _watchdog = subprocess.Popen([sys.executable, "-m", "mtpinspect.runtime.watchdog", _TOKEN],
-                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
+        try:
+            _watchdog = subprocess.Popen([sys.executable, "-m", "mtpinspect.runtime.watchdog", _TOKEN],
+                                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError:
+            pass  # no interpreter to run it (a frozen build): servers are still stopped on every other exit
