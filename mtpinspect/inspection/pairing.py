@@ -24,7 +24,7 @@ from pathlib import PurePosixPath
 from typing import Protocol
 
 from mtpinspect.errors import MtpinspectError
-from mtpinspect.sources.filenames import NameIndex, gguf_stem, head_stem, model_stem
+from mtpinspect.sources.filenames import NameIndex, gguf_stem, model_stem
 from mtpinspect.vocabulary import Pairing
 
 # Reading a header costs one request (up to 2 MiB) on the Hub: enough for every sidecar of a real repo.
@@ -138,8 +138,8 @@ def pair_by_name(names: NameIndex, mains: list[str]) -> NamePairing:
 
     exact = usable(names.by_head.get(stem, []))
     same_model = [k for k in usable(names.by_model.get(model, [])) if k not in exact]
-    claimed = (k for k in names.claimed if model_stem(head_stem(k)) != model)
-    passed = [f"{candidates[k][0]}: named for {others[model_stem(head_stem(k))]}, another model here"
+    claimed = (k for k in names.claimed if names.model_of[k] != model)
+    passed = [f"{candidates[k][0]}: named for {others[names.model_of[k]]}, another model here"
               for k in islice(claimed, MAX_PASSED_LINES)]
     # Counted, not walked: the listing's claimed files less this model's own.
     more = len(names.claimed) - (len(names.by_model.get(model, [])) if model in names.main_models else 0) - len(passed)

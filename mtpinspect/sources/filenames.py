@@ -77,6 +77,7 @@ class NameIndex:
     by_head: dict[str, list[str]]  # head_stem -> keys of sidecar_groups naming that model file
     by_model: dict[str, list[str]]  # model_stem(head_stem) -> keys of sidecar_groups
     main_models: dict[str, str]  # the models among the mains: model stem -> a file of each
+    model_of: dict[str, str]  # key of sidecar_groups -> model_stem(head_stem(key)), parsed once
     claimed: tuple[str, ...]  # keys of sidecar_groups whose model is among main_models, sorted
     unclaimed: tuple[str, ...]  # the other keys, sorted
 
@@ -89,14 +90,17 @@ class NameIndex:
         groups = group_splits(sidecars)
         by_head: dict[str, list[str]] = {}
         by_model: dict[str, list[str]] = {}
+        model_of: dict[str, str] = {}
         for key in groups:
-            by_head.setdefault(head_stem(key), []).append(key)
-            by_model.setdefault(model_stem(head_stem(key)), []).append(key)
+            head = head_stem(key)
+            model_of[key] = model_stem(head)
+            by_head.setdefault(head, []).append(key)
+            by_model.setdefault(model_of[key], []).append(key)
         main_models = {model_stem(gguf_stem(group[0])): group[0] for group in group_splits(mains).values()}
-        claimed = sorted(k for k in groups if model_stem(head_stem(k)) in main_models)
-        unclaimed = sorted(k for k in groups if model_stem(head_stem(k)) not in main_models)
+        claimed = sorted(k for k in groups if model_of[k] in main_models)
+        unclaimed = sorted(k for k in groups if model_of[k] not in main_models)
         return cls(tuple(sidecars), tuple(mains), {p.lower(): p for p in paths}, groups, by_head, by_model,
-                   main_models, tuple(claimed), tuple(unclaimed))
+                   main_models, model_of, tuple(claimed), tuple(unclaimed))
 
 
 def _suffixed_head(stem: str) -> str | None:
