@@ -249,6 +249,11 @@ def replaceable_folder(path: Path, owned: OwnedFolder, *, force: bool) -> Path:
         raise OutputError(f"{path}: is the working folder or holds it; refusing to replace it "
                           "(name a new folder, e.g. ./checkpoint)")
     if not os.path.lexists(folder):
+        above = folder.parent
+        while not os.path.lexists(above) and above != above.parent:
+            above = above.parent
+        if not above.is_dir():  # `notes.txt/ck`: mkdir would say only "File exists"
+            raise OutputError(f"{path}: {above} is not a folder")
         return folder
     if not folder.is_dir():
         raise OutputError(f"{path}: exists and is not a folder")
@@ -286,10 +291,11 @@ def replace_folder(path: Path, owned: OwnedFolder, fill: Callable[[Path], T]) ->
     """Fill a new folder beside ``path`` (``fill(staging)``), then put it in place of ``path`` in renames, so
     a failure leaves nothing half-written. ``path`` comes from :func:`replaceable_folder` and is checked
     again just before the old one goes (the user may have added a file meanwhile). Returns fill's result."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
     old = path.with_name(f".{path.name}.old-{os.getpid()}")
+    staging: Path | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # a parent that is a file: one line, below
+        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
         staging.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary folder
         result = fill(staging)
         if os.path.lexists(path):
@@ -305,5 +311,6 @@ def replace_folder(path: Path, owned: OwnedFolder, fill: Callable[[Path], T]) ->
     except OSError as exc:
         raise OutputError(f"{path}: cannot write the {owned.what} ({exc.strerror or exc})") from None
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
     return result

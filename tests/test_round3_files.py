@@ -371,3 +371,28 @@ def test_ollama_blob_that_is_no_file_is_named_as_what_it_is(tmp_path: Path, kind
     proc = run_cli("check", "ollama:tiny:head", "--no-verify", timeout=60,
                    env={**os.environ, "OLLAMA_MODELS": str(store)})
     error_line(proc, blob.name, "FIFO" if kind == "fifo" else "directory", "not a regular file")
+
+
+def test_a_full_disk_under_the_server_logs_does_not_block_the_server(tmp_path: Path) -> None:
+    """Hostile pass: when the log's disk fills, the pipe is still read (else the server would block on its
+    next write and never crash or answer), and the error still quotes its last line, kept in memory."""
+    from cliproc import in_mounts
+
+    out = tmp_path / "out"
+    (out / "logs").mkdir(parents=True)
+    args = [*_sweep(_tiny_gguf(tmp_path), out), "--server", str(_chatty(tmp_path, "chatty-crashing-llama-server")),
+            "--start-timeout", "20"]
+    started = time.monotonic()
+    proc = in_mounts('mount -t tmpfs -o size=1m tmpfs "$OUT/logs" && $CLI ' + " ".join(args), {"OUT": str(out)})
+    assert time.monotonic() - started < 60
+    assert "Traceback" not in proc.stderr and proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.stderr.count("error loading model: the fake server's last words") == 2, proc.stderr[-2000:]
+
+
+def test_checkpoint_under_a_file_is_one_line(tmp_path: Path) -> None:
+    """Hostile pass: a DIR whose parent is a file ended in a FileExistsError traceback."""
+    (tmp_path / "notes.txt").write_text("mine\n")
+    before = _tree(tmp_path)
+    error_line(run_cli("tiny-model", "--trained", "--checkpoint", "notes.txt/ck/deeper", cwd=tmp_path),
+               "notes.txt is not a folder")
+    assert _tree(tmp_path) == before

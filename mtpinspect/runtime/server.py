@@ -288,12 +288,13 @@ class LlamaServer:
         return self._proc is not None and self._proc.poll() is None
 
     def read_log(self) -> str:
-        if self._log is not None and self.returncode is not None:
+        log = self._log
+        if log is not None and self.returncode is not None:
             self._close_log()  # its last lines (the crash) through the pipe and into the file first
         try:
             data = self.log_path.read_bytes()
-            if self._log is not None:
-                data += self._log.unwritten()  # past the cap while it runs: its last lines, not yet in the file
+            if log is not None:
+                data += log.unwritten()  # past the cap: its last lines, not (yet) in the file
             return data.decode("utf-8", errors="replace")
         except OSError:
             return ""

@@ -46,6 +46,7 @@ class ServerLog:
         self.received = 0  # every byte the server wrote, kept or not: it is alive while this grows
         self._kept = 0
         self._tail = bytearray()
+        self._tail_in_file = False  # written after the marker when the server stopped (not on a full disk)
         self._stop = threading.Event()
         self._pump = threading.Thread(target=self._copy, name=f"log {path.name}", daemon=True)
         self._pump.start()
@@ -65,9 +66,9 @@ class ServerLog:
         self._pump.join()
 
     def unwritten(self) -> bytes:
-        """While the server runs past the cap: its last bytes, not yet in the file (the file ends at the
-        marker until it stops). Empty otherwise."""
-        return bytes(self._tail) if self._pump.is_alive() else b""
+        """The server's last bytes past the cap that the file does not hold: while it runs (the file ends at
+        the marker until it stops), or for good when the disk was full. Empty otherwise."""
+        return b"" if self._tail_in_file else bytes(self._tail)
 
     def last_text(self, limit: int = 64 << 10) -> str:
         """The end of what the server wrote so far, as a failure quotes it, whether or not it is in the file."""
@@ -87,9 +88,16 @@ class ServerLog:
                 chunk = os.read(self._read, _CHUNK)
                 if not chunk:
                     break
-                self._keep(chunk)
+                try:
+                    self._keep(chunk)
+                except OSError:
+                    # A full disk: the file stops where the disk did, but the pipe is still read (a pipe
+                    # nobody reads would block the server's next write); its tail is kept in memory.
+                    self._kept = HEAD_BYTES
+                    self._tail += chunk
+                    del self._tail[:-TAIL_BYTES]
         except OSError:
-            pass  # a full disk: the server runs on, its log stops where the disk did
+            pass  # the pipe itself failed: nothing more can come
         finally:
             with contextlib.suppress(OSError):
                 self._finish()
@@ -119,6 +127,7 @@ class ServerLog:
                 self._file.write(f"[mtpinspect: {self.received - self._kept - len(tail):,} bytes not kept; "
                                  "the server's last lines:]\n".encode())
                 self._file.write(bytes(tail))
+                self._tail_in_file = True
         finally:
             self._file.close()
 
