@@ -292,7 +292,7 @@ def build_lock(backend: str, progress: Progress | None = None) -> contextlib.Abs
 
 def _build_wait() -> float:
     raw = os.environ.get(BUILD_WAIT_ENV)
-    if raw is None:
+    if raw is None or not raw.strip():  # set but empty, as unset
         return _BUILD_WAIT_S
     try:
         seconds = float(raw)
