@@ -246,3 +246,10 @@ def test_a_newline_in_a_repo_id_stays_on_one_line(search_hub: HubStub, command: 
     proc = run_cli(command, "a/b\n", env={"HF_ENDPOINT": search_hub.url})
     assert_one_line_error(proc, "a/b\\n")
     assert search_hub.requests() == []
+
+
+def test_check_all_cut_short_says_so_beside_its_json(big_hub: HubStub) -> None:
+    _, proc = _timed(big_hub, "check", "big/Files2000-GGUF", "--all", "--format", "json")
+    assert "Traceback" not in proc.stderr
+    assert "GGUF model(s) not judged: the 5 s deadline passed" in proc.stderr, proc.stderr[-2000:]
+    assert isinstance(json.loads(proc.stdout), list)

@@ -307,8 +307,10 @@ def command(
                             verify_digest=verify_digest, policy=policy)
         render_all(results, out)
         if getattr(results, "not_judged", 0):
-            out.text(f"{results.not_judged} more GGUF model(s) not judged: the {results.deadline:g} s deadline "
-                     "passed (raise --deadline or MTPINSPECT_DEADLINE)")
+            # JSON and CSV hold the judged models only: their readers get the count on stderr.
+            say = out.warning if out.is_machine else out.text
+            say(f"{results.not_judged} more GGUF model(s) not judged: the {results.deadline:g} s deadline "
+                "passed (raise --deadline or MTPINSPECT_DEADLINE)")
         if all(isinstance(r, CheckFailure) for r in results):
             raise SourceError(f"{source}: none of the {len(results)} GGUF models could be read (each row above says why)")
         return 0 if any(r.usable for r in results) else 1
