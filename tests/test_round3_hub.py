@@ -253,3 +253,14 @@ def test_check_all_cut_short_says_so_beside_its_json(big_hub: HubStub) -> None:
     assert "Traceback" not in proc.stderr
     assert "GGUF model(s) not judged: the 5 s deadline passed" in proc.stderr, proc.stderr[-2000:]
     assert isinstance(json.loads(proc.stdout), list)
+
+
+@pytest.mark.parametrize("location", ["http://[::1", "https://a..b/x", "https://" + "a" * 70_000 + ".example/x"])
+def test_a_redirect_to_an_address_that_cannot_be_sent_is_one_line(private_hub: tuple[HubStub, _Elsewhere],
+                                                                  location: str) -> None:
+    # Each was a traceback (ValueError, UnicodeError from IDNA, httpx's InvalidURL) with exit 1.
+    stub, _ = private_hub
+    stub.add_fault("priv/Model", Fault("replace", where="config.json", status=302, headers={"Location": location}))
+    proc = run_cli("check", "priv/Model", "--token", "hf_secret", "--no-verify", env={"HF_ENDPOINT": stub.url})
+    line = assert_one_line_error(proc, "config.json")
+    assert len(line) < 2_000, len(line)

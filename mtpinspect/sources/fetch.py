@@ -174,6 +174,9 @@ def fetch(
                 f"no answer from the Hub for {policy.timeout:g} s ({request.shown}); the server stalled "
                 "(raise --timeout or MTPINSPECT_TIMEOUT if it is only slow)"
             ) from None
+        except (httpx2.InvalidURL, UnicodeError) as exc:  # a Location httpx cannot send (a host name IDNA refuses)
+            raise request.error(f"the Hub's answer leads to an address that cannot be requested ({exc}; "
+                                f"{request.shown})") from None
         except (httpx2.NetworkError, httpx2.RemoteProtocolError) as exc:
             if attempt > policy.retries or _name_unknown(exc):
                 raise request.error(
@@ -209,8 +212,11 @@ def _attempt(request: _Request, limit: int, *, last: bool) -> Answer | float | N
             if resp.status_code not in _REDIRECT_STATUS or not location:
                 return _answer(request, resp, limit, last=last, url=url, sent=headers)
             _read_body(resp, request, ERROR_BODY_LIMIT)  # counted: the server counts what it sent
-        target = urljoin(url, location)
-        refused = _redirect_refused(url, target, to_cdn=request.to_cdn)
+        try:
+            target = urljoin(url, location)
+            refused = _redirect_refused(url, target, to_cdn=request.to_cdn)
+        except ValueError:  # urljoin's own refusal: "http://[::1"
+            target, refused = location, "not an http(s) address"
         if refused:
             raise request.error(f"the Hub redirected {request.shown} to {shown(target)}: {refused}; not following it")
         headers = redirect_headers(headers, url, target)
@@ -222,6 +228,8 @@ def _redirect_refused(source: str, target: str, *, to_cdn: bool) -> str | None:
     """Why a redirect from ``source`` to ``target`` is not followed, or None. huggingface_hub follows only
     relative redirects for its API and lets a download go to the CDN; a token never goes along to another
     host either way (redirect_headers)."""
+    if len(target) > MAX_LOCATION:
+        return f"an address of {len(target):,} characters"
     a, b = urlsplit(source), urlsplit(target)
     try:
         ports = (a.port or _PORTS.get(a.scheme), b.port or _PORTS.get(b.scheme))
@@ -238,6 +246,8 @@ def _redirect_refused(source: str, target: str, *, to_cdn: bool) -> str | None:
 
 
 _PORTS = {"http": 80, "https": 443}
+# A CDN's signed address is a few hundred characters; httpx refuses past 65,536 with a traceback.
+MAX_LOCATION = 16 * 1024
 
 
 def redirect_headers(headers: Mapping[str, str], source: str, target: str) -> dict[str, str]:
