@@ -396,3 +396,19 @@ def test_checkpoint_under_a_file_is_one_line(tmp_path: Path) -> None:
     error_line(run_cli("tiny-model", "--trained", "--checkpoint", "notes.txt/ck/deeper", cwd=tmp_path),
                "notes.txt is not a folder")
     assert _tree(tmp_path) == before
+
+
+def test_engine_server_logs_are_capped_too(tmp_path: Path) -> None:
+    """The --serve path writes its logs through the same capped sink; its failure quotes the last line."""
+    from mtpinspect.runtime.server_log import HEAD_BYTES, TAIL_BYTES
+
+    script = tmp_path / "chatty-engine.sh"
+    script.write_text('yes "INFO chatter" | head -c 100000000\necho\necho "RuntimeError: the fake engine\'s last words"\nexit 3\n')
+    out = tmp_path / "out"
+    proc = run_cli("sweep", "--engine", "vllm", "--serve", f"sh {script} {{port}} --n {{n}}", "--serve-baseline",
+                   f"sh {script} {{port}}", "--out", str(out), "--n-max", "1", "--repeat", "1", "--start-timeout", "30",
+                   timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.count("RuntimeError: the fake engine's last words") == 2, proc.stderr[-2000:]
+    for log in (out / "logs").iterdir():
+        assert log.stat().st_size <= HEAD_BYTES + TAIL_BYTES + 4096, log
