@@ -80,6 +80,17 @@ class Clock:
         self.ends = time.monotonic() + self.policy.deadline
         self._resume = 0.0  # time.monotonic() before which no request is sent
         self._lock = threading.Lock()
+        self._auth: dict[str | None, dict[str, str]] = {}
+
+    def auth_headers(self, token: str | None) -> dict[str, str]:
+        """huggingface_hub's auth headers for ``token``, made once per command: build_hf_headers reads the
+        token file each time (3 ms), which every repo of a census of thousands paid."""
+        from huggingface_hub.utils import build_hf_headers
+
+        with self._lock:
+            if token not in self._auth:
+                self._auth[token] = build_hf_headers(token=token)
+            return dict(self._auth[token])
 
     def left(self) -> float:
         return self.ends - time.monotonic()

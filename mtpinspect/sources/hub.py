@@ -33,7 +33,6 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
-from huggingface_hub.utils import build_hf_headers
 
 from mtpinspect.errors import SourceError, shown
 from mtpinspect.sources.fetch import Answer, Clock, FetchPolicy, fetch
@@ -64,8 +63,8 @@ class HubRepo:
     card_data: dict[str, Any] | None = None  # README.md's front matter as the Hub parsed it (model info cardData)
     waves: Waves = field(default_factory=Waves)  # the gate every request of the command passes
     cache: HeaderCache | None = None  # None: --no-cache
-    # The auth headers, made once when the repo is opened: build_hf_headers reads the token file each
-    # time (3 ms), which every range read of a 2,000-file repo paid.
+    # The auth headers, made once per command (Clock.auth_headers): build_hf_headers reads the token file
+    # each time (3 ms), which every range read of a 2,000-file repo paid.
     auth: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
@@ -245,7 +244,7 @@ def open_repo(
     if refused is not None:
         raise SourceError(refused)
     with _hub_errors(repo_id, revision):
-        auth = build_hf_headers(token=token)
+        auth = clock.auth_headers(token)
         answer = fetch("GET", f"{url}?blobs=true", headers={**auth, "Accept-Encoding": "gzip"},
                        clock=clock, meter=meter, waves=waves, what=what, limit=JSON_LIMITS[JsonKind.listing].max_bytes)
     if not answer.complete:

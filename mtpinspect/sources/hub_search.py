@@ -18,7 +18,6 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from huggingface_hub import constants
-from huggingface_hub.utils import build_hf_headers
 
 from mtpinspect.errors import SourceError, shown
 from mtpinspect.sources.fetch import Clock, fetch
@@ -96,7 +95,7 @@ def search_derivatives(
         raise SourceError(refused)
     endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
     meter, waves = ByteMeter(), Waves()
-    headers = {**build_hf_headers(token=token), "Accept-Encoding": "gzip"}
+    headers = {**clock.auth_headers(token), "Accept-Encoding": "gzip"}
 
     def base_listing() -> None:
         with _hub_errors(base, None):
