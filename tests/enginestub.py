@@ -29,6 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 MODEL = "stub/mtp-model"
@@ -247,6 +248,14 @@ def handler_for(state: StubState) -> type[BaseHTTPRequestHandler]:
                                        "completion_tokens": "many" if state.fault == "bad-usage" else tokens}})
 
     return Handler
+
+
+def write_prompts(path: Path) -> Path:
+    """The two-prompt set (code, English prose) the engine tests sweep with."""
+    items = [{"id": "c1", "class": "code", "prompt": "def fibonacci(n):"},
+             {"id": "e1", "class": "prose-en", "prompt": "The history of the city"}]
+    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
+    return path
 
 
 def serve_in_thread(state: StubState) -> tuple[ThreadingHTTPServer, str]:

@@ -13,18 +13,14 @@ from pathlib import Path
 import psutil
 import pytest
 from cliproc import CLI, error_line, gone, reap, run_cli
-from enginestub import StubState, serve_in_thread
+from enginestub import StubState, serve_in_thread, write_prompts
 
 from mtpinspect.sweep.journal import Journal
 
 
 @pytest.fixture
 def prompts(tmp_path: Path) -> Path:
-    path = tmp_path / "prompts.jsonl"
-    items = [{"id": "c1", "class": "code", "prompt": "def fibonacci(n):"},
-             {"id": "e1", "class": "prose-en", "prompt": "The history of the city"}]
-    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
-    return path
+    return write_prompts(tmp_path / "prompts.jsonl")
 
 
 def _sweep(state: StubState, out: Path, prompts: Path, *extra: str, url_of=lambda url: url,
