@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import sysconfig
 import venv
 from pathlib import Path
 
@@ -23,8 +24,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
                     "-w", str(base / "dist"), str(ROOT)], check=True, timeout=300)
     wheel = next((base / "dist").glob("mtpinspect-*.whl"))
-    venv.create(base / "venv", system_site_packages=True, with_pip=True)
+    venv.create(base / "venv", with_pip=True)
     python = base / "venv" / "bin" / "python"
+    # The dependencies are those of the running interpreter, a venv or not (system_site_packages would give the
+    # base interpreter's, which a venv's tests do not have): its site-packages as plain path entries, after the
+    # new venv's own. Plain entries: the .pth files there (the editable install's finder) are not run.
+    inner = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                           capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    outer = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    (Path(inner) / "mtpinspect-test-dependencies.pth").write_text("".join(f"{path}\n" for path in outer))
     subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--force-reinstall", "-q",
                     str(wheel)], check=True, timeout=300)
     return python
