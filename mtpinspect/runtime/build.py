@@ -15,6 +15,7 @@ helper source) keeps its llama-server; the next build compiles only the helper.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -40,7 +41,7 @@ from mtpinspect.errors import OutputError, ServerError, UsageError, shown
 from mtpinspect.files import lock_file, read_cached, try_lock, write_file
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_SDIST_SHA256, PINNED_VERSION
 from mtpinspect.runtime.process import run_bounded
-from mtpinspect.runtime.toolchain import find_toolchain
+from mtpinspect.runtime.toolchain import NVCC_NEEDED, find_toolchain
 from mtpinspect.units import duration
 
 BACKENDS = ("cpu", "cuda")
@@ -103,11 +104,12 @@ def _cached(backend: str, target: str) -> Path | None:
         return None  # made by an earlier recipe (with ggml's AMX kernels, say): rebuilt, not trusted
     if not set(meta.get("cpu_features") or ()) <= host_cpu_features():
         return None  # a native build for another CPU (a home folder or image moved): it may not even start here
-    if target == "mtpinspect-verify" and (read_metadata(backend) or {}).get("helper_sha256") != helper_digest():
+    if target == "mtpinspect-verify" and meta.get("helper_sha256") != helper_digest():
         return None  # built from another version of helper/: rebuild rather than trust its output format
     return binary
 
 
+@functools.cache  # a machine fact: read once per process, however many cache entries are checked
 def host_cpu_features() -> frozenset[str]:
     """The instruction-set extensions of this machine's CPU that a native build may use (Linux's
     /proc/cpuinfo flags: the SSE, AVX, AMX, FMA, F16C, BMI families); empty where that is not readable."""
@@ -238,10 +240,7 @@ def cmake_args(backend: str, cpu_features: frozenset[str] | None = None) -> list
     if backend == "cuda":
         nvcc = find_toolchain().nvcc
         if nvcc is None:
-            raise ServerError(
-                "cannot build llama-server for cuda: nvcc not found on PATH and $CUDACXX is not set "
-                "(install the CUDA toolkit, or build with --backend cpu)"
-            )
+            raise _cannot_build(backend, [NVCC_NEEDED])
         args += ["-DGGML_CUDA=ON", f"-DCMAKE_CUDA_COMPILER={nvcc}"]
     return args
 
@@ -251,8 +250,14 @@ def preflight(backend: str) -> None:
     cuda the CUDA toolkit."""
     missing = find_toolchain().missing(backend)
     if missing:
-        raise ServerError(f"cannot build llama-server ({backend}): {' and '.join(missing)} not found; "
-                          "install them, or name a llama-server you have with --server or $LLAMA_SERVER")
+        raise _cannot_build(backend, missing)
+
+
+def _cannot_build(backend: str, missing: list[str]) -> ServerError:
+    """The one line for a build this machine lacks the tools for (toolchain.py names each with where to get it)."""
+    other = "; or --backend cpu" if backend == "cuda" else ""
+    return ServerError(f"cannot build llama-server ({backend}): {' and '.join(missing)} not found; install them, "
+                       f"or name a llama-server you have with --server or $LLAMA_SERVER{other}")
 
 
 def _sha256(path: Path) -> str:
