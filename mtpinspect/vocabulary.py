@@ -221,3 +221,4 @@ class LogKind(Word):
     vllm = "vllm"  # a vLLM server log, `vllm bench serve` output or the offline spec_decode example's summary
     sglang = "sglang"  # an SGLang server log
     metrics = "metrics"  # a saved Prometheus /metrics page (or a pasted query table of its samples)
+    fragment = "fragment"  # a fragment no engine's log format frames (a traceback's tail, an app's error line)

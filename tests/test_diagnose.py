@@ -345,7 +345,7 @@ def test_bad_input_is_one_line(server_binary: ServerBinary, tmp_path: Path) -> N
         diagnose(log_files=[tmp_path / "missing.log"])
     garbage = tmp_path / "notes.txt"
     garbage.write_text("hello\nworld\n", encoding="utf-8")
-    with pytest.raises(MtpinspectError, match="not a llama-server log"):
+    with pytest.raises(MtpinspectError, match="no line means anything to this tool"):
         diagnose(log_files=[garbage])
     with pytest.raises(MtpinspectError, match="give a MODEL"):
         diagnose()

@@ -33,7 +33,7 @@ from mtpinspect.diagnosis.advice import (
     missing_weights_fix,
 )
 from mtpinspect.diagnosis.causes import Cause
-from mtpinspect.diagnosis.logs import MTP_FAILURE_MARKERS
+from mtpinspect.diagnosis.messages import MTP_FAILURE_MARKERS
 from mtpinspect.diagnosis.static import StaticEvidence, fix_command
 from mtpinspect.runtime.crash import Crash, CrashKind
 from mtpinspect.runtime.flags import DRAFT_MODEL, MTP_SPEC_TYPE, SPEC_TYPE, ServerArgs

@@ -183,6 +183,7 @@ LINE_PREFIXES = re.compile(
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+\[\d+\]:\s"  # journald: "Jun 11 10:21:39 ws llama-server[239570]: "
     r"|(?:Loading model\.\.\. )?[|\\/-](?=\d+\.\d{2}\.\d{3}\.\d{3}\s)"  # llama-cli's spinner before a timestamp
     r"|\[\d+\]\s"  # llama-server router child: "[53409] "
+    r"|\[rank\d+\]:\s"  # torch.distributed's worker prefix: "[rank0]: AssertionError: ..."
     r"|\d+\.\d{2}\.\d{3}\.\d{3}\s(?:[IWEDT]\s)?"  # llama.cpp timestamp (+ level): "0.06.895.980 I "
     r"|[IWEDT]\s(?=\S)"  # llama.cpp level letter alone: "I slot ..."
     r"|\(\w+(?: rank=\d+)? pid=\d+\)\s"  # vLLM process: "(APIServer pid=1) "

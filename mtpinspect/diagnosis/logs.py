@@ -25,6 +25,7 @@ from pathlib import Path
 
 from mtpinspect.diagnosis.log_formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
 from mtpinspect.diagnosis.log_reading import Reading, Sample, combine, read_lines, with_ratios
+from mtpinspect.diagnosis.messages import Meaning, Scan, Seen, kinds_read, scan
 from mtpinspect.diagnosis.run_facts import LogApp, MtpUse, RunFacts, read_run
 from mtpinspect.errors import FormatError, shown
 from mtpinspect.files import read_bounded
@@ -37,17 +38,7 @@ from mtpinspect.vocabulary import Engine, LogKind
 
 MAX_LOG_BYTES = 256 << 20
 _EVIDENCE_LINES = 3
-
-
-# Lines that say why MTP failed, whatever runtime printed them (llama.cpp's common/arg.cpp and
-# common/speculative.cpp, vLLM's MTP weight loader).
-MTP_FAILURE_MARKERS = re.compile(
-    r"unknown speculative (?:decoding )?type|doesn't contain MTP layers|failed to create MTP context|MTP input row width|"
-    r"failed to add token|MTP block missing nextn|missing tensor '[^']*nextn|weights missing from checkpoint|"
-    r"NextN graph not implemented|error while handling argument|requires nextn_predict_layers > 0|"
-    r"Gemma4Assistant requires ctx_other|invalid vector subscript|failed to load MTP head|"
-    r"not initialized from checkpoint|Pipeline parallelism is not supported"
-)
+_SHOWN_MESSAGES = 24  # lines that meant something, shown in the report (the rest still count)
 
 
 @dataclass
@@ -95,6 +86,9 @@ class LogEvidence:
     suggested: list[Workaround] = json_field(omit=True, default_factory=list)
     # Metrics lines skipped because their figures are not numbers (the first few), named in the notes.
     unreadable: list[str] = json_field(omit=True, default_factory=list)
+    # The lines that meant something (messages.py's catalogue), with what each means and where it comes from.
+    messages: list[Seen] = field(default_factory=list)
+    scan: Scan | None = json_field(omit=True, default=None)
 
     @property
     def drafted_anything(self) -> bool:
@@ -113,29 +107,30 @@ def read_log(path: str | Path) -> LogEvidence:
     if not text.strip():
         raise FormatError(f"{file}: empty log")
     crash = crash_in_log(text)
-    evidence = _parse(str(file), text, crashed=crash is not None)
-    evidence.run = read_run(text)
-    evidence.mtp_use, evidence.app = evidence.run.mtp, evidence.run.app
-    evidence.telling = [line.strip() for line in text.splitlines() if MTP_FAILURE_MARKERS.search(line)][:4]
+    hits = scan(text)
+    evidence = _parse(str(file), text, crashed=crash is not None, hits=hits)
+    evidence.scan, evidence.messages = hits, [h.seen() for h in hits.hits[:_SHOWN_MESSAGES]]
+    evidence.run = _with_signs(read_run(text), hits)
+    evidence.mtp_use, evidence.app = evidence.run.mtp, evidence.run.app or hits.app
+    evidence.telling = [h.line for h in hits.of(Meaning.mtp_failure)][:4]
     evidence.crash = crash
     # llama-server changes only make sense for a llama.cpp log; other engines get their own advice (advice.py).
     evidence.suggested = suggest(crash, text) if crash and evidence.runtime is Engine.llama_cpp else []
     return evidence
 
 
-def _parse(file: str, text: str, *, crashed: bool) -> LogEvidence:
+def _parse(file: str, text: str, *, crashed: bool, hits: Scan) -> LogEvidence:
     lines = read_lines(text.splitlines())
     readings = lines.readings
     if not any(r.samples for r in readings.values()) and METRIC_SAMPLE.search(text):
         return _metrics(file, text)
-    reading = _engine(readings, text, crashed=crashed)
+    reading = _engine(readings, text, crashed=crashed, writer=hits.writer)
     unreadable = [line for r in readings.values() for line in r.unreadable]
     if reading is None:
-        skipped = f"; skipped {unreadable_note(unreadable)}" if unreadable else ""
-        raise FormatError(
-            f"{file}: not a llama-server log (nor Ollama's or LM Studio's), a vLLM or SGLang log or a /metrics page "
-            "(no line this tool recognises)" + skipped
-        )
+        if not hits.hits:
+            skipped = f"; skipped {unreadable_note(unreadable)}" if unreadable else ""
+            raise FormatError(f"{file}: no line means anything to this tool (it reads {kinds_read()})" + skipped)
+        return _fragment(file, hits, lines.lines)
     evidence = LogEvidence(path=file, kind=reading.engine.kind, runtime=reading.engine.engine,
                            skipped_lines=lines.unread if lines.unread < lines.lines else 0, unreadable=unreadable)
     _set_figures(evidence, reading)
@@ -151,18 +146,42 @@ def unreadable_note(lines: list[str]) -> str:
     return f"{len(lines)} metrics line(s) whose figures are not numbers, as {shown(lines[0].strip())}"
 
 
-def _engine(readings: dict[Engine, Reading], text: str, *, crashed: bool) -> Reading | None:
-    """The engine whose metrics lines the log holds, else whose own lines it shows; llama.cpp by default."""
+def _engine(readings: dict[Engine, Reading], text: str, *, crashed: bool, writer: Engine | None) -> Reading | None:
+    """The engine whose metrics lines the log holds, else whose own lines it shows, else the one the catalogue's
+    lines name (messages.py); llama.cpp by default for a text that names llama or crashed."""
     with_figures = [r for r in readings.values() if r.samples]
     if with_figures:
         return max(with_figures, key=lambda r: (len(r.samples), r.marks))
     marked = [r for r in readings.values() if r.marks or r.failures]
     if marked:
         return max(marked, key=lambda r: (r.marks + len(r.failures)))
+    if writer is not None and writer in readings:
+        return readings[writer]
     llama = readings[Engine.llama_cpp]
     if crashed or llama.settings or unused_nextn_tensors(text) or "llama" in text:
         return llama
     return None
+
+
+def _fragment(file: str, hits: Scan, lines: int) -> LogEvidence:
+    """A text no engine's log format recognises, read from the lines that mean something (a traceback's tail,
+    an app's error line): whose it is when they say, else unknown."""
+    runtime = Engine.unknown
+    evidence = LogEvidence(path=file, kind=LogKind.fragment, runtime=runtime,
+                           skipped_lines=max(lines - len({h.number for h in hits.hits}), 0))
+    failing = hits.first(Meaning.mtp_failure) or hits.first(Meaning.app_refusal) or hits.first(Meaning.engine_gap) \
+        or hits.first(Meaning.exception)
+    evidence.failure = failing.line if failing is not None else None
+    return evidence
+
+
+def _with_signs(run: RunFacts, hits: Scan) -> RunFacts:
+    """The run's facts with the catalogue's signs of MTP (a fork's flag, an MTP drafter class in a traceback, an
+    MTP failure line): a line that only an MTP run prints outweighs a command line that shows no known MTP flag."""
+    sign = hits.mtp_sign
+    if sign is None or run.mtp is MtpUse.on:
+        return run
+    return replace(run, mtp=MtpUse.on, evidence=sign.line[:300])
 
 
 def _set_figures(evidence: LogEvidence, reading: Reading) -> None:

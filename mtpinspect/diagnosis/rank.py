@@ -44,6 +44,7 @@ from mtpinspect.diagnosis.advice import (
 from mtpinspect.diagnosis.causes import CAUSES, Cause
 from mtpinspect.diagnosis.failures import REJECTED_TYPE, CrashEvidence, classify_failure
 from mtpinspect.diagnosis.logs import LogEvidence
+from mtpinspect.diagnosis.message_rules import message_cause
 from mtpinspect.diagnosis.probe import ProbeFigure, ProbeResult
 from mtpinspect.diagnosis.run_facts import MtpUse
 from mtpinspect.diagnosis.run_rules import not_mtps, run_cause
@@ -370,7 +371,7 @@ def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvi
     causes: list[Cause] = []
     had_sidecar = bool(log.mtp_context and "loading draft model" in log.mtp_context)
     crash = CrashEvidence(log.crash, suggested=tuple(log.suggested), engine=log.runtime) if log.crash is not None else None
-    special = run_cause(log, static)
+    special = run_cause(log, static) or message_cause(log)
     if special is not None:
         causes.append(special)
     elif log.mtp_use is not MtpUse.off or _rejected_spec_type(log):  # with MTP off a crash is not MTP's (a note)

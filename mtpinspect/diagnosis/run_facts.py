@@ -53,13 +53,6 @@ _DRAFT_FILE = re.compile(r"(?:^|\s)(?:-md|--model-draft|--spec-draft-model|--dra
 # vLLM: "--speculative-config '{\"method\": \"mtp\", ...}'", "speculative_config=SpeculativeConfig(method='mtp'",
 # "'speculative_config': {'method': 'dspark', ...}".
 _VLLM_METHOD = re.compile(r"speculative[_-]config\W[^\n]*?\bmethod\W+(?P<method>[\w-]+)")
-# Lines only an MTP drafter prints (llama.cpp's common/speculative.cpp, src/llama-context.cpp,
-# tools/server/server-context.cpp at the pin and recent releases).
-_MTP_LINES = re.compile(
-    r"adding speculative implementation 'draft-mtp'|common_speculative_impl_draft_mtp|creating MTP draft context|"
-    r"failed to create MTP context|failed to (?:load|measure) MTP (?:head|context)|context type MTP requested|"
-    r"Gemma4Assistant requires ctx_other|statistics\s+(?:draft-)?mtp:|MTP speculative decoding layer \d+"
-)
 _MTP_FILE = re.compile(r"(?:^|[/\\'\" ])mtp-[\w.-]+\.gguf|-MTP\.gguf|assistant[\w.-]*\.gguf", re.IGNORECASE)
 _OTHER_FILE = re.compile(r"dflash|eagle|dspark", re.IGNORECASE)
 _MTP_TYPES = frozenset({MTP_SPEC_TYPE, "mtp"})
@@ -116,7 +109,8 @@ def read_run(text: str) -> RunFacts:
     if draft_file and _OTHER_FILE.search(draft_file):
         others.append(draft_file)
     other = others[0] if others else None
-    signs = [(m.start(), _line_of(text, m)) for m in (_MTP_LINES.search(text), _MTP_FILE.search(text)) if m]
+    # The lines only an MTP run prints are messages.py's; logs.py adds them to what this finds.
+    signs = [(m.start(), _line_of(text, m)) for m in (_MTP_FILE.search(text),) if m]
     for found in _SPEC_TYPES.finditer(text):
         if _MTP_TYPES & {t.split(":")[0] for t in found["types"].split(",")}:
             signs.append((found.start(), _line_of(text, found)))

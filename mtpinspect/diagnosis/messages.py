@@ -1,0 +1,287 @@
+"""The catalogue of messages a pasted text may hold, each with who prints it, where that is, and what it means.
+
+Users paste fragments more often than whole logs: a traceback's last lines, one error line from an
+app's window, a shell's ``Aborted (core dumped)`` under the command that ran, a usage listing. So a
+text is read by what its lines say, not by the shape of a whole log: every line is matched against
+:data:`CATALOGUE`, and a text is refused only when not one line matches anything (nor a metrics line,
+log_formats.py). Each :class:`Message` names
+
+- ``engine``/``app``: who prints it (None: any engine; a line such as a Python exception tells no engine
+  by itself, its traceback's module paths do);
+- ``meaning``: what the line says (:class:`Meaning`): who wrote the text, MTP on or off, why MTP failed,
+  an engine gap, an app's own refusal, a model without a head, ...;
+- ``source``: the source file (at the pinned llama.cpp, or the engine's repository) or the public
+  thread the wording comes from;
+- ``cause`` and ``remedy`` (optional): the cause code the line alone establishes, and what works instead,
+  in the terms of whoever printed it.
+
+Patterns are tried only on lines holding one of their ``keys`` literally, so a large log costs one
+scan for all keys (:func:`scan`). Which engine wrote a text and whether MTP was on are inferred from
+every hit together (:func:`writer`, :class:`Scan`). Message texts the log formats' own tables read
+(metrics lines, settings) stay in log_formats.py; the MTP-sign lines of run_facts.py are hits here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from mtpinspect.diagnosis.log_formats import strip_prefixes
+from mtpinspect.diagnosis.run_facts import LogApp, MtpUse
+from mtpinspect.vocabulary import Engine, Word
+
+
+class Meaning(Word):
+    """What a line says."""
+
+    writer = "writer"  # who wrote the text (a module path, a banner, a command), nothing about MTP itself
+    mtp_on = "mtp on"  # the run had MTP on (a flag, a drafter's own line, an MTP model class)
+    speculation = "speculation"  # a speculative method was configured (not necessarily MTP)
+    mtp_failure = "mtp failure"  # why the MTP configuration failed (the telling line of a failed start)
+    engine_gap = "engine gap"  # the engine or backend cannot run MTP for this model or setting
+    app_refusal = "app refusal"  # a desktop app's own error about speculative decoding
+    no_head = "no head"  # the model loaded has no MTP layers
+    exception = "exception"  # a Python exception line: its text and traceback say more
+    usage = "usage"  # a usage listing (the build's --spec-type values)
+
+
+@dataclass(frozen=True)
+class Message:
+    name: str
+    meaning: Meaning
+    keys: tuple[str, ...]
+    pattern: re.Pattern[str]
+    source: str
+    means: str
+    engine: Engine | None = None
+    app: LogApp | None = None
+    mtp: MtpUse | None = None  # what the line shows of MTP use (an MTP failure shows it was on)
+    cause: str | None = None  # the cause code the line alone establishes (a key of causes.CAUSES)
+    remedy: str | None = None  # what works instead, in the words of whoever printed it
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A line that meant something, as reports show it."""
+
+    line: int  # 1-based line number in the text
+    meaning: Meaning
+    means: str
+    source: str
+    engine: Engine | None
+
+
+@dataclass(frozen=True)
+class Hit:
+    message: Message
+    line: str  # the whole line, stripped
+    number: int  # 1-based line number in the text
+    match: re.Match[str] = field(compare=False)
+
+    def seen(self) -> Seen:
+        m = self.message
+        return Seen(self.number, m.meaning, m.means, m.source, m.engine)
+
+
+def _m(name: str, meaning: Meaning, keys: tuple[str, ...], pattern: str, source: str, means: str, **kw: object) -> Message:
+    return Message(name, meaning, keys, re.compile(pattern), source, means, **kw)  # type: ignore[arg-type]
+
+
+_LLAMA = Engine.llama_cpp
+_VLLM = Engine.vllm
+_SGLANG = Engine.sglang
+_ON = MtpUse.on
+
+# What works instead of an engine's MTP path that fails for a model, backend or setting (each engine's terms).
+_GAP_REMEDY = {
+    _VLLM: ("an engine gap, not the head: use a vLLM release whose MTP drafter supports this model and setting (its "
+            "--speculative-config method for the model's family), report the traceback to vLLM, and serve without "
+            "--speculative-config meanwhile"),
+    _SGLANG: ("an engine gap, not the head: use the --speculative-algorithm SGLang supports for this model (NEXTN/EAGLE "
+              "for DeepSeek, GLM and Qwen3-Next MTP), a newer SGLang, or serve without speculative decoding; report the "
+              "traceback to SGLang"),
+    None: ("an engine gap, not the head: a newer engine release or the method it supports for this model; report the "
+           "traceback; serve without speculative decoding meanwhile"),
+}
+
+
+def gap_remedy(engine: Engine | None) -> str:
+    """What works instead when the engine's MTP path fails (its terms; llama.cpp's crash advice is failures.py's)."""
+    return _GAP_REMEDY.get(engine if engine in _GAP_REMEDY else None, _GAP_REMEDY[None])
+
+
+CATALOGUE: tuple[Message, ...] = (
+    # -- llama.cpp: why MTP failed (common/arg.cpp, common/speculative.cpp, src/llama-context.cpp, src/models/*,
+    # at the pinned commit 0c1e570 unless said) ------------------------------------------------------------
+    _m("rejected spec type", Meaning.mtp_failure, ("unknown speculative",),
+       r"unknown speculative (?:decoding )?type", "common/speculative.cpp:2256 (\"unknown speculative type: \"); "
+       "before PR #22673 common/arg.cpp's \"unknown speculative decoding type without draft model\"",
+       "llama-server rejects the --spec-type value", engine=_LLAMA),
+    _m("argument error", Meaning.mtp_failure, ("error while handling argument",),
+       r"error while handling argument", "common/arg.cpp:873", "llama.cpp rejects a command-line argument", engine=_LLAMA),
+    _m("no MTP layers", Meaning.mtp_failure, ("doesn't contain MTP layers",),
+       r"doesn't contain MTP layers", "src/llama-context.cpp:3883 (\"context type MTP requested but model doesn't "
+       "contain MTP layers\")", "the model loaded for the MTP context has no nextn layers", engine=_LLAMA, mtp=_ON),
+    _m("MTP context failed", Meaning.mtp_failure, ("failed to create MTP context", "failed to measure MTP"),
+       r"failed to (?:create|measure) MTP context", "common/speculative.cpp:2552, 2564",
+       "llama.cpp could not create the MTP draft context", engine=_LLAMA, mtp=_ON),
+    _m("sidecar width", Meaning.mtp_failure, ("MTP input row width",), r"MTP input row width",
+       "common/speculative.cpp:1377", "the MTP head's input width differs from the target's", engine=_LLAMA, mtp=_ON),
+    _m("failed to add token", Meaning.mtp_failure, ("failed to add token",), r"failed to add token",
+       "common/common.cpp:2158 (GGML_ABORT in common_batch_add)", "a draft batch overflowed", engine=_LLAMA),
+    _m("MTP block missing", Meaning.mtp_failure, ("MTP block missing", "nextn"),
+       r"MTP block missing nextn|missing tensor '[^']*nextn", "src/models/deepseek32.cpp:507; src/llama-model.cpp "
+       "(\"missing tensor\")", "the GGUF lacks an MTP block's tensors", engine=_LLAMA, mtp=_ON),
+    _m("NextN graph missing", Meaning.mtp_failure, ("graph not implemented",), r"NextN graph not implemented",
+       "src/models/glm5-next.cpp:190", "this build has no MTP graph for the architecture", engine=_LLAMA, mtp=_ON),
+    _m("nextn layers required", Meaning.mtp_failure, ("requires nextn_predict_layers",),
+       r"requires nextn_predict_layers > 0", "ik_llama.cpp and MTP branches of llama.cpp",
+       "the model has no nextn layers for MTP", engine=_LLAMA, mtp=_ON),
+    _m("assistant without ctx_other", Meaning.mtp_failure, ("requires ctx_other",),
+       r"Gemma4Assistant requires ctx_other", "src/llama-context.cpp:150",
+       "a Gemma 4 assistant drafter's context was created without the target's", engine=_LLAMA, mtp=_ON),
+    _m("vector subscript", Meaning.mtp_failure, ("invalid vector subscript",), r"invalid vector subscript",
+       "MSVC's std::out_of_range, caught by src/llama-model.cpp's loader (llama.cpp#22337, #24795)",
+       "the loader indexed past a layer list (Windows builds)", engine=_LLAMA),
+    _m("MTP head load failed", Meaning.mtp_failure, ("failed to load MTP head",), r"failed to load MTP head",
+       "MTP branches of llama.cpp (server)", "the MTP head file did not load", engine=_LLAMA, mtp=_ON),
+    # -- llama.cpp: the run's setup ------------------------------------------------------------------------
+    _m("MTP drafter added", Meaning.mtp_on, ("adding speculative implementation 'draft-mtp'", "common_speculative_impl_draft_mtp"),
+       r"adding speculative implementation 'draft-mtp'|common_speculative_impl_draft_mtp", "common/speculative.cpp:1009",
+       "the server set up the MTP drafter", engine=_LLAMA, mtp=_ON),
+    _m("MTP draft context", Meaning.mtp_on, ("creating MTP draft context", "context type MTP requested"),
+       r"creating MTP draft context|context type MTP requested", "common/speculative.cpp:2558; src/llama-context.cpp:3883",
+       "the server created (or asked for) the MTP draft context", engine=_LLAMA, mtp=_ON),
+    _m("MTP statistics", Meaning.mtp_on, ("statistics",), r"statistics\s+(?:draft-)?mtp:",
+       "common/speculative.cpp (common_speculative_print_stats)", "drafting statistics of the MTP drafter",
+       engine=_LLAMA, mtp=_ON),
+    _m("MTP flag (ik_llama.cpp)", Meaning.mtp_on, ("-mtp", "--multi-token-prediction"),
+       r"(?:^|\s)(?:-mtp|--multi-token-prediction)(?:\s|$)",
+       "ik_llama.cpp common/common.cpp (-mtp, --multi-token-prediction)", "MTP switched on with ik_llama.cpp's flag",
+       engine=_LLAMA, mtp=_ON),
+    _m("spec-type listing", Meaning.usage, ("--spec-type",), r"^\s*--spec-type\s+\[?[a-z0-9][a-z0-9|,-]*\]?",
+       "common/arg.cpp:4249 (the usage text printed after a rejected argument)",
+       "the build's own list of --spec-type values: without draft-mtp the build has no MTP", engine=_LLAMA),
+    _m("llama.cpp command", Meaning.writer, ("llama-server", "llama-cli", "llama-speculative"),
+       r"(?:^|[\s/\\\"`$>])(?:llama-server|llama-cli|llama-speculative(?:-simple)?)(?:\.exe)?\s+-", "llama.cpp tools/",
+       "a llama.cpp command line", engine=_LLAMA),
+    _m("llama.cpp build line", Meaning.writer, ("build:", "build_info"), r"^(?:main: )?build(?:_info)?: \d+ \(\w+\)",
+       "common/common.cpp (build info)", "a llama.cpp build's banner", engine=_LLAMA),
+    # -- vLLM ------------------------------------------------------------------------------------------------
+    _m("vLLM module path", Meaning.writer, ("vllm",), r"[/\\]vllm[/\\][\w/\\.]+\.py|\bvllm\.(?:v1|model_executor|engine|entrypoints)\.",
+       "vLLM's package layout (vllm/...)", "a vLLM traceback or log", engine=_VLLM),
+    _m("vLLM command", Meaning.writer, ("vllm serve", "--speculative-config", "speculative_config"),
+       r"\bvllm serve\b|--speculative-config|speculative_config", "vllm/engine/arg_utils.py (--speculative-config)",
+       "a vLLM command line or its configuration", engine=_VLLM),
+    _m("vLLM spec decode path", Meaning.speculation, ("spec_decode",), r"\bspec_decode\b",
+       "vllm/v1/spec_decode/ (the drafters)", "vLLM's speculative decoding code", engine=_VLLM),
+    _m("vLLM MTP weights missing", Meaning.mtp_failure, ("weights missing from checkpoint",),
+       r"weights missing from checkpoint", "vLLM PR #35548 (the MTP layer's loader)",
+       "the checkpoint lacks the MTP layer's weights", engine=_VLLM, mtp=_ON),
+    _m("not initialized from checkpoint", Meaning.mtp_failure, ("not initialized from checkpoint",),
+       r"not initialized from checkpoint", "vllm/model_executor/model_loader/default_loader.py",
+       "weights the model class expects were not in the checkpoint", engine=_VLLM),
+    _m("pipeline parallelism", Meaning.mtp_failure, ("Pipeline parallelism is not supported",),
+       r"Pipeline parallelism is not supported", "vllm/config/model.py (verify_with_parallel_config)",
+       "the model class lacks pipeline parallelism (MTP drafters: vllm#52069)", engine=_VLLM),
+    # -- SGLang ----------------------------------------------------------------------------------------------
+    _m("SGLang module path", Meaning.writer, ("sglang",), r"[/\\]sglang[/\\][\w/\\.]+\.py|\bsglang\.srt\.",
+       "SGLang's package layout (sglang/srt/...)", "an SGLang traceback or log", engine=_SGLANG),
+    _m("SGLang speculative algorithm", Meaning.speculation, ("--speculative-algorithm", "speculative_algorithm"),
+       r"(?:--speculative-algorithm|speculative_algorithm)\W+(?P<algo>[A-Za-z0-9_]+)",
+       "python/sglang/srt/server_args.py (--speculative-algorithm)", "SGLang's speculative method", engine=_SGLANG),
+    _m("SGLang NEXTN", Meaning.mtp_on, ("NEXTN", "NextN", "nextn"),
+       r"(?:--speculative-algorithm|speculative_algorithm)\W+(?:NEXTN|nextn)\b|sglang[/\\.]srt[/\\.]models[/\\.]\w+_nextn",
+       "python/sglang/srt/server_args.py (NEXTN is MTP), srt/models/*_nextn.py", "SGLang drafting with the model's "
+       "MTP (NextN) layers", engine=_SGLANG, mtp=_ON),
+    # -- any engine: MTP model classes and modules in tracebacks -------------------------------------------
+    _m("MTP model class", Meaning.mtp_on, ("MTP", "NextN", "Nextn", "_mtp", "_nextn"),
+       r"\b[A-Z]\w*(?:MTP|NextN|Nextn)\w*\b|\b\w+_(?:mtp|nextn)\.py\b",
+       "the engines' MTP drafter classes (vLLM DeepSeekMTP, Qwen3NextMTP, Glm4MoeMTP; SGLang DeepseekV3ForCausalLMNextN)",
+       "an MTP drafter class or module: the run had MTP on"),
+    _m("Python exception", Meaning.exception,
+       ("Error:", "Error(", "Exception:", "AssertionError"),
+       r"^(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))(?::\s*(?P<text>.*)|\s*$)",
+       "Python's traceback format", "a Python exception (its text and its traceback say where)"),
+    # -- backends ----------------------------------------------------------------------------------------------
+    _m("Level Zero error", Meaning.engine_gap, ("ZE_RESULT_ERROR", "UR_RESULT_ERROR"),
+       r"\b(?:ZE|UR)_RESULT_ERROR_\w+", "Intel Level Zero / Unified Runtime status codes (XPU, SYCL)",
+       "the XPU backend failed to build or run a kernel"),
+)
+
+
+# Every key of the catalogue, longest first: one regex finds the lines worth matching.
+_KEYS = re.compile("|".join(re.escape(k) for k in sorted({k for m in CATALOGUE for k in m.keys}, key=len, reverse=True)))
+_MAX_HITS = 1024  # hits kept per text (with at most 16 per message, the cap is rarely reached)
+_MAX_PER_MESSAGE = 16
+_MAX_LINE = 16384  # characters kept of a line (a weight list runs to kilobytes; a line may claim to be the whole file)
+
+
+@dataclass(frozen=True)
+class Scan:
+    """Every catalogue hit in a text, in line order."""
+
+    hits: tuple[Hit, ...]
+
+    def of(self, meaning: Meaning) -> list[Hit]:
+        return [h for h in self.hits if h.message.meaning is meaning]
+
+    def first(self, meaning: Meaning) -> Hit | None:
+        return next((h for h in self.hits if h.message.meaning is meaning), None)
+
+    @cached_property
+    def mtp_sign(self) -> Hit | None:
+        """The first line that shows MTP was on."""
+        return next((h for h in self.hits if h.message.mtp is MtpUse.on), None)
+
+    @cached_property
+    def writer(self) -> Engine | None:
+        """The engine most hits name (ties: the first named), None when no hit names one."""
+        votes = Counter(h.message.engine for h in self.hits if h.message.engine is not None)
+        if not votes:
+            return None
+        order = [h.message.engine for h in self.hits if h.message.engine is not None]
+        return max(votes, key=lambda e: (votes[e], -order.index(e)))
+
+    @cached_property
+    def app(self) -> LogApp | None:
+        return next((h.message.app for h in self.hits if h.message.app is not None), None)
+
+
+def scan(text: str) -> Scan:
+    """Every catalogue hit in ``text`` (each line matched once per message, the first hits kept)."""
+    hits: list[Hit] = []
+    per: Counter[str] = Counter()
+    last_start, number = -1, 1  # line numbers are counted forward from the previous hit's line
+    for key in _KEYS.finditer(text):
+        start = text.rfind("\n", 0, key.start()) + 1
+        if start == last_start:
+            continue
+        number += text.count("\n", max(last_start, 0), start)
+        last_start = start
+        end = text.find("\n", key.end())
+        raw = text[start : len(text) if end < 0 else end].strip()
+        line = strip_prefixes(raw)
+        for message in CATALOGUE:
+            if per[message.name] >= _MAX_PER_MESSAGE or not any(k in line for k in message.keys):
+                continue
+            match = message.pattern.search(line)
+            if match is not None:
+                per[message.name] += 1
+                hits.append(Hit(message, raw[:_MAX_LINE], number, match))
+        if len(hits) >= _MAX_HITS:
+            break
+    return Scan(tuple(hits))
+
+
+# The lines that say why MTP failed, whatever printed them (failures.py picks the telling line with it).
+MTP_FAILURE_MARKERS = re.compile("|".join(m.pattern.pattern for m in CATALOGUE if m.meaning is Meaning.mtp_failure))
+
+
+def kinds_read() -> str:
+    """What kinds of text the tool reads, for the refusal of a text with no meaningful line."""
+    return ("llama-server / llama-cli logs and their fragments (errors, asserts, usage listings, a shell's crash line "
+            "under the command), Ollama and LM Studio logs and error strings, vLLM and SGLang logs and Python "
+            "tracebacks, mtp-bench output and /metrics pages")
