@@ -107,12 +107,12 @@ def _rejected_type(
         return _wrong_spec_type(static, settings, (*evidence, f"the build offers --spec-type {','.join(offered)}"), source, 0.98)
     if offered is not None:
         usage = f"the build's usage text: --spec-type {'|'.join(offered)} (no {MTP_SPEC_TYPE})"
-        return _build_without_mtp(f"its --spec-type offers no {MTP_SPEC_TYPE}", (*evidence, usage), source, 0.95)
+        return build_without_mtp(f"its --spec-type offers no {MTP_SPEC_TYPE}", (*evidence, usage), source, 0.95)
     if value is None:
-        return _build_without_mtp("the message is the pre-MTP argument parser's (builds before PR #22673)",
+        return build_without_mtp("the message is the pre-MTP argument parser's (builds before PR #22673)",
                                   (*evidence, "the usage text with the build's --spec-type list is not in the log"), source, 0.8)
     if value == MTP_SPEC_TYPE:
-        return _build_without_mtp(f"the build rejects {MTP_SPEC_TYPE} itself", evidence, source, 0.8)
+        return build_without_mtp(f"the build rejects {MTP_SPEC_TYPE} itself", evidence, source, 0.8)
     return _wrong_spec_type(static, settings, evidence, source, 0.9)
 
 
@@ -123,7 +123,7 @@ def _wrong_spec_type(static: StaticEvidence | None, settings: ServerArgs, eviden
                  evidence, fix_command(static, fixed), (source,))
 
 
-def _build_without_mtp(why: str, evidence: tuple[str, ...], source: EvidenceSource, confidence: float) -> Cause:
+def build_without_mtp(why: str, evidence: tuple[str, ...], source: EvidenceSource, confidence: float) -> Cause:
     return Cause("BUILD_WITHOUT_MTP", confidence, f"this llama.cpp build predates MTP support: {why}", evidence,
                  f"use a llama.cpp build with MTP support (PR #22673, first in release {FIRST_MTP_RELEASE}: `llama-server --help` lists {MTP_SPEC_TYPE} "
                  "under --spec-type): a current release or container image (pull it again: a cached image can be older "

@@ -1,10 +1,15 @@
 """Causes that one line of the catalogue (messages.py) establishes, for texts no richer rule explains.
 
 Tried after the rules that read the run (run_rules.py) and before the failed-start and crash rules
-(failures.py), and only when the text holds no MTP-failure line those rules read, and MTP was not off:
+(failures.py), and only when MTP was not off:
 
-- a desktop app's own refusal (its catalogue entry names the cause and what works instead): that cause,
-  said in the app's terms;
+- a line whose catalogue entry names a cause (a desktop app's own refusal, an MTP flag the build rejects
+  as unknown): that cause, in the terms of whoever printed it;
+
+The rest only when the text holds no MTP-failure line, which failures.py reads:
+
+- a llama.cpp usage listing whose ``--spec-type`` values lack ``draft-mtp`` (the build's own list, printed
+  after a rejected argument or by ``--help``) -> BUILD_WITHOUT_MTP, whatever the command asked for;
 - a backend's kernel failure (Level Zero / Unified Runtime ``ZE_RESULT_ERROR_*``) in a run with MTP on
   -> ENGINE_LIMITATION: the backend cannot run MTP's path, not the head;
 - a Python exception whose text, or whose traceback, is the engine's speculative or MTP code (an MTP
@@ -21,9 +26,11 @@ from __future__ import annotations
 import re
 
 from mtpinspect.diagnosis.causes import Cause
+from mtpinspect.diagnosis.failures import build_without_mtp
 from mtpinspect.diagnosis.logs import LogEvidence
 from mtpinspect.diagnosis.messages import Hit, Meaning, Scan, gap_remedy
 from mtpinspect.diagnosis.run_facts import MtpUse
+from mtpinspect.runtime.flags import MTP_SPEC_TYPE
 from mtpinspect.vocabulary import Engine, EvidenceSource
 
 # An exception's own words that put it on the speculative path.
@@ -33,11 +40,20 @@ _SPECULATIVE_WORDS = re.compile(r"speculat|\bdraft|\bMTP\b|mtp_|_mtp|NextN|nextn
 def message_cause(log: LogEvidence) -> Cause | None:
     """The cause a catalogue line establishes (see the module docstring), or None."""
     hits = log.scan
-    if hits is None or log.mtp_use is MtpUse.off or hits.first(Meaning.mtp_failure) is not None:
+    if hits is None or log.mtp_use is MtpUse.off:
         return None
-    refusal = next((h for h in hits.of(Meaning.app_refusal) if h.message.cause), None)
-    if refusal is not None:
-        return _refusal(log, refusal)
+    decisive = next((h for h in hits.hits if h.message.cause), None)
+    if decisive is not None:
+        return _decisive(log, decisive)
+    if hits.first(Meaning.mtp_failure) is not None:
+        return None
+    offered = log.offered_spec_types
+    if offered is not None and MTP_SPEC_TYPE not in offered and len(offered) > 1:
+        usage = hits.first(Meaning.usage)
+        return build_without_mtp(f"its --spec-type offers no {MTP_SPEC_TYPE}",
+                                 (usage.line if usage else f"--spec-type {'|'.join(offered)}",
+                                  f"{log.path}: the build's usage text lists --spec-type {'|'.join(offered)}"),
+                                 EvidenceSource.log, 0.9)
     gap = hits.first(Meaning.engine_gap)
     if gap is not None and log.mtp_use is MtpUse.on:
         return _backend_gap(log, gap)
@@ -56,12 +72,15 @@ def _confidence(log: LogEvidence, high: float) -> float:
     return high if log.mtp_use is MtpUse.on else min(high, 0.6)
 
 
-def _refusal(log: LogEvidence, hit: Hit) -> Cause:
+def _decisive(log: LogEvidence, hit: Hit) -> Cause:
     message = hit.message
     assert message.cause is not None
-    who = message.app.value if message.app is not None else (message.engine.value if message.engine else "the app")
-    return Cause(message.cause, 0.85, f"{who}: {message.means}", (hit.line, f"{log.path}: {_source(hit)}"),
-                 message.remedy or gap_remedy(None), (EvidenceSource.log,))
+    evidence = (hit.line, f"{log.path}: {_source(hit)}")
+    if message.cause == "BUILD_WITHOUT_MTP":
+        return build_without_mtp(message.means, evidence, EvidenceSource.log, 0.85)
+    who = message.app.value if message.app is not None else (message.engine.value if message.engine else "the engine")
+    return Cause(message.cause, 0.85, f"{who}: {message.means}", evidence, message.remedy or gap_remedy(None),
+                 (EvidenceSource.log,))
 
 
 def _backend_gap(log: LogEvidence, hit: Hit) -> Cause:

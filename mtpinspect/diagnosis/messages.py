@@ -121,6 +121,11 @@ CATALOGUE: tuple[Message, ...] = (
        "llama-server rejects the --spec-type value", engine=_LLAMA),
     _m("argument error", Meaning.mtp_failure, ("error while handling argument",),
        r"error while handling argument", "common/arg.cpp:873", "llama.cpp rejects a command-line argument", engine=_LLAMA),
+    _m("MTP flag unknown", Meaning.mtp_failure, ("invalid argument", "unknown argument"),
+       r"(?:invalid|unknown) argument:?\s+(?P<flag>--spec-type|--spec-draft-n-max|-mtp|--multi-token-prediction|--mtp\S*)\b",
+       "common/arg.cpp:827 (\"error: invalid argument: %s\")",
+       "the build does not know the MTP flag itself: it predates MTP support", engine=_LLAMA,
+       cause="BUILD_WITHOUT_MTP"),
     _m("no MTP layers", Meaning.mtp_failure, ("doesn't contain MTP layers",),
        r"doesn't contain MTP layers", "src/llama-context.cpp:3883 (\"context type MTP requested but model doesn't "
        "contain MTP layers\")", "the model loaded for the MTP context has no nextn layers", engine=_LLAMA, mtp=_ON),

@@ -26,7 +26,7 @@ from mtpinspect.diagnosis.run_facts import LogApp, MtpUse
 from mtpinspect.diagnosis.static import StaticEvidence
 from mtpinspect.vocabulary import EvidenceSource
 
-_NOT_INITIALIZED = re.compile(r"not initialized from checkpoint\**:?\s*\{(?P<names>[^}\n]*)")
+_NOT_INITIALIZED = re.compile(r"not initialized from checkpoint\**:?\s*(?:\{(?P<names>[^}\n]*))?")
 _SHARED = re.compile(r"embed_tokens|shared_head\.head|lm_head")
 _MTP_WEIGHT = re.compile(r"eh_proj|enorm|hnorm|mtp_block|\bmtp\.|nextn|shared_head\.norm")
 _PIPELINE = "Pipeline parallelism is not supported"
@@ -50,7 +50,7 @@ def run_cause(log: LogEvidence, static: StaticEvidence | None) -> Cause | None:
         return _combination(log)
     names = _NOT_INITIALIZED.search(text)
     if names is not None:
-        return _not_initialized(log, names["names"], static)
+        return _not_initialized(log, names["names"] or "", static)
     if _PIPELINE in text:
         return _pipeline(log)
     if _CTX_OTHER in text or _SUBSCRIPT in text:
@@ -79,6 +79,8 @@ def _not_initialized(log: LogEvidence, names: str, static: StaticEvidence | None
     mtp = [n for n in listed if _MTP_WEIGHT.search(n)]
     line = _line(log, "not initialized")
     head_present = static is not None and static.has("MTP_PRESENT")
+    if not listed and static is None:
+        return _not_initialized_unnamed(log, line)
     if listed and not mtp and all(_SHARED.search(n) for n in listed) or mtp and head_present:
         why = ("check finds the MTP head in the checkpoint" if head_present else
                f"only the weights an MTP layer shares with the model ({', '.join(listed)}): checkpoints tie them to "
@@ -94,6 +96,23 @@ def _not_initialized(log: LogEvidence, names: str, static: StaticEvidence | None
                  (line, f"{log.path}: {len(mtp)} MTP-layer weight(s) not in the checkpoint, e.g. {mtp[0] if mtp else '-'}"),
                  "use the maker's checkpoint (it ships the MTP layer), merge the fine-tune into a copy that keeps mtp.* / "
                  "the extra layer, or serve this one without --speculative-config; `mtpinspect check REPO` shows the head",
+                 (EvidenceSource.log,))
+
+
+def _not_initialized_unnamed(log: LogEvidence, line: str) -> Cause:
+    """The weights' names elided (as pasted, or cut by the poster): the line alone cannot tell the checkpoint's gap
+    from the loader's, so both readings are said, with the check that tells them apart."""
+    on = log.mtp_use is MtpUse.on
+    during = (f"while vLLM loads the MTP drafter ({log.run.evidence})" if on and log.run else
+              "the excerpt does not show which model was loading; with --speculative-config it is the MTP drafter")
+    return Cause("MTP_WEIGHTS_MISSING", 0.6 if on else 0.45,
+                 "weights the engine expects were not in the checkpoint, names not shown: either the checkpoint has no "
+                 "MTP layer (fine-tunes and SFT releases often drop it) or the engine's loader misses weights it has",
+                 (line, f"{log.path}: {during}; the weights' names are elided, and they decide between the two readings"),
+                 "run `mtpinspect check REPO` on the checkpoint: if it finds no MTP head (MTP_WEIGHTS_MISSING or NO_MTP), use the maker's "
+                 "checkpoint or serve this one without --speculative-config; if it finds the head (MTP_PRESENT), the "
+                 "loader skips weights it has (an engine bug: vllm#27597, #49869): update vLLM and report it; the full "
+                 "error line lists the names (mtp / eh_proj / enorm: the head's own; embed_tokens / lm_head: shared)",
                  (EvidenceSource.log,))
 
 
