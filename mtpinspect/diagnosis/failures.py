@@ -73,8 +73,11 @@ def classify_failure(
     if _DRAFT_LACKS_SHARED.search(text) and (had_sidecar or "failed to load draft model" in text):
         return Cause("SIDECAR_INCOMPLETE", 0.95, "the mtp- sidecar lacks tensors a draft model needs: llama-server "
                      "stops at load", evidence, SIDECAR_REMAKE_FIX, (source,))
-    if re.search(r"doesn't contain MTP layers|failed to create MTP context", text):
+    if _NO_HEAD.search(text):
         return _no_layers(static, settings, evidence, had_sidecar, source)
+    context = _CONTEXT_FAILED.search(text)
+    if context is not None:
+        return _context_failed(lines, evidence, static, settings, had_sidecar, source)
     if re.search(r"MTP block missing nextn|missing tensor '[^']*nextn|weights missing from checkpoint|"
                  r"requires nextn_predict_layers > 0", text):
         return Cause("MTP_WEIGHTS_MISSING", 0.95, "the MTP layer's weights are missing", evidence,
@@ -86,6 +89,33 @@ def classify_failure(
         return _crash_cause(crash, static, source)
     return Cause("MTP_FAILED", 0.7, f"the MTP configuration failed: {telling}", evidence, failed_start_fix(engine),
                  (source,))
+
+
+# The loaded model has no MTP layers: llama.cpp's own words (src/llama-context.cpp:3883) or its print_info count.
+_NO_HEAD = re.compile(r"doesn't contain MTP layers|n_layer_nextn\s*=\s*0\b")
+# common/speculative.cpp:2552/2564 (and llama.rn's "failed to create MTP draft context"): the MTP context was not
+# created, for want of nextn layers or of memory; the lines before say which when the log has them.
+_CONTEXT_FAILED = re.compile(r"failed to (?:create|measure|initialize|init) (?:the )?MTP (?:draft )?context")
+_OUT_OF_MEMORY = re.compile(r"failed to allocate|out of memory|cudaMalloc failed|OOM|not enough memory", re.IGNORECASE)
+
+
+def _context_failed(lines: Sequence[str], evidence: tuple[str, ...], static: StaticEvidence | None,
+                    settings: ServerArgs, had_sidecar: bool, source: EvidenceSource) -> Cause:
+    """No MTP context: the model's missing head when check says so, memory when the log says so, else both readings."""
+    if static is not None and (static.has("NO_MTP") or static.has("MTP_WEIGHTS_MISSING")) and not static.has("MTP_PRESENT"):
+        return _no_layers(static, settings, evidence, had_sidecar, source)
+    memory = next((line for line in lines if _OUT_OF_MEMORY.search(line)), None)
+    if memory is not None:
+        return Cause("MTP_FAILED", 0.8, "llama.cpp ran out of memory creating the MTP draft context (the head is not at "
+                     "fault)", (*evidence, memory),
+                     "free memory for the draft context: a smaller -c, fewer -ngl layers, a quantized KV cache (-ctk/-ctv "
+                     "q8_0), or turn MTP off on this device; if memory is plentiful, a newer llama.cpp build (a "
+                     "regression in the MTP context's allocation was fixed in PR #28183)", (source,))
+    return Cause("MTP_FAILED", 0.7, "llama.cpp could not create the MTP draft context: either the model has no nextn "
+                 "layers or memory for the draft context ran out (the log does not say which)", evidence,
+                 "run `mtpinspect check MODEL`: no MTP head (NO_MTP, MTP_WEIGHTS_MISSING) means this GGUF cannot draft "
+                 "with MTP (use one that bundles the head, or its mtp- file with -md); with the head present, give the "
+                 "draft context memory (a smaller -c, -ngl, -ctk/-ctv q8_0) or try a newer llama.cpp build", (source,))
 
 
 # llama.cpp loads a draft model as a whole model: a sidecar without the shared embedding or output norm

@@ -10,15 +10,24 @@ The rest only when the text holds no MTP-failure line, which failures.py reads:
 
 - a llama.cpp usage listing whose ``--spec-type`` values lack ``draft-mtp`` (the build's own list, printed
   after a rejected argument or by ``--help``) -> BUILD_WITHOUT_MTP, whatever the command asked for;
-- a backend's kernel failure (Level Zero / Unified Runtime ``ZE_RESULT_ERROR_*``) in a run with MTP on
-  -> ENGINE_LIMITATION: the backend cannot run MTP's path, not the head;
+- a backend's kernel failure (Level Zero / Unified Runtime ``ZE_RESULT_ERROR_*``) in a run on the
+  speculative path (MTP on, or the engine's speculative code named) -> MTP_ENGINE_CRASH: the backend
+  fails on MTP's path, not the head;
+- where no engine failure line or crash frames the text, any other error line that names speculative decoding (an app's window, a fork's message: "error",
+  "failed", "cannot", "not supported" with "speculative", "draft", "MTP" or an mtp- file) ->
+  ENGINE_LIMITATION: the app or engine cannot run this speculative configuration; the fix names the
+  app's own switch when the text shows the app, and the llama-server command that runs the model's
+  head (a separate mtp- file with ``-md``);
 - a Python exception whose text, or whose traceback, is the engine's speculative or MTP code (an MTP
   drafter class or module, ``spec_decode``, ``--speculative-algorithm``, or the exception's own words:
-  speculative, draft, MTP, NextN) -> ENGINE_LIMITATION: the engine's MTP path fails for this model or
-  setting (an assertion on which algorithms a model supports, an AttributeError on an MTP class).
+  speculative, draft, MTP, NextN): an engine gap, not the head. What the exception is decides which:
+  a refusal (``AssertionError``, ``NotImplementedError``, or a ``ValueError`` that says "not supported"
+  / "only ... supported": which algorithms a model supports) -> ENGINE_LIMITATION; any other exception
+  (an ``AttributeError`` on an MTP class, a ``NameError`` for a missing kernel, a ``RuntimeError``) is
+  the engine's MTP path breaking -> MTP_ENGINE_CRASH.
 
-Confidence: 0.85 for an app's refusal and an exception that names MTP itself; 0.7 when only the
-traceback around it shows the speculative path; 0.6 when MTP use is not shown at all.
+Confidence: 0.85 for a line whose entry names the cause and an exception that names the speculative
+path itself; 0.7 when only the text around it shows that path; at most 0.6 when MTP use is not shown.
 """
 
 from __future__ import annotations
@@ -28,13 +37,16 @@ import re
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.diagnosis.failures import build_without_mtp
 from mtpinspect.diagnosis.logs import LogEvidence
-from mtpinspect.diagnosis.messages import Hit, Meaning, Scan, gap_remedy
+from mtpinspect.diagnosis.messages import SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
 from mtpinspect.diagnosis.run_facts import MtpUse
+from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE
-from mtpinspect.vocabulary import Engine, EvidenceSource
+from mtpinspect.vocabulary import App, Engine, EvidenceSource, LogKind
 
-# An exception's own words that put it on the speculative path.
-_SPECULATIVE_WORDS = re.compile(r"speculat|\bdraft|\bMTP\b|mtp_|_mtp|NextN|nextn|\bEAGLE|spec_decode|num_speculative", re.IGNORECASE)
+# Exceptions by which an engine refuses a model or setting, rather than breaking on it.
+_REFUSALS = frozenset({"AssertionError", "NotImplementedError"})
+_REFUSAL_WORDS = re.compile(r"not (?:yet )?supported|unsupported|only .{0,80}\bsupport|does not support|must be one of",
+                            re.IGNORECASE)
 
 
 def message_cause(log: LogEvidence) -> Cause | None:
@@ -55,13 +67,35 @@ def message_cause(log: LogEvidence) -> Cause | None:
                                   f"{log.path}: the build's usage text lists --spec-type {'|'.join(offered)}"),
                                  EvidenceSource.log, 0.9)
     gap = hits.first(Meaning.engine_gap)
-    if gap is not None and log.mtp_use is MtpUse.on:
-        return _backend_gap(log, gap)
+    path = hits.mtp_sign or hits.first(Meaning.speculation)
+    if gap is not None and path is not None:
+        return _backend_gap(log, gap, path)
     for exception in hits.of(Meaning.exception):
         cause = _exception(log, hits, exception)
         if cause is not None:
             return cause
+    # Only where no engine's own failure line or crash is there to explain (failures.py reads those better).
+    framed = log.kind is not LogKind.fragment and log.failure is not None
+    error = next((h for h in hits.of(Meaning.app_refusal) if h.message.cause is None), None)
+    if error is not None and log.crash is None and not framed:
+        return _speculative_error(log, error)
     return None
+
+
+def _speculative_error(log: LogEvidence, hit: Hit) -> Cause:
+    app = App(log.app.value) if log.app is not None else None
+    who = APP_NAMES[app] if app is not None else "the app or engine"
+    sidecar = "mtp-" in hit.line.lower() or "draft model" in hit.line.lower()
+    head = ("llama-server -m MAIN.gguf -md mtp-FILE.gguf --spec-type draft-mtp runs a separate mtp- head; a GGUF that "
+            "bundles the head needs no draft file" if sidecar else
+            "llama-server -m MODEL.gguf --spec-type draft-mtp runs the model's own head")
+    switch = f"{app_setting(app, None)} to serve without it meanwhile; update the app's llama.cpp engine" if app else \
+        "turn speculative decoding off meanwhile; update the engine"
+    return Cause("ENGINE_LIMITATION", _confidence(log, 0.7),
+                 f"{who} fails on this speculative configuration: an app or engine limit, not the head",
+                 (hit.line, f"{log.path}: {_source(hit)}"),
+                 f"in {who}: {switch}; to check the model itself: {head} (the pinned build: mtpinspect runtime build)",
+                 (EvidenceSource.log,))
 
 
 def _source(hit: Hit) -> str:
@@ -83,18 +117,17 @@ def _decisive(log: LogEvidence, hit: Hit) -> Cause:
                  (EvidenceSource.log,))
 
 
-def _backend_gap(log: LogEvidence, hit: Hit) -> Cause:
-    on = log.run.evidence if log.run is not None else "MTP on"
-    return Cause("ENGINE_LIMITATION", 0.8,
-                 f"the backend fails on MTP's path ({hit.match.group(0)}): an engine gap, not the head",
-                 (hit.line, f"{log.path}: {_source(hit)}", f"{log.path}: MTP on: {on}"),
-                 f"{gap_remedy(_engine(log))}; on this backend try the run without MTP first, then report the kernel "
-                 "failure with the backend named", (EvidenceSource.log,))
+def _backend_gap(log: LogEvidence, hit: Hit, path: Hit) -> Cause:
+    return Cause("MTP_ENGINE_CRASH", _confidence(log, 0.8),
+                 f"the backend fails on the speculative path ({hit.match.group(0)}): an engine gap, not the head",
+                 (hit.line, f"{log.path}: {_source(hit)}", f"{log.path}: line {path.number}: {path.message.means}"),
+                 f"{gap_remedy(_engine(log))}; on this backend try the run without speculative decoding first, then "
+                 "report the kernel failure with the backend named", (EvidenceSource.log,))
 
 
 def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     text = hit.match.group("text") or ""
-    said = _SPECULATIVE_WORDS.search(text) is not None
+    said = SPECULATIVE_WORDS.search(text) is not None
     around = hits.mtp_sign or hits.first(Meaning.speculation)
     if not said and around is None:
         return None
@@ -104,8 +137,13 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
         evidence.append(f"{log.path}: line {around.number}: {around.message.means}")
     engine = _engine(log)
     where = f"{engine.value}'s" if engine is not Engine.unknown else "the engine's"
-    return Cause("ENGINE_LIMITATION", _confidence(log, 0.85 if said else 0.7),
-                 f"{where} speculative / MTP code raises {kind}: an engine gap for this model or setting, not the head",
+    confidence = _confidence(log, 0.85 if said else 0.7)
+    if kind in _REFUSALS or _REFUSAL_WORDS.search(text):
+        return Cause("ENGINE_LIMITATION", confidence,
+                     f"{where} speculative / MTP code refuses this model or setting ({kind}): an engine gap, not the head",
+                     tuple(evidence), gap_remedy(engine), (EvidenceSource.log,))
+    return Cause("MTP_ENGINE_CRASH", confidence,
+                 f"{where} speculative / MTP code breaks ({kind}: {text[:160]}): an engine bug, not the head",
                  tuple(evidence), gap_remedy(engine), (EvidenceSource.log,))
 
 

@@ -129,9 +129,17 @@ CATALOGUE: tuple[Message, ...] = (
     _m("no MTP layers", Meaning.mtp_failure, ("doesn't contain MTP layers",),
        r"doesn't contain MTP layers", "src/llama-context.cpp:3883 (\"context type MTP requested but model doesn't "
        "contain MTP layers\")", "the model loaded for the MTP context has no nextn layers", engine=_LLAMA, mtp=_ON),
-    _m("MTP context failed", Meaning.mtp_failure, ("failed to create MTP context", "failed to measure MTP"),
-       r"failed to (?:create|measure) MTP context", "common/speculative.cpp:2552, 2564",
-       "llama.cpp could not create the MTP draft context", engine=_LLAMA, mtp=_ON),
+    _m("MTP context failed", Meaning.mtp_failure, ("MTP context", "MTP draft context"),
+       r"failed to (?:create|measure|initialize|init) (?:the )?MTP (?:draft )?context",
+       "common/speculative.cpp:2552, 2564; llama.rn (PocketPal) words it \"failed to create MTP draft context\"",
+       "llama.cpp could not create the MTP draft context (no nextn layers in the model, or no memory for it)",
+       engine=_LLAMA, mtp=_ON),
+    _m("draft head load error", Meaning.mtp_failure, ("error loading model",),
+       r"error loading model: .*(?:\bdraft\b|\bMTP\b|\bmtp\b|nextn)",
+       "src/llama-model.cpp's loader (\"error loading model: %s\"), forks' draft-head loaders",
+       "the loader fails on the draft / MTP head", engine=_LLAMA, mtp=_ON),
+    _m("no nextn layers", Meaning.no_head, ("n_layer_nextn",), r"n_layer_nextn\s*=\s*0\b",
+       "src/llama-model.cpp:2236 (print_info)", "the model loaded has no MTP (nextn) layers", engine=_LLAMA),
     _m("sidecar width", Meaning.mtp_failure, ("MTP input row width",), r"MTP input row width",
        "common/speculative.cpp:1377", "the MTP head's input width differs from the target's", engine=_LLAMA, mtp=_ON),
     _m("failed to add token", Meaning.mtp_failure, ("failed to add token",), r"failed to add token",
@@ -191,12 +199,22 @@ CATALOGUE: tuple[Message, ...] = (
     _m("pipeline parallelism", Meaning.mtp_failure, ("Pipeline parallelism is not supported",),
        r"Pipeline parallelism is not supported", "vllm/config/model.py (verify_with_parallel_config)",
        "the model class lacks pipeline parallelism (MTP drafters: vllm#52069)", engine=_VLLM),
+    _m("vLLM rejection sampler", Meaning.speculation, ("sample_recovered_tokens", "rejection_sampler", "rejection_greedy_sample"),
+       r"sample_recovered_tokens|rejection_sampler|rejection_greedy_sample",
+       "vllm/v1/sample/rejection_sampler.py (its Triton kernels run only when drafts are verified)",
+       "vLLM's speculative rejection sampler", engine=_VLLM),
     # -- SGLang ----------------------------------------------------------------------------------------------
     _m("SGLang module path", Meaning.writer, ("sglang",), r"[/\\]sglang[/\\][\w/\\.]+\.py|\bsglang\.srt\.",
        "SGLang's package layout (sglang/srt/...)", "an SGLang traceback or log", engine=_SGLANG),
     _m("SGLang speculative algorithm", Meaning.speculation, ("--speculative-algorithm", "speculative_algorithm"),
        r"(?:--speculative-algorithm|speculative_algorithm)\W+(?P<algo>[A-Za-z0-9_]+)",
        "python/sglang/srt/server_args.py (--speculative-algorithm)", "SGLang's speculative method", engine=_SGLANG),
+    _m("SGLang speculative path", Meaning.speculation, ("speculative",),
+       r"sglang[/\\.](?:python[/\\.])?(?:sglang[/\\.])?srt[/\\.]speculative\b|srt[/\\]speculative[/\\]",
+       "python/sglang/srt/speculative/ (EAGLE and NEXTN workers)", "SGLang's speculative decoding code", engine=_SGLANG),
+    _m("SGLang NextN class", Meaning.mtp_on, ("NextN",), r"\b\w+(?:Model|ForCausalLM)NextN\b",
+       "python/sglang/srt/models/deepseek_nextn.py (DeepseekModelNextN, DeepseekV3ForCausalLMNextN), glm4_moe_nextn.py",
+       "SGLang's MTP (NextN) draft model class", engine=_SGLANG, mtp=_ON),
     _m("SGLang NEXTN", Meaning.mtp_on, ("NEXTN", "NextN", "nextn"),
        r"(?:--speculative-algorithm|speculative_algorithm)\W+(?:NEXTN|nextn)\b|sglang[/\\.]srt[/\\.]models[/\\.]\w+_nextn",
        "python/sglang/srt/server_args.py (NEXTN is MTP), srt/models/*_nextn.py", "SGLang drafting with the model's "
@@ -210,12 +228,40 @@ CATALOGUE: tuple[Message, ...] = (
        ("Error:", "Error(", "Exception:", "AssertionError"),
        r"^(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))(?::\s*(?P<text>.*)|\s*$)",
        "Python's traceback format", "a Python exception (its text and its traceback say where)"),
+    # -- desktop apps ------------------------------------------------------------------------------------------
+    _m("Ollama engine layer", Meaning.app_refusal, ("failed to initialize model",),
+       r"failed to initialize model: (?P<arch>\w+): layer (?P<layer>\d+) (?:missing|expected)",
+       "ollama model/models/qwen3next/model.go (\"qwen3next: layer %d missing attn_qkv/attn_gate projections\"), "
+       "wrapped by its runner; ollama#16282",
+       "Ollama's own engine cannot load a layer of this GGUF: in an MTP GGUF the last layer is the MTP block (nextn "
+       "tensors only), which Ollama's engine does not load for this architecture", app=LogApp.ollama, engine=_LLAMA,
+       cause="NO_MTP_GRAPH",
+       remedy=("in Ollama, use the publisher's GGUF without the MTP layer (or convert with --no-mtp); for MTP, serve "
+               "the file with llama-server -m FILE --spec-type draft-mtp, or an Ollama release that loads the nextn block")),
+    _m("LM Studio named", Meaning.writer, ("LM Studio", "LMStudio", "lmstudio", "lm-studio"),
+       r"\bLM ?Studio\b|\blmstudio\b|\blm-studio\b|LMSTUDIO_", "LM Studio's own wording and paths",
+       "LM Studio (it runs llama.cpp's llama-server)", app=LogApp.lm_studio, engine=_LLAMA),
+    _m("Ollama named", Meaning.writer, ("ollama", "Ollama"), r"\b[Oo]llama\b", "Ollama's own wording and paths",
+       "Ollama (it runs llama.cpp, or its own engine)", app=LogApp.ollama, engine=_LLAMA),
+    # An error line that names speculative decoding, in whatever words an app or fork chose: the class, not the
+    # wordings seen so far (message_rules.py says what it establishes).
+    _m("speculative error", Meaning.app_refusal,
+       ("peculative", "draft", "Draft", "MTP", "mtp-", "ulti-token", "ulti token"),
+       r"(?i)^(?=.*(?:\berror\b|\bfail(?:ed|s|ure)?\b|\bcannot\b|\bcan't\b|\bunable\b|not supported|unsupported|"
+       r"incompatible|not compatible|\binvalid\b|\brefus))(?=.*(?:speculative|\bdraft\b|\bMTP\b|mtp-[\w.-]*\.gguf|"
+       r"multi[- ]token))",
+       "the class of app and engine errors about speculative decoding (LM Studio, Ollama, forks, llama.rn)",
+       "an error about speculative decoding, in the app's or engine's own words"),
     # -- backends ----------------------------------------------------------------------------------------------
     _m("Level Zero error", Meaning.engine_gap, ("ZE_RESULT_ERROR", "UR_RESULT_ERROR"),
        r"\b(?:ZE|UR)_RESULT_ERROR_\w+", "Intel Level Zero / Unified Runtime status codes (XPU, SYCL)",
        "the XPU backend failed to build or run a kernel"),
 )
 
+
+# Words that put a line on the speculative path (an exception's text, a crash's place).
+SPECULATIVE_WORDS = re.compile(r"speculat|\bdraft|\bMTP\b|mtp_|_mtp|\bmtp\b|NextN|nextn|\bEAGLE|spec_decode|num_speculative",
+                               re.IGNORECASE)
 
 # Every key of the catalogue, longest first: one regex finds the lines worth matching.
 _KEYS = re.compile("|".join(re.escape(k) for k in sorted({k for m in CATALOGUE for k in m.keys}, key=len, reverse=True)))

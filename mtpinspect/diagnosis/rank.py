@@ -45,9 +45,10 @@ from mtpinspect.diagnosis.causes import CAUSES, Cause
 from mtpinspect.diagnosis.failures import REJECTED_TYPE, CrashEvidence, classify_failure
 from mtpinspect.diagnosis.logs import LogEvidence
 from mtpinspect.diagnosis.message_rules import message_cause
+from mtpinspect.diagnosis.messages import Meaning
 from mtpinspect.diagnosis.probe import ProbeFigure, ProbeResult
 from mtpinspect.diagnosis.run_facts import MtpUse
-from mtpinspect.diagnosis.run_rules import not_mtps, run_cause
+from mtpinspect.diagnosis.run_rules import crash_may_be_mtps, not_mtps, run_cause
 from mtpinspect.diagnosis.static import (
     StaticEvidence,
     fix_command,
@@ -375,11 +376,12 @@ def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvi
     if special is not None:
         causes.append(special)
     elif log.mtp_use is not MtpUse.off or _rejected_spec_type(log):  # with MTP off a crash is not MTP's (a note)
-        failure = classify_failure([*log.telling, log.failure or ""] if log.failure or log.telling else [],
+        no_head = [h.line for h in log.scan.of(Meaning.no_head)] if log.scan is not None else []
+        failure = classify_failure([*log.telling, *no_head, log.failure or ""] if log.failure or log.telling else [],
                                    static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log, crash=crash,
                                    offered=log.offered_spec_types, engine=log.runtime)
         if failure is not None and failure.code == "MTP_ENGINE_CRASH" and log.mtp_use is MtpUse.not_shown:
-            failure = _unshown_mtp(failure, log)
+            failure = _unshown_mtp(failure, log) if crash_may_be_mtps(log) else None
         if failure is not None:
             causes.append(failure)
     causes += _unused_head_causes(static, settings, log, EvidenceSource.log, asked_mtp=log.mtp_context is not None)

@@ -1,6 +1,10 @@
 """Rules for pasted logs that turn on what the run was (run_facts.py) rather than on its figures.
 
-- a crash or failed start in a run with MTP off is not MTP's: no cause, a note that says so;
+- a crash or failed start in a run with MTP off is not MTP's: no cause, a note that says so; nor is a
+  crash in an excerpt that shows nothing of the run when nothing puts it on the speculative path and it is
+  a lone signal line (it says nothing of what crashed) or its place is a component MTP never runs through
+  (the multimodal projector, the tokenizer, the grammar); otherwise such a crash is MTP's only if MTP was
+  on, and the cause says so (rank.py);
 - ``draft-mtp`` chained with another model drafter (``-md`` DFlash/EAGLE beside ``--spec-type
   draft-mtp``) whose draft file has no MTP layers -> DRAFTER_COMBINATION (llama.cpp#27839);
 - vLLM's "Following weights were not initialized from checkpoint: {...}": MTP-layer weights
@@ -22,8 +26,10 @@ import re
 
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.diagnosis.logs import LogEvidence
+from mtpinspect.diagnosis.messages import SPECULATIVE_WORDS, Meaning
 from mtpinspect.diagnosis.run_facts import LogApp, MtpUse
 from mtpinspect.diagnosis.static import StaticEvidence
+from mtpinspect.runtime.crash import CrashKind
 from mtpinspect.vocabulary import EvidenceSource
 
 _NOT_INITIALIZED = re.compile(r"not initialized from checkpoint\**:?\s*(?:\{(?P<names>[^}\n]*))?")
@@ -34,8 +40,31 @@ _SUBSCRIPT = "invalid vector subscript"
 _CTX_OTHER = "Gemma4Assistant requires ctx_other"
 
 
+# Where MTP never runs: a crash placed there is not MTP's, whatever the run had on.
+_ELSEWHERE = re.compile(r"\bclip\.cpp|\bmtmd\b|mtmd[/\\_]|mmproj|llama-grammar|llama-vocab|tokeniz", re.IGNORECASE)
+
+
+def crash_may_be_mtps(log: LogEvidence) -> bool:
+    """A crash in an excerpt that shows nothing of the run's setup may be MTP's (see the module docstring)."""
+    if log.scan is not None and (log.scan.mtp_sign or log.scan.first(Meaning.speculation) or log.telling):
+        return True
+    crash = log.crash
+    if crash is None:
+        return True
+    if any(SPECULATIVE_WORDS.search(w) for w in (crash.message, crash.where or "", *crash.lines)):
+        return True
+    if crash.kind is CrashKind.SIGNAL and len(crash.lines) <= 1:
+        return False
+    return _ELSEWHERE.search(f"{crash.where or ''} {crash.message}") is None
+
+
 def not_mtps(log: LogEvidence) -> str | None:
-    """The note for a crash or failed start in a run with MTP off; None when MTP was on or not shown."""
+    """The note for a crash or failed start in a run with MTP off, or a crash that cannot be MTP's; None otherwise."""
+    if log.mtp_use is MtpUse.not_shown and log.crash is not None and not crash_may_be_mtps(log):
+        why = ("a lone signal line, nothing of what crashed" if log.crash.kind is CrashKind.SIGNAL else
+               f"it dies in {log.crash.where or log.crash.message}, which MTP never runs through")
+        return (f"{log.path}: a crash, not MTP's to explain: {log.crash.summary}; the text shows nothing of MTP and {why} "
+                "(with MTP on, `mtpinspect diagnose MODEL -- <your flags>` reproduces it and says whether MTP is the trigger)")
     if log.mtp_use is not MtpUse.off or log.run is None or not (log.crash or log.failure):
         return None
     what = log.crash.summary if log.crash else log.failure

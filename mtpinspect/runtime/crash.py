@@ -100,6 +100,8 @@ _SHELL_SIGNAL = (
     (re.compile(r"Floating point exception|SIGFPE|signal 8\b|exit(?:ed with)? code:? 136\b"), "SIGFPE"),
     # "Aborted (core dumped)" alone on its line: vLLM's "Aborted request ..." is not a crash.
     (re.compile(r"(?:^|\s)Aborted(?: \(core dumped\))?\s*$|SIGABRT|signal 6\b|exit(?:ed with)? code:? 134\b"), "SIGABRT"),
+    # MSVC's C runtime: abort() in a Debug build shows a dialog ("Debug Error! ... abort() has been called").
+    (re.compile(r"\babort\(\) has been called"), "SIGABRT"),
     # Windows: an access violation, as Go's runtime prints it ("Exception 0xc0000005 0x0 ..." in Ollama's log),
     # as the event log / WER dump says it ("Exception code: 0xc0000005") or as an exit status.
     (re.compile(r"Exception(?: [Cc]ode:?)? 0x[cC]0000005\b|exit status 0x[cC]0000005\b"), "SIGSEGV"),
