@@ -1,0 +1,106 @@
+"""The catalogue of messages (mtpinspect/diagnosis/messages.py): what a line means, read from any text.
+
+The real pastes of cases/logs/ test what the catalogue concludes (tests/test_log_corpus.py); these tests
+hold the reader's own promises: every entry says where its wording comes from, hits carry the line they
+were found on, a text is refused only when no line means anything, and the reading stays bounded
+whatever a file holds.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from mtpinspect.diagnosis import diagnose
+from mtpinspect.diagnosis.causes import CAUSES
+from mtpinspect.diagnosis.logs import read_log
+from mtpinspect.diagnosis.messages import CATALOGUE, MTP_FAILURE_MARKERS, Meaning, scan
+from mtpinspect.diagnosis.run_facts import MtpUse
+from mtpinspect.errors import FormatError
+from mtpinspect.vocabulary import Engine, LogKind
+
+
+def test_every_entry_names_its_source_its_meaning_and_a_key_its_pattern_needs() -> None:
+    names = [m.name for m in CATALOGUE]
+    assert len(names) == len(set(names))
+    for message in CATALOGUE:
+        assert message.source.strip() and message.means.strip(), message.name
+        assert message.cause is None or message.cause in CAUSES, message.name
+        # A key is a literal the line must hold for the pattern to be tried at all.
+        assert message.keys and all(message.keys), message.name
+        assert (message.meaning is Meaning.mtp_on) <= (message.mtp is MtpUse.on), message.name
+
+
+def test_hits_carry_their_line_and_number_through_prefixes(tmp_path: Path) -> None:
+    text = ("some words the user typed\n"
+            "[rank0]: Traceback (most recent call last):\n"
+            '[rank0]:   File "/opt/venv/lib/python3.12/site-packages/vllm/v1/spec_decode/eagle.py", line 90, in propose\n'
+            "[rank0]: AttributeError: 'Qwen3NextMTP' object has no attribute 'foo'\n")
+    hits = scan(text)
+    by_meaning = {h.message.meaning: h for h in hits.hits}
+    assert by_meaning[Meaning.exception].number == 4
+    assert by_meaning[Meaning.exception].match.group("type") == "AttributeError"
+    assert hits.writer is Engine.vllm
+    assert hits.mtp_sign is not None and hits.mtp_sign.number == 4
+
+
+def test_a_text_is_refused_only_when_no_line_means_anything(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("bought milk\nthe weather was fine\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"notes.txt: no line means anything to this tool \(it reads .*tracebacks"):
+        read_log(notes)
+    # One meaningful line among the chatter is enough: a fragment, read for what that line says.
+    notes.write_text("bought milk\nAttributeError: 'DeepseekModelNextN' object has no attribute 'layers'\n", encoding="utf-8")
+    log = read_log(notes)
+    # No log format frames it; the class name is SGLang's (srt/models/deepseek_nextn.py), so SGLang wrote it.
+    assert (log.kind, log.runtime, log.mtp_use) == (LogKind.sglang, Engine.sglang, MtpUse.on)
+    assert {m.line for m in log.messages} == {2}
+    report = diagnose(log_files=[notes])
+    assert report.causes[0].code == "MTP_ENGINE_CRASH" and "sglang" in report.causes[0].message
+    # With no engine named at all, the text is a fragment of an unknown engine's.
+    notes.write_text("bought milk\nRuntimeError: ZE_RESULT_ERROR_MODULE_BUILD_FAILURE\n", encoding="utf-8")
+    log = read_log(notes)
+    assert (log.kind, log.runtime, log.failure) == (LogKind.fragment, Engine.unknown,
+                                                    "RuntimeError: ZE_RESULT_ERROR_MODULE_BUILD_FAILURE")
+
+
+def test_an_mtp_flag_the_build_calls_invalid_is_a_build_without_mtp(tmp_path: Path) -> None:
+    # common/arg.cpp:827 words an unknown flag "error: invalid argument: %s": a build older than the flag.
+    paste = tmp_path / "paste.txt"
+    paste.write_text("$ ./llama-server -m q.gguf --spec-type draft-mtp\nerror: invalid argument: --spec-type\n",
+                     encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes[0].code == "BUILD_WITHOUT_MTP"
+
+
+def test_a_usage_listing_without_draft_mtp_is_a_build_without_mtp(tmp_path: Path) -> None:
+    # The build's own --spec-type list decides, whatever the user typed (here: nothing was rejected yet).
+    paste = tmp_path / "help.txt"
+    paste.write_text("--spec-type [none|ngram-cache|ngram-simple|ngram-map-k|ngram-map-k4v|ngram-mod]\n"
+                     "                                        type of speculative decoding to use\n", encoding="utf-8")
+    cause = diagnose(log_files=[paste]).causes[0]
+    assert cause.code == "BUILD_WITHOUT_MTP" and "offers no draft-mtp" in cause.message
+    paste.write_text("--spec-type none,draft-simple,draft-eagle3,draft-mtp,ngram-simple\n", encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes == []
+
+
+def test_failure_markers_come_from_the_catalogue() -> None:
+    failures = [m for m in CATALOGUE if m.meaning is Meaning.mtp_failure]
+    assert failures and all(m.pattern.pattern in MTP_FAILURE_MARKERS.pattern for m in failures)
+
+
+def test_each_message_keeps_its_first_lines_only(tmp_path: Path) -> None:
+    text = "".join(f"common_speculative_init: failed to create MTP context ({i})\n" for i in range(500))
+    hits = scan(text)
+    mine = [h for h in hits.hits if h.message.name == "MTP context failed"]
+    assert [h.number for h in mine] == list(range(1, 17))
+
+
+def test_a_line_that_claims_to_be_the_whole_file_is_read_in_part(tmp_path: Path) -> None:
+    # 48 MiB on one line, a failure at its start: the hit keeps a bounded slice of the line.
+    text = "failed to create MTP context " + "x" * (48 << 20)
+    hits = scan(text)
+    (hit,) = [h for h in hits.hits if h.message.name == "MTP context failed"]
+    assert len(hit.line) <= 16384 and hit.line.startswith("failed to create MTP context")
+    assert re.search("x{1000}", hit.line)
