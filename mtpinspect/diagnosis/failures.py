@@ -42,7 +42,6 @@ from mtpinspect.runtime.workarounds import Trial, Workaround
 from mtpinspect.vocabulary import Engine, EvidenceSource, Layout
 
 
-
 def classify_failure(
     lines: Sequence[str],
     static: StaticEvidence | None,

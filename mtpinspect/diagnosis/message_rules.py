@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import re
 
+from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.diagnosis.failures import build_without_mtp
 from mtpinspect.diagnosis.logs import LogEvidence
 from mtpinspect.diagnosis.messages import SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
 from mtpinspect.diagnosis.run_facts import MtpUse
-from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE
 from mtpinspect.vocabulary import App, Engine, EvidenceSource, LogKind
 

@@ -94,17 +94,25 @@ _GPU = (
 )
 # What shells, launchers and containers print when a child dies from a signal.
 _SHELL_SIGNAL = (
-    (re.compile(r"Segmentation fault|SIGSEGV|signal 11\b|exit(?:ed with)? code:? 139\b|\bcode=139\b"), "SIGSEGV"),
-    (re.compile(r"Illegal instruction|SIGILL|signal 4\b|exit(?:ed with)? code:? 132\b"), "SIGILL"),
-    (re.compile(r"Bus error|SIGBUS|signal 7\b|exit(?:ed with)? code:? 135\b"), "SIGBUS"),
-    (re.compile(r"Floating point exception|SIGFPE|signal 8\b|exit(?:ed with)? code:? 136\b"), "SIGFPE"),
-    # "Aborted (core dumped)" alone on its line: vLLM's "Aborted request ..." is not a crash.
-    (re.compile(r"(?:^|\s)Aborted(?: \(core dumped\))?\s*$|SIGABRT|signal 6\b|exit(?:ed with)? code:? 134\b"), "SIGABRT"),
+    # bash ("Segmentation fault (core dumped)"), zsh ("zsh: segmentation fault  ./llama-server ..."), Go's os/exec
+    # as Ollama reports a dead runner ("signal: segmentation fault (core dumped)"), containers' exit codes.
+    (re.compile(r"(?i:segmentation fault)|SIGSEGV|signal 11\b|exit(?:ed with)? code:? 139\b|\bcode=139\b"), "SIGSEGV"),
+    (re.compile(r"(?i:illegal (?:hardware )?instruction)|SIGILL|signal 4\b|exit(?:ed with)? code:? 132\b"), "SIGILL"),
+    (re.compile(r"Bus error|zsh: bus error|signal: bus error|SIGBUS|signal 7\b|exit(?:ed with)? code:? 135\b"), "SIGBUS"),
+    (re.compile(r"(?i:floating point exception)|SIGFPE|signal 8\b|exit(?:ed with)? code:? 136\b"), "SIGFPE"),
+    # "Aborted (core dumped)" alone on its line (a paste may bracket or quote it): vLLM's "Aborted request ..." is
+    # not a crash. zsh says "zsh: abort", Go "signal: aborted".
+    (re.compile(r"(?:^|[\s\[(\"'])Aborted(?: \(core dumped\))?[\])\"'.\s]*$|zsh: abort\b|signal: aborted\b|SIGABRT|"
+                r"signal 6\b|exit(?:ed with)? code:? 134\b"), "SIGABRT"),
     # MSVC's C runtime: abort() in a Debug build shows a dialog ("Debug Error! ... abort() has been called").
     (re.compile(r"\babort\(\) has been called"), "SIGABRT"),
     # Windows: an access violation, as Go's runtime prints it ("Exception 0xc0000005 0x0 ..." in Ollama's log),
-    # as the event log / WER dump says it ("Exception code: 0xc0000005") or as an exit status.
-    (re.compile(r"Exception(?: [Cc]ode:?)? 0x[cC]0000005\b|exit status 0x[cC]0000005\b"), "SIGSEGV"),
+    # as the event log / WER dump says it ("Exception code: 0xc0000005") or as an exit status, also in decimal
+    # (NTSTATUS 0xC0000005 = 3221225477, or -1073741819 signed).
+    (re.compile(r"Exception(?: [Cc]ode:?)? 0x[cC]0000005\b|exit status 0x[cC]0000005\b|"
+                r"(?:exit(?:ed)?|code|status)\D{0,12}(?:3221225477|-1073741819)\b"), "SIGSEGV"),
+    # abort() on Windows release builds ends in __fastfail: STATUS_STACK_BUFFER_OVERRUN 0xC0000409 (3221226505).
+    (re.compile(r"0x[cC]0000409\b|(?:exit(?:ed)?|code|status)\D{0,12}(?:3221226505|-1073740791)\b"), "SIGABRT"),
     # systemd-coredump's journal line; the frames below it say which signal (abort() -> SIGABRT).
     (re.compile(r"systemd-coredump\[\d+\]: .*Process \d+ \([\w.-]+\) of user \d+ dumped core"), "SIGABRT"),
 )
