@@ -181,6 +181,10 @@ CATALOGUE: tuple[Message, ...] = (
        r"llama runner process (?:has )?(?:terminated|no longer running)",
        "ollama llm/server.go (\"llama runner process has terminated: %v\")", "Ollama's runner (llama.cpp) exited",
        app=LogApp.ollama, engine=_LLAMA),
+    _m("llama.cpp draft flags", Meaning.speculation, ("--draft", "-md", "--model-draft", "--spec-"),
+       r"(?:^|\s)(?:--draft(?:-max|-min|-n)?|-md|--model-draft|--spec-type|--spec-draft-[\w-]+)[\s=]",
+       "common/arg.cpp (--spec-type, --spec-draft-*, -md/--model-draft; --draft-max before the rename)",
+       "a speculative decoding flag of llama.cpp", engine=_LLAMA),
     _m("spec-type listing", Meaning.usage, ("--spec-type",), r"^\s*--spec-type\s+\[?[a-z0-9][a-z0-9|,-]*\]?",
        "common/arg.cpp:4249 (the usage text printed after a rejected argument)",
        "the build's own list of --spec-type values: without draft-mtp the build has no MTP", engine=_LLAMA),
@@ -195,6 +199,10 @@ CATALOGUE: tuple[Message, ...] = (
     _m("vLLM command", Meaning.writer, ("vllm serve", "--speculative-config", "speculative_config"),
        r"\bvllm serve\b|--speculative-config|speculative_config", "vllm/engine/arg_utils.py (--speculative-config)",
        "a vLLM command line or its configuration", engine=_VLLM),
+    _m("vLLM speculative flags", Meaning.speculation, ("--speculative", "num_speculative_tokens"),
+       r"--speculative[-_](?:config|model)\b|num_speculative_tokens",
+       "vllm/engine/arg_utils.py (--speculative-config; --speculative-model in V0)", "vLLM's speculative settings",
+       engine=_VLLM),
     _m("vLLM spec decode path", Meaning.speculation, ("spec_decode",), r"\bspec_decode\b",
        "vllm/v1/spec_decode/ (the drafters)", "vLLM's speculative decoding code", engine=_VLLM),
     _m("vLLM MTP weights missing", Meaning.mtp_failure, ("weights missing from checkpoint",),
@@ -213,8 +221,9 @@ CATALOGUE: tuple[Message, ...] = (
     # -- SGLang ----------------------------------------------------------------------------------------------
     _m("SGLang module path", Meaning.writer, ("sglang",), r"[/\\]sglang[/\\][\w/\\.]+\.py|\bsglang\.srt\.",
        "SGLang's package layout (sglang/srt/...)", "an SGLang traceback or log", engine=_SGLANG),
-    _m("SGLang speculative algorithm", Meaning.speculation, ("--speculative-algorithm", "speculative_algorithm"),
-       r"(?:--speculative-algorithm|speculative_algorithm)\W+(?P<algo>[A-Za-z0-9_]+)",
+    # argparse takes any unambiguous prefix: "--speculative-algo NEXTN" is --speculative-algorithm.
+    _m("SGLang speculative algorithm", Meaning.speculation, ("--speculative-algo", "speculative_algorithm"),
+       r"(?:--speculative-algo\w*|speculative_algorithm)\W+(?P<algo>[A-Za-z0-9_]+)",
        "python/sglang/srt/server_args.py (--speculative-algorithm)", "SGLang's speculative method", engine=_SGLANG),
     _m("SGLang speculative path", Meaning.speculation, ("speculative",),
        r"sglang[/\\.](?:python[/\\.])?(?:sglang[/\\.])?srt[/\\.]speculative\b|srt[/\\]speculative[/\\]",
@@ -223,7 +232,7 @@ CATALOGUE: tuple[Message, ...] = (
        "python/sglang/srt/models/deepseek_nextn.py (DeepseekModelNextN, DeepseekV3ForCausalLMNextN), glm4_moe_nextn.py",
        "SGLang's MTP (NextN) draft model class", engine=_SGLANG, mtp=_ON),
     _m("SGLang NEXTN", Meaning.mtp_on, ("NEXTN", "NextN", "nextn"),
-       r"(?:--speculative-algorithm|speculative_algorithm)\W+(?:NEXTN|nextn)\b|sglang[/\\.]srt[/\\.]models[/\\.]\w+_nextn",
+       r"(?:--speculative-algo\w*|speculative_algorithm)\W+(?:NEXTN|nextn)\b|sglang[/\\.]srt[/\\.]models[/\\.]\w+_nextn",
        "python/sglang/srt/server_args.py (NEXTN is MTP), srt/models/*_nextn.py", "SGLang drafting with the model's "
        "MTP (NextN) layers", engine=_SGLANG, mtp=_ON),
     # -- any engine: MTP model classes and modules in tracebacks -------------------------------------------
