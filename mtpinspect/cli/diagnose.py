@@ -99,8 +99,10 @@ def _cause_codes() -> list[dict[str, object]]:
 @click.option("--mtp-file", metavar="F", help="The mtp- sidecar GGUF the run uses (default: found beside MODEL).")
 @click.option("--server", metavar="PATH", help="llama-server for the probe (default: $LLAMA_SERVER, else the pinned build, cached or built).")
 @click.option("--log", "logs", multiple=True, metavar="FILE",
-              help="Log of a run made elsewhere: llama-server stderr, a vLLM or SGLang log (also `vllm bench serve` "
-                   "output), or a saved /metrics page (llama.cpp, vLLM, SGLang). Repeatable.")
+              help="Log of a run made elsewhere, whole or a fragment: llama-server stderr, a vLLM or SGLang log (also "
+                   "`vllm bench serve` output) or traceback, Ollama's or LM Studio's log or error line, a shell's crash "
+                   "line under the command, a usage listing, or a saved /metrics page. Read by what its lines say; "
+                   "refused only when no line means anything. Repeatable.")
 @click.option("--no-probe", is_flag=True, help="Do not run llama-server; use static evidence and logs only.")
 @click.option("--n-predict", "n_predict", type=click.IntRange(N_PREDICT_BOUND.low, N_PREDICT_BOUND.high), default=64, show_default=True,
               help="Tokens generated per probe request.")
