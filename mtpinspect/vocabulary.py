@@ -237,3 +237,4 @@ class LogKind(Word):
     vllm = "vllm"  # a vLLM server log, `vllm bench serve` output or the offline spec_decode example's summary
     sglang = "sglang"  # an SGLang server log
     metrics = "metrics"  # a saved Prometheus /metrics page (or a pasted query table of its samples)
+    mtp_bench = "mtp-bench"  # mtp-bench.py's printed rows and Aggregate JSON, or its --out file (formats/mtp_bench.py)

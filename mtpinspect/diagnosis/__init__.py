@@ -22,7 +22,8 @@ from typing import ClassVar
 
 from mtpinspect.diagnosis.app_terms import in_app_terms, ollama_run_settings
 from mtpinspect.diagnosis.causes import Cause
-from mtpinspect.diagnosis.logs import LogEvidence, read_log, unreadable_note
+from mtpinspect.diagnosis.logs import LogEvidence, unreadable_note
+from mtpinspect.diagnosis.mtp_bench import read_log_or_bench
 from mtpinspect.diagnosis.probe import PROBE_N_PREDICT, ProbeResult, probe_endpoint, run_probe
 from mtpinspect.diagnosis.rank import gather_causes
 from mtpinspect.diagnosis.static import StaticEvidence, gather_static
@@ -104,7 +105,8 @@ def diagnose(
         raise SourceError(f"{mtp_file}: no such MTP file")
     settings = ServerArgs.of(server_args).checked()
     # Logs are read first: a bad log should fail before minutes of probing.
-    logs = [read_log(path) for path in log_files]
+    read = [read_log_or_bench(path) for path in log_files]  # mtp-bench output, else a log
+    logs = [log for log, _ in read]
     static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token, policy=policy,
                            server=server) if model is not None else None
     app = static.report.app if static is not None else None
@@ -125,6 +127,7 @@ def diagnose(
                            start_timeout=start_timeout)
     causes, notes = gather_causes(static, settings, result, logs)
     notes += measured
+    notes += [note for _, bench_notes in read for note in bench_notes]
     notes += [f"{log.path}: skipped {unreadable_note(log.unreadable)}" for log in logs if log.unreadable]
     if app is not None and static is not None:
         smallest = min((f.n_max for f in result.mtp_figures() if f.n_max), default=None) if result else None
