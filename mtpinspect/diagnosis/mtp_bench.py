@@ -21,7 +21,7 @@ from mtpinspect.vocabulary import Engine, LogKind
 
 # mtp-bench's output is a few kilobytes (nine rows, an aggregate); a larger file is a log, read as one.
 MAX_BENCH_BYTES = 4 << 20
-_LACKS = ["mean length", "per-position", "server settings"]
+_LACKS = ["mean length", "per-position"]  # its rows count tokens, not verification steps
 
 
 def read_log_or_bench(path: str | Path) -> tuple[LogEvidence, list[str]]:
