@@ -100,7 +100,8 @@ def _cause_codes() -> list[dict[str, object]]:
 @click.option("--server", metavar="PATH", help="llama-server for the probe (default: $LLAMA_SERVER, else the pinned build, cached or built).")
 @click.option("--log", "logs", multiple=True, metavar="FILE",
               help="Log of a run made elsewhere: llama-server stderr, a vLLM or SGLang log (also `vllm bench serve` "
-                   "output), or a saved /metrics page (llama.cpp, vLLM, SGLang). Repeatable.")
+                   "output), a saved /metrics page (llama.cpp, vLLM, SGLang), or mtp-bench's printed rows and "
+                   "Aggregate JSON or its --out file. Repeatable.")
 @click.option("--no-probe", is_flag=True, help="Do not run llama-server; use static evidence and logs only.")
 @click.option("--n-predict", "n_predict", type=click.IntRange(N_PREDICT_BOUND.low, N_PREDICT_BOUND.high), default=64, show_default=True,
               help="Tokens generated per probe request.")
