@@ -37,7 +37,7 @@ from mtpinspect.sweep.plan import BASELINE_ID
 from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts
 from mtpinspect.sweep.report import EngineCrash, SweepReport
 from mtpinspect.sweep.statistics import GroupStats
-from mtpinspect.vocabulary import Engine
+from mtpinspect.vocabulary import Engine, RequestKind
 
 PROBE_N_MAX = (1, 3)
 PROBE_CLASSES = ("code", "prose-en")
@@ -178,6 +178,8 @@ def run_probe(
             n_max=PROBE_N_MAX, repeat=1, prompts=tuple(prompt_set), n_predict=n_predict, server=binary.path,
             mtp_file=sidecar, out_dir=out_dir / "sweep", server_args=settings.without(*SPEC_FLAGS).args, plot=False,
             startup_timeout=start_timeout,
+            # Raw text, as the as-given run sends it; its figures do not yet say which way they were measured.
+            request=RequestKind.completion,
         ))
         _require_baseline(model, report)
         figures = [_figure(g) for g in report.results if g.synthetic is None]
