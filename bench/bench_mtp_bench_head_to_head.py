@@ -60,7 +60,7 @@ def method_side(n_max: int, threads: int, work: Path, temperature: float | None)
     run = mtp_bench.parse(printed)
     document = json.loads(out.read_text(encoding="utf-8"))
     assert run.totals() == (document["aggregate"]["total_draft"], document["aggregate"]["total_draft_accepted"])
-    return {"document": document, "process_wall_s": wall,
+    return {"document": document, "printed": printed, "process_wall_s": wall,
             "overhead_s": wall - sum(r["wall_s"] for r in document["results"])}
 
 
@@ -73,7 +73,7 @@ def sweep_side(n_max: int, threads: int, work: Path) -> dict[str, Any]:
     report = run_sweep(None, options)
     wall = time.perf_counter() - began
     assert report.runs.ok == report.runs.planned, report.failures
-    documents = {p.stem: json.loads(Path(p).read_text(encoding="utf-8")) for p in report.files.mtp_bench}
+    documents = {Path(p).stem: json.loads(Path(p).read_text(encoding="utf-8")) for p in report.files.mtp_bench}
     requests = sum(r["wall_s"] for d in documents.values() for r in d["results"])
     return {"document": documents[Configuration(n_max).id], "baseline": documents["baseline"], "wall_s": wall,
             "overhead_s": wall - requests, "runs": 2 * len(documents[Configuration(n_max).id]["results"])}
