@@ -171,6 +171,20 @@ def test_request_way_follows_the_template() -> None:
         resolve(thinking, RequestKind.completion, Reasoning.on)
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["--reasoning", "on"], "--reasoning on: goes with chat requests (--request chat)"),
+    (["--request", "chat", "--reasoning", "off"], "--reasoning off: the model's chat template has no reasoning switch"),
+    (["--prompts", "mtp-bench-categorie"], "nor a built-in class (code, extraction, prose-en, prose-ja) or set (mtp-bench-categories)"),
+    (["--request", "chat", "--endpoint", "http://127.0.0.1:9"], "--engine, --serve and --endpoint sweeps send raw completions"),
+])
+def test_request_options_refused_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    # The built-in model has no chat template: checked before any server starts.
+    proc = subprocess.run([sys.executable, "-m", "mtpinspect", "sweep", *args, "--out", str(tmp_path / "out"), "--no-plot"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
 # -- on the real llama-server ------------------------------------------------------------------------
 
 
