@@ -265,3 +265,12 @@ def test_reasoning_switch_reaches_the_template(server_binary: ServerBinary, tmp_
         assert report.runs.ok == 2
         prompt_n[reasoning] = next(r.prompt_n for r in _runs(out) if r.configuration == "baseline")
     assert (prompt_n[Reasoning.off] or 0) > (prompt_n[Reasoning.auto] or 0)
+
+    # diagnose's probe sends its prompts as a chat app would too, and says so.
+    diagnosis = diagnose(str(model), server=server_binary.path, n_predict=8, prompts=prompts, server_args=("-t", "1"))
+    assert diagnosis.probe is not None and diagnosis.probe.request is not None
+    assert diagnosis.probe.request.kind is RequestKind.chat and diagnosis.probe.request.reasoning is Reasoning.on
+    jsonschema.validate(to_jsonable(diagnosis), DIAGNOSE_SCHEMA)
+    raw = diagnose(str(model), server=server_binary.path, n_predict=8, prompts=prompts, server_args=("-t", "1"),
+                   request=RequestKind.completion)
+    assert raw.probe is not None and raw.probe.request is not None and raw.probe.request.kind is RequestKind.completion

@@ -274,16 +274,6 @@ def _origin(origin: str | None) -> str:
     return f", {origin}: not the pinned build" if origin in ("--server", "$LLAMA_SERVER") else ""
 
 
-def _request_line(report: SweepReport) -> str:
-    """How the prompts were sent, in one line: endpoint, template, reasoning, and why."""
-    way = report.request
-    assert way is not None
-    if way.template is None:
-        return f"requests: raw completion (/completion), no chat template ({way.why})"
-    reasoning = f", reasoning {way.reasoning.value}" if way.reasoning is not None else ""
-    return f"requests: chat (/v1/chat/completions) through {way.template}{reasoning} ({way.why})"
-
-
 def render(report: SweepReport, out: Output) -> None:
     """Show a report in the sink's format (json: the document; csv: the summary rows)."""
     out.document(report)
@@ -302,7 +292,7 @@ def render(report: SweepReport, out: Output) -> None:
         + (f", {report.runs.resumed} from an earlier invocation" if report.runs.resumed else "")
     )
     if report.request is not None:
-        out.text(_request_line(report))
+        out.text(f"requests: {report.request.sent} ({report.request.why})")
     _render_machine_load(report, out)
     real = [g for g in report.results if g.synthetic is None]
     out.table(_summary_rows(real), title="Decode speed and acceptance (median [min-max] over prompts and rounds)")

@@ -38,6 +38,14 @@ class RequestWay:
     reasoning: Reasoning | None  # on/off for a template with a reasoning switch; None when there is none to set
     why: str
 
+    @property
+    def sent(self) -> str:
+        """The way in words: endpoint, template, reasoning."""
+        if self.template is None:
+            return "raw completion (/completion), no chat template"
+        reasoning = f", reasoning {self.reasoning.value}" if self.reasoning is not None else ""
+        return f"chat (/v1/chat/completions) through {self.template}{reasoning}"
+
     def chat_extra(self) -> dict[str, Any]:
         """The request fields that set the reasoning switch (none when the template has no switch)."""
         if self.reasoning is None:
