@@ -6,7 +6,7 @@ its own ChatML template when the GGUF has none (``/props`` then shows ``<|im_sta
 template). A model never trained on ChatML would then be measured on a wrapper it never saw, so for a
 GGUF without a template the app's way is raw text (``/completion``), and the reason is said.
 
-Templates with a reasoning block (Qwen3, GLM-4.5 and later, DeepSeek-R1 distills ...) switch it with the
+Templates with a reasoning block that can be switched (Qwen3's, GLM-4.5's and later) switch it with the
 ``enable_thinking`` template variable, which llama-server takes per request in ``chat_template_kwargs``.
 Apps leave thinking on, so ``auto`` is on; acceptance in a thinking block and in the answer differ.
 """
@@ -23,7 +23,7 @@ from mtpinspect.sources.reader import LocalFileReader
 from mtpinspect.vocabulary import Reasoning, RequestKind
 
 TEMPLATE_KEY = "tokenizer.chat_template"
-# The template variable that switches the reasoning block (Qwen3's, GLM's; llama.cpp's --reasoning-budget 0 sets it).
+# The template variable that switches the reasoning block (Qwen3's and GLM's templates test it).
 REASONING_SWITCH = "enable_thinking"
 SERVER_FALLBACK = "llama-server's ChatML fallback (<|im_start|>role ... <|im_end|>): the GGUF has no tokenizer.chat_template"
 MODEL_TEMPLATE = "the GGUF's tokenizer.chat_template"
