@@ -274,3 +274,19 @@ def test_reasoning_switch_reaches_the_template(server_binary: ServerBinary, tmp_
     raw = diagnose(str(model), server=server_binary.path, n_predict=8, prompts=prompts, server_args=("-t", "1"),
                    request=RequestKind.completion)
     assert raw.probe is not None and raw.probe.request is not None and raw.probe.request.kind is RequestKind.completion
+
+
+@pytest.mark.server
+def test_cli_says_how_it_sent_and_writes_mtp_bench_json(server_binary: ServerBinary, tmp_path: Path) -> None:
+    prompts = tmp_path / "one.jsonl"
+    prompts.write_text(json.dumps({"id": "code_python", "class": "code_python",
+                                   "prompt": "Write a Python function that reverses a list."}) + "\n", encoding="utf-8")
+    bench = tmp_path / "bench"
+    proc = subprocess.run([sys.executable, "-m", "mtpinspect", "sweep", "--request", "chat", "--prompts", str(prompts),
+                           "--n-max", "1", "--repeat", "1", "--n-predict", "8", "--out", str(tmp_path / "out"),
+                           "--server", str(server_binary.path), "--no-plot", "--mtp-bench-json", str(bench), "--", "-t", "1"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"requests: chat (/v1/chat/completions) through {SERVER_FALLBACK}" in proc.stdout
+    doc = mtp_bench.parse((bench / "n-max-1.json").read_text(encoding="utf-8"))
+    assert [r.name for r in doc.results] == ["code_python"] and doc.results[0].predicted_n == 8
