@@ -290,3 +290,11 @@ def test_cli_says_how_it_sent_and_writes_mtp_bench_json(server_binary: ServerBin
     assert f"requests: chat (/v1/chat/completions) through {SERVER_FALLBACK}" in proc.stdout
     doc = mtp_bench.parse((bench / "n-max-1.json").read_text(encoding="utf-8"))
     assert [r.name for r in doc.results] == ["code_python"] and doc.results[0].predicted_n == 8
+
+
+def test_one_quoted_row_does_not_make_a_page_mtp_bench_output() -> None:
+    page = "The rows look like `code_python  pred= 192 draft= 171 acc= 140 rate=0.819 tok/s=41.2` in a paste.\n"
+    assert not mtp_bench.looks_like(page)
+    assert not mtp_bench.looks_like(PRINTED.splitlines()[1] + "\n")  # a single row alone is not a run either
+    assert mtp_bench.looks_like("\n".join(PRINTED.splitlines()[1:3]))
+    assert mtp_bench.looks_like(PRINTED.split("Concurrency=")[1])  # the Aggregate alone

@@ -31,10 +31,10 @@ CONCURRENCY_KEYS = ("concurrency", "batch_wall_s", "aggregate_throughput_tok_s")
 
 # "  code_python x3      pred= 576 draft= 450 acc= 360 rate=0.800 tok/s=45.3"
 _ROW = re.compile(
-    r"^\s*(?P<name>\S+?)(?:\s+x(?P<times>\d+))?\s+pred=\s*(?P<pred>\d+)\s+draft=\s*(?P<draft>\d+)\s+acc=\s*(?P<acc>\d+)"
+    r"^\s*(?P<name>[A-Za-z_][\w.-]*)(?:\s+x(?P<times>\d+))?\s+pred=\s*(?P<pred>\d+)\s+draft=\s*(?P<draft>\d+)\s+acc=\s*(?P<acc>\d+)"
     r"\s+rate=(?P<rate>n/a|[0-9.]+)\s+tok/s=(?P<toks>[0-9.]+)"
 )
-_ERROR_ROW = re.compile(r"^\s*(?P<name>\S+?)(?:\s+x\d+)?\s+ERROR:\s*(?P<error>.*)$")
+_ERROR_ROW = re.compile(r"^\s*(?P<name>[A-Za-z_][\w.-]*)(?:\s+x\d+)?\s+ERROR:\s*(?P<error>.*)$")
 _AGGREGATE = re.compile(r"^\s*Aggregate:\s*(?P<rest>.*)$")
 
 
@@ -95,12 +95,14 @@ class BenchRun:
 
 
 def looks_like(text: str) -> bool:
-    """Whether text is mtp-bench's output or its JSON (cheap: used to route a --log file)."""
-    head = text.lstrip()[:4096]
-    if head.startswith("{") and '"aggregate"' in text and '"results"' in text:
+    """Whether text is mtp-bench's output or its JSON (cheap: used to route a --log file): its JSON document,
+    its ``Aggregate: {...}`` with the draft totals, or two of its rows. One row quoted in other text (a page
+    that documents the format) is not a run."""
+    if text.lstrip().startswith("{"):
+        return '"aggregate"' in text and '"results"' in text
+    if re.search(r"^\s*Aggregate:\s*\{", text, re.M) and "total_draft" in text:
         return True
-    return any(_ROW.match(line) for line in text.splitlines()[:200]) or bool(
-        re.search(r"^\s*Aggregate:\s*\{", text, re.M) and "total_draft" in text)
+    return sum(1 for line in text.splitlines() if _ROW.match(line)) >= 2
 
 
 def parse(text: str, where: str = "mtp-bench output") -> BenchRun:
