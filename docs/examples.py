@@ -218,6 +218,16 @@ def copy_log(name: str) -> Setup:
     return setup
 
 
+def mtp_bench_output(work: Path, stack: ExitStack) -> dict[str, str]:
+    """What bench/mtp_bench_method.py printed against the built-in model (bench/README.md), as a user pastes it."""
+    import json
+
+    pair = json.loads((ROOT / "bench" / "results" / "mtp-bench-head-to-head.json").read_text(encoding="utf-8"))["pairs"][0]
+    printed = pair["method"]["printed"].split("\nWrote ")[0]
+    (work / "mtp-bench.txt").write_text(printed + "\n", encoding="utf-8")
+    return {}
+
+
 def _tiny_models(folder: Path) -> dict[str, Path]:
     from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 
@@ -286,8 +296,18 @@ EXAMPLES = [
             stable=r"^(MTP sweep of|Recommendation|Files|runs:|report:|plot:|server logs:|-+$)"),
     Example("sweep-tiny", ("sweep", "model.gguf", "--n-max", "1,3", "--repeat", "1", "--", "-t", "1"), 0, tiny_model,
             server=True, stable=r"^(MTP sweep of|[A-Z][\w ,()\[\]-]+$|class |runs:|report:|plot:|server logs:)"),
+    # The built-in model through llama-server's ChatML fallback and by raw completion (docs/sweep.md).
+    Example("sweep-chat", ("sweep", "--request", "chat", "--prompts", "mtp-bench-categories", "--n-predict", "192",
+                           "--repeat", "1", "--n-max", "3", "--no-plot", "--", "-t", "1"), 0, server=True,
+            own_cache=False, needs=_no_trained_model, timeout=TIMEOUT,
+            keep=sections("Decode speed and acceptance", first=5), stable=r"^(MTP sweep of|requests:|-+$)"),
+    Example("sweep-completion", ("sweep", "--prompts", "mtp-bench-categories", "--n-predict", "192",
+                                 "--repeat", "1", "--n-max", "3", "--no-plot", "--", "-t", "1"), 0, server=True,
+            own_cache=False, needs=_no_trained_model, timeout=TIMEOUT,
+            keep=sections("Decode speed and acceptance", first=5), stable=r"^(MTP sweep of|requests:|-+$)"),
     Example("diagnose-log", ("diagnose", "--log", "cases/logs/vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), 1,
             copy_log("vllm-qwen3-next-fp8-dynamic-mtp-zero.log")),
+    Example("diagnose-mtp-bench", ("diagnose", "--log", "mtp-bench.txt"), 0, mtp_bench_output),
     Example("diagnose-codes", ("diagnose", "--codes", "--format", "md"), 0, markdown=True),
     Example("diagnose-log-short", ("diagnose", "--log", "cases/logs/vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), 1,
             copy_log("vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), keep=sections("Logs", first=1)),

@@ -205,6 +205,22 @@ class WorkaroundMode(Word):
     off = "off"  # record the crash and go on
 
 
+class RequestKind(Word):
+    """How a sweep sends each prompt to llama-server (sweep --request)."""
+
+    auto = "auto"  # what an app would send for this model: chat when the GGUF carries a chat template
+    chat = "chat"  # POST /v1/chat/completions: the prompt as a user message, through the chat template
+    completion = "completion"  # POST /completion: the prompt as raw text, continued as it stands
+
+
+class Reasoning(Word):
+    """A chat request's reasoning (thinking) block, where the model's template has a switch for it (--reasoning)."""
+
+    auto = "auto"  # as an app leaves it: on
+    on = "on"
+    off = "off"
+
+
 class Engine(Word):
     """The inference engine a log comes from."""
 
@@ -222,3 +238,4 @@ class LogKind(Word):
     sglang = "sglang"  # an SGLang server log
     metrics = "metrics"  # a saved Prometheus /metrics page (or a pasted query table of its samples)
     fragment = "fragment"  # a fragment no engine's log format frames (a traceback's tail, an app's error line)
+    mtp_bench = "mtp-bench"  # mtp-bench.py's printed rows and Aggregate JSON, or its --out file (formats/mtp_bench.py)

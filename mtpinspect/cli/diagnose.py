@@ -12,6 +12,7 @@ from mtpinspect.diagnosis import DiagnosisReport
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
 from mtpinspect.sources.fetch import FetchPolicy
 from mtpinspect.sweep.options import N_PREDICT_BOUND
+from mtpinspect.vocabulary import RequestKind
 
 
 def _pct(value: float | None) -> str | None:
@@ -57,6 +58,8 @@ def render(report: DiagnosisReport, out: Output) -> None:
                    if report.endpoint else
                    f"Probe: llama-server {probe.server.version}, n_predict {probe.n_predict}, one round"),
         )
+        if probe.request is not None:
+            out.text(f"probe requests: {probe.request.sent} ({probe.request.why})")
         if probe.as_given is not None:
             given = probe.as_given
             state = given.failure or (f"ran; acceptance {_pct(given.log.acceptance)}" if given.log and given.log.drafted
@@ -101,12 +104,17 @@ def _cause_codes() -> list[dict[str, object]]:
 @click.option("--log", "logs", multiple=True, metavar="FILE",
               help="Log of a run made elsewhere, whole or a fragment: llama-server stderr, a vLLM or SGLang log (also "
                    "`vllm bench serve` output) or traceback, Ollama's or LM Studio's log or error line, a shell's crash "
-                   "line under the command, a usage listing, or a saved /metrics page. Read by what its lines say; "
-                   "refused only when no line means anything. Repeatable.")
+                   "line under the command, a usage listing, a saved /metrics page, or mtp-bench's printed rows and "
+                   "Aggregate JSON or its --out file. Read by what its lines say; refused only when no line means "
+                   "anything. Repeatable.")
 @click.option("--no-probe", is_flag=True, help="Do not run llama-server; use static evidence and logs only.")
 @click.option("--n-predict", "n_predict", type=click.IntRange(N_PREDICT_BOUND.low, N_PREDICT_BOUND.high), default=64, show_default=True,
               help="Tokens generated per probe request.")
 @click.option("--prompts", metavar="FILE|DIR", help="Probe prompts (.txt/.jsonl) instead of the built-in code and prose-en.")
+@click.option("--request", "request", type=click.Choice([k.value for k in RequestKind]), default=RequestKind.auto.value,
+              show_default=True,
+              help="How the probe sends its prompts: chat (through the model's chat template), completion (raw "
+                   "text), auto (chat when the GGUF carries a chat template, as a chat app does).")
 @click.option("--probe-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Keep the probe's files (server logs, runs.jsonl) here (default: a temporary folder, removed).")
 @click.option("--revision", help="Branch, tag or commit of a Hub repo MODEL.")
@@ -132,6 +140,7 @@ def command(
     no_probe: bool,
     n_predict: int,
     prompts: str | None,
+    request: str,
     probe_dir: Path | None,
     revision: str | None,
     token: str | None,
@@ -183,6 +192,7 @@ def command(
         endpoint=endpoint,
         baseline_endpoint=baseline_endpoint,
         n_max=n_max,
+        request=RequestKind(request),
     )
     render(report, Output(fmt))
     return report.exit_code

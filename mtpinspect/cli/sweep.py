@@ -30,7 +30,7 @@ from mtpinspect.sweep.progress import BUILD, NOTE, RUN_DONE, RUN_START, SERVER_F
 from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.statistics import GroupStats
 from mtpinspect.units import duration
-from mtpinspect.vocabulary import Engine, WorkaroundMode
+from mtpinspect.vocabulary import Engine, Reasoning, RequestKind, WorkaroundMode
 
 _BAR_WIDTH = 24
 # A compile step of the build, as cmake prints it: "[ 38%] Building CXX object ...".
@@ -119,8 +119,22 @@ class ProgressBar:
               help="rounds: interleave configurations round by round (drift control); grouped: all rounds of a "
                    "configuration on one server start (each configuration starts exactly once).")
 @click.option("--prompts", metavar="FILE|DIR|CLASS", default=None,
-              help="Prompt .txt/.jsonl file, a directory of them, or a built-in class "
-                   "(code, prose-en, prose-ja, extraction). Default: all built-in classes.")
+              help="Prompt .txt/.jsonl file, a directory of them, a built-in class "
+                   "(code, prose-en, prose-ja, extraction) or set (mtp-bench-categories: one prompt in each of "
+                   "mtp-bench's nine categories; use with --request chat --n-predict 192 --repeat 1). "
+                   "Default: all built-in classes.")
+@click.option("--request", "request", type=click.Choice([k.value for k in RequestKind]), default=RequestKind.auto.value,
+              show_default=True,
+              help="How prompts are sent: chat (/v1/chat/completions, through the model's chat template, as a chat "
+                   "app sends them), completion (/completion, raw text continued), auto (chat when the GGUF carries "
+                   "a chat template, else completion). The report says which, and why.")
+@click.option("--reasoning", type=click.Choice([r.value for r in Reasoning]), default=Reasoning.auto.value,
+              show_default=True,
+              help="Chat requests on a template with a reasoning switch (enable_thinking): on or off; auto is on, as "
+                   "apps leave it.")
+@click.option("--mtp-bench-json", "mtp_bench_json", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR", help="Also write each configuration's runs as mtp-bench's --out JSON (results, aggregate) "
+                                  "to DIR/<configuration>.json.")
 @click.option("--n-predict", "n_predict", type=int, default=128, show_default=True,
               help=f"Tokens generated per request ({N_PREDICT_BOUND.shown}).")
 @click.option("--seed", type=int, default=42, show_default=True,
@@ -165,6 +179,9 @@ def command(
     repeat: int,
     order: str,
     prompts: str | None,
+    request: str,
+    reasoning: str,
+    mtp_bench_json: Path | None,
     n_predict: int,
     seed: int,
     server: str | None,
@@ -223,6 +240,9 @@ def command(
         serve_baseline=serve_baseline,
         endpoint=endpoint,
         baseline_endpoint=baseline_endpoint,
+        request=RequestKind(request),
+        reasoning=Reasoning(reasoning),
+        mtp_bench_json=mtp_bench_json,
     )
     out = Output(fmt)
     bar = ProgressBar(out.errors)
@@ -271,6 +291,8 @@ def render(report: SweepReport, out: Output) -> None:
         f"{report.runs.ok} of {report.runs.planned} runs measured"
         + (f", {report.runs.resumed} from an earlier invocation" if report.runs.resumed else "")
     )
+    if report.request is not None:
+        out.text(f"requests: {report.request.sent} ({report.request.why})")
     _render_machine_load(report, out)
     real = [g for g in report.results if g.synthetic is None]
     out.table(_summary_rows(real), title="Decode speed and acceptance (median [min-max] over prompts and rounds)")

@@ -22,7 +22,8 @@ from typing import ClassVar
 
 from mtpinspect.diagnosis.app_terms import in_app_terms, ollama_run_settings
 from mtpinspect.diagnosis.causes import Cause
-from mtpinspect.diagnosis.logs import LogEvidence, read_log, unreadable_note
+from mtpinspect.diagnosis.logs import LogEvidence, unreadable_note
+from mtpinspect.diagnosis.mtp_bench import read_log_or_bench
 from mtpinspect.diagnosis.probe import PROBE_N_PREDICT, ProbeResult, probe_endpoint, run_probe
 from mtpinspect.diagnosis.rank import gather_causes
 from mtpinspect.diagnosis.static import StaticEvidence, gather_static
@@ -30,7 +31,7 @@ from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.runtime.flags import ServerArgs
 from mtpinspect.runtime.server import START_TIMEOUT_S
 from mtpinspect.sources.fetch import FetchPolicy
-from mtpinspect.vocabulary import App
+from mtpinspect.vocabulary import App, RequestKind
 
 
 @dataclass
@@ -79,13 +80,15 @@ def diagnose(
     endpoint: str | None = None,
     baseline_endpoint: str | None = None,
     n_max: int | None = None,
+    request: RequestKind = RequestKind.auto,
 ) -> DiagnosisReport:
     """Explain low MTP acceptance of ``model`` (anything `check` takes) and/or the runs in ``log_files``.
 
     ``server_args`` are the llama-server arguments of the run in question (for an Ollama model, after
     those its Modelfile gives: app_terms.ollama_run_settings); the probe (local GGUF or an app's model,
     unless ``probe`` is False) reproduces them once as given and measures baseline, n-max 1 and 3.
-    ``prompts`` replaces the probe's built-in code and prose-en prompts; ``probe_dir`` keeps its files;
+    ``prompts`` replaces the probe's built-in code and prose-en prompts; ``request`` is how the probe sends
+    them (auto: through the chat template when the GGUF has one, as a chat app does); ``probe_dir`` keeps its files;
     ``start_timeout`` bounds each of its server starts; ``policy`` bounds the Hub requests of a Hub MODEL
     (timeout, retries, deadline).
     ``endpoint`` is a running llama-server, vLLM or SGLang server (``baseline_endpoint`` the same model
@@ -104,7 +107,8 @@ def diagnose(
         raise SourceError(f"{mtp_file}: no such MTP file")
     settings = ServerArgs.of(server_args).checked()
     # Logs are read first: a bad log should fail before minutes of probing.
-    logs = [read_log(path) for path in log_files]
+    read = [read_log_or_bench(path) for path in log_files]  # mtp-bench output, else a log
+    logs = [log for log, _ in read]
     static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token, policy=policy,
                            server=server) if model is not None else None
     app = static.report.app if static is not None else None
@@ -121,10 +125,11 @@ def diagnose(
         skipped = None
     elif skipped is None and static is not None and static.local_model is not None:
         result = run_probe(static.local_model, settings, sidecar=static.sidecar, sidecar_given=static.sidecar_given,
-                           server=server, n_predict=n_predict, prompts=prompts, out_dir=probe_dir,
+                           server=server, n_predict=n_predict, prompts=prompts, out_dir=probe_dir, request=request,
                            start_timeout=start_timeout)
     causes, notes = gather_causes(static, settings, result, logs)
     notes += measured
+    notes += [note for _, bench_notes in read for note in bench_notes]
     notes += [f"{log.path}: skipped {unreadable_note(log.unreadable)}" for log in logs if log.unreadable]
     if app is not None and static is not None:
         smallest = min((f.n_max for f in result.mtp_figures() if f.n_max), default=None) if result else None

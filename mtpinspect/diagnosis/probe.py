@@ -36,8 +36,9 @@ from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.plan import BASELINE_ID
 from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts
 from mtpinspect.sweep.report import EngineCrash, SweepReport
+from mtpinspect.sweep.request import RequestWay
 from mtpinspect.sweep.statistics import GroupStats
-from mtpinspect.vocabulary import Engine
+from mtpinspect.vocabulary import Engine, RequestKind
 
 PROBE_N_MAX = (1, 3)
 PROBE_CLASSES = ("code", "prose-en")
@@ -133,6 +134,8 @@ class ProbeResult:
     # Probe configurations that crashed the engine, and the change the probe then measured them with.
     crashes: list[EngineCrash] = json_field(default_factory=list)
     out_dir: str | None = None
+    # How the probe's sweep sent its prompts (chat template or raw completion) and why; None at an --endpoint.
+    request: RequestWay | None = None
 
     def mtp_figures(self) -> list[ProbeFigure]:
         return [f for f in self.figures if f.n_max is not None]
@@ -164,8 +167,11 @@ def run_probe(
     prompts: str | Path | None = None,
     out_dir: Path | None = None,
     start_timeout: float = START_TIMEOUT_S,
+    request: RequestKind = RequestKind.auto,
 ) -> ProbeResult:
-    """Run the probe on a local GGUF; ServerError if llama-server cannot run the model even without MTP."""
+    """Run the probe on a local GGUF; ServerError if llama-server cannot run the model even without MTP.
+    ``request`` is how its sweep sends the prompts (sweep/request.py: auto is what a chat app sends); the
+    as-given run reproduces the flags with a raw completion."""
     binary = find_server(server, build=True, version_timeout=min(VERSION_TIMEOUT_S, start_timeout))
     with ExitStack() as stack:
         out_dir, kept = _work_folder(out_dir, stack)
@@ -177,7 +183,7 @@ def run_probe(
         report = run_sweep(model, SweepOptions(
             n_max=PROBE_N_MAX, repeat=1, prompts=tuple(prompt_set), n_predict=n_predict, server=binary.path,
             mtp_file=sidecar, out_dir=out_dir / "sweep", server_args=settings.without(*SPEC_FLAGS).args, plot=False,
-            startup_timeout=start_timeout,
+            startup_timeout=start_timeout, request=request,
         ))
         _require_baseline(model, report)
         figures = [_figure(g) for g in report.results if g.synthetic is None]
@@ -192,6 +198,7 @@ def run_probe(
             costs=_costs(figures),
             crashes=list(report.crashes),
             out_dir=kept,
+            request=report.request,
         )
 
 

@@ -111,6 +111,15 @@ def _complete_utf8(data: bytes) -> int:
     return len(data)
 
 
+def _answer_text(raw: dict) -> str:
+    """The generated text of a /completion answer (``content``) or a chat answer (reasoning, then content)."""
+    choices = raw.get("choices")
+    if not isinstance(choices, list):
+        return str(raw.get("content", ""))
+    message = (choices[0] if choices and isinstance(choices[0], dict) else {}).get("message") or {}
+    return str(message.get("reasoning_content") or "") + str(message.get("content") or "")
+
+
 class LlamaServer:
     """A llama-server child process serving one model with one set of arguments."""
 
@@ -397,16 +406,45 @@ class LlamaServer:
             "cache_prompt": False,
             **extra,
         }
+        return self._timed("/completion", body, timeout)
+
+    def chat(
+        self,
+        prompt: str,
+        *,
+        n_predict: int,
+        seed: int = 42,
+        temperature: float = 0.0,
+        timeout: float = 600.0,
+        **extra: Any,
+    ) -> Completion:
+        """POST /v1/chat/completions with ``prompt`` as the one user message, formatted by the server's chat
+        template (the model's, else its ChatML fallback), prompt cache off; the text is the reasoning block
+        (when the server splits it out) followed by the answer."""
+        body = {
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": n_predict,
+            "seed": seed,
+            "temperature": temperature,
+            "cache_prompt": False,
+            **extra,
+        }
+        return self._timed("/v1/chat/completions", body, timeout)
+
+    def _timed(self, path: str, body: dict, timeout: float) -> Completion:
+        """One request and its answer's figures (llama-server puts ``timings`` in both endpoints' answers)."""
         started = time.perf_counter()
-        payload = self._request("POST", "/completion", body, timeout)
+        payload = self._request("POST", path, body, timeout)
         wall = time.perf_counter() - started
         try:
             raw = json.loads(payload)
         except ValueError:
-            raise ServerError(f"llama-server: /completion answered with non-JSON: {payload[:80]!r}") from None
+            raise ServerError(f"llama-server: {path} answered with non-JSON: {payload[:80]!r}") from None
+        if not isinstance(raw, dict):
+            raise ServerError(f"llama-server: {path} answered with JSON that is not an object")
         timings = raw.get("timings") or {}
         return Completion(
-            text=raw.get("content", ""),
+            text=_answer_text(raw),
             timings=timings,
             raw=raw,
             predicted_per_second=float(timings.get("predicted_per_second", 0.0)),

@@ -30,6 +30,7 @@ from mtpinspect.sweep.engine_setup import EngineInfo, prepare_engine
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
 from mtpinspect.sweep.machine_load import summarize_load
+from mtpinspect.sweep.mtp_bench import write_bench_files
 from mtpinspect.sweep.options import SweepOptions, check_bounds
 from mtpinspect.sweep.plan import Configuration, Plan, Visit, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
@@ -54,9 +55,10 @@ from mtpinspect.sweep.report import (
     SweepReport,
     Synthetic,
 )
+from mtpinspect.sweep.request import RequestWay, model_template, resolve
 from mtpinspect.sweep.run import RunContext, run_visit
 from mtpinspect.sweep.statistics import Recommendation, break_even, determinism_note, recommend, summarize
-from mtpinspect.vocabulary import App, RunStatus, ServerStatus
+from mtpinspect.vocabulary import App, Reasoning, RequestKind, RunStatus, ServerStatus
 
 JOURNAL_NAME = "runs.jsonl"
 REPORT_NAME = "report.json"
@@ -107,12 +109,14 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
     prompts = _prompts(options.prompts)
     out_dir = Path(options.out_dir)
     model_path, tiny = _model(model)
+    request = resolve(model_template(model_path), options.request, options.reasoning)
     settings = {
         "model": str(model_path),
         "mtp_file": mtp_file,
         "n_predict": options.n_predict,
         "seed": options.seed,
         "server_args": list(server_args.args),
+        **_request_settings(request),
     }
     journal = Journal(out_dir / JOURNAL_NAME)
     if not options.resume:
@@ -138,10 +142,21 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
         settings=settings,
         journal=journal,
         log_dir=out_dir / LOGS_NAME,
+        request=request,
     )
     stopped = _visit_all(plan, run_visit, context, tracker)
     report = build_report(journal, settings, configs, prompts, options, binary, tiny, resumed=len(done), app=app)
+    report.request = request
+    _export_mtp_bench(report, journal, settings, configs, prompts, options)
     return _finish(report, stopped, options, journal)
+
+
+def _request_settings(request: RequestWay) -> dict[str, str]:
+    """The journal's record of how requests were sent: runs sent another way are another sweep's. Raw
+    completion adds nothing, so journals from before --request existed still resume."""
+    if request.kind is RequestKind.completion:
+        return {}
+    return {"request": request.kind.value, "reasoning": request.reasoning.value if request.reasoning else "none"}
 
 
 def _visit_all(plan: Plan, run: Callable[[Visit, _Context, ProgressTracker], None], context: _Context,
@@ -158,6 +173,9 @@ def _visit_all(plan: Plan, run: Callable[[Visit, _Context, ProgressTracker], Non
 
 def _run_engine_sweep(model: str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
     """The sweep on any engine: the user's server command per configuration, or a running server."""
+    if options.request is RequestKind.chat or options.reasoning is not Reasoning.auto:
+        raise UsageError("--request chat / --reasoning: measured on the llama-server the sweep starts itself; "
+                         "--engine, --serve and --endpoint sweeps send raw completions")
     setup = prepare_engine(model, options)
     prompts = _prompts(options.prompts)
     out_dir = Path(options.out_dir)
@@ -172,10 +190,21 @@ def _run_engine_sweep(model: str | None, options: SweepOptions, progress: Progre
     stopped = _visit_all(plan, run_engine_visit, context, tracker)
     report = build_report(journal, setup.settings, setup.configs, prompts, options, setup.info, False,
                           resumed=len(done))
+    _export_mtp_bench(report, journal, setup.settings, setup.configs, prompts, options)
     report.engine = setup.recommendation(report.recommendation.n_max)
     version = next((v for v in reversed(context.versions) if v), setup.info.version)
     report.server = dataclasses.replace(report.server, version=version or "unknown")
     return _finish(report, stopped, options, journal)
+
+
+def _export_mtp_bench(report: SweepReport, journal: Journal, settings: dict, configs: list[Configuration],
+                      prompts: list[Prompt], options: SweepOptions) -> None:
+    """--mtp-bench-json: the report's runs (the latest of each) as mtp-bench's JSON, one file per configuration."""
+    if options.mtp_bench_json is None:
+        return
+    runs, _, _, _ = _matching(journal, settings, configs, prompts, options.repeat)
+    written = write_bench_files(_latest(runs), configs, Path(options.mtp_bench_json))
+    report.files = dataclasses.replace(report.files, mtp_bench=written)
 
 
 def _finish(report: SweepReport, stopped: str | None, options: SweepOptions, journal: Journal) -> SweepReport:

@@ -11,7 +11,7 @@ from mtpinspect.errors import UsageError
 from mtpinspect.runtime.build import AUTO
 from mtpinspect.runtime.server import START_TIMEOUT_S
 from mtpinspect.sweep.prompts import Prompt
-from mtpinspect.vocabulary import Engine, WorkaroundMode
+from mtpinspect.vocabulary import Engine, Reasoning, RequestKind, WorkaroundMode
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,11 @@ class SweepOptions:
     # length (empty: read from its per-position counters).
     endpoint: str | None = None
     baseline_endpoint: str | None = None
+    # How prompts are sent (sweep/request.py): auto is what a chat app sends for the model.
+    request: RequestKind = RequestKind.auto
+    reasoning: Reasoning = Reasoning.auto
+    # Also write each configuration's runs as mtp-bench's --out JSON here (sweep/mtp_bench.py).
+    mtp_bench_json: Path | None = None
 
 
 # llama-server's logical batch (`--batch-size`, "default: 2048" in its --help): a draft goes to the target

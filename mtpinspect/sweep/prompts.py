@@ -5,6 +5,11 @@ every prompt carries a class and the sweep reports per class. A JSONL line is
 ``{"id": ..., "class": ..., "prompt": ...}`` (``category`` is accepted for ``class``, as in
 ik_llama.cpp's spec-bench datasets); a ``.txt`` file is one prompt. When no class is given, the file's
 stem is the class, so ``code.txt`` and ``prose.txt`` in one directory make two classes.
+
+Besides the classes there are named *sets* (``cases/prompts/sets/``), each of several classes, never part
+of the default: ``mtp-bench-categories`` holds one prompt of our own in each of the nine categories of
+mtp-bench.py (the script whose figures users post about MTP), named as it names them, so a sweep's rows
+(``--request chat --n-predict 192 --repeat 1``) can be read beside a posted mtp-bench table.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from mtpinspect.errors import FormatError, SourceError
 from mtpinspect.files import read_bounded
 
 BUILTIN_PACKAGE = "mtpinspect.prompts"
+SETS_FOLDER = "sets"
 PROMPT_SUFFIXES = (".jsonl", ".txt")
 # Prompt sets are kilobytes (spec-bench's whole JSONL is under 1 MiB); the cap only stops runaway input.
 MAX_PROMPT_FILE_BYTES = 16 << 20
@@ -36,6 +42,23 @@ def builtin_classes() -> list[str]:
     return sorted(entry.name[: -len(".jsonl")] for entry in root.iterdir() if entry.name.endswith(".jsonl"))
 
 
+def builtin_sets() -> list[str]:
+    """Names of the built-in prompt sets (mtp-bench-categories)."""
+    root = importlib.resources.files(BUILTIN_PACKAGE).joinpath(SETS_FOLDER)
+    return sorted(entry.name[: -len(".jsonl")] for entry in root.iterdir() if entry.name.endswith(".jsonl"))
+
+
+def load_set(name: str) -> list[Prompt]:
+    """A built-in prompt set, by name."""
+    if name not in builtin_sets():
+        raise SourceError(f"{name}: no such built-in prompt set (known: {', '.join(builtin_sets())})")
+    source = f"{BUILTIN_PACKAGE}/{SETS_FOLDER}/{name}.jsonl"
+    text = importlib.resources.files(BUILTIN_PACKAGE).joinpath(SETS_FOLDER, f"{name}.jsonl").read_text(encoding="utf-8")
+    prompts = _parse_jsonl(text, source, name)
+    check_unique(prompts)
+    return prompts
+
+
 def load_builtin(classes: list[str] | None = None) -> list[Prompt]:
     """The built-in prompts, all classes or the ones named."""
     known = builtin_classes()
@@ -52,12 +75,15 @@ def load_builtin(classes: list[str] | None = None) -> list[Prompt]:
 
 
 def load_prompts(spec: str | Path) -> list[Prompt]:
-    """Prompts from a .txt file, a .jsonl file, a directory of them, or a built-in class name."""
+    """Prompts from a .txt file, a .jsonl file, a directory of them, a built-in class or set name."""
     path = Path(spec)
     if not path.exists():
         if str(spec) in builtin_classes():
             return load_builtin([str(spec)])
-        raise SourceError(f"{spec}: no such prompt file or directory, nor a built-in class ({', '.join(builtin_classes())})")
+        if str(spec) in builtin_sets():
+            return load_set(str(spec))
+        raise SourceError(f"{spec}: no such prompt file or directory, nor a built-in class "
+                          f"({', '.join(builtin_classes())}) or set ({', '.join(builtin_sets())})")
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix in PROMPT_SUFFIXES and p.is_file())
         if not files:

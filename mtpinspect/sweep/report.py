@@ -9,7 +9,7 @@ measured, every failure with its one-line reason, and the recommendation.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -20,6 +20,7 @@ from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.workarounds import Workaround
 from mtpinspect.sweep.machine_load import MachineLoad
 from mtpinspect.sweep.records import TrialRecord
+from mtpinspect.sweep.request import RequestWay
 from mtpinspect.sweep.statistics import BreakEven, GroupStats, Recommendation
 from mtpinspect.vocabulary import App, Engine
 
@@ -83,6 +84,7 @@ class SweepFiles:
     plot: str | None
     logs: str
     server_logs: dict[str, list[str]]  # configuration id -> the log of each of its server starts
+    mtp_bench: list[str] = field(default_factory=list)  # --mtp-bench-json: one mtp-bench JSON per configuration
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,8 @@ class SweepReport:
     machine_load: MachineLoad | None = None
     app: AppRecommendation | None = None  # the model came from Ollama's store or LM Studio's folder
     engine: EngineRecommendation | None = None  # swept with --engine/--endpoint
+    # How the prompts were sent (chat template or raw completion, reasoning) and why; None for engine sweeps.
+    request: RequestWay | None = None
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from mtpinspect.runtime.load import LoadMeter
 from mtpinspect.runtime.logs import parse_draft_lines
 from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
 from mtpinspect.runtime.metrics import ImplausibleCounts, Metrics, request_delta
-from mtpinspect.runtime.server import LlamaServer, ServerDiedError, ServerStartError
+from mtpinspect.runtime.server import Completion, LlamaServer, ServerDiedError, ServerStartError
 from mtpinspect.runtime.workarounds import Workaround, find_workaround
 from mtpinspect.sources.reader import LocalFileReader
 from mtpinspect.sweep.journal import Journal
@@ -44,7 +44,8 @@ from mtpinspect.sweep.records import (
     cross_check,
     measured_figures,
 )
-from mtpinspect.vocabulary import RunStatus, ServerStatus, WorkaroundMode
+from mtpinspect.sweep.request import RequestWay
+from mtpinspect.vocabulary import RequestKind, RunStatus, ServerStatus, WorkaroundMode
 
 # The server adds a request's counters and prints its log line when the slot is released, which can
 # be a moment after the response was sent.
@@ -109,6 +110,14 @@ class RunContext:
     crashes: CrashLedger = field(default_factory=CrashLedger)
     starts: StartFailures = field(default_factory=StartFailures)
     load: LoadMeter = field(default_factory=LoadMeter)  # what other processes use of the CPUs, per run
+    request: RequestWay = RequestWay(RequestKind.completion, None, None, "raw completion")
+
+    def send(self, server: LlamaServer, text: str, n_predict: int) -> Completion:
+        """One greedy request, sent the sweep's way (raw completion or the chat endpoint)."""
+        common = dict(n_predict=n_predict, seed=self.options.seed, temperature=0.0, timeout=self.options.request_timeout)
+        if self.request.kind is RequestKind.chat:
+            return server.chat(text, **common, **self.request.chat_extra())
+        return server.complete(text, **common)
 
 
 @dataclass(frozen=True)
@@ -287,12 +296,7 @@ def warmup_tokens(n_max: int | None, n_predict: int) -> int:
 
 def _warm_up(server: LlamaServer, first: PlannedRun, ctx: RunContext) -> _Cursor:
     """The discarded first request."""
-    warmup = server.complete(
-        first.prompt.text,
-        n_predict=warmup_tokens(first.configuration.n_max, ctx.options.n_predict),
-        seed=ctx.options.seed,
-        timeout=ctx.options.request_timeout,
-    )
+    warmup = ctx.send(server, first.prompt.text, warmup_tokens(first.configuration.n_max, ctx.options.n_predict))
     # Let the warm-up's counters and log line land, so the first run does not read them as its own. A
     # fresh server's counters start at zero, so no scrape is needed before it.
     after = _settled(server, 0.0, warmup.predicted_n)
@@ -383,9 +387,7 @@ def measure(
     try:
         before = cursor.metrics or server.metrics()
         cursor.metrics = None  # until this request has settled
-        completion = server.complete(
-            run.prompt.text, n_predict=ctx.options.n_predict, seed=ctx.options.seed, temperature=0.0, timeout=ctx.options.request_timeout
-        )
+        completion = ctx.send(server, run.prompt.text, ctx.options.n_predict)
         after = _settled(server, before.tokens_predicted, completion.predicted_n)
     except ServerDiedError as exc:
         return _failed(base, RunStatus.crashed, str(exc), began, sampler)

@@ -1,0 +1,77 @@
+"""mtp-bench output given to ``diagnose --log``: its rows and Aggregate JSON (or its --out file) as log evidence.
+
+mtp-bench.py runs against llama-server's chat endpoint, so the run is llama.cpp's with MTP asked for; its
+per-request ``draft_n`` / ``draft_n_accepted`` are the server's own counts. The aggregate's totals are the
+evidence the rules judge (zero acceptance, low acceptance), with each category's acceptance beside them:
+acceptance that is fine on code and near zero on prose points at the text, not at a broken head.
+What it lacks (the mean acceptance length, per-position rates, the server's settings) is said, as for a log.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mtpinspect.diagnosis.logs import LogEvidence, read_log
+from mtpinspect.diagnosis.run_facts import MtpUse, RunFacts
+from mtpinspect.errors import SourceError
+from mtpinspect.files import read_bounded
+from mtpinspect.formats import mtp_bench
+from mtpinspect.formats.mtp_bench import BenchRun
+from mtpinspect.vocabulary import Engine, LogKind
+
+# mtp-bench's output is a few kilobytes (nine rows, an aggregate); a larger file is a log, read as one.
+MAX_BENCH_BYTES = 4 << 20
+_LACKS = ["mean length", "per-position"]  # its rows count tokens, not verification steps
+
+
+def read_log_or_bench(path: str | Path) -> tuple[LogEvidence, list[str]]:
+    """The evidence of one --log file (mtp-bench's output, else any log read_log reads) and, for mtp-bench,
+    the note with each category's acceptance."""
+    file = Path(path).expanduser()
+    try:
+        small = file.is_file() and file.stat().st_size <= MAX_BENCH_BYTES
+    except OSError:
+        small = False
+    if small:
+        try:
+            text = read_bounded(file, MAX_BENCH_BYTES, "log file").decode("utf-8", errors="replace")
+        except SourceError:
+            text = ""  # read_log names what is wrong with the file
+        if text.strip() and mtp_bench.looks_like(text):
+            run = mtp_bench.parse(text, str(file))
+            return bench_evidence(str(file), run), category_notes(str(file), run)
+    return read_log(file), []
+
+
+def bench_evidence(path: str, run: BenchRun) -> LogEvidence:
+    """The log evidence of one mtp-bench run: its totals, and the category lines the figures come from."""
+    drafted, accepted = run.totals()
+    shown = "its --out JSON" if run.source == "json" else "its Aggregate JSON" if run.aggregate else "its rows (no Aggregate)"
+    evidence = LogEvidence(
+        path=path, kind=LogKind.mtp_bench, runtime=Engine.llama_cpp, drafted=drafted, accepted=accepted,
+        acceptance=accepted / drafted if drafted else None, formats=[f"mtp-bench: {shown}"], missing=list(_LACKS),
+        draft_lines=[_category_line(name, d, a) for name, (d, a) in run.by_category().items()],
+    )
+    failed = [r for r in run.results if r.error]
+    if failed and len(failed) == len(run.results):
+        evidence.failure = f"every request failed; the first: {failed[0].error}"
+    # mtp-bench is only run to measure drafting: whether the server drafted is what its counts say.
+    evidence.mtp_use = MtpUse.on if drafted else MtpUse.not_shown
+    evidence.run = RunFacts(evidence.mtp_use, f"mtp-bench counted {drafted} drafted tokens")
+    return evidence
+
+
+def category_notes(path: str, run: BenchRun) -> list[str]:
+    """One note: each category's acceptance, and the aggregate they make up."""
+    drafted, accepted = run.totals()
+    if not drafted:
+        return [f"{path}: mtp-bench counted no drafted tokens in any category: was the server started with "
+                "--spec-type draft-mtp (and a model with an MTP head)?"]
+    parts = [_category_line(name, d, a) for name, (d, a) in run.by_category().items()]
+    return [f"{path}: mtp-bench acceptance per category: {'; '.join(parts)}; "
+            f"aggregate {accepted} of {drafted} ({accepted / drafted:.1%})"]
+
+
+def _category_line(name: str, drafted: int, accepted: int) -> str:
+    rate = f"{accepted / drafted:.1%}" if drafted else "nothing drafted"
+    return f"{name}: {accepted} accepted of {drafted} drafted ({rate})"
