@@ -37,7 +37,9 @@ from mtpinspect.vocabulary import Engine, LogKind, Mechanism
 ROOT = Path(__file__).resolve().parents[1]
 CASE_LOGS = ROOT / "cases" / "logs"
 ENTRIES: list[dict[str, Any]] = json.loads((CASE_LOGS / "index.json").read_text(encoding="utf-8"))
-METRICS = [e for e in ENTRIES if e["kind"] == "metrics"]
+# mtp-bench pastes are client output, read by diagnosis/mtp_bench.py (tested below and in tests/test_mtp_bench.py).
+MTP_BENCH = [e for e in ENTRIES if "mtp-bench" in e["file"]]
+METRICS = [e for e in ENTRIES if e["kind"] == "metrics" and e not in MTP_BENCH]
 SCHEMA = json.loads((ROOT / "mtpinspect" / "schemas" / "diagnose.schema.json").read_text(encoding="utf-8"))
 PRE_MTP_LOG = CASE_LOGS / "llama.cpp-prebuild-docker-spec-type-draft-mtp.log"
 # Words of llama.cpp advice that must never reach a vLLM or SGLang run.
@@ -477,3 +479,16 @@ def test_nothing_recognised_says_so(tmp_path: Path) -> None:
     # Refused only when not one line means anything; the message says what kinds of text are read.
     with pytest.raises(FormatError, match=r"no line means anything to this tool \(it reads llama-server .* tracebacks"):
         read_log(_log(tmp_path, "hello\nworld\n"))
+
+
+@pytest.mark.parametrize("entry", MTP_BENCH, ids=_ids(MTP_BENCH))
+def test_mtp_bench_pastes_give_their_totals(entry: dict[str, Any]) -> None:
+    """A pasted mtp-bench run: its drafted and accepted totals as printed (the AGG line or the Aggregate JSON)."""
+    from mtpinspect.diagnosis.mtp_bench import read_log_or_bench
+
+    log, notes = read_log_or_bench(CASE_LOGS / entry["file"])
+    figures = entry["figures"]
+    drafted = figures.get("total_draft", figures.get("draft"))
+    accepted = figures.get("total_draft_accepted", figures.get("acc"))
+    assert (log.kind, log.drafted, log.accepted) == (LogKind.mtp_bench, drafted, accepted)
+    assert notes
