@@ -111,17 +111,45 @@ def test_json_rows_sorted_with_per_file_verdicts(hub: tuple[HubStub, Tree]) -> N
     assert len(searches) == -(-QUANTIZED // SEARCH_PAGE_SIZE) == 2
 
 
-def test_repeated_census_reads_no_file(hub: tuple[HubStub, Tree]) -> None:
-    """The second census finds every header in the cache: its only file request is the gated repo's refused one."""
+def search_requests(stub: HubStub) -> list[str]:
+    """The requests a census cannot do without: the base's listing and the search pages."""
+    return [r.url for r in stub.requests() if r.url.startswith("/api/models?") or r.repo_id == BASE]
+
+
+def test_repeated_census_sends_only_the_search(hub: tuple[HubStub, Tree]) -> None:
+    """The search gives each repo's commit; when none moved, the second census takes every listing and header
+    from the cache and sends nothing but the search (the base's listing and the two pages). The gated repo's
+    files are refused to a request without a token, so none is sent, the first time either."""
     stub, tree = hub
     first = mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url)
     assert any(r.path is not None for r in stub.requests())
+    assert [r.path for r in stub.requests(tree.gated)] == [None]  # its listing only
     stub.reset_counters()
     second = mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url)
-    assert {r.repo_id for r in stub.requests() if r.path is not None} == {tree.gated}
-    assert second.bytes_cached > 0
-    assert [(d.repo, d.usable, d.head, d.best) for d in second.derivatives] == [
-        (d.repo, d.usable, d.head, d.best) for d in first.derivatives]
+    sent = [r.url for r in stub.requests()]
+    assert len(sent) == 3 and sent == search_requests(stub), sent
+    assert second.requests == 3 and second.bytes_cached > 0
+    assert [(d.repo, d.usable, d.head, d.best, d.error) for d in second.derivatives] == [
+        (d.repo, d.usable, d.head, d.best, d.error) for d in first.derivatives]
+    gated = next(d for d in second.derivatives if d.repo == tree.gated)
+    assert gated.error is not None and "gated repo" in gated.error and "token" in gated.error
+
+
+def test_a_moved_repo_is_listed_again(hub: tuple[HubStub, Tree]) -> None:
+    """A repo whose main moved since the last census is asked for its listing again, and read again (the header
+    cache keys a file by its commit too); no other repo is asked anything."""
+    stub, tree = hub
+    mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url)
+    moved = tree.quantized[0]
+    old = stub.sha(moved)
+    new = stub.push(moved, {"README.md": b"# moved on\n"}, label="readme")
+    assert new != old
+    stub.reset_counters()
+    census = mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url)
+    others = [r for r in stub.requests() if r.url not in search_requests(stub)]
+    assert {r.repo_id for r in others} == {moved}
+    assert [r.url for r in others if r.path is None] == [f"/api/models/{moved}?blobs=true"]
+    assert next(d for d in census.derivatives if d.repo == moved).revision == new
 
 
 def test_table_footer_limit_and_engine(hub: tuple[HubStub, Tree]) -> None:

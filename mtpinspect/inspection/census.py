@@ -245,7 +245,8 @@ def _judge_repo(item: Listed, *, token: str | None, endpoint: str | None, policy
     if item.error is not None:  # not a valid repo id: nothing is asked for it
         return _derivative(item, None, [], item.error, engine), []
     try:
-        targets = hub_targets(item.repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock)
+        targets = hub_targets(item.repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock,
+                              listed_sha=item.sha)
     except MtpinspectError as exc:
         return _derivative(item, None, [], str(exc), engine), []
     def one(target: Target) -> CheckReport | CheckFailure | None:

@@ -222,27 +222,31 @@ def hub_targets(
     endpoint: str | None = None,
     policy: FetchPolicy | None = None,
     clock: Clock | None = None,
+    listed_sha: str | None = None,
 ) -> list[Target]:
     """What `check` reads in a Hub repo, from one listing: one target per GGUF model (as `check --all` has
     them, each with its own meter and wave gate, so they can be read at the same time), or the one
     checkpoint target `check ORG/NAME` reads when the repo has no GGUF model. ``clock``: the budget shared
-    with a larger command (find)."""
-    from mtpinspect.sources.hub import open_repo
+    with a larger command (find); ``listed_sha``: the commit its search gave (the listing may come from the
+    header cache, sources/hub.py open_repo)."""
+    from mtpinspect.sources.hub import gated_error, open_repo, refuses_every_file
     from mtpinspect.sources.waves import Waves
 
-    tree = open_repo(repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock)
+    tree = open_repo(repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock, listed_sha=listed_sha)
     names = NameIndex.of(tree.files)
+    # Each target fails as its first read would, without sending it.
+    refused = gated_error(repo_id) if refuses_every_file(tree) else None
     if not names.mains:
-        return [Target(tree, SourceKind.hub, repo_id, repo_id, name_index=names)]
+        return [Target(tree, SourceKind.hub, repo_id, repo_id, name_index=names, unreadable=refused)]
     targets = []
     for index, (_, group) in enumerate(sorted(group_splits(list(names.mains)).items())):
         # The first target carries the listing's cost, as in resolve_each_gguf.
         own = tree if index == 0 else dataclasses.replace(tree, meter=ByteMeter(), waves=Waves())
-        target = Target(own, SourceKind.hub, repo_id, repo_id, gguf_files=group, name_index=names)
+        target = Target(own, SourceKind.hub, repo_id, repo_id, gguf_files=group, name_index=names, unreadable=refused)
         try:
             target.gguf_files = _complete_split(repo_id, names.lower, group[0])
         except SourceError as exc:
-            target.unreadable = str(exc)
+            target.unreadable = refused or str(exc)
         targets.append(target)
     return targets
 
