@@ -263,3 +263,21 @@ def test_bad_input(hub: tuple[HubStub, Tree]) -> None:
     link = {"Link": '<http://elsewhere.invalid/api/models?cursor=20>; rel="next"'}
     stub.add_fault(BASE, Fault("replace", where="search", headers=link, body=b"[]"))
     assert_one_line_error(run_cli("find", BASE, env=env), "next-page link", "not a model search of")
+
+
+def test_a_gated_repo_without_a_token(tmp_path: Path) -> None:
+    """Without a token, a gated repo's files are not asked for (the Hub refuses them all) and its row says so;
+    once a census with a token has kept its headers, one without a token reads them from the cache, as
+    check does (docs/faults.md)."""
+    gguf = Path(mtpinspect.__file__).parent / "data" / "trained" / "tiny-glm-mtp-Q8_0.gguf"
+    with HubStub(tokens={"hf_good": {"acme/Tiny-GGUF"}}) as stub:
+        stub.add_repo("acme/Tiny", {"README.md": b"# base\n"})
+        stub.add_repo("acme/Tiny-GGUF", {"Tiny-Q8_0.gguf": gguf}, gated=True, base_model=("quantized", "acme/Tiny"))
+        refused = mtpinspect.find("acme/Tiny", verify=False, endpoint=stub.url)
+        assert "gated repo" in (refused.derivatives[0].error or "")
+        assert [r.path for r in stub.requests("acme/Tiny-GGUF")] == [None]  # the listing only
+        assert mtpinspect.find("acme/Tiny", verify=False, endpoint=stub.url, token="hf_good").derivatives[0].usable
+        stub.reset_counters()
+        cached = mtpinspect.find("acme/Tiny", verify=False, endpoint=stub.url)
+        assert cached.derivatives[0].usable and cached.derivatives[0].error is None
+        assert stub.requests("acme/Tiny-GGUF") == []  # not even its listing: its main has not moved

@@ -196,9 +196,14 @@ def gated_error(repo_id: str) -> str:
     return f"{repo_id}: gated repo; request access on the Hub, then pass a token (--token, HF_TOKEN or `hf auth login`)"
 
 
-def refuses_every_file(repo: HubRepo) -> bool:
-    """The Hub refuses every file of a gated repo to a request without a token (HTTP 401): nothing to ask."""
-    return bool(repo.gated) and not any(name.lower() == "authorization" for name in repo.auth)
+def refused_without_asking(repo: HubRepo, path: str) -> bool:
+    """Whether reading ``path`` can only be refused: the Hub refuses every file of a gated repo to a request
+    without a token (HTTP 401). Not when the header cache holds the file: a check with a token kept it, and it
+    is read from there (docs/faults.md)."""
+    if not repo.gated or any(name.lower() == "authorization" for name in repo.auth):
+        return False
+    key = repo.cache_key(path) if path in repo.files else None
+    return key is None or repo.cache is None or not repo.cache.holds(key)
 
 
 @contextlib.contextmanager

@@ -229,24 +229,28 @@ def hub_targets(
     checkpoint target `check ORG/NAME` reads when the repo has no GGUF model. ``clock``: the budget shared
     with a larger command (find); ``listed_sha``: the commit its search gave (the listing may come from the
     header cache, sources/hub.py open_repo)."""
-    from mtpinspect.sources.hub import gated_error, open_repo, refuses_every_file
+    from mtpinspect.sources.hub import gated_error, open_repo, refused_without_asking
     from mtpinspect.sources.waves import Waves
 
     tree = open_repo(repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock, listed_sha=listed_sha)
     names = NameIndex.of(tree.files)
-    # Each target fails as its first read would, without sending it.
-    refused = gated_error(repo_id) if refuses_every_file(tree) else None
+
+    def refused(first: str) -> str | None:
+        # A target whose first read can only be refused fails as that read would, without sending it.
+        return gated_error(repo_id) if refused_without_asking(tree, first) else None
+
     if not names.mains:
-        return [Target(tree, SourceKind.hub, repo_id, repo_id, name_index=names, unreadable=refused)]
+        return [Target(tree, SourceKind.hub, repo_id, repo_id, name_index=names, unreadable=refused("config.json"))]
     targets = []
     for index, (_, group) in enumerate(sorted(group_splits(list(names.mains)).items())):
         # The first target carries the listing's cost, as in resolve_each_gguf.
         own = tree if index == 0 else dataclasses.replace(tree, meter=ByteMeter(), waves=Waves())
-        target = Target(own, SourceKind.hub, repo_id, repo_id, gguf_files=group, name_index=names, unreadable=refused)
+        target = Target(own, SourceKind.hub, repo_id, repo_id, gguf_files=group, name_index=names,
+                        unreadable=refused(group[0]))
         try:
             target.gguf_files = _complete_split(repo_id, names.lower, group[0])
         except SourceError as exc:
-            target.unreadable = refused or str(exc)
+            target.unreadable = target.unreadable or str(exc)
         targets.append(target)
     return targets
 
