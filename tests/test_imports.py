@@ -1,6 +1,7 @@
 """What each light command imports: `--help`, `check` on a local GGUF, `find` and `diagnose --log` never import
-numpy, gguf-py or matplotlib (no GGUF is written), and tabulate only when a table is drawn. Each runs as the
-real CLI in a child process, which prints the modules it ended with: a behaviour, not a timing."""
+numpy, gguf-py or matplotlib (no GGUF is written), tabulate only when a table is drawn, and the rules of a
+checkpoint only for a checkpoint. Each runs as the real CLI in a child process, which prints the modules it
+ended with: a behaviour, not a timing."""
 
 from __future__ import annotations
 
@@ -31,14 +32,14 @@ except SystemExit as exc:
     code = exc.code
 else:
     code = 0
-heavy = sorted({name.split(".")[0] for name in sys.modules} & watched)
+heavy = sorted(watched & set(sys.modules))
 print(json.dumps({"exit": code, "heavy": heavy}), file=sys.stderr)
 """
 
 
-def imported(*args: str, env: dict[str, str] | None = None) -> tuple[int, list[str]]:
-    done = subprocess.run([sys.executable, "-c", _CHILD, ",".join(HEAVY), *args], capture_output=True, text=True, timeout=180,
-                          env=clean_env(env), stdin=subprocess.DEVNULL)
+def imported(*args: str, env: dict[str, str] | None = None, watched: tuple[str, ...] = HEAVY) -> tuple[int, list[str]]:
+    done = subprocess.run([sys.executable, "-c", _CHILD, ",".join(watched), *args], capture_output=True, text=True,
+                          timeout=180, env=clean_env(env), stdin=subprocess.DEVNULL)
     last = json.loads(done.stderr.strip().splitlines()[-1])
     return last["exit"], last["heavy"]
 
@@ -65,6 +66,16 @@ def test_check_of_a_local_gguf_imports_nothing_heavy(fmt: str) -> None:
 def test_check_draws_its_tables_with_tabulate_only() -> None:
     # The human format draws tables: tabulate comes in then, and nothing else heavy.
     assert imported("check", str(TRAINED_GGUF), "--no-verify") == (0, ["tabulate"])
+
+
+def test_rule_modules_load_when_used(tmp_path: Path) -> None:
+    rules = ("mtpinspect.inspection.checkpoint_rules", "mtpinspect.inspection.gguf_rules")
+    assert imported("check", str(TRAINED_GGUF), "--no-verify", "--format", "json", watched=rules) == (
+        0, ["mtpinspect.inspection.gguf_rules"])
+    (tmp_path / "config.json").write_text('{"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", '
+                                          '"num_hidden_layers": 2, "num_nextn_predict_layers": 1}')
+    _, loaded = imported("check", str(tmp_path), "--no-verify", "--format", "json", watched=rules)
+    assert "mtpinspect.inspection.checkpoint_rules" in loaded
 
 
 def test_find_imports_nothing_heavy(hub: HubStub) -> None:
