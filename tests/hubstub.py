@@ -570,6 +570,11 @@ class HubStub:
                                            refs={**repo.refs, "main": commit.sha})
         return commit.sha
 
+    def set_gated(self, repo_id: str, gated: bool) -> None:
+        """Gate `repo_id`, or open it, as its owner does in its settings: no new commit."""
+        with self._lock:
+            self._repos[repo_id] = replace(self._repos[repo_id], gated=gated)
+
     def add_fault(self, repo_id: str, fault: Fault) -> None:
         """Misbehave on `repo_id`'s requests that `fault` matches (see Fault); faults apply in order added."""
         with self._lock:
@@ -806,7 +811,8 @@ class HubStub:
         start = int(query.get("cursor", ["0"])[0])
         page = repos[start : start + self.search_page_size]
         items = [{"_id": r.repo_id, "id": r.repo_id, "modelId": r.repo_id, "likes": 0, "downloads": r.downloads,
-                  "private": False, "tags": r.tags, "createdAt": COMMIT_DATE, "sha": r.refs["main"]} for r in page]
+                  "private": False, "tags": r.tags, "createdAt": COMMIT_DATE, "sha": r.refs["main"], "gated": "manual" if r.gated else False}
+                 for r in page]
         # By default the Hub leaves the sha out; with expand it sends only the fields asked for, besides the ids.
         expand = query.get("expand[]") or query.get("expand")
         keep = {"_id", "id", *expand} if expand else {"_id", "id", "modelId", "likes", "downloads", "private", "tags",

@@ -281,3 +281,18 @@ def test_a_gated_repo_without_a_token(tmp_path: Path) -> None:
         cached = mtpinspect.find("acme/Tiny", verify=False, endpoint=stub.url)
         assert cached.derivatives[0].usable and cached.derivatives[0].error is None
         assert stub.requests("acme/Tiny-GGUF") == []  # not even its listing: its main has not moved
+
+
+def test_a_repo_opened_since_is_read(tmp_path: Path) -> None:
+    """Gating is a setting, not a commit: the search's gated state stands over the listing kept for the commit,
+    so a gated repo opened since the last census is read, not refused from the cache."""
+    gguf = Path(mtpinspect.__file__).parent / "data" / "trained" / "tiny-glm-mtp-Q8_0.gguf"
+    with HubStub() as stub:
+        stub.add_repo("acme/Tiny", {"README.md": b"# base\n"})
+        stub.add_repo("acme/Tiny-GGUF", {"Tiny-Q8_0.gguf": gguf}, gated=True, base_model=("quantized", "acme/Tiny"))
+        assert "gated repo" in (mtpinspect.find("acme/Tiny", verify=False, endpoint=stub.url).derivatives[0].error or "")
+        stub.set_gated("acme/Tiny-GGUF", False)
+        stub.reset_counters()
+        opened = mtpinspect.find("acme/Tiny", verify=False, endpoint=stub.url).derivatives[0]
+        assert opened.usable and opened.error is None
+        assert [r.path for r in stub.requests("acme/Tiny-GGUF")][:1] == ["Tiny-Q8_0.gguf"]  # no listing: read at once

@@ -247,7 +247,7 @@ def _judge_repo(item: Listed, *, token: str | None, endpoint: str | None, policy
         return _derivative(item, None, [], item.error, engine), []
     try:
         targets = hub_targets(item.repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock,
-                              listed_sha=item.sha)
+                              listed=item.main)
     except MtpinspectError as exc:
         return _derivative(item, None, [], str(exc), engine), []
     def one(target: Target) -> CheckReport | CheckFailure | None:

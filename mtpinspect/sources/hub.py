@@ -47,6 +47,14 @@ _ETAG = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a git blob id (sha1) or an L
 COMMIT_SHA = re.compile(r"[0-9a-fA-F]{7,64}")  # a commit as listings give it
 
 
+@dataclass(frozen=True)
+class ListedMain:
+    """What a model search said of a repo's main: its commit, and whether it is gated (None: not said)."""
+
+    sha: str
+    gated: bool | str | None = None
+
+
 @dataclass
 class HubRepo:
     """One repo at one resolved commit, with the file listing that model_info returns (a Tree)."""
@@ -239,12 +247,13 @@ def open_repo(
     endpoint: str | None = None,
     policy: FetchPolicy | None = None,
     clock: Clock | None = None,
-    listed_sha: str | None = None,
+    listed: ListedMain | None = None,
 ) -> HubRepo:
     """Resolve the revision to a commit and list the repo's files with their sizes (model_info's request).
     ``clock``: the budget this repo's requests share with a larger command's (find); default: its own, from
-    ``policy``. ``listed_sha``: the commit a model search gave as the repo's main (find): with the header
-    cache on, the listing kept for that commit is used and nothing is asked."""
+    ``policy``. ``listed``: what a model search said of the repo's main (find): with the header cache on,
+    the listing kept for that commit is used and nothing is asked; the search's gated state, fresh, stands
+    over the kept one (a repo gated or opened since keeps its commit)."""
     if constants.HF_HUB_OFFLINE:
         raise SourceError(_offline(repo_id))
     endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
@@ -261,7 +270,7 @@ def open_repo(
     with _hub_errors(repo_id, revision):
         auth = clock.auth_headers(token)
     cache = HeaderCache.default() if clock.policy.cache else None
-    body = _kept_listing(cache, _listing_key(repo_id, listed_sha)) if listed_sha and revision is None else None
+    body = _kept_listing(cache, _listing_key(repo_id, listed.sha)) if listed and revision is None else None
     if body is not None:
         meter.add_cached(len(body))
         kind = "from the header cache"
@@ -285,7 +294,7 @@ def open_repo(
         endpoint=endpoint,
         sha=sha,
         files=files,
-        gated=listing.get("gated") if isinstance(listing.get("gated"), (bool, str)) else False,
+        gated=_gated(listed.gated if listed and listed.gated is not None else listing.get("gated")),
         private=listing.get("private") is True,
         meter=meter,
         card_data=listing.get("cardData") if isinstance(listing.get("cardData"), dict) else None,
@@ -299,6 +308,11 @@ def open_repo(
 # The header cache keeps a repo's listing at a commit as an entry of its own: no file has an empty path.
 _LISTING_PATH = ""
 _LISTING_TAG = "model_info?blobs=true"
+
+
+def _gated(value: Any) -> bool | str:
+    """The Hub's gated field: False, True, or the approval mode ("auto", "manual"); anything else is False."""
+    return value if isinstance(value, (bool, str)) else False
 
 
 def _listing_key(repo_id: str, sha: str) -> CacheKey:

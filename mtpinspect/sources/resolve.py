@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.sources.app_stores import AppLocation, AppModel, each_app_target, is_app_source, locate
@@ -35,6 +36,9 @@ from mtpinspect.sources.local import open_directory, open_gguf_folder
 from mtpinspect.sources.reader import ByteMeter, Tree
 from mtpinspect.sources.target import Target
 from mtpinspect.vocabulary import SourceKind
+
+if TYPE_CHECKING:
+    from mtpinspect.sources.hub import ListedMain
 
 __all__ = ["AppFiles", "Target", "app_files", "resolve", "resolve_each_gguf"]
 
@@ -222,17 +226,17 @@ def hub_targets(
     endpoint: str | None = None,
     policy: FetchPolicy | None = None,
     clock: Clock | None = None,
-    listed_sha: str | None = None,
+    listed: ListedMain | None = None,
 ) -> list[Target]:
     """What `check` reads in a Hub repo, from one listing: one target per GGUF model (as `check --all` has
     them, each with its own meter and wave gate, so they can be read at the same time), or the one
     checkpoint target `check ORG/NAME` reads when the repo has no GGUF model. ``clock``: the budget shared
-    with a larger command (find); ``listed_sha``: the commit its search gave (the listing may come from the
-    header cache, sources/hub.py open_repo)."""
+    with a larger command (find); ``listed``: what its search said of the repo's main (the listing may come
+    from the header cache, sources/hub.py open_repo)."""
     from mtpinspect.sources.hub import gated_error, open_repo, refused_without_asking
     from mtpinspect.sources.waves import Waves
 
-    tree = open_repo(repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock, listed_sha=listed_sha)
+    tree = open_repo(repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock, listed=listed)
     names = NameIndex.of(tree.files)
 
     def refused(first: str) -> str | None:
