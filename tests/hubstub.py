@@ -298,7 +298,11 @@ def _make_blob(path: str, source: FileSource) -> _Blob:
 
 
 def _make_commit(repo_id: str, label: str, files: Mapping[str, FileSource]) -> _Commit:
-    blobs = {path: _make_blob(path, source) for path, source in sorted(files.items())}
+    return _commit_of(repo_id, label, {path: _make_blob(path, source) for path, source in files.items()})
+
+
+def _commit_of(repo_id: str, label: str, blobs: Mapping[str, _Blob]) -> _Commit:
+    blobs = dict(sorted(blobs.items()))
     digest = hashlib.sha1(f"{repo_id}\0{label}\0".encode())
     for path, blob in blobs.items():
         digest.update(f"{path}\0{blob.etag}\n".encode())
@@ -555,6 +559,22 @@ class HubStub:
             self._repos[repo_id] = _Repo(repo_id, private, gated, by_sha, refs, card_data, base_model, downloads)
         return refs["main"]
 
+    def push(self, repo_id: str, files: Mapping[str, FileSource], label: str) -> str:
+        """A new commit on `main` of `repo_id`: its files with `files` added or replaced (`label` makes the sha).
+        Return the new sha."""
+        with self._lock:
+            repo = self._repos[repo_id]
+            blobs = {**repo.commits[repo.refs["main"]].files, **{p: _make_blob(p, s) for p, s in files.items()}}
+            commit = _commit_of(repo_id, label, blobs)
+            self._repos[repo_id] = replace(repo, commits={**repo.commits, commit.sha: commit},
+                                           refs={**repo.refs, "main": commit.sha})
+        return commit.sha
+
+    def set_gated(self, repo_id: str, gated: bool) -> None:
+        """Gate `repo_id`, or open it, as its owner does in its settings: no new commit."""
+        with self._lock:
+            self._repos[repo_id] = replace(self._repos[repo_id], gated=gated)
+
     def add_fault(self, repo_id: str, fault: Fault) -> None:
         """Misbehave on `repo_id`'s requests that `fault` matches (see Fault); faults apply in order added."""
         with self._lock:
@@ -791,7 +811,13 @@ class HubStub:
         start = int(query.get("cursor", ["0"])[0])
         page = repos[start : start + self.search_page_size]
         items = [{"_id": r.repo_id, "id": r.repo_id, "modelId": r.repo_id, "likes": 0, "downloads": r.downloads,
-                  "private": False, "tags": r.tags, "createdAt": COMMIT_DATE} for r in page]
+                  "private": False, "tags": r.tags, "createdAt": COMMIT_DATE, "sha": r.refs["main"], "gated": "manual" if r.gated else False}
+                 for r in page]
+        # By default the Hub leaves the sha out; with expand it sends only the fields asked for, besides the ids.
+        expand = query.get("expand[]") or query.get("expand")
+        keep = {"_id", "id", *expand} if expand else {"_id", "id", "modelId", "likes", "downloads", "private", "tags",
+                                                      "createdAt"}
+        items = [{k: v for k, v in item.items() if k in keep} for item in items]
         headers = {}
         if start + self.search_page_size < len(repos):
             rest = [(k, v) for k, values in query.items() if k != "cursor" for v in values]

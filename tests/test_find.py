@@ -111,17 +111,45 @@ def test_json_rows_sorted_with_per_file_verdicts(hub: tuple[HubStub, Tree]) -> N
     assert len(searches) == -(-QUANTIZED // SEARCH_PAGE_SIZE) == 2
 
 
-def test_repeated_census_reads_no_file(hub: tuple[HubStub, Tree]) -> None:
-    """The second census finds every header in the cache: its only file request is the gated repo's refused one."""
+def search_requests(stub: HubStub) -> list[str]:
+    """The requests a census cannot do without: the base's listing and the search pages."""
+    return [r.url for r in stub.requests() if r.url.startswith("/api/models?") or r.repo_id == BASE]
+
+
+def test_repeated_census_sends_only_the_search(hub: tuple[HubStub, Tree]) -> None:
+    """The search gives each repo's commit; when none moved, the second census takes every listing and header
+    from the cache and sends nothing but the search (the base's listing and the two pages). The gated repo's
+    files are refused to a request without a token, so none is sent, the first time either."""
     stub, tree = hub
     first = mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url)
     assert any(r.path is not None for r in stub.requests())
+    assert [r.path for r in stub.requests(tree.gated)] == [None]  # its listing only
     stub.reset_counters()
     second = mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url)
-    assert {r.repo_id for r in stub.requests() if r.path is not None} == {tree.gated}
-    assert second.bytes_cached > 0
-    assert [(d.repo, d.usable, d.head, d.best) for d in second.derivatives] == [
-        (d.repo, d.usable, d.head, d.best) for d in first.derivatives]
+    sent = [r.url for r in stub.requests()]
+    assert len(sent) == 3 and sent == search_requests(stub), sent
+    assert second.requests == 3 and second.bytes_cached > 0
+    assert [(d.repo, d.usable, d.head, d.best, d.error) for d in second.derivatives] == [
+        (d.repo, d.usable, d.head, d.best, d.error) for d in first.derivatives]
+    gated = next(d for d in second.derivatives if d.repo == tree.gated)
+    assert gated.error is not None and "gated repo" in gated.error and "token" in gated.error
+
+
+def test_a_moved_repo_is_listed_again(hub: tuple[HubStub, Tree]) -> None:
+    """A repo whose main moved since the last census is asked for its listing again, and read again (the header
+    cache keys a file by its commit too); no other repo is asked anything."""
+    stub, tree = hub
+    mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url)
+    moved = tree.quantized[0]
+    old = stub.sha(moved)
+    new = stub.push(moved, {"README.md": b"# moved on\n"}, label="readme")
+    assert new != old
+    stub.reset_counters()
+    census = mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url)
+    others = [r for r in stub.requests() if r.url not in search_requests(stub)]
+    assert {r.repo_id for r in others} == {moved}
+    assert [r.url for r in others if r.path is None] == [f"/api/models/{moved}?blobs=true"]
+    assert next(d for d in census.derivatives if d.repo == moved).revision == new
 
 
 def test_table_footer_limit_and_engine(hub: tuple[HubStub, Tree]) -> None:
@@ -235,3 +263,36 @@ def test_bad_input(hub: tuple[HubStub, Tree]) -> None:
     link = {"Link": '<http://elsewhere.invalid/api/models?cursor=20>; rel="next"'}
     stub.add_fault(BASE, Fault("replace", where="search", headers=link, body=b"[]"))
     assert_one_line_error(run_cli("find", BASE, env=env), "next-page link", "not a model search of")
+
+
+def test_a_gated_repo_without_a_token(tmp_path: Path) -> None:
+    """Without a token, a gated repo's files are not asked for (the Hub refuses them all) and its row says so;
+    once a census with a token has kept its headers, one without a token reads them from the cache, as
+    check does (docs/faults.md)."""
+    gguf = Path(mtpinspect.__file__).parent / "data" / "trained" / "tiny-glm-mtp-Q8_0.gguf"
+    with HubStub(tokens={"hf_good": {"acme/Tiny-GGUF"}}) as stub:
+        stub.add_repo("acme/Tiny", {"README.md": b"# base\n"})
+        stub.add_repo("acme/Tiny-GGUF", {"Tiny-Q8_0.gguf": gguf}, gated=True, base_model=("quantized", "acme/Tiny"))
+        refused = mtpinspect.find("acme/Tiny", verify=False, endpoint=stub.url)
+        assert "gated repo" in (refused.derivatives[0].error or "")
+        assert [r.path for r in stub.requests("acme/Tiny-GGUF")] == [None]  # the listing only
+        assert mtpinspect.find("acme/Tiny", verify=False, endpoint=stub.url, token="hf_good").derivatives[0].usable
+        stub.reset_counters()
+        cached = mtpinspect.find("acme/Tiny", verify=False, endpoint=stub.url)
+        assert cached.derivatives[0].usable and cached.derivatives[0].error is None
+        assert stub.requests("acme/Tiny-GGUF") == []  # not even its listing: its main has not moved
+
+
+def test_a_repo_opened_since_is_read(tmp_path: Path) -> None:
+    """Gating is a setting, not a commit: the search's gated state stands over the listing kept for the commit,
+    so a gated repo opened since the last census is read, not refused from the cache."""
+    gguf = Path(mtpinspect.__file__).parent / "data" / "trained" / "tiny-glm-mtp-Q8_0.gguf"
+    with HubStub() as stub:
+        stub.add_repo("acme/Tiny", {"README.md": b"# base\n"})
+        stub.add_repo("acme/Tiny-GGUF", {"Tiny-Q8_0.gguf": gguf}, gated=True, base_model=("quantized", "acme/Tiny"))
+        assert "gated repo" in (mtpinspect.find("acme/Tiny", verify=False, endpoint=stub.url).derivatives[0].error or "")
+        stub.set_gated("acme/Tiny-GGUF", False)
+        stub.reset_counters()
+        opened = mtpinspect.find("acme/Tiny", verify=False, endpoint=stub.url).derivatives[0]
+        assert opened.usable and opened.error is None
+        assert [r.path for r in stub.requests("acme/Tiny-GGUF")][:1] == ["Tiny-Q8_0.gguf"]  # no listing: read at once

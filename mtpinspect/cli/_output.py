@@ -29,8 +29,6 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from tabulate import tabulate
-
 from mtpinspect.errors import OutputError
 from mtpinspect.jsonable import to_jsonable
 
@@ -197,6 +195,9 @@ class Output:
             self.text("(none)")
             return
         body = [[_cell(row.get(h)) for h in headers] for row in rows]
+        # tabulate (with importlib.metadata and wcwidth) takes longer to import than click: only a table drawn pays it.
+        from tabulate import tabulate
+
         if self.format is OutputFormat.md:
             body = [[cell.replace("\n", "<br>").replace("|", "\\|") for cell in row] for row in body]
             self._write(tabulate(body, headers=[sanitize(h) for h in headers], tablefmt="github", disable_numparse=True))

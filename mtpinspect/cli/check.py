@@ -294,14 +294,16 @@ def command(
     the header cache for the next check of the same revision (--no-cache: not used).
     """
     from mtpinspect.inspection import check, check_all
-    from mtpinspect.runtime.build import build_server, find_helper
 
     out = Output(fmt)
     if all_ggufs and (file or mtp_file or sweep_report):
         raise click.UsageError("--all checks every GGUF; it does not combine with --file, --mtp-file or --sweep-report")
-    if verify and find_helper() is None:
-        out.hint("building the pinned llama.cpp's verify helper (minutes, once)")
-        build_server("cpu", progress=out.hint)
+    if verify:
+        from mtpinspect.runtime.build import build_server, find_helper  # the build module only when --verify may build
+
+        if find_helper() is None:
+            out.hint("building the pinned llama.cpp's verify helper (minutes, once)")
+            build_server("cpu", progress=out.hint)
     if all_ggufs:
         results = check_all(source, revision=revision, token=token, verify=verify, context=context,
                             verify_digest=verify_digest, policy=policy)

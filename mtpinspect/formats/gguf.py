@@ -12,7 +12,8 @@ A check needs the keys and tensor names of files that may be hundreds of GB on t
 - checks every length, count and id the file claims against the bytes the file can still hold
   before it reads or allocates anything, so a corrupt or hostile file fails with one FormatError line.
 
-Constants (magic, value and ggml type ids, block sizes, the alignment key) come from gguf-py.
+Constants (magic, value and ggml type ids, block sizes, the alignment key) come from gguf-py, through the
+table generated from it (gguf_constants.py): importing gguf-py itself would import numpy.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from gguf.constants import (
+from mtpinspect.errors import FormatError
+from mtpinspect.formats.gguf_constants import (
     GGML_QUANT_SIZES,
     GGUF_DEFAULT_ALIGNMENT,
     GGUF_MAGIC,
@@ -34,8 +36,6 @@ from gguf.constants import (
     Keys,
     LlamaFileType,
 )
-
-from mtpinspect.errors import FormatError
 from mtpinspect.sources.reader import RangeReader
 
 FIRST_READ = 2 * 1024 * 1024

@@ -38,8 +38,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import regex
-
 from mtpinspect.errors import FormatError
 
 NOT_TARGETED = "(not targeted by config_groups)"
@@ -100,12 +98,17 @@ class BoundedRegexes:
 
     def _compile(self, pattern: str) -> Any:
         if pattern not in self._compiled:
+            import regex  # see valid_regex
+
             self._compiled[pattern] = regex.compile(pattern) if valid_regex(pattern) else None
         return self._compiled[pattern]
 
 
 def valid_regex(pattern: str) -> bool:
     """Does Python's re (the engines' regex engine) accept the pattern?"""
+    # The regex module (about as long to import as click) only for configs that have patterns: a GGUF has none.
+    import regex
+
     try:
         re.compile(pattern)
     except (re.error, RecursionError, OverflowError):

@@ -5,7 +5,8 @@ judged, each exactly as `check` judges a repo (the same targets, sources/resolve
 same judge, inspection.judge: one rule set), several at a time. A GGUF repo gets a verdict per model
 file (as `check --all`), a checkpoint repo one; the row shows the best of them. All requests share one
 clock: one deadline for the census, and a 429's Retry-After holds back every repo's requests, not only
-the one that got it. The header cache makes a repeated census read no file again. A repo that cannot
+the one that got it. The search gives each repo's commit, and the header cache keeps each repo's listing
+and headers by commit: a repeated census whose repos have not moved sends only the search. A repo that cannot
 be judged (gated, gone, cut short, timed out) is a row with its error, never the end of the census;
 Ctrl-C ends it with what was judged so far.
 """
@@ -245,7 +246,8 @@ def _judge_repo(item: Listed, *, token: str | None, endpoint: str | None, policy
     if item.error is not None:  # not a valid repo id: nothing is asked for it
         return _derivative(item, None, [], item.error, engine), []
     try:
-        targets = hub_targets(item.repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock)
+        targets = hub_targets(item.repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock,
+                              listed=item.main)
     except MtpinspectError as exc:
         return _derivative(item, None, [], str(exc), engine), []
     def one(target: Target) -> CheckReport | CheckFailure | None:

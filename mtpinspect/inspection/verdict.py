@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from mtpinspect.inspection.app_rules import apply_app_rules
 from mtpinspect.inspection.builder import ReportBuilder
-from mtpinspect.inspection.checkpoint_rules import apply_checkpoint_rules
 from mtpinspect.inspection.engine import EngineCheck, follow_engine
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.gguf_rules import apply_gguf_rules
@@ -59,6 +58,9 @@ def assemble_report(ev: Evidence, engine: EngineCheck | None = None) -> CheckRep
     if ev.gguf is not None:
         apply_gguf_rules(ev, b)
     else:
+        # The checkpoint rules load for a checkpoint only: a GGUF's check (in loops over folders) skips them.
+        from mtpinspect.inspection.checkpoint_rules import apply_checkpoint_rules
+
         apply_checkpoint_rules(ev, b)
     verification = engine.verification if engine else None
     if verification is not None:

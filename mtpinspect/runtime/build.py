@@ -27,7 +27,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
@@ -487,6 +486,8 @@ def _wanted(name: str, top: str) -> bool:
 
 def _unpack(sdist: Path, dest: Path) -> Path:
     """Unpack what the build needs from the sdist and return its vendor/llama.cpp folder."""
+    import tarfile  # only a build unpacks: `check` imports this module for the cached build's path
+
     top = sdist.name[: -len(".tar.gz")]
     with tarfile.open(sdist) as tar:
         members = [m for m in tar.getmembers() if _wanted(m.name, top)]

@@ -15,8 +15,6 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 
-import psutil
-
 _PR_SET_PDEATHSIG = 1
 
 
@@ -72,6 +70,8 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 def tree_cpu_seconds(pid: int) -> float:
     """User and system CPU seconds of a process and its descendants so far (0 once it has exited)."""
+    import psutil  # here, not at the top: `check` imports this module (through the build's cache) and never walks a tree
+
     try:
         root = psutil.Process(pid)
         processes = [root, *root.children(recursive=True)]
@@ -93,6 +93,8 @@ def stop_group(proc: subprocess.Popen, grace: float, *, nudge: float = 0.0) -> N
     group (a launcher's workers may start their own sessions). ``nudge``: wait that long after the first
     SIGTERM and send a second one before the grace period (llama-server waits for requests in flight
     after the first and exits at once on the second)."""
+    import psutil
+
     try:
         family = psutil.Process(proc.pid).children(recursive=True)
     except psutil.Error:

@@ -13,15 +13,18 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mtpinspect.app_facts import MLX_DRAFT_CONFIG, OLLAMA_MLX_DRAFT_PREFIX
 from mtpinspect.errors import MtpinspectError, SourceError, UsageError
 from mtpinspect.sources import lmstudio
 from mtpinspect.sources.local import LocalTree
-from mtpinspect.sources.ollama import NotGguf, OllamaModel, OllamaName, OllamaStore, server_version
 from mtpinspect.sources.reader import ByteMeter, LocalFileReader, RepoFile
 from mtpinspect.sources.target import AppModel, Target
 from mtpinspect.vocabulary import App, AppEngine, SourceKind
+
+if TYPE_CHECKING:
+    from mtpinspect.sources.ollama import OllamaModel
 
 __all__ = ["AppLocation", "AppModel", "each_app_target", "is_app_source", "locate", "ollama_target"]
 
@@ -66,6 +69,9 @@ def locate(
     if source.startswith(OLLAMA_PREFIX):
         if file:
             raise UsageError(f"{source}: --file picks a GGUF in a folder; an Ollama model has one model layer")
+        # The Ollama store's reader loads for ollama: sources only (every check passes here).
+        from mtpinspect.sources.ollama import OllamaName, OllamaStore, server_version
+
         name = OllamaName.parse(_required(source, OLLAMA_PREFIX))
         model = OllamaStore().model(name, verify_digest=verify_digest)
         return AppLocation(target=ollama_target(model, server_version()))
@@ -155,6 +161,8 @@ def each_app_target(source: str, *, revision: str | None, verify_digest: bool) -
     if revision:
         raise UsageError(f"{source}: --revision applies to Hub repos and Hugging Face cache folders")
     if source.startswith(OLLAMA_PREFIX):
+        from mtpinspect.sources.ollama import NotGguf, OllamaName, OllamaStore, server_version
+
         rest = source[len(OLLAMA_PREFIX):]
         if ":" in rest.rsplit("/", 1)[-1]:
             raise UsageError(f"{source}: --all checks every tag; give ollama:MODEL or ollama: (the whole store)")

@@ -3,7 +3,8 @@ files (check, check --all, diagnose) reads none of them again.
 
 An entry holds what was read of one file (its header, or a whole config or index file: any number of
 byte spans), keyed by repo, resolved commit, path and ETag (the listing's id of the content: the LFS
-sha256, else the git blob id). A file at a commit never changes, and the ETag says which content it is;
+sha256, else the git blob id); a repo's listing at a commit is an entry too (sources/hub.py), which
+lets `find` skip the listing of a repo whose main has not moved. A file at a commit never changes, and the ETag says which content it is;
 a file the listing gives no id for is not cached. Entries live in headers/ of mtpinspect's cache folder
 ($MTPINSPECT_CACHE_DIR, else ~/.cache/mtpinspect), one file each, written under a temporary name and
 renamed into place (another process never sees half an entry); the folder is kept under MAX_BYTES by
@@ -113,6 +114,10 @@ class HeaderCache:
         """Where the entry of ``key`` lives."""
         digest = key.digest
         return self.root / digest[:2] / f"{digest}.bin"
+
+    def holds(self, key: CacheKey) -> bool:
+        """Whether there is an entry for ``key`` (not whether it reads back whole: load says that)."""
+        return self.path(key).is_file()
 
     def load(self, key: CacheKey) -> Spans | None:
         """The spans kept for ``key``; None when there is no entry or it does not read back whole."""

@@ -44,6 +44,15 @@ from mtpinspect.sources.waves import Waves
 T = TypeVar("T")
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 _ETAG = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a git blob id (sha1) or an LFS sha256
+COMMIT_SHA = re.compile(r"[0-9a-fA-F]{7,64}")  # a commit as listings give it
+
+
+@dataclass(frozen=True)
+class ListedMain:
+    """What a model search said of a repo's main: its commit, and whether it is gated (None: not said)."""
+
+    sha: str
+    gated: bool | str | None = None
 
 
 @dataclass
@@ -191,6 +200,20 @@ class HubFileReader:
         )
 
 
+def gated_error(repo_id: str) -> str:
+    return f"{repo_id}: gated repo; request access on the Hub, then pass a token (--token, HF_TOKEN or `hf auth login`)"
+
+
+def refused_without_asking(repo: HubRepo, path: str) -> bool:
+    """Whether reading ``path`` can only be refused: the Hub refuses every file of a gated repo to a request
+    without a token (HTTP 401). Not when the header cache holds the file: a check with a token kept it, and it
+    is read from there (docs/faults.md)."""
+    if not repo.gated or any(name.lower() == "authorization" for name in repo.auth):
+        return False
+    key = repo.cache_key(path) if path in repo.files else None
+    return key is None or repo.cache is None or not repo.cache.holds(key)
+
+
 @contextlib.contextmanager
 def _hub_errors(repo_id: str, revision: str | None, path: str | None = None) -> Iterator[None]:
     """huggingface_hub exceptions become one-line SourceErrors that say what to do."""
@@ -198,9 +221,7 @@ def _hub_errors(repo_id: str, revision: str | None, path: str | None = None) -> 
     try:
         yield
     except GatedRepoError:
-        raise SourceError(
-            f"{repo_id}: gated repo; request access on the Hub, then pass a token (--token, HF_TOKEN or `hf auth login`)"
-        ) from None
+        raise SourceError(gated_error(repo_id)) from None
     except RepositoryNotFoundError:
         raise SourceError(f"{repo_id}: repository not found (or private, and no token with access was given)") from None
     except RevisionNotFoundError:
@@ -226,10 +247,13 @@ def open_repo(
     endpoint: str | None = None,
     policy: FetchPolicy | None = None,
     clock: Clock | None = None,
+    listed: ListedMain | None = None,
 ) -> HubRepo:
     """Resolve the revision to a commit and list the repo's files with their sizes (model_info's request).
     ``clock``: the budget this repo's requests share with a larger command's (find); default: its own, from
-    ``policy``."""
+    ``policy``. ``listed``: what a model search said of the repo's main (find): with the header cache on,
+    the listing kept for that commit is used and nothing is asked; the search's gated state, fresh, stands
+    over the kept one (a repo gated or opened since keeps its commit)."""
     if constants.HF_HUB_OFFLINE:
         raise SourceError(_offline(repo_id))
     endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
@@ -245,14 +269,24 @@ def open_repo(
         raise SourceError(refused)
     with _hub_errors(repo_id, revision):
         auth = clock.auth_headers(token)
-        answer = fetch("GET", f"{url}?blobs=true", headers={**auth, "Accept-Encoding": "gzip"},
-                       clock=clock, meter=meter, waves=waves, what=what, limit=JSON_LIMITS[JsonKind.listing].max_bytes)
-    if not answer.complete:
-        raise SourceError(f"{what}: the Hub's answer is larger than {JSON_LIMITS[JsonKind.listing].max_bytes >> 20} MiB "
-                          "(no real listing is); not reading it")
-    kind = answer.headers.get("content-type", "no content type")
-    listing = parse_json(answer.body, f"{what} ({kind}, GET /api/models/{repo_id})", JsonKind.listing)
+    cache = HeaderCache.default() if clock.policy.cache else None
+    body = _kept_listing(cache, _listing_key(repo_id, listed.sha)) if listed and revision is None else None
+    if body is not None:
+        meter.add_cached(len(body))
+        kind = "from the header cache"
+    else:
+        with _hub_errors(repo_id, revision):
+            answer = fetch("GET", f"{url}?blobs=true", headers={**auth, "Accept-Encoding": "gzip"},
+                           clock=clock, meter=meter, waves=waves, what=what, limit=JSON_LIMITS[JsonKind.listing].max_bytes)
+        if not answer.complete:
+            raise SourceError(f"{what}: the Hub's answer is larger than {JSON_LIMITS[JsonKind.listing].max_bytes >> 20} MiB "
+                              "(no real listing is); not reading it")
+        body, kind = answer.body, answer.headers.get("content-type", "no content type")
+    listing = parse_json(body, f"{what} ({kind}, GET /api/models/{repo_id})", JsonKind.listing)
     sha, files = _parse_listing(listing, what)
+    if cache is not None and revision is None and meter.requests:
+        # Kept under the commit it lists: a later search that gives main at this commit needs no listing request.
+        cache.store(_listing_key(repo_id, sha), Spans([(0, body)]))
     return HubRepo(
         repo_id=repo_id,
         revision=revision,
@@ -260,15 +294,37 @@ def open_repo(
         endpoint=endpoint,
         sha=sha,
         files=files,
-        gated=listing.get("gated") if isinstance(listing.get("gated"), (bool, str)) else False,
+        gated=_gated(listed.gated if listed and listed.gated is not None else listing.get("gated")),
         private=listing.get("private") is True,
         meter=meter,
         card_data=listing.get("cardData") if isinstance(listing.get("cardData"), dict) else None,
         clock=clock,
         waves=waves,
-        cache=HeaderCache.default() if clock.policy.cache else None,
+        cache=cache,
         auth=auth,
     )
+
+
+# The header cache keeps a repo's listing at a commit as an entry of its own: no file has an empty path.
+_LISTING_PATH = ""
+_LISTING_TAG = "model_info?blobs=true"
+
+
+def _gated(value: Any) -> bool | str:
+    """The Hub's gated field: False, True, or the approval mode ("auto", "manual"); anything else is False."""
+    return value if isinstance(value, (bool, str)) else False
+
+
+def _listing_key(repo_id: str, sha: str) -> CacheKey:
+    """The header cache's key of ``repo_id``'s listing (model_info with blobs) at commit ``sha``: the files, their
+    sizes and ids at a commit never change."""
+    return CacheKey(repo_id, sha, _LISTING_PATH, _LISTING_TAG)
+
+
+def _kept_listing(cache: HeaderCache | None, key: CacheKey) -> bytes | None:
+    spans = cache.load(key) if cache is not None else None
+    pieces = spans.pieces if spans is not None else []
+    return pieces[0][1] if len(pieces) == 1 and pieces[0][0] == 0 else None
 
 
 def _offline(repo_id: str) -> str:
@@ -289,7 +345,7 @@ def _parse_listing(listing: Any, what: str) -> tuple[str, dict[str, RepoFile]]:
     if not isinstance(listing, dict):
         raise SourceError(f"{what}: the Hub answered {shown(listing)}, not a JSON object")
     sha = listing.get("sha")
-    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-fA-F]{7,64}", sha):
+    if not isinstance(sha, str) or not COMMIT_SHA.fullmatch(sha):
         raise SourceError(f"{what}: the Hub's answer has no commit sha (sha: {shown(sha)})")
     siblings = listing.get("siblings", [])
     if not isinstance(siblings, list):

@@ -22,7 +22,7 @@ from huggingface_hub import constants
 from mtpinspect.errors import SourceError, shown
 from mtpinspect.sources.fetch import Clock, fetch
 from mtpinspect.sources.filenames import repo_id_error
-from mtpinspect.sources.hub import _hub_errors
+from mtpinspect.sources.hub import COMMIT_SHA, ListedMain, _hub_errors
 from mtpinspect.sources.reader import JSON_LIMITS, ByteMeter, JsonKind, parse_json
 from mtpinspect.sources.waves import Waves
 from mtpinspect.vocabulary import Relation
@@ -36,6 +36,7 @@ MAX_PAGES = 50
 MAX_PAGE_MODELS = 5_000  # five times the Hub's own page
 MAX_MODELS = 200_000
 MAX_SEARCH_BYTES = 128 << 20
+SEARCH_FIELDS = ("downloads", "sha", "gated")
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class Listed:
     relation: Relation
     downloads: int | None  # the Hub's count of the last 30 days
     error: str | None = None  # an id that is not a valid repo id: its row says so, nothing is asked for it
+    main: ListedMain | None = None  # its main's commit (the key of its kept listing) and gated state; None: not given
 
 
 @dataclass
@@ -120,7 +122,11 @@ def search_derivatives(
 
 def _all_pages(endpoint: str, tag_: str, relation: Relation, headers: dict[str, str], clock: Clock, meter: ByteMeter,
                waves: Waves, budget: _Budget) -> list[Listed]:
-    url: str | None = f"{endpoint}/api/models?" + urlencode({"filter": tag_, "sort": "downloads"})
+    # expand: the fields each model comes with (asked for, the Hub sends only these besides the id); the sha
+    # lets find take a repo's listing from the header cache when its main has not moved, and gated, fresh,
+    # stands over the kept listing's.
+    query = [("filter", tag_), ("sort", "downloads"), *(("expand[]", f) for f in SEARCH_FIELDS)]
+    url: str | None = f"{endpoint}/api/models?" + urlencode(query)
     listed: list[Listed] = []
     visited: dict[str, int] = {}  # page URL -> its page number
     page_cap = JSON_LIMITS[JsonKind.listing].max_bytes
@@ -166,7 +172,11 @@ def _models(page: Any, what: str, relation: Relation) -> list[Listed]:
         downloads = item.get("downloads")
         if downloads is not None and (not isinstance(downloads, int) or isinstance(downloads, bool) or downloads < 0):
             raise SourceError(f"{what}: the downloads of {shown(repo_id)} are {shown(downloads)}, not a count")
-        models.append(Listed(repo_id, relation, downloads, repo_id_error(repo_id)))
+        sha, gated = item.get("sha"), item.get("gated")
+        # A sha that is not one only costs the cache: the repo's listing is asked for.
+        main = (ListedMain(sha, gated if isinstance(gated, (bool, str)) else None)
+                if isinstance(sha, str) and COMMIT_SHA.fullmatch(sha) else None)
+        models.append(Listed(repo_id, relation, downloads, repo_id_error(repo_id), main))
     return models
 
 

@@ -23,7 +23,6 @@ disk afterwards.
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import os
 import re
@@ -408,6 +407,8 @@ def server_address() -> tuple[str, int]:
 
 def server_version() -> str | None:
     """The running Ollama's version (GET /api/version), or None when no Ollama answers there in time."""
+    import http.client  # with ssl and email: only an ollama: source asks the server
+
     host, port = server_address()
     connection = http.client.HTTPConnection(host, port, timeout=VERSION_TIMEOUT_S)
     try:

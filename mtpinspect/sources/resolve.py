@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.sources.app_stores import AppLocation, AppModel, each_app_target, is_app_source, locate
@@ -35,6 +36,9 @@ from mtpinspect.sources.local import open_directory, open_gguf_folder
 from mtpinspect.sources.reader import ByteMeter, Tree
 from mtpinspect.sources.target import Target
 from mtpinspect.vocabulary import SourceKind
+
+if TYPE_CHECKING:
+    from mtpinspect.sources.hub import ListedMain
 
 __all__ = ["AppFiles", "Target", "app_files", "resolve", "resolve_each_gguf"]
 
@@ -222,27 +226,35 @@ def hub_targets(
     endpoint: str | None = None,
     policy: FetchPolicy | None = None,
     clock: Clock | None = None,
+    listed: ListedMain | None = None,
 ) -> list[Target]:
     """What `check` reads in a Hub repo, from one listing: one target per GGUF model (as `check --all` has
     them, each with its own meter and wave gate, so they can be read at the same time), or the one
     checkpoint target `check ORG/NAME` reads when the repo has no GGUF model. ``clock``: the budget shared
-    with a larger command (find)."""
-    from mtpinspect.sources.hub import open_repo
+    with a larger command (find); ``listed``: what its search said of the repo's main (the listing may come
+    from the header cache, sources/hub.py open_repo)."""
+    from mtpinspect.sources.hub import gated_error, open_repo, refused_without_asking
     from mtpinspect.sources.waves import Waves
 
-    tree = open_repo(repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock)
+    tree = open_repo(repo_id, token=token, endpoint=endpoint, policy=policy, clock=clock, listed=listed)
     names = NameIndex.of(tree.files)
+
+    def refused(first: str) -> str | None:
+        # A target whose first read can only be refused fails as that read would, without sending it.
+        return gated_error(repo_id) if refused_without_asking(tree, first) else None
+
     if not names.mains:
-        return [Target(tree, SourceKind.hub, repo_id, repo_id, name_index=names)]
+        return [Target(tree, SourceKind.hub, repo_id, repo_id, name_index=names, unreadable=refused("config.json"))]
     targets = []
     for index, (_, group) in enumerate(sorted(group_splits(list(names.mains)).items())):
         # The first target carries the listing's cost, as in resolve_each_gguf.
         own = tree if index == 0 else dataclasses.replace(tree, meter=ByteMeter(), waves=Waves())
-        target = Target(own, SourceKind.hub, repo_id, repo_id, gguf_files=group, name_index=names)
+        target = Target(own, SourceKind.hub, repo_id, repo_id, gguf_files=group, name_index=names,
+                        unreadable=refused(group[0]))
         try:
             target.gguf_files = _complete_split(repo_id, names.lower, group[0])
         except SourceError as exc:
-            target.unreadable = str(exc)
+            target.unreadable = target.unreadable or str(exc)
         targets.append(target)
     return targets
 

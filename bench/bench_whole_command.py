@@ -1,0 +1,145 @@
+"""`mtpinspect check LOCAL.gguf --no-verify` as a whole process against the light GGUF readers, in one run.
+
+Goals (issue 34): on a GLM-4.6-shaped header, `check --no-verify` at least as fast as the fastest of
+gguf-inspect, hyllama and gguf-parser; on the tiny model, at most 2x `python -c "import click"`.
+
+Each command is a fresh process, the commands alternate (drift hits all alike), and the median of
+``--runs`` counts. The files:
+
+- ``glm-4.6``: a GLM-4.6-shaped header (glm4moe, 92 blocks + 1 MTP block, 160 experts, 1,573 tensors, a
+  151,552-token BPE vocabulary with merges) over 215 GiB of sparse tensor data (tests/gguf_factory.py);
+- ``split``: the same model as 5 shards, as gguf-py's writer splits it (mtpinspect reads every shard's
+  header; gguf-inspect and gguf-parser take one file, so they read the first shard, the one with the
+  vocabulary; hyllama's script is given all 5);
+- ``tiny``: the built-in trained model (mtpinspect/data/trained, 31.6 MiB).
+
+The peers, installed outside the project (their versions are in bench/README.md):
+
+    python -m venv /tmp/peers && /tmp/peers/bin/pip install gguf-inspect==0.1.0 gguf-parser==0.1.1
+    npm ci --prefix bench/node
+    python bench/bench_whole_command.py --peers /tmp/peers [--runs 11] [--json FILE]
+
+mtpinspect runs as `python -m mtpinspect` with this checkout first on PYTHONPATH, and with its bytecode
+written once before the runs (as an installed package has it: pip compiles on install); a machine with
+PYTHONDONTWRITEBYTECODE set would otherwise compile every module on every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from gguf_factory import (  # noqa: E402
+    BIG_TYPES,
+    Glm4MoeDims,
+    big_metadata,
+    glm4moe_tensors,
+    write_gguf,
+    write_split_gguf,
+)
+
+TINY = ROOT / "mtpinspect" / "data" / "trained" / "tiny-glm-mtp-Q8_0.gguf"
+HYLLAMA = ROOT / "bench" / "node" / "hyllama_header.mjs"
+# GLM-4.6's config.json: 92 layers of which 3 dense, 160 routed experts (8 used), 1 MTP layer.
+GLM_46 = Glm4MoeDims(n_vocab=151_552, n_embd=5120, n_head=96, n_head_kv=8, head_dim=128, n_ff=12288, n_ff_exp=1536,
+                     n_expert=160, n_expert_used=8, n_layer=92, n_dense=3, n_nextn=1)
+SHARDS = 5
+
+
+def write_files(folder: Path) -> dict[str, list[Path]]:
+    """The three inputs: each a list of files (the first is the one a single-file reader is given)."""
+    metadata = big_metadata(GLM_46, name="GLM 4.6", size_label="355B-A32B")
+    tensors = glm4moe_tensors(GLM_46, BIG_TYPES)
+    glm = write_gguf(folder / "GLM-4.6-Q4_K_M.gguf", arch="glm4moe", metadata=metadata, tensors=tensors)
+    split = folder / "split"
+    split.mkdir()
+    shards = write_split_gguf(split / "GLM-4.6-Q4_K_M.gguf", arch="glm4moe", metadata=metadata, tensors=tensors,
+                              n_shards=SHARDS)
+    return {"glm-4.6": [glm], "split": shards, "tiny": [TINY]}
+
+
+def commands(files: list[Path], peers: Path | None) -> dict[str, list[str]]:
+    """What each tool runs on one input."""
+    py, first = sys.executable, str(files[0])
+    found = {"mtpinspect check --no-verify": [py, "-m", "mtpinspect", "check", first, "--no-verify"],
+             "mtpinspect check --no-verify --format json": [py, "-m", "mtpinspect", "check", first, "--no-verify",
+                                                            "--format", "json"]}
+    inspect_cli = peers / "bin" / "gguf-inspect" if peers else shutil.which("gguf-inspect")
+    if inspect_cli and Path(inspect_cli).exists():
+        found["gguf-inspect"] = [str(inspect_cli), first]
+    if peers and (peers / "bin" / "python").exists():
+        found["gguf-parser (PyPI)"] = [str(peers / "bin" / "python"), "-m", "gguf_parser", first]
+    if shutil.which("node") and (ROOT / "bench" / "node" / "node_modules" / "hyllama").is_dir():
+        found["hyllama"] = ["node", str(HYLLAMA), *map(str, files)]
+    return found
+
+
+def run_once(argv: list[str], env: dict[str, str]) -> float:
+    began = time.perf_counter()
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+    seconds = time.perf_counter() - began
+    if done.returncode not in (0, 1):  # check: 1 is "MTP not usable", a verdict
+        raise SystemExit(f"{' '.join(argv)}: exit status {done.returncode}: {done.stderr.decode()[-500:]}")
+    return seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=11, help="runs per command (median counts; at least 9)")
+    parser.add_argument("--peers", type=Path, help="venv holding gguf-inspect and gguf-parser (default: gguf-inspect on PATH)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+    baselines = {"python -c pass": [sys.executable, "-c", "pass"],
+                 "python -c 'import click'": [sys.executable, "-c", "import click"]}
+    with tempfile.TemporaryDirectory(prefix="mtpinspect-bench-whole-") as tmp:
+        inputs = write_files(Path(tmp))
+        plan = {(label, name): argv for label, files in inputs.items() for name, argv in commands(files, args.peers).items()}
+        plan.update({("-", name): argv for name, argv in baselines.items()})
+        for argv in plan.values():  # warm-up: bytecode written, files in the page cache
+            run_once(argv, env)
+        walls: dict[tuple[str, str], list[float]] = {key: [] for key in plan}
+        for _ in range(args.runs):
+            for key, argv in plan.items():
+                walls[key].append(run_once(argv, env))
+
+    median = {key: statistics.median(values) for key, values in walls.items()}
+    click = median[("-", "python -c 'import click'")]
+    rows = []
+    for (label, name), value in median.items():
+        peers = [v for (lab, n), v in median.items() if lab == label and not n.startswith("mtpinspect") and label != "-"]
+        fastest = min(peers) if peers else None
+        rows.append([label, name, f"{value:.3f}", f"{min(walls[(label, name)]):.3f}",
+                     f"{value / fastest:.2f}" if fastest else "-", f"{value / click:.2f}"])
+    header = ["file", "command", "median s", "min s", "/ fastest peer", "/ import click"]
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, ["-" * w for w in widths], *rows]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    check = "mtpinspect check --no-verify"
+    glm_peers = {n: v for (lab, n), v in median.items() if lab == "glm-4.6" and not n.startswith("mtpinspect")}
+    if glm_peers:
+        best = min(glm_peers, key=glm_peers.__getitem__)
+        ratio = median[("glm-4.6", check)] / glm_peers[best]
+        print(f"\nglm-4.6: check --no-verify / fastest peer ({best}): {ratio:.2f} (goal <= 1)")
+    print(f"tiny: check --no-verify / import click: {median[('tiny', check)] / click:.2f} (goal <= 2)")
+    if args.json:
+        args.json.write_text(json.dumps({"runs": args.runs, "median_seconds": {f"{lab}|{n}": v for (lab, n), v in median.items()},
+                                         "min_seconds": {f"{lab}|{n}": min(w) for (lab, n), w in walls.items()}}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""What each light command imports: `--help`, `check` on a local GGUF, `find` and `diagnose --log` never import
+numpy, gguf-py or matplotlib (no GGUF is written), tabulate only when a table is drawn, and the rules of a
+checkpoint only for a checkpoint. Each runs as the real CLI in a child process, which prints the modules it
+ended with: a behaviour, not a timing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_child import clean_env
+from hubstub import HubStub
+
+import mtpinspect
+
+HEAVY = ("numpy", "gguf", "matplotlib", "tabulate")
+FIXTURES = Path(__file__).parent / "diagnose_fixtures"
+TRAINED_GGUF = Path(mtpinspect.__file__).parent / "data" / "trained" / "tiny-glm-mtp-Q8_0.gguf"
+
+# Runs `mtpinspect ARGS` as `python -m mtpinspect` does, then prints which of the modules named in argv[1]
+# (comma-separated) it imported.
+_CHILD = """
+import json, runpy, sys
+watched, sys.argv = set(sys.argv[1].split(",")), ["mtpinspect", *sys.argv[2:]]
+try:
+    runpy.run_module("mtpinspect", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+heavy = sorted(watched & set(sys.modules))
+print(json.dumps({"exit": code, "heavy": heavy}), file=sys.stderr)
+"""
+
+
+def imported(*args: str, env: dict[str, str] | None = None, watched: tuple[str, ...] = HEAVY) -> tuple[int, list[str]]:
+    done = subprocess.run([sys.executable, "-c", _CHILD, ",".join(watched), *args], capture_output=True, text=True,
+                          timeout=180, env=clean_env(env), stdin=subprocess.DEVNULL)
+    last = json.loads(done.stderr.strip().splitlines()[-1])
+    return last["exit"], last["heavy"]
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[HubStub]:
+    with HubStub() as stub:
+        stub.add_repo("acme/Base", {"config.json": b'{"architectures": ["Glm4MoeForCausalLM"]}'})
+        stub.add_repo("acme/Base-GGUF", {"Base-Q8_0.gguf": TRAINED_GGUF}, base_model=("quantized", "acme/Base"),
+                      downloads=10)
+        yield stub
+
+
+def test_help_imports_nothing_heavy() -> None:
+    assert imported("--help") == (0, [])
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_check_of_a_local_gguf_imports_nothing_heavy(fmt: str) -> None:
+    code, heavy = imported("check", str(TRAINED_GGUF), "--no-verify", "--format", fmt)
+    assert code == 0 and heavy == []
+
+
+def test_check_draws_its_tables_with_tabulate_only() -> None:
+    # The human format draws tables: tabulate comes in then, and nothing else heavy.
+    assert imported("check", str(TRAINED_GGUF), "--no-verify") == (0, ["tabulate"])
+
+
+def test_rule_modules_load_when_used(tmp_path: Path) -> None:
+    rules = ("mtpinspect.inspection.checkpoint_rules", "mtpinspect.inspection.gguf_rules")
+    assert imported("check", str(TRAINED_GGUF), "--no-verify", "--format", "json", watched=rules) == (
+        0, ["mtpinspect.inspection.gguf_rules"])
+    (tmp_path / "config.json").write_text('{"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", '
+                                          '"num_hidden_layers": 2, "num_nextn_predict_layers": 1}')
+    _, loaded = imported("check", str(tmp_path), "--no-verify", "--format", "json", watched=rules)
+    assert "mtpinspect.inspection.checkpoint_rules" in loaded
+
+
+def test_find_imports_nothing_heavy(hub: HubStub) -> None:
+    code, heavy = imported("find", "acme/Base", "--no-verify", "--format", "json", env={"HF_ENDPOINT": hub.url})
+    assert code == 0 and heavy == []
+
+
+def test_diagnose_log_imports_nothing_heavy() -> None:
+    code, heavy = imported("diagnose", "--log", str(FIXTURES / "vllm_zero_acceptance.log"), "--format", "json")
+    assert code in (0, 1) and heavy == []
