@@ -239,7 +239,8 @@ def determinism_lines(groups: Sequence[GroupStats], url: str, baseline_url: str 
             lines.append(f"{where}: the same prompt twice gave {'identical' if g.repeats_identical else 'DIFFERENT'} text")
         if g.identical_to_baseline is False:
             lines.append(f"{where}: differs from the baseline's text from character {g.first_divergence} "
-                         "(a near-tie flipped by batched verification, not a bug by itself)")
+                         "(a near-tie flipped by batched verification is not a bug by itself; `mtpinspect drift --endpoint "
+                         f"{url}` says whether it is one)")
         elif g.identical_to_baseline:
             lines.append(f"{where}: the baseline's text exactly")
     return lines
