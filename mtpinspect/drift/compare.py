@@ -1,0 +1,185 @@
+"""Where two temperature-0 texts of one prompt part, and what kind of change it is (pure functions).
+
+The reference side is the baseline as the user runs it; its top candidates at every generated token
+come with it (llama-server's ``n_probs``). At the first differing character this finds the baseline's
+token there, its two best candidates and their log-probabilities, and whether the other side went on
+with the second one. A near-tie flip (the second choice, a hair below the first) is a wording change:
+the last bits of the logits moved, as a changed summation order moves them. A breakdown is a change
+that no such flip explains: an empty answer, a loop the baseline does not have, a divergence at the
+very start that is not a measured near-tie, or a changed number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mtpinspect.vocabulary import Word
+
+# A change in the last bits of the logits moves log-probabilities by about 1e-3 nats (measured on CPU
+# llama-server, docs/drift.md); the flips it causes were 0.0002-0.012 nats apart. A GPU's reductions
+# differ more, so the bound leaves room; a flip between candidates further apart is not a near-tie.
+NEAR_TIE_NATS = 0.05
+# "Within the first few tokens": a divergence this early that is not a measured near-tie is a breakdown.
+EARLY_TOKENS = 4
+# A loop: the text ends in a unit of at most LOOP_MAX_PERIOD characters repeated LOOP_MIN_REPEATS times,
+# over at least LOOP_MIN_CHARS characters (so that "1000" or "---" is not one).
+LOOP_MAX_PERIOD = 80
+LOOP_MIN_REPEATS = 3
+LOOP_MIN_CHARS = 32
+# How much of each text a divergence quotes around where they part.
+EXCERPT_CHARS = 40
+
+
+class Judgement(Word):
+    near_tie = "near-tie"  # wording: the other side took the baseline's second choice, a hair below its first
+    breakdown = "breakdown"  # see BreakdownKind: worth `mtpinspect diagnose`
+    unexplained = "unexplained"  # neither: the margin could not be read, or the flip was not between the top two
+
+
+class BreakdownKind(Word):
+    empty = "empty"  # the other side answered nothing
+    loop = "loop"  # the other side ends in a loop the baseline does not have
+    early = "early"  # parted within the first EARLY_TOKENS tokens, and not at a measured near-tie
+    number = "number"  # parted inside a number: a changed figure or final answer
+
+
+@dataclass(frozen=True)
+class Candidate:
+    token: str
+    logprob: float
+
+
+@dataclass(frozen=True)
+class TokenStep:
+    """One generated token of the reference side: its bytes and the top candidates at that position."""
+
+    token: str
+    size: int  # its length in UTF-8 bytes (a token may be part of a character)
+    candidates: tuple[Candidate, ...]
+
+
+@dataclass(frozen=True)
+class Divergence:
+    prompt_id: str
+    char: int  # first differing character
+    token: int | None  # index of the generated token that differs (None: the reference's tokens are unknown)
+    context_position: int | None  # prompt tokens + token: where the KV cache was when it parted
+    candidates: list[Candidate]  # the baseline's best candidates at that token
+    margin: float | None  # first minus second log-probability (nats)
+    took_second: bool | None  # the other side went on with the baseline's second choice
+    judgement: Judgement
+    breakdown: list[BreakdownKind]
+    baseline_excerpt: str
+    other_excerpt: str
+
+
+def steps_of(probabilities: Sequence[Mapping[str, Any]] | None) -> list[TokenStep] | None:
+    """llama-server's ``completion_probabilities`` (``n_probs``) as token steps; None when absent or unreadable."""
+    if not probabilities:
+        return None
+    steps = []
+    for item in probabilities:
+        if not isinstance(item, Mapping) or not isinstance(item.get("token"), str):
+            return None
+        raw = item.get("bytes")
+        size = len(raw) if isinstance(raw, list) else len(item["token"].encode("utf-8"))
+        top = item.get("top_logprobs") or item.get("top_probs") or []
+        candidates = tuple(
+            Candidate(c["token"], float(c["logprob"])) for c in top
+            if isinstance(c, Mapping) and isinstance(c.get("token"), str) and isinstance(c.get("logprob"), (int, float))
+        )
+        steps.append(TokenStep(item["token"], size, candidates))
+    return steps
+
+
+def first_difference(a: str, b: str) -> int | None:
+    """The index of the first character where the texts differ (the shorter one's length when one is the
+    other's start); None when they are equal."""
+    if a == b:
+        return None
+    for index, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return index
+    return min(len(a), len(b))
+
+
+def token_at(steps: Sequence[TokenStep], text: str, char: int) -> tuple[int, int] | None:
+    """The generated token holding character ``char`` of ``text`` and the character where it starts."""
+    target = len(text[:char].encode("utf-8"))
+    offset = 0
+    for index, step in enumerate(steps):
+        if offset + step.size > target:
+            start = len(text.encode("utf-8")[:offset].decode("utf-8", errors="ignore"))
+            return index, start
+        offset += step.size
+    return None
+
+
+def loop_period(text: str) -> int | None:
+    """The period of the loop the text ends in, or None."""
+    n = len(text)
+    for period in range(1, min(LOOP_MAX_PERIOD, n // LOOP_MIN_REPEATS) + 1):
+        run = period
+        while run < n and text[n - 1 - (run - period)] == text[n - 1 - run]:
+            run += 1
+        if run >= max(LOOP_MIN_REPEATS * period, LOOP_MIN_CHARS):
+            return period
+    return None
+
+
+def _in_number(text: str, char: int) -> bool:
+    return (char < len(text) and text[char].isdigit()) or (0 < char <= len(text) and text[char - 1].isdigit()
+                                                            and char < len(text) and text[char] in ".,")
+
+
+def _took_second(tail: str, candidates: Sequence[Candidate]) -> bool | None:
+    if len(candidates) < 2:
+        return None
+    first, second = candidates[0].token, candidates[1].token
+    if tail.startswith(second) and (not tail.startswith(first) or len(second) > len(first)):
+        return True
+    return False
+
+
+def _excerpt(text: str, char: int) -> str:
+    start = max(0, char - EXCERPT_CHARS // 2)
+    return ("..." if start else "") + text[start:char + EXCERPT_CHARS // 2] + ("..." if char + EXCERPT_CHARS // 2 < len(text) else "")
+
+
+def analyse(prompt_id: str, baseline: str, other: str, steps: Sequence[TokenStep] | None = None,
+            prompt_tokens: int | None = None) -> Divergence | None:
+    """Where ``other`` parts from ``baseline`` and the judgement; None when the texts are equal."""
+    char = first_difference(baseline, other)
+    if char is None:
+        return None
+    found = token_at(steps, baseline, char) if steps else None
+    token, start = found if found is not None else (None, None)
+    candidates = list(steps[token].candidates[:2]) if steps and token is not None else []
+    margin = candidates[0].logprob - candidates[1].logprob if len(candidates) == 2 else None
+    took_second = _took_second(other[start:], candidates) if start is not None else None
+    near_tie = margin is not None and margin <= NEAR_TIE_NATS and took_second is True
+    kinds: list[BreakdownKind] = []
+    if not other.strip() and baseline.strip():
+        kinds.append(BreakdownKind.empty)
+    if loop_period(other) is not None and loop_period(baseline) is None:
+        kinds.append(BreakdownKind.loop)
+    if token is not None and token < EARLY_TOKENS and not near_tie:
+        kinds.append(BreakdownKind.early)
+    if _in_number(baseline, char) or _in_number(other, char):
+        kinds.append(BreakdownKind.number)
+    judgement = Judgement.breakdown if kinds else Judgement.near_tie if near_tie else Judgement.unexplained
+    return Divergence(
+        prompt_id=prompt_id,
+        char=char,
+        token=token,
+        context_position=None if token is None or prompt_tokens is None else prompt_tokens + token,
+        candidates=candidates,
+        margin=margin,
+        took_second=took_second,
+        judgement=judgement,
+        breakdown=kinds,
+        baseline_excerpt=_excerpt(baseline, char),
+        other_excerpt=_excerpt(other, char),
+    )
