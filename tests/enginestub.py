@@ -47,6 +47,13 @@ FAULTS = {
     "bad-usage": "completions answer usage.completion_tokens as a string",
     "basic-auth": "every request without 'Authorization: Basic' for user:s3cret is answered 401",
 }
+# What an MTP run whose verification is broken answers instead of the baseline's text (StubState.mtp_output,
+# cycled per request): `drift` must judge each a breakdown, not drift.
+MTP_OUTPUTS = {
+    "loop": "the first five tokens, then one word over and over",
+    "empty": "nothing",
+    "answer": "the baseline's text with the number of its ninth token changed",
+}
 AUTH = "Basic dXNlcjpzM2NyZXQ="  # user:s3cret
 
 
@@ -67,6 +74,8 @@ class StubState:
     # A hostile server (issue 29): one of FAULTS, or "" for an honest one.
     fault: str = ""
     requests: int = 0  # completions answered
+    # With speculative decoding on (n > 0): what each request answers instead, cycled (MTP_OUTPUTS); () honest.
+    mtp_output: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.restart()
@@ -101,8 +110,10 @@ class StubState:
             if self.n and steps:
                 self.gauge_length = 1 + accepted / steps
                 self.gauge_rate = accepted / (steps * self.n)
-        text = " ".join(f"t{(len(prompt) + i) % 97}" for i in range(emitted))
-        return text, emitted, (1 + accepted / steps) if steps else 1.0
+        words = [f"t{(len(prompt) + i) % 97}" for i in range(emitted)]
+        if self.n and self.mtp_output:
+            words = _gone_wrong(words, self.mtp_output[self.requests % len(self.mtp_output)])
+        return " ".join(words), emitted, (1 + accepted / steps) if steps else 1.0
 
     def metrics_page(self) -> str:
         with self.lock:
@@ -116,6 +127,17 @@ class StubState:
             sign, shift = (-1, 0) if self.fault == "counters-negative" else (1, 1_000_000)
             page = "\n".join(_shifted(line, sign, shift) for line in page.splitlines()) + "\n"
         return page
+
+
+def _gone_wrong(words: list[str], how: str) -> list[str]:
+    if how == "empty":
+        return []
+    if how == "loop":
+        return words[:5] + ["again"] * (len(words) - 5)
+    changed = list(words)
+    if len(changed) > 8:
+        changed[8] = f"t{(int(changed[8][1:]) + 50) % 97}"
+    return changed
 
 
 def _counter(lines: list[str], name: str, labels: str, value: float, created: float) -> None:
@@ -287,6 +309,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--exit-at-start", action="store_true", help="fail like a model that does not load")
     parser.add_argument("--load-seconds", type=float, default=0.0, help="answer only after this long")
     parser.add_argument("--fault", choices=sorted(FAULTS), default="", help="answer as a hostile server would")
+    parser.add_argument("--mtp-output", default="", help="with MTP on, answer wrong: a comma list of "
+                        + ", ".join(MTP_OUTPUTS) + ", cycled per request")
     args = parser.parse_args(argv)
     print(f"stub {args.engine} starting on port {args.port}", flush=True)
     if args.exit_at_start:
@@ -294,7 +318,8 @@ def main(argv: list[str]) -> None:
         sys.exit(1)
     time.sleep(args.load_seconds)
     state = StubState(args.engine, _draft_length(args.engine, args), v0=args.v0,
-                      metrics_on=args.engine == "vllm" or args.enable_metrics, fault=args.fault)
+                      metrics_on=args.engine == "vllm" or args.enable_metrics, fault=args.fault,
+                      mtp_output=tuple(how for how in args.mtp_output.split(",") if how))
     server = ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(state))
     print("Application startup complete.", flush=True)
     server.serve_forever()

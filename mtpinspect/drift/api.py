@@ -16,11 +16,10 @@ from pathlib import Path
 
 import psutil
 
-from mtpinspect.drift.options import DriftOptions, check_bounds, context_size
+from mtpinspect.drift.options import PROMPTS_BOUND, SLOTS_BOUND, DriftOptions, check_bounds, context_size
 from mtpinspect.drift.plan import REFERENCE, DriftPlan, Server, build_plan
 from mtpinspect.drift.report import DriftFiles, DriftReport, DriftServer, compare, failures_of, plain_answer
-from mtpinspect.drift.run import LlamaSession, EngineSession, Request, Session, ServerStart, run_plan
-from mtpinspect.drift.options import PROMPTS_BOUND, SLOTS_BOUND
+from mtpinspect.drift.run import EngineSession, LlamaSession, Request, Session, run_plan
 from mtpinspect.errors import OutputError, UsageError
 from mtpinspect.files import OWN_NAME_HINT, writable, write_file
 from mtpinspect.jsonable import to_jsonable
@@ -36,7 +35,7 @@ from mtpinspect.sweep.model import model_file
 from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import Configuration
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
-from mtpinspect.sweep.prompts import Prompt, prompt_set
+from mtpinspect.sweep.prompts import prompt_set
 from mtpinspect.sweep.statistics import determinism_note
 from mtpinspect.vocabulary import ServerStatus
 
@@ -46,10 +45,11 @@ LOGS_NAME = "logs"
 _RESERVED_WHY = "drift sets this on every server it starts (use --threads, --slots, --n-max, MODEL)"
 
 
-def run_drift(model: Path | str | None, options: DriftOptions = DriftOptions(), *,
+def run_drift(model: Path | str | None, options: DriftOptions | None = None, *,
               progress: ProgressCallback | None = None) -> DriftReport:
     """Measure what changes temperature-0 output of ``model`` (a GGUF, ``ollama:NAME``, ``lmstudio:...``, or
     None for the built-in trained model; or the engine ``options`` name) and judge every difference."""
+    options = options if options is not None else DriftOptions()
     check_bounds(options)
     out_dir = Path(options.out_dir)
     with folder_lock(out_dir):
@@ -184,7 +184,8 @@ def _engine(model: str | None, options: DriftOptions, slots: int, log_dir: Path,
     plan = build_plan(tuple(mtp_n), slots=slots, threads=None, probabilities=False, restart=restart, baseline=baseline)
 
     def session_of(server: Server) -> Session:
-        n = mtp_n[0] if server.id == "mtp-endpoint" else server.n_max
+        # Without a baseline endpoint every pass asks the one running server, MTP on.
+        n = mtp_n[0] if baseline is not None else server.n_max
         return EngineSession(context.server(Configuration(n), log_dir / f"{server.id}-{time.time_ns() // 1_000_000}.log"),
                              request)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from mtpinspect.drift.compare import Divergence, Judgement, analyse, steps_of
 from mtpinspect.drift.plan import Check, Trigger
@@ -51,6 +51,8 @@ class DriftFiles:
 
 @dataclass
 class DriftReport:
+    json_schema: ClassVar[str] = "drift"
+
     model: str
     tiny_model: bool
     server: DriftServer

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from mtpinspect.drift.plan import DriftPlan, Pass, Server
 from mtpinspect.errors import ServerError
 from mtpinspect.runtime.engines.base import EngineServer
 from mtpinspect.runtime.find import ServerBinary
@@ -25,7 +26,6 @@ from mtpinspect.runtime.server import Completion, LlamaServer, ServerDiedError, 
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.progress import RUN_START, SERVER_START, ProgressTracker
 from mtpinspect.sweep.prompts import Prompt
-from mtpinspect.drift.plan import DriftPlan, Pass, Server
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 SERVER_KIND = "drift-server"
