@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -30,11 +29,11 @@ from mtpinspect.sweep.engine_setup import EngineInfo, prepare_engine
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
 from mtpinspect.sweep.machine_load import summarize_load
+from mtpinspect.sweep.model import model_file
 from mtpinspect.sweep.options import SweepOptions, check_bounds
 from mtpinspect.sweep.plan import Configuration, Plan, Visit, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
-from mtpinspect.sweep.model import model_file
 from mtpinspect.sweep.prompts import Prompt, prompt_set
 from mtpinspect.sweep.records import (
     RUN_KIND,
