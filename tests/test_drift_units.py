@@ -87,6 +87,21 @@ def test_token_positions_count_bytes_so_a_multibyte_text_maps_right() -> None:
     assert token_at(steps, "うっている", 5) is None  # past the tokens
 
 
+def test_a_flip_inside_a_shared_first_character_is_placed_on_the_token_that_parted() -> None:
+    """Measured on CPU (-t 1 vs -t 2): the baseline wrote ' ' then '1', the other side ' -' then '1'. The text
+    parts at the '-', inside the other side's token; the flip is the token before, at a near-tie."""
+    steps = _steps(("[", [("[", -0.01), ("(", -5.0)]), (" ", [(" ", -1.138046), (" -", -1.150462)]),
+                   ("1", [("1", -0.01), ("2", -5.0)]), ("]", [("]", -0.01), (")", -5.0)]))
+    baseline, other = "[ 1]", "[ -1]"
+    for other_steps in (None, _steps(("[", []), (" -", []), ("1", []), ("]", []))):
+        found = analyse("ex-log", baseline, other, steps, 256, other_steps)
+        assert found is not None
+        assert (found.char, found.token, found.context_position) == (2, 1, 257)
+        assert found.took_second is True and found.margin == pytest.approx(0.012416)
+        # A number follows the flip, but the flip is a near-tie: the model nearly wrote it anyway.
+        assert found.judgement is Judgement.near_tie and found.breakdown == [BreakdownKind.number]
+
+
 def test_steps_of_reads_llama_server_n_probs() -> None:
     raw = [{"id": 222, "token": "\n", "bytes": [10], "logprob": -0.08,
             "top_logprobs": [{"id": 222, "token": "\n", "bytes": [10], "logprob": -0.08},

@@ -16,7 +16,7 @@ from mtpinspect.cli._output import Output
 from mtpinspect.cli._progress import ProgressBar
 from mtpinspect.drift import DriftOptions, DriftReport, run_drift
 from mtpinspect.drift.api import JOURNAL_NAME
-from mtpinspect.drift.compare import Divergence
+from mtpinspect.drift.compare import Divergence, Judgement
 from mtpinspect.drift.options import DEFAULT_N_PREDICT, SLOTS_BOUND, THREADS_BOUND
 from mtpinspect.errors import INTERRUPTED, UsageError
 from mtpinspect.runtime.engines import ENGINE_NAMES
@@ -179,5 +179,6 @@ def _divergence_row(label: str, d: Divergence) -> dict[str, Any]:
         "candidates": _candidates(d),
         "margin": None if d.margin is None else f"{d.margin:.4f}",
         "2nd?": None if d.took_second is None else ("yes" if d.took_second else "no"),
-        "judgement": str(d.judgement) + (f" ({', '.join(map(str, d.breakdown))})" if d.breakdown else ""),
+        "judgement": str(d.judgement) + (f" ({'then ' if d.judgement is Judgement.near_tie else ''}"
+                                         f"{', '.join(map(str, d.breakdown))})" if d.breakdown else ""),
     }

@@ -6,7 +6,7 @@ token there, its two best candidates and their log-probabilities, and whether th
 with the second one. A near-tie flip (the second choice, a hair below the first) is a wording change:
 the last bits of the logits moved, as a changed summation order moves them. A breakdown is a change
 that no such flip explains: an empty answer, a loop the baseline does not have, a divergence at the
-very start that is not a measured near-tie, or a changed number.
+very start, or a changed number, where the two sides did not part at a measured near-tie.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ EXCERPT_CHARS = 40
 
 class Judgement(Word):
     near_tie = "near-tie"  # wording: the other side took the baseline's second choice, a hair below its first
-    breakdown = "breakdown"  # see BreakdownKind: worth `mtpinspect diagnose`
+    breakdown = "breakdown"  # signs of BreakdownKind, not at a measured near-tie: worth `mtpinspect diagnose`
     unexplained = "unexplained"  # neither: the margin could not be read, or the flip was not between the top two
 
 
@@ -70,7 +70,7 @@ class Divergence:
     margin: float | None  # first minus second log-probability (nats)
     took_second: bool | None  # the other side went on with the baseline's second choice
     judgement: Judgement
-    breakdown: list[BreakdownKind]
+    breakdown: list[BreakdownKind]  # signs seen; a breakdown unless the divergence is a measured near-tie
     baseline_excerpt: str
     other_excerpt: str
 
@@ -105,6 +105,16 @@ def first_difference(a: str, b: str) -> int | None:
     return min(len(a), len(b))
 
 
+def token_starts(steps: Sequence[TokenStep], text: str) -> list[int]:
+    """The character where each generated token starts in ``text`` (a token may start inside a character)."""
+    data = text.encode("utf-8")
+    starts, offset = [], 0
+    for step in steps:
+        starts.append(len(data[:offset].decode("utf-8", errors="ignore")))
+        offset += step.size
+    return starts
+
+
 def token_at(steps: Sequence[TokenStep], text: str, char: int) -> tuple[int, int] | None:
     """The generated token holding character ``char`` of ``text`` and the character where it starts."""
     target = len(text[:char].encode("utf-8"))
@@ -115,6 +125,38 @@ def token_at(steps: Sequence[TokenStep], text: str, char: int) -> tuple[int, int
             return index, start
         offset += step.size
     return None
+
+
+def parting_token(steps: Sequence[TokenStep], baseline: str, other: str, char: int,
+                  other_steps: Sequence[TokenStep] | None = None) -> tuple[int, bool | None] | None:
+    """The generated token where the two sides parted, and whether the other took the baseline's second choice.
+
+    The text can part after the tokens do: ``' '`` then ``'1'`` against ``' -'`` then ``'1'`` part at the
+    second character, inside the other side's first token. With the other side's tokens the first differing
+    token is exact; from its text alone, the token whose second candidate the other text goes on with and
+    that reaches past the first differing character is taken (a few tokens back at most), else the token
+    holding that character.
+    """
+    if other_steps is not None:
+        for index, (mine, theirs) in enumerate(zip(steps, other_steps)):
+            if mine.token != theirs.token:
+                second = mine.candidates[1].token if len(mine.candidates) > 1 else None
+                return index, (theirs.token == second) if second is not None else None
+    found = token_at(steps, baseline, char)
+    if found is None:
+        return None
+    index, start = found
+    starts = token_starts(steps, baseline)
+    for back in range(index, max(-1, index - _LOOK_BACK - 1), -1):
+        candidates = steps[back].candidates
+        if len(candidates) > 1 and other.startswith(candidates[1].token, starts[back]) \
+                and starts[back] + len(candidates[1].token) > char:
+            return back, True
+    return index, _took_second(other[start:], steps[index].candidates)
+
+
+# How many tokens before the one holding the first differing character a flip may have started.
+_LOOK_BACK = 3
 
 
 def loop_period(text: str) -> int | None:
@@ -149,16 +191,20 @@ def _excerpt(text: str, char: int) -> str:
 
 
 def analyse(prompt_id: str, baseline: str, other: str, steps: Sequence[TokenStep] | None = None,
-            prompt_tokens: int | None = None) -> Divergence | None:
-    """Where ``other`` parts from ``baseline`` and the judgement; None when the texts are equal."""
+            prompt_tokens: int | None = None, other_steps: Sequence[TokenStep] | None = None) -> Divergence | None:
+    """Where ``other`` parts from ``baseline`` and the judgement; None when the texts are equal.
+
+    A flip at a measured near-tie is judged a near-tie whatever follows it (a loop, another number): what
+    follows is the model's own continuation of a text it nearly chose anyway. The signs of a breakdown are
+    still listed; they make a breakdown when the divergence is not a measured near-tie.
+    """
     char = first_difference(baseline, other)
     if char is None:
         return None
-    found = token_at(steps, baseline, char) if steps else None
-    token, start = found if found is not None else (None, None)
+    found = parting_token(steps, baseline, other, char, other_steps) if steps else None
+    token, took_second = found if found is not None else (None, None)
     candidates = list(steps[token].candidates[:2]) if steps and token is not None else []
     margin = candidates[0].logprob - candidates[1].logprob if len(candidates) == 2 else None
-    took_second = _took_second(other[start:], candidates) if start is not None else None
     near_tie = margin is not None and margin <= NEAR_TIE_NATS and took_second is True
     kinds: list[BreakdownKind] = []
     if not other.strip() and baseline.strip():
@@ -169,7 +215,7 @@ def analyse(prompt_id: str, baseline: str, other: str, steps: Sequence[TokenStep
         kinds.append(BreakdownKind.early)
     if _in_number(baseline, char) or _in_number(other, char):
         kinds.append(BreakdownKind.number)
-    judgement = Judgement.breakdown if kinds else Judgement.near_tie if near_tie else Judgement.unexplained
+    judgement = Judgement.near_tie if near_tie else Judgement.breakdown if kinds else Judgement.unexplained
     return Divergence(
         prompt_id=prompt_id,
         char=char,

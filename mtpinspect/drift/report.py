@@ -78,7 +78,7 @@ def compare(check: Check, results: Mapping[str, PassResult], prompt_ids: Sequenc
         if a is None or b is None or a.status != RunStatus.ok or b.status != RunStatus.ok:
             continue
         compared += 1
-        found = analyse(prompt_id, a.text, b.text, steps_of(a.probabilities), a.prompt_tokens)
+        found = analyse(prompt_id, a.text, b.text, steps_of(a.probabilities), a.prompt_tokens, steps_of(b.probabilities))
         if found is None:
             matching += 1
         else:
