@@ -286,6 +286,12 @@ EXAMPLES = [
             stable=r"^(MTP sweep of|Recommendation|Files|runs:|report:|plot:|server logs:|-+$)"),
     Example("sweep-tiny", ("sweep", "model.gguf", "--n-max", "1,3", "--repeat", "1", "--", "-t", "1"), 0, tiny_model,
             server=True, stable=r"^(MTP sweep of|[A-Z][\w ,()\[\]-]+$|class |runs:|report:|plot:|server logs:)"),
+    # On CPU llama-server the same build gives the same bits: the control, the restart and MTP at -t 1 are
+    # compared; batching and threads are this CPU's (kernels differ between instruction sets).
+    Example("drift-code", ("drift", "--prompts", "code", "--n-max", "1"), 0, server=True, own_cache=False,
+            needs=_no_trained_model, timeout=TIMEOUT, volatile=(r"\b0\.\d{3}\b",),
+            stable=r"^(Temperature-0 drift of|Triggers|trigger |the same server twice|MTP n-max 1 vs baseline|"
+                   r"a restart|Answer|Files|answers:|report:|server logs:)"),
     Example("diagnose-log", ("diagnose", "--log", "cases/logs/vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), 1,
             copy_log("vllm-qwen3-next-fp8-dynamic-mtp-zero.log")),
     Example("diagnose-codes", ("diagnose", "--codes", "--format", "md"), 0, markdown=True),

@@ -97,7 +97,7 @@ def build_plan(n_max: tuple[int, ...], *, slots: int, threads: tuple[int, int] |
         for n in sorted(set(n_max)):
             server = Server(f"n-max-{n}", n_max=n, threads=held)
             passes.append(Pass(server.id, server))
-            checks.append(Check(Trigger.mtp, REFERENCE, server.id, f"MTP n-max {n} vs baseline", f"MTP on, n-max {n}"))
+            checks.append(Check(Trigger.mtp, REFERENCE, server.id, f"MTP n-max {n} vs baseline", f"MTP on at n-max {n}"))
     else:
         not_measured.append(f"MTP vs baseline: {baseline}")
     if restart is None:
@@ -110,7 +110,7 @@ def build_plan(n_max: tuple[int, ...], *, slots: int, threads: tuple[int, int] |
         many = Server(f"slots-{slots}", threads=held, slots=slots)
         passes += [Pass("one-by-one", many, probabilities=probabilities), Pass("at-once", many, at_once=True, probabilities=probabilities)]
         checks.append(Check(Trigger.batch, "one-by-one", "at-once", f"one by one vs {slots} at once",
-                            f"{slots} requests at once, in shared batches"))
+                            f"{slots} requests at once in shared batches"))
         if probabilities:  # llama-server: its slot count is ours to set, so it can be checked alone
             checks.append(Check(Trigger.slots, REFERENCE, "one-by-one", f"1 slot vs {slots} slots, one by one",
                                 f"{slots} slots instead of 1"))
