@@ -127,3 +127,20 @@ def test_an_endpoint_says_what_it_cannot_measure(tmp_path: Path) -> None:
 ])
 def test_bad_input_is_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
     error_line(run_cli("drift", "--out", str(tmp_path / "o"), *args, timeout=60), needle)
+
+
+@pytest.mark.server
+def test_servers_that_fail_to_start_alike_stop_the_run_in_one_line(tmp_path: Path) -> None:
+    """Every llama-server refuses an unknown flag: the first two failures, the same reason, stop the run; the
+    starts are journalled with their reason and the command says so in one line, exit 2."""
+    out = tmp_path / "o"
+    proc = run_cli("drift", "--prompts", "code", "--n-max", "1", "--threads", "0", "--out", str(out),
+                   "--", "--no-such-flag", timeout=120)
+    line = error_line(proc, "failed to start for the same reason")
+    assert "baseline and n-max-1" in line
+    starts = [r for r in Journal(out / "drift.jsonl").read().records if r["kind"] == "drift-server"]
+    assert [(r["server"], r["status"]) for r in starts] == [("baseline", "failed"), ("n-max-1", "failed")]
+    assert all("--no-such-flag" in r["reason"] for r in starts)
+    doc = json.loads((out / "drift.json").read_text(encoding="utf-8"))
+    jsonschema.validate(doc, SCHEMA)
+    assert all(c["compared"] == 0 for c in doc["comparisons"])

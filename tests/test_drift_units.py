@@ -156,3 +156,16 @@ def test_plain_answer_sends_an_mtp_breakdown_to_diagnose() -> None:
     assert broken is not None
     text = plain_answer([_comparison(Trigger.control, 12, []), _comparison(Trigger.mtp, 11, [broken])], "vllm", [])
     assert "MTP broke output on p2" in text and "mtpinspect diagnose" in text
+
+
+def test_the_determinism_note_fits_the_engine_and_backend_and_points_to_drift() -> None:
+    from mtpinspect.sweep.statistics import determinism_note
+
+    cpu = determinism_note(None, "cpu")
+    assert "thread count" in cpu and "ggml_compute_forward_flash_attn_ext_f16" in cpu and "GGML_FA_TILE_Q" in cpu
+    assert determinism_note("llama.cpp", "cpu") == cpu
+    gpu = determinism_note(None, "cuda")
+    assert "llama.cpp picks different kernels" in gpu and "ggml-cpu" not in gpu
+    vllm = determinism_note("vllm", "vllm")
+    assert "vLLM's GPU kernels" in vllm and "llama.cpp" not in vllm
+    assert all("`mtpinspect drift`" in note for note in (cpu, gpu, vllm))

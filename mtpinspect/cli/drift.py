@@ -109,8 +109,11 @@ def command(ctx: click.Context, model: str | None, n_max: str, prompts: str | No
         return INTERRUPTED
     bar.close()
     render(report, out)
+    if report.stopped:
+        out.error(report.stopped, where="mtpinspect drift")
+        return EXIT_ERROR
     if not any(c.compared for c in report.comparisons):
-        return EXIT_ERROR if report.failures else 1
+        return 1  # nothing measured: a script must notice
     # A breakdown is what a script must notice; near-tie drift is not a failure.
     return 1 if any(c.breakdowns for c in report.comparisons) else 0
 

@@ -74,7 +74,7 @@ def _run(model: Path | str | None, options: DriftOptions, progress: ProgressCall
         setup = _llama(model, options, slots, log_dir, request, progress)
     journal.set_aside()
     tracker = ProgressTracker((len(setup.plan.passes) * len(prompts), len(setup.plan.servers)), progress)
-    results = run_plan(setup.plan, prompts, setup.session_of, journal, tracker)
+    results, stopped = run_plan(setup.plan, prompts, setup.session_of, journal, tracker)
     ids = [p.id for p in prompts]
     comparisons = [compare(check, results, ids) for check in setup.plan.checks]
     starts = [r for r in _read_starts(journal) if r.get("status") == ServerStatus.failed]
@@ -94,6 +94,7 @@ def _run(model: Path | str | None, options: DriftOptions, progress: ProgressCall
         files=DriftFiles(str(out_dir), str(journal.path), str(out_dir / REPORT_NAME), str(log_dir)),
         wall_seconds=time.perf_counter() - began,
         held=setup.held,
+        stopped=f"{stopped}; the servers after them were not started" if stopped else None,
     )
     text = json.dumps(to_jsonable(report), indent=2, ensure_ascii=False) + "\n"
     try:

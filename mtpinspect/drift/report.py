@@ -66,6 +66,7 @@ class DriftReport:
     files: DriftFiles
     wall_seconds: float
     held: list[str] = field(default_factory=list)  # the settings every server shared
+    stopped: str | None = None  # why the run stopped before its last server (two that failed to start alike)
 
 
 def compare(check: Check, results: Mapping[str, PassResult], prompt_ids: Sequence[str]) -> Comparison:

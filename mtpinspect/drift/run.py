@@ -26,6 +26,7 @@ from mtpinspect.runtime.server import Completion, LlamaServer, ServerDiedError, 
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.progress import RUN_START, SERVER_START, ProgressTracker
 from mtpinspect.sweep.prompts import Prompt
+from mtpinspect.sweep.run import StartFailures
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
 SERVER_KIND = "drift-server"
@@ -176,11 +177,15 @@ class _Request:
 
 
 def run_plan(plan: DriftPlan, prompts: Sequence[Prompt], session_of: Callable[[Server], Session],
-             journal: Journal, tracker: ProgressTracker) -> dict[str, PassResult]:
-    """Every pass of the plan, server by server; the results by pass id (a pass whose server did not start
-    has no answers)."""
-    results: dict[str, PassResult] = {}
+             journal: Journal, tracker: ProgressTracker) -> tuple[dict[str, PassResult], str | None]:
+    """Every pass of the plan, server by server: the results by pass id (a pass whose server did not start
+    has no answers), and why the run stopped early (two servers that failed to start alike), or None."""
+    results: dict[str, PassResult] = {pass_.id: PassResult(pass_, {}) for pass_ in plan.passes}
+    starts = StartFailures()
     for server in plan.servers:
+        stopped = starts.stop_reason()
+        if stopped:
+            return results, stopped
         passes = [p for p in plan.passes if p.server == server]
         session = session_of(server)
         tracker.emit(SERVER_START, f"starting the server ({server.id})", visit=passes[0])
@@ -192,10 +197,10 @@ def run_plan(plan: DriftPlan, prompts: Sequence[Prompt], session_of: Callable[[S
             except ServerStartError as exc:
                 record.status, record.reason, record.command = ServerStatus.failed, str(exc), session.command
                 journal.append(record)
-                for pass_ in passes:
-                    tracker.server_failed(pass_, str(exc))
-                    results[pass_.id] = PassResult(pass_, {})
+                starts.record(server.id, exc.reason)
+                tracker.start_failed(passes[0], len(passes) * len(prompts), str(exc))
                 continue
+            starts.record(server.id, None)
             record.command, record.startup_seconds = session.command, time.perf_counter() - began
             journal.append(record)
             tracker.server_started(record.startup_seconds)
@@ -203,7 +208,7 @@ def run_plan(plan: DriftPlan, prompts: Sequence[Prompt], session_of: Callable[[S
                 results[pass_.id] = _run_pass(pass_, prompts, session, journal, tracker)
         finally:
             session.stop()
-    return results
+    return results, None
 
 
 def _run_pass(pass_: Pass, prompts: Sequence[Prompt], session: Session, journal: Journal,

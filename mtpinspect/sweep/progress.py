@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from mtpinspect.sweep.plan import Plan
+from mtpinspect.sweep.plan import Plan, Visit
 from mtpinspect.sweep.prompts import Prompt
 
 # Phases, in the order they happen for one server start.
@@ -106,9 +106,13 @@ class ProgressTracker:
         self.visits_left -= 1
         self._start_seconds.append(seconds)
 
-    def server_failed(self, visit: Stop, reason: str) -> None:
+    def server_failed(self, visit: Visit, reason: str) -> None:
+        self.start_failed(visit, len(visit.runs), reason)
+
+    def start_failed(self, visit: Stop, runs: int, reason: str) -> None:
+        """A server that did not start: the ``runs`` it was to serve will not run."""
         self.visits_left -= 1
-        self.done += len(visit.runs)
+        self.done += runs
         self.emit(SERVER_FAILED, reason, visit=visit)
 
     def run_finished(self, run: Step, seconds: float, message: str) -> None:
