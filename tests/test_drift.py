@@ -40,7 +40,8 @@ def test_drift_on_the_built_in_model_holds_each_trigger_alone(tmp_path: Path) ->
     mtp = by_trigger[Trigger.mtp]
     assert mtp.acceptance is not None and 0 < mtp.acceptance <= 1
     assert report.failures == [] and report.tiny_model
-    assert "-t 1" in report.server.command and "-np" in report.server.command
+    command = " ".join(report.server.command)
+    assert command.endswith("-np 1 -t 1") and "-c 8192" in command
     records = Journal(tmp_path / "out" / "drift.jsonl").read().records
     answers = [r for r in records if r["kind"] == "drift-answer"]
     assert len(answers) == 7 * 3  # baseline, again, n-max-2, restart, one-by-one, at-once, threads-2
