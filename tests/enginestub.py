@@ -53,7 +53,11 @@ MTP_OUTPUTS = {
     "loop": "the first five tokens, then one word over and over",
     "empty": "nothing",
     "answer": "the baseline's text with the number of its ninth token changed",
+    "flip": "the baseline's text with its ninth token the second choice, a near-tie (drift)",
 }
+# The log-probabilities a request with "logprobs" gets: each token a clear first choice, except the ninth,
+# a near-tie with the second (NEAR_TIE apart).
+FIRST_LOGPROB, CLEAR_GAP, NEAR_TIE = -0.1, 2.0, 0.001
 AUTH = "Basic dXNlcjpzM2NyZXQ="  # user:s3cret
 
 
@@ -115,6 +119,7 @@ class StubState:
             words = _gone_wrong(words, self.mtp_output[self.requests % len(self.mtp_output)])
         return " ".join(words), emitted, (1 + accepted / steps) if steps else 1.0
 
+
     def metrics_page(self) -> str:
         with self.lock:
             page = _vllm_page(self) if self.engine == "vllm" else _sglang_page(self)
@@ -129,6 +134,25 @@ class StubState:
         return page
 
 
+def _second(word: str) -> str:
+    """The stub's second choice after a word's first: the next number."""
+    return f"t{(int(word[1:]) + 1) % 97}"
+
+
+def logprobs_of(text: str, top: int) -> dict[str, Any]:
+    """The OpenAI completions API's ``logprobs`` object for the stub's text: its words as tokens."""
+    words = text.split(" ") if text else []
+    tokens = [w if i == 0 else " " + w for i, w in enumerate(words)]
+    tops, offsets, at = [], [], 0
+    for i, token in enumerate(tokens):
+        gap = NEAR_TIE if i == 8 else CLEAR_GAP
+        second = (" " if i else "") + _second(words[i])
+        tops.append(dict(list({token: FIRST_LOGPROB, second: FIRST_LOGPROB - gap}.items())[:top]))
+        offsets.append(at)
+        at += len(token)
+    return {"tokens": tokens, "token_logprobs": [FIRST_LOGPROB] * len(tokens), "top_logprobs": tops,
+            "text_offset": offsets}
+
 def _gone_wrong(words: list[str], how: str) -> list[str]:
     if how == "empty":
         return []
@@ -136,7 +160,7 @@ def _gone_wrong(words: list[str], how: str) -> list[str]:
         return words[:5] + ["again"] * (len(words) - 5)
     changed = list(words)
     if len(changed) > 8:
-        changed[8] = f"t{(int(changed[8][1:]) + 50) % 97}"
+        changed[8] = _second(changed[8]) if how == "flip" else f"t{(int(changed[8][1:]) + 50) % 97}"
     return changed
 
 
@@ -264,8 +288,9 @@ def handler_for(state: StubState) -> type[BaseHTTPRequestHandler]:
                 print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] Decode batch. #running-req: 1, #token: {tokens}, "
                       f"token usage: 0.00, accept len: {mean_length:.2f}, accept rate: {state.gauge_rate:.2f}, "
                       "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0,", flush=True)
+            logprobs = logprobs_of(text, int(body["logprobs"])) if body.get("logprobs") else None
             self._send(200, {"id": "cmpl-1", "object": "text_completion", "model": MODEL,
-                             "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
+                             "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "length"}],
                              "usage": {"prompt_tokens": 3, "total_tokens": tokens + 3,
                                        "completion_tokens": "many" if state.fault == "bad-usage" else tokens}})
 

@@ -76,31 +76,37 @@ def test_a_flip_to_the_real_second_choice_is_placed_on_the_real_token(tmp_path: 
 
 
 def test_mtp_runs_that_loop_empty_or_change_an_answer_are_breakdowns(tmp_path: Path) -> None:
-    """Through the stand-in: its MTP server answers a loop, nothing, and a changed number; the baseline's,
-    its restart and its batch are the same text. drift judges the three as breakdowns and sends them to
-    diagnose; the CLI exits 1 on a breakdown."""
+    """Through the stand-in: its MTP server answers a loop, nothing, a changed number, and a flip to the
+    second choice at a near-tie; the baseline's passes, its restart and its batch are the same text. drift
+    reads the baseline's candidates from the OpenAI API's logprobs, judges the first three breakdowns (sent to
+    diagnose) and the flip a near-tie; the CLI exits 1 on a breakdown."""
     prompts = tmp_path / "prompts.jsonl"
-    items = [{"id": f"p{i}", "class": "code", "prompt": f"question {i}: what is {i} + {i}?"} for i in range(3)]
+    items = [{"id": f"p{i}", "class": "code", "prompt": f"question {i}: what is {i} + {i}?"} for i in range(4)]
     prompts.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
-    serve = VLLM + " --mtp-output loop,empty,answer"
+    serve = VLLM + " --mtp-output loop,empty,answer,flip"
     report = run_drift(None, DriftOptions(prompts=str(prompts), n_predict=24, n_max=(2,), engine=Engine.vllm,
                                           serve=serve, out_dir=tmp_path / "out", startup_timeout=60))
     by_trigger = {c.trigger: c for c in report.comparisons}
     for trigger in (Trigger.control, Trigger.restart, Trigger.batch):
-        assert by_trigger[trigger].matching == 3, trigger
+        assert by_trigger[trigger].matching == 4, trigger
     mtp = by_trigger[Trigger.mtp]
     assert mtp.matching == 0
-    kinds = {d.prompt_id: d.breakdown for d in mtp.divergences}
-    assert all(d.judgement is Judgement.breakdown for d in mtp.divergences)
-    assert BreakdownKind.loop in kinds["p0"] and BreakdownKind.empty in kinds["p1"] and BreakdownKind.number in kinds["p2"]
+    found = {d.prompt_id: d for d in mtp.divergences}
+    assert [found[p].judgement for p in ("p0", "p1", "p2", "p3")] == [Judgement.breakdown] * 3 + [Judgement.near_tie]
+    assert BreakdownKind.loop in found["p0"].breakdown and BreakdownKind.empty in found["p1"].breakdown
+    assert found["p2"].breakdown == [BreakdownKind.number] and found["p2"].took_second is False
+    flip = found["p3"]
+    assert (flip.token, flip.context_position, flip.took_second) == (8, 3 + 8, True)  # the stub's usage: 3 prompt tokens
+    assert flip.margin == pytest.approx(0.001)
     assert mtp.acceptance is not None and 0 < mtp.acceptance < 1  # from vLLM's counters around the pass
     assert "MTP broke output on p0, p1, p2" in report.answer and "mtpinspect diagnose" in report.answer
-    assert Trigger.threads not in by_trigger  # a --serve engine's threads are its own
+    assert Trigger.threads not in by_trigger and Trigger.slots not in by_trigger  # the engine's own
     jsonschema.validate(json.loads((tmp_path / "out" / "drift.json").read_text(encoding="utf-8")), SCHEMA)
     proc = run_cli("drift", "--engine", "vllm", "--serve", serve, "--prompts", str(prompts), "--n-predict", "24",
                    "--n-max", "2", "--out", str(tmp_path / "cli"), timeout=120)
     assert proc.returncode == 1, proc.stderr[-2000:]
-    assert "breakdown (loop)" in proc.stdout and "mtpinspect diagnose" in proc.stdout
+    assert "breakdown (loop)" in proc.stdout and "near-tie (then number)" in proc.stdout
+    assert "mtpinspect diagnose" in proc.stdout
 
 
 def test_an_endpoint_says_what_it_cannot_measure(tmp_path: Path) -> None:

@@ -124,7 +124,9 @@ def test_plan_holds_everything_but_the_trigger() -> None:
     assert by_id[checks[Trigger.threads].other].server.threads == 2 and by_id[REFERENCE].server.threads == 1
     # MTP passes never ask for n_probs (it changes llama-server's draft counts); baseline passes do.
     assert not by_id["n-max-1"].probabilities and by_id[REFERENCE].probabilities
-    endpoint = build_plan((3,), slots=4, threads=None, probabilities=False, restart="not ours", baseline="no baseline")
+    endpoint = build_plan((3,), slots=4, threads=None, probabilities=True, restart="not ours", baseline="no baseline",
+                          own_slots=False)
+    assert not any(p.probabilities for p in endpoint.passes)  # every pass asks the MTP server
     assert {c.trigger for c in endpoint.checks} == {Trigger.control, Trigger.batch}
     assert len(endpoint.not_measured) == 2
 

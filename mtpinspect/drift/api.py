@@ -182,7 +182,8 @@ def _engine(model: str | None, options: DriftOptions, slots: int, log_dir: Path,
                 if endpoint and options.baseline_endpoint is None else None)
     restart = "a running server (--endpoint) is not this tool's to restart" if endpoint else None
     mtp_n = [c.n_max for c in setup.configs if c.n_max is not None]
-    plan = build_plan(tuple(mtp_n), slots=slots, threads=None, probabilities=False, restart=restart, baseline=baseline)
+    plan = build_plan(tuple(mtp_n), slots=slots, threads=None, probabilities=True, restart=restart, baseline=baseline,
+                      own_slots=False)
 
     def session_of(server: Server) -> Session:
         # Without a baseline endpoint every pass asks the one running server, MTP on.

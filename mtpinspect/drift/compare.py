@@ -94,6 +94,30 @@ def steps_of(probabilities: Sequence[Mapping[str, Any]] | None) -> list[TokenSte
     return steps
 
 
+def steps_of_openai(logprobs: Mapping[str, Any] | None) -> list[TokenStep] | None:
+    """The OpenAI completions API's ``logprobs`` (vLLM, SGLang, llama-server's /v1): ``tokens`` and
+    ``top_logprobs`` (one {token: logprob} per token) as token steps; None when absent or unreadable."""
+    if not isinstance(logprobs, Mapping):
+        return None
+    tokens, tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
+    if not isinstance(tokens, list) or not isinstance(tops, list) or len(tokens) != len(tops) or not tokens:
+        return None
+    steps = []
+    for token, top in zip(tokens, tops):
+        if not isinstance(token, str) or not isinstance(top, Mapping):
+            return None
+        ranked = sorted(((t, float(lp)) for t, lp in top.items() if isinstance(lp, (int, float))), key=lambda c: -c[1])
+        steps.append(TokenStep(token, len(token.encode("utf-8")), tuple(Candidate(t, lp) for t, lp in ranked)))
+    return steps
+
+
+def steps_from(candidates: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None) -> list[TokenStep] | None:
+    """Token steps from what an answer carried: llama-server's list, or the OpenAI API's logprobs object."""
+    if isinstance(candidates, Mapping):
+        return steps_of_openai(candidates)
+    return steps_of(candidates)
+
+
 def first_difference(a: str, b: str) -> int | None:
     """The index of the first character where the texts differ (the shorter one's length when one is the
     other's start); None when they are equal."""

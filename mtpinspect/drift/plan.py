@@ -45,7 +45,7 @@ class Pass:
     id: str
     server: Server
     at_once: bool = False
-    probabilities: bool = False  # ask for the top candidates (n_probs): baseline passes on llama-server
+    probabilities: bool = False  # ask for the top candidates (n_probs, logprobs): baseline passes
 
     @property
     def label(self) -> str:
@@ -81,15 +81,18 @@ class DriftPlan:
 
 
 def build_plan(n_max: tuple[int, ...], *, slots: int, threads: tuple[int, int] | None, probabilities: bool,
-               restart: str | None, baseline: str | None) -> DriftPlan:
+               restart: str | None, baseline: str | None, own_slots: bool = True) -> DriftPlan:
     """The passes and checks.
 
-    ``threads``: (the held thread count, the other one) on a CPU build, else None. ``probabilities``: the
-    engine reports top candidates (llama-server). ``restart``/``baseline``: None when possible, else why not
+    ``threads``: (the held thread count, the other one) on a CPU build, else None. ``probabilities``: ask
+    the baseline's passes for their top candidates. ``own_slots``: the slot count is this tool's to set
+    (llama-server started here), so it is checked alone. ``restart``/``baseline``: None when possible, else why not
     (a running server cannot be restarted; an endpoint without --baseline-endpoint has no baseline).
     """
     held = threads[0] if threads else None
     base = Server(REFERENCE if baseline is None else "mtp-endpoint", threads=held)
+    # Never from an MTP server: with n_probs llama-server drafts a little differently.
+    probabilities = probabilities and baseline is None
     passes = [Pass(REFERENCE, base, probabilities=probabilities), Pass("again", base, probabilities=probabilities)]
     checks = [Check(Trigger.control, REFERENCE, "again", "the same server twice", "nothing")]
     not_measured = []
@@ -111,7 +114,7 @@ def build_plan(n_max: tuple[int, ...], *, slots: int, threads: tuple[int, int] |
         passes += [Pass("one-by-one", many, probabilities=probabilities), Pass("at-once", many, at_once=True, probabilities=probabilities)]
         checks.append(Check(Trigger.batch, "one-by-one", "at-once", f"one by one vs {slots} at once",
                             f"{slots} requests at once in shared batches"))
-        if probabilities:  # llama-server: its slot count is ours to set, so it can be checked alone
+        if own_slots:
             checks.append(Check(Trigger.slots, REFERENCE, "one-by-one", f"1 slot vs {slots} slots, one by one",
                                 f"{slots} slots instead of 1"))
     if threads is not None:

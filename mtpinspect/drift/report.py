@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from mtpinspect.drift.compare import Divergence, Judgement, analyse, steps_of
+from mtpinspect.drift.compare import Divergence, Judgement, analyse, steps_from
 from mtpinspect.drift.plan import Check, Trigger
 from mtpinspect.drift.run import PassResult
 from mtpinspect.vocabulary import RunStatus
@@ -79,7 +79,8 @@ def compare(check: Check, results: Mapping[str, PassResult], prompt_ids: Sequenc
         if a is None or b is None or a.status != RunStatus.ok or b.status != RunStatus.ok:
             continue
         compared += 1
-        found = analyse(prompt_id, a.text, b.text, steps_of(a.probabilities), a.prompt_tokens, steps_of(b.probabilities))
+        found = analyse(prompt_id, a.text, b.text, steps_from(a.probabilities), a.prompt_tokens,
+                         steps_from(b.probabilities))
         if found is None:
             matching += 1
         else:

@@ -67,8 +67,9 @@ class Answer:
     drafted: int
     accepted: int
     wall_seconds: float
-    # llama-server's completion_probabilities (reference passes): each token and its top candidates.
-    probabilities: list[dict[str, Any]] | None = None
+    # Each token and its top candidates (passes that ask for them): llama-server's completion_probabilities,
+    # or the OpenAI API's logprobs object (vLLM, SGLang).
+    probabilities: list[dict[str, Any]] | dict[str, Any] | None = None
     finished_at: float = field(default_factory=time.time)
     kind: Literal["drift-answer"] = ANSWER_KIND
 
@@ -157,7 +158,7 @@ class EngineSession:
 
     def ask(self, prompt: Prompt, probabilities: bool) -> Completion:
         return self._server.complete(prompt.text, max_tokens=self._request.n_predict, seed=self._request.seed,
-                                     timeout=self._request.timeout)
+                                     timeout=self._request.timeout, logprobs=N_PROBS if probabilities else 0)
 
     def counted(self) -> tuple[float, float, float] | None:
         """Draft tokens, accepted tokens and generated tokens so far, from the engine's counters."""
@@ -256,12 +257,28 @@ def _ask(pass_: Pass, prompt: Prompt, session: Session) -> Answer:
     except ServerError as exc:
         status = RunStatus.crashed if isinstance(exc, ServerDiedError) else RunStatus.error
         return Answer(pass_.id, prompt.id, status, str(exc), "", None, 0, 0, time.perf_counter() - began)
-    prompt_n = done.timings.get("prompt_n") if isinstance(done.timings, dict) else None
-    probabilities = done.raw.get("completion_probabilities") if pass_.probabilities else None
-    return Answer(pass_.id, prompt.id, RunStatus.ok, None, done.text,
-                  prompt_n if isinstance(prompt_n, int) else None, done.draft_n, done.draft_n_accepted,
-                  done.wall_seconds or time.perf_counter() - began,
-                  probabilities if isinstance(probabilities, list) else None)
+    return Answer(pass_.id, prompt.id, RunStatus.ok, None, done.text, _prompt_tokens(done), done.draft_n,
+                  done.draft_n_accepted, done.wall_seconds or time.perf_counter() - began,
+                  _candidates(done.raw) if pass_.probabilities else None)
+
+
+def _prompt_tokens(done: Completion) -> int | None:
+    """The prompt's token count: llama-server's timings, else the OpenAI API's usage."""
+    usage = done.raw.get("usage") if isinstance(done.raw.get("usage"), dict) else {}
+    count = done.timings.get("prompt_n") if isinstance(done.timings, dict) else None
+    count = count if count is not None else usage.get("prompt_tokens")
+    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
+
+
+def _candidates(raw: dict[str, Any]) -> list[dict[str, Any]] | dict[str, Any] | None:
+    """llama-server's completion_probabilities, else choices[0].logprobs of the OpenAI API."""
+    found = raw.get("completion_probabilities")
+    if isinstance(found, list):
+        return found
+    choices = raw.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    logprobs = first.get("logprobs")
+    return logprobs if isinstance(logprobs, dict) else None
 
 
 def _acceptance(answers: Sequence[Answer], before: tuple[float, float, float] | None, session: Session) -> float | None:
