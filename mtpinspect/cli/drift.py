@@ -132,8 +132,9 @@ def render(report: DriftReport, out: Output) -> None:
              f"n_predict {report.settings['n_predict']}, seed {report.settings['seed']}, temperature 0; "
              f"held fixed: {', '.join(report.held)}; {report.wall_seconds:.0f} s")
     out.table(rows, ["trigger", "change", "same text", "acceptance", "differences"], title="Triggers")
-    for line in report.not_measured:
-        out.text(f"not measured: {line}")
+    if report.not_measured:
+        out.table([{"trigger": line.split(": ", 1)[0], "why": line.split(": ", 1)[-1]} for line in report.not_measured],
+                  title="Not measured")
     divergences = [(c.label, d) for c in report.comparisons for d in c.divergences]
     if divergences:
         out.table([_divergence_row(label, d) for label, d in divergences],

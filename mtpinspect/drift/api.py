@@ -199,7 +199,8 @@ def _engine(model: str | None, options: DriftOptions, slots: int, log_dir: Path,
                 "serve": options.serve, "serve_baseline": options.serve_baseline,
                 "endpoint": setup.settings.get("endpoint"), "baseline_endpoint": setup.settings.get("baseline_endpoint")}
     return _Setup(plan, session_of, str(setup.settings["model"]), False,
-                  DriftServer(engine, setup.info.path, setup.info.version, setup.info.backend, []), settings, held, engine)
+                  DriftServer(engine, setup.info.path, setup.info.version, setup.info.backend, []), settings, held,
+                  f"{engine} server")
 
 
 def _prompt_source(source: object) -> str:
