@@ -110,17 +110,31 @@ def test_mtp_runs_that_loop_empty_or_change_an_answer_are_breakdowns(tmp_path: P
 
 
 def test_an_endpoint_says_what_it_cannot_measure(tmp_path: Path) -> None:
+    """A running server with MTP on and no baseline: the control and batching only, the rest said; progress
+    counts every request; --format csv is one row per trigger."""
     from enginestub import StubState, serve_in_thread
 
+    from mtpinspect.sweep.progress import RUN_DONE, ProgressEvent
+
     server, url = serve_in_thread(StubState("vllm", 2))
+    events: list[ProgressEvent] = []
+    prompts = str(write_prompts(tmp_path / "p.jsonl"))
     try:
-        report = run_drift(None, DriftOptions(prompts=str(write_prompts(tmp_path / "p.jsonl")), n_predict=16,
-                                              endpoint=url, n_max=(2,), out_dir=tmp_path / "out"))
+        report = run_drift(None, DriftOptions(prompts=prompts, n_predict=16, endpoint=url, n_max=(2,),
+                                              out_dir=tmp_path / "out"), progress=events.append)
+        proc = run_cli("drift", "--endpoint", url, "--n-max", "2", "--prompts", prompts, "--n-predict", "16",
+                       "--out", str(tmp_path / "csv"), "--format", "csv", timeout=60)
     finally:
         server.shutdown()
     assert {c.trigger for c in report.comparisons} == {Trigger.control, Trigger.batch}
     assert any("restart" in line for line in report.not_measured)
     assert any("--baseline-endpoint" in line for line in report.not_measured)
+    done = [e for e in events if e.phase == RUN_DONE]
+    assert len(done) == 4 * 2 and done[-1].done == done[-1].total == 8  # 4 passes of 2 prompts
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "trigger,kind,change,same text,matching,compared,acceptance,differences"
+    assert [line.split(",")[1] for line in lines[1:]] == ["control", "batch"]
 
 
 @pytest.mark.parametrize(("args", "needle"), [
