@@ -137,6 +137,27 @@ def test_an_endpoint_says_what_it_cannot_measure(tmp_path: Path) -> None:
     assert [line.split(",")[1] for line in lines[1:]] == ["control", "batch"]
 
 
+def test_requests_that_fail_are_recorded_and_not_compared(tmp_path: Path) -> None:
+    """A server whose completions are malformed: every request is journalled with its reason, no prompt is
+    compared (never as an empty text), and the command exits 1 with the failures shown."""
+    from enginestub import StubState, serve_in_thread
+
+    server, url = serve_in_thread(StubState("vllm", 2, fault="bad-usage"))
+    prompts = str(write_prompts(tmp_path / "p.jsonl"))
+    try:
+        report = run_drift(None, DriftOptions(prompts=prompts, n_predict=16, endpoint=url, n_max=(2,),
+                                              out_dir=tmp_path / "out"))
+        proc = run_cli("drift", "--endpoint", url, "--n-max", "2", "--prompts", prompts, "--n-predict", "16",
+                       "--out", str(tmp_path / "cli"), timeout=60)
+    finally:
+        server.shutdown()
+    assert all(c.compared == 0 and c.divergences == [] for c in report.comparisons)
+    assert len(report.failures) == 4 * 2 and all("usage.completion_tokens" in f for f in report.failures)
+    answers = [r for r in Journal(tmp_path / "out" / "drift.jsonl").read().records if r["kind"] == "drift-answer"]
+    assert len(answers) == 8 and all(r["status"] == "error" and r["error"] for r in answers)
+    assert proc.returncode == 1 and "0 / 0 (of 2)" in proc.stdout and "Failures" in proc.stdout
+
+
 @pytest.mark.parametrize(("args", "needle"), [
     (["--", "-t", "4"], "--threads"),
     (["--", "-np", "4"], "-np"),
