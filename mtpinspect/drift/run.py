@@ -64,6 +64,7 @@ class Answer:
     error: str | None
     text: str
     prompt_tokens: int | None
+    generated: int  # tokens the server says it generated
     drafted: int
     accepted: int
     wall_seconds: float
@@ -256,9 +257,9 @@ def _ask(pass_: Pass, prompt: Prompt, session: Session) -> Answer:
         done = session.ask(prompt, pass_.probabilities)
     except ServerError as exc:
         status = RunStatus.crashed if isinstance(exc, ServerDiedError) else RunStatus.error
-        return Answer(pass_.id, prompt.id, status, str(exc), "", None, 0, 0, time.perf_counter() - began)
-    return Answer(pass_.id, prompt.id, RunStatus.ok, None, done.text, _prompt_tokens(done), done.draft_n,
-                  done.draft_n_accepted, done.wall_seconds or time.perf_counter() - began,
+        return Answer(pass_.id, prompt.id, status, str(exc), "", None, 0, 0, 0, time.perf_counter() - began)
+    return Answer(pass_.id, prompt.id, RunStatus.ok, None, done.text, _prompt_tokens(done), done.predicted_n,
+                  done.draft_n, done.draft_n_accepted, done.wall_seconds or time.perf_counter() - began,
                   _candidates(done.raw) if pass_.probabilities else None)
 
 
@@ -289,13 +290,13 @@ def _acceptance(answers: Sequence[Answer], before: tuple[float, float, float] | 
         return sum(a.accepted for a in answers) / drafted
     if before is None:
         return None
-    generated = sum(len(a.text) > 0 for a in answers)
+    generated = sum(a.generated for a in answers)
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
     while True:
         after = session.counted()
         if after is None:
             return None
-        if (after[2] - before[2] >= generated and after[0] > before[0]) or time.monotonic() > deadline:
+        if after[2] - before[2] >= generated or time.monotonic() > deadline:
             break
         time.sleep(0.05)
     draft_tokens = after[0] - before[0]
