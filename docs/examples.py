@@ -305,6 +305,12 @@ EXAMPLES = [
                                  "--repeat", "1", "--n-max", "3", "--no-plot", "--", "-t", "1"), 0, server=True,
             own_cache=False, needs=_no_trained_model, timeout=TIMEOUT,
             keep=sections("Decode speed and acceptance", first=5), stable=r"^(MTP sweep of|requests:|-+$)"),
+    # On CPU llama-server the same build gives the same bits: the control, the restart and MTP at -t 1 are
+    # compared; batching and threads are this CPU's (kernels differ between instruction sets).
+    Example("drift-code", ("drift", "--prompts", "code", "--n-max", "1"), 0, server=True, own_cache=False,
+            needs=_no_trained_model, timeout=TIMEOUT, volatile=(r"\b0\.\d{3}\b",),
+            stable=r"^(Temperature-0 drift of|Triggers|trigger |the same server twice|MTP n-max 1 vs baseline|"
+                   r"a restart|Answer|Files|answers:|report:|server logs:)"),
     Example("diagnose-log", ("diagnose", "--log", "cases/logs/vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), 1,
             copy_log("vllm-qwen3-next-fp8-dynamic-mtp-zero.log")),
     Example("diagnose-mtp-bench", ("diagnose", "--log", "mtp-bench.txt"), 0, mtp_bench_output),

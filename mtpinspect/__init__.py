@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from mtpinspect.drift import DriftOptions, DriftReport, run_drift
     from mtpinspect.inspection import CheckReport, check, check_all
     from mtpinspect.inspection.census import Census, find
 
-__all__ = ["Census", "CheckReport", "__version__", "check", "check_all", "find"]
+__all__ = ["Census", "CheckReport", "DriftOptions", "DriftReport", "__version__", "check", "check_all", "find",
+           "run_drift"]
 
 
 def __getattr__(name: str) -> Any:
@@ -28,4 +30,8 @@ def __getattr__(name: str) -> Any:
         from mtpinspect.inspection import census
 
         return getattr(census, name)
+    if name in ("run_drift", "DriftOptions", "DriftReport"):
+        from mtpinspect import drift
+
+        return getattr(drift, name)
     raise AttributeError(f"module 'mtpinspect' has no attribute {name!r}")

@@ -47,6 +47,17 @@ FAULTS = {
     "bad-usage": "completions answer usage.completion_tokens as a string",
     "basic-auth": "every request without 'Authorization: Basic' for user:s3cret is answered 401",
 }
+# What an MTP run whose verification is broken answers instead of the baseline's text (StubState.mtp_output,
+# cycled per request): `drift` must judge each a breakdown, not drift.
+MTP_OUTPUTS = {
+    "loop": "the first five tokens, then one word over and over",
+    "empty": "nothing",
+    "answer": "the baseline's text with the number of its ninth token changed",
+    "flip": "the baseline's text with its ninth token the second choice, a near-tie (drift)",
+}
+# The log-probabilities a request with "logprobs" gets: each token a clear first choice, except the ninth,
+# a near-tie with the second (NEAR_TIE apart).
+FIRST_LOGPROB, CLEAR_GAP, NEAR_TIE = -0.1, 2.0, 0.001
 AUTH = "Basic dXNlcjpzM2NyZXQ="  # user:s3cret
 
 
@@ -67,6 +78,8 @@ class StubState:
     # A hostile server (issue 29): one of FAULTS, or "" for an honest one.
     fault: str = ""
     requests: int = 0  # completions answered
+    # With speculative decoding on (n > 0): what each request answers instead, cycled (MTP_OUTPUTS); () honest.
+    mtp_output: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.restart()
@@ -101,8 +114,11 @@ class StubState:
             if self.n and steps:
                 self.gauge_length = 1 + accepted / steps
                 self.gauge_rate = accepted / (steps * self.n)
-        text = " ".join(f"t{(len(prompt) + i) % 97}" for i in range(emitted))
-        return text, emitted, (1 + accepted / steps) if steps else 1.0
+        words = [f"t{(len(prompt) + i) % 97}" for i in range(emitted)]
+        if self.n and self.mtp_output:
+            words = _gone_wrong(words, self.mtp_output[self.requests % len(self.mtp_output)])
+        return " ".join(words), emitted, (1 + accepted / steps) if steps else 1.0
+
 
     def metrics_page(self) -> str:
         with self.lock:
@@ -116,6 +132,36 @@ class StubState:
             sign, shift = (-1, 0) if self.fault == "counters-negative" else (1, 1_000_000)
             page = "\n".join(_shifted(line, sign, shift) for line in page.splitlines()) + "\n"
         return page
+
+
+def _second(word: str) -> str:
+    """The stub's second choice after a word's first: the next number."""
+    return f"t{(int(word[1:]) + 1) % 97}"
+
+
+def logprobs_of(text: str, top: int) -> dict[str, Any]:
+    """The OpenAI completions API's ``logprobs`` object for the stub's text: its words as tokens."""
+    words = text.split(" ") if text else []
+    tokens = [w if i == 0 else " " + w for i, w in enumerate(words)]
+    tops, offsets, at = [], [], 0
+    for i, token in enumerate(tokens):
+        gap = NEAR_TIE if i == 8 else CLEAR_GAP
+        second = (" " if i else "") + _second(words[i])
+        tops.append(dict(list({token: FIRST_LOGPROB, second: FIRST_LOGPROB - gap}.items())[:top]))
+        offsets.append(at)
+        at += len(token)
+    return {"tokens": tokens, "token_logprobs": [FIRST_LOGPROB] * len(tokens), "top_logprobs": tops,
+            "text_offset": offsets}
+
+def _gone_wrong(words: list[str], how: str) -> list[str]:
+    if how == "empty":
+        return []
+    if how == "loop":
+        return words[:5] + ["again"] * (len(words) - 5)
+    changed = list(words)
+    if len(changed) > 8:
+        changed[8] = _second(changed[8]) if how == "flip" else f"t{(int(changed[8][1:]) + 50) % 97}"
+    return changed
 
 
 def _counter(lines: list[str], name: str, labels: str, value: float, created: float) -> None:
@@ -242,8 +288,9 @@ def handler_for(state: StubState) -> type[BaseHTTPRequestHandler]:
                 print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] Decode batch. #running-req: 1, #token: {tokens}, "
                       f"token usage: 0.00, accept len: {mean_length:.2f}, accept rate: {state.gauge_rate:.2f}, "
                       "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0,", flush=True)
+            logprobs = logprobs_of(text, int(body["logprobs"])) if body.get("logprobs") else None
             self._send(200, {"id": "cmpl-1", "object": "text_completion", "model": MODEL,
-                             "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
+                             "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "length"}],
                              "usage": {"prompt_tokens": 3, "total_tokens": tokens + 3,
                                        "completion_tokens": "many" if state.fault == "bad-usage" else tokens}})
 
@@ -287,6 +334,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--exit-at-start", action="store_true", help="fail like a model that does not load")
     parser.add_argument("--load-seconds", type=float, default=0.0, help="answer only after this long")
     parser.add_argument("--fault", choices=sorted(FAULTS), default="", help="answer as a hostile server would")
+    parser.add_argument("--mtp-output", default="", help="with MTP on, answer wrong: a comma list of "
+                        + ", ".join(MTP_OUTPUTS) + ", cycled per request")
     args = parser.parse_args(argv)
     print(f"stub {args.engine} starting on port {args.port}", flush=True)
     if args.exit_at_start:
@@ -294,7 +343,8 @@ def main(argv: list[str]) -> None:
         sys.exit(1)
     time.sleep(args.load_seconds)
     state = StubState(args.engine, _draft_length(args.engine, args), v0=args.v0,
-                      metrics_on=args.engine == "vllm" or args.enable_metrics, fault=args.fault)
+                      metrics_on=args.engine == "vllm" or args.enable_metrics, fault=args.fault,
+                      mtp_output=tuple(how for how in args.mtp_output.split(",") if how))
     server = ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(state))
     print("Application startup complete.", flush=True)
     server.serve_forever()

@@ -721,6 +721,7 @@ FLOORS = (
     ("formats", "apps", "training"),
     ("tiny_model", "trained_model"),
     ("sweep",),
+    ("drift",),
     ("inspection",),
     ("diagnosis",),
     ("cli", "__main__", ""),  # "": the package's own __init__, whose API imports inspection on first use

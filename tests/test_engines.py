@@ -414,3 +414,13 @@ def test_llama_cpp_endpoint_measured_without_restarting_it(server_binary: Server
     group = next(g for g in report.results if g.prompt_class == "code")
     assert group.acceptance == 1.0 and len(group.per_position) == 2
     assert report.engine is not None and report.engine.engine is Engine.llama_cpp and report.server.path == server.url
+
+
+def test_diagnose_endpoint_whose_mtp_text_differs_points_to_drift() -> None:
+    """The determinism lines say where the text differs, in vLLM's terms, and name the drift command that judges it."""
+    proc, urls = _diagnose(StubState("vllm", 3, mtp_output=("answer",)), StubState("vllm", 0))
+    assert proc.returncode in (0, 1), proc.stderr
+    notes = "\n".join(json.loads(proc.stdout)["notes"])
+    assert f"on {urls[0]}, n-max 3, code: differs from the baseline's text from character" in notes
+    assert f"`mtpinspect drift --endpoint {urls[0]}` says whether it is one" in notes
+    assert "vLLM's GPU kernels" in notes and "`mtpinspect drift` measures which trigger" in notes

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMANDS = ["check", "find", "sweep", "diagnose", "runtime", "tiny-model", "train"]
+COMMANDS = ["check", "find", "sweep", "drift", "diagnose", "runtime", "tiny-model", "train"]
 
 
 @pytest.fixture(scope="module")

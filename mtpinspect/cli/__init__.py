@@ -1,7 +1,7 @@
 """The `mtpinspect` command line: parses arguments, calls the typed API, renders through one sink.
 
 Each command lives in its own module (package: check = inspection/, find = inspection/census.py, sweep =
-sweep/, diagnose = diagnosis/, runtime = runtime/, tiny-model = tiny_model.py and trained_model.py,
+sweep/, drift = drift/, diagnose = diagnosis/, runtime = runtime/, tiny-model = tiny_model.py and trained_model.py,
 train = training/), imported only when that command runs, so `mtpinspect --help` and `check` on a
 local file start at once. Errors that are the user's (a missing
 repo, a corrupt GGUF, a wrong flag) become one line on stderr and exit status 2.
@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "find": ("find", "List a base model's derivatives on the Hub (quantizations, fine-tunes...) and tell which keep "
                      "a working MTP head, for which engine."),
     "sweep": ("sweep", "Measure MTP on this machine with the real llama-server across --spec-draft-n-max."),
+    "drift": ("drift", "Why temperature-0 output changed with MTP on (MTP, batching, a restart, threads), and "
+                       "whether each change is a near-tie or a breakdown."),
     "diagnose": ("diagnose", "Explain zero or low MTP acceptance (or a slowdown) and say what to change."),
     "runtime": ("runtime", "Show, build or rebuild the llama-server that sweep uses and check's verify helper."),
     "tiny-model": ("tiny_model", "Write a tiny GGUF with an MTP head whose draft acceptance you choose, or the trained one."),

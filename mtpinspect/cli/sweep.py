@@ -6,18 +6,18 @@ to stderr: a redrawn bar with ETA on a terminal, one line per run elsewhere (CI 
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import click
 
 from mtpinspect.apps import APP_NAMES
 from mtpinspect.cli import EXIT_ERROR
 from mtpinspect.cli._args import EndpointUrl, ServerArgsCommand, backend_option, format_option, start_timeout_option
-from mtpinspect.cli._output import Output, OutputFormat, sanitize
+from mtpinspect.cli._output import Output, OutputFormat
+from mtpinspect.cli._progress import ProgressBar
 from mtpinspect.errors import INTERRUPTED, UsageError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.engines import ENGINE_NAMES
@@ -26,15 +26,9 @@ from mtpinspect.sources.app_stores import is_app_source
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.api import JOURNAL_NAME
 from mtpinspect.sweep.options import N_MAX_BOUND, N_PREDICT_BOUND, REPEAT_BOUND, SEED_BOUND
-from mtpinspect.sweep.progress import BUILD, NOTE, RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
 from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.statistics import GroupStats
-from mtpinspect.units import duration
 from mtpinspect.vocabulary import Engine, Reasoning, RequestKind, WorkaroundMode
-
-_BAR_WIDTH = 24
-# A compile step of the build, as cmake prints it: "[ 38%] Building CXX object ...".
-_BUILD_STEP_RE = re.compile(r"^\[\s*(\d+)%\]")
 
 
 def _numbers(text: str, kind: type, option: str) -> tuple:
@@ -45,67 +39,6 @@ def _numbers(text: str, kind: type, option: str) -> tuple:
     if not values:
         raise UsageError(f"{option}: give at least one value")
     return values
-
-
-def _describe(event: ProgressEvent) -> str:
-    if event.prompt_id is not None and event.repeat is not None:
-        where = f"{event.configuration} {event.prompt_id} round {event.repeat + 1}"
-        return f"{where}: {event.message}" if event.phase == RUN_DONE else where
-    return f"{event.configuration}: {event.message}" if event.configuration else event.message
-
-
-class ProgressBar:
-    """Draws sweep progress on a stream: redrawn in place on a TTY, one line per event otherwise.
-
-    A llama-server build before the first run is not the sweep's progress: its steps are drawn as build lines
-    (redrawn in place on a TTY, one line per tenth of the build otherwise), and the sweep's bar appears only
-    once measuring starts, so it never sits at 0/N through a build of many minutes."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.tty = stream.isatty()
-        self._drawn = False
-        self._build_shown = -1  # the last build percentage written on a non-TTY stream
-
-    def __call__(self, event: ProgressEvent) -> None:
-        if event.phase == BUILD:
-            self._build(event)
-        elif self.tty:
-            self._draw(event)
-        elif event.phase != RUN_START:
-            eta = f" (ETA {duration(event.eta_seconds)})" if event.done else ""
-            self.stream.write(sanitize(f"sweep [{event.done}/{event.total}] {_describe(event)}") + eta + "\n")
-            self.stream.flush()
-
-    def _build(self, event: ProgressEvent) -> None:
-        step = _BUILD_STEP_RE.match(event.message)
-        line = sanitize(f"llama-server: {event.message}" + (f" ({duration(event.elapsed_seconds)})" if step else ""))
-        if self.tty:
-            # Compile steps overwrite each other; any other message (download, configure, done) stays.
-            self.stream.write("\r\x1b[K" + line[:120] + ("" if step else "\n"))
-            self._drawn = step is not None
-        elif step is None or int(step.group(1)) // 10 > self._build_shown // 10:
-            if step is not None:
-                self._build_shown = int(step.group(1))
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-    def _draw(self, event: ProgressEvent) -> None:
-        filled = int(_BAR_WIDTH * event.done / event.total) if event.total else _BAR_WIDTH
-        bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
-        if event.phase in (SERVER_FAILED, NOTE):
-            # Failures stay on screen; the bar is redrawn below them.
-            self.stream.write("\r\x1b[K" + sanitize(_describe(event)) + "\n")
-        label = sanitize(_describe(event))[:80]
-        self.stream.write(f"\r[{bar}] {event.done}/{event.total} ETA {duration(event.eta_seconds)}  {label}\x1b[K")
-        self.stream.flush()
-        self._drawn = True
-
-    def close(self) -> None:
-        if self._drawn:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._drawn = False
 
 
 @click.command("sweep", cls=ServerArgsCommand)

@@ -234,11 +234,12 @@ def probe_endpoint(
             as_given=None,
             costs=_costs(figures),
             out_dir=kept,
-        ), determinism_lines(report.results, url, baseline_url)
+        ), determinism_lines(report.results, url, baseline_url, report.determinism_note)
 
 
-def determinism_lines(groups: Sequence[GroupStats], url: str, baseline_url: str | None) -> list[str]:
-    """Per configuration and class: the same prompt twice at temperature 0, and against the baseline."""
+def determinism_lines(groups: Sequence[GroupStats], url: str, baseline_url: str | None, note: str = "") -> list[str]:
+    """Per configuration and class: the same prompt twice at temperature 0, and against the baseline; when
+    any text differs, ``note`` (the sweep's determinism note for the engine measured) after them."""
     lines = []
     for g in groups:
         where = f"temp-0 determinism on {url if g.n_max is not None else baseline_url}, {g.label}, {g.prompt_class}"
@@ -246,10 +247,12 @@ def determinism_lines(groups: Sequence[GroupStats], url: str, baseline_url: str 
             lines.append(f"{where}: the same prompt twice gave {'identical' if g.repeats_identical else 'DIFFERENT'} text")
         if g.identical_to_baseline is False:
             lines.append(f"{where}: differs from the baseline's text from character {g.first_divergence} "
-                         "(a near-tie flipped by batched verification, not a bug by itself)")
+                         "(a near-tie flipped by batched verification is not a bug by itself; `mtpinspect drift --endpoint "
+                         f"{url}` says whether it is one and what else changes text there)")
         elif g.identical_to_baseline:
             lines.append(f"{where}: the baseline's text exactly")
-    return lines
+    differs = any(g.identical_to_baseline is False or g.repeats_identical is False for g in groups)
+    return lines + ([note] if differs and note else [])
 
 
 def _run_as_given(

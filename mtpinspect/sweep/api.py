@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -21,7 +20,7 @@ from mtpinspect.files import OWN_NAME_HINT, writable, write_file
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
-from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, ServerArgs
+from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, Flag, ServerArgs
 from mtpinspect.sources.app_stores import AppModel, is_app_source
 from mtpinspect.sources.filenames import sidecar_ggufs
 from mtpinspect.sources.resolve import app_files
@@ -30,12 +29,13 @@ from mtpinspect.sweep.engine_setup import EngineInfo, prepare_engine
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
 from mtpinspect.sweep.machine_load import summarize_load
+from mtpinspect.sweep.model import model_file
 from mtpinspect.sweep.mtp_bench import write_bench_files
 from mtpinspect.sweep.options import SweepOptions, check_bounds
 from mtpinspect.sweep.plan import Configuration, Plan, Visit, build_plan, configurations
 from mtpinspect.sweep.plot import write_plot
 from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
-from mtpinspect.sweep.prompts import Prompt, check_unique, load_builtin, load_prompts
+from mtpinspect.sweep.prompts import Prompt, prompt_set
 from mtpinspect.sweep.records import (
     RUN_KIND,
     SERVER_KIND,
@@ -105,10 +105,10 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
         if options.mtp_file is None and files.sidecar is not None and not ServerArgs.of(options.server_args).has(DRAFT_MODEL):
             options = dataclasses.replace(options, mtp_file=files.sidecar)
     configs = configurations(options.n_max, options.synthetic)
-    server_args, mtp_file = _server_args(options)
-    prompts = _prompts(options.prompts)
+    server_args, mtp_file = split_server_args(options.server_args, options.mtp_file)
+    prompts = prompt_set(options.prompts)
     out_dir = Path(options.out_dir)
-    model_path, tiny = _model(model)
+    model_path, tiny = model_file(model)
     request = resolve(model_template(model_path), options.request, options.reasoning)
     settings = {
         "model": str(model_path),
@@ -120,7 +120,7 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
     }
     journal = Journal(out_dir / JOURNAL_NAME)
     if not options.resume:
-        _set_aside(journal)
+        journal.set_aside()
     runs_before, _, _, _ = _matching(journal, settings, configs, prompts, options.repeat)
     done = {r.key for r in runs_before if r.status == RunStatus.ok}
     plan = build_plan(configs, prompts, options.repeat, done, order=options.order)
@@ -177,11 +177,11 @@ def _run_engine_sweep(model: str | None, options: SweepOptions, progress: Progre
         raise UsageError("--request chat / --reasoning: measured on the llama-server the sweep starts itself; "
                          "--engine, --serve and --endpoint sweeps send raw completions")
     setup = prepare_engine(model, options)
-    prompts = _prompts(options.prompts)
+    prompts = prompt_set(options.prompts)
     out_dir = Path(options.out_dir)
     journal = Journal(out_dir / JOURNAL_NAME)
     if not options.resume:
-        _set_aside(journal)
+        journal.set_aside()
     runs_before, _, _, _ = _matching(journal, setup.settings, setup.configs, prompts, options.repeat)
     done = {r.key for r in runs_before if r.status == RunStatus.ok}
     plan = build_plan(setup.configs, prompts, options.repeat, done, order=options.order)
@@ -294,7 +294,7 @@ def build_report(
             logs=str(out_dir / LOGS_NAME),
             server_logs=_server_logs(servers),
         ),
-        determinism_note=determinism_note(settings.get("engine")),
+        determinism_note=determinism_note(settings.get("engine"), binary.backend),
         machine_load=summarize_load(latest),
         app=_in_app(app, recommendation),
     )
@@ -332,16 +332,6 @@ def _in_app(app: AppModel | None, recommendation: Recommendation) -> AppRecommen
     return AppRecommendation(app.app, app.name, setting, command)
 
 
-def _prompts(source: str | Path | Sequence[Prompt] | None) -> list[Prompt]:
-    if source is None:
-        return load_builtin()
-    if isinstance(source, (str, Path)):
-        return load_prompts(source)
-    prompts = list(source)
-    check_unique(prompts)
-    return prompts
-
-
 def _prompt_source(source: str | Path | Sequence[Prompt] | None, classes: list[str]) -> str:
     if source is None:
         return "built-in"
@@ -357,27 +347,18 @@ def _server_logs(servers: list[ServerRecord]) -> dict[str, list[str]]:
     return logs
 
 
-def _model(model: Path | None) -> tuple[Path, bool]:
-    if model is None:
-        # The built-in model, read where the package keeps it: its head learned to draft, so acceptance
-        # depends on the prompt class as a real head's does (trained_model.py).
-        from mtpinspect.trained_model import SHIPPED_GGUF
-
-        return SHIPPED_GGUF.resolve(), True
-    path = Path(model).expanduser()
-    if not path.is_file():
-        raise SourceError(f"{model}: no such model file")
-    return path.resolve(), False
-
-
-def _server_args(options: SweepOptions) -> tuple[ServerArgs, str | None]:
-    """Extra llama-server arguments, with a ``-md FILE`` among them taken out as the MTP file."""
-    args = ServerArgs.of(options.server_args)
+def split_server_args(server_args: Sequence[str], mtp: Path | None, reserved_flags: Sequence[Flag] = (),
+                      why: str = "the sweep sets this per configuration; use --n-max / --synthetic / MODEL",
+                      ) -> tuple[ServerArgs, str | None]:
+    """Extra llama-server arguments, with a ``-md FILE`` among them taken out as the MTP file (given as
+    ``mtp`` too: they must agree). UsageError for a flag the measurement sets itself (``reserved_flags``
+    besides the configuration's and the model)."""
+    args = ServerArgs.of(server_args)
     # Passed through, these would make every configuration's server the same.
-    reserved = args.present([*CONFIGURATION_FLAGS, MODEL])
+    reserved = args.present([*CONFIGURATION_FLAGS, MODEL, *reserved_flags])
     if reserved:
-        raise UsageError(f"{reserved[0]}: the sweep sets this per configuration; use --n-max / --synthetic / MODEL")
-    mtp_file = str(options.mtp_file) if options.mtp_file is not None else None
+        raise UsageError(f"{reserved[0]}: {why}")
+    mtp_file = str(mtp) if mtp is not None else None
     draft = args.draft_model
     if draft is not None:
         if mtp_file is not None and mtp_file != draft:
@@ -390,21 +371,6 @@ def _server_args(options: SweepOptions) -> tuple[ServerArgs, str | None]:
             raise SourceError(f"{mtp_file}: no such MTP file")
         mtp_file = str(Path(mtp_file).resolve())
     return args, mtp_file
-
-
-def _set_aside(journal: Journal) -> None:
-    """A fresh sweep keeps the previous journal under a dated name instead of mixing with it."""
-    if journal.path.exists() and journal.path.stat().st_size > 0:
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(journal.path.stat().st_mtime))
-        target = journal.path.with_name(f"runs-{stamp}.jsonl")
-        suffix = 1
-        while target.exists():  # rename() would silently replace an earlier journal of the same second
-            suffix += 1
-            target = journal.path.with_name(f"runs-{stamp}-{suffix}.jsonl")
-        try:
-            journal.path.rename(target)
-        except OSError as exc:
-            raise OutputError(f"{journal.path}: cannot set the previous journal aside ({exc.strerror or exc})") from None
 
 
 def _matching(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,21 @@ class Journal:
                 f"{self.path}: cannot write ({exc.strerror or exc}); the runs recorded before are kept: "
                 "run again with --resume once it can be written"
             ) from None
+
+    def set_aside(self) -> None:
+        """A fresh run keeps the previous journal under a dated name instead of mixing with it."""
+        if not (self.path.exists() and self.path.stat().st_size > 0):
+            return
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.path.stat().st_mtime))
+        target = self.path.with_name(f"{self.path.stem}-{stamp}{self.path.suffix}")
+        suffix = 1
+        while target.exists():  # rename() would silently replace an earlier journal of the same second
+            suffix += 1
+            target = self.path.with_name(f"{self.path.stem}-{stamp}-{suffix}{self.path.suffix}")
+        try:
+            self.path.rename(target)
+        except OSError as exc:
+            raise OutputError(f"{self.path}: cannot set the previous journal aside ({exc.strerror or exc})") from None
 
     def read(self) -> JournalContents:
         """The records, read within MAX_JOURNAL_BYTES (FormatError past it; SourceError for a device)."""

@@ -9,8 +9,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
-from mtpinspect.sweep.plan import Plan, PlannedRun, Visit
+from mtpinspect.sweep.plan import Plan, Visit
+from mtpinspect.sweep.prompts import Prompt
 
 # Phases, in the order they happen for one server start.
 BUILD = "build"  # building llama-server (message carries the build step)
@@ -38,14 +40,39 @@ class ProgressEvent:
 ProgressCallback = Callable[[ProgressEvent], None]
 
 
+class _Labelled(Protocol):
+    @property
+    def label(self) -> str: ...
+
+
+class Step(Protocol):
+    """A planned run as progress names it: a sweep's PlannedRun, or a drift pass's request."""
+
+    @property
+    def configuration(self) -> _Labelled: ...
+
+    @property
+    def prompt(self) -> Prompt: ...
+
+    @property
+    def repeat(self) -> int: ...
+
+
+class Stop(Protocol):
+    """A server start as progress names it (a sweep's Visit, a drift pass)."""
+
+    @property
+    def configuration(self) -> _Labelled: ...
+
+
 class ProgressTracker:
     """Counts finished runs and server starts and reports each step to a callback."""
 
-    def __init__(self, plan: Plan, callback: ProgressCallback | None) -> None:
+    def __init__(self, plan: Plan | tuple[int, int], callback: ProgressCallback | None) -> None:
+        """``plan``: a sweep's plan, or (runs, server starts) for another measurement (drift)."""
         self.callback = callback
-        self.total = plan.total_runs
+        self.total, self.visits_left = (plan.total_runs, len(plan.visits)) if isinstance(plan, Plan) else plan
         self.done = 0
-        self.visits_left = len(plan.visits)
         self._started = time.monotonic()
         self._run_seconds: list[float] = []
         self._start_seconds: list[float] = []
@@ -57,7 +84,7 @@ class ProgressTracker:
         per_start = sum(self._start_seconds) / len(self._start_seconds) if self._start_seconds else 0.0
         return (self.total - self.done) * per_run + self.visits_left * per_start
 
-    def emit(self, phase: str, message: str, run: PlannedRun | None = None, visit: Visit | None = None) -> None:
+    def emit(self, phase: str, message: str, run: Step | None = None, visit: Stop | None = None) -> None:
         if self.callback is None:
             return
         config = run.configuration if run is not None else visit.configuration if visit is not None else None
@@ -80,11 +107,15 @@ class ProgressTracker:
         self._start_seconds.append(seconds)
 
     def server_failed(self, visit: Visit, reason: str) -> None:
+        self.start_failed(visit, len(visit.runs), reason)
+
+    def start_failed(self, visit: Stop, runs: int, reason: str) -> None:
+        """A server that did not start: the ``runs`` it was to serve will not run."""
         self.visits_left -= 1
-        self.done += len(visit.runs)
+        self.done += runs
         self.emit(SERVER_FAILED, reason, visit=visit)
 
-    def run_finished(self, run: PlannedRun, seconds: float, message: str) -> None:
+    def run_finished(self, run: Step, seconds: float, message: str) -> None:
         self.done += 1
         self._run_seconds.append(seconds)
         self.emit(RUN_DONE, message, run=run)

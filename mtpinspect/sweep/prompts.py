@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,3 +136,14 @@ def check_unique(prompts: list[Prompt]) -> None:
         if prompt.id in seen:
             raise FormatError(f"prompt id {prompt.id!r} appears twice; ids must be unique across the prompt files")
         seen.add(prompt.id)
+
+
+def prompt_set(source: str | Path | Sequence[Prompt] | None) -> list[Prompt]:
+    """The prompts a measurement runs: the built-in set (None), a file, directory or class, or given ones."""
+    if source is None:
+        return load_builtin()
+    if isinstance(source, (str, Path)):
+        return load_prompts(source)
+    prompts = list(source)
+    check_unique(prompts)
+    return prompts

@@ -20,10 +20,26 @@ from mtpinspect.sweep.plan import BASELINE_ID, Configuration
 from mtpinspect.sweep.records import RunRecord, ServerRecord
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
+# Said after every note: the command that measures which of it holds on the user's own engine.
+DRIFT_POINTER = ("`mtpinspect drift` measures which trigger changes the text on this engine (MTP, batching, a "
+                 "restart, the thread count) and whether each flip is a near-tie or a breakdown.")
 DETERMINISM_NOTE = (
     "Different outputs at temperature 0 are expected, not a bug: verifying a draft runs the model on "
     "several tokens at once, and llama.cpp picks different kernels for different batch sizes, so logits "
     "differ in the last bits and a near-tie can flip (llama.cpp #23335)."
+)
+# What the pinned llama.cpp's CPU backend does (measured with `mtpinspect drift`, docs/drift.md): one
+# build and one set of settings give the same bits every time, restarts included; the thread count and how
+# prompts are batched change them; MTP's verification by itself does not.
+CPU_DETERMINISM_NOTE = (
+    "On CPU, llama-server's temperature-0 text is bit-reproducible for one build and one set of settings, "
+    "restarts included (ggml-cpu splits work by thread index and does no autotuning). It changes with the "
+    "thread count: past 256 context tokens, flash attention for one decoded token splits the KV range into "
+    "one chunk per thread (ggml/src/ggml-cpu/ops.cpp, ggml_compute_forward_flash_attn_ext_f16; n_kv is "
+    "padded to 256 in src/llama-kv-cache.cpp), while MTP's verification of several tokens never takes that "
+    "path, so with -t 1 MTP gives the baseline's text and with more threads it may not. It changes with "
+    "batching: 64 or more query rows take a tiled kernel (GGML_FA_TILE_Q), fewer a per-row one, so prompts "
+    "sent together or cut by -ub differ in the last bits. Near-ties flip; the wording changes, not the quality."
 )
 # The same fact in the words of the engine measured: a vLLM or SGLang sweep has no llama.cpp kernels.
 _ENGINE_DETERMINISM = {
@@ -38,9 +54,12 @@ _ENGINE_DETERMINISM = {
 }
 
 
-def determinism_note(engine: str | None) -> str:
-    """Why texts may differ at temperature 0, for the engine the sweep measured (llama.cpp when none is named)."""
-    return _ENGINE_DETERMINISM.get(engine or "", DETERMINISM_NOTE)
+def determinism_note(engine: str | None, backend: str | None = None) -> str:
+    """Why texts may differ at temperature 0, for the engine and backend measured (llama.cpp when no engine
+    is named; its CPU backend has its own, measured facts), and the command that measures it here."""
+    if engine in (None, "", "llama.cpp") and backend == "cpu":
+        return f"{CPU_DETERMINISM_NOTE} {DRIFT_POINTER}"
+    return f"{_ENGINE_DETERMINISM.get(engine or '', DETERMINISM_NOTE)} {DRIFT_POINTER}"
 
 
 @dataclass(frozen=True)

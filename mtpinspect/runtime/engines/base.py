@@ -217,14 +217,18 @@ def scrape(url: str, timeout: float = METRICS_TIMEOUT_S) -> Metrics | None:
         return None
 
 
-def complete(url: str, model: str, prompt: str, *, max_tokens: int, seed: int, timeout: float) -> Completion:
-    """POST /v1/completions at temperature 0 with a fixed seed, every token generated (ignore_eos).
+def complete(url: str, model: str, prompt: str, *, max_tokens: int, seed: int, timeout: float,
+             logprobs: int = 0) -> Completion:
+    """POST /v1/completions at temperature 0 with a fixed seed, every token generated (ignore_eos); with
+    ``logprobs``, the OpenAI API's top candidates of every token (in ``raw``: choices[0].logprobs).
 
     Decode speed: the engine's own timings when it sends them (llama-server), else completion tokens
     over the request's wall time (vLLM, SGLang: prefill of these short prompts is a few ms of it).
     """
     body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "seed": seed,
             "ignore_eos": True, "stream": False}
+    if logprobs:
+        body["logprobs"] = logprobs
     began = time.perf_counter()
     answer = request("POST", url + "/v1/completions", timeout=timeout, body=json.dumps(body).encode(),
                      headers={"Content-Type": "application/json"})
@@ -283,7 +287,7 @@ class EngineServer(Protocol):
 
     def counters(self) -> Metrics | None: ...
 
-    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float) -> Completion: ...
+    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float, logprobs: int = 0) -> Completion: ...
 
     def log_since(self, offset: int) -> tuple[str, int]: ...
 
@@ -379,10 +383,11 @@ class CommandServer:
         self._check_alive("GET /metrics")
         return scrape(self.url)
 
-    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float) -> Completion:
+    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float, logprobs: int = 0) -> Completion:
         self._check_alive("POST /v1/completions")
         try:
-            return complete(self.url, self.model, prompt, max_tokens=max_tokens, seed=seed, timeout=timeout)
+            return complete(self.url, self.model, prompt, max_tokens=max_tokens, seed=seed, timeout=timeout,
+                            logprobs=logprobs)
         except ServerError:
             self._check_alive("POST /v1/completions")
             raise
@@ -439,8 +444,9 @@ class AttachedServer:
     def counters(self) -> Metrics | None:
         return scrape(self.url)
 
-    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float) -> Completion:
-        return complete(self.url, self.model, prompt, max_tokens=max_tokens, seed=seed, timeout=timeout)
+    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float, logprobs: int = 0) -> Completion:
+        return complete(self.url, self.model, prompt, max_tokens=max_tokens, seed=seed, timeout=timeout,
+                        logprobs=logprobs)
 
     def log_since(self, offset: int) -> tuple[str, int]:
         return "", offset
