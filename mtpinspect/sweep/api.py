@@ -21,7 +21,7 @@ from mtpinspect.files import OWN_NAME_HINT, writable, write_file
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
-from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, ServerArgs
+from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, PARALLEL, ServerArgs
 from mtpinspect.sources.app_stores import AppModel, is_app_source
 from mtpinspect.sources.filenames import sidecar_ggufs
 from mtpinspect.sources.resolve import app_files
@@ -29,11 +29,22 @@ from mtpinspect.sweep.engine_run import EngineContext, run_engine_visit
 from mtpinspect.sweep.engine_setup import EngineInfo, prepare_engine
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
+from mtpinspect.sweep.long_prompt import long_prompts
 from mtpinspect.sweep.machine_load import summarize_load
 from mtpinspect.sweep.options import SweepOptions, check_bounds
-from mtpinspect.sweep.plan import Configuration, Plan, Visit, build_plan, configurations
+from mtpinspect.sweep.plan import (
+    Configuration,
+    Method,
+    Plan,
+    Visit,
+    build_plan,
+    conditions,
+    configurations,
+    parse_method,
+    plan_size,
+)
 from mtpinspect.sweep.plot import write_plot
-from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
+from mtpinspect.sweep.progress import BUILD, NOTE, ProgressCallback, ProgressTracker
 from mtpinspect.sweep.prompts import Prompt, check_unique, load_builtin, load_prompts
 from mtpinspect.sweep.records import (
     RUN_KIND,
@@ -55,7 +66,7 @@ from mtpinspect.sweep.report import (
     Synthetic,
 )
 from mtpinspect.sweep.run import RunContext, run_visit
-from mtpinspect.sweep.statistics import Recommendation, break_even, determinism_note, recommend, summarize
+from mtpinspect.sweep.statistics import Recommendation, break_even, determinism_note, recommend_per_condition, summarize
 from mtpinspect.vocabulary import App, RunStatus, ServerStatus
 
 JOURNAL_NAME = "runs.jsonl"
@@ -102,9 +113,11 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
         model, app = files.model, files.app
         if options.mtp_file is None and files.sidecar is not None and not ServerArgs.of(options.server_args).has(DRAFT_MODEL):
             options = dataclasses.replace(options, mtp_file=files.sidecar)
-    configs = configurations(options.n_max, options.synthetic)
     server_args, mtp_file = _server_args(options)
-    prompts = _prompts(options.prompts)
+    configs = configurations(options.n_max, options.synthetic, _methods(options.methods),
+                             conditions(options.concurrency, options.temperature))
+    prompts = _prompts(options.prompts) + (long_prompts(options.long_prompt) if options.long_prompt else [])
+    check_unique(prompts)
     out_dir = Path(options.out_dir)
     model_path, tiny = _model(model)
     settings = {
@@ -121,6 +134,7 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
     done = {r.key for r in runs_before if r.status == RunStatus.ok}
     plan = build_plan(configs, prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
+    tracker.emit(NOTE, plan_size(plan, options.n_predict).line)
     binary = find_server(
         options.server,
         build=options.build_server,
@@ -158,6 +172,12 @@ def _visit_all(plan: Plan, run: Callable[[Visit, _Context, ProgressTracker], Non
 
 def _run_engine_sweep(model: str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
     """The sweep on any engine: the user's server command per configuration, or a running server."""
+    axes = [name for name, value, default in (("--concurrency", options.concurrency, (1,)),
+                                              ("--temperature", options.temperature, (0.0,)),
+                                              ("--method", options.methods, ("draft-mtp",))) if tuple(value) != default]
+    if axes:
+        raise UsageError(f"{axes[0]}: measured on llama-server started by the sweep only, not with "
+                         "--engine/--serve/--endpoint")
     setup = prepare_engine(model, options)
     prompts = _prompts(options.prompts)
     out_dir = Path(options.out_dir)
@@ -213,7 +233,7 @@ def build_report(
     latest = _latest(runs)
     classes = list(dict.fromkeys(p.prompt_class for p in prompts))
     groups = summarize(latest, servers, configs, classes)
-    recommendation = recommend(groups, classes)
+    recommendation = recommend_per_condition(groups, classes)
     if not recommendation.measured and settings["mtp_file"] is None and "engine" not in settings:
         recommendation = dataclasses.replace(recommendation, reason=recommendation.reason + _sidecar_hint(settings["model"]))
     planned = len(configs) * len(prompts) * options.repeat
@@ -231,8 +251,11 @@ def build_report(
             "n_max": sorted(set(options.n_max)),
             "synthetic": sorted(set(options.synthetic)),
             "prompts": _prompt_source(options.prompts, classes),
-            "temperature": 0.0,
+            "temperature": 0.0 if tuple(options.temperature) == (0.0,) else sorted(set(options.temperature)),
             "workaround": options.workaround,
+            "concurrency": sorted(set(options.concurrency)),
+            "methods": list(dict.fromkeys(options.methods)),
+            "long_prompt": options.long_prompt,
         },
         server=ServerInfo(
             path=str(binary.path),
@@ -341,6 +364,19 @@ def _model(model: Path | None) -> tuple[Path, bool]:
     return path.resolve(), False
 
 
+def _methods(names: Sequence[str]) -> list[tuple[Method, str | None]]:
+    """--method values parsed, a draft model's file resolved (SourceError when it is not there)."""
+    methods = []
+    for name in names:
+        method, file = parse_method(name)
+        if file is not None:
+            if not Path(file).expanduser().is_file():
+                raise SourceError(f"--method {name}: {file}: no such draft model file")
+            file = str(Path(file).expanduser().resolve())
+        methods.append((method, file))
+    return methods
+
+
 def _server_args(options: SweepOptions) -> tuple[ServerArgs, str | None]:
     """Extra llama-server arguments, with a ``-md FILE`` among them taken out as the MTP file."""
     args = ServerArgs.of(options.server_args)
@@ -348,6 +384,8 @@ def _server_args(options: SweepOptions) -> tuple[ServerArgs, str | None]:
     reserved = args.present([*CONFIGURATION_FLAGS, MODEL])
     if reserved:
         raise UsageError(f"{reserved[0]}: the sweep sets this per configuration; use --n-max / --synthetic / MODEL")
+    if tuple(options.concurrency) != (1,) and args.has(PARALLEL):
+        raise UsageError(f"{args.present([PARALLEL])[0]}: --concurrency sets the slots per configuration")
     mtp_file = str(options.mtp_file) if options.mtp_file is not None else None
     draft = args.draft_model
     if draft is not None:
