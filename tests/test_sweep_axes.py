@@ -14,6 +14,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from matplotlib import image as mpimg
 from cliproc import error_line, run_cli
 
 from mtpinspect.errors import UsageError
@@ -263,8 +264,9 @@ def test_methods_side_by_side(server_binary: ServerBinary, tmp_path: Path) -> No
     shutil.copyfile(model, draft)  # the target itself as its draft model: every greedy draft is right
     out = tmp_path / "out"
     methods = ("draft-mtp", "ngram-simple", "ngram-mod", f"draft:{draft}")
-    report = run_sweep(model, _options(server_binary, out, methods=methods))
+    report = run_sweep(model, _options(server_binary, out, methods=methods, plot=True))
     jsonschema.validate(to_jsonable(report), SCHEMA)
+    assert report.files.plot is not None and mpimg.imread(report.files.plot).shape[2] in (3, 4)
     runs, servers = _records(out)
     assert all(r.status == RunStatus.ok for r in runs), [r.error for r in runs]
     by_config = {r.configuration: r for r in runs}
