@@ -264,6 +264,8 @@ def _no_trained_model() -> str | None:
 # The examples -----------------------------------------------------------------------------------------
 
 TIMING = r"\d+(\.\d+)? (s|ms)\b"
+# A sweep's headings, its table header and its files: the rest are measurements, which change from run to run.
+_SWEEP_STABLE = r"^(MTP sweep of|Decode speed|Recommendation|class |runs:|report:|server logs:|-+$)"
 QWEN3_NEXT = "derived/Qwen3-Next-80B-A3B-Thinking-FP8-Dynamic"
 EXAMPLES = [
     Example("check-hub", ("check", QWEN3_NEXT), 0, hub_case("qwen3-next-fp8-dynamic-third-party")),
@@ -286,6 +288,23 @@ EXAMPLES = [
             stable=r"^(MTP sweep of|Recommendation|Files|runs:|report:|plot:|server logs:|-+$)"),
     Example("sweep-tiny", ("sweep", "model.gguf", "--n-max", "1,3", "--repeat", "1", "--", "-t", "1"), 0, tiny_model,
             server=True, stable=r"^(MTP sweep of|[A-Z][\w ,()\[\]-]+$|class |runs:|report:|plot:|server logs:)"),
+    # The serving-condition axes (issue 33), each on the built-in model with short settings.
+    Example("sweep-concurrency", ("sweep", "--prompts", "code", "--n-max", "2", "--repeat", "1", "--n-predict", "32",
+                                  "--concurrency", "1,4", "--no-plot"), 0, server=True, own_cache=False,
+            needs=_no_trained_model, keep=sections("Decode speed and acceptance", "Recommendation", first=2),
+            stable=_SWEEP_STABLE),
+    Example("sweep-temperature", ("sweep", "--prompts", "code", "--n-max", "2", "--repeat", "2", "--n-predict", "32",
+                                  "--temperature", "0,0.8", "--no-plot"), 0, server=True, own_cache=False,
+            needs=_no_trained_model, keep=sections("Decode speed and acceptance", "Recommendation", first=2),
+            stable=_SWEEP_STABLE),
+    Example("sweep-methods", ("sweep", "--prompts", "code", "--n-max", "2", "--repeat", "1", "--n-predict", "32",
+                              "--method", "draft-mtp,ngram-simple,ngram-mod", "--no-plot"), 0, server=True,
+            own_cache=False, needs=_no_trained_model,
+            keep=sections("Decode speed and acceptance", "Recommendation", first=2), stable=_SWEEP_STABLE),
+    Example("sweep-long-prompt", ("sweep", "--prompts", "code", "--n-max", "2", "--repeat", "1", "--n-predict", "16",
+                                  "--long-prompt", "2000", "--no-plot"), 0, server=True, own_cache=False,
+            needs=_no_trained_model, keep=sections("Decode speed and acceptance", "Recommendation", first=2),
+            stable=_SWEEP_STABLE),
     Example("diagnose-log", ("diagnose", "--log", "cases/logs/vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), 1,
             copy_log("vllm-qwen3-next-fp8-dynamic-mtp-zero.log")),
     Example("diagnose-codes", ("diagnose", "--codes", "--format", "md"), 0, markdown=True),

@@ -14,8 +14,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from matplotlib import image as mpimg
 from cliproc import error_line, run_cli
+from matplotlib import image as mpimg
 
 from mtpinspect.errors import UsageError
 from mtpinspect.jsonable import to_jsonable
