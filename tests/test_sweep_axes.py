@@ -157,7 +157,8 @@ def test_the_recommendation_is_per_condition_and_names_the_method() -> None:
     recommendation = recommend_per_condition(groups, ["code"])
     assert (recommendation.n_max, recommendation.method) == (2, "draft-mtp")
     assert recommendation.summary == ("at 1 request, temperature 0: n-max 2; at 4 concurrent, temperature 0: "
-                                      "ngram-simple n-max 2; at 8 concurrent, temperature 0: off")
+                                      "ngram-simple n-max 2; at 8 concurrent, temperature 0: off; speculative "
+                                      "decoding stops paying from 8 concurrent requests at temperature 0")
     assert [(c.concurrency, c.n_max, c.method) for c in recommendation.per_condition] == [
         (1, 2, "draft-mtp"), (4, 2, "ngram-simple"), (8, None, None)]
     jsonschema.validate(to_jsonable(recommendation), SCHEMA["properties"]["recommendation"] | {"$defs": SCHEMA["$defs"]})
@@ -297,3 +298,11 @@ def test_long_prompts_time_to_first_token(server_binary: ServerBinary, tmp_path:
     short = next(g for g in report.results if g.prompt_class == "code" and g.n_max is None)
     assert short.ttft_ms is not None and long_groups[0].ttft_ms is not None
     assert long_groups[0].ttft_ms.median > short.ttft_ms.median  # a thousand tokens take longer than four
+
+
+def test_no_stop_is_named_when_mtp_only_pays_under_load() -> None:
+    groups = _compared([_group(1, 0.0, None, 100), _group(1, 0.0, 2, 90), _group(4, 0.0, None, 100),
+                        _group(4, 0.0, 2, 150)])
+    recommendation = recommend_per_condition(groups, ["code"])
+    assert recommendation.summary == "at 1 request, temperature 0: off; at 4 concurrent, temperature 0: n-max 2"
+    assert recommendation.n_max is None  # the single greedy request's recommendation stays the overall one

@@ -343,8 +343,26 @@ def recommend_per_condition(groups: Sequence[GroupStats], classes: Sequence[str]
         ConditionRecommendation(n, t, _short(r, groups), r.n_max, r.method, r.reason) for (n, t), r in results.items()
     ]
     summary = "; ".join(f"at {Condition(c.concurrency, c.temperature).label}: {c.setting}" for c in per_condition)
+    summary += "".join(_stops_paying(per_condition))
     main = results.get((1, 0.0), results[order[0]])
     return dataclasses.replace(main, per_condition=per_condition, summary=summary)
+
+
+def _stops_paying(per_condition: Sequence[ConditionRecommendation]) -> list[str]:
+    """Per temperature, the fewest requests at once from which no speculative setting pays any more, after
+    fewer requests where one did: the batch a verification step adds to is already full."""
+    notes = []
+    for temperature in dict.fromkeys(c.temperature for c in per_condition):
+        ladder = sorted((c for c in per_condition if c.temperature == temperature), key=lambda c: c.concurrency)
+        paid = False
+        for index, choice in enumerate(ladder):
+            if choice.n_max is not None:
+                paid = True
+            elif paid and choice.setting == "off" and all(c.n_max is None for c in ladder[index:]):
+                notes.append(f"; speculative decoding stops paying from {choice.concurrency} concurrent requests"
+                             f" at temperature {temperature:g}")
+                break
+    return notes
 
 
 def _short(recommendation: Recommendation, groups: Sequence[GroupStats]) -> str:
