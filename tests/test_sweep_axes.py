@@ -306,3 +306,20 @@ def test_no_stop_is_named_when_mtp_only_pays_under_load() -> None:
     recommendation = recommend_per_condition(groups, ["code"])
     assert recommendation.summary == "at 1 request, temperature 0: off; at 4 concurrent, temperature 0: n-max 2"
     assert recommendation.n_max is None  # the single greedy request's recommendation stays the overall one
+
+
+def test_a_report_that_recommends_another_method_gives_apps_no_mtp_n_max(tmp_path: Path) -> None:
+    from mtpinspect.errors import FormatError
+    from mtpinspect.jsonable import schema_header
+    from mtpinspect.sweep.report import read_recommendation
+
+    path = tmp_path / "report.json"
+    document = {**schema_header("sweep"), "model": "m.gguf",
+                "recommendation": {"n_max": 3, "reason": "ngram-mod n-max 3 is fastest", "measured": True,
+                                   "method": "ngram-mod"}}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(FormatError, match="recommends ngram-mod, not an MTP n-max"):
+        read_recommendation(path)
+    document["recommendation"]["method"] = "draft-mtp"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert read_recommendation(path).n_max == 3

@@ -109,6 +109,10 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
         return _run_engine_sweep(None if model is None else str(model), options, progress)
     app: AppModel | None = None
     if isinstance(model, str) and is_app_source(model):
+        if tuple(options.methods) != ("draft-mtp",):
+            # The recommendation becomes the app's MTP setting, which another method's n-max is not.
+            raise UsageError(f"--method {','.join(options.methods)}: {model} is swept for its app's MTP setting; "
+                             "compare methods on its GGUF file")
         files = app_files(model)
         model, app = files.model, files.app
         if options.mtp_file is None and files.sidecar is not None and not ServerArgs.of(options.server_args).has(DRAFT_MODEL):
