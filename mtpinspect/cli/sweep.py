@@ -324,7 +324,7 @@ def render(report: SweepReport, out: Output) -> None:
         out.text("expected = 1 + a + ... + a^n with a = the first position's acceptance: the mean length if every "
                  "deeper draft token were accepted as often; a measured mean length below it means acceptance "
                  "decays with the draft position.")
-    _render_determinism(report, real, out)
+    _render_determinism(report, [g for g in real if not g.temperature], out)
     if report.synthetic is not None:
         _render_synthetic(report, out)
     if report.failures:
@@ -396,7 +396,9 @@ def _summary_rows(groups: Sequence[GroupStats], settings: dict[str, Any] | None 
             row["prompt tokens"] = g.prompt_tokens
         row.update({
             "peak RSS": _mib(g.rss_peak_bytes),
-            "same text": g.identical_to_baseline if g.n_max is not None else g.repeats_identical,
+            # Sampled text differs from seed to seed and with drafting: only greedy text is compared.
+            "same text": None if g.temperature else (g.identical_to_baseline if g.n_max is not None
+                                                     else g.repeats_identical),
             "runs": f"{g.runs}" + (f" (+{g.failed} failed)" if g.failed else ""),
         })
         rows.append(row)
