@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 import pytest
 from cliproc import error_line, run_cli
+from gguf_factory import write_gguf
 from matplotlib import image as mpimg
 
 from mtpinspect.errors import UsageError
@@ -168,6 +169,12 @@ def test_one_condition_keeps_the_recommendation_as_before() -> None:
     recommendation = recommend_per_condition(_compared([_group(1, 0.0, None, 100), _group(1, 0.0, 3, 150)]), ["code"])
     assert recommendation.per_condition == [] and recommendation.summary is None
     assert recommendation.reason.startswith("n-max 3 is fastest beyond noise in 1 of 1 classes")
+
+
+def test_the_recommended_temperature_comes_from_the_gguf_first(tmp_path: Path) -> None:
+    model = write_gguf(tmp_path / "model.gguf", arch="glm4moe", metadata={"general.sampling.temp": 0.6})
+    (tmp_path / "generation_config.json").write_text('{"temperature": 1.0}', encoding="utf-8")
+    assert recommended_temperature(model) == pytest.approx(0.6)
 
 
 def test_the_recommended_temperature_comes_from_generation_config(tmp_path: Path) -> None:
