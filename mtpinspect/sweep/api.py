@@ -131,6 +131,13 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
         "seed": options.seed,
         "server_args": list(server_args.args),
     }
+    # What the run ids do not name: a resumed sweep with another long prompt or draft model measures anew.
+    # Only when used, so a plain sweep's journal still matches.
+    if options.long_prompt is not None:
+        settings["long_prompt"] = options.long_prompt
+    draft_files = sorted({c.draft_file for c in configs if c.draft_file})
+    if draft_files:
+        settings["draft_files"] = draft_files
     journal = Journal(out_dir / JOURNAL_NAME)
     if not options.resume:
         _set_aside(journal)
