@@ -316,8 +316,9 @@ def render(report: SweepReport, out: Output) -> None:
     )
     _render_machine_load(report, out)
     real = [g for g in report.results if g.synthetic is None]
-    out.table(_summary_rows(real, report.settings),
-              title="Decode speed and acceptance (median [min-max] over prompts, rounds and seeds)")
+    sampled = any(g.temperature for g in real)
+    over = "prompts, rounds and seeds" if sampled else "prompts and rounds"
+    out.table(_summary_rows(real, report.settings), title=f"Decode speed and acceptance (median [min-max] over {over})")
     drafting = [g for g in real if g.n_max is not None and g.drafts]
     if drafting:
         out.table(_position_rows(drafting), title="Per-position acceptance (share of verification steps)")
