@@ -75,6 +75,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-serving-axes-"))
+    out.mkdir(parents=True, exist_ok=True)
     model = None
     if args.heavy:
         (model,) = write_tiny_model(out / "heavy-mtp.gguf", spec_for_size("heavy", acceptance="perfect"))
