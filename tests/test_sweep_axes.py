@@ -330,3 +330,12 @@ def test_a_report_that_recommends_another_method_gives_apps_no_mtp_n_max(tmp_pat
     document["recommendation"]["method"] = "draft-mtp"
     path.write_text(json.dumps(document), encoding="utf-8")
     assert read_recommendation(path).n_max == 3
+
+
+def test_an_eta_before_the_first_run_from_earlier_runs() -> None:
+    size = plan_size(build_plan(configurations([2]), PROMPTS, 1), n_predict=10)
+    assert "the ETA follows the first runs" in size.line
+    assert size.with_history(None, 1.0, "x") == size
+    timed = size.with_history(0.5, 2.0, "from 4 earlier runs in runs.jsonl")
+    assert timed.eta_seconds == 4 * 10 * 0.5 + 2 * 2.0  # 4 requests of 10 tokens, 2 server starts
+    assert "ETA about 24s (from 4 earlier runs in runs.jsonl)" in timed.line

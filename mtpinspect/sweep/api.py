@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from mtpinspect.apps import app_setting, ollama_create_command, ollama_n_max
-from mtpinspect.errors import OutputError, SourceError, UsageError
+from mtpinspect.errors import MtpinspectError, OutputError, SourceError, UsageError
 from mtpinspect.files import OWN_NAME_HINT, writable, write_file
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
@@ -139,13 +139,14 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
     if draft_files:
         settings["draft_files"] = draft_files
     journal = Journal(out_dir / JOURNAL_NAME)
+    history = _history(journal, settings["model"])  # read before a fresh sweep sets the journal aside
     if not options.resume:
         _set_aside(journal)
     runs_before, _, _, _ = _matching(journal, settings, configs, prompts, options.repeat)
     done = {r.key for r in runs_before if r.status == RunStatus.ok}
     plan = build_plan(configs, prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
-    tracker.emit(NOTE, plan_size(plan, options.n_predict).line)
+    tracker.emit(NOTE, plan_size(plan, options.n_predict).with_history(*history).line)
     binary = find_server(
         options.server,
         build=options.build_server,
@@ -373,6 +374,27 @@ def _model(model: Path | None) -> tuple[Path, bool]:
     if not path.is_file():
         raise SourceError(f"{model}: no such model file")
     return path.resolve(), False
+
+
+def _history(journal: Journal, model: str) -> tuple[float | None, float | None, str]:
+    """Seconds per generated token and per server start of the earlier runs of ``model`` in the journal
+    (any settings): what an ETA before the first run can rest on."""
+    if not journal.path.is_file():
+        return None, None, ""
+    try:
+        records = [r for r in journal.read().records if isinstance(r.get("settings"), dict)
+                   and r["settings"].get("model") == model]
+    except MtpinspectError:
+        return None, None, ""
+    runs = [r for r in records if r.get("kind") == RUN_KIND and r.get("status") == RunStatus.ok
+            and isinstance(r.get("wall_seconds"), (int, float)) and isinstance(r.get("predicted_n"), int)]
+    tokens = sum(r["predicted_n"] for r in runs)
+    starts = [r["startup_seconds"] for r in records if r.get("kind") == SERVER_KIND
+              and isinstance(r.get("startup_seconds"), (int, float))]
+    if not tokens:
+        return None, None, ""
+    per_start = sum(starts) / len(starts) if starts else None
+    return sum(r["wall_seconds"] for r in runs) / tokens, per_start, f"from {len(runs)} earlier runs in {journal.path.name}"
 
 
 def _methods(names: Sequence[str]) -> list[tuple[Method, str | None]]:

@@ -16,6 +16,7 @@ less protection against drift.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from mtpinspect.runtime.flags import (
 )
 from mtpinspect.sweep.options import LLAMA_SEED_RANDOM, N_MAX_BOUND, REPEAT_BOUND, check_rate
 from mtpinspect.sweep.prompts import Prompt
+from mtpinspect.units import duration
 
 BASELINE_ID = "baseline"
 ORDERS = ("rounds", "grouped")
@@ -299,14 +301,27 @@ class PlanSize:
     server_starts: int
     tokens: int  # tokens the requests generate, the bulk of the time on a slow machine
     factors: tuple[tuple[str, int], ...]  # (what, how many) whose product is the full plan's runs
+    # From earlier runs of the same model on this machine (with_history), else None: known after the first runs.
+    eta_seconds: float | None = None
+    eta_basis: str | None = None
 
     @property
     def line(self) -> str:
         product = " x ".join(f"{count} {what}" for what, count in self.factors)
         trims = [_TRIMS[what] for what, count in sorted(self.factors, key=lambda f: -f[1]) if count > 1 and what in _TRIMS]
         trim = f"; to trim: {', '.join(trims[:3])}" if trims else ""
+        eta = (f"ETA about {duration(self.eta_seconds)} ({self.eta_basis})" if self.eta_seconds is not None
+               else "the ETA follows the first runs")
         return (f"plan: {self.runs} runs ({product}), {self.requests} requests, {self.server_starts} server starts, "
-                f"{self.tokens:,} tokens to generate; the ETA follows the first runs{trim}")
+                f"{self.tokens:,} tokens to generate; {eta}{trim}")
+
+    def with_history(self, seconds_per_token: float | None, seconds_per_start: float | None, basis: str) -> PlanSize:
+        """The size with an ETA from earlier measurements: generated tokens and server starts, each at the
+        time they took before (the warm-ups and the prompts ride on those averages)."""
+        if seconds_per_token is None:
+            return self
+        eta = self.tokens * seconds_per_token + self.server_starts * (seconds_per_start or 0.0)
+        return dataclasses.replace(self, eta_seconds=eta, eta_basis=basis)
 
 
 _TRIMS = {
