@@ -274,6 +274,8 @@ def _no_trained_model() -> str | None:
 # The examples -----------------------------------------------------------------------------------------
 
 TIMING = r"\d+(\.\d+)? (s|ms)\b"
+# A sweep's headings, its table header and its files: the rest are measurements, which change from run to run.
+_SWEEP_STABLE = r"^(MTP sweep of|Decode speed|Recommendation|class |runs:|report:|server logs:|-+$)"
 QWEN3_NEXT = "derived/Qwen3-Next-80B-A3B-Thinking-FP8-Dynamic"
 EXAMPLES = [
     Example("check-hub", ("check", QWEN3_NEXT), 0, hub_case("qwen3-next-fp8-dynamic-third-party")),
@@ -311,6 +313,24 @@ EXAMPLES = [
             needs=_no_trained_model, timeout=TIMEOUT, volatile=(r"\b0\.\d{3}\b",),
             stable=r"^(Temperature-0 drift of|Triggers|trigger |the same server twice|MTP n-max 1 vs baseline|"
                    r"a restart|Answer|Files|answers:|report:|server logs:)"),
+    # The serving-condition axes (issue 33), each on the built-in model with short settings.
+    Example("sweep-concurrency", ("sweep", "--prompts", "code", "--n-max", "2", "--repeat", "1", "--n-predict", "32",
+                                  "--concurrency", "1,4", "--no-plot"), 0, server=True, own_cache=False,
+            needs=_no_trained_model, keep=sections("Decode speed and acceptance", "Recommendation", first=2),
+            stable=_SWEEP_STABLE, timeout=TIMEOUT),
+    Example("sweep-temperature", ("sweep", "--prompts", "code", "--n-max", "2", "--repeat", "2", "--n-predict", "32",
+                                  "--temperature", "0,0.8", "--no-plot"), 0, server=True, own_cache=False,
+            needs=_no_trained_model, keep=sections("Decode speed and acceptance", "Recommendation", first=2),
+            stable=_SWEEP_STABLE, timeout=TIMEOUT),
+    Example("sweep-methods", ("sweep", "--prompts", "code", "--n-max", "2", "--repeat", "1", "--n-predict", "32",
+                              "--method", "draft-mtp,ngram-simple,ngram-mod", "--no-plot"), 0, server=True,
+            own_cache=False, needs=_no_trained_model,
+            keep=sections("Decode speed and acceptance", "Recommendation", first=2), stable=_SWEEP_STABLE,
+            timeout=TIMEOUT),
+    Example("sweep-long-prompt", ("sweep", "--prompts", "code", "--n-max", "2", "--repeat", "1", "--n-predict", "16",
+                                  "--long-prompt", "2000", "--no-plot"), 0, server=True, own_cache=False,
+            needs=_no_trained_model, keep=sections("Decode speed and acceptance", "Recommendation", first=2),
+            stable=_SWEEP_STABLE, timeout=TIMEOUT),
     Example("diagnose-log", ("diagnose", "--log", "cases/logs/vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), 1,
             copy_log("vllm-qwen3-next-fp8-dynamic-mtp-zero.log")),
     Example("diagnose-mtp-bench", ("diagnose", "--log", "mtp-bench.txt"), 0, mtp_bench_output),

@@ -25,8 +25,17 @@ from mtpinspect.runtime.n_max import measured_here
 from mtpinspect.sources.app_stores import is_app_source
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.api import JOURNAL_NAME
-from mtpinspect.sweep.options import N_MAX_BOUND, N_PREDICT_BOUND, REPEAT_BOUND, SEED_BOUND
+from mtpinspect.sweep.options import (
+    CONCURRENCY_BOUND,
+    LONG_PROMPT_BOUND,
+    N_MAX_BOUND,
+    N_PREDICT_BOUND,
+    REPEAT_BOUND,
+    SEED_BOUND,
+)
+from mtpinspect.sweep.plan import Condition
 from mtpinspect.sweep.report import SweepReport
+from mtpinspect.sweep.sampling import RECOMMENDED, recommended_temperature
 from mtpinspect.sweep.statistics import GroupStats
 from mtpinspect.vocabulary import Engine, Reasoning, RequestKind, WorkaroundMode
 
@@ -39,6 +48,16 @@ def _numbers(text: str, kind: type, option: str) -> tuple:
     if not values:
         raise UsageError(f"{option}: give at least one value")
     return values
+
+
+def _temperatures(text: str, model: str | None) -> tuple[float, ...]:
+    """--temperature values, 'recommended' replaced by the model's own (UsageError when it gives none)."""
+    values = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        values += [recommended_temperature(model)] if part == RECOMMENDED else list(_numbers(part, float, "--temperature"))
+    if not values:
+        raise UsageError("--temperature: give at least one value")
+    return tuple(values)
 
 
 @click.command("sweep", cls=ServerArgsCommand)
@@ -104,6 +123,20 @@ def _numbers(text: str, kind: type, option: str) -> tuple:
                    "(--n-max N: its draft length, else read from its counters).")
 @click.option("--baseline-endpoint", "baseline_endpoint", metavar="URL", type=EndpointUrl(), default=None,
               help="With --endpoint: a running server of the same model without speculative decoding.")
+@click.option("--concurrency", metavar="LIST", default="1", show_default=True,
+              help=f"Requests at once, comma-separated ({CONCURRENCY_BOUND.shown}): each value runs every configuration "
+                   "on a server with that many slots (-np) and sends that many requests together; per-request and "
+                   "total tok/s, and the recommendation per value.")
+@click.option("--temperature", metavar="LIST", default="0", show_default=True,
+              help="Sampling temperatures, comma-separated; 'recommended' is the model's own (GGUF general.sampling.temp "
+                   "or generation_config.json beside it). Above 0 each round samples with other seeds (--repeat "
+                   "seeds per prompt), and the min-max range is the spread over them.")
+@click.option("--method", "methods", metavar="LIST", default="draft-mtp", show_default=True,
+              help="Speculative methods side by side, each at every --n-max: draft-mtp, ngram-simple, ngram-mod, "
+                   "draft:FILE (a separate draft model). The recommendation names the best per prompt class.")
+@click.option("--long-prompt", "long_prompt", type=int, default=None, metavar="TOKENS",
+              help=f"Add a 'long' prompt class of about TOKENS tokens ({LONG_PROMPT_BOUND.shown}; a document to "
+                   "summarise, code to edit): time to first token and prompt tok/s with and without MTP.")
 @click.pass_context
 def command(
     ctx: click.Context,
@@ -132,6 +165,10 @@ def command(
     serve_baseline: str | None,
     endpoint: str | None,
     baseline_endpoint: str | None,
+    concurrency: str,
+    temperature: str,
+    methods: str,
+    long_prompt: int | None,
 ) -> int:
     """Measure MTP on this machine: baseline and each n-max, with a recommendation.
 
@@ -176,6 +213,10 @@ def command(
         request=RequestKind(request),
         reasoning=Reasoning(reasoning),
         mtp_bench_json=mtp_bench_json,
+        concurrency=_numbers(concurrency, int, "--concurrency"),
+        temperature=_temperatures(temperature, model),
+        methods=tuple(part.strip() for part in methods.split(",") if part.strip()) or ("draft-mtp",),
+        long_prompt=long_prompt,
     )
     out = Output(fmt)
     bar = ProgressBar(out.errors)
@@ -218,9 +259,11 @@ def render(report: SweepReport, out: Output) -> None:
     out.heading(f"MTP sweep of {report.model}")
     server = (f"{report.engine.engine.value} {report.server.version}" if report.engine is not None
               else f"llama-server {report.server.version} ({report.server.backend}{_origin(report.server.origin)})")
+    temperature = report.settings["temperature"]
+    temperatures = ", ".join(f"{t:g}" for t in temperature) if isinstance(temperature, list) else f"{temperature:g}"
     out.text(
         f"{server}; n_predict {report.settings['n_predict']}, "
-        f"seed {report.settings['seed']}, temperature 0, {report.settings['repeat']} round(s); "
+        f"seed {report.settings['seed']}, temperature {temperatures}, {report.settings['repeat']} round(s); "
         f"{report.runs.ok} of {report.runs.planned} runs measured"
         + (f", {report.runs.resumed} from an earlier invocation" if report.runs.resumed else "")
     )
@@ -228,14 +271,16 @@ def render(report: SweepReport, out: Output) -> None:
         out.text(f"requests: {report.request.sent} ({report.request.why})")
     _render_machine_load(report, out)
     real = [g for g in report.results if g.synthetic is None]
-    out.table(_summary_rows(real), title="Decode speed and acceptance (median [min-max] over prompts and rounds)")
+    sampled = any(g.temperature for g in real)
+    over = "prompts, rounds and seeds" if sampled else "prompts and rounds"
+    out.table(_summary_rows(real, report.settings), title=f"Decode speed and acceptance (median [min-max] over {over})")
     drafting = [g for g in real if g.n_max is not None and g.drafts]
     if drafting:
         out.table(_position_rows(drafting), title="Per-position acceptance (share of verification steps)")
         out.text("expected = 1 + a + ... + a^n with a = the first position's acceptance: the mean length if every "
                  "deeper draft token were accepted as often; a measured mean length below it means acceptance "
                  "decays with the draft position.")
-    _render_determinism(report, real, out)
+    _render_determinism(report, [g for g in real if not g.temperature], out)
     if report.synthetic is not None:
         _render_synthetic(report, out)
     if report.failures:
@@ -246,6 +291,10 @@ def render(report: SweepReport, out: Output) -> None:
     for choice in report.recommendation.per_class:
         out.text(f"{choice.prompt_class}: {choice.reason}")
     out.text(f"overall: {report.recommendation.reason}")
+    for condition in report.recommendation.per_condition:
+        out.text(f"at {Condition(condition.concurrency, condition.temperature).label}: {condition.reason}")
+    if report.recommendation.summary:
+        out.text(f"per condition: {report.recommendation.summary}")
     if report.recommendation.measured and report.engine is None:
         out.text(measured_here(str(report.files.report)))
     if report.engine is not None:
@@ -274,24 +323,41 @@ def _mib(value: int | None) -> str | None:
     return None if value is None else f"{value / 2**20:,.0f} MiB"
 
 
-def _summary_rows(groups: Sequence[GroupStats]) -> list[dict[str, Any]]:
+def _summary_rows(groups: Sequence[GroupStats], settings: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    settings = settings or {}
+    concurrent = any(n != 1 for n in settings.get("concurrency", [1]))
+    long_prompts = settings.get("long_prompt") is not None
     rows = []
     for g in groups:
         speedup = None
         if g.speedup is not None:
             speedup = f"{g.speedup:.2f}x" + (" (noise)" if g.within_noise else "")
-        rows.append({
+        row: dict[str, Any] = {
             "class": g.prompt_class,
             "config": g.shown_label,
             "tok/s": _speed(g) if g.runs else (f"failed: {g.error}" if g.error else "not run"),
+        }
+        if concurrent:
+            row["total tok/s"] = None if g.total_tokens_per_second is None else f"{g.total_tokens_per_second.median:.1f}"
+        row.update({
             "speedup": speedup,
             "acceptance": g.acceptance,
             "mean len": g.mean_length,
             "expected": g.expected_length,
+            "TTFT": None if g.ttft_ms is None else f"{g.ttft_ms.median:.0f} ms",
+        })
+        if long_prompts:
+            prompt = g.prompt_tokens_per_second
+            row["prompt tok/s"] = None if prompt is None else f"{prompt.median:.0f}"
+            row["prompt tokens"] = g.prompt_tokens
+        row.update({
             "peak RSS": _mib(g.rss_peak_bytes),
-            "same text": g.identical_to_baseline if g.n_max is not None else g.repeats_identical,
+            # Sampled text differs from seed to seed and with drafting: only greedy text is compared.
+            "same text": None if g.temperature else (g.identical_to_baseline if g.n_max is not None
+                                                     else g.repeats_identical),
             "runs": f"{g.runs}" + (f" (+{g.failed} failed)" if g.failed else ""),
         })
+        rows.append(row)
     return rows
 
 
@@ -335,6 +401,13 @@ def _csv_rows(groups: Sequence[GroupStats]) -> list[dict[str, Any]]:
             "first_divergence": g.first_divergence,
             "error": g.error,
             "workaround": g.workaround,
+            "method": g.method,
+            "concurrency": g.concurrency,
+            "temperature": g.temperature,
+            "ttft_ms_median": g.ttft_ms.median if g.ttft_ms else None,
+            "total_tokens_per_second_median": g.total_tokens_per_second.median if g.total_tokens_per_second else None,
+            "prompt_tokens_per_second_median": g.prompt_tokens_per_second.median if g.prompt_tokens_per_second else None,
+            "prompt_tokens": g.prompt_tokens,
         })
     return rows
 

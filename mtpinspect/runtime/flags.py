@@ -50,6 +50,13 @@ CACHE_TYPE_K = Flag(("-ctk", "--cache-type-k"))
 CACHE_TYPE_V = Flag(("-ctv", "--cache-type-v"))
 SYNTH_RATES = Flag(("--spec-synth-rates",))
 SYNTH_LEN = Flag(("--spec-synth-len",))
+# The draft length of the n-gram methods: each has its own flag, --spec-draft-n-max does not reach them
+# (common/speculative.cpp builds ngram-simple with ngram_simple.size_m, ngram-mod with ngram_mod.n_max).
+NGRAM_SIMPLE_SIZE_M = Flag(("--spec-ngram-simple-size-m",))
+NGRAM_MOD_N_MAX = Flag(("--spec-ngram-mod-n-max",))
+# Drafts shorter than this are dropped by ngram-mod (default 48, above most n-max values swept).
+NGRAM_MOD_N_MIN = Flag(("--spec-ngram-mod-n-min",))
+NGRAM_MOD_N_MIN_DEFAULT = 48
 
 # Flags that MTP crash workarounds change (runtime/workarounds.py).
 BATCH = Flag(("-b", "--batch-size"))
@@ -68,7 +75,7 @@ LAUNCHER_FLAGS = (MODEL, HOST, PORT)
 # The flags that choose a speculative configuration.
 SPEC_FLAGS = (SPEC_TYPE, N_MAX, DRAFT_MODEL)
 # What a sweep sets per configuration (a synthetic run adds the --spec-synth-* pair).
-CONFIGURATION_FLAGS = (SPEC_TYPE, N_MAX, SYNTH_RATES, SYNTH_LEN)
+CONFIGURATION_FLAGS = (SPEC_TYPE, N_MAX, SYNTH_RATES, SYNTH_LEN, NGRAM_SIMPLE_SIZE_M, NGRAM_MOD_N_MAX, NGRAM_MOD_N_MIN)
 
 # Accepted --spec-type values (common/speculative.cpp); `mtp` is not one of them.
 SPEC_TYPES = frozenset({
@@ -76,6 +83,8 @@ SPEC_TYPES = frozenset({
     "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache",
 })
 MTP_SPEC_TYPE = "draft-mtp"
+# A separate draft model (-md FILE): the classic draft-and-verify method, not MTP.
+DRAFT_SPEC_TYPE = "draft-simple"
 
 
 class ServerArgs(tuple[str, ...]):

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import TypeVar
 
 from mtpinspect.apps import app_setting, ollama_create_command, ollama_n_max
-from mtpinspect.errors import OutputError, SourceError, UsageError
+from mtpinspect.errors import MtpinspectError, OutputError, SourceError, UsageError
 from mtpinspect.files import OWN_NAME_HINT, writable, write_file
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
-from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, Flag, ServerArgs
+from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, PARALLEL, Flag, ServerArgs
 from mtpinspect.sources.app_stores import AppModel, is_app_source
 from mtpinspect.sources.filenames import sidecar_ggufs
 from mtpinspect.sources.resolve import app_files
@@ -28,14 +28,25 @@ from mtpinspect.sweep.engine_run import EngineContext, run_engine_visit
 from mtpinspect.sweep.engine_setup import EngineInfo, prepare_engine
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
+from mtpinspect.sweep.long_prompt import long_prompts
 from mtpinspect.sweep.machine_load import summarize_load
 from mtpinspect.sweep.model import model_file
 from mtpinspect.sweep.mtp_bench import write_bench_files
 from mtpinspect.sweep.options import SweepOptions, check_bounds
-from mtpinspect.sweep.plan import Configuration, Plan, Visit, build_plan, configurations
+from mtpinspect.sweep.plan import (
+    Configuration,
+    Method,
+    Plan,
+    Visit,
+    build_plan,
+    conditions,
+    configurations,
+    parse_method,
+    plan_size,
+)
 from mtpinspect.sweep.plot import write_plot
-from mtpinspect.sweep.progress import BUILD, ProgressCallback, ProgressTracker
-from mtpinspect.sweep.prompts import Prompt, prompt_set
+from mtpinspect.sweep.progress import BUILD, NOTE, ProgressCallback, ProgressTracker
+from mtpinspect.sweep.prompts import Prompt, check_unique, prompt_set
 from mtpinspect.sweep.records import (
     RUN_KIND,
     SERVER_KIND,
@@ -57,7 +68,7 @@ from mtpinspect.sweep.report import (
 )
 from mtpinspect.sweep.request import RequestWay, model_template, resolve
 from mtpinspect.sweep.run import RunContext, run_visit
-from mtpinspect.sweep.statistics import Recommendation, break_even, determinism_note, recommend, summarize
+from mtpinspect.sweep.statistics import Recommendation, break_even, determinism_note, recommend_per_condition, summarize
 from mtpinspect.vocabulary import App, Reasoning, RequestKind, RunStatus, ServerStatus
 
 JOURNAL_NAME = "runs.jsonl"
@@ -100,13 +111,21 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
         return _run_engine_sweep(None if model is None else str(model), options, progress)
     app: AppModel | None = None
     if isinstance(model, str) and is_app_source(model):
+        if tuple(options.methods) != ("draft-mtp",):
+            # The recommendation becomes the app's MTP setting, which another method's n-max is not.
+            raise UsageError(f"--method {','.join(options.methods)}: {model} is swept for its app's MTP setting; "
+                             "compare methods on its GGUF file")
         files = app_files(model)
         model, app = files.model, files.app
         if options.mtp_file is None and files.sidecar is not None and not ServerArgs.of(options.server_args).has(DRAFT_MODEL):
             options = dataclasses.replace(options, mtp_file=files.sidecar)
-    configs = configurations(options.n_max, options.synthetic)
     server_args, mtp_file = split_server_args(options.server_args, options.mtp_file)
-    prompts = prompt_set(options.prompts)
+    if tuple(options.concurrency) != (1,) and server_args.has(PARALLEL):
+        raise UsageError(f"{server_args.present([PARALLEL])[0]}: --concurrency sets the slots per configuration")
+    configs = configurations(options.n_max, options.synthetic, _methods(options.methods),
+                             conditions(options.concurrency, options.temperature))
+    prompts = prompt_set(options.prompts) + (long_prompts(options.long_prompt) if options.long_prompt else [])
+    check_unique(prompts)
     out_dir = Path(options.out_dir)
     model_path, tiny = model_file(model)
     request = resolve(model_template(model_path), options.request, options.reasoning)
@@ -118,13 +137,22 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
         "server_args": list(server_args.args),
         **_request_settings(request),
     }
+    # What the run ids do not name: a resumed sweep with another long prompt or draft model measures anew.
+    # Only when used, so a plain sweep's journal still matches.
+    if options.long_prompt is not None:
+        settings["long_prompt"] = options.long_prompt
+    draft_files = sorted({c.draft_file for c in configs if c.draft_file})
+    if draft_files:
+        settings["draft_files"] = draft_files
     journal = Journal(out_dir / JOURNAL_NAME)
+    history = _history(journal, settings["model"])  # read before a fresh sweep sets the journal aside
     if not options.resume:
         journal.set_aside()
     runs_before, _, _, _ = _matching(journal, settings, configs, prompts, options.repeat)
     done = {r.key for r in runs_before if r.status == RunStatus.ok}
     plan = build_plan(configs, prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
+    tracker.emit(NOTE, plan_size(plan, options.n_predict).with_history(*history).line)
     binary = find_server(
         options.server,
         build=options.build_server,
@@ -176,6 +204,12 @@ def _run_engine_sweep(model: str | None, options: SweepOptions, progress: Progre
     if options.request is RequestKind.chat or options.reasoning is not Reasoning.auto:
         raise UsageError("--request chat / --reasoning: measured on the llama-server the sweep starts itself; "
                          "--engine, --serve and --endpoint sweeps send raw completions")
+    axes = [name for name, value, default in (("--concurrency", options.concurrency, (1,)),
+                                              ("--temperature", options.temperature, (0.0,)),
+                                              ("--method", options.methods, ("draft-mtp",))) if tuple(value) != default]
+    if axes:
+        raise UsageError(f"{axes[0]}: measured on llama-server started by the sweep only, not with "
+                         "--engine/--serve/--endpoint")
     setup = prepare_engine(model, options)
     prompts = prompt_set(options.prompts)
     out_dir = Path(options.out_dir)
@@ -242,7 +276,7 @@ def build_report(
     latest = _latest(runs)
     classes = list(dict.fromkeys(p.prompt_class for p in prompts))
     groups = summarize(latest, servers, configs, classes)
-    recommendation = recommend(groups, classes)
+    recommendation = recommend_per_condition(groups, classes)
     if not recommendation.measured and settings["mtp_file"] is None and "engine" not in settings:
         recommendation = dataclasses.replace(recommendation, reason=recommendation.reason + _sidecar_hint(settings["model"]))
     planned = len(configs) * len(prompts) * options.repeat
@@ -260,8 +294,11 @@ def build_report(
             "n_max": sorted(set(options.n_max)),
             "synthetic": sorted(set(options.synthetic)),
             "prompts": _prompt_source(options.prompts, classes),
-            "temperature": 0.0,
+            "temperature": 0.0 if tuple(options.temperature) == (0.0,) else sorted(set(options.temperature)),
             "workaround": options.workaround,
+            "concurrency": sorted(set(options.concurrency)),
+            "methods": list(dict.fromkeys(options.methods)),
+            "long_prompt": options.long_prompt,
         },
         server=ServerInfo(
             path=str(binary.path),
@@ -345,6 +382,40 @@ def _server_logs(servers: list[ServerRecord]) -> dict[str, list[str]]:
     for server in servers:
         logs.setdefault(server.configuration, []).append(server.log_path)
     return logs
+
+
+def _history(journal: Journal, model: str) -> tuple[float | None, float | None, str]:
+    """Seconds per generated token and per server start of the earlier runs of ``model`` in the journal
+    (any settings): what an ETA before the first run can rest on."""
+    if not journal.path.is_file():
+        return None, None, ""
+    try:
+        records = [r for r in journal.read().records if isinstance(r.get("settings"), dict)
+                   and r["settings"].get("model") == model]
+    except MtpinspectError:
+        return None, None, ""
+    runs = [r for r in records if r.get("kind") == RUN_KIND and r.get("status") == RunStatus.ok
+            and isinstance(r.get("wall_seconds"), (int, float)) and isinstance(r.get("predicted_n"), int)]
+    tokens = sum(r["predicted_n"] for r in runs)
+    starts = [r["startup_seconds"] for r in records if r.get("kind") == SERVER_KIND
+              and isinstance(r.get("startup_seconds"), (int, float))]
+    if not tokens:
+        return None, None, ""
+    per_start = sum(starts) / len(starts) if starts else None
+    return sum(r["wall_seconds"] for r in runs) / tokens, per_start, f"from {len(runs)} earlier runs in {journal.path.name}"
+
+
+def _methods(names: Sequence[str]) -> list[tuple[Method, str | None]]:
+    """--method values parsed, a draft model's file resolved (SourceError when it is not there)."""
+    methods = []
+    for name in names:
+        method, file = parse_method(name)
+        if file is not None:
+            if not Path(file).expanduser().is_file():
+                raise SourceError(f"--method {name}: {file}: no such draft model file")
+            file = str(Path(file).expanduser().resolve())
+        methods.append((method, file))
+    return methods
 
 
 def split_server_args(server_args: Sequence[str], mtp: Path | None, reserved_flags: Sequence[Flag] = (),

@@ -50,6 +50,14 @@ class SweepOptions:
     reasoning: Reasoning = Reasoning.auto
     # Also write each configuration's runs as mtp-bench's --out JSON here (sweep/mtp_bench.py).
     mtp_bench_json: Path | None = None
+    # Serving conditions, each an opt-in axis that multiplies the plan (llama-server sweeps only):
+    concurrency: tuple[int, ...] = (1,)  # requests at once, on a server with as many slots
+    temperature: tuple[float, ...] = (0.0,)  # sampling temperatures; above 0 each round samples with other seeds
+    # Speculative methods side by side: draft-mtp, ngram-simple, ngram-mod, draft:FILE (sweep/plan.py Method).
+    methods: tuple[str, ...] = ("draft-mtp",)
+    # Add a class of prompts of about this many tokens (a document to summarise, code to edit): time to the
+    # first token and prompt speed with and without MTP. None: no long prompts.
+    long_prompt: int | None = None
 
 
 # llama-server's logical batch (`--batch-size`, "default: 2048" in its --help): a draft goes to the target
@@ -84,6 +92,12 @@ N_MAX_BOUND = Bound("--n-max", 1, LLAMA_BATCH_DEFAULT - 1,
 N_PREDICT_BOUND = Bound("--n-predict", 2, 32768,
                         "the first token is never drafted; a longer request would not end within the request timeout")
 REPEAT_BOUND = Bound("--repeat", 1, 1000, "every planned run is kept in memory and in the journal")
+CONCURRENCY_BOUND = Bound("--concurrency", 1, 64, "each request has its own llama-server slot (-np), and "
+                          "every slot holds a share of the context")
+LONG_PROMPT_BOUND = Bound("--long-prompt", 256, 131072, "tokens of the long prompt; it must fit the context (-c) "
+                          "with --n-predict tokens after it")
+# llama.cpp accepts any temperature; above this, sampling is noise and says nothing about serving.
+TEMPERATURE_MAX = 5.0
 SEED_BOUND = Bound("--seed", 0, LLAMA_SEED_RANDOM - 1, f"llama.cpp's seed is a uint32; {LLAMA_SEED_RANDOM} means random")
 
 
@@ -96,6 +110,18 @@ def check_bounds(options: SweepOptions) -> None:
     SEED_BOUND.check(options.seed)
     for rate in options.synthetic:
         check_rate(rate)
+    for value in options.concurrency:
+        CONCURRENCY_BOUND.check(value)
+    for temperature in options.temperature:
+        check_temperature(temperature)
+    if options.long_prompt is not None:
+        LONG_PROMPT_BOUND.check(options.long_prompt)
+
+
+def check_temperature(value: float) -> None:
+    """A sampling temperature within [0, TEMPERATURE_MAX]; nan fails the comparison too."""
+    if not 0.0 <= value <= TEMPERATURE_MAX:
+        raise UsageError(f"--temperature {value:g}: must be within 0..{TEMPERATURE_MAX:g} (0 is greedy)")
 
 
 def check_rate(rate: float) -> None:

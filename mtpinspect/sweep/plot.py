@@ -32,13 +32,19 @@ def write_plot(report: SweepReport, path: Path) -> Path:
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.13, top=0.86, wspace=0.3)
     colours = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     n_values = sorted({g.n_max for g in real if g.n_max is not None})
-    for index, prompt_class in enumerate(report.prompt_classes):
+    # One line per prompt class, and per condition and method when the sweep had those axes.
+    series = list(dict.fromkeys((g.prompt_class, g.concurrency, g.temperature, g.method) for g in real
+                                if g.n_max is not None))
+    for index, (prompt_class, concurrency, temperature, method) in enumerate(series):
         colour = colours[index % len(colours)]
-        mine = sorted((g for g in real if g.prompt_class == prompt_class and g.n_max is not None), key=_n)
-        _acceptance(axes[0], mine, colour, prompt_class)
-        _mean_length(axes[1], mine, colour, prompt_class)
-        baseline = next((g for g in real if g.prompt_class == prompt_class and g.n_max is None), None)
-        _speed(axes[2], mine, baseline, colour, prompt_class)
+        label = _series_label(prompt_class, concurrency, temperature, method)
+        mine = sorted((g for g in real if (g.prompt_class, g.concurrency, g.temperature, g.method)
+                       == (prompt_class, concurrency, temperature, method)), key=_n)
+        _acceptance(axes[0], mine, colour, label)
+        _mean_length(axes[1], mine, colour, label)
+        baseline = next((g for g in real if (g.prompt_class, g.concurrency, g.temperature) ==
+                         (prompt_class, concurrency, temperature) and g.n_max is None), None)
+        _speed(axes[2], mine, baseline, colour, label)
     for ax, title, ylabel in (
         (axes[0], "Draft acceptance", "accepted / drafted"),
         (axes[1], "Mean acceptance length", "tokens per verification step"),
@@ -59,6 +65,13 @@ def write_plot(report: SweepReport, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100, format="png")
     return path
+
+
+def _series_label(prompt_class: str, concurrency: int, temperature: float, method: str | None) -> str:
+    """The class, with what differs from a plain sweep: "code ngram-mod c4 t0.8"."""
+    parts = [prompt_class] + ([method] if method not in (None, "draft-mtp") else [])
+    parts += ([f"c{concurrency}"] if concurrency != 1 else []) + ([f"t{temperature:g}"] if temperature else [])
+    return " ".join(str(p) for p in parts)
 
 
 def _n(group: GroupStats) -> int:

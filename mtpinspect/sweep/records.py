@@ -64,6 +64,13 @@ class LogFigures:
     def from_stats(cls, stats: DraftStats) -> LogFigures:
         return cls(stats.acceptance, stats.accepted, stats.generated, stats.mean_length, stats.raw_line)
 
+    @classmethod
+    def summed(cls, lines: list[LogFigures]) -> LogFigures:
+        """Concurrent requests' lines as one: counts added; the mean length is per request, so none."""
+        accepted, generated = sum(f.accepted for f in lines), sum(f.generated for f in lines)
+        return cls(accepted / generated if generated else 0.0, accepted, generated, None,
+                   "\n".join(f.line for f in lines))
+
 
 @dataclass
 class ServerRecord:
@@ -135,6 +142,17 @@ class RunRecord:
     other_load: OtherLoad | None = None
     workaround: Workaround | None = None  # as on the ServerRecord of the server that ran it
     crash: Crash | None = None  # status crashed: how the engine died, when its log tells
+    # The serving conditions (sweep --method/--concurrency/--temperature); the defaults are a plain sweep's.
+    method: str | None = None  # the speculative method (None: the baseline)
+    concurrency: int = 1  # requests sent at once, one per slot; the counts above are their sum
+    temperature: float = 0.0
+    seeds: list[int] = field(default_factory=list)  # one per request
+    # Generated tokens of all the run's requests per second of wall time (prompt included): the server's
+    # throughput, where decode_tokens_per_second is the mean speed each request saw.
+    total_tokens_per_second: float | None = None
+    per_request_tokens_per_second: list[float] = field(default_factory=list)
+    # timings.prompt_ms per request: the server's time to the first token (prompt processing).
+    per_request_prompt_ms: list[float] = field(default_factory=list)
     kind: str = RUN_KIND
 
     @property

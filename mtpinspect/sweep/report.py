@@ -168,4 +168,7 @@ def read_recommendation(path: str | Path) -> SavedRecommendation:
         raise FormatError(f"{path}: a sweep report without a model and a recommendation (n_max, reason)")
     if rec.get("measured") is False:
         raise FormatError(f"{path}: the sweep measured nothing to recommend from ({rec['reason']})")
+    if rec.get("method") not in (None, "draft-mtp"):
+        raise FormatError(f"{path}: the sweep recommends {rec['method']}, not an MTP n-max (sweep without --method "
+                          "for MTP's)")
     return SavedRecommendation(str(file), model, n_max, rec["reason"])

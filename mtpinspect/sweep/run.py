@@ -112,9 +112,12 @@ class RunContext:
     load: LoadMeter = field(default_factory=LoadMeter)  # what other processes use of the CPUs, per run
     request: RequestWay = RequestWay(RequestKind.completion, None, None, "raw completion")
 
-    def send(self, server: LlamaServer, text: str, n_predict: int) -> Completion:
-        """One greedy request, sent the sweep's way (raw completion or the chat endpoint)."""
-        common = dict(n_predict=n_predict, seed=self.options.seed, temperature=0.0, timeout=self.options.request_timeout)
+    def send(self, server: LlamaServer, text: str, n_predict: int, *, seed: int | None = None,
+             temperature: float = 0.0) -> Completion:
+        """One request (greedy unless a temperature is given), sent the sweep's way (raw completion or the chat
+        endpoint)."""
+        common = dict(n_predict=n_predict, seed=self.options.seed if seed is None else seed, temperature=temperature,
+                      timeout=self.options.request_timeout)
         if self.request.kind is RequestKind.chat:
             return server.chat(text, **common, **self.request.chat_extra())
         return server.complete(text, **common)
@@ -371,8 +374,10 @@ class _Appender:
 def measure(
     server: LlamaServer, run: PlannedRun, ctx: RunContext, sampler: RssSampler, server_id: str, cursor: _Cursor
 ) -> RunRecord:
-    """One request with /metrics scraped around it and the server's log line for it; advances the cursor."""
+    """One run (a request, or N at once at concurrency N) with /metrics scraped around it and the server's
+    log lines for it; advances the cursor."""
     config = run.configuration
+    condition = config.condition
     base = dict(
         configuration=config.id,
         n_max=config.n_max,
@@ -382,13 +387,18 @@ def measure(
         repeat=run.repeat,
         server_id=server_id,
         settings=ctx.settings,
+        method=config.method.value if config.n_max is not None else None,
+        concurrency=condition.concurrency,
+        temperature=condition.temperature,
+        seeds=run.seeds(ctx.options.seed),
     )
     began = time.perf_counter()
     try:
         before = cursor.metrics or server.metrics()
         cursor.metrics = None  # until this request has settled
-        completion = ctx.send(server, run.prompt.text, ctx.options.n_predict)
-        after = _settled(server, before.tokens_predicted, completion.predicted_n)
+        completions, wall = _requests(server, run, ctx)
+        predicted = sum(c.predicted_n for c in completions)
+        after = _settled(server, before.tokens_predicted, predicted)
     except ServerDiedError as exc:
         return _failed(base, RunStatus.crashed, str(exc), began, sampler)
     except ServerError as exc:
@@ -398,18 +408,20 @@ def measure(
     cursor.metrics = after
     other_load = ctx.load.other_load(server.pid)
     try:
-        delta, _ = request_delta(before, after, tokens=ctx.options.n_predict, n_max=config.n_max)
+        delta, _ = request_delta(before, after, tokens=ctx.options.n_predict * len(completions), n_max=config.n_max)
     except ImplausibleCounts as exc:
         # Not a measurement: a failed run with its reason, in the journal, so --resume measures it again.
         return _failed(base, RunStatus.error, str(exc), began, sampler)
+    completion = completions[0] if len(completions) == 1 else _together(completions)
     figures = measured_figures(completion, delta)
-    log, cursor.log_offset = draft_log_line(server, cursor.log_offset, expect=figures["drafted"] > 0)
+    log, cursor.log_offset = draft_log_line(server, cursor.log_offset, expect=figures["drafted"] > 0,
+                                            count=len(completions))
     agrees, mismatch = cross_check(figures, log)
     record = RunRecord(
         **base,
         status=RunStatus.ok,
         error=None,
-        wall_seconds=completion.wall_seconds,
+        wall_seconds=wall,
         finished_at=time.time(),
         log=log,
         log_agrees=agrees,
@@ -417,9 +429,52 @@ def measure(
         rss_peak_bytes=sampler.peak_bytes or None,
         gpu_memory_bytes=_gpu_keys(gpu_memory_used()),
         other_load=other_load,
+        total_tokens_per_second=predicted / wall if wall > 0 else None,
+        per_request_tokens_per_second=[c.predicted_per_second for c in completions],
+        per_request_prompt_ms=[float(c.timings.get("prompt_ms", 0.0)) for c in completions],
         **figures,
     )
     return record
+
+
+def _requests(server: LlamaServer, run: PlannedRun, ctx: RunContext) -> tuple[list[Completion], float]:
+    """The run's requests, all sent at once (one per slot), and the wall time until the last answered."""
+    options = ctx.options
+    temperature = run.configuration.condition.temperature
+
+    def one(seed: int) -> Completion:
+        return ctx.send(server, run.prompt.text, options.n_predict, seed=seed, temperature=temperature)
+
+    seeds = run.seeds(options.seed)
+    began = time.perf_counter()
+    if len(seeds) == 1:
+        return [one(seeds[0])], time.perf_counter() - began
+    with ThreadPoolExecutor(max_workers=len(seeds), thread_name_prefix="request") as pool:
+        futures = [pool.submit(one, seed) for seed in seeds]
+        completions = [future.result() for future in futures]  # the first failure raises, the others finish
+    return completions, time.perf_counter() - began
+
+
+def _together(completions: Sequence[Completion]) -> Completion:
+    """N concurrent answers as one run's figures: per-request speeds averaged (what each user sees), counts
+    summed, the first text kept (the determinism check compares it), and the longest prompt time (the
+    last request's time to its first token)."""
+    timings = {
+        "prompt_n": sum(int(c.timings.get("prompt_n", 0)) for c in completions),
+        "prompt_ms": max(float(c.timings.get("prompt_ms", 0.0)) for c in completions),
+        "predicted_ms": max(float(c.timings.get("predicted_ms", 0.0)) for c in completions),
+    }
+    return Completion(
+        text=completions[0].text,
+        timings=timings,
+        raw={},
+        predicted_per_second=sum(c.predicted_per_second for c in completions) / len(completions),
+        prompt_per_second=sum(c.prompt_per_second for c in completions) / len(completions),
+        predicted_n=sum(c.predicted_n for c in completions),
+        draft_n=sum(c.draft_n for c in completions),
+        draft_n_accepted=sum(c.draft_n_accepted for c in completions),
+        wall_seconds=max(c.wall_seconds for c in completions),
+    )
 
 
 def describe(record: RunRecord) -> str:
@@ -444,8 +499,9 @@ def _settled(server: LlamaServer, predicted_before: float, predicted_n: int) -> 
         pause = min(2 * pause, _SETTLE_POLL_S)
 
 
-def draft_log_line(server: _LogSource, offset: int, *, expect: bool) -> tuple[LogFigures | None, int]:
-    """The request's ``draft acceptance`` line (llama-server's), waiting briefly for it when the request drafted."""
+def draft_log_line(server: _LogSource, offset: int, *, expect: bool, count: int = 1) -> tuple[LogFigures | None, int]:
+    """The request's ``draft acceptance`` line (llama-server's), waiting briefly for it when the request drafted;
+    for ``count`` concurrent requests, their lines added up (a slot that drafted nothing logs none)."""
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
     pause = _FIRST_POLL_S
     text = ""
@@ -453,8 +509,12 @@ def draft_log_line(server: _LogSource, offset: int, *, expect: bool) -> tuple[Lo
         new_text, offset = server.log_since(offset)
         text += new_text
         lines = parse_draft_lines(text)
-        if lines or not expect or time.monotonic() > deadline:
-            return (LogFigures.from_stats(lines[-1]) if lines else None), offset
+        if len(lines) >= count or not expect or time.monotonic() > deadline:
+            if not lines:
+                return None, offset
+            if count == 1:
+                return LogFigures.from_stats(lines[-1]), offset
+            return LogFigures.summed([LogFigures.from_stats(line) for line in lines[-count:]]), offset
         time.sleep(pause)
         pause = min(2 * pause, _SETTLE_POLL_S)
 

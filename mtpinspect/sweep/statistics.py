@@ -8,6 +8,7 @@ by the work they did, as the server's own counters do.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics as stats
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from mtpinspect.formulas import crossing, expected_length, geometric_mean
 from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.workarounds import Workaround
-from mtpinspect.sweep.plan import BASELINE_ID, Configuration
+from mtpinspect.sweep.plan import BASELINE_ID, Condition, Configuration
 from mtpinspect.sweep.records import RunRecord, ServerRecord
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
@@ -116,6 +117,16 @@ class GroupStats:
     workaround: Workaround | None = None
     # How the engine crashed, when the configuration measured nothing because it crashed.
     crash: Crash | None = None
+    # The serving conditions (sweep --method/--concurrency/--temperature); the defaults are a plain sweep's.
+    method: str | None = None  # None for the baseline
+    setting: str = ""  # the speculative setting without the condition ("n-max 2", "ngram-simple n-max 3", "off")
+    concurrency: int = 1
+    temperature: float = 0.0
+    # Server-side time to the first token (timings.prompt_ms), per run; at concurrency N the slowest request's.
+    ttft_ms: Spread | None = None
+    # All the run's requests' generated tokens per second of wall time (the server's throughput).
+    total_tokens_per_second: Spread | None = None
+    prompt_tokens: int | None = None  # the longest prompt of the class, in tokens (timings.prompt_n per request)
 
     @property
     def shown_label(self) -> str:
@@ -130,6 +141,7 @@ class ClassRecommendation:
     speedup: float | None
     reason: str
     workaround: Workaround | None = None  # run the recommended n-max with this change
+    method: str | None = None  # the speculative method of the recommended n-max (None: off)
 
 
 @dataclass(frozen=True)
@@ -141,6 +153,21 @@ class Recommendation:
     # False: no baseline or no MTP configuration was measured, so None is "no recommendation", not "leave
     # MTP off" (every MTP start failed is not evidence that MTP is slower).
     measured: bool = True
+    method: str | None = None  # the speculative method of the recommended n-max (None: off)
+    # With --concurrency/--temperature: the recommendation under each condition, and all in one line
+    # ("at 1 request, temperature 0: n-max 2; at 4 concurrent, temperature 0: off").
+    per_condition: list[ConditionRecommendation] = field(default_factory=list)
+    summary: str | None = None
+
+
+@dataclass(frozen=True)
+class ConditionRecommendation:
+    concurrency: int
+    temperature: float
+    setting: str  # "n-max 2", "ngram-simple n-max 3", "off", or "no measurement"
+    n_max: int | None
+    method: str | None
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -171,18 +198,19 @@ def first_divergence(a: str, b: str) -> int | None:
 def summarize(
     runs: Sequence[RunRecord], servers: Sequence[ServerRecord], configs: Sequence[Configuration], classes: Sequence[str]
 ) -> list[GroupStats]:
-    """Stats for every (configuration, class) pair, baseline first, in plan order."""
+    """Stats for every (configuration, class) pair, baseline first, in plan order; each compared with the
+    baseline of its own class under its own condition (requests at once, temperature)."""
     groups: list[GroupStats] = []
-    baseline: dict[str, GroupStats] = {}
+    baseline: dict[tuple[Condition, str], GroupStats] = {}
     for config in configs:
         config_servers = [s for s in servers if s.configuration == config.id]
         for prompt_class in classes:
             mine = [r for r in runs if r.configuration == config.id and r.prompt_class == prompt_class]
             group = _group(config, prompt_class, mine, config_servers)
             if config.n_max is None:
-                baseline[prompt_class] = group
+                baseline[(config.condition, prompt_class)] = group
             else:
-                _compare(group, baseline.get(prompt_class))
+                _compare(group, baseline.get((config.condition, prompt_class)))
             groups.append(group)
     _attach_determinism(groups, runs)
     return groups
@@ -240,6 +268,13 @@ def _group(
         command=started[-1].command if started else (servers[-1].command if servers else []),
         workaround=next((r.workaround for r in ok if r.workaround), None),
         crash=crashes[0] if crashes and not ok else None,
+        method=config.method.value if config.n_max is not None else None,
+        setting=config.setting,
+        concurrency=config.condition.concurrency,
+        temperature=config.condition.temperature,
+        ttft_ms=Spread.of([r.prompt_ms for r in ok if r.prompt_ms is not None]),
+        total_tokens_per_second=Spread.of([r.total_tokens_per_second for r in ok if r.total_tokens_per_second]),
+        prompt_tokens=max((r.prompt_n // r.concurrency for r in ok if r.prompt_n), default=None),
     )
 
 
@@ -253,10 +288,11 @@ def _compare(group: GroupStats, baseline: GroupStats | None) -> None:
 
 def _attach_determinism(groups: list[GroupStats], runs: Sequence[RunRecord]) -> None:
     """identical_to_baseline and first_divergence per group (synthetic runs' output is not valid text)."""
-    baseline_texts = _texts(runs, BASELINE_ID)
     for group in groups:
         if group.n_max is None or group.synthetic is not None:
             continue
+        # Sampled text is compared with the baseline's under the same seed: it must match too.
+        baseline_texts = _texts(runs, BASELINE_ID + Condition(group.concurrency, group.temperature).suffix)
         offsets: list[int | None] = []
         for run in runs:
             if run.configuration != group.configuration or run.prompt_class != group.prompt_class or run.status != RunStatus.ok:
@@ -287,7 +323,8 @@ def _repeats_identical(ok: list[RunRecord]) -> bool | None:
 
 
 def recommend(groups: Sequence[GroupStats], classes: Sequence[str]) -> Recommendation:
-    """The n-max to use per class, and overall: the one that wins beyond noise in the most classes."""
+    """The setting (method and n-max) to use per class, and overall: the one that wins beyond noise in the
+    most classes. ``groups`` are of one condition."""
     per_class = [_recommend_class(groups, prompt_class) for prompt_class in classes]
     winners = [c for c in per_class if c.n_max is not None]
     if not winners:
@@ -296,19 +333,66 @@ def recommend(groups: Sequence[GroupStats], classes: Sequence[str]) -> Recommend
             return Recommendation(None, f"leave MTP off: {crash}", per_class)
         if best is None and (unmeasured := _unmeasured(groups)) is not None:
             return Recommendation(None, f"no measurement: {unmeasured}", per_class, measured=False)
-        detail = f"; best was n-max {best[0]} at {best[1]:.2f}x (geometric mean over classes)" if best else ""
+        detail = f"; best was {_setting_of(groups, best[0])} at {best[1]:.2f}x (geometric mean over classes)" if best else ""
         return Recommendation(None, f"leave MTP off: no setting beats the baseline beyond noise{detail}", per_class)
-    votes: dict[int, int] = {}
+    votes: dict[tuple[str | None, int], int] = {}
     for choice in winners:
         assert choice.n_max is not None
-        votes[choice.n_max] = votes.get(choice.n_max, 0) + 1
-    means = {n: _geometric_mean_speedup(groups, classes, n) for n in votes}
-    chosen = max(votes, key=lambda n: (votes[n], means[n] or 0.0))
-    wins = ", ".join(f"{c.prompt_class} {c.speedup:.2f}x" for c in winners if c.n_max == chosen)
-    workaround = next((c.workaround for c in winners if c.n_max == chosen and c.workaround), None)
+        key = (choice.method, choice.n_max)
+        votes[key] = votes.get(key, 0) + 1
+    means = {key: _geometric_mean_speedup(groups, classes, key) for key in votes}
+    chosen = max(votes, key=lambda key: (votes[key], means[key] or 0.0))
+    wins = ", ".join(f"{c.prompt_class} {c.speedup:.2f}x" for c in winners if (c.method, c.n_max) == chosen)
+    workaround = next((c.workaround for c in winners if (c.method, c.n_max) == chosen and c.workaround), None)
     needs = f" with {workaround.value} (this build crashes without it)" if workaround else ""
-    reason = f"n-max {chosen}{needs} is fastest beyond noise in {votes[chosen]} of {len(classes)} classes ({wins})"
-    return Recommendation(chosen, reason, per_class, workaround)
+    reason = (f"{_setting_of(groups, chosen)}{needs} is fastest beyond noise in {votes[chosen]} of {len(classes)} "
+              f"classes ({wins})")
+    return Recommendation(chosen[1], reason, per_class, workaround, method=chosen[0])
+
+
+def recommend_per_condition(groups: Sequence[GroupStats], classes: Sequence[str]) -> Recommendation:
+    """:func:`recommend` under each condition (requests at once, temperature); the overall recommendation is
+    the one at a single greedy request when that was measured, else the first condition's, and carries
+    every condition's in ``per_condition`` and in one line."""
+    order = list(dict.fromkeys((g.concurrency, g.temperature) for g in groups))
+    if len(order) <= 1:
+        return recommend(groups, classes)
+    results = {key: recommend([g for g in groups if (g.concurrency, g.temperature) == key], classes) for key in order}
+    per_condition = [
+        ConditionRecommendation(n, t, _short(r, groups), r.n_max, r.method, r.reason) for (n, t), r in results.items()
+    ]
+    summary = "; ".join(f"at {Condition(c.concurrency, c.temperature).label}: {c.setting}" for c in per_condition)
+    summary += "".join(_stops_paying(per_condition))
+    main = results.get((1, 0.0), results[order[0]])
+    return dataclasses.replace(main, per_condition=per_condition, summary=summary)
+
+
+def _stops_paying(per_condition: Sequence[ConditionRecommendation]) -> list[str]:
+    """Per temperature, the fewest requests at once from which no speculative setting pays any more, after
+    fewer requests where one did: the batch a verification step adds to is already full."""
+    notes = []
+    for temperature in dict.fromkeys(c.temperature for c in per_condition):
+        ladder = sorted((c for c in per_condition if c.temperature == temperature), key=lambda c: c.concurrency)
+        paid = False
+        for index, choice in enumerate(ladder):
+            if choice.n_max is not None:
+                paid = True
+            elif paid and choice.setting == "off" and all(c.n_max is None for c in ladder[index:]):
+                notes.append(f"; speculative decoding stops paying from {choice.concurrency} concurrent requests"
+                             f" at temperature {temperature:g}")
+                break
+    return notes
+
+
+def _short(recommendation: Recommendation, groups: Sequence[GroupStats]) -> str:
+    if recommendation.n_max is None:
+        return "off" if recommendation.measured else "no measurement"
+    return _setting_of(groups, (recommendation.method, recommendation.n_max))
+
+
+def _setting_of(groups: Sequence[GroupStats], key: tuple[str | None, int]) -> str:
+    """How people read a (method, n-max) pair: the group's setting ("n-max 2", "ngram-mod n-max 3")."""
+    return next((g.setting for g in groups if (g.method, g.n_max) == key and g.setting), f"n-max {key[1]}")
 
 
 def _unmeasured(groups: Sequence[GroupStats]) -> str | None:
@@ -350,7 +434,7 @@ def _recommend_class(groups: Sequence[GroupStats], prompt_class: str) -> ClassRe
     if best.speedup > 1.0 and not best.within_noise:
         needs = f" (this build crashes without {best.workaround.value})" if best.workaround else ""
         return ClassRecommendation(prompt_class, best.n_max, best.speedup, f"{best.shown_label}: {figures}{needs}",
-                                   best.workaround)
+                                   best.workaround, best.method)
     verdict = "within noise" if best.within_noise else "slower"
     return ClassRecommendation(
         prompt_class,
@@ -371,18 +455,20 @@ def _crash_of_mtp(groups: Sequence[GroupStats]) -> str | None:
     return f"MTP crashes this llama-server build on this machine ({first.label}: {first.crash.summary}) while the baseline runs"
 
 
-def _geometric_mean_speedup(groups: Sequence[GroupStats], classes: Sequence[str], n_max: int) -> float | None:
+def _geometric_mean_speedup(groups: Sequence[GroupStats], classes: Sequence[str],
+                            key: tuple[str | None, int]) -> float | None:
     return geometric_mean([
         g.speedup
         for prompt_class in classes
         for g in _real_mtp(groups, prompt_class)
-        if g.n_max == n_max and g.speedup is not None
+        if (g.method, g.n_max) == key and g.speedup is not None
     ])
 
 
-def _best_overall(groups: Sequence[GroupStats], classes: Sequence[str]) -> tuple[int, float] | None:
-    n_values = sorted({g.n_max for g in groups if g.n_max is not None and g.synthetic is None})
-    means = [(n, m) for n in n_values if (m := _geometric_mean_speedup(groups, classes, n)) is not None]
+def _best_overall(groups: Sequence[GroupStats], classes: Sequence[str]) -> tuple[tuple[str | None, int], float] | None:
+    keys = sorted({(g.method, g.n_max) for g in groups if g.n_max is not None and g.synthetic is None},
+                  key=lambda key: (key[0] or "", key[1]))
+    means = [(key, m) for key in keys if (m := _geometric_mean_speedup(groups, classes, key)) is not None]
     return max(means, key=lambda item: item[1]) if means else None
 
 
