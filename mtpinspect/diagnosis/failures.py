@@ -69,7 +69,7 @@ def classify_failure(
     if re.search(r"MTP input row width|failed to add token", text):
         return Cause("SIDECAR_MISMATCH", 0.95, "the mtp- sidecar does not fit the main model: llama-server aborts",
                      evidence, _sidecar_fix(static), (source,))
-    if _DRAFT_LACKS_SHARED.search(text) and (had_sidecar or "failed to load draft model" in text):
+    if _DRAFT_LACKS_SHARED.search(text) and (had_sidecar or _DRAFT_FAILED.search(text)):
         return Cause("SIDECAR_INCOMPLETE", 0.95, "the mtp- sidecar lacks tensors a draft model needs: llama-server "
                      "stops at load", evidence, SIDECAR_REMAKE_FIX, (source,))
     if _NO_HEAD.search(text):
@@ -119,7 +119,10 @@ def _context_failed(lines: Sequence[str], evidence: tuple[str, ...], static: Sta
 
 # llama.cpp loads a draft model as a whole model: a sidecar without the shared embedding or output norm
 # fails its loader's tensor check (the same line for a damaged main GGUF, hence the draft-model condition).
-_DRAFT_LACKS_SHARED = re.compile(r"check_tensor_dims: tensor '(?:token_embd|output_norm)\.weight' not found")
+_DRAFT_LACKS_SHARED = re.compile(r"check_tensor_dims: tensor '(?:token_embd|output_norm)\.weight' not found|"
+                                 r"missing tensor '(?![^']*nextn)[^']+'")
+# The draft model's load failed (common/speculative.cpp, tools/server/server-context.cpp's memory measure).
+_DRAFT_FAILED = re.compile(r"failed to (?:load|measure) (?:the )?draft model|\[spec\] failed")
 
 # "unknown speculative type: mtp" (builds since the type list became comma-separated), or the pre-MTP
 # parser's "unknown speculative decoding type without draft model" (which names no value).

@@ -185,6 +185,16 @@ CATALOGUE: tuple[Message, ...] = (
        r"(?:^|\s)(?:--draft(?:-max|-min|-n)?|-md|--model-draft|--spec-type|--spec-draft-[\w-]+)[\s=]",
        "common/arg.cpp (--spec-type, --spec-draft-*, -md/--model-draft; --draft-max before the rename)",
        "a speculative decoding flag of llama.cpp", engine=_LLAMA),
+    _m("draft-mtp named", Meaning.mtp_on, ("draft-mtp",), r"\bdraft-mtp\b",
+       "common/speculative.cpp (the MTP drafter's --spec-type name since PR #22673)",
+       "llama.cpp's MTP drafter, by its type name", engine=_LLAMA, mtp=_ON),
+    _m("GGUF named", Meaning.writer, ("GGUF", ".gguf"), r"\bGGUF\b|\.gguf\b",
+       "GGUF is llama.cpp's file format (ggml/include/gguf.h)", "a text about a GGUF: the llama.cpp family",
+       engine=_LLAMA),
+    _m("draft model load failed", Meaning.mtp_failure, ("draft model",),
+       r"failed to (?:load|measure) (?:the )?draft model|\[spec\] failed",
+       "tools/server/server-context.cpp (\"[spec] failed to measure draft model memory\"), common/speculative.cpp:2543",
+       "the draft (or mtp-) model did not load", engine=_LLAMA),
     _m("spec-type listing", Meaning.usage, ("--spec-type",), r"^\s*--spec-type\s+\[?[a-z0-9][a-z0-9|,-]*\]?",
        "common/arg.cpp:4249 (the usage text printed after a rejected argument)",
        "the build's own list of --spec-type values: without draft-mtp the build has no MTP", engine=_LLAMA),
@@ -254,8 +264,9 @@ CATALOGUE: tuple[Message, ...] = (
        cause="NO_MTP_GRAPH",
        remedy=("in Ollama, use the publisher's GGUF without the MTP layer (or convert with --no-mtp); for MTP, serve "
                "the file with llama-server -m FILE --spec-type draft-mtp, or an Ollama release that loads the nextn block")),
-    _m("LM Studio named", Meaning.writer, ("LM Studio", "LMStudio", "lmstudio", "lm-studio"),
-       r"\bLM ?Studio\b|\blmstudio\b|\blm-studio\b|LMSTUDIO_", "LM Studio's own wording and paths",
+    _m("LM Studio named", Meaning.writer, ("LM Studio", "LMStudio", "lmstudio", "lm-studio", "Engine protocol"),
+       r"\bLM ?Studio\b|\blmstudio\b|\blm-studio\b|LMSTUDIO_|\bEngine protocol\b",
+       "LM Studio's own wording and paths (its llama.cpp engine speaks the \"Engine protocol\")",
        "LM Studio (it runs llama.cpp's llama-server)", app=LogApp.lm_studio, engine=_LLAMA),
     _m("Ollama named", Meaning.writer, ("ollama", "Ollama"), r"\b[Oo]llama\b", "Ollama's own wording and paths",
        "Ollama (it runs llama.cpp, or its own engine)", app=LogApp.ollama, engine=_LLAMA),
@@ -263,9 +274,9 @@ CATALOGUE: tuple[Message, ...] = (
     # wordings seen so far (message_rules.py says what it establishes).
     _m("speculative error", Meaning.app_refusal,
        ("error", "Error", "ERROR", "fail", "Fail", "FAIL", "annot", "can't", "nable to", "upported", "ompatible",
-        "nvalid", "efus"),
+        "nvalid", "efus", "not found", "No matching", "no matching", "ould not", "ouldn't"),
        r"(?i)^(?=.*(?:\berror\b|\bfail(?:ed|s|ure)?\b|\bcannot\b|\bcan't\b|\bunable\b|not supported|unsupported|"
-       r"incompatible|not compatible|\binvalid\b|\brefus))(?=.*(?:speculative|\bdraft\b|\bMTP\b|mtp-[\w.-]*\.gguf|"
+       r"incompatible|not compatible|\binvalid\b|\brefus|\bnot found\b|\bno matching\b|could not|couldn't))(?=.*(?:speculative|\bdraft\b|\bMTP\b|mtp-[\w.-]*\.gguf|"
        r"multi[- ]token))",
        "the class of app and engine errors about speculative decoding (LM Studio, Ollama, forks, llama.rn)",
        "an error about speculative decoding, in the app's or engine's own words"),

@@ -64,7 +64,7 @@ OLLAMA_LINE = re.compile(r"\btime=\S+ level=[A-Z]+ source=[\w./-]+\.go:\d+ msg=|
 LM_STUDIO_LINE = re.compile(r"LMSTUDIO_STARTUP_ERROR|Engine protocol runtime llama-server|[/\\]\.?lmstudio[/\\]")
 # A command line with its flags (not "llama-server[1234]:" in a journal prefix).
 _COMMAND = re.compile(r"(?:^|[\s/\\\"`])(?:llama-server|llama-cli|llama-bench|vllm serve|ollama runner|ollama_llama_server)"
-                      r"(?:\.exe)?\s+(?:-|\S+\s+-)")
+                      r"(?:\.exe)?\s+(?:-|\S+\s+-)|(?:^|[\s$>])\.[/\\]main(?:\.exe)?\s+-")  # ./main: llama.cpp before llama-cli
 # The poster's own words next to the paste, and a crash in the prompt cache's save (server-context.cpp).
 _SAID_OFF = re.compile(r"MTP (?:turned|switched) off|with(?:out)? MTP (?:off|disabled)|without MTP\b", re.IGNORECASE)
 _CACHE_SAVE = re.compile(r"updating prompt cache|saving prompt with length|prompt_save")
@@ -125,7 +125,8 @@ def read_run(text: str) -> RunFacts:
              f"another drafter, not MTP: {other}" if other else
              f"the poster says so: {_line_of(text, said)}" if said else
              f"it dies saving the prompt cache, not drafting: {_line_of(text, cache)}" if cache else
-             f"{app.value} starts its runner without MTP" if app else None)
+             # Ollama's log names the runner's flags when it starts one; an app line alone shows nothing of MTP.
+             f"{app.value} starts its runner without MTP" if app is LogApp.ollama else None)
     if shown is None:
         return RunFacts(MtpUse.not_shown, "no command line, no MTP draft model, no draft-context line in the log",
                         tuple(types), draft_file, other, app)

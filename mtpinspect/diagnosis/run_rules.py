@@ -2,7 +2,7 @@
 
 - a crash or failed start in a run with MTP off is not MTP's: no cause, a note that says so; nor is a
   crash in an excerpt that shows nothing of the run when nothing puts it on the speculative path and it is
-  a lone signal line (it says nothing of what crashed) or its place is a component MTP never runs through
+  a lone signal line (it says nothing of what crashed, even where an app names the engine) or its place is a component MTP never runs through
   (the multimodal projector, the tokenizer, the grammar); otherwise such a crash is MTP's only if MTP was
   on, and the cause says so (rank.py);
 - ``draft-mtp`` chained with another model drafter (``-md`` DFlash/EAGLE beside ``--spec-type

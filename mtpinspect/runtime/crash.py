@@ -142,7 +142,10 @@ def signal_name(returncode: int | None) -> str | None:
 
 
 # gdb ("#3 0x... in func (...) from lib") and systemd-coredump ("#2  0x... func (lib + 0x288ff)") frames.
-_FRAME = re.compile(r"^.*?#\d+\s+0x[0-9a-f]+ (?:in )?(?P<func>[\w:~<>]+)", re.MULTILINE)
+# gdb ("#3 0x... in func"), systemd-coredump ("#2  0x... func (lib + 0x...)") and glibc's backtrace_symbols, as
+# ggml's own handler prints it without gdb ("/usr/lib/libllama.so.0(_ZN13llama_context13graph_reserve...+0x1bd) [0x7f...]").
+_FRAME = re.compile(r"^.*?#\d+\s+0x[0-9a-f]+ (?:in )?(?P<func>[\w:~<>]+)|"
+                    r"[\w./+-]+\((?P<symbol>[\w.$]+)\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]", re.MULTILINE)
 _MTP_FRAME = re.compile(r"specul|mtp|nextn|draft", re.IGNORECASE)
 # Where a crash is looked for, each found by a literal or a cheap pattern over the whole text first (logs
 # run to hundreds of MB): a Python loop over every line would take minutes.
@@ -164,7 +167,7 @@ def _lines_at(text: str, pattern: re.Pattern[str]) -> Iterator[str]:
 
 def _backtrace(text: str) -> str | None:
     """The telling frame of a native backtrace (the first in the MTP path, else the first named)."""
-    frames = [m["func"] for m in _FRAME.finditer(text) if m["func"] != "??"]
+    frames = [m["func"] or m["symbol"] for m in _FRAME.finditer(text) if (m["func"] or m["symbol"]) != "??"]
     if len(frames) < 3:
         return None
     return next((f for f in frames if _MTP_FRAME.search(f)), frames[0])
