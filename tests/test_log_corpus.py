@@ -57,7 +57,14 @@ def _diagnose(file: str | Path) -> DiagnosisReport:
 # -- the first cause, the engine, the advice ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=_ids(ENTRIES))
+def _with_known_misses(entries: list[dict[str, Any]]) -> list[Any]:
+    """Entries whose ``expect.known_miss`` says why the diagnosis differs from the thread's: strict xfails, so
+    a rule that starts to get them right is noticed."""
+    return [pytest.param(e, id=e["file"], marks=pytest.mark.xfail(strict=True, reason=e["expect"]["known_miss"]))
+            if "known_miss" in e["expect"] else pytest.param(e, id=e["file"]) for e in entries]
+
+
+@pytest.mark.parametrize("entry", _with_known_misses(ENTRIES))
 def test_first_cause_is_the_threads(entry: dict[str, Any]) -> None:
     report = _diagnose(entry["file"])
     jsonschema.validate(to_jsonable(report), SCHEMA)
@@ -138,7 +145,7 @@ MISSING_NAME = {"accepted": "accepted", "drafted": "drafted", "acceptance": "acc
                 "per_position": "per-position"}
 STATISTICS = {"gen_drafts": "steps", "gen_tokens": "drafted", "acc_tokens": "accepted", "mean_acc_len": "mean_length"}
 # Figures of the thread that the diagnosis does not read (context only).
-NOT_READ = {"eval_tokens", "system_efficiency", "emitted", "line_prefix", "running_req"}  # printed, not diagnosed from
+NOT_READ = {"eval_tokens", "system_efficiency", "emitted", "line_prefix", "running_req", "total_num_output_tokens"}  # printed, not diagnosed from
 
 
 def _as_printed(parsed: float | int | None, printed: Any, scale: float = 1) -> bool:
