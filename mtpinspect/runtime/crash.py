@@ -145,7 +145,10 @@ def signal_name(returncode: int | None) -> str | None:
 # gdb ("#3 0x... in func"), systemd-coredump ("#2  0x... func (lib + 0x...)") and glibc's backtrace_symbols, as
 # ggml's own handler prints it without gdb ("/usr/lib/libllama.so.0(_ZN13llama_context13graph_reserve...+0x1bd) [0x7f...]").
 _FRAME = re.compile(r"^.*?#\d+\s+0x[0-9a-f]+ (?:in )?(?P<func>[\w:~<>]+)|"
-                    r"[\w./+-]+\((?P<symbol>[\w.$]+)\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]", re.MULTILINE)
+                    # The look-behind and the bound keep a long run of path characters from being rescanned at
+                    # every position (a one-line, megabyte log).
+                    r"(?<![\w./+-])[\w./+-]{1,1024}\((?P<symbol>[\w.$]{1,1024})\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]",
+                    re.MULTILINE)
 _MTP_FRAME = re.compile(r"specul|mtp|nextn|draft", re.IGNORECASE)
 # Where a crash is looked for, each found by a literal or a cheap pattern over the whole text first (logs
 # run to hundreds of MB): a Python loop over every line would take minutes.
