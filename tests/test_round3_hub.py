@@ -17,6 +17,8 @@ from gguf.constants import GGMLQuantizationType, GGUFValueType
 from gguf_factory import _gguf_string, _kv, _tensor_info, raw_gguf
 from hubstub import Fault, HubStub
 
+from mtpinspect.sources.hub_search import SEARCH_FIELDS
+
 BASE = "base/Model"
 # A generous bound on top of --deadline: only work that grows with the square of the listing exceeds it
 # (2,000 files took 46 s for find and 97 s for check --all with --deadline 5).
@@ -124,7 +126,9 @@ def test_models_are_bounded_in_all(search_hub: HubStub) -> None:
 
 
 def test_a_link_cycle_is_called_a_cycle(search_hub: HubStub) -> None:
-    link = f'<{search_hub.url}/api/models?filter=base_model%3Aquantized%3Abig%2FBase&sort=downloads>; rel="next"'
+    # The Hub's next link repeats the request's query, the fields asked for (expand[]) included.
+    fields = "".join(f"&expand%5B%5D={f}" for f in SEARCH_FIELDS)
+    link = f'<{search_hub.url}/api/models?filter=base_model%3Aquantized%3Abig%2FBase&sort=downloads{fields}>; rel="next"'
     search_hub.add_fault("big/Base", Fault("replace", where="search", body=_page(1), headers={"Link": link}))
     assert_one_line_error(run_cli("find", "big/Base", env={"HF_ENDPOINT": search_hub.url}),
                           "links back to page 1")
