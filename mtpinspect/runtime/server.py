@@ -398,14 +398,7 @@ class LlamaServer:
         **extra: Any,
     ) -> Completion:
         """POST /completion with the prompt cache off, so every request does the same work."""
-        body = {
-            "prompt": prompt,
-            "n_predict": n_predict,
-            "seed": seed,
-            "temperature": temperature,
-            "cache_prompt": False,
-            **extra,
-        }
+        body = {"prompt": prompt, "n_predict": n_predict, **_same_work(seed, temperature), **extra}
         return self._timed("/completion", body, timeout)
 
     def chat(
@@ -421,14 +414,8 @@ class LlamaServer:
         """POST /v1/chat/completions with ``prompt`` as the one user message, formatted by the server's chat
         template (the model's, else its ChatML fallback), prompt cache off; the text is the reasoning block
         (when the server splits it out) followed by the answer."""
-        body = {
-            "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": n_predict,
-            "seed": seed,
-            "temperature": temperature,
-            "cache_prompt": False,
-            **extra,
-        }
+        body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": n_predict,
+                **_same_work(seed, temperature), **extra}
         return self._timed("/v1/chat/completions", body, timeout)
 
     def _timed(self, path: str, body: dict, timeout: float) -> Completion:
@@ -459,3 +446,8 @@ class LlamaServer:
         """GET /metrics, parsed."""
         return parse_metrics(self._request("GET", "/metrics", None, timeout).decode("utf-8", errors="replace"))
 
+
+def _same_work(seed: int, temperature: float) -> dict[str, Any]:
+    """The fields both endpoints take alike: the sampling, and the prompt cache off so every request does the
+    same work."""
+    return {"seed": seed, "temperature": temperature, "cache_prompt": False}
