@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,10 +76,34 @@ class HubRepo:
     # The auth headers, made once per command (Clock.auth_headers): build_hf_headers reads the token file
     # each time (3 ms), which every range read of a 2,000-file repo paid.
     auth: dict[str, str] = field(default_factory=dict, repr=False)
+    # What was read of each file, shared by all its readers: jobs of one batch read rows of the same file at
+    # once, and each stored only its own spans in the header cache (the last one won).
+    _kept: dict[str, Spans] = field(default_factory=dict, repr=False)
+    _kept_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def name(self) -> str:
         return self.repo_id
+
+    def kept(self, path: str, key: CacheKey | None) -> Spans:
+        """The bytes read of ``path`` so far (the header cache's entry, loaded once), shared by its readers."""
+        with self._kept_lock:
+            if path not in self._kept:
+                self._kept[path] = (self.cache.load(key) if self.cache is not None and key else None) or Spans()
+            return self._kept[path]
+
+    def keep(self, path: str, key: CacheKey | None, offset: int, data: bytes) -> None:
+        """Add bytes read of ``path`` to what its readers share, and store them in the header cache."""
+        if key is None or self.cache is None:  # --no-cache, or no ETag: every read is a request
+            return
+        with self._kept_lock:
+            spans = self._kept[path]
+            spans.add(offset, data)
+            self.cache.store(key, spans)
+
+    def kept_bytes(self, path: str, offset: int, length: int) -> bytes | None:
+        with self._kept_lock:
+            return self._kept[path].get(offset, length)
 
     @property
     def total_size(self) -> int:
@@ -132,7 +157,7 @@ class HubFileReader:
         self.path = path
         self.name = f"{repo.repo_id}/{path}"
         self._key = repo.cache_key(path)
-        self._cached = (repo.cache.load(self._key) if repo.cache is not None and self._key else None) or Spans()
+        repo.kept(path, self._key)  # the header cache's entry, loaded once per file
         # Where the Hub redirected the last read (its CDN) and the headers sent there: the next read goes there.
         self._location: tuple[str, dict[str, str]] | None = None
 
@@ -149,14 +174,12 @@ class HubFileReader:
             return b""
         end = min(offset + length, self.size) - 1
         wanted = end - offset + 1
-        cached = self._cached.get(offset, wanted)
+        cached = self.repo.kept_bytes(self.path, offset, wanted)
         if cached is not None:
             self.repo.meter.add_cached(len(cached))
             return cached
         data = self._fetch(offset, end)
-        if self._key is not None and self.repo.cache is not None:
-            self._cached.add(offset, data)
-            self.repo.cache.store(self._key, self._cached)
+        self.repo.keep(self.path, self._key, offset, data)
         return data
 
     def _fetch(self, offset: int, end: int) -> bytes:
