@@ -10,6 +10,8 @@ the quantization files, the model card, the index, the GGUF headers of every sha
 the safetensors headers when there is no index); the reads each of those needs next go out together in
 the following wave. A checkpoint with an index then reads the headers of the shards it names for the
 MTP head in one more batch, each read sized from the index (header_size_estimate). Three waves in all.
+A GGUF whose head is an mtp- sidecar reads a few rows of the sidecar's and the trunk's embedding in one
+more batch (embedding.py): whether the head was trained with this trunk.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from mtpinspect.formats.gguf import FIRST_READ, LLAMA_MAX_LAYERS, SMALL_FIRST_RE
 from mtpinspect.formats.quantization import QUANT_FILES, QuantizationConfig, find_quantization
 from mtpinspect.formats.safetensors import FIRST_READ as SAFETENSORS_FIRST_READ
 from mtpinspect.formats.safetensors import check_tensor_name, header_size_estimate, read_safetensors_header, tensor_extent
+from mtpinspect.inspection.embedding import EmbeddingComparison, compare_embeddings
 from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
 from mtpinspect.inspection.pairing import SidecarChoice, choose_sidecar, named_sidecar, pair_by_name
 from mtpinspect.sources.filenames import is_mtp_safetensors
@@ -139,6 +142,10 @@ class Evidence:
     sidecar: GgufEvidence | None = None
     sidecar_choice: SidecarChoice = field(default_factory=lambda: SidecarChoice([]))  # which sidecar, and why
     other_sidecars: list[str] = field(default_factory=list)  # mtp- files in the repo that were not paired
+    # The sidecar's shared tensors against the trunk's, a few rows each (embedding.py); the problem when the
+    # rows cannot be read (a cut-short sidecar): the check goes on without them.
+    embedding: EmbeddingComparison | None = None
+    embedding_problem: str | None = None
     unreadable_weights: list[str] = field(default_factory=list)  # pickled weights without an index
     card: ModelCard | None = None  # the model card's lineage keys (README.md front matter)
     card_problem: str | None = None  # why a README.md that is there gave no card
@@ -359,6 +366,14 @@ def _some_sidecars(paths: Iterable[str]) -> list[str]:
     return sorted(islice(paths, MAX_OTHER_SIDECARS))
 
 
+def _compare_embeddings(target: Target, ev: Evidence) -> None:
+    assert ev.gguf is not None and ev.sidecar is not None
+    try:
+        ev.embedding = compare_embeddings(target.tree, ev.gguf, ev.sidecar)
+    except MtpinspectError as exc:
+        ev.embedding_problem = str(exc)
+
+
 def gather(target: Target) -> Evidence:
     ev = Evidence(target)
     files = target.tree.files
@@ -412,6 +427,8 @@ def gather(target: Target) -> Evidence:
             ev.sidecar_choice = named_sidecar(target.sidecar_files or [])
         if ev.sidecar_choice.files:
             ev.sidecar = read_once(ev.sidecar_choice.files)
+            if not ev.gguf.mtp.nextn:  # the head is the sidecar's: was it trained with this trunk?
+                _compare_embeddings(target, ev)
         taken = {*ev.sidecar_choice.files, *target.gguf_files}
         ev.other_sidecars = _some_sidecars(p for p in target.names().sidecars if p not in taken)
         return ev

@@ -5,6 +5,7 @@ low-bit head tensors."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from mtpinspect.inspection.builder import ReportBuilder, trunk_beside
@@ -23,6 +24,12 @@ from mtpinspect.vocabulary import GraphSupport, Layout, RuntimeStatus, Severity,
 
 # More MTP layers than any published model has (they have 1 to 3): a count above it is a finding, never a size.
 PLAUSIBLE_MTP_LAYERS = 64
+# Below this median cosine a sidecar's embedding rows are another training run's. Measured (bench/README.md):
+# the same embedding at Q8_0 against F16, BF16, Q6_K, Q4_0, IQ4_NL, Q2_K: 0.955-1.000, against TQ1_0: 0.65;
+# heads of another training run: -0.11 to 0.05.
+FOREIGN_COSINE = 0.3
+# Findings with which llama.cpp loads and drafts, but the head is unlikely to draft well: "at risk".
+HEAD_AT_RISK = ("LOW_BIT_MTP_HEAD", "NEXTN_COUNT_UNSUPPORTED", "SIDECAR_MISMATCH", "SIDECAR_FOREIGN")
 # GGUF architectures whose HF originals all carry an MTP head: a GGUF without it lost it in conversion.
 _ARCHS_WITH_MTP_ORIGINALS = {"qwen35", "qwen35moe", "qwen3next", "glm4moe", "glm-dsa", "deepseek32", "mimo2", "step35"}
 
@@ -55,6 +62,45 @@ def _pairing_problems(main: GgufEvidence, side: GgufEvidence) -> tuple[list[str]
     if da and db and da != db and main.vocab_size == side.vocab_size:
         drafting.append("tokenizer tokens differ (same size, different strings)")
     return blocking, drafting
+
+
+@dataclass(frozen=True)
+class Kinship:
+    """What the sampled embedding rows say of a sidecar: trained with this trunk's embedding or not."""
+
+    foreign: bool
+    line: str
+    rows: tuple[str, ...]  # one line per row compared, for a foreign sidecar's evidence
+
+
+def _embedding_kinship(ev: Evidence) -> Kinship | None:
+    """The sidecar's token_embd rows against the trunk's. Identical bytes, or vectors within the quantization's
+    error (median cosine at least FOREIGN_COSINE), say the head was trained with this embedding; rows of
+    another training run are unrelated vectors (cosine near 0). The figures: bench/README.md, issue 32."""
+    c = ev.embedding
+    if c is None:
+        return Kinship(False, f"{ev.sidecar.files[0] if ev.sidecar else 'the sidecar'}: embedding rows not compared: "
+                       f"{ev.embedding_problem}", ()) if ev.embedding_problem else None
+    tokens = [r for r in c.rows if r.tensor == "token_embd.weight"]
+    said = [r for r in tokens if r.identical or r.cosine is not None]
+    main_type, side_type = c.types["token_embd.weight"]
+    where = f"{c.sidecar_file}: token_embd.weight ({side_type}) against {c.main_file}'s ({main_type}), {len(tokens)} rows " \
+            f"sampled, {c.bytes_read} bytes read"
+    if not said:
+        return Kinship(False, f"{where}: no row could be compared (all zero, or a type gguf-py cannot read)", ())
+    cosines = sorted(1.0 if r.identical else r.cosine or 0.0 for r in said)
+    median = cosines[len(cosines) // 2]
+    norm = next((r for r in c.rows if r.tensor == "output_norm.weight"), None)
+    norm_said = "" if norm is None else f"; output_norm {'identical' if norm.identical else 'differs'}"
+    if all(r.identical for r in said):
+        return Kinship(False, f"{where}: every row byte for byte the main file's{norm_said}: the head was trained "
+                       "with this embedding", ())
+    if median >= FOREIGN_COSINE:
+        return Kinship(False, f"{where}: the same vectors within the quantization's error (cosine "
+                       f"{cosines[0]:.3f}-{cosines[-1]:.3f}){norm_said}: the head was trained with this embedding", ())
+    rows = tuple(f"token {r.row}: cosine {r.cosine:.3f}" for r in said if r.cosine is not None)
+    return Kinship(True, f"{where}: unrelated vectors (median cosine {median:.3f}, below {FOREIGN_COSINE}){norm_said}",
+                   rows)
 
 
 def _trunk_layers(g: GgufEvidence) -> int | None:
@@ -106,16 +152,22 @@ def apply_gguf_rules(ev: Evidence, b: ReportBuilder) -> None:
         head = s
         b.layout = Layout.sidecar
         b.mtp_layers = len(s.mtp.blocks) if s.mtp.nextn else 0
+        kinship = _embedding_kinship(ev)
         b.add("MTP_SIDECAR", f"the MTP head ships as a separate file: {', '.join(s.files)} (pass it with -md)",
               [ev.sidecar_choice.why,
                f"{s.files[0]}: {s.arch}.nextn_predict_layers = {s.nextn_layers}, block_count = {s.block_count}, "
-               f"trunk {'present' if s.has_trunk else 'absent'}", *_nextn_inventory(s)[0]])
+               f"trunk {'present' if s.has_trunk else 'absent'}", *_nextn_inventory(s)[0],
+               *([kinship.line] if kinship is not None and not kinship.foreign else [])])
         blocking, drafting = _pairing_problems(g, s)
         if blocking or drafting:
             first = (blocking or drafting)[0]
             b.add("SIDECAR_MISMATCH", f"{s.files[0]} does not pair with {g.files[0]}: {first}"
                   + ("" if blocking else " (llama.cpp loads it, but the head was made for another model)"),
                   [*blocking, *drafting], severity=None if blocking else Severity.warning)
+        if kinship is not None and kinship.foreign:
+            b.add("SIDECAR_FOREIGN", f"{s.files[0]} was trained with another embedding than {g.files[0]}'s: its head "
+                  "reads this trunk's hidden states without having been trained on them, so most drafts are rejected "
+                  "(use the mtp- file of the same release)", [kinship.line, *kinship.rows])
         missing = [n for n in DRAFT_REQUIRED_TENSORS if n not in s.tensors]
         if missing:
             b.add("SIDECAR_INCOMPLETE", f"{s.files[0]} has no {', '.join(missing)}: llama.cpp loads a draft model as a "
@@ -205,7 +257,7 @@ def _llama_for_gguf(ev: Evidence, b: ReportBuilder, g: GgufEvidence, head: GgufE
         trunk = trunk_beside(ev)
         return RuntimeVerdict(RuntimeStatus.supported, "load the main GGUF with -m and this file with -md",
                               llama_server_command(trunk or "MAIN.gguf", sidecar=t.file_ref(g.files[0]), program=b.server.program))
-    at_risk = any(b.has(code) for code in ("LOW_BIT_MTP_HEAD", "NEXTN_COUNT_UNSUPPORTED", "SIDECAR_MISMATCH"))
+    at_risk = any(b.has(code) for code in HEAD_AT_RISK)
     status = RuntimeStatus.at_risk if at_risk else RuntimeStatus.supported
     reason = f"llama.cpp {PINNED_LLAMA_CPP} has the '{head.arch}' MTP draft graph"
     sidecar = t.file_ref(ev.sidecar.files[0]) if b.layout == Layout.sidecar and ev.sidecar is not None else None

@@ -32,6 +32,9 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "MTP_SIDECAR": ("The MTP head ships as a separate mtp- GGUF that must be passed with -md", Severity.info),
     "SIDECAR_MISMATCH": ("The mtp- sidecar does not pair with the main GGUF: arch, n_embd, vocab, key (error: llama-server "
                          "stops) or trunk depth, tokenizer strings (warning: it drafts with another model's head)", Severity.error),
+    "SIDECAR_FOREIGN": ("The mtp- sidecar's embedding rows are not the main GGUF's (sampled rows compared): its head was "
+                        "trained with another trunk (another training run, model or revision); it loads and drafts, "
+                        "and most drafts are rejected", Severity.error),
     "SIDECAR_INCOMPLETE": ("The mtp- sidecar lacks tensors llama.cpp needs to load it as a draft model (token_embd, output_norm)",
                            Severity.error),
     "SIDECAR_NOT_FOUND": ("The main GGUF has no MTP head and no mtp- sidecar was found beside it", Severity.warning),
