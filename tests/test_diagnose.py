@@ -15,7 +15,7 @@ from gguf_factory import write_nextn_gguf
 from mtpinspect.cli._output import Output
 from mtpinspect.cli.diagnose import command, render
 from mtpinspect.diagnosis import DiagnosisReport, diagnose
-from mtpinspect.diagnosis.probe import PROBE_CLASSES, ProbeFigure
+from mtpinspect.diagnosis.probe import COPY_CLASS, PROBE_CLASSES, ProbeFigure
 from mtpinspect.errors import MtpinspectError, ServerError, SourceError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.find import ServerBinary, find_server
@@ -41,6 +41,8 @@ THREADS = ("-t", "1")
 # are poisoned. With a short n_predict a prompt walks 16 tokens from its first token, so the code
 # prompts (first tokens 35, 41, 38) never meet a poisoned token and the prose prompts (15, 8, 19) mostly do.
 CLASS_SPEC = TinyModelSpec(poisoned=tuple(t for t in range(32) if t % 4))
+# Its copy.jsonl is the copy class for this model (head_rules.py), whose tokens (first tokens 42, 44, 38)
+# walk the stretch the head drafts well, as copied text does for a head that matches its trunk.
 CLASS_PROMPTS = FIXTURES / "prompt_classes"
 N_PREDICT_SHORT = 16
 
@@ -251,7 +253,7 @@ def test_low_acceptance_for_one_prompt_class(server_binary: ServerBinary, tmp_pa
     report = diagnose(str(_model(tmp_path, CLASS_SPEC)), server=server_binary.path, server_args=THREADS,
                       n_predict=N_PREDICT_SHORT, prompts=CLASS_PROMPTS)
     jsonschema.validate(to_jsonable(report), SCHEMA)
-    assert report.probe is not None and sorted(report.probe.prompt_classes) == ["code", "prose"]
+    assert report.probe is not None and sorted(report.probe.prompt_classes) == ["code", COPY_CLASS, "prose"]
     for (prompt_class, n_max), run in expected.items():
         _assert_matches(_measured(report, n_max, prompt_class), run)
 
@@ -285,12 +287,15 @@ def test_per_position_decay_makes_a_high_n_max_useless(server_binary: ServerBina
     assert max(gains.values()) == pytest.approx(0.19, abs=0.1)
 
     # The decay alone names the cause; measuring n-max 3 slower than n-max 1 (timing is the machine's)
-    # only raises the confidence.
+    # only raises the confidence. A head that drafts every second token everywhere drafts half of the copy
+    # class too: a weak head as well (head_rules.py).
     slower = [c for c in PROBE_CLASSES
               if (_measured(report, 3, c).speedup or 0.0) < (_measured(report, 1, c).speedup or 0.0)]
-    assert set(_codes(report)) == {"NMAX_TOO_HIGH"}
-    first = report.causes[0]
-    assert first.code == "NMAX_TOO_HIGH" and "probe" in first.sources
+    assert set(_codes(report)) == {"NMAX_TOO_HIGH", "HEAD_WEAK"}
+    weak = next(c for c in report.causes if c.code == "HEAD_WEAK")
+    assert weak.evidence[0].startswith(f"probe n-max 1 {COPY_CLASS}: acceptance 0.")
+    first = next(c for c in report.causes if c.code == "NMAX_TOO_HIGH")
+    assert "probe" in first.sources
     assert first.confidence == (0.7 if slower else 0.45)
     assert first.fix.startswith("--spec-draft-n-max 1")
     assert sorted(line.split(":")[0] for line in first.evidence) == sorted(PROBE_CLASSES)

@@ -110,7 +110,7 @@ def _cause_codes() -> list[dict[str, object]]:
 @click.option("--no-probe", is_flag=True, help="Do not run llama-server; use static evidence and logs only.")
 @click.option("--n-predict", "n_predict", type=click.IntRange(N_PREDICT_BOUND.low, N_PREDICT_BOUND.high), default=64, show_default=True,
               help="Tokens generated per probe request.")
-@click.option("--prompts", metavar="FILE|DIR", help="Probe prompts (.txt/.jsonl) instead of the built-in code and prose-en.")
+@click.option("--prompts", metavar="FILE|DIR", help="Probe prompts (.txt/.jsonl) instead of the built-in code and prose-en (the copy class is measured beside them, unless they have a class named copy).")
 @click.option("--request", "request", type=click.Choice([k.value for k in RequestKind]), default=RequestKind.auto.value,
               show_default=True,
               help="How the probe sends its prompts: chat (through the model's chat template), completion (raw "
@@ -157,7 +157,9 @@ def command(
     MODEL is anything `check` takes (local GGUF, Hub repo, REPO:QUANT, snapshot folder, ollama:NAME,
     lmstudio:PUBLISHER/REPO). For a local GGUF, and for an app's model, a short probe runs on the real
     llama-server: the extra arguments after `--` once as given (when they set --spec-type, -md or
-    --spec-draft-n-max), then baseline and n-max 1 and 3 on code and prose-en prompts. For an Ollama
+    --spec-draft-n-max), then baseline and n-max 1 and 3 on code and prose-en prompts and on the copy
+    class (text any head that matches its model drafts nearly all of: it tells a foreign or weak head
+    from hard text). For an Ollama
     model the run is the one Ollama starts: its Modelfile's temperature (Ollama's 0.8 when unset),
     num_ctx and draft_num_predict (no --spec-type when unset) come before the extra arguments, and
     the fixes are said as Modelfile settings. MODEL may be omitted when --log files describe a run

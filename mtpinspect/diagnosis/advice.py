@@ -21,6 +21,11 @@ from mtpinspect.vocabulary import Engine
 SIDECAR_REMAKE_FIX = ("re-make the mtp- file with llama.cpp's python convert_hf_to_gguf.py MODEL_DIR --mtp (it writes "
                       "token_embd, output_norm and output into it), or use a release whose mtp- file carries them")
 
+# A head trained with another trunk: only the head of the same release drafts for this one.
+FOREIGN_HEAD_FIX = ("use the head released with this exact model: its own mtp- file (the same repo, revision and "
+                    "conversion as the main GGUF, passed with -md) or a GGUF that bundles the head; or re-export it with "
+                    "python convert_hf_to_gguf.py MODEL_DIR --mtp from the snapshot the main GGUF was converted from")
+
 # A cliff: at least this many deepest positions never accepted while the one before them was.
 CLIFF_POSITIONS = 3
 FIRST_POSITION_WORKS = 0.5

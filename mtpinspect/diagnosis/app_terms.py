@@ -202,6 +202,9 @@ def in_app_terms(causes: Sequence[Cause], app: AppModel, report: CheckReport, sm
         "NO_MTP_HEAD": "a model whose GGUF carries an MTP head (check it first: mtpinspect check on its GGUF)",
         "MTP_WEIGHTS_MISSING": ("a tag whose GGUF carries the head, or the mtp- file as a Modelfile DRAFT layer"
                                 if app.app is App.ollama else "a GGUF that bundles the head"),
+        "HEAD_FOREIGN": ("a DRAFT layer made from the same release as the model (its own mtp- file, same repo and "
+                         "revision), or a tag whose GGUF bundles the head" if app.app is App.ollama
+                         else "a GGUF of this model that bundles its own head"),
     }
     out = []
     for cause in causes:

@@ -17,6 +17,9 @@ from typing import ClassVar
 
 from mtpinspect.vocabulary import EvidenceSource, Mechanism
 
+# Acceptance from which a head drafts well: it refutes static head warnings, and below it a class is hard.
+FINE_ACCEPTANCE = 0.5
+
 MECHANISM_WEIGHT: dict[Mechanism, float] = {Mechanism.blocked: 1.0, Mechanism.zero: 0.9, Mechanism.low: 0.6, Mechanism.slow: 0.5}
 
 
@@ -44,6 +47,8 @@ CAUSES: dict[str, CauseKind] = {
     "MTP_FAILED": CauseKind(Mechanism.blocked, "The MTP configuration fails to start (an error exit, not a crash) for a reason no other cause explains (the log line is the evidence)"),
     "HEAD_QUANTIZED": CauseKind(Mechanism.zero, "The MTP head is quantized or damaged (FP8/NVFP4 not excluded, very low-bit GGUF types, all-zero weights): ~0% acceptance"),
     "HEAD_DISAGREES": CauseKind(Mechanism.zero, "A head with no static defect whose drafts the model rejects: ~0% acceptance while everything loads and runs"),
+    "HEAD_FOREIGN": CauseKind(Mechanism.low, "The head was trained with another trunk (a sidecar of another training run, model or revision: its embedding is not this model's): it drafts, most drafts are rejected, on easy text too"),
+    "HEAD_WEAK": CauseKind(Mechanism.low, "The head drafts poorly on text any matching head drafts nearly all of (the copy probe), with no static defect: undertrained, from another fine-tune of the same base, or run wrongly"),
     "HIGH_TEMPERATURE": CauseKind(Mechanism.low, "Sampling temperature above 0: the target samples tokens the greedy draft cannot predict"),
     "HIGH_P_MIN": CauseKind(Mechanism.low, "A high --spec-draft-p-min stops the drafter early: few or no tokens are drafted"),
     "CONTEXT_NEAR_LIMIT": CauseKind(Mechanism.low, "The context is nearly full: llama-server shortens drafts to fit (n_ctx - n_tokens - 2)"),

@@ -8,7 +8,8 @@ Two parts, both on the same local GGUF:
   MTP never enabled shows up in the server's own words;
 - *sweep*: :func:`mtpinspect.sweep.run_sweep` measures the baseline and n-max 1 and 3 with the head
   switched on properly (the sidecar passed with -md when there is one), giving acceptance, mean
-  length, tok/s and speedup per configuration and prompt class.
+  length, tok/s and speedup per configuration and prompt class; the classes include the copy class
+  (HEAD_PROBE_SET), whose acceptance says whether the head matches the model (head_rules.py).
 
 The probe measures; rank.py interprets. A baseline that does not run is not a diagnosis but bad
 input (the model does not load at all): ServerError.
@@ -34,7 +35,7 @@ from mtpinspect.runtime.server import START_TIMEOUT_S, LlamaServer, ServerProces
 from mtpinspect.runtime.workarounds import Workaround, WorkaroundSearch, find_workaround
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.plan import BASELINE_ID
-from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts
+from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts, load_set
 from mtpinspect.sweep.report import EngineCrash, SweepReport
 from mtpinspect.sweep.request import RequestWay
 from mtpinspect.sweep.statistics import GroupStats
@@ -43,6 +44,14 @@ from mtpinspect.vocabulary import Engine, RequestKind
 PROBE_N_MAX = (1, 3)
 PROBE_CLASSES = ("code", "prose-en")
 PROBE_N_PREDICT = 64
+# Measured beside any prompts: text any head matching its model drafts nearly all of (head_rules.py).
+HEAD_PROBE_SET = "head-probe"
+COPY_CLASS = "copy"
+
+
+def fmt(value: float | None, spec: str = ".2f") -> str:
+    """A figure of an evidence line: '-' when not measured."""
+    return "-" if value is None else format(value, spec)
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,17 @@ class ProbeFigure:
     drafts: int
     error: str | None
     workaround: Workaround | None = None  # measured with this change: the configuration crashed without it
+
+    def line(self) -> str:
+        """The figure as an evidence line."""
+        label = "baseline" if self.n_max is None else f"n-max {self.n_max}"
+        if self.error and not self.drafted and self.tokens_per_second is None:
+            return f"probe {label} {self.prompt_class}: failed: {self.error}"
+        speed = f"{fmt(self.tokens_per_second, '.1f')} tok/s"
+        if self.n_max is None:
+            return f"probe {label} {self.prompt_class}: {speed}"
+        return (f"probe {label} {self.prompt_class}: acceptance {fmt(self.acceptance)} ({self.accepted}/{self.drafted}), "
+                f"mean length {fmt(self.mean_length)}, {speed}, speedup {fmt(self.speedup)}x")
 
 
 @dataclass(frozen=True)
@@ -153,7 +173,13 @@ def _work_folder(out_dir: Path | None, stack: ExitStack) -> tuple[Path, str | No
 
 
 def _prompt_set(prompts: str | Path | None) -> list[Prompt]:
-    return load_prompts(prompts) if prompts is not None else load_builtin(list(PROBE_CLASSES))
+    """The prompts given (else the probe's classes), then the copy class, unless the prompts have a class of
+    that name already."""
+    chosen = load_prompts(prompts) if prompts is not None else load_builtin(list(PROBE_CLASSES))
+    if any(p.prompt_class == COPY_CLASS for p in chosen):
+        return chosen
+    taken = {p.id for p in chosen}
+    return [*chosen, *(p for p in load_set(HEAD_PROBE_SET) if p.id not in taken)]
 
 
 def run_probe(

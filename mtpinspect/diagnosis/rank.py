@@ -11,11 +11,15 @@ Evidence comes from three places: static (`check` and the run's flags, static.py
   draft length) -> HEAD_QUANTIZED when static evidence shows a quantized or damaged head (check's
   MTP_QUANTIZED / MTP_PARTIALLY_EXCLUDED / FUSED_NAME_MISMATCH / LOW_BIT_MTP_HEAD, all-zero head
   weights, a vLLM engine that loads a quantized checkpoint and drafts with that same checkpoint),
-  otherwise HEAD_DISAGREES. A zeroed head is "damaged", so HEAD_QUANTIZED (its evidence line says "all
+  otherwise HEAD_DISAGREES (HEAD_FOREIGN when check finds the sidecar's embedding another trunk's). A zeroed head is "damaged", so HEAD_QUANTIZED (its evidence line says "all
   zero"); without data to read (a log only) it is HEAD_DISAGREES. Its fix is the engine's (advice.py):
   a vLLM or SGLang log gets engine version, method, checkpoint and the known engine bugs its settings
   point at, never a GGUF re-export. Acceptance of 50% or more refutes a static head warning;
-- classes whose n-max 1 acceptance differ by 0.3 or more, one below 0.5 -> PROMPT_CLASS;
+- the copy class (text any matching head drafts nearly all of) judges the head, head_rules.py: below its
+  level -> HEAD_FOREIGN, HEAD_QUANTIZED or HEAD_WEAK by check's evidence; at it, a class below 0.5 is hard
+  text -> PROMPT_CLASS, and a static HEAD_FOREIGN is dropped. The rules below read the other classes;
+- without copy figures (its runs failed), classes whose n-max 1 acceptance
+  differ by 0.3 or more, one below 0.5 -> PROMPT_CLASS;
 - going from n-max 1 to 3 gains under 0.35 accepted tokens per extra drafted token (confidence 0.7
   when n-max 3 also measured slower, 0.45 otherwise), or the deepest position of a log is accepted
   under 35% of steps -> NMAX_TOO_HIGH (with a known engine bug when the deepest positions fall to
@@ -35,18 +39,20 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from mtpinspect.diagnosis.advice import (
+    FOREIGN_HEAD_FIX,
     disagreeing_head_fix,
     known_bugs,
     mtp_off_fix,
     n_max_fix,
     n_max_setting,
 )
-from mtpinspect.diagnosis.causes import CAUSES, Cause
+from mtpinspect.diagnosis.causes import CAUSES, FINE_ACCEPTANCE, Cause
 from mtpinspect.diagnosis.failures import REJECTED_TYPE, CrashEvidence, classify_failure
+from mtpinspect.diagnosis.head_rules import judge_head
 from mtpinspect.diagnosis.logs import LogEvidence
 from mtpinspect.diagnosis.message_rules import message_cause
 from mtpinspect.diagnosis.messages import Meaning
-from mtpinspect.diagnosis.probe import ProbeFigure, ProbeResult
+from mtpinspect.diagnosis.probe import COPY_CLASS, ProbeFigure, ProbeResult, fmt
 from mtpinspect.diagnosis.run_facts import MtpUse
 from mtpinspect.diagnosis.run_rules import crash_may_be_mtps, not_mtps, run_cause
 from mtpinspect.diagnosis.static import (
@@ -63,7 +69,6 @@ from mtpinspect.runtime.workarounds import Trial
 from mtpinspect.vocabulary import Engine, EvidenceSource, GraphSupport
 
 ZERO_ACCEPTANCE = 0.05
-FINE_ACCEPTANCE = 0.5
 SLOWER = 0.95
 CLASS_GAP = 0.3
 CONTEXT_SHARE = 0.9
@@ -77,9 +82,10 @@ def gather_causes(
     causes = static_causes(static, settings) if static is not None else settings_causes(settings, None)
     notes: list[str] = []
     if probe is not None:
-        causes += _probe_causes(static, settings, probe)
+        found, head_notes = _probe_causes(static, settings, probe)
+        causes += found
         causes, refuted = _refute_head_warning(causes, probe)
-        notes += refuted
+        notes += head_notes + refuted
     for log in logs:
         causes += _log_causes(static, settings, log)
         note = not_mtps(log)
@@ -112,23 +118,10 @@ def _merge(a: Cause, b: Cause) -> Cause:
 # -- the probe ----------------------------------------------------------------------------------
 
 
-def _fmt(value: float | None, spec: str = ".2f") -> str:
-    return "-" if value is None else format(value, spec)
-
-
-def _figure_line(f: ProbeFigure) -> str:
-    label = "baseline" if f.n_max is None else f"n-max {f.n_max}"
-    if f.error and not f.drafted and f.tokens_per_second is None:
-        return f"probe {label} {f.prompt_class}: failed: {f.error}"
-    speed = f"{_fmt(f.tokens_per_second, '.1f')} tok/s"
-    if f.n_max is None:
-        return f"probe {label} {f.prompt_class}: {speed}"
-    return (f"probe {label} {f.prompt_class}: acceptance {_fmt(f.acceptance)} ({f.accepted}/{f.drafted}), "
-            f"mean length {_fmt(f.mean_length)}, {speed}, speedup {_fmt(f.speedup)}x")
-
-
-def _probe_causes(static: StaticEvidence | None, settings: ServerArgs, probe: ProbeResult) -> list[Cause]:
+def _probe_causes(static: StaticEvidence | None, settings: ServerArgs, probe: ProbeResult) -> tuple[list[Cause], list[str]]:
+    """The probe's causes, and notes on static evidence it refutes."""
     causes: list[Cause] = []
+    notes: list[str] = []
     given = probe.as_given
     if given is not None:
         causes += _as_given_causes(static, settings, probe)
@@ -153,14 +146,15 @@ def _probe_causes(static: StaticEvidence | None, settings: ServerArgs, probe: Pr
             causes.append(cause)
     ran = [f for f in mtp if f.drafted]
     if ran:
-        causes += _acceptance_causes(static, settings, probe, ran)
+        found, notes = _acceptance_causes(static, probe, ran)
+        causes += found
     elif mtp and not failed and settings.p_min is not None and settings.p_min > 0:
         causes.append(Cause("HIGH_P_MIN", 0.9, f"no token was drafted at --spec-draft-p-min {settings.p_min:g}",
-                            tuple(_figure_line(f) for f in mtp), "lower it: --spec-draft-p-min 0 (the default)",
+                            tuple(f.line() for f in mtp), "lower it: --spec-draft-p-min 0 (the default)",
                             (EvidenceSource.probe,)))
     for log in probe.mtp_logs:
         causes += _context_causes(log, EvidenceSource.probe)
-    return causes
+    return causes, notes
 
 
 def _as_given_causes(static: StaticEvidence | None, settings: ServerArgs, probe: ProbeResult) -> list[Cause]:
@@ -212,22 +206,28 @@ def _pooled(figures: Sequence[ProbeFigure]) -> float | None:
 
 
 def _baseline_lines(probe: ProbeResult) -> list[str]:
-    return [_figure_line(f) for f in probe.figures if f.n_max is None]
+    return [f.line() for f in probe.figures if f.n_max is None]
 
 
-def _acceptance_causes(
-    static: StaticEvidence | None, settings: ServerArgs, probe: ProbeResult, ran: list[ProbeFigure]
-) -> list[Cause]:
+def _acceptance_causes(static: StaticEvidence | None, probe: ProbeResult, ran: list[ProbeFigure]) -> tuple[list[Cause], list[str]]:
+    """Causes from what the probe's drafts were accepted: the copy class judges the head (head_rules.py), the
+    other classes the text, the draft length and the speed."""
     pooled = _pooled(ran) or 0.0
-    lines = [_figure_line(f) for f in ran]
+    lines = [f.line() for f in ran]
     if pooled <= ZERO_ACCEPTANCE:
         evidence = (f"probe: acceptance {pooled:.1%} over {sum(f.drafted for f in ran)} drafted tokens", *lines,
                     *_baseline_lines(probe)[:1])
-        return [_zero_cause(static, None, evidence, EvidenceSource.probe, 0.9, probe.server.engine)]
-    causes = _class_causes(ran) + _nmax_causes(probe, ran)
-    if pooled >= FINE_ACCEPTANCE:
-        causes += _slower_causes(probe, ran, pooled)
-    return causes
+        return [_zero_cause(static, None, evidence, EvidenceSource.probe, 0.9, probe.server.engine)], []
+    head = judge_head(static, ran, probe.server.engine)
+    text = [f for f in ran if f.prompt_class != COPY_CLASS]
+    causes = list(head.causes)
+    if head.matches is None:
+        causes += _class_causes(text)
+    causes += _nmax_causes(probe, text)
+    text_pooled = _pooled(text)
+    if text_pooled is not None and text_pooled >= FINE_ACCEPTANCE:
+        causes += _slower_causes(probe, text, text_pooled)
+    return causes, head.notes
 
 
 def _zero_cause(static: StaticEvidence | None, log: LogEvidence | None, evidence: tuple[str, ...], source: EvidenceSource,
@@ -239,6 +239,12 @@ def _zero_cause(static: StaticEvidence | None, log: LogEvidence | None, evidence
     if quantized and log is not None and log.separate_drafter:
         evidence = (*evidence, f"{log.path}: the target is quantized ({log.quantization}) but the drafter is another "
                                f"checkpoint ({log.draft_model}): not a quantized head")
+    if static is not None and static.has("SIDECAR_FOREIGN"):
+        found = static.finding("SIDECAR_FOREIGN")
+        assert found is not None
+        return Cause("HEAD_FOREIGN", confidence, "the head drafts nothing the model accepts: the sidecar's head was "
+                     "trained with another trunk", (*evidence, f"check SIDECAR_FOREIGN: {found.evidence[0]}"),
+                     FOREIGN_HEAD_FIX, (source, EvidenceSource.static))
     if defects or quantized_engine:
         extra = (f"{log.path}: the engine loads the checkpoint with quantization={log.quantization}",) if quantized_engine and log else ()
         why = _head_defect_words(static, log if quantized_engine and not defects else None)
@@ -272,7 +278,7 @@ def _class_causes(ran: list[ProbeFigure]) -> list[Cause]:
     worst, best = min(rates, key=rates.__getitem__), max(rates, key=rates.__getitem__)
     if rates[worst] >= FINE_ACCEPTANCE or rates[best] - rates[worst] < CLASS_GAP:
         return []
-    evidence = tuple(_figure_line(first[c]) for c in sorted(first))
+    evidence = tuple(first[c].line() for c in sorted(first))
     return [Cause("PROMPT_CLASS", 0.75,
                   f"acceptance depends on the kind of text: {best} {rates[best]:.0%}, {worst} {rates[worst]:.0%}",
                   evidence,
@@ -286,7 +292,7 @@ def _nmax_causes(probe: ProbeResult, ran: list[ProbeFigure]) -> list[Cause]:
     # speed only raises the confidence (as the log rule does with the decay alone).
     evidence: list[str] = []
     slower = False
-    for prompt_class in probe.prompt_classes:
+    for prompt_class in sorted({f.prompt_class for f in ran}):
         mine = sorted((f for f in ran if f.prompt_class == prompt_class and f.n_max), key=lambda f: f.n_max or 0)
         if len(mine) < 2:
             continue
@@ -321,7 +327,7 @@ def _slower_causes(probe: ProbeResult, ran: list[ProbeFigure], pooled: float) ->
     base = probe.baseline(best.prompt_class)
     evidence = [
         f"probe: acceptance {pooled:.0%}, yet the best MTP setting (n-max {best.n_max}, {best.prompt_class}) decodes "
-        f"{_fmt(best.tokens_per_second, '.1f')} tok/s vs {_fmt(base.tokens_per_second if base else None, '.1f')} "
+        f"{fmt(best.tokens_per_second, '.1f')} tok/s vs {fmt(base.tokens_per_second if base else None, '.1f')} "
         f"tok/s without MTP ({best.speedup:.2f}x)",
     ]
     for cost in probe.costs:
@@ -337,7 +343,11 @@ def _slower_causes(probe: ProbeResult, ran: list[ProbeFigure], pooled: float) ->
 
 
 def _refute_head_warning(causes: list[Cause], probe: ProbeResult) -> tuple[list[Cause], list[str]]:
-    """A static head warning that the probe contradicts (acceptance >= 50%) is dropped, with a note."""
+    """A static head warning that the probe contradicts (acceptance >= 50%) is dropped, with a note. A
+    static HEAD_FOREIGN is dropped when the copy probe finds the head matching (head_rules.py says why)."""
+    measured = any(c.code == "HEAD_FOREIGN" and EvidenceSource.probe in c.sources for c in causes)
+    if _copy_measured(probe) and not measured:
+        causes = [c for c in causes if not (c.code == "HEAD_FOREIGN" and c.sources == (EvidenceSource.static,))]
     pooled = _pooled([f for f in probe.mtp_figures() if f.drafted])
     if pooled is None or pooled < FINE_ACCEPTANCE:
         return causes, []
@@ -346,6 +356,10 @@ def _refute_head_warning(causes: list[Cause], probe: ProbeResult) -> tuple[list[
         return causes, []
     return kept, [f"check warns about the head's quantization, but the probe measured acceptance {pooled:.0%}: "
                   "the head drafts well on this model"]
+
+
+def _copy_measured(probe: ProbeResult) -> bool:
+    return any(f.prompt_class == COPY_CLASS and f.drafted for f in probe.mtp_figures())
 
 
 def _context_causes(log: LogEvidence, source: EvidenceSource) -> list[Cause]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from mtpinspect.diagnosis.advice import SIDECAR_REMAKE_FIX
+from mtpinspect.diagnosis.advice import FOREIGN_HEAD_FIX, SIDECAR_REMAKE_FIX
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.errors import MtpinspectError
 from mtpinspect.formats.gguf import GGUFHeader, read_gguf_header
@@ -44,6 +44,8 @@ _WEIGHTS_FIX = ("use a release that ships the MTP weights (a GGUF converted with
 _FINDING_CAUSES: dict[str, tuple[str, float, str]] = {
     "SIDECAR_MISMATCH": ("SIDECAR_MISMATCH", 0.85, _SIDECAR_FIX),
     "SIDECAR_INCOMPLETE": ("SIDECAR_INCOMPLETE", 0.85, SIDECAR_REMAKE_FIX),
+    # The rows prove another embedding; that the drafts suffer for it the probe measures (head_rules.py).
+    "SIDECAR_FOREIGN": ("HEAD_FOREIGN", 0.75, FOREIGN_HEAD_FIX),
     "MTP_WEIGHTS_MISSING": ("MTP_WEIGHTS_MISSING", 0.85, _WEIGHTS_FIX),
     "MTP_DROPPED_IN_CONVERSION": ("MTP_WEIGHTS_MISSING", 0.85, _WEIGHTS_FIX),
     "SIDECAR_NOT_FOUND": ("MTP_WEIGHTS_MISSING", 0.85, _WEIGHTS_FIX),
