@@ -127,7 +127,8 @@ def compare_embeddings(tree: Tree, main: GgufFiles, sidecar: GgufFiles) -> Embed
     for i, (name, row) in enumerate(keys):
         a, b = data[2 * i], data[2 * i + 1]
         (_, _, ta), (_, _, tb) = pairs[name]
-        same = ta.ggml_type == tb.ggml_type and a == b
+        # Rows of zero bytes in both (a sparse download, an unused token) say nothing: not identical, no cosine.
+        same = ta.ggml_type == tb.ggml_type and a == b and any(a)
         rows.append(RowMatch(name, row, same, None if same else _cosine(a, ta, b, tb)))
     return EmbeddingComparison(
         main_file=pairs["token_embd.weight"][0][0], sidecar_file=pairs["token_embd.weight"][1][0],
