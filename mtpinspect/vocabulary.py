@@ -99,6 +99,7 @@ class HeadState(Word):
     excluded = "excluded"  # the quantization's exclusion list keeps it in high precision
     quantized = "quantized"  # quantized with the rest (or partly)
     low_bit = "low-bit"  # at a very low-bit GGUF type: expect low or zero acceptance
+    foreign = "foreign"  # an mtp- sidecar trained with another trunk: its embedding rows are not the model's
     dropped = "dropped"  # the model has a head and this download lost it (a conversion, a re-upload)
     missing = "missing"  # no head in this download, and nothing says it should have one
 

@@ -39,6 +39,7 @@ WIDE_PAIR = TinyModelSpec(layout="sidecar", vocab=1024, embd=1024)
 
 
 def _pair(folder: Path, spec: TinyModelSpec = PAIR) -> tuple[Path, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
     main, side = write_tiny_model(folder / "tiny.gguf", spec)
     return main, side
 
@@ -228,3 +229,22 @@ def test_diagnose_names_a_foreign_sidecar_on_the_real_server(tmp_path: Path) -> 
     assert codes[0] == "HEAD_FOREIGN", codes
     assert "HEAD_WEAK" not in codes and "PROMPT_CLASS" not in codes
     assert EvidenceSource.probe in report.causes[0].sources
+
+
+def test_find_says_which_derivative_ships_a_foreign_head(tmp_path: Path) -> None:
+    """Two GGUF derivatives of one base, each with an mtp- sidecar: the one whose sidecar's rows are another
+    trunk's is `foreign`, at risk in llama.cpp."""
+    good_main, good_side = _pair(tmp_path / "good", WIDE_PAIR)
+    bad_main, bad_side = _pair(tmp_path / "bad", WIDE_PAIR)
+    _retrain_embedding(bad_side)
+    with HubStub() as stub:
+        stub.add_repo("acme/Tiny", {"config.json": b"{}"})
+        stub.add_repo("good/Tiny-GGUF", {"tiny.gguf": good_main, "mtp-tiny.gguf": good_side},
+                      base_model=("quantized", "acme/Tiny"), downloads=1)
+        stub.add_repo("bad/Tiny-GGUF", {"tiny.gguf": bad_main, "mtp-tiny.gguf": bad_side},
+                      base_model=("quantized", "acme/Tiny"), downloads=2)
+        census = mtpinspect.find("acme/Tiny", limit=None, verify=False, endpoint=stub.url)
+    heads = {d.repo: d.head for d in census.derivatives}
+    assert heads == {"good/Tiny-GGUF": "kept", "bad/Tiny-GGUF": "foreign"}, heads
+    runtimes = {d.repo: d.runtimes["llama.cpp"] for d in census.derivatives}
+    assert runtimes == {"good/Tiny-GGUF": "supported", "bad/Tiny-GGUF": "at-risk"}

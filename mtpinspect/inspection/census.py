@@ -48,7 +48,7 @@ RUNTIMES: tuple[str, ...] = (Engine.llama_cpp.value, Engine.vllm.value, Engine.s
 ALL: Literal["all"] = "all"
 RelationChoice = Relation | Literal["all"]
 # From the best state of a head to the worst: a row shows the file whose head fares best.
-HEAD_ORDER = (HeadState.kept, HeadState.excluded, HeadState.quantized, HeadState.low_bit, HeadState.dropped,
+HEAD_ORDER = (HeadState.kept, HeadState.excluded, HeadState.quantized, HeadState.low_bit, HeadState.foreign, HeadState.dropped,
               HeadState.missing)
 
 
@@ -323,6 +323,8 @@ def head_state(report: CheckReport) -> HeadState:
         return HeadState.dropped
     if report.mtp_layers == 0:
         return HeadState.missing
+    if "SIDECAR_FOREIGN" in codes:
+        return HeadState.foreign
     if "LOW_BIT_MTP_HEAD" in codes:
         return HeadState.low_bit
     if codes & {"MTP_QUANTIZED", "MTP_PARTIALLY_EXCLUDED"}:
