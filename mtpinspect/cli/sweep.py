@@ -73,7 +73,8 @@ def _temperatures(text: str, model: str | None) -> tuple[float, ...]:
 @click.option("--prompts", metavar="FILE|DIR|CLASS", default=None,
               help="Prompt .txt/.jsonl file, a directory of them, a built-in class "
                    "(code, prose-en, prose-ja, extraction) or set (mtp-bench-categories: one prompt in each of "
-                   "mtp-bench's nine categories; use with --request chat --n-predict 192 --repeat 1). "
+                   "mtp-bench's nine categories; use with --request chat --n-predict 192 --repeat 1; head-probe: the "
+                   "copy class diagnose measures a head with, text any matching head drafts nearly all of). "
                    "Default: all built-in classes.")
 @click.option("--request", "request", type=click.Choice([k.value for k in RequestKind]), default=RequestKind.auto.value,
               show_default=True,
