@@ -263,6 +263,9 @@ def test_low_acceptance_for_one_prompt_class(server_binary: ServerBinary, tmp_pa
     assert f"code 100%, prose {prose:.0%}" in first.message
     assert any(line.startswith("probe n-max 1 prose: acceptance") for line in first.evidence)
     assert "for prose expect little gain" in first.fix
+    # The copy class says the head matches the model: the text is hard, not the head (head_rules.py).
+    assert first.evidence[0].startswith(f"probe n-max 1 {COPY_CLASS}: acceptance 1.00")
+    assert "the text is hard, not the head" in first.message and first.fix.startswith("leave the head alone")
     # The head is healthy where it drafts: no cause says it is broken.
     assert not {"HEAD_QUANTIZED", "HEAD_DISAGREES"} & set(_codes(report))
 
