@@ -4,9 +4,11 @@ from hard text.
 Low acceptance has two readings that need opposite fixes: the head is wrong for this model (another
 training run's sidecar, a fine-tune's untouched base head, a head quantized too far: change the head), or
 the text is hard for any head (leave the head alone). The probe tells them apart with text any head that
-matches its trunk drafts nearly all of: the copy class (cases/prompts/sets/head-probe.jsonl: a line
-repeated, counting, a passage given twice and begun a third time), where the trunk's hidden state carries
-the next tokens. A head trained on another trunk cannot read that state, so it fails there too.
+matches its trunk drafts nearly all of: the copy class (cases/prompts/sets/head-probe.jsonl: a line to
+repeat, already repeated a dozen times; counting, already begun), where the trunk's hidden state carries
+the next tokens. Each prompt asks for the repetition and begins it, so a chat model (its request through the
+chat template) and a base model (a raw completion) both go on repeating. A head trained on another trunk
+cannot read that state, so it fails there too.
 
 The rules, at the probe's smallest n-max, on the copy class pooled over its prompts:
 
