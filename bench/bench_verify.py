@@ -37,7 +37,7 @@ from mtpinspect.inspection.engine import ask_llama_cpp  # noqa: E402
 from mtpinspect.inspection.evidence import gather  # noqa: E402
 from mtpinspect.runtime.build import find_helper  # noqa: E402
 from mtpinspect.runtime.verify import verify  # noqa: E402
-from mtpinspect.sources.fetch import FetchPolicy  # noqa: E402
+from mtpinspect.sources.policy import FetchPolicy  # noqa: E402
 from mtpinspect.sources.resolve import resolve  # noqa: E402
 
 MiB = 2**20

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from mtpinspect.cli._output import Output, OutputFormat
-from mtpinspect.sources.fetch import MAX_SECONDS, RETRY_AFTER_CAP, FetchPolicy
+from mtpinspect.sources.policy import MAX_SECONDS, RETRY_AFTER_CAP, FetchPolicy
 
 F = TypeVar("F", bound=Callable[..., Any])
 

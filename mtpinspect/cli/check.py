@@ -15,7 +15,7 @@ from mtpinspect.errors import SourceError
 from mtpinspect.inspection.report import FINDINGS, CheckFailure, CheckReport, Verified
 from mtpinspect.runtime.n_max import RULE_OF_THUMB_N_MAX
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT
-from mtpinspect.sources.fetch import FetchPolicy
+from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.vocabulary import PARTIAL, App, AppEngine, OriginKind, RuntimeStatus
 
 APP_RUNTIMES = tuple(app.value for app in App)

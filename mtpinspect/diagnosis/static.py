@@ -23,7 +23,7 @@ from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.find import SERVER_ON_PATH, server_for_commands
 from mtpinspect.runtime.flags import DRAFT_MODEL, SPEC_FLAGS, SPEC_TYPE, SPEC_TYPES, ServerArgs
 from mtpinspect.runtime.n_max import RULE_OF_THUMB_N_MAX, rule_of_thumb
-from mtpinspect.sources.fetch import FetchPolicy
+from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.sources.reader import LocalFileReader
 from mtpinspect.vocabulary import EvidenceSource, Layout, Severity, SourceKind
 

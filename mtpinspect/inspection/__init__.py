@@ -12,7 +12,7 @@ from mtpinspect.inspection.evidence import gather
 from mtpinspect.inspection.report import CheckedModels, CheckFailure, CheckReport
 from mtpinspect.inspection.verdict import assemble_report
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT
-from mtpinspect.sources.fetch import Clock, FetchPolicy
+from mtpinspect.sources.policy import Clock, FetchPolicy
 from mtpinspect.sources.resolve import Target, resolve, resolve_each_gguf
 
 

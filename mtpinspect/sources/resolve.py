@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.sources.app_stores import AppLocation, AppModel, each_app_target, is_app_source, locate
-from mtpinspect.sources.fetch import Clock, FetchPolicy
 from mtpinspect.sources.filenames import (
     NameIndex,
     group_splits,
@@ -33,6 +32,7 @@ from mtpinspect.sources.filenames import (
     split_members,
 )
 from mtpinspect.sources.local import open_directory, open_gguf_folder
+from mtpinspect.sources.policy import Clock, FetchPolicy
 from mtpinspect.sources.reader import ByteMeter, Tree
 from mtpinspect.sources.target import Target
 from mtpinspect.vocabulary import SourceKind
