@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mtpinspect.runtime.build import BINARY_NAME, BUILD_RECIPE, METADATA_NAME, install_dir
+from mtpinspect.runtime.build_cache import BINARY_NAME, BUILD_RECIPE, METADATA_NAME, install_dir
 from mtpinspect.runtime.find import SERVER_ON_PATH, server_for_commands
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_VERSION
 from mtpinspect.runtime.toolchain import CMAKE_NEEDED, CXX_NEEDED, NVCC_NEEDED, find_toolchain

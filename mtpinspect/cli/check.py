@@ -299,7 +299,8 @@ def command(
     if all_ggufs and (file or mtp_file or sweep_report):
         raise click.UsageError("--all checks every GGUF; it does not combine with --file, --mtp-file or --sweep-report")
     if verify:
-        from mtpinspect.runtime.build import build_server, find_helper  # the build module only when --verify may build
+        from mtpinspect.runtime.build import build_server  # the build module only when --verify may build
+        from mtpinspect.runtime.build_cache import find_helper
 
         if find_helper() is None:
             out.hint("building the pinned llama.cpp's verify helper (minutes, once)")

@@ -16,6 +16,7 @@ from pathlib import Path
 from mtpinspect.inspection.builder import ReportBuilder
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.report import RuntimeVerdict, Verified
+from mtpinspect.runtime.build_cache import cached_helper, find_helper
 from mtpinspect.runtime.flags import CTX_SIZE, DRAFT_MODEL, MODEL, MTP_SPEC_TYPE, N_MAX, SPEC_TYPE, ServerArgs
 from mtpinspect.runtime.n_max import RULE_OF_THUMB_N_MAX
 from mtpinspect.runtime.verify import DEFAULT_CONTEXT, Verification, VerifyError, verify
@@ -38,11 +39,10 @@ def consult_llama_cpp(ev: Evidence, verify: bool | None, context: int) -> Engine
     True always (building the helper first: minutes, once), False never. None for a checkpoint."""
     if verify is False or ev.gguf is None:
         return None
-    # Only a GGUF check needs the build machinery.
-    from mtpinspect.runtime.build import build_server, cached_helper, find_helper
-
     helper = find_helper()
     if helper is None and verify:
+        from mtpinspect.runtime.build import build_server  # the build machinery only when it builds
+
         build_server("cpu")
         helper = cached_helper("cpu")
     if helper is None:

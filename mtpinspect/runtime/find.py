@@ -13,12 +13,15 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mtpinspect.errors import ServerError, ServerNotBuilt
-from mtpinspect.runtime.build import AUTO, BACKENDS, Progress, build_server, cached_server, read_metadata, resolve_backend
+from mtpinspect.runtime.build_cache import AUTO, BACKENDS, cached_server, read_metadata
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE
 from mtpinspect.runtime.pin import FIRST_MTP_BUILD, FIRST_MTP_RELEASE, PINNED_LLAMA_CPP
-from mtpinspect.runtime.process import run_bounded
+
+if TYPE_CHECKING:
+    from mtpinspect.runtime.build import Progress
 
 ENV_VAR = "LLAMA_SERVER"
 # `--version` loads the GPU backends, which can take a while on a machine with many GPUs.
@@ -69,6 +72,8 @@ class ServerBinary:
 
 
 def _version_output(path: Path, shown: str, timeout: float) -> str:
+    from mtpinspect.runtime.process import run_bounded  # only where a binary runs: `check` names one, never runs it
+
     try:
         stdout, stderr = run_bounded([str(path), "--version"], timeout)
     except subprocess.TimeoutExpired:
@@ -147,6 +152,8 @@ def _has_mtp(path: Path, commit: str | None, upstream_build: int | None, timeout
         return True
     if upstream_build is not None:
         return upstream_build >= FIRST_MTP_BUILD
+    from mtpinspect.runtime.process import run_bounded
+
     try:
         stdout, stderr = run_bounded([str(path), "--help"], min(timeout, _HELP_TIMEOUT_S))
     except (OSError, subprocess.TimeoutExpired):
@@ -190,6 +197,8 @@ def find_server(
     env = os.environ.get(ENV_VAR)
     if env:
         return describe(_explicit_path(env), "$LLAMA_SERVER", f"${ENV_VAR}={env}", timeout=version_timeout)
+    from mtpinspect.runtime.build import build_server, resolve_backend  # the build machinery only where it may build
+
     choice = resolve_backend(backend)
     if choice.reason is not None and progress is not None:
         progress(choice.reason)
