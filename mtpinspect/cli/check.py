@@ -12,9 +12,9 @@ from mtpinspect.apps import APP_NAMES
 from mtpinspect.cli._args import codes_option, format_option, hub_options
 from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.errors import SourceError
+from mtpinspect.inspection.engine import DEFAULT_CONTEXT
 from mtpinspect.inspection.report import FINDINGS, CheckFailure, CheckReport, Verified
 from mtpinspect.runtime.n_max import RULE_OF_THUMB_N_MAX
-from mtpinspect.runtime.verify import DEFAULT_CONTEXT
 from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.vocabulary import PARTIAL, App, AppEngine, OriginKind, RuntimeStatus
 
