@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from mtpinspect.app_facts import MLX_DRAFT_CONFIG, OLLAMA_MLX_DRAFT_PREFIX
 from mtpinspect.errors import MtpinspectError, SourceError, UsageError
+from mtpinspect.sources.filenames import LM_STUDIO_PREFIX, OLLAMA_PREFIX, is_app_source
 from mtpinspect.sources.local import LocalTree
 from mtpinspect.sources.reader import ByteMeter, LocalFileReader, RepoFile
 from mtpinspect.sources.target import AppModel, Target
@@ -27,12 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AppLocation", "AppModel", "each_app_target", "is_app_source", "locate", "ollama_target"]
 
-OLLAMA_PREFIX = "ollama:"
-LM_STUDIO_PREFIX = "lmstudio:"
-
-
-def is_app_source(source: str) -> bool:
-    return source.startswith((OLLAMA_PREFIX, LM_STUDIO_PREFIX))
 
 
 @dataclass(frozen=True)
