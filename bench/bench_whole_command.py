@@ -113,8 +113,10 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
 
+    # `import click, tabulate`: the floor of a command that draws a table with the libraries the guide names.
     baselines = {"python -c pass": [sys.executable, "-c", "pass"],
-                 "python -c 'import click'": [sys.executable, "-c", "import click"]}
+                 "python -c 'import click'": [sys.executable, "-c", "import click"],
+                 "python -c 'import click, tabulate'": [sys.executable, "-c", "import click, tabulate"]}
     with tempfile.TemporaryDirectory(prefix="mtpinspect-bench-whole-") as tmp:
         inputs = write_files(Path(tmp))
         plan = {(label, name): argv for label, files in inputs.items() for name, argv in commands(files, args.peers).items()}
