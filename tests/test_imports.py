@@ -21,12 +21,13 @@ import mtpinspect
 
 HEAVY = ("numpy", "gguf", "matplotlib", "tabulate")
 # What a check of a local GGUF has no use for: the Hub's requests (fetch.py and its socket, huggingface_hub),
-# building or running llama.cpp (--no-verify), Ollama's and LM Studio's readers, and the other commands.
+# building, finding or running llama.cpp (--no-verify), Ollama's and LM Studio's readers, and the other commands.
 NOT_FOR_A_LOCAL_CHECK = (
     "huggingface_hub", "httpx2", "mtpinspect.sources.fetch", "mtpinspect.sources.hub", "mtpinspect.sources.header_cache",
-    "mtpinspect.runtime.build", "mtpinspect.runtime.process", "mtpinspect.runtime.toolchain", "mtpinspect.runtime.verify",
-    "mtpinspect.sources.lmstudio", "mtpinspect.sources.ollama", "mtpinspect.sweep", "mtpinspect.diagnosis",
-    "mtpinspect.drift", "mtpinspect.training", "mtpinspect.cli.sweep", "mtpinspect.cli.diagnose", "psutil",
+    "mtpinspect.runtime.build", "mtpinspect.runtime.find", "mtpinspect.runtime.process", "mtpinspect.runtime.toolchain",
+    "mtpinspect.runtime.verify", "mtpinspect.sources.lmstudio", "mtpinspect.sources.ollama", "mtpinspect.sweep",
+    "mtpinspect.diagnosis", "mtpinspect.drift", "mtpinspect.training", "mtpinspect.cli.sweep", "mtpinspect.cli.diagnose",
+    "psutil",
 )
 FIXTURES = Path(__file__).parent / "diagnose_fixtures"
 TRAINED_GGUF = Path(mtpinspect.__file__).parent / "data" / "trained" / "tiny-glm-mtp-Q8_0.gguf"

@@ -2,7 +2,7 @@
 made by this recipe and helper source, and fit for this CPU.
 
 Apart from build.py, which makes them: `check` names the cached llama-server in the commands it prints
-(find.server_for_commands) and looks for the verify helper, and neither needs the build machinery's
+(command_server.server_for_commands) and looks for the verify helper, and neither needs the build machinery's
 modules (subprocess pipes, locks, the toolchain probe).
 """
 
