@@ -23,7 +23,11 @@ The peers, installed outside the project (their versions are in bench/README.md)
 
 mtpinspect runs as `python -m mtpinspect` with this checkout first on PYTHONPATH, and with its bytecode
 written once before the runs (as an installed package has it: pip compiles on install); a machine with
-PYTHONDONTWRITEBYTECODE set would otherwise compile every module on every run.
+PYTHONDONTWRITEBYTECODE set would otherwise compile every module on every run. The peers run from their
+own venv, whose start-up runs no .pth file but setuptools'; an interpreter whose site-packages holds .pth
+files that import things at every start (an editable install's finder, a certificate injector's) makes
+mtpinspect and the python baselines pay them on every run: ``--no-site`` runs those as ``python -S`` with
+the same site-packages on PYTHONPATH, the same libraries without the .pth files.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import json
 import os
 import resource
 import shutil
+import site
 import statistics
 import subprocess
 import sys
@@ -72,11 +77,11 @@ def write_files(folder: Path) -> dict[str, list[Path]]:
     return {"glm-4.6": [glm], "split": shards, "tiny": [TINY]}
 
 
-def commands(files: list[Path], peers: Path | None) -> dict[str, list[str]]:
-    """What each tool runs on one input."""
-    py, first = sys.executable, str(files[0])
-    found = {"mtpinspect check --no-verify": [py, "-m", "mtpinspect", "check", first, "--no-verify"],
-             "mtpinspect check --no-verify --format json": [py, "-m", "mtpinspect", "check", first, "--no-verify",
+def commands(files: list[Path], peers: Path | None, py: list[str]) -> dict[str, list[str]]:
+    """What each tool runs on one input (``py``: the interpreter that runs mtpinspect, with its options)."""
+    first = str(files[0])
+    found = {"mtpinspect check --no-verify": [*py, "-m", "mtpinspect", "check", first, "--no-verify"],
+             "mtpinspect check --no-verify --format json": [*py, "-m", "mtpinspect", "check", first, "--no-verify",
                                                             "--format", "json"]}
     inspect_cli = peers / "bin" / "gguf-inspect" if peers else shutil.which("gguf-inspect")
     if inspect_cli and Path(inspect_cli).exists():
@@ -109,26 +114,35 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=11, help="runs per command (median counts; at least 9)")
     parser.add_argument("--peers", type=Path, help="venv holding gguf-inspect and gguf-parser (default: gguf-inspect on PATH)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--no-site", action="store_true",
+                        help="run mtpinspect and the python baselines as `python -S`, the interpreter's site-packages on "
+                             "PYTHONPATH: the same libraries without the .pth files this interpreter runs at every start "
+                             "(the peers' venv has none of them)")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    py = [sys.executable, "-S"] if args.no_site else [sys.executable]
+    ours = {**env, "PYTHONPATH": os.pathsep.join([str(ROOT), *(site.getsitepackages() if args.no_site else []),
+                                                   *filter(None, [os.environ.get("PYTHONPATH")])])}
+    print(f"mtpinspect and the baselines run as: {' '.join(py)} (PYTHONPATH={ours['PYTHONPATH']})")
 
     # `import click, tabulate`: the floor of a command that draws a table with the libraries the guide names.
-    baselines = {"python -c pass": [sys.executable, "-c", "pass"],
-                 "python -c 'import click'": [sys.executable, "-c", "import click"],
-                 "python -c 'import click, tabulate'": [sys.executable, "-c", "import click, tabulate"]}
+    baselines = {"python -c pass": [*py, "-c", "pass"],
+                 "python -c 'import click'": [*py, "-c", "import click"],
+                 "python -c 'import click, tabulate'": [*py, "-c", "import click, tabulate"]}
     with tempfile.TemporaryDirectory(prefix="mtpinspect-bench-whole-") as tmp:
         inputs = write_files(Path(tmp))
-        plan = {(label, name): argv for label, files in inputs.items() for name, argv in commands(files, args.peers).items()}
-        plan.update({("-", name): argv for name, argv in baselines.items()})
-        for argv in plan.values():  # warm-up: bytecode written, files in the page cache
-            run_once(argv, env)
+        # Each command with its environment: mtpinspect's PYTHONPATH is not the peers' business.
+        plan = {(label, name): (argv, ours if name.startswith("mtpinspect") else env)
+                for label, files in inputs.items() for name, argv in commands(files, args.peers, py).items()}
+        plan.update({("-", name): (argv, ours) for name, argv in baselines.items()})
+        for argv, argv_env in plan.values():  # warm-up: bytecode written, files in the page cache
+            run_once(argv, argv_env)
         walls: dict[tuple[str, str], list[float]] = {key: [] for key in plan}
         cpus: dict[tuple[str, str], list[float]] = {key: [] for key in plan}
         print(f"load average at start: {load_average()}")
         for _ in range(args.runs):
-            for key, argv in plan.items():
-                wall, cpu = run_once(argv, env)
+            for key, (argv, argv_env) in plan.items():
+                wall, cpu = run_once(argv, argv_env)
                 walls[key].append(wall)
                 cpus[key].append(cpu)
         print(f"load average at end: {load_average()}\n")
