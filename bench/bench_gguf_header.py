@@ -63,8 +63,8 @@ def _hub_http(path: Path) -> tuple[RangeReader, ByteMeter]:
     """Real HTTP Range requests through huggingface_hub against the loopback Hub stand-in."""
     from hubstub import HubStub
 
-    from mtpinspect.sources.fetch import FetchPolicy
     from mtpinspect.sources.hub import open_repo
+    from mtpinspect.sources.policy import FetchPolicy
 
     stub = HubStub().start()
     atexit.register(stub.stop)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from mtpinspect.runtime.build import find_helper
+from mtpinspect.runtime.build_cache import find_helper
 from mtpinspect.runtime.verify import verify
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.tiny_model import SIZES, spec_for_size, write_tiny_model

@@ -56,7 +56,7 @@ from remote_layouts import LAYOUTS, Layout  # noqa: E402
 
 import mtpinspect  # noqa: E402
 from mtpinspect.cache_dir import CACHE_ENV  # noqa: E402
-from mtpinspect.sources.fetch import FetchPolicy  # noqa: E402
+from mtpinspect.sources.policy import FetchPolicy  # noqa: E402
 
 MB = 1_000_000
 # "mtpinspect": check() in this process; "mtpinspect cached": the same with the header cache warm.

@@ -35,9 +35,9 @@ from hubstub import HubStub  # noqa: E402
 import mtpinspect  # noqa: E402
 from mtpinspect.inspection.engine import ask_llama_cpp  # noqa: E402
 from mtpinspect.inspection.evidence import gather  # noqa: E402
-from mtpinspect.runtime.build import find_helper  # noqa: E402
+from mtpinspect.runtime.build_cache import find_helper  # noqa: E402
 from mtpinspect.runtime.verify import verify  # noqa: E402
-from mtpinspect.sources.fetch import FetchPolicy  # noqa: E402
+from mtpinspect.sources.policy import FetchPolicy  # noqa: E402
 from mtpinspect.sources.resolve import resolve  # noqa: E402
 
 MiB = 2**20

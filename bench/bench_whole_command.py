@@ -4,7 +4,9 @@ Goals (issue 34): on a GLM-4.6-shaped header, `check --no-verify` at least as fa
 gguf-inspect, hyllama and gguf-parser; on the tiny model, at most 2x `python -c "import click"`.
 
 Each command is a fresh process, the commands alternate (drift hits all alike), and the median of
-``--runs`` counts. The files:
+``--runs`` counts. Beside the wall time, each run's CPU time (user + sys of the child, resource.getrusage)
+is kept: on a shared, loaded machine it moves less than the wall time, so it backs a ratio up (node's
+helper threads count in hyllama's). The load average is printed when the runs start and end. The files:
 
 - ``glm-4.6``: a GLM-4.6-shaped header (glm4moe, 92 blocks + 1 MTP block, 160 experts, 1,573 tensors, a
   151,552-token BPE vocabulary with merges) over 215 GiB of sparse tensor data (tests/gguf_factory.py);
@@ -21,7 +23,11 @@ The peers, installed outside the project (their versions are in bench/README.md)
 
 mtpinspect runs as `python -m mtpinspect` with this checkout first on PYTHONPATH, and with its bytecode
 written once before the runs (as an installed package has it: pip compiles on install); a machine with
-PYTHONDONTWRITEBYTECODE set would otherwise compile every module on every run.
+PYTHONDONTWRITEBYTECODE set would otherwise compile every module on every run. The peers run from their
+own venv, whose start-up runs no .pth file but setuptools'; an interpreter whose site-packages holds .pth
+files that import things at every start (an editable install's finder, a certificate injector's) makes
+mtpinspect and the python baselines pay them on every run: ``--no-site`` runs those as ``python -S`` with
+the same site-packages on PYTHONPATH, the same libraries without the .pth files.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
+import site
 import statistics
 import subprocess
 import sys
@@ -69,11 +77,11 @@ def write_files(folder: Path) -> dict[str, list[Path]]:
     return {"glm-4.6": [glm], "split": shards, "tiny": [TINY]}
 
 
-def commands(files: list[Path], peers: Path | None) -> dict[str, list[str]]:
-    """What each tool runs on one input."""
-    py, first = sys.executable, str(files[0])
-    found = {"mtpinspect check --no-verify": [py, "-m", "mtpinspect", "check", first, "--no-verify"],
-             "mtpinspect check --no-verify --format json": [py, "-m", "mtpinspect", "check", first, "--no-verify",
+def commands(files: list[Path], peers: Path | None, py: list[str]) -> dict[str, list[str]]:
+    """What each tool runs on one input (``py``: the interpreter that runs mtpinspect, with its options)."""
+    first = str(files[0])
+    found = {"mtpinspect check --no-verify": [*py, "-m", "mtpinspect", "check", first, "--no-verify"],
+             "mtpinspect check --no-verify --format json": [*py, "-m", "mtpinspect", "check", first, "--no-verify",
                                                             "--format", "json"]}
     inspect_cli = peers / "bin" / "gguf-inspect" if peers else shutil.which("gguf-inspect")
     if inspect_cli and Path(inspect_cli).exists():
@@ -85,13 +93,20 @@ def commands(files: list[Path], peers: Path | None) -> dict[str, list[str]]:
     return found
 
 
-def run_once(argv: list[str], env: dict[str, str]) -> float:
+def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + sys) of one run of ``argv``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
     seconds = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):  # check: 1 is "MTP not usable", a verdict
         raise SystemExit(f"{' '.join(argv)}: exit status {done.returncode}: {done.stderr.decode()[-500:]}")
-    return seconds
+    return seconds, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> int:
@@ -99,32 +114,52 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=11, help="runs per command (median counts; at least 9)")
     parser.add_argument("--peers", type=Path, help="venv holding gguf-inspect and gguf-parser (default: gguf-inspect on PATH)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--no-site", action="store_true",
+                        help="run mtpinspect and the python baselines as `python -S`, the interpreter's site-packages on "
+                             "PYTHONPATH: the same libraries without the .pth files this interpreter runs at every start "
+                             "(the peers' venv has none of them)")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    py = [sys.executable, "-S"] if args.no_site else [sys.executable]
+    ours = {**env, "PYTHONPATH": os.pathsep.join([str(ROOT), *(site.getsitepackages() if args.no_site else []),
+                                                   *filter(None, [os.environ.get("PYTHONPATH")])])}
+    print(f"mtpinspect and the baselines run as: {' '.join(py)} (PYTHONPATH={ours['PYTHONPATH']})")
 
-    baselines = {"python -c pass": [sys.executable, "-c", "pass"],
-                 "python -c 'import click'": [sys.executable, "-c", "import click"]}
+    # `import click, tabulate`: the floor of a command that draws a table with the libraries the guide names.
+    baselines = {"python -c pass": [*py, "-c", "pass"],
+                 "python -c 'import click'": [*py, "-c", "import click"],
+                 "python -c 'import click, tabulate'": [*py, "-c", "import click, tabulate"]}
     with tempfile.TemporaryDirectory(prefix="mtpinspect-bench-whole-") as tmp:
         inputs = write_files(Path(tmp))
-        plan = {(label, name): argv for label, files in inputs.items() for name, argv in commands(files, args.peers).items()}
-        plan.update({("-", name): argv for name, argv in baselines.items()})
-        for argv in plan.values():  # warm-up: bytecode written, files in the page cache
-            run_once(argv, env)
+        # Each command with its environment: mtpinspect's PYTHONPATH is not the peers' business.
+        plan = {(label, name): (argv, ours if name.startswith("mtpinspect") else env)
+                for label, files in inputs.items() for name, argv in commands(files, args.peers, py).items()}
+        plan.update({("-", name): (argv, ours) for name, argv in baselines.items()})
+        for argv, argv_env in plan.values():  # warm-up: bytecode written, files in the page cache
+            run_once(argv, argv_env)
         walls: dict[tuple[str, str], list[float]] = {key: [] for key in plan}
+        cpus: dict[tuple[str, str], list[float]] = {key: [] for key in plan}
+        print(f"load average at start: {load_average()}")
         for _ in range(args.runs):
-            for key, argv in plan.items():
-                walls[key].append(run_once(argv, env))
+            for key, (argv, argv_env) in plan.items():
+                wall, cpu = run_once(argv, argv_env)
+                walls[key].append(wall)
+                cpus[key].append(cpu)
+        print(f"load average at end: {load_average()}\n")
 
     median = {key: statistics.median(values) for key, values in walls.items()}
+    cpu = {key: statistics.median(values) for key, values in cpus.items()}
     click = median[("-", "python -c 'import click'")]
+    click_cpu = cpu[("-", "python -c 'import click'")]
     rows = []
     for (label, name), value in median.items():
-        peers = [v for (lab, n), v in median.items() if lab == label and not n.startswith("mtpinspect") and label != "-"]
+        peers = [(v, cpu[(lab, n)]) for (lab, n), v in median.items()
+                 if lab == label and not n.startswith("mtpinspect") and label != "-"]
         fastest = min(peers) if peers else None
         rows.append([label, name, f"{value:.3f}", f"{min(walls[(label, name)]):.3f}",
-                     f"{value / fastest:.2f}" if fastest else "-", f"{value / click:.2f}"])
-    header = ["file", "command", "median s", "min s", "/ fastest peer", "/ import click"]
+                     f"{value / fastest[0]:.2f}" if fastest else "-", f"{value / click:.2f}",
+                     f"{cpu[(label, name)]:.3f}", f"{cpu[(label, name)] / click_cpu:.2f}"])
+    header = ["file", "command", "median s", "min s", "/ fastest peer", "/ import click", "cpu s", "cpu / click"]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, ["-" * w for w in widths], *rows]:
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
@@ -133,11 +168,14 @@ def main() -> int:
     if glm_peers:
         best = min(glm_peers, key=glm_peers.__getitem__)
         ratio = median[("glm-4.6", check)] / glm_peers[best]
-        print(f"\nglm-4.6: check --no-verify / fastest peer ({best}): {ratio:.2f} (goal <= 1)")
-    print(f"tiny: check --no-verify / import click: {median[('tiny', check)] / click:.2f} (goal <= 2)")
+        print(f"\nglm-4.6: check --no-verify / fastest peer ({best}): {ratio:.2f} (goal <= 1); "
+              f"CPU time / {best}'s: {cpu[('glm-4.6', check)] / cpu[('glm-4.6', best)]:.2f}")
+    print(f"tiny: check --no-verify / import click: {median[('tiny', check)] / click:.2f} (goal <= 2); "
+          f"CPU time: {cpu[('tiny', check)] / click_cpu:.2f}")
     if args.json:
         args.json.write_text(json.dumps({"runs": args.runs, "median_seconds": {f"{lab}|{n}": v for (lab, n), v in median.items()},
-                                         "min_seconds": {f"{lab}|{n}": min(w) for (lab, n), w in walls.items()}}, indent=2))
+                                         "min_seconds": {f"{lab}|{n}": min(w) for (lab, n), w in walls.items()},
+                                         "median_cpu_seconds": {f"{lab}|{n}": v for (lab, n), v in cpu.items()}}, indent=2))
     return 0
 
 

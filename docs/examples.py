@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this checkout's mtpinspect; the fixtures' helpers (hubstub, ...)
 
-from mtpinspect.runtime.build import cache_root  # noqa: E402
+from mtpinspect.runtime.build_cache import cache_root  # noqa: E402
 
 # The built llama-servers, read before anything moves the cache folder (the tests give each test its own).
 SERVERS = cache_root()

@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mtpinspect.cache_dir import CACHE_ENV  # noqa: E402
-from mtpinspect.runtime.build import cache_root  # noqa: E402
+from mtpinspect.runtime.build_cache import cache_root  # noqa: E402
 from mtpinspect.runtime.find import ServerBinary, find_server  # noqa: E402
 
 SHARED_SERVERS = cache_root()  # read before any test moves the cache folder

@@ -38,8 +38,8 @@ from mtpinspect.apps import app_setting, ollama_create_command
 from mtpinspect.cache_dir import CACHE_ENV
 from mtpinspect.errors import FormatError, SourceError, UsageError
 from mtpinspect.jsonable import to_jsonable
-from mtpinspect.runtime.build import cache_root
-from mtpinspect.runtime.find import server_for_commands
+from mtpinspect.runtime.build_cache import cache_root
+from mtpinspect.runtime.command_server import server_for_commands
 from mtpinspect.runtime.flags import BATCH, FLASH_ATTN, PARALLEL, UBATCH
 from mtpinspect.sources import ollama as ollama_store
 from mtpinspect.sweep import SweepOptions, run_sweep

@@ -18,7 +18,7 @@ from hubstub import HubStub
 
 import mtpinspect
 from mtpinspect.errors import SourceError
-from mtpinspect.runtime.find import server_for_commands
+from mtpinspect.runtime.command_server import server_for_commands
 from mtpinspect.tiny_model import TinyModelSpec, mismatched_sidecar, write_tiny_model
 
 CHECK_SCHEMA = json.loads((Path(mtpinspect.__file__).parent / "schemas" / "check.schema.json").read_text())

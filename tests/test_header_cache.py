@@ -21,8 +21,8 @@ from hubstub import Fault, HubStub
 import mtpinspect
 from mtpinspect.cache_dir import CACHE_ENV
 from mtpinspect.jsonable import to_jsonable
-from mtpinspect.sources.fetch import FetchPolicy
 from mtpinspect.sources.header_cache import CacheKey, HeaderCache, Spans
+from mtpinspect.sources.policy import FetchPolicy
 
 CARD = b"---\nlicense: mit\nbase_model: acme/base\n---\n# model\n"
 CONFIG = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "num_hidden_layers": 2,

@@ -19,7 +19,7 @@ from hubstub import HubStub
 
 from mtpinspect.cache_dir import CACHE_ENV
 from mtpinspect.cli._output import MAX_LINE_CHARS
-from mtpinspect.runtime.find import server_for_commands
+from mtpinspect.runtime.command_server import server_for_commands
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 
 

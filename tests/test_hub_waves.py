@@ -17,7 +17,7 @@ from hubstub import Fault, HubStub, max_in_flight, waves
 
 import mtpinspect
 from mtpinspect.errors import SourceError
-from mtpinspect.sources.fetch import FetchPolicy
+from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.sources.waves import CONCURRENCY
 
 SHARDS = 12  # more than CONCURRENCY: the first batch cannot go out at once

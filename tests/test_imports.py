@@ -1,7 +1,9 @@
 """What each light command imports: `--help`, `check` on a local GGUF, `find` and `diagnose --log` never import
 numpy, gguf-py or matplotlib (no GGUF is written), tabulate only when a table is drawn, and the rules of a
-checkpoint only for a checkpoint. Each runs as the real CLI in a child process, which prints the modules it
-ended with: a behaviour, not a timing."""
+checkpoint only for a checkpoint. `check` on a local GGUF leaves out the Hub's client, the build machinery,
+llama.cpp's verify runner, the apps' store readers and the measuring commands; `--help` imports no command.
+Each runs as the real CLI in a child process, which prints the modules it ended with: a behaviour, not a
+timing (the timings are bench/bench_whole_command.py's)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,15 @@ from hubstub import HubStub
 import mtpinspect
 
 HEAVY = ("numpy", "gguf", "matplotlib", "tabulate")
+# What a check of a local GGUF has no use for: the Hub's requests (fetch.py and its socket, huggingface_hub),
+# building, finding or running llama.cpp (--no-verify), Ollama's and LM Studio's readers, and the other commands.
+NOT_FOR_A_LOCAL_CHECK = (
+    "huggingface_hub", "httpx2", "mtpinspect.sources.fetch", "mtpinspect.sources.hub", "mtpinspect.sources.header_cache",
+    "mtpinspect.runtime.build", "mtpinspect.runtime.find", "mtpinspect.runtime.process", "mtpinspect.runtime.toolchain",
+    "mtpinspect.runtime.verify", "mtpinspect.sources.lmstudio", "mtpinspect.sources.ollama", "mtpinspect.sweep",
+    "mtpinspect.diagnosis", "mtpinspect.drift", "mtpinspect.training", "mtpinspect.cli.sweep", "mtpinspect.cli.diagnose",
+    "psutil",
+)
 FIXTURES = Path(__file__).parent / "diagnose_fixtures"
 TRAINED_GGUF = Path(mtpinspect.__file__).parent / "data" / "trained" / "tiny-glm-mtp-Q8_0.gguf"
 
@@ -57,6 +68,13 @@ def test_help_imports_nothing_heavy() -> None:
     assert imported("--help") == (0, [])
 
 
+def test_help_imports_no_command() -> None:
+    # The command list comes from the CLI's own table: no command module, no inspection, no sources.
+    watched = ("mtpinspect.cli.check", "mtpinspect.cli.find", "mtpinspect.inspection", "mtpinspect.sources",
+               "mtpinspect.runtime", "mtpinspect.formats")
+    assert imported("--help", watched=watched) == (0, [])
+
+
 @pytest.mark.parametrize("fmt", ["json", "csv"])
 def test_check_of_a_local_gguf_imports_nothing_heavy(fmt: str) -> None:
     code, heavy = imported("check", str(TRAINED_GGUF), "--no-verify", "--format", fmt)
@@ -66,6 +84,21 @@ def test_check_of_a_local_gguf_imports_nothing_heavy(fmt: str) -> None:
 def test_check_draws_its_tables_with_tabulate_only() -> None:
     # The human format draws tables: tabulate comes in then, and nothing else heavy.
     assert imported("check", str(TRAINED_GGUF), "--no-verify") == (0, ["tabulate"])
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_check_of_a_local_gguf_leaves_the_hub_the_build_and_the_other_commands_out(fmt: str) -> None:
+    watched = (*NOT_FOR_A_LOCAL_CHECK, *(("socket",) if fmt == "json" else ()))  # tabulate's importlib.metadata has socket
+    assert imported("check", str(TRAINED_GGUF), "--no-verify", "--format", fmt, watched=watched) == (0, [])
+
+
+def test_an_app_source_loads_its_reader(tmp_path: Path) -> None:
+    # The other side of the cut above: an lmstudio: SOURCE does load LM Studio's reader (here to find no
+    # such model under an empty home), and still no Hub client.
+    code, loaded = imported("check", "lmstudio:acme/none", "--no-verify", "--format", "json",
+                            env={"HOME": str(tmp_path)},
+                            watched=("mtpinspect.sources.lmstudio", "mtpinspect.sources.fetch"))
+    assert code == 2 and loaded == ["mtpinspect.sources.lmstudio"]
 
 
 def test_rule_modules_load_when_used(tmp_path: Path) -> None:
@@ -81,6 +114,14 @@ def test_rule_modules_load_when_used(tmp_path: Path) -> None:
 def test_find_imports_nothing_heavy(hub: HubStub) -> None:
     code, heavy = imported("find", "acme/Base", "--no-verify", "--format", "json", env={"HF_ENDPOINT": hub.url})
     assert code == 0 and heavy == []
+
+
+def test_find_without_verify_asks_the_hub_but_builds_and_runs_nothing(hub: HubStub) -> None:
+    watched = ("mtpinspect.sources.fetch", "mtpinspect.runtime.build", "mtpinspect.runtime.process",
+               "mtpinspect.runtime.verify", "mtpinspect.sweep", "mtpinspect.diagnosis")
+    code, loaded = imported("find", "acme/Base", "--no-verify", "--format", "json", env={"HF_ENDPOINT": hub.url},
+                            watched=watched)
+    assert code == 0 and loaded == ["mtpinspect.sources.fetch"]
 
 
 def test_diagnose_log_imports_nothing_heavy() -> None:

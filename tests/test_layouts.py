@@ -19,7 +19,7 @@ import pytest
 from gguf_factory import Glm4MoeDims, glm4moe_metadata, glm4moe_tensors, write_gguf, write_split_gguf
 
 import mtpinspect
-from mtpinspect.runtime.find import server_for_commands
+from mtpinspect.runtime.command_server import server_for_commands
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
 
 CHECK_SCHEMA = json.loads((Path(mtpinspect.__file__).parent / "schemas" / "check.schema.json").read_text())

@@ -18,7 +18,9 @@ from cliproc import error_line, run_cli
 
 from mtpinspect.errors import FormatError, ServerError
 from mtpinspect.runtime import build as build_mod
-from mtpinspect.runtime.build import AUTO, build_server, cache_root, cached_server, choose_backend, cmake_args
+from mtpinspect.runtime import build_cache
+from mtpinspect.runtime.build import build_server, choose_backend, cmake_args
+from mtpinspect.runtime.build_cache import AUTO, cache_root, cached_server
 from mtpinspect.runtime.find import ServerBinary, describe, find_server
 from mtpinspect.runtime.logs import failure_reason, parse_draft_lines, unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
@@ -80,14 +82,14 @@ def test_env_then_cache_and_never_path(server_binary: ServerBinary, clean_env: P
     assert "runtime build" in _one_line(exc)
 
     args = ["-DCMAKE_BUILD_TYPE=Release"]
-    installed = build_mod.install_binaries({"llama-server": server_binary.path}, "cpu", args) / build_mod.BINARY_NAME
+    installed = build_mod.install_binaries({"llama-server": server_binary.path}, "cpu", args) / build_cache.BINARY_NAME
     assert installed == cached_server("cpu") and installed.parent.parent == cache_root()
     meta = json.loads((installed.parent / "build.json").read_text())
     assert meta["cmake_args"] == args and meta["backend"] == "cpu" and server_binary.version in meta["version_output"]
     cached = find_server(build=False)
     assert (cached.origin, cached.backend, cached.path) == ("cache", "cpu", installed.resolve())
     # A second install replaces the first one in place.
-    assert build_mod.install_binaries({"llama-server": server_binary.path}, "cpu", args) / build_mod.BINARY_NAME == installed
+    assert build_mod.install_binaries({"llama-server": server_binary.path}, "cpu", args) / build_cache.BINARY_NAME == installed
 
     # A llama-server on PATH (any build, however old) is not taken in place of the pinned one.
     (clean_env / "llama-server").symlink_to(server_binary.path)
@@ -209,13 +211,13 @@ def test_preflight_names_what_is_missing_before_any_download(clean_env: Path) ->
 @pytest.mark.server
 def test_a_cache_of_an_earlier_recipe_or_another_cpu_is_not_used(server_binary: ServerBinary, clean_env: Path) -> None:
     folder = build_mod.install_binaries({"llama-server": server_binary.path}, "cpu", cmake_args("cpu"))
-    assert cached_server("cpu") == folder / build_mod.BINARY_NAME
-    meta_path = folder / build_mod.METADATA_NAME
+    assert cached_server("cpu") == folder / build_cache.BINARY_NAME
+    meta_path = folder / build_cache.METADATA_NAME
     meta = json.loads(meta_path.read_text())
-    assert meta["recipe"] == build_mod.BUILD_RECIPE and set(meta["cpu_features"]) == build_mod.host_cpu_features()
+    assert meta["recipe"] == build_cache.BUILD_RECIPE and set(meta["cpu_features"]) == build_cache.host_cpu_features()
     # Built on a CPU with an extension this one lacks: a native binary that may not start here.
     meta_path.write_text(json.dumps({**meta, "cpu_features": [*meta["cpu_features"], "avx10_2"]}))
-    assert cached_server("cpu") is None and "llama-server" in build_mod.missing_targets("cpu")
+    assert cached_server("cpu") is None and "llama-server" in build_cache.missing_targets("cpu")
     # Built by the recipe before this one (with ggml's AMX kernels): rebuilt.
     meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k != "recipe"}))
     assert cached_server("cpu") is None
@@ -257,10 +259,10 @@ def pinned_sdist(server_binary: ServerBinary) -> Path:
 @pytest.fixture(scope="module")
 def helper_binary(server_binary: ServerBinary) -> Path:
     """The real verify helper (built on first use, with llama-server's cmake build)."""
-    found = build_mod.cached_helper("cpu")
+    found = build_cache.cached_helper("cpu")
     if found is None:
         build_server("cpu", progress=print)
-        found = build_mod.cached_helper("cpu")
+        found = build_cache.cached_helper("cpu")
     assert found is not None
     return found
 
@@ -295,11 +297,11 @@ def test_build_pipeline_with_stand_in_cmake(
     builds = _stand_in_cmake(clean_env, server_binary.path, helper_binary)
     lines: list[str] = []
     built = build_server("cpu", jobs=1, progress=lines.append)
-    assert built == cached_server("cpu") and build_mod.cached_helper("cpu") == built.parent / build_mod.HELPER_NAME
+    assert built == cached_server("cpu") and build_cache.cached_helper("cpu") == built.parent / build_cache.HELPER_NAME
     assert "--target llama-server mtpinspect-verify llama-quantize" in builds.read_text()
-    meta = build_mod.read_metadata("cpu") or {}
+    meta = build_cache.read_metadata("cpu") or {}
     assert meta["targets"] == ["llama-server", "mtpinspect-verify", "llama-quantize"]
-    assert meta["helper_sha256"] == build_mod.helper_digest()
+    assert meta["helper_sha256"] == build_cache.helper_digest()
     assert any(a.startswith("-DCMAKE_PROJECT_llama.cpp_INCLUDE=") and a.endswith("mtpinspect-verify.cmake") for a in meta["cmake_args"])
     assert "[ 38%] Building CXX object common/arg.cpp.o" in lines and "[100%] Built target llama-server" in lines
     assert not any(line.startswith("-- ") for line in lines)
@@ -321,19 +323,19 @@ def test_cache_from_before_the_helper_builds_only_the_missing_targets(
     (cache_root() / pinned_sdist.name).symlink_to(pinned_sdist)
     # A cache as earlier versions left it: llama-server and a build.json that names no helper.
     folder = build_mod.install_binaries({"llama-server": server_binary.path}, "cpu", ["-DCMAKE_BUILD_TYPE=Release"])
-    assert build_mod.missing_targets("cpu") == ["mtpinspect-verify", "llama-quantize"] and build_mod.find_helper() is None
-    server_mtime = (folder / build_mod.BINARY_NAME).stat().st_mtime_ns
+    assert build_cache.missing_targets("cpu") == ["mtpinspect-verify", "llama-quantize"] and build_cache.find_helper() is None
+    server_mtime = (folder / build_cache.BINARY_NAME).stat().st_mtime_ns
     builds = _stand_in_cmake(clean_env, server_binary.path, helper_binary)
     build_server("cpu")
     assert "--target mtpinspect-verify llama-quantize -j" in builds.read_text()
     assert "llama-server" not in builds.read_text().split("--target")[1]
-    assert build_mod.find_helper() == folder / build_mod.HELPER_NAME
-    assert (folder / build_mod.BINARY_NAME).stat().st_mtime_ns == server_mtime  # kept as it was (copy2 keeps mtime)
-    assert build_mod.read_metadata("cpu")["targets"] == ["llama-server", "mtpinspect-verify", "llama-quantize"]
+    assert build_cache.find_helper() == folder / build_cache.HELPER_NAME
+    assert (folder / build_cache.BINARY_NAME).stat().st_mtime_ns == server_mtime  # kept as it was (copy2 keeps mtime)
+    assert build_cache.read_metadata("cpu")["targets"] == ["llama-server", "mtpinspect-verify", "llama-quantize"]
     # A helper built from another version of helper/ is stale: the next build replaces it.
-    meta_path = folder / build_mod.METADATA_NAME
-    meta_path.write_text(meta_path.read_text().replace(build_mod.helper_digest(), "0" * 64))
-    assert build_mod.cached_helper("cpu") is None and build_mod.missing_targets("cpu") == ["mtpinspect-verify"]
+    meta_path = folder / build_cache.METADATA_NAME
+    meta_path.write_text(meta_path.read_text().replace(build_cache.helper_digest(), "0" * 64))
+    assert build_cache.cached_helper("cpu") is None and build_cache.missing_targets("cpu") == ["mtpinspect-verify"]
 
 
 @pytest.mark.server

@@ -1,5 +1,5 @@
 """`mtpinspect runtime` on a machine where nothing is built yet (a status, exit 0), the build tools it
-reports (runtime/toolchain.py), and the llama-server that printed commands name (find.server_for_commands).
+reports (runtime/toolchain.py), and the llama-server that printed commands name (command_server.server_for_commands).
 No llama-server runs here: the states are made with real files (a cache folder, stand-in tools on PATH)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mtpinspect.runtime.build import BINARY_NAME, BUILD_RECIPE, METADATA_NAME, install_dir
-from mtpinspect.runtime.find import SERVER_ON_PATH, server_for_commands
+from mtpinspect.runtime.build_cache import BINARY_NAME, BUILD_RECIPE, METADATA_NAME, install_dir
+from mtpinspect.runtime.command_server import SERVER_ON_PATH, server_for_commands
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_VERSION
 from mtpinspect.runtime.toolchain import CMAKE_NEEDED, CXX_NEEDED, NVCC_NEEDED, find_toolchain
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model

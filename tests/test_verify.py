@@ -25,7 +25,8 @@ from hubstub import HubStub
 import mtpinspect
 from mtpinspect.formats.gguf import read_gguf_header
 from mtpinspect.jsonable import to_jsonable
-from mtpinspect.runtime.build import build_server, cached_helper
+from mtpinspect.runtime.build import build_server
+from mtpinspect.runtime.build_cache import cached_helper
 from mtpinspect.runtime.verify import verify
 from mtpinspect.sources.reader import LocalFileReader
 from mtpinspect.tiny_model import TinyModelSpec, mismatched_sidecar, write_tiny_model

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from mtpinspect.cli._output import Output, OutputFormat
-from mtpinspect.sources.fetch import MAX_SECONDS, RETRY_AFTER_CAP, FetchPolicy
+from mtpinspect.sources.policy import MAX_SECONDS, RETRY_AFTER_CAP, FetchPolicy
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -88,7 +88,7 @@ def codes_option(what: str, catalogue: Callable[[], Sequence[Mapping[str, Any]]]
 
 def backend_option(help_text: str) -> Callable[[F], F]:
     """--backend of the pinned build: auto (CUDA where an NVIDIA GPU and the CUDA toolkit are), cpu or cuda."""
-    from mtpinspect.runtime.build import AUTO, BACKEND_CHOICES  # the build module only for the commands that build
+    from mtpinspect.runtime.build_cache import AUTO, BACKEND_CHOICES  # the build module only for the commands that build
 
     return click.option(
         "--backend", type=click.Choice(BACKEND_CHOICES), default=AUTO, show_default=True,

@@ -12,10 +12,10 @@ from mtpinspect.apps import APP_NAMES
 from mtpinspect.cli._args import codes_option, format_option, hub_options
 from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.errors import SourceError
+from mtpinspect.inspection.engine import DEFAULT_CONTEXT
 from mtpinspect.inspection.report import FINDINGS, CheckFailure, CheckReport, Verified
 from mtpinspect.runtime.n_max import RULE_OF_THUMB_N_MAX
-from mtpinspect.runtime.verify import DEFAULT_CONTEXT
-from mtpinspect.sources.fetch import FetchPolicy
+from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.vocabulary import PARTIAL, App, AppEngine, OriginKind, RuntimeStatus
 
 APP_RUNTIMES = tuple(app.value for app in App)
@@ -299,7 +299,8 @@ def command(
     if all_ggufs and (file or mtp_file or sweep_report):
         raise click.UsageError("--all checks every GGUF; it does not combine with --file, --mtp-file or --sweep-report")
     if verify:
-        from mtpinspect.runtime.build import build_server, find_helper  # the build module only when --verify may build
+        from mtpinspect.runtime.build import build_server  # the build module only when --verify may build
+        from mtpinspect.runtime.build_cache import find_helper
 
         if find_helper() is None:
             out.hint("building the pinned llama.cpp's verify helper (minutes, once)")

@@ -12,7 +12,7 @@ from mtpinspect.cli._output import Output, sanitize
 from mtpinspect.cli.check import _size
 from mtpinspect.errors import INTERRUPTED
 from mtpinspect.inspection.census import ALL, DEFAULT_LIMIT, RUNTIMES, Census, Derivative, Progress
-from mtpinspect.sources.fetch import FetchPolicy
+from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.vocabulary import Relation
 
 

@@ -10,7 +10,8 @@ import click
 
 from mtpinspect.cli._args import backend_option, format_option
 from mtpinspect.cli._output import Output
-from mtpinspect.runtime.build import build_server, cache_root, cached_helper, missing_targets, resolve_backend
+from mtpinspect.runtime.build import build_server, resolve_backend
+from mtpinspect.runtime.build_cache import cache_root, cached_helper, missing_targets
 from mtpinspect.runtime.find import describe
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_VERSION
 from mtpinspect.runtime.state import ServerState, server_state, state_of

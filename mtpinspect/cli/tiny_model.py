@@ -13,7 +13,7 @@ from mtpinspect.cli._args import format_option
 from mtpinspect.cli._output import Output
 from mtpinspect.errors import UsageError
 from mtpinspect.inspection.support import llama_server_command
-from mtpinspect.runtime.find import server_for_commands
+from mtpinspect.runtime.command_server import server_for_commands
 from mtpinspect.runtime.flags import MODEL
 from mtpinspect.runtime.n_max import NMaxAdvice, expected_from_design, rule_of_thumb
 from mtpinspect.tiny_model import (

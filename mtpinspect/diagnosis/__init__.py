@@ -30,7 +30,7 @@ from mtpinspect.diagnosis.static import StaticEvidence, gather_static
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.runtime.flags import ServerArgs
 from mtpinspect.runtime.server import START_TIMEOUT_S
-from mtpinspect.sources.fetch import FetchPolicy
+from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.vocabulary import App, RequestKind
 
 

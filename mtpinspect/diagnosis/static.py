@@ -20,10 +20,10 @@ from mtpinspect.formats.gguf import GGUFHeader, read_gguf_header
 from mtpinspect.inspection.report import CheckReport, Finding
 from mtpinspect.inspection.support import llama_server_command
 from mtpinspect.jsonable import json_field
-from mtpinspect.runtime.find import SERVER_ON_PATH, server_for_commands
+from mtpinspect.runtime.command_server import SERVER_ON_PATH, server_for_commands
 from mtpinspect.runtime.flags import DRAFT_MODEL, SPEC_FLAGS, SPEC_TYPE, SPEC_TYPES, ServerArgs
 from mtpinspect.runtime.n_max import RULE_OF_THUMB_N_MAX, rule_of_thumb
-from mtpinspect.sources.fetch import FetchPolicy
+from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.sources.reader import LocalFileReader
 from mtpinspect.vocabulary import EvidenceSource, Layout, Severity, SourceKind
 

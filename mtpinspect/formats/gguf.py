@@ -399,14 +399,21 @@ class _Parser:
         done = 0
         while True:
             buf, pos, end = self.buf, self.pos, len(self.buf)
-            # Hot loop: whole items inside the window need no checks, the window is within the file.
-            while done < count and pos + 8 <= end:
-                item_end = pos + 8 + unpack(buf, pos)[0]
-                if item_end > end:
-                    break
-                pos = item_end
-                done += 1
-            self.pos = pos
+            # Hot loop: whole items inside the window need no checks, the window is within the file. A for
+            # loop, with the length prefix that runs past the window left to unpack_from (struct.error: it
+            # reads only inside the buffer), is a third faster than counting and comparing by hand.
+            walked = done  # the whole items walked: the index of the one that stops the loop
+            try:
+                for walked in range(done, count):  # noqa: B007 - read after the loop
+                    item_end = pos + 8 + unpack(buf, pos)[0]
+                    if item_end > end:
+                        break
+                    pos = item_end
+                else:
+                    walked = count
+            except struct.error:
+                pass  # the next length prefix is not whole in the window
+            self.pos, done = pos, walked
             digest.update(memoryview(buf)[segment:pos])
             if done == count:
                 break

@@ -7,12 +7,11 @@ from pathlib import Path
 
 from mtpinspect.errors import MtpinspectError
 from mtpinspect.inspection.app_rules import sweep_of
-from mtpinspect.inspection.engine import consult_llama_cpp
+from mtpinspect.inspection.engine import DEFAULT_CONTEXT, consult_llama_cpp
 from mtpinspect.inspection.evidence import gather
 from mtpinspect.inspection.report import CheckedModels, CheckFailure, CheckReport
 from mtpinspect.inspection.verdict import assemble_report
-from mtpinspect.runtime.verify import DEFAULT_CONTEXT
-from mtpinspect.sources.fetch import Clock, FetchPolicy
+from mtpinspect.sources.policy import Clock, FetchPolicy
 from mtpinspect.sources.resolve import Target, resolve, resolve_each_gguf
 
 

@@ -9,7 +9,7 @@ from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.origin import Origin
 from mtpinspect.inspection.quant_audit import QuantAudit
 from mtpinspect.inspection.report import FINDINGS, Finding, RuntimeVerdict
-from mtpinspect.runtime.find import SERVER_ON_PATH, CommandServer
+from mtpinspect.runtime.command_server import SERVER_ON_PATH, CommandServer
 from mtpinspect.runtime.n_max import NMaxAdvice
 from mtpinspect.vocabulary import Layout, Severity, SourceKind
 
@@ -32,7 +32,7 @@ class ReportBuilder:
     origin: Origin | None = None  # who made the checkpoint (origin.py); judged for HF checkpoints
     mtp_types: dict[str, int] = field(default_factory=dict)
     app_n_max: NMaxAdvice | None = None
-    # The llama-server the printed commands name (find.server_for_commands, asked once per report).
+    # The llama-server the printed commands name (command_server.server_for_commands, asked once per report).
     server: CommandServer = field(default_factory=lambda: CommandServer(SERVER_ON_PATH, None))
 
     def add(

@@ -21,12 +21,12 @@ from typing import ClassVar, Literal, TypeVar
 
 from mtpinspect.errors import MtpinspectError
 from mtpinspect.inspection import judge
+from mtpinspect.inspection.engine import DEFAULT_CONTEXT
 from mtpinspect.inspection.quant_audit import HIGH_PRECISION
 from mtpinspect.inspection.report import CheckFailure, CheckReport
-from mtpinspect.runtime.verify import DEFAULT_CONTEXT
-from mtpinspect.sources.fetch import Clock, FetchPolicy
 from mtpinspect.sources.filenames import quant_tag
 from mtpinspect.sources.hub_search import Listed, search_derivatives
+from mtpinspect.sources.policy import Clock, FetchPolicy
 from mtpinspect.sources.resolve import Target, hub_targets
 from mtpinspect.vocabulary import App, Engine, HeadState, Layout, Relation, RuntimeStatus
 

@@ -12,16 +12,22 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mtpinspect.inspection.builder import ReportBuilder
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.report import RuntimeVerdict, Verified
+from mtpinspect.runtime.build_cache import cached_helper, find_helper
 from mtpinspect.runtime.flags import CTX_SIZE, DRAFT_MODEL, MODEL, MTP_SPEC_TYPE, N_MAX, SPEC_TYPE, ServerArgs
 from mtpinspect.runtime.n_max import RULE_OF_THUMB_N_MAX
-from mtpinspect.runtime.verify import DEFAULT_CONTEXT, Verification, VerifyError, verify
 from mtpinspect.sources.header_copy import sparse_files_supported, write_header_copies
 from mtpinspect.vocabulary import RuntimeStatus, SourceKind
 
+if TYPE_CHECKING:
+    from mtpinspect.runtime.verify import Verification
+
+# llama-server's -c of the memory estimate when none is given (check -c): a usual chat context.
+DEFAULT_CONTEXT = 4096
 NOT_BUILT = "not verified by llama.cpp: its verify helper is not built yet (`mtpinspect runtime build` builds it, once)"
 
 
@@ -38,11 +44,10 @@ def consult_llama_cpp(ev: Evidence, verify: bool | None, context: int) -> Engine
     True always (building the helper first: minutes, once), False never. None for a checkpoint."""
     if verify is False or ev.gguf is None:
         return None
-    # Only a GGUF check needs the build machinery.
-    from mtpinspect.runtime.build import build_server, cached_helper, find_helper
-
     helper = find_helper()
     if helper is None and verify:
+        from mtpinspect.runtime.build import build_server  # the build machinery only when it builds
+
         build_server("cpu")
         helper = cached_helper("cpu")
     if helper is None:
@@ -67,6 +72,9 @@ def ask_llama_cpp(ev: Evidence, helper: Path, context: int = DEFAULT_CONTEXT) ->
     why_not = _unverifiable(ev)
     if why_not is not None:
         return EngineCheck(None, None if ev.gguf is None else why_not)
+    # The helper's runner only where the helper runs: `check --no-verify` and a check without it never load it.
+    from mtpinspect.runtime.verify import VerifyError, verify
+
     g, s, t = ev.gguf, ev.sidecar, ev.target
     assert g is not None
     with tempfile.TemporaryDirectory(prefix="mtpinspect-verify-") as scratch:

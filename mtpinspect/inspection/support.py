@@ -134,7 +134,7 @@ def llama_server_command(
     n_max: int = RULE_OF_THUMB_N_MAX,
 ) -> str:
     """`-m FILE`, or `-hf REPO[:QUANT]` (plus `--hf-file` to name the file) for a Hub repo, run by ``program``
-    (find.server_for_commands: the llama-server mtpinspect itself would run)."""
+    (command_server.server_for_commands: the llama-server mtpinspect itself would run)."""
     parts = [program, *(HF_REPO if hf else MODEL).spelled(model)]
     if hf_file:
         parts += HF_FILE.spelled(hf_file)

@@ -17,7 +17,7 @@ from mtpinspect.inspection.gguf_rules import apply_gguf_rules
 from mtpinspect.inspection.quant_audit import QuantAudit
 from mtpinspect.inspection.report import BLOCKING_FINDINGS, CheckReport, MtpSize, QuantizationSummary, RuntimeVerdict
 from mtpinspect.inspection.support import FAMILIES
-from mtpinspect.runtime.find import server_for_commands
+from mtpinspect.runtime.command_server import server_for_commands
 from mtpinspect.vocabulary import RuntimeStatus, Severity
 
 

@@ -15,7 +15,6 @@ helper source) keeps its llama-server; the next build compiles only the helper.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import math
@@ -35,135 +34,42 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from mtpinspect.cache_dir import cache_dir, make_folder
+from mtpinspect.cache_dir import make_folder
 from mtpinspect.errors import OutputError, ServerError, UsageError, shown
 from mtpinspect.files import lock_file, read_cached, try_lock, write_file
+from mtpinspect.runtime.build_cache import (
+    AUTO,
+    BINARY_NAME,
+    BUILD_RECIPE,
+    HELPER_SOURCE,
+    METADATA_NAME,
+    TARGETS,
+    cache_root,
+    cached,
+    cached_server,
+    check_backend,
+    helper_digest,
+    host_cpu_features,
+    install_dir,
+    missing_targets,
+)
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_SDIST_SHA256, PINNED_VERSION
 from mtpinspect.runtime.process import run_bounded
 from mtpinspect.runtime.toolchain import NVCC_NEEDED, find_toolchain
 from mtpinspect.units import duration
 
-BACKENDS = ("cpu", "cuda")
-# What --backend defaults to: the CUDA build on a machine with an NVIDIA GPU and the CUDA toolkit, else the CPU one.
-AUTO = "auto"
-BACKEND_CHOICES = (AUTO, *BACKENDS)
-_EXE = ".exe" if os.name == "nt" else ""
-BINARY_NAME = f"llama-server{_EXE}"
-HELPER_NAME = f"mtpinspect-verify{_EXE}"
-QUANTIZE_NAME = f"llama-quantize{_EXE}"
-# CMake target -> the executable it makes. llama-quantize makes the trained model's low-bit heads
-# (training/quantize.py); it shares ggml with the others, so it costs a few files more to build.
-TARGETS = {"llama-server": BINARY_NAME, "mtpinspect-verify": HELPER_NAME, "llama-quantize": QUANTIZE_NAME}
-HELPER_SOURCE = Path(__file__).with_name("helper")
 HELPER_CMAKE = HELPER_SOURCE / "mtpinspect-verify.cmake"
-METADATA_NAME = "build.json"
-_MAX_METADATA_BYTES = 64 * 1024
 
 # `nvidia-smi -L` answers in well under a second; a hung driver must not hold a command up.
 _GPU_PROBE_TIMEOUT_S = 10.0
 
-# What the cached binaries were built by. 2: without ggml's AMX kernels, which crash the pinned llama-server
-# (SIGSEGV at the first Q8_0 or Q4_0 matrix product) on the AMX machines this project runs on; a cache of an
-# earlier recipe is rebuilt.
-BUILD_RECIPE = 2
 # GCC's and Clang's names for the AMX extensions; -mno-X wins over -march=native whatever their order.
 _AMX_FLAGS = ("amx-tile", "amx-int8", "amx-bf16")
-_ISA_FLAG_RE = re.compile(r"^(sse|ssse|avx|amx|fma|f16c|bmi|vnni|vbmi)")
-_CPUINFO_MAX_BYTES = 1 << 20  # a few KB per core; a bound, not a filter
 
 _SDIST_NAME = f"{PINNED_PACKAGE.replace('-', '_')}-{PINNED_VERSION}.tar.gz"
 _PROGRESS_RE = re.compile(r"^\[\s*\d+%\]")
 
 Progress = Callable[[str], None]
-
-
-def cache_root() -> Path:
-    """Where built servers live: llama-server/ in mtpinspect's cache folder ($MTPINSPECT_CACHE_DIR)."""
-    return cache_dir() / "llama-server"
-
-
-def install_dir(backend: str) -> Path:
-    """The folder holding one backend's binary and its build.json."""
-    return cache_root() / f"{PINNED_VERSION}-{PINNED_LLAMA_CPP}-{_check_backend(backend)}"
-
-
-def _check_backend(backend: str) -> str:
-    if backend not in BACKENDS:
-        raise ServerError(f"backend {backend!r}: unknown (choose from {', '.join(BACKENDS)})")
-    return backend
-
-
-def _cached(backend: str, target: str) -> Path | None:
-    folder = install_dir(backend)
-    binary = folder / TARGETS[target]
-    if not (binary.is_file() and os.access(binary, os.X_OK) and (folder / METADATA_NAME).is_file()):
-        return None
-    meta = read_metadata(backend) or {}
-    if meta.get("recipe") != BUILD_RECIPE:
-        return None  # made by an earlier recipe (with ggml's AMX kernels, say): rebuilt, not trusted
-    if not set(meta.get("cpu_features") or ()) <= host_cpu_features():
-        return None  # a native build for another CPU (a home folder or image moved): it may not even start here
-    if target == "mtpinspect-verify" and meta.get("helper_sha256") != helper_digest():
-        return None  # built from another version of helper/: rebuild rather than trust its output format
-    return binary
-
-
-@functools.cache  # a machine fact: read once per process, however many cache entries are checked
-def host_cpu_features() -> frozenset[str]:
-    """The instruction-set extensions of this machine's CPU that a native build may use (Linux's
-    /proc/cpuinfo flags: the SSE, AVX, AMX, FMA, F16C, BMI families); empty where that is not readable."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            text = fh.read(_CPUINFO_MAX_BYTES)
-    except OSError:
-        return frozenset()
-    flags = re.search(r"^flags\s*:(.*)$", text, re.MULTILINE)
-    return frozenset(f for f in (flags.group(1).split() if flags else ()) if _ISA_FLAG_RE.match(f))
-
-
-def cached_server(backend: str = "cpu") -> Path | None:
-    """The cached llama-server for a backend, if a complete build is installed."""
-    return _cached(backend, "llama-server")
-
-
-def cached_helper(backend: str = "cpu") -> Path | None:
-    """The cached mtpinspect-verify for a backend, if it was built from this package's helper source."""
-    return _cached(backend, "mtpinspect-verify")
-
-
-def cached_tool(target: str, backend: str = "cpu") -> Path | None:
-    """Another cached executable of the pinned build (llama-quantize), if it was built."""
-    return _cached(backend, target)
-
-
-def find_helper() -> Path | None:
-    """The verify helper of the first backend whose cache has a current one."""
-    return next((h for h in map(cached_helper, BACKENDS) if h is not None), None)
-
-
-def missing_targets(backend: str = "cpu") -> list[str]:
-    """The CMake targets a build of this backend still has to make."""
-    return [t for t in TARGETS if _cached(backend, t) is None]
-
-
-def helper_digest() -> str:
-    """sha256 over the helper's source files: a cached helper is current when build.json has the same."""
-    digest = hashlib.sha256()
-    for path in sorted(HELPER_SOURCE.iterdir()):
-        if path.is_file() and path.suffix in (".cpp", ".cmake"):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-def read_metadata(backend: str = "cpu") -> dict | None:
-    """build.json of the cached build, or None."""
-    raw = read_cached(install_dir(backend) / METADATA_NAME, _MAX_METADATA_BYTES)
-    if raw is None or len(raw) > _MAX_METADATA_BYTES:
-        return None
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
 
 
 def nvidia_gpu_present() -> bool:
@@ -193,7 +99,7 @@ class BackendChoice:
 def choose_backend(requested: str, *, gpu: bool, nvcc: str | None, cuda_cached: bool) -> BackendChoice:
     """--backend resolved: an explicit backend as asked; auto picks CUDA where an NVIDIA GPU can use it."""
     if requested != AUTO:
-        return BackendChoice(_check_backend(requested), None)
+        return BackendChoice(check_backend(requested), None)
     if gpu and (nvcc is not None or cuda_cached):
         how = "its cached CUDA build" if cuda_cached else f"the CUDA build (nvcc: {nvcc})"
         return BackendChoice("cuda", f"an NVIDIA GPU is here: using {how}, with llama.cpp's default offload "
@@ -214,7 +120,7 @@ def resolve_backend(requested: str) -> BackendChoice:
 def cmake_args(backend: str, cpu_features: frozenset[str] | None = None) -> list[str]:
     """CMake configure arguments for a backend on a CPU with ``cpu_features`` (default: this machine's);
     "cuda" needs nvcc (on PATH or $CUDACXX)."""
-    _check_backend(backend)
+    check_backend(backend)
     args = [
         "-DCMAKE_BUILD_TYPE=Release",
         # One self-contained binary: nothing to copy besides it, no rpath to get wrong.
@@ -543,7 +449,7 @@ def install_binaries(
     staging = Path(tempfile.mkdtemp(prefix=f".install-{backend}-", dir=root))
     staging.chmod(0o755)  # mkdtemp makes it private; the cache is readable like any program folder
     try:
-        kept = {t: _cached(backend, t) for t in TARGETS if t not in binaries}
+        kept = {t: cached(backend, t) for t in TARGETS if t not in binaries}
         for target, source in {**kept, **binaries}.items():
             if source is not None:
                 shutil.copy2(source, staging / TARGETS[target])

@@ -13,14 +13,17 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mtpinspect.errors import ServerError, ServerNotBuilt
-from mtpinspect.runtime.build import AUTO, BACKENDS, Progress, build_server, cached_server, read_metadata, resolve_backend
+from mtpinspect.runtime.build_cache import AUTO, BACKENDS, cached_server, read_metadata
+from mtpinspect.runtime.command_server import ENV_VAR
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE
 from mtpinspect.runtime.pin import FIRST_MTP_BUILD, FIRST_MTP_RELEASE, PINNED_LLAMA_CPP
-from mtpinspect.runtime.process import run_bounded
 
-ENV_VAR = "LLAMA_SERVER"
+if TYPE_CHECKING:
+    from mtpinspect.runtime.build import Progress
+
 # `--version` loads the GPU backends, which can take a while on a machine with many GPUs.
 VERSION_TIMEOUT_S = 60.0
 
@@ -69,6 +72,8 @@ class ServerBinary:
 
 
 def _version_output(path: Path, shown: str, timeout: float) -> str:
+    from mtpinspect.runtime.process import run_bounded  # only where a binary runs: `check` names one, never runs it
+
     try:
         stdout, stderr = run_bounded([str(path), "--version"], timeout)
     except subprocess.TimeoutExpired:
@@ -147,6 +152,8 @@ def _has_mtp(path: Path, commit: str | None, upstream_build: int | None, timeout
         return True
     if upstream_build is not None:
         return upstream_build >= FIRST_MTP_BUILD
+    from mtpinspect.runtime.process import run_bounded
+
     try:
         stdout, stderr = run_bounded([str(path), "--help"], min(timeout, _HELP_TIMEOUT_S))
     except (OSError, subprocess.TimeoutExpired):
@@ -190,6 +197,8 @@ def find_server(
     env = os.environ.get(ENV_VAR)
     if env:
         return describe(_explicit_path(env), "$LLAMA_SERVER", f"${ENV_VAR}={env}", timeout=version_timeout)
+    from mtpinspect.runtime.build import build_server, resolve_backend  # the build machinery only where it may build
+
     choice = resolve_backend(backend)
     if choice.reason is not None and progress is not None:
         progress(choice.reason)
@@ -203,36 +212,3 @@ def find_server(
             "run `mtpinspect runtime build`"
         )
     return describe(build_server(backend, progress=progress), "built", timeout=version_timeout)
-
-
-# What printed commands call llama-server when mtpinspect has none of its own to name: the one on PATH.
-SERVER_ON_PATH = "llama-server"
-# The cached build a printed command names when both are built: CUDA is built only on request or on a GPU
-# machine, where it is the one that runs.
-_COMMAND_BACKENDS = ("cuda", "cpu")
-
-
-@dataclass(frozen=True)
-class CommandServer:
-    """The llama-server that the commands mtpinspect prints name: the one it would run itself."""
-
-    program: str  # $LLAMA_SERVER as set, else the cached pinned build's path, else "llama-server"
-    note: str | None  # why the commands fall back to a llama-server on PATH, and how to build the pinned one
-
-    def names(self, command: str | None) -> bool:
-        """Whether a printed command runs this llama-server."""
-        return command is not None and self.program in command
-
-
-def server_for_commands() -> CommandServer:
-    """find_server's rule for printed commands, without running or building anything (check stays fast):
-    $LLAMA_SERVER, else the cached pinned build's path, else `llama-server` on PATH with a note."""
-    env = os.environ.get(ENV_VAR)
-    if env:
-        return CommandServer(env, None)
-    cached = next((path for path in map(cached_server, _COMMAND_BACKENDS) if path is not None), None)
-    if cached is not None:
-        return CommandServer(str(cached), None)
-    return CommandServer(SERVER_ON_PATH, f"the commands run `{SERVER_ON_PATH}` from PATH, which may be any build: "
-                         "`mtpinspect runtime build` builds the pinned one, and commands then name it "
-                         f"(or set ${ENV_VAR})")

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtpinspect.errors import ServerNotBuilt
-from mtpinspect.runtime.build import BINARY_NAME, cache_root, find_helper, install_dir, resolve_backend
+from mtpinspect.runtime.build import resolve_backend
+from mtpinspect.runtime.build_cache import BINARY_NAME, cache_root, find_helper, install_dir
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_VERSION
 from mtpinspect.runtime.toolchain import Toolchain, find_toolchain

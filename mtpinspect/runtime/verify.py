@@ -28,8 +28,6 @@ from mtpinspect.errors import ServerError
 from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.flags import DRAFT_MODEL, MODEL, ServerArgs
 
-# llama-server's -c of the memory estimate when none is given (check -c): a usual chat context.
-DEFAULT_CONTEXT = 4096
 TIMEOUT_S = 120.0
 MAX_STDOUT = 1 << 20  # the JSON document: a few kB, plus at most 200 log lines
 MAX_STDERR_TAIL = 4096

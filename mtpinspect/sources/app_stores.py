@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from mtpinspect.app_facts import MLX_DRAFT_CONFIG, OLLAMA_MLX_DRAFT_PREFIX
 from mtpinspect.errors import MtpinspectError, SourceError, UsageError
-from mtpinspect.sources import lmstudio
+from mtpinspect.sources.filenames import LM_STUDIO_PREFIX, OLLAMA_PREFIX, is_app_source
 from mtpinspect.sources.local import LocalTree
 from mtpinspect.sources.reader import ByteMeter, LocalFileReader, RepoFile
 from mtpinspect.sources.target import AppModel, Target
@@ -28,12 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AppLocation", "AppModel", "each_app_target", "is_app_source", "locate", "ollama_target"]
 
-OLLAMA_PREFIX = "ollama:"
-LM_STUDIO_PREFIX = "lmstudio:"
-
-
-def is_app_source(source: str) -> bool:
-    return source.startswith((OLLAMA_PREFIX, LM_STUDIO_PREFIX))
 
 
 @dataclass(frozen=True)
@@ -47,6 +41,8 @@ class AppLocation:
 
     def relabel(self, target: Target) -> Target:
         """An LM Studio folder's target, named as LM Studio names it."""
+        from mtpinspect.sources import lmstudio
+
         assert self.repo is not None and self.folder is not None
         engines = lmstudio.engine_versions(lmstudio.place().home)
         model = AppModel(App.lm_studio, self.repo, str(self.folder), target.file_ref(target.gguf_files[0]),
@@ -75,6 +71,9 @@ def locate(
         name = OllamaName.parse(_required(source, OLLAMA_PREFIX))
         model = OllamaStore().model(name, verify_digest=verify_digest)
         return AppLocation(target=ollama_target(model, server_version()))
+    # LM Studio's reader, like the Ollama store's, loads for its own sources only.
+    from mtpinspect.sources import lmstudio
+
     repo, quant = lmstudio.parse(_required(source, LM_STUDIO_PREFIX))
     return AppLocation(folder=lmstudio.repo_folder(repo), quant=quant, repo=repo)
 
@@ -193,6 +192,8 @@ def each_app_target(source: str, *, revision: str | None, verify_digest: bool) -
             targets[readable[0]] = dataclasses.replace(first, app=dataclasses.replace(
                 first.app, notes=(*first.app.notes, *(f"not checked: {s}" for s in skipped))))
         return list(targets)
+    from mtpinspect.sources import lmstudio
+
     rest = source[len(LM_STUDIO_PREFIX):]
     if rest:
         repo, quant = lmstudio.parse(rest)

@@ -25,7 +25,6 @@ not on this path, so the retries here are the only ones and the total stays boun
 from __future__ import annotations
 
 import socket
-import threading
 import time
 import zlib
 from collections.abc import Mapping
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from mtpinspect.errors import SourceError, shown
+from mtpinspect.sources.policy import MAX_BACKOFF, RETRY_AFTER_CAP, Clock
 from mtpinspect.sources.reader import ByteMeter
 from mtpinspect.sources.waves import Waves
 
@@ -41,73 +41,9 @@ if TYPE_CHECKING:
     import httpx2
 
 RETRIED_STATUS = frozenset({429, 502, 503, 504})
-RETRY_AFTER_CAP = 60.0  # seconds; a server asking for more is reported, not waited for
-MAX_BACKOFF = 8.0
 ERROR_BODY_LIMIT = 64 * 1024  # what an error answer may send for its message
 MAX_REDIRECTS = 5  # the Hub redirects a file once (to its CDN), a renamed repo once more
 _REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
-# The longest --timeout, --deadline or --start-timeout taken: a week. Longer is no bound a person means, and
-# 1e10 s overflowed the socket and lock timeouts (OverflowError) instead of being refused.
-MAX_SECONDS = 7 * 24 * 3600.0
-
-
-@dataclass(frozen=True)
-class FetchPolicy:
-    """How long and how often a command asks the Hub (`--timeout`, `--deadline`, `--retries`), and whether
-    it asks for what the header cache already holds (`--no-cache`)."""
-
-    timeout: float = 30.0  # seconds to connect, and between two pieces of an answer
-    deadline: float = 300.0  # seconds for all the Hub requests of one command together
-    retries: int = 3  # further attempts after a transient failure
-    backoff: float = 1.0  # the first wait before a retry; doubles up to MAX_BACKOFF
-    cache: bool = True  # read and keep file headers in the header cache (sources/header_cache.py)
-
-    def __post_init__(self) -> None:
-        # The API's check of what the CLI's Seconds refuses in one line (cli/_args.py).
-        for name in ("timeout", "deadline", "backoff"):
-            value = getattr(self, name)
-            if not 0 < value <= MAX_SECONDS:  # also false for nan
-                raise ValueError(f"FetchPolicy.{name} = {value!r}: a number of seconds above 0 and at most {MAX_SECONDS:g}")
-
-
-class Clock:
-    """One command's Hub budget: its policy, the moment its deadline passes, and the moment the Hub last asked
-    everyone to wait until (a 429's Retry-After, a 5xx's backoff): every request of the command that shares
-    this clock waits for it, so a census of many repos slows down as one client, not one repo at a time."""
-
-    def __init__(self, policy: FetchPolicy | None = None) -> None:
-        self.policy = policy or FetchPolicy()
-        self.ends = time.monotonic() + self.policy.deadline
-        self._resume = 0.0  # time.monotonic() before which no request is sent
-        self._lock = threading.Lock()
-        self._auth: dict[str | None, dict[str, str]] = {}
-
-    def auth_headers(self, token: str | None) -> dict[str, str]:
-        """huggingface_hub's auth headers for ``token``, made once per command: build_hf_headers reads the
-        token file each time (3 ms), which every repo of a census of thousands paid."""
-        from huggingface_hub.utils import build_hf_headers
-
-        with self._lock:
-            if token not in self._auth:
-                self._auth[token] = build_hf_headers(token=token)
-            return dict(self._auth[token])
-
-    def left(self) -> float:
-        return self.ends - time.monotonic()
-
-    def pause(self, seconds: float) -> None:
-        """No request sharing this clock goes out for ``seconds``."""
-        with self._lock:
-            self._resume = max(self._resume, time.monotonic() + seconds)
-
-    def wait_turn(self) -> None:
-        """Sleep out a pause (never past the deadline: the request then fails on it)."""
-        while True:
-            with self._lock:
-                wait = min(self._resume, self.ends) - time.monotonic()
-            if wait <= 0:
-                return
-            time.sleep(wait)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """What file names say: GGUF split sets, quantization tags, `mtp-` sidecars and the model each one names,
-the main GGUF of a folder, a separate MTP safetensors file, Hugging Face cache folders and repo ids.
+the main GGUF of a folder, a separate MTP safetensors file, Hugging Face cache folders, repo ids and the
+prefixes of the apps' SOURCEs.
 
 Names are paths relative to a tree's root, '/'-separated (as in a repo listing). Every rule that reads
 meaning out of a file or folder name lives here.
@@ -170,6 +171,15 @@ def quant_matches(path: str, quant: str) -> bool:
     """Does the file name carry this quantization (as `-hf REPO:QUANT` picks a file)?"""
     name = PurePosixPath(path).name.lower()
     return re.search(rf"(^|[-_.]){re.escape(quant.lower())}([-_.]|$)", name) is not None
+
+
+# SOURCEs that name a model the way a desktop app does (sources/app_stores.py reads them).
+OLLAMA_PREFIX = "ollama:"
+LM_STUDIO_PREFIX = "lmstudio:"
+
+
+def is_app_source(source: str) -> bool:
+    return source.startswith((OLLAMA_PREFIX, LM_STUDIO_PREFIX))
 
 
 def is_repo_id(text: str) -> bool:

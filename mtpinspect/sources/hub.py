@@ -36,9 +36,10 @@ from huggingface_hub.errors import (
 )
 
 from mtpinspect.errors import SourceError, shown
-from mtpinspect.sources.fetch import Answer, Clock, FetchPolicy, fetch
+from mtpinspect.sources.fetch import Answer, fetch
 from mtpinspect.sources.filenames import repo_id_error
 from mtpinspect.sources.header_cache import CacheKey, HeaderCache, Spans
+from mtpinspect.sources.policy import Clock, FetchPolicy
 from mtpinspect.sources.reader import JSON_LIMITS, ByteMeter, JsonKind, RepoFile, parse_json
 from mtpinspect.sources.waves import Waves
 

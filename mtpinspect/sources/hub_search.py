@@ -20,9 +20,10 @@ from urllib.parse import urlencode, urlsplit
 from huggingface_hub import constants
 
 from mtpinspect.errors import SourceError, shown
-from mtpinspect.sources.fetch import Clock, fetch
+from mtpinspect.sources.fetch import fetch
 from mtpinspect.sources.filenames import repo_id_error
 from mtpinspect.sources.hub import COMMIT_SHA, ListedMain, _hub_errors
+from mtpinspect.sources.policy import Clock
 from mtpinspect.sources.reader import JSON_LIMITS, ByteMeter, JsonKind, parse_json
 from mtpinspect.sources.waves import Waves
 from mtpinspect.vocabulary import Relation

@@ -19,11 +19,10 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from mtpinspect.errors import SourceError, UsageError
-from mtpinspect.sources.app_stores import AppLocation, AppModel, each_app_target, is_app_source, locate
-from mtpinspect.sources.fetch import Clock, FetchPolicy
 from mtpinspect.sources.filenames import (
     NameIndex,
     group_splits,
+    is_app_source,
     is_repo_id,
     main_ggufs,
     quant_matches,
@@ -33,11 +32,13 @@ from mtpinspect.sources.filenames import (
     split_members,
 )
 from mtpinspect.sources.local import open_directory, open_gguf_folder
+from mtpinspect.sources.policy import Clock, FetchPolicy
 from mtpinspect.sources.reader import ByteMeter, Tree
-from mtpinspect.sources.target import Target
+from mtpinspect.sources.target import AppModel, Target
 from mtpinspect.vocabulary import SourceKind
 
 if TYPE_CHECKING:
+    from mtpinspect.sources.app_stores import AppLocation
     from mtpinspect.sources.hub import ListedMain
 
 __all__ = ["AppFiles", "Target", "app_files", "resolve", "resolve_each_gguf"]
@@ -92,7 +93,11 @@ def resolve(
     verify_digest: bool = False,
     policy: FetchPolicy | None = None,
 ) -> Target:
-    app = locate(source, revision=revision, file=file, mtp_file=mtp_file, verify_digest=verify_digest)
+    app = None
+    if is_app_source(source):
+        from mtpinspect.sources.app_stores import locate  # the apps' readers only for their SOURCEs
+
+        app = locate(source, revision=revision, file=file, mtp_file=mtp_file, verify_digest=verify_digest)
     if app is not None and app.target is not None:
         return app.target
     path = app.folder if app is not None and app.folder is not None else Path(source).expanduser()
@@ -189,6 +194,8 @@ def resolve_each_gguf(
     listing. The first target's meter carries the listing's cost; each has its own for its headers.
     ``ollama:`` and ``lmstudio:`` sources give one target per model of the app's store."""
     if is_app_source(source):
+        from mtpinspect.sources.app_stores import each_app_target
+
         found = each_app_target(source, revision=revision, verify_digest=verify_digest)
         return [t for item in found for t in ([item] if isinstance(item, Target) else _folder_targets(item))]
     path = Path(source).expanduser()

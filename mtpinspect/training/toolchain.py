@@ -87,7 +87,8 @@ def convert(folder: Path, outfile: Path, outtype: str, *, mtp: str = "bundled") 
 def quantize(source: Path, dest: Path, base_type: str, tensor_types: dict[str, str]) -> Path:
     """The pinned llama-quantize: ``base_type`` for every tensor, ``tensor_types`` (a pattern on the tensor
     name -> a ggml type) for some. Built with llama-server when missing (runtime/build.py)."""
-    from mtpinspect.runtime.build import build_server, cached_tool
+    from mtpinspect.runtime.build import build_server
+    from mtpinspect.runtime.build_cache import cached_tool
 
     binary = cached_tool("llama-quantize")
     if binary is None:
