@@ -26,7 +26,7 @@ from mtpinspect.formats.gguf import GGUFTensor, read_gguf_header
 from mtpinspect.formats.gguf_rows import cosine, row_span, row_values
 from mtpinspect.inspection.embedding import SAMPLED_ROWS
 from mtpinspect.inspection.gguf_rules import FOREIGN_COSINE
-from mtpinspect.runtime.build import cached_tool
+from mtpinspect.runtime.build_cache import cached_tool
 from mtpinspect.sources.reader import LocalFileReader
 from mtpinspect.sweep.prompts import load_set
 from mtpinspect.tiny_model import TinyModelSpec, spec_for_head_type, write_tiny_model
