@@ -20,7 +20,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -44,9 +44,12 @@ from mtpinspect.vocabulary import Engine, RequestKind
 PROBE_N_MAX = (1, 3)
 PROBE_CLASSES = ("code", "prose-en")
 PROBE_N_PREDICT = 64
-# Measured beside any prompts: text any head matching its model drafts nearly all of (head_rules.py).
+# Measured beside any prompts: text any head matching its model drafts nearly all of (head_rules.py), at
+# n-max 1 with 128 tokens a prompt: the first 64 tokens of a repetition are the least regular, and at 64 the
+# built-in model's Q2_K head (0.81 at 128) fell to the level of its TQ1_0 head (0.60 at 128; bench/README.md).
 HEAD_PROBE_SET = "head-probe"
 COPY_CLASS = "copy"
+COPY_N_PREDICT = 128
 
 
 def fmt(value: float | None, spec: str = ".2f") -> str:
@@ -173,13 +176,15 @@ def _work_folder(out_dir: Path | None, stack: ExitStack) -> tuple[Path, str | No
 
 
 def _prompt_set(prompts: str | Path | None) -> list[Prompt]:
-    """The prompts given (else the probe's classes), then the copy class, unless the prompts have a class of
-    that name already."""
-    chosen = load_prompts(prompts) if prompts is not None else load_builtin(list(PROBE_CLASSES))
+    return load_prompts(prompts) if prompts is not None else load_builtin(list(PROBE_CLASSES))
+
+
+def _copy_set(chosen: Sequence[Prompt]) -> list[Prompt]:
+    """The copy class to measure beside ``chosen``: none when the prompts have a class of that name already."""
     if any(p.prompt_class == COPY_CLASS for p in chosen):
-        return chosen
+        return []
     taken = {p.id for p in chosen}
-    return [*chosen, *(p for p in load_set(HEAD_PROBE_SET) if p.id not in taken)]
+    return [p for p in load_set(HEAD_PROBE_SET) if p.id not in taken]
 
 
 def run_probe(
@@ -206,23 +211,30 @@ def run_probe(
         if settings.sets_spec:
             as_given = _run_as_given(binary, model, settings, sidecar if sidecar_given else None, prompt_set[0].text,
                                      n_predict, out_dir / "as-given.log", start_timeout)
-        report = run_sweep(model, SweepOptions(
+        common = SweepOptions(
             n_max=PROBE_N_MAX, repeat=1, prompts=tuple(prompt_set), n_predict=n_predict, server=binary.path,
             mtp_file=sidecar, out_dir=out_dir / "sweep", server_args=settings.without(*SPEC_FLAGS).args, plot=False,
             startup_timeout=start_timeout, request=request,
-        ))
+        )
+        report = run_sweep(model, common)
         _require_baseline(model, report)
-        figures = [_figure(g) for g in report.results if g.synthetic is None]
+        reports = [report]
+        copy = _copy_set(prompt_set)
+        if copy:  # its own short sweep: n-max 1 only, longer answers
+            reports.append(run_sweep(model, replace(common, n_max=PROBE_N_MAX[:1], prompts=tuple(copy),
+                                                    n_predict=max(n_predict, COPY_N_PREDICT), out_dir=out_dir / "copy")))
+        figures = [_figure(g) for r in reports for g in r.results if g.synthetic is None
+                   and (r is report or g.n_max is not None)]
         return ProbeResult(
             server=ProbeServer(str(binary.path), binary.version),
             n_predict=n_predict,
-            prompt_classes=list(report.prompt_classes),
+            prompt_classes=list(dict.fromkeys(c for r in reports for c in r.prompt_classes)),
             figures=figures,
-            failures=[f"{f.configuration}: {f.reason}" for f in report.failures],
+            failures=[f"{f.configuration}: {f.reason}" for r in reports for f in r.failures],
             as_given=as_given,
-            mtp_logs=_mtp_logs(report),
+            mtp_logs=[log for r in reports for log in _mtp_logs(r)],
             costs=_costs(figures),
-            crashes=list(report.crashes),
+            crashes=[c for r in reports for c in r.crashes],
             out_dir=kept,
             request=report.request,
         )
@@ -243,6 +255,7 @@ def probe_endpoint(
     with ExitStack() as stack:
         out_dir, kept = _work_folder(out_dir, stack)
         prompt_set = _prompt_set(prompts)
+        prompt_set += _copy_set(prompt_set)  # a running server: in the same requests, at its n-max
         # Two rounds: the same prompt twice is the temperature-0 determinism check.
         report = run_sweep(None, SweepOptions(
             n_max=(n_max,) if n_max is not None else (), repeat=2, prompts=tuple(prompt_set), n_predict=n_predict,
@@ -359,7 +372,9 @@ def _mtp_logs(report: SweepReport) -> list[LogEvidence]:
 
 
 def _costs(figures: Sequence[ProbeFigure]) -> list[CostEstimate]:
-    """Per n-max, pooled over classes: the geometric mean of speedups and the mean of mean lengths."""
+    """Per n-max, pooled over classes (not the copy class, a check of the head): the geometric mean of
+    speedups and the mean of mean lengths."""
+    figures = [f for f in figures if f.prompt_class != COPY_CLASS]
     costs = []
     for n_max in sorted({f.n_max for f in figures if f.n_max is not None}):
         mine = [f for f in figures if f.n_max == n_max and f.speedup and f.mean_length]
