@@ -72,7 +72,7 @@ class StaticEvidence:
     sidecar: Path | None = json_field(omit=True)  # the mtp- file: given with --mtp-file or found beside the model
     sidecar_given: bool = json_field(omit=True)
     zero_tensors: list[str] = field(default_factory=list)
-    # The llama-server the fix commands name: the one diagnose runs (--server), else find.server_for_commands.
+    # The llama-server the fix commands name: the one diagnose runs (--server), else command_server.server_for_commands.
     program: str = json_field(omit=True, default=SERVER_ON_PATH)
 
     @property
