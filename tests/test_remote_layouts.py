@@ -31,7 +31,9 @@ KIB = 1024
 EXPECTED = {
     "gguf-single": {False: (4, 3), True: (5, 4)},  # listing; README + GGUF 2 MiB; the rest of its header
     "gguf-split-5": {False: (8, 3), True: (13, 4)},  # listing; README + 5 shards; the rest of shard 1's header
-    "gguf-sidecar": {False: (6, 3), True: (8, 4)},  # listing; README, trunk, sidecar; the rest of both headers
+    # listing; README, trunk, sidecar; the rest of both headers; 3 embedding rows and the output norm of each
+    # file (straight to the CDN the headers' reads were sent on to)
+    "gguf-sidecar": {False: (14, 4), True: (16, 5)},
     "safetensors-163": {False: (5, 3), True: (6, 4)},  # listing; README, config, index; the MTP shard's header
     "safetensors-163-mtp4": {False: (8, 3), True: (12, 4)},  # the same, 4 MTP shard headers together
 }

@@ -80,6 +80,9 @@ class HubRepo:
     # What was read of each file, shared by all its readers: jobs of one batch read rows of the same file at
     # once, and each stored only its own spans in the header cache (the last one won).
     _kept: dict[str, Spans] = field(default_factory=dict, repr=False)
+    # Where the Hub redirected the last read of each file (its CDN) and the headers sent there: the next read
+    # of that file, by any reader, goes there directly.
+    _locations: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict, repr=False)
     _kept_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -101,6 +104,17 @@ class HubRepo:
             spans = self._kept[path]
             spans.add(offset, data)
             self.cache.store(key, spans)
+
+    def location(self, path: str) -> tuple[str, dict[str, str]] | None:
+        with self._kept_lock:
+            return self._locations.get(path)
+
+    def relocate(self, path: str, where: tuple[str, dict[str, str]] | None) -> None:
+        with self._kept_lock:
+            if where is None:
+                self._locations.pop(path, None)
+            else:
+                self._locations[path] = where
 
     def kept_bytes(self, path: str, offset: int, length: int) -> bytes | None:
         with self._kept_lock:
@@ -159,8 +173,6 @@ class HubFileReader:
         self.name = f"{repo.repo_id}/{path}"
         self._key = repo.cache_key(path)
         repo.kept(path, self._key)  # the header cache's entry, loaded once per file
-        # Where the Hub redirected the last read (its CDN) and the headers sent there: the next read goes there.
-        self._location: tuple[str, dict[str, str]] | None = None
 
     @property
     def size(self) -> int:
@@ -188,16 +200,17 @@ class HubFileReader:
         span = {"Range": f"bytes={offset}-{end}", "Accept-Encoding": "identity"}
         with _hub_errors(self.repo.repo_id, self.repo.revision, self.path):
             answer = None
-            if self._location is not None:
-                url, sent = self._location
+            location = self.repo.location(self.path)
+            if location is not None:
+                url, sent = location
                 try:
                     answer = self._get(url, {**sent, **span}, wanted)
                 except HfHubHTTPError:
-                    self._location = None  # a signed CDN address that expired: ask the Hub again
+                    self.repo.relocate(self.path, None)  # a signed CDN address that expired: ask the Hub again
             if answer is None:
                 answer = self._get(self.repo.url(self.path), {**self.repo.headers(), **span}, wanted)
         if answer.url != self.repo.url(self.path):
-            self._location = (answer.url, {k: v for k, v in answer.sent.items() if k not in span})
+            self.repo.relocate(self.path, (answer.url, {k: v for k, v in answer.sent.items() if k not in span}))
         if answer.status == 200 and offset > 0:
             # A server that ignores Range sends the whole file from byte 0: never read a weight file.
             raise SourceError(f"{self.name}: the server ignores HTTP Range requests (200 to bytes {offset}-{end}); "
