@@ -326,13 +326,15 @@ def _diagnose(*states: StubState, extra: tuple[str, ...] = ()) -> tuple[subproce
 
 
 def test_diagnose_endpoint_measures_a_healthy_head_and_checks_determinism() -> None:
-    proc, urls = _diagnose(StubState("vllm", 3), StubState("vllm", 0))
+    # A healthy head: 11 of 12 drafts accepted, on the copy class too (diagnosis/head_rules.py); the stub's
+    # default, half, is a weak head there.
+    proc, urls = _diagnose(StubState("vllm", 3, accepted=(3, 3, 2, 3)), StubState("vllm", 0))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     jsonschema.validate(doc, DIAGNOSE_SCHEMA)
     assert doc["endpoint"] == urls[0] and doc["probe"]["server"]["version"] == "vllm 0.11.0"
     mtp = [f for f in doc["probe"]["results"] if f["n_max"] == 3]
-    assert {f["prompt_class"] for f in mtp} == {"code", "prose-en"}
+    assert {f["prompt_class"] for f in mtp} == {"code", "prose-en", "copy"}
     assert all(len(f["per_position"]) == 3 and f["acceptance"] > 0.4 for f in mtp)
     notes = "\n".join(doc["notes"])
     assert f"temp-0 determinism on {urls[1]}, baseline, code: the same prompt twice gave identical text" in notes

@@ -174,7 +174,7 @@ def test_request_way_follows_the_template() -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["--reasoning", "on"], "--reasoning on: goes with chat requests (--request chat)"),
     (["--request", "chat", "--reasoning", "off"], "--reasoning off: the model's chat template has no reasoning switch"),
-    (["--prompts", "mtp-bench-categorie"], "nor a built-in class (code, extraction, prose-en, prose-ja) or set (mtp-bench-categories)"),
+    (["--prompts", "mtp-bench-categorie"], "nor a built-in class (code, extraction, prose-en, prose-ja) or set (head-probe, mtp-bench-categories)"),
     (["--request", "chat", "--endpoint", "http://127.0.0.1:9"], "--engine, --serve and --endpoint sweeps send raw completions"),
 ])
 def test_request_options_refused_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:

@@ -363,9 +363,9 @@ def test_diagnose_names_a_head_from_another_training_run(
     shipped_pair: Path, few_steps: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
 ) -> None:
     """The head of a barely trained run (6 steps, seed 1), converted by the pinned converter's --mtp, as the
-    sidecar of the shipped trunk: it loads and drafts, and the trunk rejects about every draft. No static
-    defect, so diagnose puts it down to the head, not its bits. (A fully trained seed-1 head keeps 0.18-0.44
-    at n-max 1 and is not named: bench/README.md, the trained model.)"""
+    sidecar of the shipped trunk: it loads and drafts, and the trunk rejects about every draft. check finds its
+    embedding rows another trunk's (SIDECAR_FOREIGN), so diagnose names a foreign head, with the copy class's
+    figure (bench/bench_heads.py measures the 30- and 240-step heads the same way)."""
     from mtpinspect.training.toolchain import convert
 
     other = convert(few_steps[0] / "checkpoint", tmp_path / "mtp-other.gguf", "q8_0", mtp="sidecar")
@@ -373,6 +373,9 @@ def test_diagnose_names_a_head_from_another_training_run(
                    "--", "-t", "2", timeout=600)
     assert done.returncode == 1, done.stderr[-2000:]
     report = json.loads(done.stdout)
-    assert [c["code"] for c in report["causes"]][0] == "HEAD_DISAGREES", report["causes"]
+    first = report["causes"][0]
+    assert first["code"] == "HEAD_FOREIGN", report["causes"]
+    assert any(line.startswith("check SIDECAR_FOREIGN:") and "unrelated vectors" in line for line in first["evidence"])
+    assert any(line.startswith("probe n-max 1 copy: acceptance") for line in first["evidence"])
     figures = {(r["prompt_class"], r["n_max"]): r["drafted"] for r in report["probe"]["results"] if r["n_max"]}
     assert figures and all(n > 0 for n in figures.values()), figures
