@@ -248,3 +248,8 @@ def test_find_says_which_derivative_ships_a_foreign_head(tmp_path: Path) -> None
     assert heads == {"good/Tiny-GGUF": "kept", "bad/Tiny-GGUF": "foreign"}, heads
     runtimes = {d.repo: d.runtimes["llama.cpp"] for d in census.derivatives}
     assert runtimes == {"good/Tiny-GGUF": "supported", "bad/Tiny-GGUF": "at-risk"}
+
+
+@pytest.mark.parametrize(("kind", "nbytes"), [("Q8_K", 292), ("Q8_1", 8 * 40)])
+def test_types_gguf_py_cannot_read_give_no_values(kind: str, nbytes: int) -> None:
+    assert row_values(bytes(nbytes), kind, 256) is None

@@ -92,14 +92,20 @@ def _refuted(static: StaticEvidence | None, rate: float) -> list[str]:
             f"{COPY_CLASS} text: it matches this model after all (a re-trained embedding with the same head?)"]
 
 
+def foreign_line(static: StaticEvidence | None) -> str | None:
+    """check's SIDECAR_FOREIGN as an evidence line (its embedding-row figures), or None without one."""
+    found = static.finding("SIDECAR_FOREIGN") if static is not None else None
+    if found is None:
+        return None
+    return f"check SIDECAR_FOREIGN: {found.evidence[0] if found.evidence else found.message}"
+
+
 def _wrong_head(static: StaticEvidence | None, rate: float, evidence: tuple[str, ...], engine: Engine) -> Cause:
     weak = f"the head drafts only {rate:.0%} of {COPY_CLASS} text, which a head matching this model drafts nearly all of"
-    if static is not None and static.has("SIDECAR_FOREIGN"):
-        found = static.finding("SIDECAR_FOREIGN")
-        assert found is not None
+    foreign = foreign_line(static)
+    if foreign is not None:
         return Cause("HEAD_FOREIGN", 0.9, f"{weak}: the sidecar's head was trained with another trunk",
-                     (*evidence, f"check SIDECAR_FOREIGN: {found.evidence[0] if found.evidence else found.message}"),
-                     FOREIGN_HEAD_FIX, (EvidenceSource.probe, EvidenceSource.static))
+                     (*evidence, foreign), FOREIGN_HEAD_FIX, (EvidenceSource.probe, EvidenceSource.static))
     if static is not None and (static.head_defect or static.zero_tensors):
         defects = [f"check {f.code}: {f.message}" for f in static.head_defect] + static.zero_tensors
         return Cause("HEAD_QUANTIZED", 0.8, f"{weak}: the head is quantized or damaged", (*evidence, *defects[:3]),

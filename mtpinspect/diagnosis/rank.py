@@ -48,7 +48,7 @@ from mtpinspect.diagnosis.advice import (
 )
 from mtpinspect.diagnosis.causes import CAUSES, FINE_ACCEPTANCE, Cause
 from mtpinspect.diagnosis.failures import REJECTED_TYPE, CrashEvidence, classify_failure
-from mtpinspect.diagnosis.head_rules import judge_head
+from mtpinspect.diagnosis.head_rules import foreign_line, judge_head
 from mtpinspect.diagnosis.logs import LogEvidence
 from mtpinspect.diagnosis.message_rules import message_cause
 from mtpinspect.diagnosis.messages import Meaning
@@ -239,12 +239,10 @@ def _zero_cause(static: StaticEvidence | None, log: LogEvidence | None, evidence
     if quantized and log is not None and log.separate_drafter:
         evidence = (*evidence, f"{log.path}: the target is quantized ({log.quantization}) but the drafter is another "
                                f"checkpoint ({log.draft_model}): not a quantized head")
-    if static is not None and static.has("SIDECAR_FOREIGN"):
-        found = static.finding("SIDECAR_FOREIGN")
-        assert found is not None
+    foreign = foreign_line(static)
+    if foreign is not None:
         return Cause("HEAD_FOREIGN", confidence, "the head drafts nothing the model accepts: the sidecar's head was "
-                     "trained with another trunk", (*evidence, f"check SIDECAR_FOREIGN: {found.evidence[0]}"),
-                     FOREIGN_HEAD_FIX, (source, EvidenceSource.static))
+                     "trained with another trunk", (*evidence, foreign), FOREIGN_HEAD_FIX, (source, EvidenceSource.static))
     if defects or quantized_engine:
         extra = (f"{log.path}: the engine loads the checkpoint with quantization={log.quantization}",) if quantized_engine and log else ()
         why = _head_defect_words(static, log if quantized_engine and not defects else None)

@@ -75,7 +75,7 @@ def row_values(raw: bytes, ggml_type: str, width: int) -> tuple[float, ...] | No
 
     try:
         values = dequantize(np.frombuffer(raw, dtype=np.uint8), GGMLQuantizationType[ggml_type])
-    except NotImplementedError:
+    except NotImplementedError:  # gguf-py names the types it cannot dequantize (Q8_1, Q8_K, ...) this way
         return None
     return tuple(float(v) for v in values.reshape(-1)[:width])
 

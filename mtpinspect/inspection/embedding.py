@@ -60,25 +60,6 @@ class EmbeddingComparison:
     rows: tuple[RowMatch, ...]
     bytes_read: int
 
-    @property
-    def compared(self) -> tuple[RowMatch, ...]:
-        """The rows that say something: identical, or with a cosine."""
-        return tuple(r for r in self.rows if r.identical or r.cosine is not None)
-
-    @property
-    def identical(self) -> int:
-        return sum(r.identical for r in self.rows)
-
-    @property
-    def lowest_cosine(self) -> float | None:
-        values = [1.0 if r.identical else r.cosine for r in self.compared]
-        return min((v for v in values if v is not None), default=None)
-
-    @property
-    def median_cosine(self) -> float | None:
-        values = sorted(1.0 if r.identical else r.cosine or 0.0 for r in self.compared)
-        return values[len(values) // 2] if values else None
-
 
 def sampled_rows(tensor: GGUFTensor) -> list[int]:
     """SAMPLED_ROWS rows spread evenly over a 2-D tensor (the middle of each of as many equal parts), or
