@@ -58,7 +58,13 @@ def reader_threads() -> list[threading.Thread]:
 
 def test_requests_in_flight_never_exceed_the_bound(stub: HubStub, files) -> None:
     repo = serve(stub, files, "split12")
-    report = mtpinspect.check(repo, endpoint=stub.url, verify=False)
+    # Waves are read off the server's log, so each answer must outlast the start of a late reader thread
+    # on a loaded machine (a 30 ms answer once ended before the eighth request began).
+    stub.latency = 0.4
+    try:
+        report = mtpinspect.check(repo, endpoint=stub.url, verify=False)
+    finally:
+        stub.latency = LATENCY
     assert report.usable and report.files["gguf"] == [_shard(i) for i in range(1, SHARDS + 1)]
     records = stub.requests(repo)
     # The listing; config.json and 7 shards; the 5 shards left (each tiny header fits its first read).
