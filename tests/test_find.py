@@ -24,7 +24,7 @@ from hubstub import Fault, HubStub
 import mtpinspect
 from mtpinspect.cli.find import ProgressLine
 from mtpinspect.errors import INTERRUPTED, SourceError
-from mtpinspect.inspection.census import Progress, head_state
+from mtpinspect.inspection.census import REPOS_IN_FLIGHT, Progress, head_state
 from mtpinspect.vocabulary import HeadState, RuntimeStatus
 
 SCHEMA = json.loads((Path(mtpinspect.__file__).parent / "schemas" / "find.schema.json").read_text())
@@ -199,12 +199,13 @@ def test_retry_after_holds_back_the_whole_census(hub: tuple[HubStub, Tree]) -> N
     assert all(d.error is None for d in census.derivatives if d.repo != "gated/GLM-4.7-GGUF")
     records = stub.requests()
     limited = next(r for r in records if r.status == 429)
-    # Requests the client sent before the 429 reached it may start after it (the stub logs its end before
-    # the last write, and on a loaded machine a handler thread starts up to a few tenths of a second late);
-    # after that, none until Retry-After has passed, then the census goes on.
-    during = [r for r in records if limited.end + 0.5 < r.start < limited.end + 1.95]
-    assert during == [], [(r.repo_id, r.path, round(r.start - limited.end, 3)) for r in during]
-    assert any(r.start >= limited.end + 2 for r in records)
+    # A request already past its turn when the 429 reached the client still goes out, and on a loaded machine
+    # its thread may wait a second for the GIL while other threads parse headers: at most one per repo in
+    # flight. Had the wait not held the census back, the requests after it would all fall in the window.
+    during = [r for r in records if limited.end + 0.1 < r.start < limited.end + 1.95]
+    after = [r for r in records if r.start >= limited.end + 2]
+    assert len(during) < REPOS_IN_FLIGHT, [(r.repo_id, r.path, round(r.start - limited.end, 3)) for r in during]
+    assert len(after) > 4 * REPOS_IN_FLIGHT
 
 
 def test_progress_bar_on_a_terminal_only() -> None:
