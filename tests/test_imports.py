@@ -28,6 +28,10 @@ NOT_FOR_A_LOCAL_CHECK = (
     "mtpinspect.runtime.verify", "mtpinspect.sources.lmstudio", "mtpinspect.sources.ollama", "mtpinspect.sweep",
     "mtpinspect.diagnosis", "mtpinspect.drift", "mtpinspect.training", "mtpinspect.cli.sweep", "mtpinspect.cli.diagnose",
     "psutil",
+    # A checkpoint's readers and rules, and a sidecar's embedding comparison (inspection/evidence.py).
+    "mtpinspect.formats.config", "mtpinspect.formats.quantization", "mtpinspect.formats.safetensors",
+    "mtpinspect.sources.provenance", "mtpinspect.inspection.quant_audit", "mtpinspect.inspection.origin",
+    "mtpinspect.inspection.embedding", "mtpinspect.formats.gguf_rows",
 )
 FIXTURES = Path(__file__).parent / "diagnose_fixtures"
 TRAINED_GGUF = Path(mtpinspect.__file__).parent / "data" / "trained" / "tiny-glm-mtp-Q8_0.gguf"

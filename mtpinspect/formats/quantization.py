@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mtpinspect.errors import FormatError
+from mtpinspect.sources.filenames import QUANT_SIDE_FILES
 
 NOT_TARGETED = "(not targeted by config_groups)"
 NOT_IN_QUANTIZED_LAYERS = "(not in quantized_layers)"
@@ -53,10 +54,6 @@ SHARD_TO_FUSED = {shard: fused for fused, shards in FUSED_SHARDS.items() for sha
 _LIST_KEYS = (
     "ignored_layers", "modules_to_not_convert", "ignore", "exclude_modules", "exclude", "llm_int8_skip_modules",
 )
-# Legacy side files of AutoGPTQ, AutoAWQ and others, read when config.json has no quantization_config.
-_SIDE_FILES = ("quantize_config.json", "quant_config.json", "quantization_config.json")
-# Every file beside config.json that may hold the quantization config.
-QUANT_FILES = ("hf_quant_config.json", *_SIDE_FILES)
 
 
 # Exclusion regexes come from downloaded files, and one like `mtp\.(a|aa)+\.x` backtracks for minutes on a
@@ -169,7 +166,7 @@ def find_quantization(config: Mapping | None, extra_files: Mapping[str, Mapping]
         return found
     if embedded is not None:
         return _from_embedded(*embedded)
-    for name in _SIDE_FILES:
+    for name in QUANT_SIDE_FILES:
         if name in extra_files:
             return _from_side_file(name, _require_mapping(extra_files[name], name))
     return None

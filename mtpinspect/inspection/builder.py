@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from mtpinspect.inspection.evidence import Evidence
-from mtpinspect.inspection.origin import Origin
-from mtpinspect.inspection.quant_audit import QuantAudit
 from mtpinspect.inspection.report import FINDINGS, Finding, RuntimeVerdict
 from mtpinspect.runtime.command_server import SERVER_ON_PATH, CommandServer
 from mtpinspect.runtime.n_max import NMaxAdvice
 from mtpinspect.vocabulary import Layout, Severity, SourceKind
+
+if TYPE_CHECKING:  # a checkpoint's: checkpoint_rules.py fills them, and a GGUF check does not load them
+    from mtpinspect.inspection.origin import Origin
+    from mtpinspect.inspection.quant_audit import QuantAudit
 
 SIDECAR_PREFIX = "mtp-"  # convert_hf_to_gguf --mtp writes the head as mtp-<main file name>
 _SHOWN = 6  # evidence lines per finding before "... and N more"

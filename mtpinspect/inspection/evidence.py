@@ -25,24 +25,26 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mtpinspect.errors import FormatError, MtpinspectError, SourceError, shown
 from mtpinspect.formats.card import CARD_FILE, CARD_LIMIT, ModelCard, card_from_metadata, parse_card
-from mtpinspect.formats.config import ModelConfig, parse_config
 from mtpinspect.formats.gguf import FIRST_READ, LLAMA_MAX_LAYERS, SMALL_FIRST_READ, GGUFHeader, GGUFTensor, read_gguf_header
-from mtpinspect.formats.quantization import QUANT_FILES, QuantizationConfig, find_quantization
-from mtpinspect.formats.safetensors import FIRST_READ as SAFETENSORS_FIRST_READ
-from mtpinspect.formats.safetensors import check_tensor_name, header_size_estimate, read_safetensors_header, tensor_extent
-from mtpinspect.inspection.embedding import EmbeddingComparison, compare_embeddings
 from mtpinspect.inspection.naming import GgufMtpTensors, MtpTensors, find_gguf_mtp_tensors, find_mtp_tensors
 from mtpinspect.inspection.pairing import SidecarChoice, choose_sidecar, named_sidecar, pair_by_name
-from mtpinspect.sources.filenames import is_mtp_safetensors
+from mtpinspect.sources.filenames import QUANT_FILES, is_mtp_safetensors
 from mtpinspect.sources.local import LocalTree
-from mtpinspect.sources.provenance import LocalDownload, local_download
 from mtpinspect.sources.reader import RecordingReader, read_json
 from mtpinspect.sources.target import Target
 from mtpinspect.vocabulary import Pairing, SourceKind
 
+# What only some targets need is imported where it is used, so a GGUF check does not load it (about 20 ms of
+# a 0.25 s command; tests/test_imports.py): config.json's parser and the quantization configs' (files a
+# lone GGUF does not have), the safetensors reader and the download records (a checkpoint's), the
+# embedding comparison (a sidecar's).
 if TYPE_CHECKING:
     from huggingface_hub.utils._safetensors import SafetensorsFileMetadata
 
+    from mtpinspect.formats.config import ModelConfig
+    from mtpinspect.formats.quantization import QuantizationConfig
+    from mtpinspect.inspection.embedding import EmbeddingComparison
+    from mtpinspect.sources.provenance import LocalDownload
     from mtpinspect.sweep.report import SavedRecommendation
 
 # Reading a few shard headers is cheap; reading all 160 of a DeepSeek repo is not needed for the verdict.
@@ -248,6 +250,8 @@ def _pickled(files: Mapping[str, Any]) -> list[str]:
 
 def _weight_map(target: Target, index_file: str, index: Mapping[str, Any]) -> dict[str, str]:
     """Tensor name -> shard, as the index says."""
+    from mtpinspect.formats.safetensors import check_tensor_name
+
     wm = index.get("weight_map")
     where = f"{target.display}/{index_file}"
     if not isinstance(wm, dict):
@@ -275,14 +279,20 @@ def _checkpoint_reads(target: Target, batch: _Batch) -> tuple[str | None, dict[s
     return index_file, headers
 
 
-def _safetensors_file(target: Target, path: str, first_read: int = SAFETENSORS_FIRST_READ) -> SafetensorsFileMetadata:
-    return read_safetensors_header(target.tree.open(path), first_read)
+def _safetensors_file(target: Target, path: str, first_read: int | None = None) -> SafetensorsFileMetadata:
+    """A safetensors header; ``first_read``: the size of the first request (default: the reader's)."""
+    from mtpinspect.formats.safetensors import FIRST_READ as SAFETENSORS_FIRST_READ
+    from mtpinspect.formats.safetensors import read_safetensors_header
+
+    return read_safetensors_header(target.tree.open(path), first_read or SAFETENSORS_FIRST_READ)
 
 
 def _checkpoint(target: Target, config: ModelConfig | None, index_file: str | None,
                 first: dict[str, Any]) -> CheckpointEvidence | None:
     """The checkpoint's MTP evidence from the first batch's reads (``first``: the index, or the shard headers,
     and any mtp safetensors header, by path), reading the MTP shards' headers the index names in one more."""
+    from mtpinspect.formats.safetensors import header_size_estimate, tensor_extent
+
     files = target.tree.files
     has_weights = index_file or any(p.endswith(".safetensors") for p in files)
     if not has_weights:
@@ -367,6 +377,8 @@ def _some_sidecars(paths: Iterable[str]) -> list[str]:
 
 
 def _compare_embeddings(target: Target, ev: Evidence) -> None:
+    from mtpinspect.inspection.embedding import compare_embeddings
+
     assert ev.gguf is not None and ev.sidecar is not None
     try:
         ev.embedding = compare_embeddings(target.tree, ev.gguf, ev.sidecar)
@@ -377,8 +389,6 @@ def _compare_embeddings(target: Target, ev: Evidence) -> None:
 def gather(target: Target) -> Evidence:
     ev = Evidence(target)
     files = target.tree.files
-    if isinstance(target.tree, LocalTree):
-        ev.download = local_download(target.tree.root, files)
     ev.config_file = config_file = _find_config(target)
     if not target.gguf_files and config_file is None and not any(p.endswith((".safetensors", ".bin")) for p in files):
         raise SourceError(f"{target.display}: no config.json, safetensors or GGUF files found")
@@ -402,8 +412,13 @@ def gather(target: Target) -> Evidence:
     ev.card, ev.card_problem = batch[card]
     raw_config = batch[config] if config is not None else None
     if raw_config is not None:
+        from mtpinspect.formats.config import parse_config
+
         ev.config = parse_config(raw_config, f"{target.display}/{config_file}")
-    ev.quant = find_quantization(raw_config, {name: batch[slot] for name, slot in extra.items()})
+    if raw_config is not None or extra:  # no quantization config anywhere else
+        from mtpinspect.formats.quantization import find_quantization
+
+        ev.quant = find_quantization(raw_config, {name: batch[slot] for name, slot in extra.items()})
     if target.gguf_files:
         parsed = {path: batch[slot] for path, slot in gguf_slots.items()}
         read: dict[tuple[str, ...], GgufEvidence] = {}
@@ -432,6 +447,10 @@ def gather(target: Target) -> Evidence:
         taken = {*ev.sidecar_choice.files, *target.gguf_files}
         ev.other_sidecars = _some_sidecars(p for p in target.names().sidecars if p not in taken)
         return ev
+    if isinstance(target.tree, LocalTree):  # who made a checkpoint (origin.py) reads them
+        from mtpinspect.sources.provenance import local_download
+
+        ev.download = local_download(target.tree.root, files)
     first = {path: batch[slot] for path, slot in header_slots.items()}
     ev.checkpoint = _checkpoint(target, ev.config, index_file, first)
     if ev.checkpoint is None:

@@ -9,16 +9,20 @@ llama.cpp status. This module assembles the report.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mtpinspect.inspection.app_rules import apply_app_rules
 from mtpinspect.inspection.builder import ReportBuilder
 from mtpinspect.inspection.engine import EngineCheck, follow_engine
 from mtpinspect.inspection.evidence import Evidence
 from mtpinspect.inspection.gguf_rules import apply_gguf_rules
-from mtpinspect.inspection.quant_audit import QuantAudit
 from mtpinspect.inspection.report import BLOCKING_FINDINGS, CheckReport, MtpSize, QuantizationSummary, RuntimeVerdict
 from mtpinspect.inspection.support import FAMILIES
 from mtpinspect.runtime.command_server import server_for_commands
 from mtpinspect.vocabulary import RuntimeStatus, Severity
+
+if TYPE_CHECKING:
+    from mtpinspect.inspection.quant_audit import QuantAudit  # a checkpoint's (checkpoint_rules.py)
 
 
 def _verdict(b: ReportBuilder, usable: bool) -> str:

@@ -21,6 +21,10 @@ _STEM_QUANT_TAG = re.compile(rf"(?i)[-_.](?:UD[-_])?(?:{_QUANT})$")
 # convert_hf_to_gguf.py names the head file mtp-<name>.gguf; some uploads use <name>-mtp.gguf.
 SIDECAR_PREFIX = "mtp-"
 SIDECAR_SUFFIX = "-mtp"
+# The files beside config.json that may hold a checkpoint's quantization config (formats/quantization.py):
+# ModelOpt's, and the legacy side files of AutoGPTQ, AutoAWQ and others, read when config.json has none.
+QUANT_SIDE_FILES = ("quantize_config.json", "quant_config.json", "quantization_config.json")
+QUANT_FILES = ("hf_quant_config.json", *QUANT_SIDE_FILES)
 # huggingface_hub's cache keeps a repo in models--ORG--NAME/{refs,snapshots,blobs}.
 HF_CACHE_FOLDER = re.compile(r"^models--(?P<org>[^/]+?)--(?P<name>[^/]+)$")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
