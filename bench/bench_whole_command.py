@@ -27,7 +27,12 @@ PYTHONDONTWRITEBYTECODE set would otherwise compile every module on every run. T
 own venv, whose start-up runs no .pth file but setuptools'; an interpreter whose site-packages holds .pth
 files that import things at every start (an editable install's finder, a certificate injector's) makes
 mtpinspect and the python baselines pay them on every run: ``--no-site`` runs those as ``python -S`` with
-the same site-packages on PYTHONPATH, the same libraries without the .pth files.
+the same site-packages on PYTHONPATH, the same libraries without the .pth files. ``--installed VENV`` runs
+mtpinspect and the python baselines with VENV's interpreter and no PYTHONPATH: mtpinspect as a user has it
+after `pip install .` in a fresh venv (pip compiled its bytecode), beside the peers in theirs:
+
+    python -m venv /tmp/ours && /tmp/ours/bin/pip install .
+    python bench/bench_whole_command.py --peers /tmp/peers --installed /tmp/ours
 """
 
 from __future__ import annotations
@@ -118,12 +123,20 @@ def main() -> int:
                         help="run mtpinspect and the python baselines as `python -S`, the interpreter's site-packages on "
                              "PYTHONPATH: the same libraries without the .pth files this interpreter runs at every start "
                              "(the peers' venv has none of them)")
+    parser.add_argument("--installed", type=Path, metavar="VENV",
+                        help="run mtpinspect and the python baselines with VENV/bin/python and no PYTHONPATH (mtpinspect "
+                             "installed there with `pip install .`), instead of this checkout with this interpreter")
     args = parser.parse_args()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    py = [sys.executable, "-S"] if args.no_site else [sys.executable]
-    ours = {**env, "PYTHONPATH": os.pathsep.join([str(ROOT), *(site.getsitepackages() if args.no_site else []),
-                                                   *filter(None, [os.environ.get("PYTHONPATH")])])}
-    print(f"mtpinspect and the baselines run as: {' '.join(py)} (PYTHONPATH={ours['PYTHONPATH']})")
+    if args.installed and args.no_site:
+        parser.error("--installed and --no-site: choose one")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    if args.installed:
+        py, ours = [str(args.installed / "bin" / "python")], env
+    else:
+        py = [sys.executable, "-S"] if args.no_site else [sys.executable]
+        ours = {**env, "PYTHONPATH": os.pathsep.join([str(ROOT), *(site.getsitepackages() if args.no_site else []),
+                                                       *filter(None, [os.environ.get("PYTHONPATH")])])}
+    print(f"mtpinspect and the baselines run as: {' '.join(py)} (PYTHONPATH={ours.get('PYTHONPATH', '')})")
 
     # `import click, tabulate`: the floor of a command that draws a table with the libraries the guide names.
     baselines = {"python -c pass": [*py, "-c", "pass"],

@@ -142,7 +142,8 @@ class Fault:
     `where` is "listing" (model_info, with or without a revision), "search" (the pages of a model search by
     the tag base_model:RELATION:REPO, on the base's faults) or a file of the repo (its `resolve`
     URL, GET and HEAD). `times` matching requests misbehave (None: every one); then the stub answers
-    normally again, which is how "502, then 200" is made.
+    normally again, which is how "502, then 200" is made. `after`: only reads of a file that start at or
+    past that byte match (the reads after a header's: a tensor's rows).
     - stall: read the request and answer nothing (for `seconds`, or until the stub stops);
     - stall-body: send the real answer's status line and headers, then nothing;
     - trickle: send the real answer one body byte every `seconds`;
@@ -161,6 +162,7 @@ class Fault:
     body: bytes = b""
     seconds: float = 3600.0
     shift: int = 0
+    after: int = 0
 
 
 @dataclass(frozen=True)
@@ -691,7 +693,7 @@ class HubStub:
         with self._lock:
             for entry in self._faults.get(repo_id or "", []):
                 fault, left = entry
-                if fault.where != where or left == 0:
+                if fault.where != where or left == 0 or reply.span[0] < fault.after:
                     continue
                 if fault.mode in ("ignore-range", "content-range") and reply.status != 206:
                     continue

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from gguf.constants import GGMLQuantizationType
 from gguf.quants import dequantize, quantize
-from hubstub import HubStub
+from hubstub import Fault, HubStub
 
 import mtpinspect
 from mtpinspect.diagnosis.causes import CAUSES
@@ -22,11 +22,12 @@ from mtpinspect.diagnosis.head_rules import COPY_MATCHES, judge_head
 from mtpinspect.diagnosis.probe import COPY_CLASS, HEAD_PROBE_SET, ProbeFigure
 from mtpinspect.diagnosis.static import gather_static
 from mtpinspect.errors import FormatError
-from mtpinspect.formats.gguf import GGUFTensor, read_gguf_header
+from mtpinspect.formats.gguf import FIRST_READ, GGUFTensor, read_gguf_header
 from mtpinspect.formats.gguf_rows import cosine, row_span, row_values
 from mtpinspect.inspection.embedding import SAMPLED_ROWS
 from mtpinspect.inspection.gguf_rules import FOREIGN_COSINE
 from mtpinspect.runtime.build_cache import cached_tool
+from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.sources.reader import LocalFileReader
 from mtpinspect.sweep.prompts import load_set
 from mtpinspect.tiny_model import TinyModelSpec, spec_for_head_type, write_tiny_model
@@ -150,6 +151,41 @@ def test_foreign_sidecar_over_the_hub(tmp_path: Path) -> None:
     # It loads and drafts: at risk, not unsupported; the check counts every byte the Hub served it.
     assert report.runtimes["llama.cpp"].status == "at-risk"
     assert report.bytes_read == served
+
+
+def test_rows_that_cannot_be_read_leave_the_check_going(tmp_path: Path) -> None:
+    """The headers read, then the Hub stalls on the rows (reads past the first 2 MiB): the check says the
+    rows were not compared, and why, and still gives its verdict."""
+    main, side = _pair(tmp_path, WIDE_PAIR)
+    with HubStub() as stub:
+        stub.add_repo("acme/Pair-GGUF", {"tiny.gguf": main, "mtp-tiny.gguf": side})
+        stub.add_fault("acme/Pair-GGUF", Fault("stall-body", where="mtp-tiny.gguf", after=FIRST_READ))
+        report = mtpinspect.check("acme/Pair-GGUF", endpoint=stub.url, verify=False, policy=FetchPolicy(timeout=1.5))
+    assert "SIDECAR_FOREIGN" not in report.codes()
+    line = next(e for f in report.findings if f.code == "MTP_SIDECAR" for e in f.evidence if "not compared" in e)
+    assert line.startswith("mtp-tiny.gguf: embedding rows not compared: ") and "1.5 s" in line
+    assert report.runtimes["llama.cpp"].status == "supported"
+
+
+def test_sidecar_pair_in_the_hugging_face_cache(tmp_path: Path) -> None:
+    """The pair as `hf download` leaves it in the cache: symlinks in a snapshot to blobs named by hash. The
+    rows are read through the links, as the headers are."""
+    main, side = _pair(tmp_path / "made", WIDE_PAIR)
+    _retrain_embedding(side)
+    repo = tmp_path / "hub" / "models--acme--Pair-GGUF"
+    snapshot = repo / "snapshots" / ("a" * 40)
+    (repo / "blobs").mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("a" * 40)
+    for i, path in enumerate((main, side)):
+        blob = repo / "blobs" / f"{i:064x}"
+        path.rename(blob)
+        (snapshot / path.name).symlink_to(f"../../blobs/{blob.name}")
+    report = mtpinspect.check(str(snapshot), verify=False)
+    foreign = next(f for f in report.findings if f.code == "SIDECAR_FOREIGN")
+    assert foreign.evidence[0].startswith("mtp-tiny.gguf: token_embd.weight (F32) against tiny.gguf's (F32)")
+    assert report.runtimes["llama.cpp"].status == "at-risk"
 
 
 def test_requantized_sidecar_is_the_same_embedding_within_its_error(tmp_path: Path) -> None:
