@@ -32,7 +32,8 @@ from mtpinspect.runtime.crash import Crash, crash_of
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
 from mtpinspect.runtime.flags import DRAFT_MODEL, MODEL, SPEC_FLAGS, ServerArgs
 from mtpinspect.runtime.server import START_TIMEOUT_S, LlamaServer, ServerProcessError
-from mtpinspect.runtime.workarounds import Workaround, WorkaroundSearch, find_workaround
+from mtpinspect.runtime.workaround_search import find_workaround
+from mtpinspect.runtime.workarounds import Workaround, WorkaroundSearch
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.plan import BASELINE_ID
 from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts, load_set
