@@ -29,7 +29,7 @@ from mtpinspect.diagnosis.rank import gather_causes
 from mtpinspect.diagnosis.static import StaticEvidence, gather_static
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.runtime.flags import ServerArgs
-from mtpinspect.runtime.server import START_TIMEOUT_S
+from mtpinspect.runtime.timeouts import START_TIMEOUT_S
 from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.vocabulary import App, RequestKind
 

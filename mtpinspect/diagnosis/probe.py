@@ -31,7 +31,8 @@ from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.crash import Crash, crash_of
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
 from mtpinspect.runtime.flags import DRAFT_MODEL, MODEL, SPEC_FLAGS, ServerArgs
-from mtpinspect.runtime.server import START_TIMEOUT_S, LlamaServer, ServerProcessError
+from mtpinspect.runtime.server import LlamaServer, ServerProcessError
+from mtpinspect.runtime.timeouts import START_TIMEOUT_S
 from mtpinspect.runtime.workaround_search import find_workaround
 from mtpinspect.runtime.workarounds import Workaround, WorkaroundSearch
 from mtpinspect.sweep import SweepOptions, run_sweep

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtpinspect.runtime.build_cache import AUTO
-from mtpinspect.runtime.server import START_TIMEOUT_S
+from mtpinspect.runtime.timeouts import START_TIMEOUT_S
 from mtpinspect.sweep.options import N_MAX_BOUND, N_PREDICT_BOUND, SEED_BOUND, Bound
 from mtpinspect.sweep.prompts import Prompt
 from mtpinspect.vocabulary import Engine

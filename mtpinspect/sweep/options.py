@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mtpinspect.errors import UsageError
 from mtpinspect.runtime.build_cache import AUTO
-from mtpinspect.runtime.server import START_TIMEOUT_S
+from mtpinspect.runtime.timeouts import START_TIMEOUT_S
 from mtpinspect.sweep.prompts import Prompt
 from mtpinspect.vocabulary import Engine, Reasoning, RequestKind, WorkaroundMode
 
