@@ -34,7 +34,7 @@ from tabulate import tabulate
 
 import mtpinspect
 from mtpinspect.diagnosis import diagnose
-from mtpinspect.diagnosis.probe import COPY_CLASS
+from mtpinspect.diagnosis.probe_result import COPY_CLASS
 from mtpinspect.trained_model import OUTTYPE, write_gguf, write_sidecar
 from mtpinspect.training.toolchain import convert
 

@@ -202,7 +202,7 @@ class NMaxSource(Word):
 class WorkaroundMode(Word):
     """What a sweep does when an MTP configuration crashes the engine and the baseline does not."""
 
-    auto = "auto"  # find a change that gets it running (runtime/workarounds.py) and retry once with it
+    auto = "auto"  # find a change that gets it running (runtime/workaround_search.py) and retry once with it
     off = "off"  # record the crash and go on
 
 

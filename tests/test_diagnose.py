@@ -15,7 +15,7 @@ from gguf_factory import write_nextn_gguf
 from mtpinspect.cli._output import Output
 from mtpinspect.cli.diagnose import command, render
 from mtpinspect.diagnosis import DiagnosisReport, diagnose
-from mtpinspect.diagnosis.probe import COPY_CLASS, PROBE_CLASSES, ProbeFigure
+from mtpinspect.diagnosis.probe_result import COPY_CLASS, PROBE_CLASSES, ProbeFigure
 from mtpinspect.errors import MtpinspectError, ServerError, SourceError
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.find import ServerBinary, find_server

@@ -30,7 +30,8 @@ from mtpinspect.runtime.crash import CrashKind, crash_in_log, crash_of, signal_n
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.flags import BATCH, N_MAX, ServerArgs
 from mtpinspect.runtime.server import LlamaServer, ServerProcessError
-from mtpinspect.runtime.workarounds import Workaround, decodes_with_mtp, find_workaround
+from mtpinspect.runtime.workaround_search import decodes_with_mtp, find_workaround
+from mtpinspect.runtime.workarounds import Workaround
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.prompts import Prompt

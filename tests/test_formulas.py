@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mtpinspect.diagnosis.probe import CostEstimate
+from mtpinspect.diagnosis.probe_result import CostEstimate
 from mtpinspect.formulas import acceptance_for_length, crossing, expected_length, geometric_mean
 from mtpinspect.sweep.plan import configurations
 from mtpinspect.sweep.records import RunRecord

@@ -19,7 +19,7 @@ from hubstub import Fault, HubStub
 import mtpinspect
 from mtpinspect.diagnosis.causes import CAUSES
 from mtpinspect.diagnosis.head_rules import COPY_MATCHES, judge_head
-from mtpinspect.diagnosis.probe import COPY_CLASS, HEAD_PROBE_SET, ProbeFigure
+from mtpinspect.diagnosis.probe_result import COPY_CLASS, HEAD_PROBE_SET, ProbeFigure
 from mtpinspect.diagnosis.static import gather_static
 from mtpinspect.errors import FormatError
 from mtpinspect.formats.gguf import FIRST_READ, GGUFTensor, read_gguf_header

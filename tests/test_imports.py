@@ -1,7 +1,8 @@
 """What each light command imports: `--help`, `check` on a local GGUF, `find` and `diagnose --log` never import
 numpy, gguf-py or matplotlib (no GGUF is written), tabulate only when a table is drawn, and the rules of a
 checkpoint only for a checkpoint. `check` on a local GGUF leaves out the Hub's client, the build machinery,
-llama.cpp's verify runner, the apps' store readers and the measuring commands; `--help` imports no command.
+llama.cpp's verify runner, the apps' store readers and the measuring commands; `diagnose --log` leaves out the
+probe's sweep and everything that starts or asks a server; `--help` imports no command.
 Each runs as the real CLI in a child process, which prints the modules it ended with: a behaviour, not a
 timing (the timings are bench/bench_whole_command.py's)."""
 
@@ -34,6 +35,7 @@ NOT_FOR_A_LOCAL_CHECK = (
     "mtpinspect.inspection.embedding", "mtpinspect.formats.gguf_rows",
 )
 FIXTURES = Path(__file__).parent / "diagnose_fixtures"
+CRASH_LOG = Path(__file__).parents[1] / "cases" / "logs" / "llama.cpp-tp-sm-tensor-mtp-ggml-assert-obj-new.log"
 TRAINED_GGUF = Path(mtpinspect.__file__).parent / "data" / "trained" / "tiny-glm-mtp-Q8_0.gguf"
 
 # Runs `mtpinspect ARGS` as `python -m mtpinspect` does, then prints which of the modules named in argv[1]
@@ -131,3 +133,18 @@ def test_find_without_verify_asks_the_hub_but_builds_and_runs_nothing(hub: HubSt
 def test_diagnose_log_imports_nothing_heavy() -> None:
     code, heavy = imported("diagnose", "--log", str(FIXTURES / "vllm_zero_acceptance.log"), "--format", "json")
     assert code in (0, 1) and heavy == []
+
+
+# What a diagnosis of a log has no use for: the probe's sweep, starting or talking to a server (llama-server's
+# launcher, child processes, the HTTP client), psutil (which watches what an engine's command starts) and
+# Ollama's store reader (for an Ollama model's run settings).
+NOT_FOR_A_LOG = ("mtpinspect.sweep", "mtpinspect.diagnosis.probe", "mtpinspect.runtime.server",
+                 "mtpinspect.runtime.process", "mtpinspect.runtime.workaround_search", "mtpinspect.runtime.engines.base",
+                 "http.client", "psutil", "mtpinspect.sources.ollama")
+
+
+# Low acceptance on vLLM, and an MTP crash of llama-server (whose diagnosis suggests crash workarounds).
+@pytest.mark.parametrize("log", [FIXTURES / "vllm_zero_acceptance.log", CRASH_LOG])
+def test_diagnose_log_runs_no_server_and_no_sweep(log: Path) -> None:
+    code, loaded = imported("diagnose", "--log", str(log), "--format", "json", watched=NOT_FOR_A_LOG)
+    assert code == 1 and loaded == []

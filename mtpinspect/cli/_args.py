@@ -98,7 +98,7 @@ def backend_option(help_text: str) -> Callable[[F], F]:
 
 def start_timeout_option(func: F) -> F:
     """--start-timeout: how long each llama-server may take to come up (sweep and diagnose)."""
-    from mtpinspect.runtime.server import SILENCE_TIMEOUT_S, START_TIMEOUT_S
+    from mtpinspect.runtime.timeouts import SILENCE_TIMEOUT_S, START_TIMEOUT_S
 
     return click.option(
         "--start-timeout", "start_timeout", type=Seconds(min=1), default=START_TIMEOUT_S, show_default=True,

@@ -10,8 +10,8 @@ from mtpinspect.cli._args import EndpointUrl, ServerArgsCommand, codes_option, f
 from mtpinspect.cli._output import Output
 from mtpinspect.diagnosis import DiagnosisReport
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
+from mtpinspect.runtime.bounds import N_PREDICT_BOUND
 from mtpinspect.sources.policy import FetchPolicy
-from mtpinspect.sweep.options import N_PREDICT_BOUND
 from mtpinspect.vocabulary import RequestKind
 
 

@@ -19,9 +19,9 @@ from mtpinspect.drift.api import JOURNAL_NAME
 from mtpinspect.drift.compare import Divergence, Judgement
 from mtpinspect.drift.options import DEFAULT_N_PREDICT, SLOTS_BOUND, THREADS_BOUND
 from mtpinspect.errors import INTERRUPTED, UsageError
+from mtpinspect.runtime.bounds import N_MAX_BOUND, N_PREDICT_BOUND, SEED_BOUND
 from mtpinspect.runtime.engines import ENGINE_NAMES
 from mtpinspect.sources.app_stores import is_app_source
-from mtpinspect.sweep.options import N_MAX_BOUND, N_PREDICT_BOUND, SEED_BOUND
 from mtpinspect.vocabulary import Engine
 
 

@@ -20,12 +20,7 @@ from mtpinspect.cli._output import Output, OutputFormat
 from mtpinspect.cli._progress import ProgressBar
 from mtpinspect.errors import INTERRUPTED, UsageError
 from mtpinspect.jsonable import to_jsonable
-from mtpinspect.runtime.engines import ENGINE_NAMES
-from mtpinspect.runtime.n_max import measured_here
-from mtpinspect.sources.app_stores import is_app_source
-from mtpinspect.sweep import SweepOptions, run_sweep
-from mtpinspect.sweep.api import JOURNAL_NAME
-from mtpinspect.sweep.options import (
+from mtpinspect.runtime.bounds import (
     CONCURRENCY_BOUND,
     LONG_PROMPT_BOUND,
     N_MAX_BOUND,
@@ -33,6 +28,11 @@ from mtpinspect.sweep.options import (
     REPEAT_BOUND,
     SEED_BOUND,
 )
+from mtpinspect.runtime.engines import ENGINE_NAMES
+from mtpinspect.runtime.n_max import measured_here
+from mtpinspect.sources.app_stores import is_app_source
+from mtpinspect.sweep import SweepOptions, run_sweep
+from mtpinspect.sweep.api import JOURNAL_NAME
 from mtpinspect.sweep.plan import Condition
 from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.sampling import RECOMMENDED, recommended_temperature

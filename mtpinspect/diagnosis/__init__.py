@@ -24,12 +24,12 @@ from mtpinspect.diagnosis.app_terms import in_app_terms, ollama_run_settings
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.diagnosis.logs import LogEvidence, unreadable_note
 from mtpinspect.diagnosis.mtp_bench import read_log_or_bench
-from mtpinspect.diagnosis.probe import PROBE_N_PREDICT, ProbeResult, probe_endpoint, run_probe
+from mtpinspect.diagnosis.probe_result import PROBE_N_PREDICT, ProbeResult
 from mtpinspect.diagnosis.rank import gather_causes
 from mtpinspect.diagnosis.static import StaticEvidence, gather_static
 from mtpinspect.errors import SourceError, UsageError
 from mtpinspect.runtime.flags import ServerArgs
-from mtpinspect.runtime.server import START_TIMEOUT_S
+from mtpinspect.runtime.timeouts import START_TIMEOUT_S
 from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.vocabulary import App, RequestKind
 
@@ -120,10 +120,16 @@ def diagnose(
     result, skipped = None, _skip_reason(model, static, probe)
     measured: list[str] = []
     if endpoint is not None:
+        # The probe is imported where it runs: it brings the sweep and the server machinery, which a
+        # diagnosis of logs alone never uses.
+        from mtpinspect.diagnosis.probe import probe_endpoint
+
         result, measured = probe_endpoint(endpoint, baseline_url=baseline_endpoint, n_max=n_max, n_predict=n_predict,
                                           prompts=prompts, out_dir=probe_dir)
         skipped = None
     elif skipped is None and static is not None and static.local_model is not None:
+        from mtpinspect.diagnosis.probe import run_probe
+
         result = run_probe(static.local_model, settings, sidecar=static.sidecar, sidecar_given=static.sidecar_given,
                            server=server, n_predict=n_predict, prompts=prompts, out_dir=probe_dir, request=request,
                            start_timeout=start_timeout)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from mtpinspect.app_facts import (
     DRAFT_NUM_PREDICT,
@@ -41,7 +42,6 @@ from mtpinspect.apps import APP_NAMES, app_setting, ollama_draft_type, ollama_n_
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.errors import FormatError, MtpinspectError
 from mtpinspect.formats.gguf import read_gguf_header
-from mtpinspect.inspection.report import CheckReport
 from mtpinspect.runtime.flags import (
     BATCH,
     CACHE_TYPE_K,
@@ -59,9 +59,11 @@ from mtpinspect.runtime.flags import (
 )
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_VERSION
 from mtpinspect.sources.local import LocalFileReader
-from mtpinspect.sources.ollama import server_address, whole_number
 from mtpinspect.sources.target import AppModel
 from mtpinspect.vocabulary import App
+
+if TYPE_CHECKING:
+    from mtpinspect.inspection.report import CheckReport
 
 _TRUE = ("1", "true", "t", "yes", "on")  # Go's strconv.ParseBool, as envconfig.BoolWithDefault reads it
 _FALSE = ("0", "false", "f", "no", "off")
@@ -80,6 +82,8 @@ def _gguf_facts(path: str) -> tuple[str | None, int | None]:
 
 def _context(app: AppModel, train_ctx: int | None, slots: int) -> tuple[int, str]:
     """-c as Ollama computes it, and where it comes from."""
+    from mtpinspect.sources.ollama import whole_number  # Ollama's reader for its models only: never for a log
+
     num_ctx = whole_number(app.parameters, OLLAMA_NUM_CTX, f"ollama:{app.name}")
     env = os.environ.get(OLLAMA_CONTEXT_LENGTH_ENV, "").strip()
     if num_ctx is not None:
@@ -126,6 +130,8 @@ def _environment_flags() -> tuple[list[str], list[str]]:
 
 def ollama_build_note(app: AppModel) -> str:
     """Which llama.cpp Ollama runs this model on, and that the probe runs the pinned one."""
+    from mtpinspect.sources.ollama import server_address  # as in _context
+
     ours = f"this run uses mtpinspect's pinned llama.cpp {PINNED_LLAMA_CPP} ({PINNED_PACKAGE} {PINNED_VERSION})"
     build = ollama_llama_cpp_build(app.version) if app.version else None
     if build:
@@ -140,6 +146,8 @@ def ollama_build_note(app: AppModel) -> str:
 
 def ollama_run_settings(app: AppModel, report: CheckReport) -> tuple[ServerArgs, list[str]]:
     """The llama-server settings Ollama runs this model with, and one line per setting saying where it comes from."""
+    from mtpinspect.sources.ollama import whole_number  # as in _context
+
     arch, train_ctx = _gguf_facts(app.model_file)
     slots, slots_why = _slots(arch)
     ctx, ctx_why = _context(app, train_ctx, slots)

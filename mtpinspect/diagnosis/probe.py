@@ -11,8 +11,8 @@ Two parts, both on the same local GGUF:
   length, tok/s and speedup per configuration and prompt class; the classes include the copy class
   (HEAD_PROBE_SET), whose acceptance says whether the head matches the model (head_rules.py).
 
-The probe measures; rank.py interprets. A baseline that does not run is not a diagnosis but bad
-input (the model does not load at all): ServerError.
+The probe measures (what it measured: probe_result.py); rank.py interprets. A baseline that does not
+run is not a diagnosis but bad input (the model does not load at all): ServerError.
 """
 
 from __future__ import annotations
@@ -20,151 +20,37 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
 
 from mtpinspect.diagnosis.logs import LogEvidence, read_log
+from mtpinspect.diagnosis.probe_result import (
+    COPY_CLASS,
+    COPY_N_PREDICT,
+    HEAD_PROBE_SET,
+    PROBE_CLASSES,
+    PROBE_N_MAX,
+    PROBE_N_PREDICT,
+    AsGivenRun,
+    CostEstimate,
+    ProbeFigure,
+    ProbeResult,
+    ProbeServer,
+)
 from mtpinspect.errors import MtpinspectError, ServerError
-from mtpinspect.formulas import acceptance_for_length, geometric_mean
-from mtpinspect.jsonable import json_field
+from mtpinspect.formulas import geometric_mean
 from mtpinspect.runtime.crash import Crash, crash_of
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
 from mtpinspect.runtime.flags import DRAFT_MODEL, MODEL, SPEC_FLAGS, ServerArgs
-from mtpinspect.runtime.server import START_TIMEOUT_S, LlamaServer, ServerProcessError
-from mtpinspect.runtime.workarounds import Workaround, WorkaroundSearch, find_workaround
+from mtpinspect.runtime.server import LlamaServer, ServerProcessError
+from mtpinspect.runtime.timeouts import START_TIMEOUT_S
+from mtpinspect.runtime.workaround_search import find_workaround
 from mtpinspect.sweep import SweepOptions, run_sweep
 from mtpinspect.sweep.plan import BASELINE_ID
 from mtpinspect.sweep.prompts import Prompt, load_builtin, load_prompts, load_set
-from mtpinspect.sweep.report import EngineCrash, SweepReport
-from mtpinspect.sweep.request import RequestWay
+from mtpinspect.sweep.report import SweepReport
 from mtpinspect.sweep.statistics import GroupStats
 from mtpinspect.vocabulary import Engine, RequestKind
-
-PROBE_N_MAX = (1, 3)
-PROBE_CLASSES = ("code", "prose-en")
-PROBE_N_PREDICT = 64
-# Measured beside any prompts: text any head matching its model drafts nearly all of (head_rules.py), at
-# n-max 1 with 128 tokens a prompt: the first 64 tokens of a repetition are the least regular, and at 64 the
-# built-in model's Q2_K head (0.81 at 128) fell to the level of its TQ1_0 head (0.60 at 128; bench/README.md).
-HEAD_PROBE_SET = "head-probe"
-COPY_CLASS = "copy"
-COPY_N_PREDICT = 128
-
-
-def fmt(value: float | None, spec: str = ".2f") -> str:
-    """A figure of an evidence line: '-' when not measured."""
-    return "-" if value is None else format(value, spec)
-
-
-@dataclass(frozen=True)
-class ProbeFigure:
-    """One configuration on one prompt class."""
-
-    configuration: str
-    n_max: int | None  # None: the baseline
-    prompt_class: str
-    acceptance: float | None
-    mean_length: float | None
-    tokens_per_second: float | None  # median decode tok/s
-    speedup: float | None
-    within_noise: bool | None
-    per_position: tuple[float, ...]
-    drafted: int
-    accepted: int
-    drafts: int
-    error: str | None
-    workaround: Workaround | None = None  # measured with this change: the configuration crashed without it
-
-    def line(self) -> str:
-        """The figure as an evidence line."""
-        label = "baseline" if self.n_max is None else f"n-max {self.n_max}"
-        if self.error and not self.drafted and self.tokens_per_second is None:
-            return f"probe {label} {self.prompt_class}: failed: {self.error}"
-        speed = f"{fmt(self.tokens_per_second, '.1f')} tok/s"
-        if self.n_max is None:
-            return f"probe {label} {self.prompt_class}: {speed}"
-        return (f"probe {label} {self.prompt_class}: acceptance {fmt(self.acceptance)} ({self.accepted}/{self.drafted}), "
-                f"mean length {fmt(self.mean_length)}, {speed}, speedup {fmt(self.speedup)}x")
-
-
-@dataclass(frozen=True)
-class CostEstimate:
-    """What one verification step costs here, from the measured speedup and mean length.
-
-    A step emits ``mean_length`` tokens in the time of ``mean_length / speedup`` baseline tokens, so
-    MTP pays off only when the mean length exceeds that step cost. The break-even per-token
-    acceptance solves 1 + a + ... + a^n = step cost (None when even perfect drafts cannot reach it).
-    An estimate: it assumes a step costs the same whatever is accepted (`sweep --synthetic` measures it).
-    """
-
-    n_max: int
-    mean_length: float
-    speedup: float
-    step_cost: float
-    break_even_acceptance: float | None
-
-    @classmethod
-    def of(cls, n_max: int, mean_length: float, speedup: float) -> CostEstimate:
-        cost = mean_length / speedup
-        return cls(n_max, mean_length, speedup, cost, acceptance_for_length(cost, n_max))
-
-
-@dataclass(frozen=True)
-class AsGivenRun:
-    """The user's own server arguments, run once."""
-
-    json_properties: ClassVar[dict[str, str]] = {"drafted": "drafted", "accepted": "accepted", "acceptance": "acceptance"}
-
-    command: list[str]
-    started: bool
-    failure: str | None
-    log: LogEvidence | None = json_field(omit=True)
-    crash: Crash | None = None  # the run crashed the engine
-    # For a crash: the changes tried on the user's own command, one at a time, and the one that worked.
-    workarounds: WorkaroundSearch | None = None
-
-    @property
-    def drafted(self) -> int | None:
-        return self.log.drafted if self.log else None
-
-    @property
-    def accepted(self) -> int | None:
-        return self.log.accepted if self.log else None
-
-    @property
-    def acceptance(self) -> float | None:
-        return self.log.acceptance if self.log else None
-
-
-@dataclass(frozen=True)
-class ProbeServer:
-    path: str  # the llama-server binary, or the URL of the running server measured
-    version: str
-    engine: Engine = Engine.llama_cpp  # whose terms the fixes are said in
-
-
-@dataclass
-class ProbeResult:
-    server: ProbeServer
-    n_predict: int
-    prompt_classes: list[str]
-    figures: list[ProbeFigure] = json_field(name="results")
-    failures: list[str]  # "configuration: reason"
-    as_given: AsGivenRun | None
-    mtp_logs: list[LogEvidence] = json_field(omit=True, default_factory=list)  # the sweep's MTP servers' logs
-    costs: list[CostEstimate] = json_field(name="cost_estimates", default_factory=list)
-    # Probe configurations that crashed the engine, and the change the probe then measured them with.
-    crashes: list[EngineCrash] = json_field(default_factory=list)
-    out_dir: str | None = None
-    # How the probe's sweep sent its prompts (chat template or raw completion) and why; None at an --endpoint.
-    request: RequestWay | None = None
-
-    def mtp_figures(self) -> list[ProbeFigure]:
-        return [f for f in self.figures if f.n_max is not None]
-
-    def baseline(self, prompt_class: str) -> ProbeFigure | None:
-        return next((f for f in self.figures if f.n_max is None and f.prompt_class == prompt_class), None)
 
 
 def _work_folder(out_dir: Path | None, stack: ExitStack) -> tuple[Path, str | None]:

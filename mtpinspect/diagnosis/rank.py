@@ -52,7 +52,7 @@ from mtpinspect.diagnosis.head_rules import foreign_line, judge_head
 from mtpinspect.diagnosis.logs import LogEvidence
 from mtpinspect.diagnosis.message_rules import message_cause
 from mtpinspect.diagnosis.messages import Meaning
-from mtpinspect.diagnosis.probe import COPY_CLASS, ProbeFigure, ProbeResult, fmt
+from mtpinspect.diagnosis.probe_result import COPY_CLASS, ProbeFigure, ProbeResult, fmt
 from mtpinspect.diagnosis.run_facts import MtpUse
 from mtpinspect.diagnosis.run_rules import crash_may_be_mtps, not_mtps, run_cause
 from mtpinspect.diagnosis.static import (

@@ -1,5 +1,5 @@
 """What a drift run is asked to do: the typed options of :func:`mtpinspect.drift.run_drift` and their bounds
-(the numeric bounds it shares with the sweep are the sweep's, sweep/options.py)."""
+(the numeric bounds it shares with the sweep are in the one table of them, runtime/bounds.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mtpinspect.runtime.bounds import N_MAX_BOUND, N_PREDICT_BOUND, SEED_BOUND, Bound
 from mtpinspect.runtime.build_cache import AUTO
-from mtpinspect.runtime.server import START_TIMEOUT_S
-from mtpinspect.sweep.options import N_MAX_BOUND, N_PREDICT_BOUND, SEED_BOUND, Bound
+from mtpinspect.runtime.timeouts import START_TIMEOUT_S
 from mtpinspect.sweep.prompts import Prompt
 from mtpinspect.vocabulary import Engine
 

@@ -31,6 +31,7 @@ from mtpinspect.runtime.logs import failure_reason, last_line
 from mtpinspect.runtime.metrics import Metrics, parse_metrics
 from mtpinspect.runtime.process import die_with_parent, stop_group, tree_cpu_seconds
 from mtpinspect.runtime.server_log import ServerLog
+from mtpinspect.runtime.timeouts import SILENCE_TIMEOUT_S
 
 HOST = "127.0.0.1"
 _POLL_S = 0.1
@@ -40,11 +41,6 @@ _FIRST_POLL_S = 0.005
 _LOG_TAIL_LINES = 40
 _PORT_ATTEMPTS = 3
 _FIRST_SIGNAL_WAIT_S = 2.0
-# A starting llama-server logs, or at least reads its weights (CPU time in page faults), all the time;
-# one that does neither this long is hung, however long a big model may take to load.
-SILENCE_TIMEOUT_S = 60.0
-# The default limit for a start (sweep and diagnose --start-timeout): a big model from a slow disk.
-START_TIMEOUT_S = 600.0
 # Logged by a slot when it is released, after the request's timing and draft acceptance lines.
 REQUEST_DONE = re.compile(r"stop processing: n_tokens")
 

@@ -1,26 +1,22 @@
-"""Get a crashing MTP configuration of llama-server to run: one suspect change at a time, by experiment.
+"""The changes that get a crashing MTP configuration of llama-server to run, one suspect at a time.
 
 MTP crashes reported against llama.cpp cluster around a few features: a batch too small for the
 sampled token plus the draft, tensor-parallel split mode, a quantized draft KV cache, CPU weight
 repacking (extra buffer types such as AMX take quantized weights), flash attention, threading, long
 drafts, and the head's weights on a GPU. Each :class:`Workaround` is one change that avoids one of
-them. :func:`find_workaround` starts the server with one change at a time, in the catalogue's order
-(cheapest first: what the change costs in speed), and keeps the first that starts and decodes with
-MTP still on: a verified fix, not a guess. Used by `diagnose` (the probe) and `sweep --workaround auto`.
+them. :func:`suggest` ranks them for a crash seen in a log; workaround_search.py tries them on the real
+server, and a :class:`WorkaroundSearch` is what it found. Kept apart from that search, so a diagnosis of
+logs reads the catalogue without importing the server machinery.
 """
 
 from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
-from mtpinspect.errors import ServerError
-from mtpinspect.runtime.crash import Crash, CrashKind, crash_of
-from mtpinspect.runtime.find import ServerBinary
+from mtpinspect.runtime.crash import Crash, CrashKind
 from mtpinspect.runtime.flags import (
     BATCH,
     DRAFT_CACHE_TYPE_K,
@@ -38,12 +34,6 @@ from mtpinspect.runtime.flags import (
     Flag,
     ServerArgs,
 )
-from mtpinspect.runtime.server import LlamaServer, ServerProcessError
-
-# A decode long enough to run several draft and verification steps, short enough for a probe.
-CHECK_N_PREDICT = 16
-CHECK_PROMPT = "def add(a, b):\n    return a + b\n\n"
-_MTP_ON_MARKERS = ("creating MTP draft context", "loading draft model")
 
 
 class Workaround(str, enum.Enum):
@@ -161,50 +151,3 @@ class WorkaroundSearch:
             return f"verified: starts and decodes {fix.workaround.phrase}"
         tried = ", ".join(t.workaround.value for t in self.trials) or "no change applies to these arguments"
         return f"no single change made it start and decode (tried: {tried})"
-
-
-def decodes_with_mtp(
-    binary: ServerBinary, model: Path, args: ServerArgs, log_path: Path, *, startup_timeout: float = 120.0
-) -> tuple[bool, str, Crash | None]:
-    """Start the server, decode a few tokens, and check that MTP was on: (ok, outcome, crash)."""
-    server = LlamaServer(binary, model, args, log_path=log_path, startup_timeout=startup_timeout)
-    try:
-        with server:
-            server.complete(CHECK_PROMPT, n_predict=CHECK_N_PREDICT, timeout=startup_timeout)
-            if not server.alive():
-                raise ServerError("llama-server exited after answering")
-            log = server.read_log()
-    except ServerProcessError as exc:
-        crash = crash_of(exc.returncode, server.read_log())
-        return False, crash.summary if crash else exc.reason, crash
-    except ServerError as exc:
-        return False, str(exc), None
-    if not any(marker in log for marker in _MTP_ON_MARKERS):
-        return False, "started, but without MTP", None
-    return True, "starts and decodes", None
-
-
-def find_workaround(
-    binary: ServerBinary,
-    model: Path,
-    args: ServerArgs,
-    log_dir: Path,
-    *,
-    crash: Crash | None = None,
-    mtp_block: int | None = None,
-    catalogue: Sequence[Workaround] = tuple(Workaround),
-    startup_timeout: float = 120.0,
-) -> WorkaroundSearch:
-    """Try each applicable change on a crashing MTP command line (``args``), cheapest first; stop at
-    the first that starts and decodes. ``crash`` is the crash being worked around, for the record."""
-    trials: list[Trial] = []
-    for workaround in catalogue:
-        changed = workaround.apply(args, mtp_block)
-        if changed is None:
-            continue
-        log_path = log_dir / f"workaround-{len(trials) + 1}.log"
-        ok, outcome, _ = decodes_with_mtp(binary, model, changed, log_path, startup_timeout=startup_timeout)
-        trials.append(Trial(workaround, changed, ok, outcome))
-        if ok:
-            break
-    return WorkaroundSearch(crash, tuple(trials))

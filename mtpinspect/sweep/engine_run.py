@@ -24,10 +24,9 @@ from mtpinspect.runtime.engines.base import (
     AttachedServer,
     CommandServer,
     EngineServer,
-    EngineSpec,
-    MeanLength,
     engine_version,
 )
+from mtpinspect.runtime.engines.spec import EngineSpec, MeanLength
 from mtpinspect.runtime.load import LoadMeter
 from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
 from mtpinspect.runtime.metrics import ImplausibleCounts, Metrics, request_delta

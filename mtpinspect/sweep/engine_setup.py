@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from mtpinspect.errors import SourceError, UsageError
+from mtpinspect.runtime.bounds import N_MAX_BOUND
 from mtpinspect.runtime.engines import SPECS, spec_of
-from mtpinspect.runtime.engines.base import N_FIELD, EngineSpec, Identity, check_template, identify
+from mtpinspect.runtime.engines.base import N_FIELD, Identity, check_template, identify
+from mtpinspect.runtime.engines.spec import EngineSpec
 from mtpinspect.runtime.http import mask_url
 from mtpinspect.sweep.engine_run import EngineContext, no_counters_reason
 from mtpinspect.sweep.journal import Journal
-from mtpinspect.sweep.options import N_MAX_BOUND, SweepOptions
+from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import Configuration, configurations
 from mtpinspect.sweep.report import EngineRecommendation
 from mtpinspect.vocabulary import Engine

@@ -19,7 +19,7 @@ from mtpinspect.errors import OutputError
 from mtpinspect.files import OWN_NAME_HINT, read_bounded, writable
 from mtpinspect.jsonable import to_jsonable
 
-# About a million runs' records: far more than --repeat's bound allows (sweep/options.py).
+# About a million runs' records: far more than --repeat's bound allows (runtime/bounds.py).
 MAX_JOURNAL_BYTES = 512 << 20
 
 

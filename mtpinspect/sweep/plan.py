@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtpinspect.errors import UsageError
+from mtpinspect.runtime.bounds import LLAMA_SEED_RANDOM, N_MAX_BOUND, REPEAT_BOUND, check_rate
 from mtpinspect.runtime.flags import (
     DRAFT_MODEL,
     DRAFT_SPEC_TYPE,
@@ -36,7 +37,6 @@ from mtpinspect.runtime.flags import (
     SYNTH_RATES,
     ServerArgs,
 )
-from mtpinspect.sweep.options import LLAMA_SEED_RANDOM, N_MAX_BOUND, REPEAT_BOUND, check_rate
 from mtpinspect.sweep.prompts import Prompt
 from mtpinspect.units import duration
 

@@ -6,7 +6,7 @@ during a run, is recorded with the reason from its log (and, for a crash, how it
 sweep goes on with the next visit; the ``with`` blocks stop the server (and the RSS sampler) whatever
 happens, Ctrl-C included. An MTP configuration that
 crashes the engine while the baseline does not is retried once with a change found by experiment
-(runtime/workarounds.py), and every record of the retry names that change.
+(runtime/workaround_search.py), and every record of the retry names that change.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from mtpinspect.runtime.logs import parse_draft_lines
 from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
 from mtpinspect.runtime.metrics import ImplausibleCounts, Metrics, request_delta
 from mtpinspect.runtime.server import Completion, LlamaServer, ServerDiedError, ServerStartError
-from mtpinspect.runtime.workarounds import Workaround, find_workaround
+from mtpinspect.runtime.workaround_search import find_workaround
+from mtpinspect.runtime.workarounds import Workaround
 from mtpinspect.sources.reader import LocalFileReader
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.options import SweepOptions

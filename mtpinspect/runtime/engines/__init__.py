@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from mtpinspect.runtime.engines import llamacpp, sglang, vllm
-from mtpinspect.runtime.engines.base import EngineSpec
+from mtpinspect.runtime.engines.spec import EngineSpec
 from mtpinspect.vocabulary import Engine
 
 SPECS: dict[Engine, EngineSpec] = {spec.engine: spec for spec in (llamacpp.SPEC, vllm.SPEC, sglang.SPEC)}

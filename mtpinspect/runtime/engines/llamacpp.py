@@ -6,7 +6,7 @@ tools/server/server-context.cpp, which it exposes with ``--metrics`` (appended w
 
 from __future__ import annotations
 
-from mtpinspect.runtime.engines.base import EngineSpec
+from mtpinspect.runtime.engines.spec import EngineSpec
 from mtpinspect.runtime.flags import (
     DRAFT_CACHE_TYPE_K,
     DRAFT_CACHE_TYPE_V,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from mtpinspect.runtime.engines.base import EngineSpec, MeanLength
+from mtpinspect.runtime.engines.spec import EngineSpec, MeanLength
 from mtpinspect.vocabulary import Engine
 
 # The same line mtpinspect/diagnosis/log_formats.py reads from a pasted SGLang log.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from mtpinspect.runtime.engines.base import EngineSpec
+from mtpinspect.runtime.engines.spec import EngineSpec
 from mtpinspect.vocabulary import Engine
 
 
