@@ -13,8 +13,9 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from mtpinspect.drift import DriftOptions, DriftReport, run_drift
-    from mtpinspect.inspection import CheckReport, check, check_all
     from mtpinspect.inspection.census import Census, find
+    from mtpinspect.inspection.pipeline import check, check_all
+    from mtpinspect.inspection.report import CheckReport
 
 __all__ = ["Census", "CheckReport", "DriftOptions", "DriftReport", "__version__", "check", "check_all", "find",
            "run_drift"]
@@ -22,10 +23,14 @@ __all__ = ["Census", "CheckReport", "DriftOptions", "DriftReport", "__version__"
 
 def __getattr__(name: str) -> Any:
     # Imported on first use so that `mtpinspect --help` does not pay for huggingface_hub and numpy.
-    if name in ("check", "check_all", "CheckReport"):
-        from mtpinspect import inspection
+    if name in ("check", "check_all"):
+        from mtpinspect.inspection import pipeline
 
-        return getattr(inspection, name)
+        return getattr(pipeline, name)
+    if name == "CheckReport":
+        from mtpinspect.inspection.report import CheckReport
+
+        return CheckReport
     if name in ("find", "Census"):
         from mtpinspect.inspection import census
 

@@ -137,10 +137,11 @@ def test_diagnose_log_imports_nothing_heavy() -> None:
 
 # What a diagnosis of a log has no use for: the probe's sweep, starting or talking to a server (llama-server's
 # launcher, child processes, the HTTP client), psutil (which watches what an engine's command starts) and
-# Ollama's store reader (for an Ollama model's run settings).
+# Ollama's store reader (for an Ollama model's run settings), and check's pipeline (reading a model).
 NOT_FOR_A_LOG = ("mtpinspect.sweep", "mtpinspect.diagnosis.probe", "mtpinspect.runtime.server",
                  "mtpinspect.runtime.process", "mtpinspect.runtime.workaround_search", "mtpinspect.runtime.engines.base",
-                 "http.client", "psutil", "mtpinspect.sources.ollama")
+                 "http.client", "psutil", "mtpinspect.sources.ollama", "mtpinspect.inspection.pipeline",
+                 "mtpinspect.inspection.evidence", "mtpinspect.formats.gguf")
 
 
 # Low acceptance on vLLM, and an MTP crash of llama-server (whose diagnosis suggests crash workarounds).

@@ -293,7 +293,7 @@ def command(
     three waves (the listing, the files it names, what those need next), and what was read is kept in
     the header cache for the next check of the same revision (--no-cache: not used).
     """
-    from mtpinspect.inspection import check, check_all
+    from mtpinspect.inspection.pipeline import check, check_all
 
     out = Output(fmt)
     if all_ggufs and (file or mtp_file or sweep_report):

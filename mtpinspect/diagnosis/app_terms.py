@@ -41,7 +41,6 @@ from mtpinspect.app_facts import (
 from mtpinspect.apps import APP_NAMES, app_setting, ollama_draft_type, ollama_n_max, ollama_version_said
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.errors import FormatError, MtpinspectError
-from mtpinspect.formats.gguf import read_gguf_header
 from mtpinspect.runtime.flags import (
     BATCH,
     CACHE_TYPE_K,
@@ -71,6 +70,8 @@ _FALSE = ("0", "false", "f", "no", "off")
 
 def _gguf_facts(path: str) -> tuple[str | None, int | None]:
     """A GGUF's architecture and training context (None when it cannot be read: check said why)."""
+    from mtpinspect.formats.gguf import read_gguf_header  # an app model's: `diagnose --log` reads none
+
     try:
         header = read_gguf_header(LocalFileReader(path))
     except MtpinspectError:

@@ -16,7 +16,6 @@ from typing import ClassVar
 from mtpinspect.diagnosis.advice import FOREIGN_HEAD_FIX, SIDECAR_REMAKE_FIX
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.errors import MtpinspectError
-from mtpinspect.formats.gguf import GGUFHeader, read_gguf_header
 from mtpinspect.inspection.report import CheckReport, Finding
 from mtpinspect.inspection.support import llama_server_command
 from mtpinspect.jsonable import json_field
@@ -124,7 +123,7 @@ def gather_static(
 ) -> StaticEvidence:
     """Run `check` on the model and, for a local GGUF, look at the head's weights; ``server``: the llama-server
     named with --server, which the fix commands then name too."""
-    from mtpinspect.inspection import check
+    from mtpinspect.inspection.pipeline import check
 
     # Rules only: the probe that follows starts the real llama-server, which says more than a dry load.
     report = check(model, revision=revision, token=token, mtp_file=mtp_file, verify=False, policy=policy)
@@ -154,9 +153,11 @@ def gather_static(
 
 def zero_signal_tensors(path: Path) -> list[str]:
     """The head's eh_proj / shared_head_head tensors whose stored bytes (first MiB) are all zero."""
+    from mtpinspect.formats.gguf import read_gguf_header  # a model's: `diagnose --log` reads none
+
     reader = LocalFileReader(path)
     try:
-        header: GGUFHeader = read_gguf_header(reader)
+        header = read_gguf_header(reader)
     except MtpinspectError:
         return []  # check has already said what is wrong with the file
     found = []

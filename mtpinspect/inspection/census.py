@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal, TypeVar
 
 from mtpinspect.errors import MtpinspectError
-from mtpinspect.inspection import judge
 from mtpinspect.inspection.engine import DEFAULT_CONTEXT
+from mtpinspect.inspection.pipeline import judge
 from mtpinspect.inspection.quant_audit import HIGH_PRECISION
 from mtpinspect.inspection.report import CheckFailure, CheckReport
 from mtpinspect.sources.filenames import quant_tag
