@@ -149,3 +149,31 @@ NOT_FOR_A_LOG = ("mtpinspect.sweep", "mtpinspect.diagnosis.probe", "mtpinspect.r
 def test_diagnose_log_runs_no_server_and_no_sweep(log: Path) -> None:
     code, loaded = imported("diagnose", "--log", str(log), "--format", "json", watched=NOT_FOR_A_LOG)
     assert code == 1 and loaded == []
+
+
+# The command line as a process runs it (python -m mtpinspect), then reports its garbage collector.
+_GC_CHILD = """
+import gc, json, runpy, sys
+sys.argv = ["mtpinspect", *sys.argv[1:]]
+try:
+    runpy.run_module("mtpinspect", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"exit": code, "enabled": gc.isenabled(), "frozen": gc.get_freeze_count(),
+                  "check": "mtpinspect.cli.check" in sys.modules}), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args", [("check", str(TRAINED_GGUF), "--no-verify", "--format", "json"), ("no-such-command",)])
+def test_the_process_freezes_what_start_up_built_and_collects_again(args: tuple[str, ...]) -> None:
+    """__main__.entry imports the command's modules with the collector paused, freezes them, and turns the
+    collector on again for the command; a name that is no command still gets click's one line."""
+    done = subprocess.run([sys.executable, "-c", _GC_CHILD, *args], capture_output=True, text=True, timeout=180,
+                          env=clean_env(None), stdin=subprocess.DEVNULL)
+    last = json.loads(done.stderr.strip().splitlines()[-1])
+    assert last["enabled"] is True and last["frozen"] > 10_000
+    if args[0] == "check":
+        assert last["exit"] == 0 and last["check"] is True
+    else:
+        assert last["exit"] == 2 and "No such command 'no-such-command'" in done.stderr
+

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from types import ModuleType
 from typing import Any
 
 import click
@@ -37,6 +38,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def command_module(name: str) -> ModuleType | None:
+    """The module of the command called ``name``, imported; None when no command is called so."""
+    if name not in COMMANDS:
+        return None
+    return importlib.import_module(f"mtpinspect.cli.{COMMANDS[name][0]}")
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported when invoked; the command list comes from COMMANDS."""
 
@@ -44,9 +52,9 @@ class LazyGroup(click.Group):
         return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in COMMANDS:
+        module = command_module(name)
+        if module is None:
             return None
-        module = importlib.import_module(f"mtpinspect.cli.{COMMANDS[name][0]}")
         command: click.Command = module.command
         return command
 
