@@ -15,10 +15,10 @@ own: a program that calls ``mtpinspect.cli.main`` keeps its collector as it was.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import signal
 import sys
-from collections.abc import Callable
 
 from mtpinspect.errors import INTERRUPTED
 
@@ -35,7 +35,10 @@ def entry() -> None:
     try:
         from mtpinspect.cli import command_module, main
 
-        _import_command(command_module)
+        if len(sys.argv) > 1:
+            # A module that fails to import: main() imports it again and says why in its own words.
+            with contextlib.suppress(Exception):
+                command_module(sys.argv[1])
     except KeyboardInterrupt:
         sys.stderr.write("mtpinspect: interrupted\n")
         sys.exit(INTERRUPTED)
@@ -43,16 +46,6 @@ def entry() -> None:
         gc.enable()
         gc.freeze()
     sys.exit(main())
-
-
-def _import_command(command_module: Callable[[str], object]) -> None:
-    """Import the module of the command the arguments name, if they name one."""
-    if len(sys.argv) < 2:
-        return
-    try:
-        command_module(sys.argv[1])
-    except Exception:  # main() imports it again and says what is wrong in its own words
-        return
 
 
 if __name__ == "__main__":

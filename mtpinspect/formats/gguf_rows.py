@@ -73,9 +73,11 @@ def row_values(raw: bytes, ggml_type: str, width: int) -> tuple[float, ...] | No
     import numpy as np
     from gguf.quants import dequantize  # numpy, for the quantized types only
 
+    # gguf-py has no dequantizer for some types (Q8_1, Q8_K, ...) and says so with NotImplementedError, its
+    # only public signal: those rows give no values, and the check says they were not compared.
     try:
         values = dequantize(np.frombuffer(raw, dtype=np.uint8), GGMLQuantizationType[ggml_type])
-    except NotImplementedError:  # gguf-py names the types it cannot dequantize (Q8_1, Q8_K, ...) this way
+    except NotImplementedError:
         return None
     return tuple(float(v) for v in values.reshape(-1)[:width])
 
