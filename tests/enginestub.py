@@ -305,9 +305,14 @@ def write_prompts(path: Path) -> Path:
     return path
 
 
+class StubServer(ThreadingHTTPServer):
+    # socketserver's backlog of 5 drops the SYN of a seventh concurrent client, which connects 1 s later.
+    request_queue_size = 64
+
+
 def serve_in_thread(state: StubState) -> tuple[ThreadingHTTPServer, str]:
     """The stub on a free loopback port, answering from a daemon thread; returns it and its URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(state))
+    server = StubServer(("127.0.0.1", 0), handler_for(state))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
@@ -345,7 +350,7 @@ def main(argv: list[str]) -> None:
     state = StubState(args.engine, _draft_length(args.engine, args), v0=args.v0,
                       metrics_on=args.engine == "vllm" or args.enable_metrics, fault=args.fault,
                       mtp_output=tuple(how for how in args.mtp_output.split(",") if how))
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(state))
+    server = StubServer(("127.0.0.1", args.port), handler_for(state))
     print("Application startup complete.", flush=True)
     server.serve_forever()
 

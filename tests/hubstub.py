@@ -344,6 +344,10 @@ def _parse_range(header: str, size: int) -> tuple[int, int] | None | str:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver listens with a backlog of 5: the kernel queues 6 connections, drops the SYN of a seventh
+    # made before the accept thread runs, and the client sends it again 1 s later. Eight readers connecting
+    # at once then show the server a late request, a wave of its own (seen in CI as [1, 7, 1, 5]).
+    request_queue_size = 64
 
     def __init__(self, stub: HubStub, origin: Origin) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)

@@ -58,8 +58,8 @@ def reader_threads() -> list[threading.Thread]:
 
 def test_requests_in_flight_never_exceed_the_bound(stub: HubStub, files) -> None:
     repo = serve(stub, files, "split12")
-    # Waves are read off the server's log, so each answer must outlast the start of a late reader thread
-    # on a loaded machine (a 30 ms answer once ended before the eighth request began).
+    # Waves are read off the server's log, so each answer must outlast the start of every reader thread
+    # of its wave, even on a loaded machine.
     stub.latency = 0.4
     try:
         report = mtpinspect.check(repo, endpoint=stub.url, verify=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import struct
 import time
 import urllib.error
@@ -17,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from hubstub import Fault, HubStub, RequestRecord, Traffic, max_in_flight, traffic, waves
+from hubstub import Fault, HubStub, RequestRecord, Traffic, _Server, max_in_flight, traffic, waves
 from huggingface_hub import HfApi, HfFileSystem, get_hf_file_metadata, hf_hub_download, hf_hub_url
 from huggingface_hub.errors import (
     GatedRepoError,
@@ -25,6 +26,8 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
+
+from mtpinspect.sources.waves import CONCURRENCY
 
 GIB = 1024**3
 MARK_OFFSET = 3 * GIB + 12345
@@ -502,3 +505,17 @@ def test_fault_trickle_sends_the_answer_slowly(faulty: HubStub) -> None:
     start = time.monotonic()
     assert _raw(faulty, "GET", _resolve(faulty, "tiny.txt"))[2] == b"abcd"
     assert time.monotonic() - start >= 0.4
+
+
+def test_connections_made_at_once_are_queued_until_the_server_accepts_them() -> None:
+    """Sixteen clients connecting before the accept thread runs all get in at once: none waits for the 1 s
+    SYN retry that socketserver's backlog of 5 causes (it turned a wave of 8 reads into 7 and 1)."""
+    with HubStub() as stub:
+        server = _Server(stub, "hub")  # never serving: nothing accepts while the clients connect
+        try:
+            host, port = server.server_address[:2]
+            clients = [socket.create_connection((host, port), timeout=0.5) for _ in range(2 * CONCURRENCY)]
+            for client in clients:
+                client.close()
+        finally:
+            server.server_close()
