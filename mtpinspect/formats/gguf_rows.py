@@ -13,6 +13,7 @@ gives None, and the caller says so.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import struct
 from dataclasses import dataclass
@@ -73,13 +74,12 @@ def row_values(raw: bytes, ggml_type: str, width: int) -> tuple[float, ...] | No
     import numpy as np
     from gguf.quants import dequantize  # numpy, for the quantized types only
 
-    # gguf-py has no dequantizer for some types (Q8_1, Q8_K, ...) and says so with NotImplementedError, its
-    # only public signal: those rows give no values, and the check says they were not compared.
-    try:
+    # gguf-py raises NotImplementedError for a type it has no dequantizer for (Q8_1, Q8_K, ...), its only
+    # public signal: such rows give no values, and the check says they were not compared.
+    with contextlib.suppress(NotImplementedError):
         values = dequantize(np.frombuffer(raw, dtype=np.uint8), GGMLQuantizationType[ggml_type])
-    except NotImplementedError:
-        return None
-    return tuple(float(v) for v in values.reshape(-1)[:width])
+        return tuple(float(v) for v in values.reshape(-1)[:width])
+    return None
 
 
 def _q8_0(raw: bytes) -> tuple[float, ...]:
