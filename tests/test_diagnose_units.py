@@ -103,3 +103,20 @@ def test_ranking_rule() -> None:
     assert [c.code for c in ranked] == ["HEAD_DISAGREES", "SLOWER_THAN_BASELINE", "HIGH_TEMPERATURE"]
     assert ranked[0].confidence == pytest.approx(0.8) and ranked[0].sources == ("log", "probe")
     assert set(MECHANISM_WEIGHT) == set(Mechanism) == {kind.mechanism for kind in CAUSES.values()}
+
+
+def test_a_wrapped_table_cell_keeps_its_line_breaks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cause's evidence is one item per line: wrapping a narrow column must not run two items together
+    # (tabulate 0.9's maxcolwidths joins a cell's lines before it wraps them).
+    import io
+
+    from mtpinspect.cli._output import Output
+
+    monkeypatch.setenv("COLUMNS", "60")
+    out = io.StringIO()
+    evidence = "0 accepted of 692 drafted tokens (0.0%)\n" + "SpecDecoding metrics: Mean acceptance length: 1.00 " * 3
+    Output("table", out).table([{"code": "MTP_WEIGHTS_QUANTIZED", "evidence": evidence}])
+    lines = out.getvalue().splitlines()
+    assert any(line.rstrip().endswith("(0.0%)") for line in lines), lines
+    assert any(line.split("  ")[-1].strip().startswith("SpecDecoding metrics:") for line in lines), lines
+    assert max(len(line) for line in lines) <= 60, lines

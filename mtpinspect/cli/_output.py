@@ -11,13 +11,12 @@ how, as huggingface_hub's `hf` CLI does with its `_output` module:
 Strings that came from files or servers may hold terminal escapes; they are made printable before
 they reach a terminal (as gguf-py's ``gguf_dump`` does with ``sanitize_name``). They may also be
 megabytes long (a GGUF key, a log line): every line printed in table, md or csv is cut at
-``MAX_LINE_CHARS`` with its length said, so output and time stay linear (tabulate's wrapping is
+``MAX_LINE_CHARS`` with its length said, so output and time stay linear (wrapping is
 quadratic in a cell's length). JSON carries every value whole.
 """
 
 from __future__ import annotations
 
-import csv
 import enum
 import io
 import json
@@ -70,6 +69,14 @@ def _column_widths(body: list[list[str]], ncols: int, terminal: int) -> list[int
             break
         widths[i] = current - max(current // 10, 1)
     return widths
+
+
+def _wrapped(cell: str, width: int | None) -> str:
+    """A cell wrapped to its column's width, each of its lines on its own: tabulate's maxcolwidths keeps a
+    cell's line breaks from 0.10 on but joins them in 0.9, which pyproject.toml pins."""
+    if width is None:
+        return cell
+    return "\n".join(wrapped for line in cell.split("\n") for wrapped in (textwrap.wrap(line, width) or [""]))
 
 
 def _cell(value: Any) -> str:
@@ -179,6 +186,8 @@ class Output:
             if primary:
                 if self._csv_tables:
                     self._write("")
+                import csv  # only CSV output writes it
+
                 buffer = io.StringIO()
                 writer = csv.writer(buffer, lineterminator="\n")
                 writer.writerow(headers)
@@ -195,7 +204,7 @@ class Output:
             self.text("(none)")
             return
         body = [[_cell(row.get(h)) for h in headers] for row in rows]
-        # tabulate (with importlib.metadata and wcwidth) takes longer to import than click: only a table drawn pays it.
+        # tabulate (with wcwidth where installed) is half of click's import time: only a table drawn pays it.
         from tabulate import tabulate
 
         if self.format is OutputFormat.md:
@@ -203,8 +212,8 @@ class Output:
             self._write(tabulate(body, headers=[sanitize(h) for h in headers], tablefmt="github", disable_numparse=True))
             return
         widths = _column_widths(body, len(headers), shutil.get_terminal_size((120, 24)).columns)
-        self._write(tabulate(body, headers=[sanitize(h) for h in headers], tablefmt="simple", disable_numparse=True,
-                             maxcolwidths=widths))
+        body = [[_wrapped(cell, width) for cell, width in zip(row, widths)] for row in body]
+        self._write(tabulate(body, headers=[sanitize(h) for h in headers], tablefmt="simple", disable_numparse=True))
 
     def records(
         self,
