@@ -23,6 +23,7 @@ import math
 import struct
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
 from typing import Any
 
 from mtpinspect.errors import FormatError
@@ -98,6 +99,8 @@ _MERGES_PER_TOKEN_BYTE = {"gpt2": 1.0, "gemma4": 2.1}
 
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
+# Items of a string array walked between two window checks: at most this many are walked twice per window.
+_WALK_BLOCK = 1024
 _HEAD = struct.Struct("<IIQQ")
 
 
@@ -399,9 +402,24 @@ class _Parser:
         done = 0
         while True:
             buf, pos, end = self.buf, self.pos, len(self.buf)
-            # Hot loop: whole items inside the window need no checks, the window is within the file. A for
-            # loop, with the length prefix that runs past the window left to unpack_from (struct.error: it
-            # reads only inside the buffer), is a third faster than counting and comparing by hand.
+            # Hot loops: whole items inside the window need no checks, the window is within the file. Blocks
+            # of _WALK_BLOCK items are walked with no comparison at all (a quarter faster: a vocabulary is
+            # most of a header's time), and a block that leaves the window is walked again item by item.
+            while (block := min(_WALK_BLOCK, count - done)) > 0:
+                block_start = pos
+                try:
+                    for _ in repeat(None, block):
+                        pos += 8 + unpack(buf, pos)[0]
+                except (struct.error, OverflowError):
+                    # A length prefix past the window, or past any offset (a corrupt length near 2**64): the
+                    # block does not fit, and the walk item by item says where.
+                    pos = end + 1
+                if pos > end:
+                    pos = block_start
+                    break
+                done += block
+            # A for loop, with the length prefix that runs past the window left to unpack_from (struct.error:
+            # it reads only inside the buffer), is a third faster than counting and comparing by hand.
             walked = done  # the whole items walked: the index of the one that stops the loop
             try:
                 for walked in range(done, count):  # noqa: B007 - read after the loop
