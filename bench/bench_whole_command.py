@@ -33,6 +33,9 @@ after `pip install .` in a fresh venv (pip compiled its bytecode), beside the pe
 
     python -m venv /tmp/ours && /tmp/ours/bin/pip install .
     python bench/bench_whole_command.py --peers /tmp/peers --installed /tmp/ours
+
+With ``--installed``, mtpinspect also runs as the `mtpinspect` console script of VENV, the command a user
+types (it imports mtpinspect directly; `python -m` goes through runpy first).
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ HYLLAMA = ROOT / "bench" / "node" / "hyllama_header.mjs"
 GLM_46 = Glm4MoeDims(n_vocab=151_552, n_embd=5120, n_head=96, n_head_kv=8, head_dim=128, n_ff=12288, n_ff_exp=1536,
                      n_expert=160, n_expert_used=8, n_layer=92, n_dense=3, n_nextn=1)
 SHARDS = 5
+CHECK = "mtpinspect check --no-verify"
+SCRIPT_CHECK = "mtpinspect check --no-verify (console script)"
 
 
 def write_files(folder: Path) -> dict[str, list[Path]]:
@@ -82,12 +87,15 @@ def write_files(folder: Path) -> dict[str, list[Path]]:
     return {"glm-4.6": [glm], "split": shards, "tiny": [TINY]}
 
 
-def commands(files: list[Path], peers: Path | None, py: list[str]) -> dict[str, list[str]]:
-    """What each tool runs on one input (``py``: the interpreter that runs mtpinspect, with its options)."""
+def commands(files: list[Path], peers: Path | None, py: list[str], script: Path | None) -> dict[str, list[str]]:
+    """What each tool runs on one input (``py``: the interpreter that runs mtpinspect, with its options;
+    ``script``: the `mtpinspect` console script pip installed, the command users type, which skips runpy)."""
     first = str(files[0])
-    found = {"mtpinspect check --no-verify": [*py, "-m", "mtpinspect", "check", first, "--no-verify"],
+    found = {CHECK: [*py, "-m", "mtpinspect", "check", first, "--no-verify"],
              "mtpinspect check --no-verify --format json": [*py, "-m", "mtpinspect", "check", first, "--no-verify",
                                                             "--format", "json"]}
+    if script is not None:
+        found[SCRIPT_CHECK] = [str(script), "check", first, "--no-verify"]
     inspect_cli = peers / "bin" / "gguf-inspect" if peers else shutil.which("gguf-inspect")
     if inspect_cli and Path(inspect_cli).exists():
         found["gguf-inspect"] = [str(inspect_cli), first]
@@ -130,8 +138,10 @@ def main() -> int:
     if args.installed and args.no_site:
         parser.error("--installed and --no-site: choose one")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    script = None
     if args.installed:
         py, ours = [str(args.installed / "bin" / "python")], env
+        script = args.installed / "bin" / "mtpinspect"
     else:
         py = [sys.executable, "-S"] if args.no_site else [sys.executable]
         ours = {**env, "PYTHONPATH": os.pathsep.join([str(ROOT), *(site.getsitepackages() if args.no_site else []),
@@ -146,7 +156,7 @@ def main() -> int:
         inputs = write_files(Path(tmp))
         # Each command with its environment: mtpinspect's PYTHONPATH is not the peers' business.
         plan = {(label, name): (argv, ours if name.startswith("mtpinspect") else env)
-                for label, files in inputs.items() for name, argv in commands(files, args.peers, py).items()}
+                for label, files in inputs.items() for name, argv in commands(files, args.peers, py, script).items()}
         plan.update({("-", name): (argv, ours) for name, argv in baselines.items()})
         for argv, argv_env in plan.values():  # warm-up: bytecode written, files in the page cache
             run_once(argv, argv_env)
@@ -176,15 +186,16 @@ def main() -> int:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, ["-" * w for w in widths], *rows]:
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-    check = "mtpinspect check --no-verify"
     glm_peers = {n: v for (lab, n), v in median.items() if lab == "glm-4.6" and not n.startswith("mtpinspect")}
-    if glm_peers:
-        best = min(glm_peers, key=glm_peers.__getitem__)
-        ratio = median[("glm-4.6", check)] / glm_peers[best]
-        print(f"\nglm-4.6: check --no-verify / fastest peer ({best}): {ratio:.2f} (goal <= 1); "
-              f"CPU time / {best}'s: {cpu[('glm-4.6', check)] / cpu[('glm-4.6', best)]:.2f}")
-    print(f"tiny: check --no-verify / import click: {median[('tiny', check)] / click:.2f} (goal <= 2); "
-          f"CPU time: {cpu[('tiny', check)] / click_cpu:.2f}")
+    print()
+    for check in (CHECK, SCRIPT_CHECK) if script else (CHECK,):
+        if glm_peers:
+            best = min(glm_peers, key=glm_peers.__getitem__)
+            ratio = median[("glm-4.6", check)] / glm_peers[best]
+            print(f"glm-4.6: {check} / fastest peer ({best}): {ratio:.2f} (goal <= 1); "
+                  f"CPU time / {best}'s: {cpu[('glm-4.6', check)] / cpu[('glm-4.6', best)]:.2f}")
+        print(f"tiny: {check} / import click: {median[('tiny', check)] / click:.2f} (goal <= 2); "
+              f"CPU time: {cpu[('tiny', check)] / click_cpu:.2f}")
     if args.json:
         args.json.write_text(json.dumps({"runs": args.runs, "median_seconds": {f"{lab}|{n}": v for (lab, n), v in median.items()},
                                          "min_seconds": {f"{lab}|{n}": min(w) for (lab, n), w in walls.items()},
