@@ -368,3 +368,20 @@ def test_local_reader_refuses_missing_file_and_directory(tmp_path: Path) -> None
         LocalFileReader(tmp_path / "missing.gguf")
     with pytest.raises(SourceError, match="not a regular file"):
         LocalFileReader(tmp_path)
+
+
+@pytest.mark.parametrize("length", [2**64 - 1, 2**62, 2**40])
+def test_a_corrupt_length_inside_a_long_string_array_is_refused_where_it_is(tmp_path: Path, length: int) -> None:
+    # The walk of a long string array checks the window once per block of items: a length past the file, or
+    # past any offset Python can index (2**64 - 1), must still stop it at that item with one FormatError.
+    tokens = [f"t{i}" for i in range(100)]
+    tokens[50] = "MARKER"
+    good = write_gguf(tmp_path / "good.gguf", metadata={Keys.Tokenizer.LIST: tokens}, tensors=[]).read_bytes()
+    item = struct.pack("<Q", len("MARKER")) + b"MARKER"
+    assert good.count(item) == 1
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(good.replace(item, struct.pack("<Q", length) + b"MARKER"))
+    with pytest.raises(FormatError) as excinfo:
+        parse(bad)
+    message = str(excinfo.value)
+    assert "\n" not in message and "string #50 of 100" in message, message
