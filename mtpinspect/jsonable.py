@@ -17,7 +17,7 @@ from typing import Any
 
 SCHEMA_BASE = "https://mtpinspect.invalid/schemas/"
 # Bumped when a field changes meaning or disappears (mtpinspect/schemas/<name>.schema.json says the same).
-SCHEMA_VERSIONS = {"check": 2, "sweep": 1, "diagnose": 1, "find": 1, "drift": 1}
+SCHEMA_VERSIONS = {"check": 3, "sweep": 1, "diagnose": 1, "find": 1, "drift": 1}
 
 _NAME = "json_name"
 _OMIT = "json_omit"

@@ -185,10 +185,12 @@ class MachineState(Word):
     busy = "busy"  # other work took enough cores during some runs that their speeds may be disturbed
 
 
-# Whether a quantization keeps the MTP head in high precision: True (all of it), False (none of it),
-# "partial", or None (nothing quantized, or nothing to judge).
-MtpExcluded = Literal[True, False, "partial"] | None
+# Whether a quantization keeps the MTP head in high precision: True (all of it, as the list declares), False
+# (none of it), "partial", "undeclared" (the header has it in BF16 while the list does not exclude it: engines
+# build it quantized), or None (nothing quantized, or nothing to judge).
+MtpExcluded = Literal[True, False, "partial", "undeclared"] | None
 PARTIAL: Literal["partial"] = "partial"
+UNDECLARED: Literal["undeclared"] = "undeclared"
 
 
 class NMaxSource(Word):

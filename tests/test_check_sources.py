@@ -144,7 +144,7 @@ def test_formats_md_csv_json(tmp_path: Path) -> None:
     assert rows[0]["code"] == "MTP_PRESENT" and rows[0]["severity"] == "info"
     doc = json.loads(cli("check", str(path), "--format", "json").stdout)
     # Version 2: the header sweep and diagnose documents share.
-    assert (doc["$schema"], doc["schema_version"]) == ("https://mtpinspect.invalid/schemas/check.schema.json", 2)
+    assert (doc["$schema"], doc["schema_version"]) == ("https://mtpinspect.invalid/schemas/check.schema.json", 3)
     assert doc["layout"] == "bundled" and doc["mtp_size"]["parameters"] > 0
     jsonschema.validate(doc, CHECK_SCHEMA)
     codes = json.loads(cli("check", "--codes", "--format", "json", "x").stdout)

@@ -16,7 +16,7 @@ from mtpinspect.inspection.engine import DEFAULT_CONTEXT
 from mtpinspect.inspection.report import FINDINGS, CheckFailure, CheckReport, Verified
 from mtpinspect.runtime.n_max import RULE_OF_THUMB_N_MAX
 from mtpinspect.sources.policy import FetchPolicy
-from mtpinspect.vocabulary import PARTIAL, App, AppEngine, OriginKind, RuntimeStatus
+from mtpinspect.vocabulary import PARTIAL, UNDECLARED, App, AppEngine, OriginKind, RuntimeStatus
 
 APP_RUNTIMES = tuple(app.value for app in App)
 
@@ -48,7 +48,8 @@ def _quant_text(report: CheckReport) -> str:
             head = ", ".join(f"{t} x{n}" for t, n in report.mtp_types.items())
             return f"GGUF {q.gguf_file_type} (general.file_type)" + (f"; MTP tensors {head}" if head else "")
         return "none"
-    excluded = {True: "head excluded", False: "head quantized", PARTIAL: "head partly excluded", None: "n/a"}[q.mtp_excluded]
+    excluded = {True: "head excluded", False: "head quantized", PARTIAL: "head partly excluded",
+                UNDECLARED: "head BF16, not excluded", None: "n/a"}[q.mtp_excluded]
     algo = f"/{q.algo}" if q.algo else ""
     return f"{q.method}{algo}, {q.excluded_count} exclusions ({q.exclusion_key or '-'}), {excluded}"
 

@@ -20,6 +20,10 @@ Engines fuse `q/k/v_proj` into `qkv_proj`, `gate/up_proj` into `gate_up_proj` an
 `kv_a_proj_with_mqa` into one projection; a fused module stays unquantized only if the list names it or ALL
 of its shards, so a list that names only some shards leaves the whole fused module quantized.
 
+Each engine reads the list after its own fusing of modules, and not every engine maps a fused name back to
+its shards for every format: ENGINE_READINGS says, per engine and format, whether it does, citing the code.
+`engine_match` is the list as one engine reads it; `match_exclusion` is the shard-aware reading.
+
 Two formats also say what IS quantized: compressed-tensors `config_groups.*.targets` and ModelOpt
 MIXED_PRECISION `quantized_layers`. A module that neither names stays in high precision; `match_exclusion`
 reports that as `NOT_TARGETED` / `NOT_IN_QUANTIZED_LAYERS`.
@@ -50,6 +54,60 @@ FUSED_SHARDS: Mapping[str, tuple[str, ...]] = {
     "fused_qkv_a_proj_with_mqa": ("q_a_proj", "kv_a_proj_with_mqa"),
 }
 SHARD_TO_FUSED = {shard: fused for fused, shards in FUSED_SHARDS.items() for shard in shards}
+
+
+
+@dataclass(frozen=True)
+class EngineReading:
+    """How one engine matches one format's exclusion list against a fused module (qkv_proj, gate_up_proj)."""
+
+    maps_fused: bool  # True: the fused module is excluded when the list names it or all of its shards
+    source: str  # the engine code that decides it
+    verified: bool = True  # False: no engine code read for this pair; taken to be the shard-aware reading
+
+
+_VLLM_CT = ("vLLM compressed_tensors/utils.py @008014e should_ignore_layer: a fused name is checked as its shards "
+            "through fused_mapping, the model class's packed_modules_mapping (qkv_proj <- q/k/v_proj, gate_up_proj <- "
+            "gate/up_proj)")
+_VLLM_SKIPPED = ("vLLM fp8.py get_quant_method -> is_layer_skipped(prefix, ignored_layers, fused_mapping="
+                 "self.packed_modules_mapping): all shards of a fused module must be ignored")
+_SGLANG_CT = ("SGLang compressed_tensors.py @000659a from_config takes packed_modules_mapping from the quantization "
+              "config dict, which model_loader/weight_utils.py get_quant_config fills from the model class; the MTP "
+              "draft classes (qwen3_5_mtp.py @008b79d Qwen3_5ForCausalLMMTP, ...) declare none, so "
+              "compressed_tensors/utils.py should_ignore_layer matches the fused name itself against `ignore`")
+_SGLANG_SKIPPED = ("SGLang layers/quantization/utils.py is_layer_skipped: without a mapping it still maps gate_up_proj, "
+                   "qkv_proj and fused_qkv_a_proj_with_mqa to their shards by name")
+_UNREAD = "not read in this engine's code: taken to match as vLLM does"
+ENGINE_READINGS: Mapping[str, Mapping[str, EngineReading]] = {
+    "vllm": {
+        "compressed-tensors": EngineReading(True, _VLLM_CT),
+        "fp8": EngineReading(True, _VLLM_SKIPPED),
+        "mxfp4": EngineReading(True, "vLLM mxfp4.py get_quant_method -> is_layer_skipped(..., fused_mapping=...)"),
+    },
+    "sglang": {
+        "compressed-tensors": EngineReading(False, _SGLANG_CT),
+        "fp8": EngineReading(True, _SGLANG_SKIPPED),
+    },
+}
+
+
+def engine_reading(engine: str, method: str) -> EngineReading:
+    readings = ENGINE_READINGS.get(engine, {})
+    return readings.get(method) or EngineReading(True, _UNREAD, verified=False)
+
+
+def engine_match(q: QuantizationConfig, module: str, engine: str) -> str | None:
+    """The entry that keeps ``module`` unquantized as ``engine`` reads ``q``'s list: for an engine that does not
+    map fused names back, a shard (q_proj) is kept only if the list names the fused module (qkv_proj) itself."""
+    parent, _, leaf = module.rpartition(".")
+    if leaf in SHARD_TO_FUSED and not engine_reading(engine, q.method).maps_fused:
+        prefix = f"{parent}." if parent else ""
+        fused = direct_match(q, prefix + SHARD_TO_FUSED[leaf])
+        if fused is None and q.targets is not None and not _targeted(q, module):
+            return NOT_TARGETED if q.targets_key == "config_groups.targets" else NOT_IN_QUANTIZED_LAYERS
+        return fused
+    return match_exclusion(q, module)
+
 
 _LIST_KEYS = (
     "ignored_layers", "modules_to_not_convert", "ignore", "exclude_modules", "exclude", "llm_int8_skip_modules",

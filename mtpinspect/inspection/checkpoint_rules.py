@@ -9,15 +9,17 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import PurePosixPath
 
-from mtpinspect.formats.quantization import MATCH_TIMEOUT_S
+from mtpinspect.formats.quantization import FUSED_SHARDS, MATCH_TIMEOUT_S, engine_reading
 from mtpinspect.inspection.builder import ReportBuilder, model_ref
 from mtpinspect.inspection.evidence import MAX_MTP_SHARDS, CheckpointEvidence, Evidence
-from mtpinspect.inspection.naming import is_head_tensor
+from mtpinspect.inspection.naming import FAMILY_OF_MODEL_TYPE, is_head_tensor, names_looked_for
 from mtpinspect.inspection.origin import Origin, OriginSignal, judge_origin
 from mtpinspect.inspection.quant_audit import QuantAudit, audit_mtp
 from mtpinspect.inspection.report import RuntimeVerdict
 from mtpinspect.inspection.support import (
     FAMILIES,
+    UNDECLARED_LOADERS,
+    UNQUANTIZED_MTP_LOADERS,
     Family,
     convert_command,
     llama_cpp_graph,
@@ -26,7 +28,7 @@ from mtpinspect.inspection.support import (
     vllm_command,
 )
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP
-from mtpinspect.vocabulary import Conversion, GraphSupport, Layout, OriginKind, RuntimeStatus, Severity, SourceKind
+from mtpinspect.vocabulary import UNDECLARED, Conversion, GraphSupport, Layout, OriginKind, RuntimeStatus, Severity, SourceKind
 
 
 def _checkpoint_presence(ev: Evidence, b: ReportBuilder, origin: Origin) -> None:
@@ -66,6 +68,12 @@ def _checkpoint_presence(ev: Evidence, b: ReportBuilder, origin: Origin) -> None
               f"weights exist cannot be told (config only); {_CONFIG_ONLY_HINT}",
               [where or f"{ev.config_file}: model_type = {cfg.model_type if cfg else None}",
                f"no *.safetensors, *.index.json or *.bin in {ev.target.display}"])
+    elif undetermined(ev):
+        b.add("MTP_UNDETERMINED", f"{where}, and no tensor of the checkpoint is named as any family in mtpinspect's "
+              f"table names its MTP head: model_type '{cfg.model_type if cfg else None}' is not in the table, so whether "
+              "the head is there cannot be told from its names",
+              [f"looked for: {', '.join(names_looked_for())}",
+               f"in {ck.index_file if ck and ck.index_file else 'the checkpoint'}"])
     elif decl and decl.layers > present:
         names_expected = f"model.layers.{cfg.num_hidden_layers}.*" if cfg and cfg.num_hidden_layers else "MTP tensors"
         lines = [where or "", f"no {names_expected} / mtp.* tensors in {ck.index_file if ck else 'the repo (no safetensors found)'}"]
@@ -98,6 +106,15 @@ def cannot_tell(ev: Evidence) -> bool:
     cfg = ev.config
     decl = cfg.mtp if cfg else None
     return bool(decl.layers) if decl else cfg is not None and cfg.model_type in FAMILIES
+
+
+def undetermined(ev: Evidence) -> bool:
+    """A config that announces MTP layers, a checkpoint whose tensors no family's names match, and a model_type
+    outside the family table: the head may be there under names nobody here knows, so it is not called missing."""
+    cfg, ck = ev.config, ev.checkpoint
+    decl = cfg.mtp if cfg else None
+    return bool(decl and decl.layers and ck is not None and not ck.mtp.count
+                and (cfg.model_type if cfg else None) not in FAMILY_OF_MODEL_TYPE)
 
 
 def _why_unread(ck: CheckpointEvidence, unread: list[str]) -> str:
@@ -136,11 +153,66 @@ def _who_lost_the_head(origin: Origin) -> str:
     return f"this derivative{by} dropped the head in quantization or conversion; use a release that keeps it"
 
 
-def _quant_findings(b: ReportBuilder, audit: QuantAudit, origin: Origin) -> bool:
-    """Adds quantization findings; returns True when the head is at risk."""
+_RISK = "MTP head quantized: expect low or zero acceptance"
+_ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+Risks = dict[str, str]  # runtime key ("vllm", "sglang", "llama.cpp") or "*" for all -> why it is at risk
+
+
+def _engine_gaps(b: ReportBuilder, audit: QuantAudit, lines: list[str]) -> Risks:
+    """A finding per engine that builds a fused MTP module quantized although the list keeps its shards."""
+    q = audit.config
+    risks: Risks = {}
+    if q is None:
+        return risks
+    for engine, fused in audit.engine_unexcluded:
+        name = _ENGINE_NAMES.get(engine, engine)
+        others = [_ENGINE_NAMES.get(e, e) for e in _ENGINE_NAMES if e != engine and engine_reading(e, q.method).maps_fused]
+        leaves = sorted({f.rpartition(".")[2] for f in fused})
+        shards = "; ".join(f"{leaf} <- {'/'.join(FUSED_SHARDS[leaf])}" for leaf in leaves)
+        b.add("FUSED_NAME_MISMATCH",
+              f"{name} will see {len(fused)} un-excluded fused MTP module(s) ({', '.join(fused[:4])}"
+              f"{' ...' if len(fused) > 4 else ''}): {q.method} `{q.exclusion_key}` names their shards ({shards}), "
+              f"and {name} matches the fused name itself, finds no entry, builds the module quantized and loads the "
+              f"BF16 weights into it: an uninitialised head (accept length 1.00)"
+              + (f"; {', '.join(others)} map(s) fused names back to their shards and keep the head in BF16" if others else "")
+              + f". Serve it with {' or '.join(others) or 'an engine that maps fused names'}, or use a release whose list "
+              f"names the fused modules (or a re: pattern over the MTP block)",
+              [*lines, f"{name}: {engine_reading(engine, q.method).source}",
+               *[f"{_ENGINE_NAMES.get(e, e)}: {engine_reading(e, q.method).source}" for e in _ENGINE_NAMES if e != engine]])
+        risks[engine] = f"{name} matches the fused names ({', '.join(leaves)}) against the list and finds no entry: quantized module, BF16 weights"
+    return risks
+
+
+def _undeclared(b: ReportBuilder, audit: QuantAudit, lines: list[str], model_type: str | None) -> Risks:
+    """A head BF16 in its headers that the list does not exclude: at risk in every engine whose loader builds
+    those modules quantized, named with its loader."""
+    q = audit.config
+    assert q is not None
+    modules = _head_first(audit.undeclared())
+    risks: Risks = {}
+    exempt = []
+    for engine in UNDECLARED_LOADERS:
+        types, source = UNQUANTIZED_MTP_LOADERS.get((engine, q.method), (frozenset(), ""))
+        if model_type in types:
+            exempt.append(f"{_ENGINE_NAMES[engine]}: {source}")
+            continue
+        risks[engine] = (f"{len(modules)} BF16 MTP module(s) the {q.method} list does not exclude: "
+                         f"{_ENGINE_NAMES[engine]} builds them quantized (load failure or garbage head)")
+    b.add("MTP_UNDECLARED_BF16",
+          f"the MTP head is BF16 in the headers, but the {q.method} list does not exclude {len(modules)} of its modules "
+          f"({', '.join(modules[:4])}{' ...' if len(modules) > 4 else ''}): engines that build modules from the list "
+          f"expect quantized weights there; at risk in {', '.join(_ENGINE_NAMES[e] for e in risks) or 'no engine'}; "
+          "use a release whose list excludes the MTP modules",
+          [*lines, *[f"{v.module}: {v.header_dtype}, not in the list" for v in audit.modules if v.undeclared][:4],
+           *[f"{_ENGINE_NAMES[e]}: {UNDECLARED_LOADERS[e]}" for e in risks], *exempt])
+    return risks
+
+
+def _quant_findings(b: ReportBuilder, audit: QuantAudit, origin: Origin, model_type: str | None) -> Risks:
+    """Adds quantization findings; returns the runtimes at risk and why."""
     q = audit.config
     if audit.mtp_excluded is None or q is None and audit.mtp_excluded is not False:
-        return False
+        return {}
     method = q.method if q else "header dtypes"
     lines = [f"{q.source}: {q.method}{'/' + q.algo if q.algo else ''}, " + (f"{audit.excluded_count} exclusion entries ({q.exclusion_key})" if q.exclusion_key else "no exclusion list")] if q else []
     kept, quant = _head_first(audit.kept()), _head_first(audit.quantized())
@@ -151,9 +223,14 @@ def _quant_findings(b: ReportBuilder, audit: QuantAudit, origin: Origin) -> bool
     fp8 = q is not None and q.method == "fp8" or any(v.header_dtype and v.header_dtype.startswith("F8") for v in audit.modules)
     for warning in audit.fused_warnings:
         b.add("FUSED_NAME_MISMATCH", warning, lines)
+    risks = _engine_gaps(b, audit, lines)
+    if audit.fused_warnings:
+        risks["*"] = "the list names only some shards of a fused MTP module: engines quantize all of it"
+    if audit.mtp_excluded == UNDECLARED:
+        return {**risks, **_undeclared(b, audit, lines, model_type)}
     if audit.mtp_excluded is True:
         b.add("MTP_EXCLUDED", f"all {len(kept)} quantizable MTP modules are kept in high precision", [*lines, *header_notes[:4]])
-        return bool(audit.fused_warnings)
+        return risks
     if origin.is_maker and fp8:
         judged = " (judged from the format: nothing else says who made it)" if origin.decided_by is OriginSignal.format else ""
         why = (
@@ -165,7 +242,7 @@ def _quant_findings(b: ReportBuilder, audit: QuantAudit, origin: Origin) -> bool
               [*origin.lines(), *lines, *[f"quantized: {m}" for m in quant[:3]], *[f"excluded: {m}" for m in excluded[:3]],
                *[f"not targeted: {m}" for m in _head_first(list(untargeted))[:3]], *header_notes[:3]],
               severity=Severity.info)
-        return False
+        return risks
     if audit.mtp_excluded is False:
         trap = ("the classic cause of 0% draft acceptance" if not origin.is_maker
                 else "not the FP8 release its makers serve the head from: expect low acceptance")
@@ -183,16 +260,15 @@ def _quant_findings(b: ReportBuilder, audit: QuantAudit, origin: Origin) -> bool
             f"quantized: {', '.join(quant[:4])}{' ...' if len(quant) > 4 else ''}",
             [*origin.lines(), *lines, *[f"excluded: {m}" for m in excluded[:4]], *[f"quantized: {m}" for m in quant[:4]], *header_notes[:3]],
         )
-    return True
+    return {**risks, "*": _RISK}
 
 
-def _checkpoint_runtimes(ev: Evidence, b: ReportBuilder, family: Family | None, at_risk: bool) -> None:
+def _checkpoint_runtimes(ev: Evidence, b: ReportBuilder, family: Family | None, risks: Risks) -> None:
     model = model_ref(ev)
     # Pin the commit in the commands only when the user asked for a revision other than main.
     rev = ev.target.revision if ev.target.tree.revision else None
     present = b.mtp_layers > 0
     mt = ev.config.model_type if ev.config else None
-    risk_reason = "MTP head quantized: expect low or zero acceptance"
 
     def engine(name: str, has_mtp: bool, command: str | None) -> RuntimeVerdict:
         if not present:
@@ -201,14 +277,15 @@ def _checkpoint_runtimes(ev: Evidence, b: ReportBuilder, family: Family | None, 
             return RuntimeVerdict(RuntimeStatus.unknown, f"model_type '{mt}' is not in mtpinspect's table for {name}", command)
         if not has_mtp:
             return RuntimeVerdict(RuntimeStatus.unsupported, f"{name} has no MTP drafting for model_type '{mt}'")
-        if at_risk:
-            return RuntimeVerdict(RuntimeStatus.at_risk, risk_reason, command)
+        risk = risks.get(name.lower()) or risks.get("*")
+        if risk:
+            return RuntimeVerdict(RuntimeStatus.at_risk, risk, command)
         return RuntimeVerdict(RuntimeStatus.supported, f"{name} drafts with this model's MTP head", command)
 
     b.runtimes["vllm"] = engine("vLLM", bool(family and family.vllm), vllm_command(model, rev))
     algo = family.sglang if family else None
     b.runtimes["sglang"] = engine("SGLang", bool(algo), sglang_command(model, algo, rev) if algo else None)
-    b.runtimes["llama.cpp"] = _llama_for_checkpoint(ev, b, family, at_risk)
+    b.runtimes["llama.cpp"] = _llama_for_checkpoint(ev, b, family, bool(risks.get("llama.cpp") or risks.get("*")))
     b.runtimes["transformers"] = RuntimeVerdict(RuntimeStatus.unsupported, "Transformers builds no MTP modules; generation ignores the head")
 
 
@@ -217,6 +294,9 @@ def _absent(ev: Evidence) -> RuntimeVerdict:
         return RuntimeVerdict(RuntimeStatus.unknown, "tensor names of pickled weights cannot be read without downloading them")
     if cannot_tell(ev):
         return RuntimeVerdict(RuntimeStatus.unknown, "cannot tell: no weight files in the folder (config only)")
+    if undetermined(ev):
+        return RuntimeVerdict(RuntimeStatus.unknown, "cannot tell: the config announces MTP layers under names "
+                              "mtpinspect's family table does not know")
     return RuntimeVerdict(RuntimeStatus.unsupported, "no MTP weights in the checkpoint")
 
 
@@ -251,13 +331,13 @@ def apply_checkpoint_rules(ev: Evidence, b: ReportBuilder) -> None:
         return
     b.origin = judge_origin(ev)
     _checkpoint_presence(ev, b, b.origin)
-    at_risk = False
+    risks: Risks = {}
     ck = ev.checkpoint
     if ck and ck.mtp.names:
         b.audit = audit_mtp(ev.quant, ck.mtp_dtypes, ck.weight_map.keys())
-        at_risk = _quant_findings(b, b.audit, b.origin)
+        risks = _quant_findings(b, b.audit, b.origin, mt)
         _unevaluated_patterns(b.audit, b)
-    _checkpoint_runtimes(ev, b, family, at_risk)
+    _checkpoint_runtimes(ev, b, family, risks)
 
 
 def _unevaluated_patterns(audit: QuantAudit, b: ReportBuilder) -> None:

@@ -19,15 +19,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtpinspect.formats.quantization import (
+    ENGINE_READINGS,
     FUSED_SHARDS,
     SHARD_TO_FUSED,
     QuantizationConfig,
     direct_match,
+    engine_match,
+    engine_reading,
     gptq_first_match,
     match_exclusion,
     skip_regexes,
 )
-from mtpinspect.vocabulary import PARTIAL, MtpExcluded
+from mtpinspect.vocabulary import PARTIAL, UNDECLARED, MtpExcluded
 
 # Tensor suffixes that carry a Linear's weight in the formats we know: plain, compressed-tensors packed,
 # GPTQ/AWQ packed.
@@ -42,7 +45,8 @@ _PACKED_INT = frozenset({"U8", "I8", "I16", "U16", "I32", "U32"})
 # Head projections the engines build as a plain Linear, without the checkpoint's quantization config
 # (vLLM deepseek_mtp.py and SGLang deepseek_nextn.py: `self.eh_proj = nn.Linear(...)`): their precision is
 # the checkpoint's, never an exclusion decision.
-_BUILT_UNQUANTIZED = frozenset({"eh_proj"})
+# ERNIE's mtp_linear_proj likewise (vLLM ernie_mtp.py: `self.mtp_linear_proj = nn.Linear(...)`).
+_BUILT_UNQUANTIZED = frozenset({"eh_proj", "mtp_linear_proj"})
 
 _NOT_QUANTIZABLE_LEAVES = frozenset({
     "gate", "router", "shared_expert_gate", "embed_tokens", "embed", "lm_head", "head", "conv1d",
@@ -58,6 +62,12 @@ class ModuleVerdict:
     quantized: bool  # final judgement: the header wins over the list when it is known
     note: str | None
 
+    @property
+    def undeclared(self) -> bool:
+        """High precision in the header while the config would quantize it: engines build it quantized."""
+        return (self.header_quantized is False and self.excluded_by is None
+                and not any(part in _BUILT_UNQUANTIZED for part in self.module.split(".")))
+
 
 @dataclass(frozen=True)
 class QuantAudit:
@@ -68,12 +78,17 @@ class QuantAudit:
     fused_warnings: tuple[str, ...]
     # Entries whose regex could not be evaluated in time, as written in the list, and the name it was tried on.
     unevaluated: tuple[tuple[str, str], ...] = ()
+    # engine -> the fused modules of the head it builds quantized although the shard-aware reading keeps them
+    engine_unexcluded: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def kept(self) -> list[str]:
         return [v.module for v in self.modules if not v.quantized]
 
     def quantized(self) -> list[str]:
         return [v.module for v in self.modules if v.quantized]
+
+    def undeclared(self) -> list[str]:
+        return [v.module for v in self.modules if v.undeclared]
 
     def untargeted(self) -> list[str]:
         """Kept in high precision without the config naming them: not an exclusion (see _overall)."""
@@ -136,7 +151,27 @@ def audit_mtp(
     return QuantAudit(
         config=q, excluded_count=len(q.exclusions) if q else 0, mtp_excluded=_overall(q, verdicts),
         modules=tuple(verdicts), fused_warnings=tuple(fused_warnings), unevaluated=_unevaluated(q),
+        engine_unexcluded=_engine_unexcluded(q, verdicts),
     )
+
+
+def _engine_unexcluded(q: QuantizationConfig | None, verdicts: list[ModuleVerdict]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Per engine, the fused modules (parent.qkv_proj) whose shards the list keeps (read shard-aware) and which
+    the engine, matching the fused name itself, builds quantized: it then loads high-precision weights into a
+    quantized module."""
+    if q is None:
+        return ()
+    out = []
+    for engine in ENGINE_READINGS:
+        if engine_reading(engine, q.method).maps_fused:
+            continue
+        fused = sorted({f"{v.module.rpartition('.')[0]}.{SHARD_TO_FUSED[v.module.rpartition('.')[2]]}"
+                        for v in verdicts
+                        if v.module.rpartition(".")[2] in SHARD_TO_FUSED and not v.quantized and v.excluded_by is not None
+                        and engine_match(q, v.module, engine) is None}, key=_natural_key)
+        if fused:
+            out.append((engine, tuple(fused)))
+    return tuple(out)
 
 
 def _unevaluated(q: QuantizationConfig | None) -> tuple[tuple[str, str], ...]:
@@ -204,7 +239,7 @@ def _disagreement(
     if q is None or header_quantized is None:
         return None
     if header_quantized is False and excluded_by is None:
-        if module.rpartition(".")[2] in _BUILT_UNQUANTIZED:
+        if any(part in _BUILT_UNQUANTIZED for part in module.split(".")):
             return (f"header says {dtype} and the list does not name it: not targeted (engines build "
                     f"{module.rpartition('.')[2]} without a quantization config)")
         return (f"header says {dtype} although the list does not exclude it: "
@@ -256,7 +291,7 @@ def _overall(q: QuantizationConfig | None, verdicts: list[ModuleVerdict]) -> Mtp
         return None
     quantized = [v.quantized for v in verdicts]
     if not any(quantized):
-        return True
+        return UNDECLARED if q is not None and any(v.undeclared for v in verdicts) else True
     if any(not v.quantized and v.excluded_by is not None for v in verdicts):
         return PARTIAL
     return False

@@ -24,11 +24,18 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "MTP_FROM_TENSORS_ONLY": ("The config names no MTP depth; only the MTP tensors tell (Qwen3-Next)", Severity.info),
     "MTP_WEIGHTS_MISSING": ("The config announces MTP layers but the checkpoint has no (or fewer) MTP weights; worded by "
                             "origin: the maker never published them, a derivative dropped them, or unknown", Severity.error),
+    "MTP_UNDETERMINED": ("The config announces MTP layers, and no tensor is named as any family in the table "
+                         "(inspection/naming.py MTP_FAMILIES) names its head, for a model_type the table does not know: "
+                         "the names looked for are listed; whether the head is there cannot be told", Severity.warning),
     "MTP_DROPPED_IN_CONVERSION": ("A GGUF of a family that has an MTP head, converted without it", Severity.error),
     "MTP_EXCLUDED": ("The quantization exclusion list keeps every MTP module in high precision", Severity.info),
     "MTP_QUANTIZED": ("The MTP head is quantized (list and header dtypes); judged by who quantized it", Severity.warning),
     "MTP_PARTIALLY_EXCLUDED": ("Some MTP modules are excluded from quantization, others are not (named)", Severity.warning),
-    "FUSED_NAME_MISMATCH": ("The exclusion list names unfused modules (q/k/v_proj, gate/up_proj) that engines fuse", Severity.warning),
+    "FUSED_NAME_MISMATCH": ("The exclusion list names unfused modules (q/k/v_proj, gate/up_proj) that engines fuse: only "
+                            "some shards (every engine quantizes the fused module), or all of them for an engine that "
+                            "matches the fused name itself (named, per engine)", Severity.warning),
+    "MTP_UNDECLARED_BF16": ("The MTP head is BF16 in its headers but the exclusion list does not exclude it: engines whose "
+                            "loader builds those modules quantized are at risk (named, with the loader)", Severity.warning),
     "MTP_SIDECAR": ("The MTP head ships as a separate mtp- GGUF that must be passed with -md", Severity.info),
     "SIDECAR_MISMATCH": ("The mtp- sidecar does not pair with the main GGUF: arch, n_embd, vocab, key (error: llama-server "
                          "stops) or trunk depth, tokenizer strings (warning: it drafts with another model's head)", Severity.error),

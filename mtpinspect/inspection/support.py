@@ -77,7 +77,31 @@ FAMILIES: dict[str, Family] = {
     "gemma4": Family("gemma4", Conversion.sidecar, False, None, "Gemma 4 drafts with a separate gemma4_assistant checkpoint"),
     "gemma4_assistant": Family("gemma4-assistant", Conversion.bundled, False, None),
     "minimax_m3": Family(None, Conversion.unknown, True, "EAGLE"),
+    # vLLM ernie_mtp.py, SGLang ernie4_eagle.py; llama.cpp converts ERNIE-4.5 without its head.
+    "ernie4_5": Family(None, Conversion.unknown, True, "EAGLE", "llama.cpp has no MTP graph for ERNIE-4.5"),
+    "ernie4_5_moe": Family(None, Conversion.unknown, True, "EAGLE", "llama.cpp has no MTP graph for ERNIE-4.5"),
+    # vLLM longcat_flash_mtp.py, SGLang longcat_flash_nextn.py
+    "longcat_flash": Family(None, Conversion.unknown, True, "EAGLE", "llama.cpp has no LongCat-Flash conversion with MTP"),
+    # vLLM / SGLang exaone_moe_mtp.py; llama.cpp keeps the tensors without a graph (conversion/exaone.py)
+    "exaone_moe": Family("exaone-moe", Conversion.bundled, True, "EAGLE"),
     "minimax_m2": Family(None, Conversion.unknown, False, None),
+}
+
+# Engine loaders that build an MTP head without the checkpoint's quantization, whatever its list says, by
+# (engine, quantization method) -> (model_types, the code): a BF16 head the list does not declare loads there.
+UNQUANTIZED_MTP_LOADERS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
+    ("sglang", "modelopt"): (frozenset({"qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"}),
+                             "SGLang qwen3_5_mtp.py @008b79d _mtp_quant_config: serialized ModelOpt NVFP4 / MIXED_PRECISION "
+                             "checkpoints build the MTP module unquantized"),
+}
+# What the engines' loaders do with a module the config quantizes: the quantized Linear's create_weights
+# allocates packed or FP8 weights and scales, and the checkpoint's BF16 tensor does not fit them.
+UNDECLARED_LOADERS = {
+    "vllm": "vLLM builds every Linear the list does not exclude with the config's quant method (quant_config."
+            "get_quant_method -> create_weights allocates packed/FP8 weights and scales): a BF16 tensor there fails to "
+            "load or loads as garbage",
+    "sglang": "SGLang builds it the same way (QuantizationConfig.get_quant_method per prefix); its loader crashes on "
+              "such a release",
 }
 
 # Orgs that publish the original weights of a family: their own FP8 releases ship the head as they serve it.
