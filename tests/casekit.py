@@ -38,7 +38,7 @@ FILE_KINDS = ("copy", "safetensors", "index", "gguf")
 EXPECT_KEYS = {"exit", "mtp_layers", "layout", "quantization", "codes", "runtimes"}
 LAYOUTS = {"bundled", "sidecar", "separate-checkpoint", "checkpoint", "none"}
 QUANT_METHODS = {"fp8", "compressed-tensors", "modelopt", "awq", "gptq", "quark", "bitsandbytes", "mxfp4", None}
-MTP_EXCLUDED = {True, False, "partial", None}
+MTP_EXCLUDED = {True, False, "partial", "undeclared", None}
 RUNTIMES = {"llama.cpp", "vllm", "sglang"}
 RUNTIME_STATUSES = {"supported", "at-risk", "unsupported", "unknown"}
 CODES = {
@@ -150,7 +150,7 @@ def _expect_problems(expect: Mapping[str, Any]) -> list[str]:
     if quantization.get("method") not in QUANT_METHODS:
         problems.append(f"expect.quantization.method {quantization.get('method')!r} is unknown")
     if quantization.get("mtp_excluded") not in MTP_EXCLUDED:
-        problems.append("expect.quantization.mtp_excluded must be true, false, 'partial' or null")
+        problems.append("expect.quantization.mtp_excluded must be true, false, 'partial', 'undeclared' or null")
     problems.extend(f"expect.codes: unknown code {code!r}" for code in expect.get("codes", []) if code not in CODES)
     for runtime, status in expect.get("runtimes", {}).items():
         if runtime not in RUNTIMES or status not in RUNTIME_STATUSES:

@@ -153,6 +153,40 @@ def test_foreign_sidecar_over_the_hub(tmp_path: Path) -> None:
     assert report.bytes_read == served
 
 
+def _poison_embedding(sidecar: Path, value: float) -> None:
+    """Fill the sidecar's token_embd with NaN or Inf, in place: a head whose embedding overflowed."""
+    header = read_gguf_header(LocalFileReader(sidecar))
+    tensor = header.tensor("token_embd.weight")
+    assert tensor is not None and tensor.ggml_type == "F32"
+    with sidecar.open("r+b") as f:
+        f.seek(header.data_offset + tensor.offset)
+        f.write(struct.pack("<f", value) * tensor.n_elements)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_sidecar_embedding_is_a_broken_head(tmp_path: Path, value: float) -> None:
+    main, side = _pair(tmp_path, WIDE_PAIR)
+    _poison_embedding(side, value)
+    with HubStub() as stub:
+        stub.add_repo("acme/Pair-GGUF", {"tiny.gguf": main, "mtp-tiny.gguf": side})
+        report = mtpinspect.check("acme/Pair-GGUF", endpoint=stub.url, verify=False)
+    broken = next(f for f in report.findings if f.code == "MTP_HEAD_NON_FINITE")
+    assert broken.severity == "error" and "broken head" in broken.message
+    assert sum("NaN or Inf in mtp-tiny.gguf" in line for line in broken.evidence) == SAMPLED_ROWS
+    assert not any("all zero, or a type" in line for f in report.findings for line in f.evidence)
+    assert report.runtimes["llama.cpp"].status == "unsupported"
+    assert not report.usable and report.exit_code == 1
+
+
+def test_all_zero_sidecar_rows_are_said_to_be_zero(tmp_path: Path) -> None:
+    main, side = _pair(tmp_path, WIDE_PAIR)
+    _poison_embedding(side, 0.0)
+    report = mtpinspect.check(str(main), mtp_file=str(side), verify=False)
+    assert "MTP_HEAD_NON_FINITE" not in report.codes()
+    line = next(e for f in report.findings if f.code == "MTP_SIDECAR" for e in f.evidence if "token_embd" in e)
+    assert line.endswith("no row could be compared (all zero)")
+
+
 def test_rows_that_cannot_be_read_leave_the_check_going(tmp_path: Path) -> None:
     """The headers read, then the Hub stalls on the rows (reads past the first 2 MiB): the check says the
     rows were not compared, and why, and still gives its verdict."""

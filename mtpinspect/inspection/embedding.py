@@ -15,6 +15,7 @@ the same bytes or within the quantization's error (bench/README.md).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -41,13 +42,16 @@ class GgufFiles(Protocol):
 
 @dataclass(frozen=True)
 class RowMatch:
-    """One row in both files: the same bytes, or the cosine of the two vectors (None: one is all zero, or
-    its type cannot be read)."""
+    """One row in both files: the same bytes, or the cosine of the two vectors (None: one is all zero, holds
+    NaN or Inf, or its type cannot be read), and whether each file's row holds only finite values (None: its
+    type cannot be read)."""
 
     tensor: str
     row: int
     identical: bool
     cosine: float | None
+    main_finite: bool | None = None
+    sidecar_finite: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -110,14 +114,19 @@ def compare_embeddings(tree: Tree, main: GgufFiles, sidecar: GgufFiles) -> Embed
         (_, _, ta), (_, _, tb) = pairs[name]
         # Rows of zero bytes in both (a sparse download, an unused token) say nothing: not identical, no cosine.
         same = ta.ggml_type == tb.ggml_type and a == b and any(a)
-        rows.append(RowMatch(name, row, same, None if same else _cosine(a, ta, b, tb)))
+        va, vb = _values(a, ta), _values(b, tb)
+        rows.append(RowMatch(name, row, same, None if same or va is None or vb is None else cosine(va, vb),
+                             _finite(va), _finite(vb)))
     return EmbeddingComparison(
         main_file=pairs["token_embd.weight"][0][0], sidecar_file=pairs["token_embd.weight"][1][0],
         types={name: (ours[2].ggml_type, theirs[2].ggml_type) for name, (ours, theirs) in pairs.items()},
         rows=tuple(rows), bytes_read=sum(len(d) for d in data))
 
 
-def _cosine(a: bytes, ta: GGUFTensor, b: bytes, tb: GGUFTensor) -> float | None:
-    width = ta.shape[0]
-    va, vb = row_values(a, ta.ggml_type, width), row_values(b, tb.ggml_type, width)
-    return None if va is None or vb is None else cosine(va, vb)
+def _values(raw: bytes, tensor: GGUFTensor) -> tuple[float, ...] | None:
+    return row_values(raw, tensor.ggml_type, tensor.shape[0])
+
+
+def _finite(values: tuple[float, ...] | None) -> bool | None:
+    """False when a value is NaN or Inf: a head whose embedding holds them drafts nothing useful."""
+    return None if values is None else all(math.isfinite(v) for v in values)

@@ -71,6 +71,7 @@ class Kinship:
     foreign: bool
     line: str
     rows: tuple[str, ...]  # one line per row compared, for a foreign sidecar's evidence
+    non_finite: tuple[str, ...] = ()  # the sidecar's sampled rows that hold NaN or Inf: a broken head
 
 
 def _embedding_kinship(ev: Evidence) -> Kinship | None:
@@ -86,8 +87,13 @@ def _embedding_kinship(ev: Evidence) -> Kinship | None:
     main_type, side_type = c.types["token_embd.weight"]
     where = f"{c.sidecar_file}: token_embd.weight ({side_type}) against {c.main_file}'s ({main_type}), {len(tokens)} rows " \
             f"sampled, {c.bytes_read} bytes read"
+    broken = tuple(f"{r.tensor} row {r.row}: NaN or Inf in {c.sidecar_file}" for r in c.rows if r.sidecar_finite is False)
+    if broken:
+        return Kinship(False, f"{where}: {len(broken)} of {len(c.rows)} sampled rows hold NaN or Inf", (), broken)
     if not said:
-        return Kinship(False, f"{where}: no row could be compared (all zero, or a type gguf-py cannot read)", ())
+        unreadable = [r for r in tokens if r.sidecar_finite is None or r.main_finite is None]
+        why = "a type gguf-py cannot read" if unreadable else "all zero"
+        return Kinship(False, f"{where}: no row could be compared ({why})", ())
     cosines = sorted(1.0 if r.identical else r.cosine or 0.0 for r in said)
     median = cosines[len(cosines) // 2]
     norm = next((r for r in c.rows if r.tensor == "output_norm.weight"), None)
@@ -164,6 +170,10 @@ def apply_gguf_rules(ev: Evidence, b: ReportBuilder) -> None:
             b.add("SIDECAR_MISMATCH", f"{s.files[0]} does not pair with {g.files[0]}: {first}"
                   + ("" if blocking else " (llama.cpp loads it, but the head was made for another model)"),
                   [*blocking, *drafting], severity=None if blocking else Severity.warning)
+        if kinship is not None and kinship.non_finite:
+            b.add("MTP_HEAD_NON_FINITE", f"{s.files[0]} is a broken head: its embedding holds NaN or Inf "
+                  f"({len(kinship.non_finite)} of the sampled rows), so every draft is garbage; use an intact mtp- file",
+                  [kinship.line, *kinship.non_finite])
         if kinship is not None and kinship.foreign:
             b.add("SIDECAR_FOREIGN", f"{s.files[0]} was trained with another embedding than {g.files[0]}'s: its head "
                   "reads this trunk's hidden states without having been trained on them, so most drafts are rejected "

@@ -42,6 +42,8 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "SIDECAR_FOREIGN": ("The mtp- sidecar's embedding rows are not the main GGUF's (sampled rows compared): its head was "
                         "trained with another trunk (another training run, model or revision); it loads and drafts, "
                         "and most drafts are rejected", Severity.error),
+    "MTP_HEAD_NON_FINITE": ("The MTP head's embedding (an mtp- sidecar's token_embd, sampled rows) holds NaN or Inf: a "
+                            "broken head that drafts garbage", Severity.error),
     "SIDECAR_INCOMPLETE": ("The mtp- sidecar lacks tensors llama.cpp needs to load it as a draft model (token_embd, output_norm)",
                            Severity.error),
     "SIDECAR_NOT_FOUND": ("The main GGUF has no MTP head and no mtp- sidecar was found beside it", Severity.warning),
@@ -65,7 +67,8 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
 # Findings that, at severity error, say no engine can draft with the head as it is (it loads garbage or is
 # refused): no runtime is "supported" beside one (verdict.py). Other error findings (a head quantized by a
 # third party) leave it loading and drafting: "at risk".
-BLOCKING_FINDINGS = ("MTP_WEIGHTS_MISSING", "SIDECAR_MISMATCH", "SIDECAR_INCOMPLETE", "ARCH_NO_MTP_GRAPH")
+BLOCKING_FINDINGS = ("MTP_WEIGHTS_MISSING", "SIDECAR_MISMATCH", "SIDECAR_INCOMPLETE", "ARCH_NO_MTP_GRAPH",
+                     "MTP_HEAD_NON_FINITE")
 
 
 @dataclass(frozen=True)
