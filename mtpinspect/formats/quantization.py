@@ -64,6 +64,7 @@ class EngineReading:
     maps_fused: bool  # True: the fused module is excluded when the list names it or all of its shards
     source: str  # the engine code that decides it
     verified: bool = True  # False: no engine code read for this pair; taken to be the shard-aware reading
+    fixed_by: str | None = None  # the engine change that maps fused names, where one is known
 
 
 _VLLM_CT = ("vLLM compressed_tensors/utils.py @008014e should_ignore_layer: a fused name is checked as its shards "
@@ -74,7 +75,8 @@ _VLLM_SKIPPED = ("vLLM fp8.py get_quant_method -> is_layer_skipped(prefix, ignor
 _SGLANG_CT = ("SGLang compressed_tensors.py @000659a from_config takes packed_modules_mapping from the quantization "
               "config dict, which model_loader/weight_utils.py get_quant_config fills from the model class; the MTP "
               "draft classes (qwen3_5_mtp.py @008b79d Qwen3_5ForCausalLMMTP, ...) declare none, so "
-              "compressed_tensors/utils.py should_ignore_layer matches the fused name itself against `ignore`")
+              "compressed_tensors/utils.py should_ignore_layer matches the fused name itself against `ignore` (accept length "
+              "1.000 on Qwen3.8-27B compressed-tensors releases: sgl-project/sglang#35797)")
 _SGLANG_SKIPPED = ("SGLang layers/quantization/utils.py is_layer_skipped: without a mapping it still maps gate_up_proj, "
                    "qkv_proj and fused_qkv_a_proj_with_mqa to their shards by name")
 _UNREAD = "not read in this engine's code: taken to match as vLLM does"
@@ -85,7 +87,10 @@ ENGINE_READINGS: Mapping[str, Mapping[str, EngineReading]] = {
         "mxfp4": EngineReading(True, "vLLM mxfp4.py get_quant_method -> is_layer_skipped(..., fused_mapping=...)"),
     },
     "sglang": {
-        "compressed-tensors": EngineReading(False, _SGLANG_CT),
+        "compressed-tensors": EngineReading(
+            False, _SGLANG_CT,
+            fixed_by="sgl-project/sglang#35887 (the Qwen3.5 MTP class takes the target's packed_modules_mapping; open at "
+                     "the index's snapshot)"),
         "fp8": EngineReading(True, _SGLANG_SKIPPED),
     },
 }

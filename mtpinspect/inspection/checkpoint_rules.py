@@ -174,9 +174,11 @@ def _engine_gaps(b: ReportBuilder, audit: QuantAudit, lines: list[str]) -> Risks
               f"{' ...' if len(fused) > 4 else ''}): {q.method} `{q.exclusion_key}` names their shards ({shards}), "
               f"and {name} matches the fused name itself, finds no entry, builds the module quantized and loads the "
               f"BF16 weights into it: an uninitialised head (accept length 1.00)"
-              + (f"; {', '.join(others)} map(s) fused names back to their shards and keep the head in BF16" if others else "")
-              + f". Serve it with {' or '.join(others) or 'an engine that maps fused names'}, or use a release whose list "
-              f"names the fused modules (or a re: pattern over the MTP block)",
+              + (f"; {', '.join(others)} {'map' if len(others) > 1 else 'maps'} fused names back to their shards and "
+                 f"{'keep' if len(others) > 1 else 'keeps'} the head in BF16" if others else "")
+              + f". Serve it with {' or '.join(others) or 'an engine that maps fused names'}"
+              + (f", or an {name} with {engine_reading(engine, q.method).fixed_by}" if engine_reading(engine, q.method).fixed_by else "")
+              + ", or use a release whose list names the fused modules (or a re: pattern over the MTP block)",
               [*lines, f"{name}: {engine_reading(engine, q.method).source}",
                *[f"{_ENGINE_NAMES.get(e, e)}: {engine_reading(e, q.method).source}" for e in _ENGINE_NAMES if e != engine]])
         risks[engine] = f"{name} matches the fused names ({', '.join(leaves)}) against the list and finds no entry: quantized module, BF16 weights"
