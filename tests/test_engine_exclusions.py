@@ -34,7 +34,7 @@ LISTS = {
 }
 # (vLLM keeps the shards, SGLang keeps them): read from each engine's code (ENGINE_READINGS), or, where no
 # engine code was read for the pair, the shard-aware reading.
-ANSWERS = {"compressed-tensors": (True, False), "fp8": (True, True)}
+ANSWERS = {"compressed-tensors": (True, False), "fp8": (True, True), "awq": (False, False)}
 
 
 @pytest.mark.parametrize("dialect", sorted(LISTS))
@@ -47,14 +47,17 @@ def test_fused_name_case_both_engines(dialect: str) -> None:
         assert (engine_match(q, shard, "sglang") is not None) is sglang, (dialect, shard)
     # down_proj is never fused: both engines read it as the list does.
     assert engine_match(q, f"{MTP}.mlp.down_proj", "sglang") is None
-    verified = dialect in ENGINE_READINGS["vllm"] and dialect in ENGINE_READINGS["sglang"]
-    assert engine_reading("sglang", dialect).verified is verified
+    for engine in ("vllm", "sglang"):
+        assert engine_reading(engine, dialect).verified is (dialect in ENGINE_READINGS[engine])
 
 
 def test_lists_naming_fused_modules_satisfy_both_engines() -> None:
     fused = {**LISTS["compressed-tensors"], "ignore": ["re:^mtp[.].*"]}
     q = find_quantization({"quantization_config": fused}, {})
     assert all(engine_match(q, s, "sglang") == "re:^mtp[.].*" for s in SHARDS)
+    # AWQ's usual spelling, a prefix of the block, is a substring of the fused names too.
+    q = find_quantization({"quantization_config": {**LISTS["awq"], "modules_to_not_convert": ["mtp"]}}, {})
+    assert all(engine_match(q, s, e) == "mtp" for s in SHARDS for e in ("vllm", "sglang"))
     named = {**LISTS["compressed-tensors"], "ignore": [f"{MTP}.self_attn.qkv_proj", f"{MTP}.mlp.gate_up_proj"]}
     q = find_quantization({"quantization_config": named}, {})
     assert engine_match(q, f"{MTP}.self_attn.k_proj", "sglang") == f"{MTP}.self_attn.qkv_proj"

@@ -79,12 +79,17 @@ _SGLANG_CT = ("SGLang compressed_tensors.py @000659a from_config takes packed_mo
               "1.000 on Qwen3.8-27B compressed-tensors releases: sgl-project/sglang#35797)")
 _SGLANG_SKIPPED = ("SGLang layers/quantization/utils.py is_layer_skipped: without a mapping it still maps gate_up_proj, "
                    "qkv_proj and fused_qkv_a_proj_with_mqa to their shards by name")
+_AWQ = ("{engine} awq.py is_layer_skipped_awq: `any(module_name in prefix ...)`, an entry must be a substring of the "
+        "engine's own (fused) module name, so a q_proj or gate_proj entry is not one of qkv_proj or gate_up_proj")
 _UNREAD = "not read in this engine's code: taken to match as vLLM does"
 ENGINE_READINGS: Mapping[str, Mapping[str, EngineReading]] = {
     "vllm": {
         "compressed-tensors": EngineReading(True, _VLLM_CT),
         "fp8": EngineReading(True, _VLLM_SKIPPED),
         "mxfp4": EngineReading(True, "vLLM mxfp4.py get_quant_method -> is_layer_skipped(..., fused_mapping=...)"),
+        "modelopt": EngineReading(True, "vLLM modelopt.py ModelOptQuantConfigBase.is_layer_excluded: is_layer_skipped("
+                                        "prefix, exclude_modules, packed_modules_mapping), then the wildcards"),
+        "awq": EngineReading(False, _AWQ.format(engine="vLLM")),
     },
     "sglang": {
         "compressed-tensors": EngineReading(
@@ -92,6 +97,7 @@ ENGINE_READINGS: Mapping[str, Mapping[str, EngineReading]] = {
             fixed_by="sgl-project/sglang#35887 (the Qwen3.5 MTP class takes the target's packed_modules_mapping; open at "
                      "the index's snapshot)"),
         "fp8": EngineReading(True, _SGLANG_SKIPPED),
+        "awq": EngineReading(False, _AWQ.format(engine="SGLang")),
     },
 }
 
