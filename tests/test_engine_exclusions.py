@@ -34,7 +34,7 @@ LISTS = {
 }
 # (vLLM keeps the shards, SGLang keeps them): read from each engine's code (ENGINE_READINGS), or, where no
 # engine code was read for the pair, the shard-aware reading.
-ANSWERS = {"compressed-tensors": (True, False), "fp8": (True, True), "awq": (False, False)}
+ANSWERS = {"compressed-tensors": (True, False), "fp8": (True, True), "awq": (False, False), "gptq": (False, False)}
 
 
 @pytest.mark.parametrize("dialect", sorted(LISTS))

@@ -81,6 +81,8 @@ _SGLANG_SKIPPED = ("SGLang layers/quantization/utils.py is_layer_skipped: withou
                    "qkv_proj and fused_qkv_a_proj_with_mqa to their shards by name")
 _AWQ = ("{engine} awq.py is_layer_skipped_awq: `any(module_name in prefix ...)`, an entry must be a substring of the "
         "engine's own (fused) module name, so a q_proj or gate_proj entry is not one of qkv_proj or gate_up_proj")
+_GPTQ = ("{engine} {where} get_dynamic_override(config, layer_name=prefix): a `-:` key's regex re.match'es the "
+         "engine's own module name, the fused one (qkv_proj, gate_up_proj), so a key written for q_proj misses it")
 _UNREAD = "not read in this engine's code: taken to match as vLLM does"
 ENGINE_READINGS: Mapping[str, Mapping[str, EngineReading]] = {
     "vllm": {
@@ -90,6 +92,7 @@ ENGINE_READINGS: Mapping[str, Mapping[str, EngineReading]] = {
         "modelopt": EngineReading(True, "vLLM modelopt.py ModelOptQuantConfigBase.is_layer_excluded: is_layer_skipped("
                                         "prefix, exclude_modules, packed_modules_mapping), then the wildcards"),
         "awq": EngineReading(False, _AWQ.format(engine="vLLM")),
+        "gptq": EngineReading(False, _GPTQ.format(engine="vLLM", where="layers/quantization/utils/gptq_utils.py")),
     },
     "sglang": {
         "compressed-tensors": EngineReading(
@@ -98,6 +101,7 @@ ENGINE_READINGS: Mapping[str, Mapping[str, EngineReading]] = {
                      "the index's snapshot)"),
         "fp8": EngineReading(True, _SGLANG_SKIPPED),
         "awq": EngineReading(False, _AWQ.format(engine="SGLang")),
+        "gptq": EngineReading(False, _GPTQ.format(engine="SGLang", where="layers/quantization/utils.py")),
     },
 }
 
