@@ -18,6 +18,7 @@ from hubstub import HubStub
 
 import mtpinspect
 from mtpinspect.errors import SourceError
+from mtpinspect.inspection.embedding import SAMPLED_ROWS
 from mtpinspect.runtime.command_server import server_for_commands
 from mtpinspect.tiny_model import TinyModelSpec, mismatched_sidecar, write_tiny_model
 
@@ -37,7 +38,10 @@ def test_local_bundled_gguf(tmp_path: Path) -> None:
     assert (report.usable, report.layout, report.mtp_layers) == (True, "bundled", 1)
     server = server_for_commands().program  # the llama-server mtpinspect would run (tests/test_runtime_state.py)
     assert report.runtimes["llama.cpp"].command == f"{server} -m {path} --spec-type draft-mtp --spec-draft-n-max 2"
-    assert report.bytes_read == path.stat().st_size and report.revision is None
+    # The first read holds the whole small file; the bundled head's sampled embedding rows (F32) are read once more.
+    rows = SAMPLED_ROWS * TinyModelSpec().embd * 4
+    assert report.bytes_read == path.stat().st_size + rows and report.revision is None
+    assert "MTP_HEAD_NON_FINITE" not in report.codes()
 
 
 def test_sidecar_found_beside_main_file(tmp_path: Path) -> None:

@@ -178,6 +178,41 @@ def test_non_finite_sidecar_embedding_is_a_broken_head(tmp_path: Path, value: fl
     assert not report.usable and report.exit_code == 1
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_non_finite_bundled_head_is_broken(tmp_path: Path, value: float) -> None:
+    """A bundled head drafts with the file's own embedding: NaN or Inf rows there break it. Read on disk only
+    (over the Hub the rows would cost every bundled check a wave): the Hub check says nothing of them."""
+    (main,) = write_tiny_model(tmp_path / "tiny.gguf", TinyModelSpec(layout="bundled", vocab=1024, embd=1024))
+    _poison_embedding(main, value)
+    with HubStub() as stub:
+        stub.add_repo("acme/Bundled-GGUF", {"tiny.gguf": main})
+        remote = mtpinspect.check("acme/Bundled-GGUF", endpoint=stub.url, verify=False)
+        assert remote.bytes_read == stub.bytes_served("acme/Bundled-GGUF")
+    assert "MTP_HEAD_NON_FINITE" not in remote.codes()
+    report = mtpinspect.check(str(main), verify=False)
+    broken = next(f for f in report.findings if f.code == "MTP_HEAD_NON_FINITE")
+    assert "token_embd.weight, the embedding its head drafts with" in broken.message
+    assert f"{SAMPLED_ROWS} of {SAMPLED_ROWS} sampled rows" in broken.message
+    assert report.runtimes["llama.cpp"].status == "unsupported" and report.exit_code == 1
+
+
+def test_intact_bundled_head_reads_its_rows_and_says_nothing(tmp_path: Path) -> None:
+    (main,) = write_tiny_model(tmp_path / "tiny.gguf", TinyModelSpec(layout="bundled", vocab=1024, embd=1024))
+    report = mtpinspect.check(str(main), verify=False)
+    assert "MTP_HEAD_NON_FINITE" not in report.codes()
+    assert report.runtimes["llama.cpp"].status == "supported"
+
+
+def test_non_finite_sidecar_checked_alone_is_broken(tmp_path: Path) -> None:
+    _, side = _pair(tmp_path, WIDE_PAIR)
+    _poison_embedding(side, float("nan"))
+    lone = tmp_path / "alone"
+    lone.mkdir()
+    side.rename(lone / side.name)
+    report = mtpinspect.check(str(lone / side.name), verify=False)
+    assert "MTP_HEAD_NON_FINITE" in report.codes()
+
+
 def test_all_zero_sidecar_rows_are_said_to_be_zero(tmp_path: Path) -> None:
     main, side = _pair(tmp_path, WIDE_PAIR)
     _poison_embedding(side, 0.0)

@@ -29,10 +29,11 @@ NOT_FOR_A_LOCAL_CHECK = (
     "mtpinspect.runtime.verify", "mtpinspect.sources.lmstudio", "mtpinspect.sources.ollama", "mtpinspect.sweep",
     "mtpinspect.diagnosis", "mtpinspect.drift", "mtpinspect.training", "mtpinspect.cli.sweep", "mtpinspect.cli.diagnose",
     "psutil",
-    # A checkpoint's readers and rules, and a sidecar's embedding comparison (inspection/evidence.py).
+    # A checkpoint's readers and rules (inspection/evidence.py). The row readers (inspection/embedding.py,
+    # formats/gguf_rows.py) are a bundled head's too since issue 44: its embedding's rows are checked for NaN or
+    # Inf, with the standard library only (numpy stays out, HEAVY).
     "mtpinspect.formats.config", "mtpinspect.formats.quantization", "mtpinspect.formats.safetensors",
     "mtpinspect.sources.provenance", "mtpinspect.inspection.quant_audit", "mtpinspect.inspection.origin",
-    "mtpinspect.inspection.embedding", "mtpinspect.formats.gguf_rows",
 )
 FIXTURES = Path(__file__).parent / "diagnose_fixtures"
 CRASH_LOG = Path(__file__).parents[1] / "cases" / "logs" / "llama.cpp-tp-sm-tensor-mtp-ggml-assert-obj-new.log"

@@ -65,6 +65,40 @@ class EmbeddingComparison:
     bytes_read: int
 
 
+@dataclass(frozen=True)
+class HeadRows:
+    """Sampled rows of the embedding a GGUF's own head drafts with (its nextn.embed_tokens, else token_embd):
+    whether each holds only finite values (None: a type gguf-py cannot read)."""
+
+    file: str
+    tensor: str
+    ggml_type: str
+    rows: tuple[tuple[int, bool | None], ...]
+    bytes_read: int
+
+    @property
+    def non_finite(self) -> list[int]:
+        return [row for row, finite in self.rows if finite is False]
+
+
+# The types whose rows the standard library reads (gguf_rows.py): a check of a bundled GGUF samples its head's
+# rows only at these, so that it never imports numpy and gguf-py to dequantize a K-quant embedding.
+LIGHT_TYPES = frozenset({"F32", "F16", "BF16", "Q8_0"})
+
+
+def sample_head_rows(tree: Tree, files: GgufFiles, names: Sequence[str]) -> HeadRows | None:
+    """SAMPLED_ROWS rows of the first of ``names`` the files hold, in one batch; None when they hold none or
+    it is of a type outside LIGHT_TYPES. A read that fails raises MtpinspectError."""
+    holder = next((h for name in names if (h := _holder(files, name)) is not None), None)
+    if holder is None or holder[2].ggml_type not in LIGHT_TYPES:
+        return None
+    path, header, tensor = holder
+    rows = sampled_rows(tensor)
+    data = tree.read_batch([partial(_read_row, tree, path, header, tensor, row) for row in rows])
+    return HeadRows(path, tensor.name, tensor.ggml_type,
+                    tuple((row, _finite(_values(raw, tensor))) for row, raw in zip(rows, data)), sum(map(len, data)))
+
+
 def sampled_rows(tensor: GGUFTensor) -> list[int]:
     """SAMPLED_ROWS rows spread evenly over a 2-D tensor (the middle of each of as many equal parts), or
     row 0 of a 1-D one."""

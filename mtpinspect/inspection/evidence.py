@@ -11,7 +11,8 @@ the safetensors headers when there is no index); the reads each of those needs n
 the following wave. A checkpoint with an index then reads the headers of the shards it names for the
 MTP head in one more batch, each read sized from the index (header_size_estimate). Three waves in all.
 A GGUF whose head is an mtp- sidecar reads a few rows of the sidecar's and the trunk's embedding in one
-more batch (embedding.py): whether the head was trained with this trunk.
+more batch (embedding.py): whether the head was trained with this trunk. A local GGUF that carries its own
+head reads a few rows of the embedding that head drafts with: NaN or Inf is a broken head.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
     from mtpinspect.formats.config import ModelConfig
     from mtpinspect.formats.quantization import QuantizationConfig
-    from mtpinspect.inspection.embedding import EmbeddingComparison
+    from mtpinspect.inspection.embedding import EmbeddingComparison, HeadRows
     from mtpinspect.sources.provenance import LocalDownload
     from mtpinspect.sweep.report import SavedRecommendation
 
@@ -148,6 +149,10 @@ class Evidence:
     # rows cannot be read (a cut-short sidecar): the check goes on without them.
     embedding: EmbeddingComparison | None = None
     embedding_problem: str | None = None
+    # A few rows of the embedding a file's own head drafts with (a bundled head, a sidecar checked alone):
+    # NaN or Inf there is a broken head. The problem when they cannot be read.
+    head_rows: HeadRows | None = None
+    head_rows_problem: str | None = None
     unreadable_weights: list[str] = field(default_factory=list)  # pickled weights without an index
     card: ModelCard | None = None  # the model card's lineage keys (README.md front matter)
     card_problem: str | None = None  # why a README.md that is there gave no card
@@ -386,6 +391,18 @@ def _compare_embeddings(target: Target, ev: Evidence) -> None:
         ev.embedding_problem = str(exc)
 
 
+def _sample_head_rows(target: Target, ev: Evidence) -> None:
+    from mtpinspect.inspection.embedding import sample_head_rows
+
+    g = ev.gguf
+    assert g is not None
+    own = [n for n in g.mtp.nextn if ".nextn.embed_tokens." in n]
+    try:
+        ev.head_rows = sample_head_rows(target.tree, g, [*own, "token_embd.weight"])
+    except MtpinspectError as exc:
+        ev.head_rows_problem = str(exc)
+
+
 def gather(target: Target) -> Evidence:
     ev = Evidence(target)
     files = target.tree.files
@@ -433,6 +450,10 @@ def gather(target: Target) -> Evidence:
             return read[tuple(paths)]
 
         ev.gguf = read_once(target.gguf_files)
+        # Its own head: are the rows it drafts with numbers? Read on disk only, where a few rows cost no round
+        # trip: on the Hub they would add a wave to every bundled check and a cached re-check would read again.
+        if ev.gguf.mtp.nextn and target.kind in (SourceKind.local_file, SourceKind.local_dir):
+            _sample_head_rows(target, ev)
         if named is not None:
             ev.sidecar_choice = choose_sidecar(named, ev.gguf, read_once)
         elif target.app is not None and target.app.draft_file and target.sidecar_files:

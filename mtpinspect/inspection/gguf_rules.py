@@ -109,6 +109,17 @@ def _embedding_kinship(ev: Evidence) -> Kinship | None:
                    rows)
 
 
+def _own_head_rows(ev: Evidence, b: ReportBuilder) -> None:
+    """A head whose own embedding rows hold NaN or Inf is broken, however well it is laid out."""
+    h = ev.head_rows
+    if h is None or not h.non_finite:
+        return
+    b.add("MTP_HEAD_NON_FINITE", f"{h.file} is a broken head: {h.tensor}, the embedding its head drafts with, holds "
+          f"NaN or Inf ({len(h.non_finite)} of {len(h.rows)} sampled rows), so every draft is garbage; use an intact file",
+          [f"{h.file}: {h.tensor} ({h.ggml_type}), rows {', '.join(map(str, h.non_finite))} of the {len(h.rows)} sampled "
+           f"hold NaN or Inf, {h.bytes_read} bytes read"])
+
+
 def _trunk_layers(g: GgufEvidence) -> int | None:
     return None if g.block_count is None else g.block_count - (g.nextn_layers or 0)
 
@@ -153,6 +164,8 @@ def apply_gguf_rules(ev: Evidence, b: ReportBuilder) -> None:
         b.mtp_layers = len(g.mtp.blocks)
         b.add("MTP_PRESENT", f"{b.mtp_layers} MTP layer(s) bundled in the GGUF ({len(g.mtp.block)} tensors in block(s) "
               f"{', '.join(map(str, g.mtp.blocks))})", [key_line, *_nextn_inventory(g)[0]])
+    if mtp_tensors:
+        _own_head_rows(ev, b)
     elif ev.sidecar is not None:
         s = ev.sidecar
         head = s

@@ -42,8 +42,9 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "SIDECAR_FOREIGN": ("The mtp- sidecar's embedding rows are not the main GGUF's (sampled rows compared): its head was "
                         "trained with another trunk (another training run, model or revision); it loads and drafts, "
                         "and most drafts are rejected", Severity.error),
-    "MTP_HEAD_NON_FINITE": ("The MTP head's embedding (an mtp- sidecar's token_embd, sampled rows) holds NaN or Inf: a "
-                            "broken head that drafts garbage", Severity.error),
+    "MTP_HEAD_NON_FINITE": ("The embedding an MTP head drafts with (an mtp- sidecar's token_embd, a bundled head's "
+                            "nextn.embed_tokens or token_embd; sampled rows) holds NaN or Inf: a broken head that drafts "
+                            "garbage", Severity.error),
     "SIDECAR_INCOMPLETE": ("The mtp- sidecar lacks tensors llama.cpp needs to load it as a draft model (token_embd, output_norm)",
                            Severity.error),
     "SIDECAR_NOT_FOUND": ("The main GGUF has no MTP head and no mtp- sidecar was found beside it", Severity.warning),
