@@ -83,7 +83,7 @@ REAL_NAMES: dict[str, tuple[int, list[str], list[str], int]] = {
 
 
 def test_every_family_has_a_source_and_a_test() -> None:
-    assert {f.name for f in MTP_FAMILIES} == set(REAL_NAMES)
+    assert {f.name for f in MTP_FAMILIES} == set(REAL_NAMES) | {"Gemma 4 assistant"}
     for family in MTP_FAMILIES:
         assert family.sources and all(" " in s and ("@" in s or "0c1e570" in s) for s in family.sources), family.name
         assert family.model_types and family.names
@@ -145,3 +145,14 @@ def test_known_family_without_its_names_is_still_missing(tmp_path: Path) -> None
     report = mtpinspect.check(str(tmp_path / "glm"))
     assert "MTP_WEIGHTS_MISSING" in report.codes()
     assert FAMILY_OF_MODEL_TYPE["glm_moe_dsa"].scheme == "model.layers.{L}"
+
+
+def test_gemma4_assistant_is_a_drafter_of_its_own(tmp_path: Path) -> None:
+    """A gemma4_assistant checkpoint is all head: its layers and pre/post projections are not trunk tensors of
+    any target, so names decide nothing; its model_type does (the SEPARATE row)."""
+    assert FAMILY_OF_MODEL_TYPE["gemma4_assistant"].scheme == "separate checkpoint"
+    names = ["pre_projection.weight", "post_projection.weight", "model.layers.0.self_attn.q_proj.weight"]
+    assert find_mtp_tensors(names, 4).names == ()
+    _write(tmp_path / "assistant", {"model_type": "gemma4_assistant", "num_hidden_layers": 4}, names)
+    report = mtpinspect.check(str(tmp_path / "assistant"))
+    assert "SEPARATE_DRAFTER" in report.codes() and report.mtp_layers == 4

@@ -37,6 +37,9 @@ class MtpFamily:
 # only from layer num_hidden_layers on. Layer numbers of at most 9 digits: a longer run of digits in a name
 # from a file is no layer (and int() of thousands of digits is refused by Python).
 LAYERED = "model.layers.{L}"
+# A drafter that is a checkpoint of its own: all of its tensors are the head, so names decide nothing there
+# (checkpoint_rules.py judges it by its model_type).
+SEPARATE = "separate checkpoint"
 SCHEMES: dict[str, re.Pattern[str]] = {
     LAYERED: re.compile(r"^(?:model\.)?(?:language_model\.)?(?:model\.)?layers\.(?P<idx>\d{1,9})\."),
     "mtp.*": re.compile(r"^(?:model\.)?(?:language_model\.)?mtp\.(?:layers\.(?P<idx>\d{1,9})\.|(?P<top>\d{1,9})\.)?"),
@@ -109,6 +112,10 @@ MTP_FAMILIES: tuple[MtpFamily, ...] = (
                "model.mtp_layers.{i}.input_proj", "model.mtp_layers.{i}.final_layernorm", "model.mtp_layers.{i}.self_attn.*",
                "model.mtp_layers.{i}.mlp.*"),
               (f"{_VLLM}mimo_mtp.py @98debc2", f"{_SGLANG}mimo_mtp.py @87d6240")),
+    MtpFamily("Gemma 4 assistant", frozenset({"gemma4_assistant"}), SEPARATE,
+              ("pre_projection", "post_projection", "model.layers.{i}.*"),
+              (f"{_SGLANG}gemma4_mtp.py @219f70e", f"{_LLAMA}src/models/gemma4-assistant.cpp:43-55, conversion/gemma.py:951 "
+               "(block_count == nextn_predict_layers), gguf-py tensor_mapping.py pre_projection/post_projection")),
     MtpFamily("ERNIE-4.5", frozenset({"ernie4_5", "ernie4_5_moe"}), "model.mtp_block.*",
               ("model.mtp_emb_norm.{i}", "model.mtp_hidden_norm.{i}", "model.mtp_linear_proj.{i}", "model.mtp_block.{i}.*"),
               (f"{_VLLM}ernie_mtp.py @028aedf (_rewrite_spec_layer_name)", f"{_SGLANG}ernie4_eagle.py @6614f98")),
