@@ -196,6 +196,13 @@ def test_non_finite_bundled_head_is_broken(tmp_path: Path, value: float) -> None
     assert report.runtimes["llama.cpp"].status == "unsupported" and report.exit_code == 1
 
 
+def test_diagnose_counts_a_non_finite_head_as_a_head_defect(tmp_path: Path) -> None:
+    (main,) = write_tiny_model(tmp_path / "tiny.gguf", TinyModelSpec(layout="bundled", vocab=1024, embd=1024))
+    _poison_embedding(main, float("nan"))
+    static = gather_static(str(main))
+    assert [f.code for f in static.head_defect] == ["MTP_HEAD_NON_FINITE"]
+
+
 def test_intact_bundled_head_reads_its_rows_and_says_nothing(tmp_path: Path) -> None:
     (main,) = write_tiny_model(tmp_path / "tiny.gguf", TinyModelSpec(layout="bundled", vocab=1024, embd=1024))
     report = mtpinspect.check(str(main), verify=False)

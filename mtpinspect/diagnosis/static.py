@@ -32,7 +32,8 @@ _SIGNAL_TENSORS = (".nextn.eh_proj.weight", ".nextn.shared_head_head.weight")
 _ZERO_SAMPLE_BYTES = 1 << 20
 
 # check's findings that mean the head cannot draft well, and the wording of the cause.
-_HEAD_FINDINGS = ("MTP_QUANTIZED", "MTP_PARTIALLY_EXCLUDED", "FUSED_NAME_MISMATCH", "LOW_BIT_MTP_HEAD")
+_HEAD_FINDINGS = ("MTP_QUANTIZED", "MTP_PARTIALLY_EXCLUDED", "FUSED_NAME_MISMATCH", "LOW_BIT_MTP_HEAD",
+                  "MTP_UNDECLARED_BF16", "MTP_HEAD_NON_FINITE")
 
 _SIDECAR_FIX = ("use the mtp- file converted from the same model, revision and quantization as the main GGUF "
                 "(python convert_hf_to_gguf.py MODEL_DIR --mtp, from the same snapshot)")
