@@ -69,9 +69,9 @@ def _checkpoint_presence(ev: Evidence, b: ReportBuilder, origin: Origin) -> None
               [where or f"{ev.config_file}: model_type = {cfg.model_type if cfg else None}",
                f"no *.safetensors, *.index.json or *.bin in {ev.target.display}"])
     elif undetermined(ev):
-        b.add("MTP_UNDETERMINED", f"{where}, and no tensor of the checkpoint is named as any family in mtpinspect's "
-              f"table names its MTP head: model_type '{cfg.model_type if cfg else None}' is not in the table, so whether "
-              "the head is there cannot be told from its names",
+        b.add("MTP_UNDETERMINED", f"{where}, and no tensor of the checkpoint carries a name that any family in "
+              f"mtpinspect's table gives its MTP head: model_type '{cfg.model_type if cfg else None}' is not in the table, "
+              "so whether the head is there cannot be told from its names",
               [f"looked for: {', '.join(names_looked_for())}",
                f"in {ck.index_file if ck and ck.index_file else 'the checkpoint'}"])
     elif decl and decl.layers > present:

@@ -24,9 +24,9 @@ FINDINGS: dict[str, tuple[str, Severity]] = {
     "MTP_FROM_TENSORS_ONLY": ("The config names no MTP depth; only the MTP tensors tell (Qwen3-Next)", Severity.info),
     "MTP_WEIGHTS_MISSING": ("The config announces MTP layers but the checkpoint has no (or fewer) MTP weights; worded by "
                             "origin: the maker never published them, a derivative dropped them, or unknown", Severity.error),
-    "MTP_UNDETERMINED": ("The config announces MTP layers, and no tensor is named as any family in the table "
-                         "(inspection/naming.py MTP_FAMILIES) names its head, for a model_type the table does not know: "
-                         "the names looked for are listed; whether the head is there cannot be told", Severity.warning),
+    "MTP_UNDETERMINED": ("The config announces MTP layers for a model_type the family table (inspection/naming.py "
+                         "MTP_FAMILIES) does not know, and no tensor carries a name any family gives its head: the names "
+                         "looked for are listed; whether the head is there cannot be told", Severity.warning),
     "MTP_DROPPED_IN_CONVERSION": ("A GGUF of a family that has an MTP head, converted without it", Severity.error),
     "MTP_EXCLUDED": ("The quantization exclusion list keeps every MTP module in high precision", Severity.info),
     "MTP_QUANTIZED": ("The MTP head is quantized (list and header dtypes); judged by who quantized it", Severity.warning),
