@@ -91,6 +91,8 @@ ENGINE_READINGS: Mapping[str, Mapping[str, EngineReading]] = {
         "mxfp4": EngineReading(True, "vLLM mxfp4.py get_quant_method -> is_layer_skipped(..., fused_mapping=...)"),
         "modelopt": EngineReading(True, "vLLM modelopt.py ModelOptQuantConfigBase.is_layer_excluded: is_layer_skipped("
                                         "prefix, exclude_modules, packed_modules_mapping), then the wildcards"),
+        "quark": EngineReading(True, "vLLM quark/quark.py @006bce4 get_quant_method: should_ignore_layer(prefix, ignore="
+                                     "exclude, fused_mapping=self.packed_modules_mapping), shards checked as one"),
         "awq": EngineReading(False, _AWQ.format(engine="vLLM")),
         "gptq": EngineReading(False, _GPTQ.format(engine="vLLM", where="layers/quantization/utils/gptq_utils.py")),
     },
