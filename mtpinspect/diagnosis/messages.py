@@ -31,6 +31,7 @@ from functools import cached_property
 
 from mtpinspect.diagnosis.log_formats import strip_prefixes
 from mtpinspect.diagnosis.run_facts import LogApp, MtpUse
+from mtpinspect.diagnosis.voices import content_lines
 from mtpinspect.vocabulary import Engine, Word
 
 
@@ -247,7 +248,8 @@ CATALOGUE: tuple[Message, ...] = (
        "MTP (NextN) layers", engine=_SGLANG, mtp=_ON),
     # -- any engine: MTP model classes and modules in tracebacks -------------------------------------------
     _m("MTP model class", Meaning.mtp_on, ("MTP", "NextN", "Nextn", "_mtp", "_nextn"),
-       r"\b[A-Z]\w*(?:MTP|NextN|Nextn)\w*\b|\b\w+_(?:mtp|nextn)\.py\b",
+       # MTP after a lower-case letter or digit (DeepSeekMTP, Glm4MoeMTP), never inside an acronym (SMTPException).
+       r"\b[A-Z]\w*?[a-z0-9](?:MTP|NextN|Nextn)\w*\b|\b\w+_(?:mtp|nextn)\.py\b",
        "the engines' MTP drafter classes (vLLM DeepSeekMTP, Qwen3NextMTP, Glm4MoeMTP; SGLang DeepseekV3ForCausalLMNextN)",
        "an MTP drafter class or module: the run had MTP on", mtp=_ON),
     _m("Python exception", Meaning.exception,
@@ -276,7 +278,7 @@ CATALOGUE: tuple[Message, ...] = (
        ("error", "Error", "ERROR", "fail", "Fail", "FAIL", "annot", "can't", "nable to", "upported", "ompatible",
         "nvalid", "efus", "not found", "No matching", "no matching", "ould not", "ouldn't"),
        r"(?i)^(?=.*(?:\berror\b|\bfail(?:ed|s|ure)?\b|\bcannot\b|\bcan't\b|\bunable\b|not supported|unsupported|"
-       r"incompatible|not compatible|\binvalid\b|\brefus|\bnot found\b|\bno matching\b|could not|couldn't))(?=.*(?:speculative|\bdraft\b|\bMTP\b|mtp-[\w.-]*\.gguf|"
+       r"incompatible|not compatible|\binvalid\b|\brefus|\bnot found\b|\bno matching\b|could not|couldn't))(?=.*(?:speculative|\bdraft(?:er|ing|[ _-]?(?:models?|tokens?|heads?|files?|gguf))\b|\bMTP\b|mtp-[\w.-]*\.gguf|"
        r"multi[- ]token))",
        "the class of app and engine errors about speculative decoding (LM Studio, Ollama, forks, llama.rn)",
        "an error about speculative decoding, in the app's or engine's own words"),
@@ -288,8 +290,11 @@ CATALOGUE: tuple[Message, ...] = (
 
 
 # Words that put a line on the speculative path (an exception's text, a crash's place).
-SPECULATIVE_WORDS = re.compile(r"speculat|\bdraft|\bMTP\b|mtp_|_mtp|\bmtp\b|NextN|nextn|\bEAGLE|spec_decode|num_speculative",
-                               re.IGNORECASE)
+# Word-bounded: MTP never inside another word (SMTP, smtplib), "draft" only as the drafter's (a draft model,
+# draft tokens, a drafter), not a blog's draft post.
+SPECULATIVE_WORDS = re.compile(r"[Ss]peculat|SPECULAT|\b[Dd]raft(?:er|ing|[ _-]?(?:models?|tokens?|toks?|heads?|ctx|context|"
+                               r"probs?|len|ids))\b|\bDRAFT_|(?<![A-Z])MTP(?![A-Z]{2})|(?<![A-Za-z])mtp(?![a-z])|"
+                               r"NextN|(?<![A-Za-z])[Nn]extn|\bEAGLE|\b[Ee]agle(?:\d|[A-Z_]|\b)|spec_decode|num_speculative")
 
 _MAX_PER_MESSAGE = 16  # hits kept per message: the first ones carry the setup, more add nothing
 _MAX_LINE = 16384  # characters kept of a line (a weight list runs to kilobytes; a line may claim to be the whole file)
@@ -330,11 +335,12 @@ def scan(text: str) -> Scan:
     """Every catalogue hit in ``text``, in line order: each message's first few lines, found by its keys with
     str.find (one C-speed pass per key; a regex alternation of every key is several times slower on a large log)."""
     found: dict[int, list[tuple[Message, str, re.Match[str]]]] = {}
+    content = content_lines(text)  # request bodies, prompts, chat text: the user's words, never a message (voices.py)
     for message in CATALOGUE:
         mine: dict[int, tuple[str, re.Match[str]]] = {}
         for key in message.keys:
             for start, raw in _lines_with(text, key):
-                if start in mine:
+                if start in mine or start in content:
                     continue
                 match = message.pattern.search(strip_prefixes(raw))
                 if match is not None:

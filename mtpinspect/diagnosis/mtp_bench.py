@@ -64,12 +64,15 @@ def bench_evidence(path: str, run: BenchRun) -> LogEvidence:
 def category_notes(path: str, run: BenchRun) -> list[str]:
     """One note: each category's acceptance, and the aggregate they make up."""
     drafted, accepted = run.totals()
+    skipped = [f"{path}: skipped mtp-bench {why}" for why in run.skipped[:8]]
+    if len(run.skipped) > 8:
+        skipped.append(f"{path}: skipped {len(run.skipped) - 8} more mtp-bench row(s)")
     if not drafted:
         return [f"{path}: mtp-bench counted no drafted tokens in any category: was the server started with "
-                "--spec-type draft-mtp (and a model with an MTP head)?"]
+                "--spec-type draft-mtp (and a model with an MTP head)?", *skipped]
     parts = [_category_line(name, d, a) for name, (d, a) in run.by_category().items()]
     return [f"{path}: mtp-bench acceptance per category: {'; '.join(parts)}; "
-            f"aggregate {accepted} of {drafted} ({accepted / drafted:.1%})"]
+            f"aggregate {accepted} of {drafted} ({accepted / drafted:.1%})", *skipped]
 
 
 def _category_line(name: str, drafted: int, accepted: int) -> str:

@@ -54,7 +54,7 @@ from mtpinspect.diagnosis.message_rules import message_cause
 from mtpinspect.diagnosis.messages import Meaning
 from mtpinspect.diagnosis.probe_result import COPY_CLASS, ProbeFigure, ProbeResult, fmt
 from mtpinspect.diagnosis.run_facts import MtpUse
-from mtpinspect.diagnosis.run_rules import crash_may_be_mtps, not_mtps, run_cause
+from mtpinspect.diagnosis.run_rules import crash_may_be_mtps, mtp_tie, not_mtps, run_cause
 from mtpinspect.diagnosis.static import (
     StaticEvidence,
     fix_command,
@@ -384,10 +384,11 @@ def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvi
     causes: list[Cause] = []
     had_sidecar = bool(log.mtp_context and "loading draft model" in log.mtp_context)
     crash = CrashEvidence(log.crash, suggested=tuple(log.suggested), engine=log.runtime) if log.crash is not None else None
-    special = run_cause(log, static) or message_cause(log)
+    tied = mtp_tie(log) is not None  # without a tie to MTP, a crash is a crash: no MTP cause (run_rules.py)
+    special = (run_cause(log, static) or message_cause(log)) if tied else None
     if special is not None:
         causes.append(special)
-    elif log.mtp_use is not MtpUse.off or _rejected_spec_type(log):  # with MTP off a crash is not MTP's (a note)
+    elif tied and (log.mtp_use is not MtpUse.off or _rejected_spec_type(log)):  # with MTP off a crash is not MTP's (a note)
         no_head = [h.line for h in log.scan.of(Meaning.no_head)] if log.scan is not None else []
         failure = classify_failure([*log.telling, *no_head, log.failure or ""] if log.failure or log.telling else [],
                                    static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log, crash=crash,
