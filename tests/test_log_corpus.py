@@ -502,7 +502,7 @@ def test_mtp_bench_pastes_give_their_totals(entry: dict[str, Any]) -> None:
     """A pasted mtp-bench run: its drafted and accepted totals as printed (the AGG line or the Aggregate JSON)."""
     from mtpinspect.diagnosis.mtp_bench import read_log_or_bench
 
-    log, notes = read_log_or_bench(CASE_LOGS / entry["file"])
+    (log,), notes = read_log_or_bench(CASE_LOGS / entry["file"])
     figures = entry["figures"]
     drafted = figures.get("total_draft", figures.get("draft"))
     accepted = figures.get("total_draft_accepted", figures.get("acc"))

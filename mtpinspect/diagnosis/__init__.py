@@ -108,7 +108,7 @@ def diagnose(
     settings = ServerArgs.of(server_args).checked()
     # Logs are read first: a bad log should fail before minutes of probing.
     read = [read_log_or_bench(path) for path in log_files]  # mtp-bench output, else a log
-    logs = [log for log, _ in read]
+    logs = [log for runs, _ in read for log in runs]
     static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token, policy=policy,
                            server=server) if model is not None else None
     app = static.report.app if static is not None else None

@@ -355,7 +355,10 @@ SGLANG = EngineLog(
 ENGINES: tuple[EngineLog, ...] = (LLAMA_CPP, VLLM, SGLANG)
 
 # Prometheus samples ("name{labels} value"), also as a query UI's table ("name{labels} | value", "-- | --").
-METRIC_SAMPLE = re.compile(r"^(?:llamacpp|vllm|sglang):\w+(?:\{[^}]*\})?\s*(?:\|\s*)?\S+\s*$", re.MULTILINE)
+# The name ends where a label set, a blank or a table's bar starts: with "\w+ ... \S+" free to split a long word
+# anywhere, a 64 KB line that starts like a sample and is not one took a minute (quadratic); this is linear.
+METRIC_SAMPLE = re.compile(r"^(?:llamacpp|vllm|sglang):\w+(?:\{[^}\n]*\})?(?:[ \t]+|[ \t]*\|[ \t]*)[^\s|]+[ \t]*$",
+                           re.MULTILINE)
 _TABLE_ROW = re.compile(r"^(?P<sample>(?:llamacpp|vllm|sglang):\w+(?:\{[^}]*\})?)\s*\|\s*(?P<value>\S+)\s*$")
 _TABLE_RULE = re.compile(r"^\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+$")
 

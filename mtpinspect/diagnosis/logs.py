@@ -24,11 +24,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mtpinspect.diagnosis.log_formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
-from mtpinspect.diagnosis.log_reading import Reading, Sample, combine, read_lines, with_ratios
+from mtpinspect.diagnosis.log_reading import LogLines, Reading, Sample, combine, read_lines, with_ratios
 from mtpinspect.diagnosis.messages import Meaning, Scan, Seen, kinds_read, scan
 from mtpinspect.diagnosis.run_facts import LogApp, MtpUse, RunFacts, read_run
+from mtpinspect.diagnosis.voices import without_content
 from mtpinspect.errors import FormatError, shown
-from mtpinspect.files import read_bounded
+from mtpinspect.files import pasted_text, read_bounded
 from mtpinspect.jsonable import json_field
 from mtpinspect.runtime.crash import Crash, crash_in_log
 from mtpinspect.runtime.logs import unused_nextn_tensors
@@ -37,6 +38,8 @@ from mtpinspect.runtime.workarounds import Workaround, suggest
 from mtpinspect.vocabulary import Engine, LogKind
 
 MAX_LOG_BYTES = 256 << 20
+# llama.cpp named as a program, not inside another word ("llamacpp:" of a metrics name that is not a sample).
+_NAMES_LLAMA = re.compile(r"\bllama(?:\.cpp|-server|-cli|_cpp|-bench)\b|\bllama\b")
 _EVIDENCE_LINES = 3
 _SHOWN_MESSAGES = 24  # lines that meant something, shown in the report (the rest still count)
 
@@ -101,14 +104,32 @@ class LogEvidence:
 
 
 def read_log(path: str | Path) -> LogEvidence:
-    """Parse one log or metrics file; SourceError if it cannot be read, FormatError if it holds nothing usable."""
+    """Parse one log or metrics file; SourceError if it cannot be read, FormatError if it holds nothing usable.
+    A text with the figures of several engines' runs gives the main one here (read_runs gives each)."""
+    return read_runs(path)[0]
+
+
+def read_runs(path: str | Path) -> list[LogEvidence]:
+    """Each run one log file holds: one per engine whose figures it shows (a vLLM run at 0% pasted above a healthy
+    llama-server run is two runs, each judged), the one with the most figures first; at least one."""
     file = Path(path).expanduser()
-    text = read_bounded(file, MAX_LOG_BYTES, "log file", "pass the part around the run").decode("utf-8", errors="replace")
+    text = pasted_text(read_bounded(file, MAX_LOG_BYTES, "log file", "pass the part around the run"))
     if not text.strip():
         raise FormatError(f"{file}: empty log")
-    crash = crash_in_log(text)
-    hits = scan(text)
-    evidence = _parse(str(file), text, crashed=crash is not None, hits=hits)
+    # What the engines, apps, tracebacks and shell said: request bodies, prompts and chat text emptied (voices.py).
+    # The run's settings are still read from the whole text (a request's "speculative.types" is a setting).
+    spoken = without_content(text)
+    crash = crash_in_log(spoken)
+    hits = scan(spoken)
+    lines = read_lines(spoken.splitlines())
+    main = _with_reading(_parse(str(file), spoken, lines, crashed=crash is not None, hits=hits), text, hits, crash)
+    others = [_with_reading(_parse(f"{file} ({engine.value} run)", spoken, lines, crashed=False, hits=hits, only=engine),
+                            text, hits, None)
+              for engine, reading in lines.readings.items() if engine is not main.runtime and reading.samples]
+    return [main, *others]
+
+
+def _with_reading(evidence: LogEvidence, text: str, hits: Scan, crash: Crash | None) -> LogEvidence:
     evidence.scan, evidence.messages = hits, [h.seen() for h in hits.hits[:_SHOWN_MESSAGES]]
     evidence.run = _with_signs(read_run(text), hits)
     evidence.mtp_use, evidence.app = evidence.run.mtp, evidence.run.app or hits.app
@@ -119,9 +140,10 @@ def read_log(path: str | Path) -> LogEvidence:
     return evidence
 
 
-def _parse(file: str, text: str, *, crashed: bool, hits: Scan) -> LogEvidence:
-    lines = read_lines(text.splitlines())
+def _parse(file: str, text: str, lines: LogLines, *, crashed: bool, hits: Scan, only: Engine | None = None) -> LogEvidence:
     readings = lines.readings
+    if only is not None:
+        readings = {only: readings[only]}
     if not any(r.samples for r in readings.values()) and METRIC_SAMPLE.search(text):
         return _metrics(file, text)
     reading = _engine(readings, text, crashed=crashed, writer=hits.writer)
@@ -158,7 +180,7 @@ def _engine(readings: dict[Engine, Reading], text: str, *, crashed: bool, writer
     if writer is not None and writer in readings:
         return readings[writer]
     llama = readings[Engine.llama_cpp]
-    if crashed or llama.settings or unused_nextn_tensors(text) or "llama" in text:
+    if crashed or llama.settings or unused_nextn_tensors(text) or _NAMES_LLAMA.search(text):
         return llama
     return None
 

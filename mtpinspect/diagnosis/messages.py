@@ -175,7 +175,9 @@ CATALOGUE: tuple[Message, ...] = (
     # Forks name their MTP switches after it: ik_llama.cpp's -mtp / --multi-token-prediction, MTP branches'
     # --mtp-head FILE, --draft-mtp ...; a flag that names MTP on a command line turns it on.
     _m("MTP flag (forks)", Meaning.mtp_on, ("-mtp", "--mtp", "-multi-token"),
-       r"(?:^|\s)(?:-mtp|--mtp[\w-]*|--[\w-]+-mtp[\w-]*|--multi-token-prediction)(?:[\s=]|$)",
+       # The token is checked whole (a lookahead finds -mtp in it once): "--[\w-]+-mtp[\w-]*" backtracked over every
+       # "-mtp" of a long token, about 1 s a 16 KB line.
+       r"(?:^|\s)(?:-mtp|--multi-token-prediction|--(?=[\w-]*?(?<=-)mtp)[\w-]+)(?:[\s=]|$)",
        "ik_llama.cpp common/common.cpp (-mtp, --multi-token-prediction); MTP branches of llama.cpp (--mtp-head)",
        "MTP switched on with a fork's flag", engine=_LLAMA, mtp=_ON),
     _m("Ollama runner died", Meaning.writer, ("llama runner process",),

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mtpinspect.diagnosis.logs import LogEvidence, read_log
+from mtpinspect.diagnosis.logs import LogEvidence, read_runs
 from mtpinspect.diagnosis.run_facts import MtpUse, RunFacts
 from mtpinspect.errors import SourceError
-from mtpinspect.files import read_bounded
+from mtpinspect.files import pasted_text, read_bounded
 from mtpinspect.formats import mtp_bench
 from mtpinspect.formats.mtp_bench import BenchRun
 from mtpinspect.vocabulary import Engine, LogKind
@@ -24,9 +24,9 @@ MAX_BENCH_BYTES = 4 << 20
 _LACKS = ["mean length", "per-position"]  # its rows count tokens, not verification steps
 
 
-def read_log_or_bench(path: str | Path) -> tuple[LogEvidence, list[str]]:
-    """The evidence of one --log file (mtp-bench's output, else any log read_log reads) and, for mtp-bench,
-    the note with each category's acceptance."""
+def read_log_or_bench(path: str | Path) -> tuple[list[LogEvidence], list[str]]:
+    """The evidence of one --log file (mtp-bench's output, else each run of a log read_runs reads) and, for
+    mtp-bench, the note with each category's acceptance."""
     file = Path(path).expanduser()
     try:
         small = file.is_file() and file.stat().st_size <= MAX_BENCH_BYTES
@@ -34,13 +34,13 @@ def read_log_or_bench(path: str | Path) -> tuple[LogEvidence, list[str]]:
         small = False
     if small:
         try:
-            text = read_bounded(file, MAX_BENCH_BYTES, "log file").decode("utf-8", errors="replace")
+            text = pasted_text(read_bounded(file, MAX_BENCH_BYTES, "log file"))
         except SourceError:
             text = ""  # read_log names what is wrong with the file
         if text.strip() and mtp_bench.looks_like(text):
             run = mtp_bench.parse(text, str(file))
-            return bench_evidence(str(file), run), category_notes(str(file), run)
-    return read_log(file), []
+            return [bench_evidence(str(file), run)], category_notes(str(file), run)
+    return read_runs(file), []
 
 
 def bench_evidence(path: str, run: BenchRun) -> LogEvidence:

@@ -1,0 +1,94 @@
+"""Hostile and odd pastes given to `diagnose --log` (issue 42): each is one clear line (exit 2) or the right reading.
+
+The texts are built from real corpus pastes (cases/logs/) re-encoded, repeated or put side by side, and from the
+shapes the issue's hostile pass used: long lines full of near-matches, UTF-16 as PowerShell's ``>`` writes it.
+Timing belongs to bench/bench_log_scan.py; here each test only has to finish (the old quadratic patterns took a
+minute on these texts, so a regression shows as a test that hangs past pytest's patience, not as a figure).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mtpinspect.diagnosis import diagnose
+from mtpinspect.vocabulary import Engine
+
+CASE_LOGS = Path(__file__).resolve().parents[1] / "cases" / "logs"
+VLLM_ZERO = CASE_LOGS / "vllm-ascend-eagle3-pd-zero-acceptance.log"
+LLAMA_HEALTHY = CASE_LOGS / "llama.cpp-router-healthy-draft-acceptance-mean-len.log"
+
+
+def _cli(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mtpinspect", "diagnose", "--log", str(path)],
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-8-sig"])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_any_encoding_reads_as_utf8_does(tmp_path: Path, encoding: str, newline: str) -> None:
+    text = VLLM_ZERO.read_text(encoding="utf-8")
+    pasted = tmp_path / "paste.log"
+    pasted.write_bytes(text.replace("\n", newline).encode(encoding))
+    plain = diagnose(log_files=[VLLM_ZERO])
+    read = diagnose(log_files=[pasted])
+    assert [c.code for c in read.causes] == [c.code for c in plain.causes] and read.causes
+    (log,) = read.logs
+    assert (log.runtime, log.drafted, log.accepted) == (Engine.vllm, plain.logs[0].drafted, plain.logs[0].accepted)
+
+
+def test_a_utf16_run_appended_to_a_utf8_log_is_read(tmp_path: Path) -> None:
+    # Two shells wrote one file: the first half UTF-8, the second UTF-16-LE (PowerShell's >>).
+    text = VLLM_ZERO.read_text(encoding="utf-8")
+    half = len(text.splitlines()) // 2
+    lines = text.splitlines(keepends=True)
+    pasted = tmp_path / "mixed.log"
+    pasted.write_bytes("".join(lines[:half]).encode("utf-8") + "".join(lines[half:]).encode("utf-16-le"))
+    (log,) = diagnose(log_files=[pasted]).logs
+    assert log.runtime is Engine.vllm and log.drafted == diagnose(log_files=[VLLM_ZERO]).logs[0].drafted
+
+
+def test_two_runs_in_one_text_are_both_judged(tmp_path: Path) -> None:
+    # A vLLM run at 0% pasted above a healthy llama-server run: the 0% run was dropped silently.
+    pasted = tmp_path / "two-runs.log"
+    pasted.write_text(VLLM_ZERO.read_text(encoding="utf-8") + "\n" + LLAMA_HEALTHY.read_text(encoding="utf-8"),
+                      encoding="utf-8")
+    report = diagnose(log_files=[pasted])
+    runtimes = sorted(str(log.runtime) for log in report.logs)
+    assert runtimes == ["llama.cpp", "vllm"], runtimes
+    vllm = next(log for log in report.logs if log.runtime is Engine.vllm)
+    assert vllm.accepted == 0 and vllm.drafted
+    # The zero run is judged: a cause whose evidence names that run's lines.
+    assert report.causes and any(vllm.path in line for c in report.causes for line in c.evidence), report.causes
+    assert report.exit_code == 1
+
+
+def test_long_lines_of_near_matches_are_one_line(tmp_path: Path) -> None:
+    # 60 lines of 16 KB holding -mtp in fork-flag shapes that never close (59 s before), one 64 KB line that starts
+    # like a metrics sample and is not one (54 s before).
+    flags = tmp_path / "flags.log"
+    flags.write_text("".join(" " + ("--a-mtp" * 2300)[:16000] + "!\n" for _ in range(60)), encoding="utf-8")
+    sample = tmp_path / "sample.log"
+    sample.write_text("llamacpp:" + "a" * 65536 + " x y\n", encoding="utf-8")
+    for path in (flags, sample):
+        proc = _cli(path)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr[-500:]
+        assert "no line means anything to this tool" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_healthy_log_with_a_request_body_names_no_cause(tmp_path: Path) -> None:
+    # llama-server --verbose logs each request body (tools/server/server-http.cpp: SRV_DBG("request:  %s\n")); the
+    # user's prompt words ("error: invalid argument: --mtp", "unknown speculative type") are content, not the engine's.
+    body = ('srv  log_server_r: request:  {"messages":[{"role":"user","content":"my build says error: invalid argument: '
+            '--mtp and unknown speculative type: mtp, then Segmentation fault. Why does the draft model fail with '
+            'MTP not supported?"}],"temperature":0}\n')
+    text = LLAMA_HEALTHY.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    pasted = tmp_path / "verbose.log"
+    pasted.write_text("".join(lines[:1]) + body + "".join(lines[1:]), encoding="utf-8")
+    report = diagnose(log_files=[pasted])
+    assert report.causes == [] and report.exit_code == 0
+    assert report.logs[0].acceptance == diagnose(log_files=[LLAMA_HEALTHY]).logs[0].acceptance
