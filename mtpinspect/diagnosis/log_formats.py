@@ -305,6 +305,20 @@ VLLM = EngineLog(
                    ("Acceptance rate (%):", "Acceptance length:", "Drafts:", "Draft tokens:", "Accepted tokens:", "Position "),
                    _rx(r"^(?:Acceptance rate \(%\):\s+(?P<pct>[\d.]+)|Acceptance length:\s+(?P<len>[\d.]+)|Drafts:\s+(?P<steps>\d+)|"
                        r"Draft tokens:\s+(?P<gen>\d+)|Accepted tokens:\s+(?P<acc>\d+)|Position (?P<at>\d+):\s+(?P<at_pct>[\d.]+))$")),
+        # `vllm bench serve --save-result` JSON (one line), the same keys pasted as a block, a table or Markdown
+        # bullets: read by their names wherever they stand (vllm/benchmarks/serve.py: the rate in percent, as
+        # its "Acceptance rate (%):" line; the counts decide the acceptance where they are there).
+        LineFormat("vllm bench spec_decode_* fields", Scope.summary, ("spec_decode_",),
+                   _rx(r"\bspec_decode_(?:acceptance_rate|acceptance_length|num_drafts|draft_tokens|accepted_tokens|"
+                       r"per_position_acceptance_rates)\b"),
+                   tuple(_rx(rf"\bspec_decode_{name}\b[\"'`*]*\s*[:=|]\s*{value}") for name, value in (
+                       ("acceptance_rate", r"(?P<pct>\d{1,3}(?:\.\d{1,12})?)\b"),
+                       ("acceptance_length", r"(?P<len>\d{1,3}(?:\.\d{1,12})?)\b"),
+                       ("num_drafts", r"(?P<steps>\d{1,15})\b"),
+                       ("draft_tokens", r"(?P<gen>\d{1,15})\b"),
+                       ("accepted_tokens", r"(?P<acc>\d{1,15})\b"),
+                       ("per_position_acceptance_rates", r"\[(?P<pos_pct>\s*\d[\d.]{0,20}(?:\s*,\s*\d[\d.]{0,20}){0,63})\s*\]"),
+                   ))),
         # examples/offline_inference/spec_decode.py's summary.
         LineFormat("vLLM spec_decode.py summary", Scope.summary,
                    ("num_drafts:", "num_draft_tokens:", "num_accepted_tokens:", "mean acceptance length:", "acceptance at token"),
@@ -341,12 +355,22 @@ VLLM = EngineLog(
 SGLANG = EngineLog(
     engine=Engine.sglang,
     kind=LogKind.sglang,
-    marks=(Mark((" batch",), _rx(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] (?:Decode|Prefill) batch[.,] #")),),
+    marks=(Mark((" batch",), _rx(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] (?:Decode|Prefill) batch[.,] #")),
+           # bench_serving's block names its backend; the scheduler's exception line (srt/managers/scheduler.py).
+           Mark(("Backend:", "sglang."), _rx(r"^Backend:\s+sglang\b|\bsglang\.(?:bench_serving|launch_server)\b")),
+           Mark(("Scheduler hit an exception",), _rx(r"Scheduler hit an exception"))),
     figures=(
         # The scheduler's decode line per logging interval: "accept len" (mean length) and, in newer
         # versions, "accept rate"; no token counts and no per-position figures.
         LineFormat("SGLang decode batch (accept len)", Scope.interval, ("accept len:",),
                    _rx(r"Decode batch[.,] .*accept len: (?P<len>[\d.]+)(?:, accept rate: (?P<rate>[\d.]+))?")),
+        # The same figures where the Decode batch line was wrapped or they are quoted alone ("accept len: 3.21,
+        # accept rate: 0.74" on a line of their own): read by their words.
+        LineFormat("SGLang accept len (wrapped or quoted alone)", Scope.interval, ("accept len:",),
+                   _rx(r"(?:^|[\s,(`'\"])accept len: (?P<len>\d{1,3}(?:\.\d{1,12})?)\b(?:,\s*accept rate: (?P<rate>[01](?:\.\d{1,12})?)\b)?")),
+        # sglang.bench_serving's result block: "Accept length:  2.52" (client side, the run's mean).
+        LineFormat("SGLang bench_serving summary", Scope.summary, ("Accept length:",),
+                   _rx(r"^Accept length:\s+(?P<len>\d{1,3}(?:\.\d{1,12})?)\s*$")),
     ),
     settings=(),
     failures=(),

@@ -47,6 +47,7 @@ class Meaning(Word):
     no_head = "no head"  # the model loaded has no MTP layers
     exception = "exception"  # a Python exception line: its text and traceback say more
     usage = "usage"  # a usage listing (the build's --spec-type values)
+    engine_death = "engine death"  # the engine's scheduler or worker died (its own line, whatever killed it)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Message:
     mtp: MtpUse | None = None  # what the line shows of MTP use (an MTP failure shows it was on)
     cause: str | None = None  # the cause code the line alone establishes (a key of causes.CAUSES)
     remedy: str | None = None  # what works instead, in the words of whoever printed it
+    confidence: float = 0.85  # of the cause, where the line establishes it (lower where the words allow two readings)
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,15 @@ CATALOGUE: tuple[Message, ...] = (
     _m("vector subscript", Meaning.mtp_failure, ("invalid vector subscript",), r"invalid vector subscript",
        "MSVC's std::out_of_range, caught by src/llama-model.cpp's loader (llama.cpp#22337, #24795)",
        "the loader indexed past a layer list (Windows builds)", engine=_LLAMA),
+    # ik_llama.cpp refuses the MTP stage per request when its server runs without MTP; its maintainer: it runs
+    # without MTP when the GGUF has no MTP layer (ik_llama.cpp#2004). Read for what it says about the model.
+    _m("MTP stage without MTP support", Meaning.mtp_failure, ("MTP speculative stage requested",),
+       r"MTP speculative stage requested, but the server was not started with MTP support",
+       "ik_llama.cpp's server (send_error; ikawrakow in ik_llama.cpp#2004: printed when the model has no MTP layer)",
+       "ik_llama.cpp runs without MTP: the GGUF loaded has no MTP layer (or the server was started without -mtp)",
+       engine=_LLAMA, mtp=_ON, cause="MTP_WEIGHTS_MISSING", confidence=0.7,
+       remedy=("run `mtpinspect check FILE.gguf`: without nextn tensors this GGUF has no MTP layer (a fine-tune or "
+               "conversion dropped it): use one that keeps it; with them, start ik_llama.cpp with -mtp")),
     _m("MTP head load failed", Meaning.mtp_failure, ("failed to load MTP head",), r"failed to load MTP head",
        "MTP branches of llama.cpp (server)", "the MTP head file did not load", engine=_LLAMA, mtp=_ON),
     # -- llama.cpp: the run's setup ------------------------------------------------------------------------
@@ -258,6 +269,14 @@ CATALOGUE: tuple[Message, ...] = (
        ("Error:", "Error(", "Exception:", "AssertionError"),
        r"^(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))(?::\s*(?P<text>.*)|\s*$)",
        "Python's traceback format", "a Python exception (its text and its traceback say where)"),
+    # -- any engine: the scheduler or a worker died ------------------------------------------------------------
+    _m("vLLM worker died", Meaning.engine_death, ("died unexpectedly", "EngineCore encountered a fatal error", "EngineDeadError"),
+       r"Worker proc \w+(?:-\d+)? died unexpectedly|EngineCore encountered a fatal error|\bEngineDeadError\b",
+       "vllm/v1/executor/multiproc_executor.py (MultiprocWorkerMonitor), vllm/v1/engine/core_client.py",
+       "a vLLM worker or engine core died", engine=_VLLM),
+    _m("SGLang scheduler exception", Meaning.engine_death, ("Scheduler hit an exception",), r"Scheduler hit an exception",
+       "python/sglang/srt/managers/scheduler.py (run_scheduler_process)", "SGLang's scheduler died on an exception",
+       engine=_SGLANG),
     # -- desktop apps ------------------------------------------------------------------------------------------
     _m("Ollama engine layer", Meaning.app_refusal, ("failed to initialize model",),
        r"failed to initialize model: (?P<arch>\w+): layer (?P<layer>\d+) (?:missing|expected)",
@@ -279,7 +298,7 @@ CATALOGUE: tuple[Message, ...] = (
     _m("speculative error", Meaning.app_refusal,
        ("error", "Error", "ERROR", "fail", "Fail", "FAIL", "annot", "can't", "nable to", "upported", "ompatible",
         "nvalid", "efus", "not found", "No matching", "no matching", "ould not", "ouldn't"),
-       r"(?i)^(?=.*(?:\berror\b|\bfail(?:ed|s|ure)?\b|\bcannot\b|\bcan't\b|\bunable\b|not supported|unsupported|"
+       r"(?i)^(?!.*Dumping input data)(?=.*(?:\berror\b|\bfail(?:ed|s|ure)?\b|\bcannot\b|\bcan't\b|\bunable\b|not supported|unsupported|"
        r"incompatible|not compatible|\binvalid\b|\brefus|\bnot found\b|\bno matching\b|could not|couldn't))(?=.*(?:speculative|\bdraft(?:er|ing|[ _-]?(?:models?|tokens?|heads?|files?|gguf))\b|\bMTP\b|mtp-[\w.-]*\.gguf|"
        r"multi[- ]token))",
        "the class of app and engine errors about speculative decoding (LM Studio, Ollama, forks, llama.rn)",

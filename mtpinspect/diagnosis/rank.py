@@ -415,8 +415,12 @@ def _unshown_mtp(cause: Cause, log: LogEvidence) -> Cause:
                                               "(if it did not, this is a crash, not MTP's)"))
 
 
+# Fewer drafted tokens than this say nothing of a head (one drafted token rejected is not 0% acceptance).
+MIN_DRAFTED_TO_JUDGE = 16
+
+
 def _zero_in_log(log: LogEvidence) -> bool:
-    if log.drafted == 0:  # nothing drafted: nothing to judge
+    if log.drafted is not None and log.drafted < MIN_DRAFTED_TO_JUDGE:  # nothing, or too little, drafted to judge
         return False
     if log.acceptance is not None:
         return log.acceptance <= ZERO_ACCEPTANCE

@@ -61,6 +61,7 @@ def crash_may_be_mtps(log: LogEvidence) -> bool:
 
 # The MTP flags and drafter words of the llama.cpp argument a rejected-argument line names.
 _SPEC_ARGUMENT = re.compile(r"--spec|--draft|-md\b|--model-draft|-mtp\b|--mtp|--multi-token|draft-mtp")
+_REJECTED_ARGUMENT = re.compile(r"(?:invalid|unknown) argument:?\s+-|invalid argument: -")
 # Catalogue lines that are about MTP only when what they name is: a rejected argument (any flag), an MSVC
 # out-of-range (any loader), a failed batch add (any batch).
 _GENERIC_FAILURES = frozenset({"argument error", "vector subscript", "failed to add token", "pipeline parallelism",
@@ -84,6 +85,8 @@ def mtp_tie(log: LogEvidence) -> str | None:
     if hits is not None:
         for hit in hits.hits:
             message = hit.message
+            if message.cause is None and _REJECTED_ARGUMENT.search(hit.line):
+                continue  # a flag the build rejects that is not an MTP flag: a misspelling, nothing of MTP's path
             if message.meaning is Meaning.speculation or message.mtp is MtpUse.on or message.cause is not None:
                 return f"line {hit.number}: {hit.line[:200]}"
             if message.meaning is Meaning.mtp_failure and (message.name not in _GENERIC_FAILURES or
@@ -98,7 +101,7 @@ def mtp_tie(log: LogEvidence) -> str | None:
         place = next((w for w in (crash.message, crash.where or "", *crash.lines) if SPECULATIVE_WORDS.search(w)), None)
         if place is not None:
             return place[:200]
-    if log.failure and SPECULATIVE_WORDS.search(log.failure):
+    if log.failure and SPECULATIVE_WORDS.search(log.failure) and not _REJECTED_ARGUMENT.search(log.failure):
         return log.failure[:200]
     return None
 
