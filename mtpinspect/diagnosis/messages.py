@@ -299,7 +299,8 @@ CATALOGUE: tuple[Message, ...] = (
        ("error", "Error", "ERROR", "fail", "Fail", "FAIL", "annot", "can't", "nable to", "upported", "ompatible",
         "nvalid", "efus", "not found", "No matching", "no matching", "ould not", "ouldn't"),
        r"(?i)^(?!.*Dumping input data)(?=.*(?:\berror\b|\bfail(?:ed|s|ure)?\b|\bcannot\b|\bcan't\b|\bunable\b|not supported|unsupported|"
-       r"incompatible|not compatible|\binvalid\b|\brefus|\bnot found\b|\bno matching\b|could not|couldn't))(?=.*(?:speculative|\bdraft(?:er|ing|[ _-]?(?:models?|tokens?|heads?|files?|gguf))\b|\bMTP\b|mtp-[\w.-]*\.gguf|"
+       r"incompatible|not compatible|\binvalid\b|\brefus|\bnot found\b|\bno matching\b|could not|couldn't))(?=.*(?:(?<![A-Za-z])[Ss]peculative[ _-]?(?:decod|draft|model|config|algo|method|token|type|stage|sampl|"
+       r"worker|implementation|batch|step|head)|\bdraft(?:er|ing|[ _-]?(?:models?|tokens?|heads?|files?|gguf))\b|\bMTP\b|mtp-[\w.-]*\.gguf|"
        r"multi[- ]token))",
        "the class of app and engine errors about speculative decoding (LM Studio, Ollama, forks, llama.rn)",
        "an error about speculative decoding, in the app's or engine's own words"),
@@ -313,7 +314,8 @@ CATALOGUE: tuple[Message, ...] = (
 # Words that put a line on the speculative path (an exception's text, a crash's place).
 # Word-bounded: MTP never inside another word (SMTP, smtplib), "draft" only as the drafter's (a draft model,
 # draft tokens, a drafter), not a blog's draft post.
-SPECULATIVE_WORDS = re.compile(r"[Ss]peculat|SPECULAT|\b[Dd]raft(?:er|ing|[ _-]?(?:models?|tokens?|toks?|heads?|ctx|context|"
+SPECULATIVE_WORDS = re.compile(r"(?<![A-Za-z])[Ss]peculative[ _-]?(?:decod|draft|model|config|algo|method|token|type|stage|"
+                               r"sampl|worker|impl|init|gen|propos|batch|step|head)|_speculative|num_speculative|SPECULATIVE_|\b[Dd]raft(?:er|ing|[ _-]?(?:models?|tokens?|toks?|heads?|ctx|context|"
                                r"probs?|len|ids))\b|\bDRAFT_|(?<![A-Z])MTP(?![A-Z]{2})|(?<![A-Za-z])mtp(?![a-z])|"
                                r"NextN|(?<![A-Za-z])[Nn]extn|\bEAGLE|\b[Ee]agle(?:\d|[A-Z_]|\b)|spec_decode|num_speculative")
 
