@@ -104,3 +104,39 @@ def test_a_line_that_claims_to_be_the_whole_file_is_read_in_part(tmp_path: Path)
     (hit,) = [h for h in hits.hits if h.message.name == "MTP context failed"]
     assert len(hit.line) <= 16384 and hit.line.startswith("failed to create MTP context")
     assert re.search("x{1000}", hit.line)
+
+
+# "path:line" citations of llama.cpp sources in the catalogue, with the quoted wording where one is given.
+_CITATION = re.compile(r"(?P<path>(?:common|src|tools|ggml|examples|include)/[\w/.-]+\.(?:cpp|c|h|cu|hpp)):"
+                       r"(?P<lines>\d+(?:,\s*\d+)*)(?:\s*\(\"(?P<quote>[^\"]+)\"\))?")
+
+
+def test_each_cited_llama_cpp_line_is_in_the_pinned_sources() -> None:
+    # Every "file:line" a catalogue entry cites is read from the pinned sdist's vendored llama.cpp: the line (give or
+    # take three) holds the quoted wording, or else the entry's key or pattern. An entry whose wording is not in the
+    # pinned sources must say so instead of citing a line.
+    import tarfile
+
+    from mtpinspect.runtime.build import pinned_sdist
+    from mtpinspect.runtime.pin import PINNED_VERSION
+
+    checked = 0
+    with tarfile.open(pinned_sdist()) as sdist:
+        root = f"llama_cpp_python-{PINNED_VERSION}/vendor/llama.cpp/"
+        for message in CATALOGUE:
+            for cited in _CITATION.finditer(message.source):
+                member = sdist.extractfile(root + cited["path"])
+                assert member is not None, (message.name, cited["path"])
+                lines = member.read().decode("utf-8", "replace").splitlines()
+                for number in map(int, re.findall(r"\d+", cited["lines"])):
+                    window = "\n".join(lines[max(0, number - 4) : number + 3])
+                    parts = [p for p in re.split(r"%\w|\\n", cited["quote"] or "") if p.strip()]
+                    found = all(p in window for p in parts) if parts else (
+                        any(k in window for k in message.keys) or message.pattern.search(window) is not None)
+                    assert found, (message.name, cited.group(0), window)
+                    checked += 1
+    assert checked >= 15
+    # Words once cited that the pinned sources do not hold: said as such, never as a line.
+    sourced = {m.name: m.source for m in CATALOGUE}
+    assert "not in the pinned sources" in sourced["draft memory not measured"]
+    assert "src/llama-model-loader.cpp:1159" in sourced["MTP block missing"]

@@ -149,8 +149,8 @@ CATALOGUE: tuple[Message, ...] = (
     _m("failed to add token", Meaning.mtp_failure, ("failed to add token",), r"failed to add token",
        "common/common.cpp:2158 (GGML_ABORT in common_batch_add)", "a draft batch overflowed", engine=_LLAMA),
     _m("MTP block missing", Meaning.mtp_failure, ("MTP block missing", "nextn"),
-       r"MTP block missing nextn|missing tensor '[^']*nextn", "src/models/deepseek32.cpp:507; src/llama-model.cpp "
-       "(\"missing tensor\")", "the GGUF lacks an MTP block's tensors", engine=_LLAMA, mtp=_ON),
+       r"MTP block missing nextn|missing tensor '[^']*nextn", "src/models/deepseek32.cpp:507; src/llama-model-loader.cpp:1159 "
+       "(\"missing tensor '%s'\")", "the GGUF lacks an MTP block's tensors", engine=_LLAMA, mtp=_ON),
     _m("NextN graph missing", Meaning.mtp_failure, ("graph not implemented",), r"NextN graph not implemented",
        "src/models/glm5-next.cpp:190", "this build has no MTP graph for the architecture", engine=_LLAMA, mtp=_ON),
     _m("nextn layers required", Meaning.mtp_failure, ("requires nextn_predict_layers",),
@@ -175,7 +175,8 @@ CATALOGUE: tuple[Message, ...] = (
        "MTP branches of llama.cpp (server)", "the MTP head file did not load", engine=_LLAMA, mtp=_ON),
     # -- llama.cpp: the run's setup ------------------------------------------------------------------------
     _m("MTP drafter added", Meaning.mtp_on, ("adding speculative implementation 'draft-mtp'", "common_speculative_impl_draft_mtp"),
-       r"adding speculative implementation 'draft-mtp'|common_speculative_impl_draft_mtp", "common/speculative.cpp:1009",
+       r"adding speculative implementation 'draft-mtp'|common_speculative_impl_draft_mtp",
+       "common/speculative.cpp:1380 (\"adding speculative implementation 'draft-mtp'\"), 1331 (common_speculative_impl_draft_mtp)",
        "the server set up the MTP drafter", engine=_LLAMA, mtp=_ON),
     _m("MTP draft context", Meaning.mtp_on, ("creating MTP draft context", "context type MTP requested"),
        r"creating MTP draft context|context type MTP requested", "common/speculative.cpp:2558; src/llama-context.cpp:3883",
@@ -206,9 +207,17 @@ CATALOGUE: tuple[Message, ...] = (
        "GGUF is llama.cpp's file format (ggml/include/gguf.h)", "a text about a GGUF: the llama.cpp family",
        engine=_LLAMA),
     _m("draft model load failed", Meaning.mtp_failure, ("draft model",),
-       r"failed to (?:load|measure) (?:the )?draft model|\[spec\] failed",
-       "tools/server/server-context.cpp (\"[spec] failed to measure draft model memory\"), common/speculative.cpp:2543",
+       r"failed to load (?:the )?draft model|\[spec\] failed to measure draft model memory: failed to load model",
+       "common/speculative.cpp:2543 (\"failed to load draft model\"); later builds' memory fit: \"[spec] failed to "
+       "measure draft model memory: failed to load model\" (not in the pinned sources)",
        "the draft (or mtp-) model did not load", engine=_LLAMA),
+    # Not in the pinned llama.cpp: llama-server's memory fitting (load_model, builds after the pin) warns it and
+    # goes on; the draft usually loads after it. A sign of drafting, not a failure.
+    _m("draft memory not measured", Meaning.speculation, ("[spec] failed to measure",),
+       r"\[spec\] failed to measure draft model memory",
+       "tools/server/server-context.cpp's load_model in llama.cpp builds after the pinned one (a warning of the memory "
+       "fit; not in the pinned sources)", "llama-server could not measure the draft model's memory while fitting "
+       "(a warning: the draft usually loads after it)", engine=_LLAMA),
     _m("spec-type listing", Meaning.usage, ("--spec-type",), r"^\s*--spec-type\s+\[?[a-z0-9][a-z0-9|,-]*\]?",
        "common/arg.cpp:4249 (the usage text printed after a rejected argument)",
        "the build's own list of --spec-type values: without draft-mtp the build has no MTP", engine=_LLAMA),
