@@ -96,7 +96,7 @@ def _death_after_drafting(log: LogEvidence, hit: Hit) -> Cause:
              f"MTP on: {log.run.evidence if log.run else 'an MTP line'}")
     return Cause("MTP_ENGINE_CRASH", _confidence(log, 0.7),
                  f"{_engine(log).value} died while drafting with MTP ({hit.message.means}): a crash on the MTP path",
-                 (hit.line, f"{log.path}: line {hit.number}: {_source(hit)}", f"{log.path}: {shown}"),
+                 (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}", f"{log.path}: {shown}"),
                  f"{gap_remedy(_engine(log))}; run the same load without speculative decoding to confirm MTP is the "
                  "trigger", (EvidenceSource.log,))
 
@@ -112,9 +112,14 @@ def _speculative_error(log: LogEvidence, hit: Hit) -> Cause:
         "turn speculative decoding off meanwhile; update the engine"
     return Cause("ENGINE_LIMITATION", _confidence(log, 0.7),
                  f"{who} fails on this speculative configuration: an app or engine limit, not the head",
-                 (hit.line, f"{log.path}: {_source(hit)}"),
+                 (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"),
                  f"in {who}: {switch}; to check the model itself: {head} (the pinned build: mtpinspect runtime build)",
                  (EvidenceSource.log,))
+
+
+def _quoted(hit: Hit) -> str:
+    """The line as evidence: whole up to 400 characters (a 16 KB line is cut, and says so)."""
+    return hit.line if len(hit.line) <= 400 else f"{hit.line[:400]}... ({len(hit.line)} characters)"
 
 
 def _source(hit: Hit) -> str:
@@ -128,7 +133,7 @@ def _confidence(log: LogEvidence, high: float) -> float:
 def _decisive(log: LogEvidence, hit: Hit) -> Cause:
     message = hit.message
     assert message.cause is not None
-    evidence = (hit.line, f"{log.path}: line {hit.number}: {_source(hit)}")
+    evidence = (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}")
     if message.cause == "BUILD_WITHOUT_MTP":
         return rejected_flag(log, hit, evidence)
     who = message.app.value if message.app is not None else (message.engine.value if message.engine else "the engine")
@@ -176,7 +181,8 @@ def rejected_flag(log: LogEvidence, hit: Hit, evidence: tuple[str, ...]) -> Caus
 def _backend_gap(log: LogEvidence, hit: Hit, path: Hit) -> Cause:
     return Cause("MTP_ENGINE_CRASH", _confidence(log, 0.8),
                  f"the backend fails on the speculative path ({hit.match.group(0)}): an engine gap, not the head",
-                 (hit.line, f"{log.path}: {_source(hit)}", f"{log.path}: line {path.number}: {path.message.means}"),
+                 (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}",
+                  f"{log.path}: line {path.number}: {path.message.means}"),
                  f"{gap_remedy(_engine(log))}; on this backend try the run without speculative decoding first, then "
                  "report the kernel failure with the backend named", (EvidenceSource.log,))
 
@@ -188,7 +194,7 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     if not said and around is None:
         return None
     kind = hit.match.group("type")
-    evidence = [hit.line, f"{log.path}: {_source(hit)}"]
+    evidence = [_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"]
     if around is not None:
         evidence.append(f"{log.path}: line {around.number}: {around.message.means}")
     engine = _engine(log)
