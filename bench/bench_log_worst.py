@@ -22,7 +22,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from mtpinspect.diagnosis import diagnose
-from mtpinspect.diagnosis.logs import MAX_LOG_BYTES
+from mtpinspect.logread.runs import MAX_LOG_BYTES
 
 _BLOCK = "".join([
     " " + ("--a-mtp" * 2300)[:16000] + "!\n",

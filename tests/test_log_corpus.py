@@ -25,19 +25,19 @@ from casekit import load_cases, materialize
 
 from mtpinspect.cli.diagnose import command
 from mtpinspect.diagnosis import DiagnosisReport, diagnose
-from mtpinspect.diagnosis.log_formats import Figures, Scope
-from mtpinspect.diagnosis.log_reading import combine
-from mtpinspect.diagnosis.logs import LogEvidence, read_log
-from mtpinspect.diagnosis.run_facts import LogApp, MtpUse
 from mtpinspect.errors import FormatError
 from mtpinspect.jsonable import to_jsonable
+from mtpinspect.logread.figures import combine
+from mtpinspect.logread.formats import Figures, Scope
+from mtpinspect.logread.run_facts import LogApp, MtpUse
+from mtpinspect.logread.runs import LogEvidence, read_log
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.vocabulary import Engine, LogKind
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE_LOGS = ROOT / "cases" / "logs"
 ENTRIES: list[dict[str, Any]] = json.loads((CASE_LOGS / "index.json").read_text(encoding="utf-8"))
-# mtp-bench pastes are client output, read by diagnosis/mtp_bench.py (tested below and in tests/test_mtp_bench.py).
+# mtp-bench pastes are client output, read by logread/mtp_bench.py (tested below and in tests/test_mtp_bench.py).
 MTP_BENCH = [e for e in ENTRIES if "mtp-bench" in e["file"]]
 METRICS = [e for e in ENTRIES if e["kind"] == "metrics" and e not in MTP_BENCH]
 SCHEMA = json.loads((ROOT / "mtpinspect" / "schemas" / "diagnose.schema.json").read_text(encoding="utf-8"))
@@ -500,7 +500,7 @@ def test_nothing_recognised_says_so(tmp_path: Path) -> None:
 @pytest.mark.parametrize("entry", MTP_BENCH, ids=_ids(MTP_BENCH))
 def test_mtp_bench_pastes_give_their_totals(entry: dict[str, Any]) -> None:
     """A pasted mtp-bench run: its drafted and accepted totals as printed (the AGG line or the Aggregate JSON)."""
-    from mtpinspect.diagnosis.mtp_bench import read_log_or_bench
+    from mtpinspect.logread.mtp_bench import read_log_or_bench
 
     (log,), notes = read_log_or_bench(CASE_LOGS / entry["file"])
     figures = entry["figures"]

@@ -1,4 +1,4 @@
-"""The catalogue of messages (mtpinspect/diagnosis/messages.py): what a line means, read from any text.
+"""The catalogue of messages (mtpinspect/logread/catalogue.py): what a line means, read from any text.
 
 The real pastes of cases/logs/ test what the catalogue concludes (tests/test_log_corpus.py); these tests
 hold the reader's own promises: every entry says where its wording comes from, hits carry the line they
@@ -15,10 +15,10 @@ import pytest
 
 from mtpinspect.diagnosis import diagnose
 from mtpinspect.diagnosis.causes import CAUSES
-from mtpinspect.diagnosis.logs import read_log
-from mtpinspect.diagnosis.messages import CATALOGUE, MTP_FAILURE_MARKERS, Meaning, scan
-from mtpinspect.diagnosis.run_facts import MtpUse
 from mtpinspect.errors import FormatError
+from mtpinspect.logread.catalogue import CATALOGUE, MTP_FAILURE_MARKERS, Meaning, scan
+from mtpinspect.logread.run_facts import MtpUse
+from mtpinspect.logread.runs import read_log
 from mtpinspect.vocabulary import Engine, LogKind
 
 

@@ -1,4 +1,4 @@
-"""Causes that one line of the catalogue (messages.py) establishes, for texts no richer rule explains.
+"""Causes that one line of the catalogue (catalogue.py) establishes, for texts no richer rule explains.
 
 Tried after the rules that read the run (run_rules.py) and before the failed-start and crash rules
 (failures.py), and only when MTP was not off:
@@ -37,9 +37,9 @@ import re
 from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.diagnosis.failures import build_without_mtp
-from mtpinspect.diagnosis.logs import LogEvidence
-from mtpinspect.diagnosis.messages import SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
-from mtpinspect.diagnosis.run_facts import MtpUse
+from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
+from mtpinspect.logread.run_facts import MtpUse
+from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE
 from mtpinspect.runtime.pin import FIRST_MTP_RELEASE
 from mtpinspect.vocabulary import App, Engine, EvidenceSource, LogKind

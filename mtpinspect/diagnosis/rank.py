@@ -1,7 +1,7 @@
 """From evidence to a ranked list of causes: the runtime rules, merging, and the ranking rule.
 
 Evidence comes from three places: static (`check` and the run's flags, static.py), the probe
-(probe.py) and logs of runs made elsewhere (logs.py). The rules here read the probe and the logs:
+(probe.py) and logs of runs made elsewhere (logread/runs.py). The rules here read the probe and the logs:
 
 - a failed start or a crash names its cause (failures.py);
 - ``model has unused tensor blk.N.nextn...`` with no draft lines -> MTP_NOT_ENABLED, or NO_MTP_GRAPH
@@ -49,11 +49,8 @@ from mtpinspect.diagnosis.advice import (
 from mtpinspect.diagnosis.causes import CAUSES, FINE_ACCEPTANCE, Cause
 from mtpinspect.diagnosis.failures import REJECTED_TYPE, CrashEvidence, classify_failure
 from mtpinspect.diagnosis.head_rules import foreign_line, judge_head
-from mtpinspect.diagnosis.logs import LogEvidence
 from mtpinspect.diagnosis.message_rules import message_cause
-from mtpinspect.diagnosis.messages import Meaning
 from mtpinspect.diagnosis.probe_result import COPY_CLASS, ProbeFigure, ProbeResult, fmt
-from mtpinspect.diagnosis.run_facts import MtpUse
 from mtpinspect.diagnosis.run_rules import crash_may_be_mtps, mtp_tie, not_mtps, run_cause
 from mtpinspect.diagnosis.static import (
     StaticEvidence,
@@ -63,6 +60,9 @@ from mtpinspect.diagnosis.static import (
     static_causes,
 )
 from mtpinspect.inspection.support import llama_cpp_graph
+from mtpinspect.logread.catalogue import Meaning
+from mtpinspect.logread.run_facts import MtpUse
+from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE, SPEC_FLAGS, SPEC_TYPE, ServerArgs
 from mtpinspect.runtime.n_max import WORTH_DRAFTING, measured_by
 from mtpinspect.runtime.workarounds import Trial

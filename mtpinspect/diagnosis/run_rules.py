@@ -1,4 +1,4 @@
-"""Rules for pasted logs that turn on what the run was (run_facts.py) rather than on its figures.
+"""Rules for pasted logs that turn on what the run was (logread/run_facts.py) rather than on its figures.
 
 - a crash or failed start in a run with MTP off is not MTP's: no cause, a note that says so; nor is a
   crash in an excerpt that shows nothing of the run when nothing puts it on the speculative path and it is
@@ -25,10 +25,10 @@ from __future__ import annotations
 import re
 
 from mtpinspect.diagnosis.causes import Cause
-from mtpinspect.diagnosis.logs import LogEvidence
-from mtpinspect.diagnosis.messages import SPECULATIVE_WORDS, Meaning
-from mtpinspect.diagnosis.run_facts import LogApp, MtpUse
 from mtpinspect.diagnosis.static import StaticEvidence
+from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Meaning
+from mtpinspect.logread.run_facts import LogApp, MtpUse
+from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.crash import CrashKind
 from mtpinspect.vocabulary import EvidenceSource
 

@@ -13,7 +13,7 @@ object. ``--out`` writes ``{"results": [...], "aggregate": {...}}``; a result ha
 ``aggregate_throughput_tok_s`` in the aggregate, so those are optional here.
 
 This module is the one place that knows those names: the sweep writes them (sweep/mtp_bench.py) and
-``diagnose --log`` reads them (diagnosis/mtp_bench.py).
+``diagnose --log`` reads them (logread/mtp_bench.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Users paste fragments more often than whole logs: a traceback's last lines, one 
 app's window, a shell's ``Aborted (core dumped)`` under the command that ran, a usage listing. So a
 text is read by what its lines say, not by the shape of a whole log: every line is matched against
 :data:`CATALOGUE`, and a text is refused only when not one line matches anything (nor a metrics line,
-log_formats.py). Each :class:`Message` names
+formats.py). Each :class:`Message` names
 
 - ``engine``/``app``: who prints it (None: any engine; a line such as a Python exception tells no engine
   by itself, its traceback's module paths do);
@@ -18,7 +18,7 @@ log_formats.py). Each :class:`Message` names
 Patterns are tried only on lines holding one of their ``keys`` literally, so a large log costs one
 scan for all keys (:func:`scan`). Which engine wrote a text and whether MTP was on are inferred from
 every hit together (:func:`writer`, :class:`Scan`). Message texts the log formats' own tables read
-(metrics lines, settings) stay in log_formats.py; the MTP-sign lines of run_facts.py are hits here.
+(metrics lines, settings) stay in formats.py; the MTP-sign lines of run_facts.py are hits here.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from mtpinspect.diagnosis.log_formats import strip_prefixes
-from mtpinspect.diagnosis.run_facts import LogApp, MtpUse
-from mtpinspect.diagnosis.voices import content_lines
+from mtpinspect.logread.formats import strip_prefixes
+from mtpinspect.logread.run_facts import LogApp, MtpUse
+from mtpinspect.logread.voices import content_lines
 from mtpinspect.vocabulary import Engine, Word
 
 

@@ -1,8 +1,8 @@
-r"""Reading a log with the engines' tables of log_formats.py, and adding its lines up.
+r"""Reading a log with the engines' tables of formats.py, and adding its lines up.
 
 One pass over the lines tries every engine's table (:func:`read_lines`): its marks tell whose log it is,
 its metrics lines become :class:`Sample`\s, its settings and failure lines are kept. How the samples of
-one format add up is their :class:`~mtpinspect.diagnosis.log_formats.Scope`'s (:func:`combine`): per
+one format add up is their :class:`~mtpinspect.logread.formats.Scope`'s (:func:`combine`): per
 request and per interval they are summed, running totals take the last, per-server totals the last of
 each drafting implementation, a summary's fields merge; acceptance and mean length are worked out from
 the counts where the counts are there (:func:`with_ratios`).
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mtpinspect.diagnosis.log_formats import ENGINES, EngineLog, Figures, LineFormat, Scope, strip_prefixes
+from mtpinspect.logread.formats import ENGINES, EngineLog, Figures, LineFormat, Scope, strip_prefixes
 from mtpinspect.vocabulary import Engine
 
 

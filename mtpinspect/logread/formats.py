@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from mtpinspect.diagnosis.run_facts import LM_STUDIO_LINE, OLLAMA_LINE
+from mtpinspect.logread.run_facts import LM_STUDIO_LINE, OLLAMA_LINE
 from mtpinspect.runtime.logs import DRAFT_LINE, PER_POSITION_LINE, failure_reason
 from mtpinspect.vocabulary import Engine, LogKind, Word
 

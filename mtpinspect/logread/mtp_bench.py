@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mtpinspect.diagnosis.logs import LogEvidence, read_runs
-from mtpinspect.diagnosis.run_facts import MtpUse, RunFacts
 from mtpinspect.errors import SourceError
 from mtpinspect.files import pasted_text, read_bounded
 from mtpinspect.formats import mtp_bench
 from mtpinspect.formats.mtp_bench import BenchRun
+from mtpinspect.logread.run_facts import MtpUse, RunFacts
+from mtpinspect.logread.runs import LogEvidence, read_runs
 from mtpinspect.vocabulary import Engine, LogKind
 
 # mtp-bench's output is a few kilobytes (nine rows, an aggregate); a larger file is a log, read as one.

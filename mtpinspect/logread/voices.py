@@ -3,7 +3,7 @@
 A paste mixes voices. llama-server's ``--verbose`` logs every request body, vLLM logs the prompts it
 receives, a user pastes the curl command with its JSON: those lines hold the user's own words (a prompt
 about "the draft failed", a chat about SMTP), and a word in them says nothing about the engine. So the
-catalogue (messages.py) and the crash reader skip content lines, and only what an engine, an app, a
+catalogue (catalogue.py) and the crash reader skip content lines, and only what an engine, an app, a
 traceback or a shell printed can establish a cause. Content is recognised by its shape, per line:
 
 - a JSON member of a request or response body (``"messages":``, ``"content":``, ``"prompt":`` ...),

@@ -3,7 +3,7 @@
 Each file becomes one :class:`LogEvidence`: the draft figures it holds (accepted, drafted, mean
 length, per position) and which of them it lacks, the formats they came from, whether MTP was in
 use, why a start failed, and the settings it shows. The kind of file is recognised from its content,
-not its name, through the per-engine tables of log_formats.py:
+not its name, through the per-engine tables of formats.py:
 
 - the engine whose metrics lines the log holds (else whose prefixes and banners it shows) made it;
   llama-server stderr is the default for a log that names llama or shows a crash;
@@ -23,14 +23,14 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from mtpinspect.diagnosis.log_formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
-from mtpinspect.diagnosis.log_reading import LogLines, Reading, Sample, combine, read_lines, with_ratios
-from mtpinspect.diagnosis.messages import Meaning, Scan, Seen, kinds_read, scan
-from mtpinspect.diagnosis.run_facts import LogApp, MtpUse, RunFacts, read_run
-from mtpinspect.diagnosis.voices import without_content
 from mtpinspect.errors import FormatError, shown
 from mtpinspect.files import pasted_text, read_bounded
 from mtpinspect.jsonable import json_field
+from mtpinspect.logread.catalogue import Meaning, Scan, Seen, kinds_read, scan
+from mtpinspect.logread.figures import LogLines, Reading, Sample, combine, read_lines, with_ratios
+from mtpinspect.logread.formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
+from mtpinspect.logread.run_facts import LogApp, MtpUse, RunFacts, read_run
+from mtpinspect.logread.voices import without_content
 from mtpinspect.runtime.crash import Crash, crash_in_log
 from mtpinspect.runtime.logs import unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
@@ -81,7 +81,7 @@ class LogEvidence:
     # Lines that name a known MTP failure (sidecar width, missing layers, unknown type...), in log order.
     telling: list[str] = json_field(omit=True, default_factory=list)
     crash: Crash | None = None  # the engine crashed (signal, GGML_ASSERT, abort, exception, GPU fault)
-    mtp_use: MtpUse = MtpUse.not_shown  # whether the run had MTP on, as the log shows it (run_facts.py)
+    mtp_use: MtpUse = MtpUse.not_shown  # whether the run had MTP on, as the log shows it (logread/run_facts.py)
     app: LogApp | None = None  # Ollama or LM Studio, when their lines are around llama-server's
     skipped_lines: int = 0  # non-empty lines no format recognised: the diagnosis rests on the others
     run: RunFacts | None = json_field(omit=True, default=None)
@@ -89,7 +89,7 @@ class LogEvidence:
     suggested: list[Workaround] = json_field(omit=True, default_factory=list)
     # Metrics lines skipped because their figures are not numbers (the first few), named in the notes.
     unreadable: list[str] = json_field(omit=True, default_factory=list)
-    # The lines that meant something (messages.py's catalogue), with what each means and where it comes from.
+    # The lines that meant something (catalogue.py), with what each means and where it comes from.
     messages: list[Seen] = field(default_factory=list)
     scan: Scan | None = json_field(omit=True, default=None)
 
@@ -170,7 +170,7 @@ def unreadable_note(lines: list[str]) -> str:
 
 def _engine(readings: dict[Engine, Reading], text: str, *, crashed: bool, writer: Engine | None) -> Reading | None:
     """The engine whose metrics lines the log holds, else whose own lines it shows, else the one the catalogue's
-    lines name (messages.py); llama.cpp by default for a text that names llama or crashed."""
+    lines name (catalogue.py); llama.cpp by default for a text that names llama or crashed."""
     with_figures = [r for r in readings.values() if r.samples]
     if with_figures:
         return max(with_figures, key=lambda r: (len(r.samples), r.marks))
