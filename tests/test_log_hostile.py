@@ -92,3 +92,42 @@ def test_a_healthy_log_with_a_request_body_names_no_cause(tmp_path: Path) -> Non
     report = diagnose(log_files=[pasted])
     assert report.causes == [] and report.exit_code == 0
     assert report.logs[0].acceptance == diagnose(log_files=[LLAMA_HEALTHY]).logs[0].acceptance
+
+
+# The figures of cases/logs/vllm-bench-serve-mtp8-speculative-block.log, in the other shapes vLLM's bench and users
+# give them: --save-result's one-line JSON, a pasted block of keys, Markdown bullets.
+_SPEC_DECODE = {"spec_decode_acceptance_rate": 43.71, "spec_decode_acceptance_length": 4.5, "spec_decode_num_drafts": 11043,
+                "spec_decode_draft_tokens": 88344, "spec_decode_accepted_tokens": 38611,
+                "spec_decode_per_position_acceptance_rates": [76.17, 61.58, 51.25, 42.43, 36.4, 30.94, 27.22, 23.65]}
+
+
+@pytest.mark.parametrize("shape", ["json", "block", "bullets"])
+def test_vllm_bench_results_are_read_by_their_names(tmp_path: Path, shape: str) -> None:
+    import json
+
+    head = {"backend": "vllm", "completed": 80, "output_throughput": 1234.5}
+    if shape == "json":
+        text = json.dumps({**head, **_SPEC_DECODE}) + "\n"
+    elif shape == "block":
+        text = "".join(f'  "{k}": {json.dumps(v)},\n' for k, v in {**head, **_SPEC_DECODE}.items())
+    else:
+        text = "".join(f"- **{k}**: {json.dumps(v)}\n" for k, v in _SPEC_DECODE.items())
+    pasted = tmp_path / "bench.txt"
+    pasted.write_text(text, encoding="utf-8")
+    (log,) = diagnose(log_files=[pasted]).logs
+    assert (log.runtime, log.drafts, log.drafted, log.accepted) == (Engine.vllm, 11043, 88344, 38611)
+    assert log.mean_length == pytest.approx(1 + 38611 / 11043) and log.acceptance == pytest.approx(38611 / 88344)
+    assert [round(p, 4) for p in log.per_position] == [0.7617, 0.6158, 0.5125, 0.4243, 0.364, 0.3094, 0.2722, 0.2365]
+
+
+def test_sglang_accept_len_quoted_alone_is_read(tmp_path: Path) -> None:
+    # The Decode batch line wrapped by the terminal: its figures on a line of their own.
+    pasted = tmp_path / "sglang.txt"
+    pasted.write_text("[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 4, #token: 8640, token usage: 0.02,\n"
+                      "accept len: 1.02, accept rate: 0.01, cuda graph: True, gen throughput (token/s): 95.3\n"
+                      "accept len: 1.03, accept rate: 0.01, cuda graph: True, gen throughput (token/s): 96.1\n",
+                      encoding="utf-8")
+    report = diagnose(log_files=[pasted])
+    (log,) = report.logs
+    assert log.runtime is Engine.sglang and log.mean_length == pytest.approx(1.025)
+    assert report.causes and report.causes[0].code in ("HEAD_DISAGREES", "HEAD_QUANTIZED")

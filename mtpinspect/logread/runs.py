@@ -27,7 +27,7 @@ from mtpinspect.errors import FormatError, shown
 from mtpinspect.files import pasted_text, read_bounded
 from mtpinspect.jsonable import json_field
 from mtpinspect.logread.catalogue import Meaning, Scan, Seen, kinds_read, scan
-from mtpinspect.logread.figures import LogLines, Reading, Sample, combine, read_lines, with_ratios
+from mtpinspect.logread.figures import LogLines, Reading, Sample, combine, read_lines, table_samples, with_ratios
 from mtpinspect.logread.formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
 from mtpinspect.logread.run_facts import LogApp, MtpUse, RunFacts, read_run
 from mtpinspect.logread.voices import without_content
@@ -122,6 +122,13 @@ def read_runs(path: str | Path) -> list[LogEvidence]:
     crash = crash_in_log(spoken)
     hits = scan(spoken)
     lines = read_lines(spoken.splitlines())
+    rows, owner = table_samples(spoken)
+    if rows and not any(r.samples for r in lines.readings.values()):
+        # A table of acceptance by row (a benchmark's categories): its engine's figures when no line format found any.
+        engine = owner or hits.writer or Engine.llama_cpp
+        if engine in lines.readings:
+            lines.readings[engine].samples.extend(rows)
+            lines.readings[engine].marks += owner is not None
     main = _with_reading(_parse(str(file), spoken, lines, crashed=crash is not None, hits=hits), text, hits, crash)
     others = [_with_reading(_parse(f"{file} ({engine.value} run)", spoken, lines, crashed=False, hits=hits, only=engine),
                             text, hits, None)
