@@ -131,3 +131,22 @@ def test_sglang_accept_len_quoted_alone_is_read(tmp_path: Path) -> None:
     (log,) = report.logs
     assert log.runtime is Engine.sglang and log.mean_length == pytest.approx(1.025)
     assert report.causes and report.causes[0].code in ("HEAD_DISAGREES", "HEAD_QUANTIZED")
+
+
+def test_two_runs_of_one_engine_are_each_judged(tmp_path: Path) -> None:
+    # One paste, two llama-server runs under their commands: a head drafting at 0% (an IQ3_S-quantized head) and
+    # a healthy one at 79%. Each run is its own entry, numbered with the line it starts on; the 0% run's cause is
+    # named, the healthy run's figures are not added to it.
+    zero = (CASE_LOGS / "llama.cpp-gsq-iq3s-mtp-head-zero.log").read_text(encoding="utf-8")
+    healthy = LLAMA_HEALTHY.read_text(encoding="utf-8")
+    pasted = tmp_path / "two.log"
+    pasted.write_text("$ llama-server -m q-iq3s.gguf --spec-type draft-mtp\n" + zero.rstrip("\n") + "\n"
+                      "$ llama-server -m q-q8.gguf --spec-type draft-mtp\n" + healthy, encoding="utf-8")
+    report = diagnose(log_files=[pasted])
+    alone = diagnose(log_files=[CASE_LOGS / "llama.cpp-gsq-iq3s-mtp-head-zero.log"]).logs[0]
+    assert len(report.logs) == 2 and [log.path.rsplit("(", 1)[1] for log in report.logs] == [
+        "run 1, from line 1)", f"run 2, from line {len(zero.splitlines()) + 2})"]
+    first, second = report.logs
+    assert (first.accepted, first.drafted) == (alone.accepted, alone.drafted)
+    assert second.acceptance == diagnose(log_files=[LLAMA_HEALTHY]).logs[0].acceptance
+    assert report.causes and all("run 1," in c.evidence[0] for c in report.causes[:1])

@@ -119,9 +119,54 @@ def read_runs(path: str | Path) -> list[LogEvidence]:
     # What the engines, apps, tracebacks and shell said: request bodies, prompts and chat text emptied (voices.py).
     # The run's settings are still read from the whole text (a request's "speculative.types" is a setting).
     spoken = without_content(text)
+    segments = _segments(spoken)
+    if len(segments) > 1:
+        return [run for number, (first, piece, lines) in enumerate(segments, 1)
+                for run in _read_text(f"{file} (run {number}, from line {first})", piece, piece, lines, first)]
+    return _read_text(str(file), text, spoken, None, 1)
+
+
+# Where a run starts: a server's build banner, the engine's command under a shell prompt, vLLM's version line,
+# mtp-bench's first row after another run's figures. A start opens a new run only once the text before it showed
+# figures (a command and its banner are one start).
+_RUN_START = re.compile(
+    r"^(?:[\w./-]*\s*\|\s*)?(?:\[\d+\]\s+)?(?:main: )?build(?:_info)?: \d+ \(\w+\)|"
+    r"^\s*(?:[\w.-]+@[\w.-]+:\S*[$#]|\$|PS [A-Za-z]:\\[^>\n]{0,200}>|[A-Za-z]:\\[^>\n]{0,200}>)\s+\S*"
+    r"(?:llama-server|llama-cli|vllm serve|sglang\.launch_server|mtp-bench)|"
+    r"vLLM API server version", re.MULTILINE)
+
+
+def _segments(spoken: str) -> list[tuple[int, str, LogLines]]:
+    """The runs of a text that holds several, each with its first line number and its lines read; one entry (the
+    whole text) when it holds one or none."""
+    starts = [m.start() for m in _RUN_START.finditer(spoken)]
+    if len(starts) < 2:
+        return []
+    bounds = [0, *[s for s in starts if s > 0], len(spoken)]
+    runs: list[tuple[int, str, LogLines]] = []
+    begin = 0
+    for end in bounds[1:]:
+        piece = spoken[begin:end]
+        lines = read_lines(piece.splitlines())
+        if any(r.samples for r in lines.readings.values()) or end == len(spoken):
+            runs.append((spoken.count("\n", 0, begin) + 1, piece, lines))
+            begin = end
+    if len(runs) > 1 and not any(r.samples for r in runs[-1][2].readings.values()):
+        # The text after the last run's figures (its shutdown, a crash) belongs to that run.
+        (first, before, _), (_, after, _) = runs[-2], runs[-1]
+        runs[-2:] = [(first, before + after, read_lines((before + after).splitlines()))]
+    return runs if len(runs) > 1 else []
+
+
+def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first: int) -> list[LogEvidence]:
+    """The runs of one text (or one run's part of it): one per engine whose figures it shows, the most figures
+    first. ``first``: the text's first line number in the file (hits are numbered in the file's lines)."""
     crash = crash_in_log(spoken)
     hits = scan(spoken)
-    lines = read_lines(spoken.splitlines())
+    if first > 1:
+        hits = Scan(tuple(replace(h, number=h.number + first - 1) for h in hits.hits))
+    if lines is None:
+        lines = read_lines(spoken.splitlines())
     rows, owner = table_samples(spoken)
     if rows and not any(r.samples for r in lines.readings.values()):
         # A table of acceptance by row (a benchmark's categories): its engine's figures when no line format found any.
@@ -129,8 +174,8 @@ def read_runs(path: str | Path) -> list[LogEvidence]:
         if engine in lines.readings:
             lines.readings[engine].samples.extend(rows)
             lines.readings[engine].marks += owner is not None
-    main = _with_reading(_parse(str(file), spoken, lines, crashed=crash is not None, hits=hits), text, hits, crash)
-    others = [_with_reading(_parse(f"{file} ({engine.value} run)", spoken, lines, crashed=False, hits=hits, only=engine),
+    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None, hits=hits), text, hits, crash)
+    others = [_with_reading(_parse(f"{name} ({engine.value} run)", spoken, lines, crashed=False, hits=hits, only=engine),
                             text, hits, None)
               for engine, reading in lines.readings.items() if engine is not main.runtime and reading.samples]
     return [main, *others]
