@@ -140,3 +140,32 @@ def test_each_cited_llama_cpp_line_is_in_the_pinned_sources() -> None:
     sourced = {m.name: m.source for m in CATALOGUE}
     assert "not in the pinned sources" in sourced["draft memory not measured"]
     assert "src/llama-model-loader.cpp:1159" in sourced["MTP block missing"]
+
+
+def test_a_scheduler_death_after_drafting_is_a_crash_on_the_mtp_path(tmp_path: Path) -> None:
+    # SGLang's decode lines show drafting (accept len), then the scheduler dies on an exception that names nothing
+    # of the speculative path: the drafting before it is the tie (issue 42).
+    drafting = (Path(__file__).resolve().parents[1] / "cases" / "logs" / "sglang-eagle3-decode-batch-accept-len.log")
+    paste = tmp_path / "sglang.log"
+    paste.write_text(drafting.read_text(encoding="utf-8") + "[2025-12-22 19:08:58] Scheduler hit an exception: "
+                     "Traceback (most recent call last):\nRuntimeError: CUDA error: an illegal memory access was encountered\n",
+                     encoding="utf-8")
+    cause = diagnose(log_files=[paste]).causes[0]
+    assert (cause.code, cause.confidence_word) == ("MTP_ENGINE_CRASH", "medium") and "while drafting" in cause.message
+    # The same exception without the drafting lines is a crash, not MTP's.
+    paste.write_text("[2025-12-22 19:08:58] Scheduler hit an exception: Traceback (most recent call last):\n"
+                     "RuntimeError: CUDA error: an illegal memory access was encountered\n", encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes == []
+
+
+def test_a_keyerror_on_a_weight_in_an_mtp_loader_is_the_loaders_bug(tmp_path: Path) -> None:
+    paste = tmp_path / "trace.log"
+    paste.write_text('  File "/usr/lib/python3/site-packages/vllm/model_executor/models/deepseek_mtp.py", line 300, '
+                     "in load_weights\n    param = params_dict[name]\nKeyError: 'model.layers.61.self_attn.kv_a_proj_with_mqa.weight'\n",
+                     encoding="utf-8")
+    cause = diagnose(log_files=[paste]).causes[0]
+    assert cause.code == "MTP_LOADER_BUG" and cause.confidence_word == "medium"
+    # A KeyError on a weight in a loader that is not MTP's says nothing of MTP.
+    paste.write_text('  File "/srv/app/models/loader.py", line 30, in load_weights\n    param = params_dict[name]\n'
+                     "KeyError: 'encoder.layers.3.weight'\n", encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes == []

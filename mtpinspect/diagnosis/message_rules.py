@@ -49,9 +49,11 @@ _REFUSALS = frozenset({"AssertionError", "NotImplementedError"})
 _REFUSAL_WORDS = re.compile(r"not (?:yet )?supported|unsupported|only .{0,80}\bsupport|does not (?:yet )?support|must be one of|"
                             r"\bunknown (?:speculative|spec|draft)[\w ]{0,40}(?:method|type|algorithm)|\bunrecognized\b",
                             re.IGNORECASE)
-# A KeyError on a weight's name while the MTP layer loads: the engine's loader looks up a parameter its MTP class
-# does not define (a mapping bug: vllm#27563 -> #29545), not a checkpoint without the head (that is "missing").
+# A KeyError on a weight's name on the MTP path (an MTP layer's weight, or a traceback through an MTP class's
+# load_weights): the engine's loader looks up a parameter its MTP class does not define (a mapping bug: vllm#27563
+# -> #29545), not a checkpoint without the head (that is "missing", said otherwise).
 _MTP_WEIGHT_KEY = re.compile(r"^'[\w.]*(?:mtp|nextn|eh_proj|enorm|hnorm|shared_head)[\w.]*\.(?:weight|bias|\w*scale\w*)'$")
+_WEIGHT_KEY = re.compile(r"^'[\w.]+\.(?:weight|bias|\w*scale\w*)'$")
 
 
 def message_cause(log: LogEvidence) -> Cause | None:
@@ -72,7 +74,9 @@ def message_cause(log: LogEvidence) -> Cause | None:
                                   f"{log.path}: the build's usage text lists --spec-type {'|'.join(offered)}"),
                                  EvidenceSource.log, 0.9)
     death = hits.first(Meaning.engine_death)
-    if death is not None and (log.drafted or hits.mtp_sign is not None):
+    drafting = log.drafted or log.mean_length is not None or log.acceptance is not None or hits.mtp_sign is not None \
+        or hits.first(Meaning.speculation) is not None
+    if death is not None and drafting and not hits.of(Meaning.exception):
         return _death_after_drafting(log, death)
     gap = hits.first(Meaning.engine_gap)
     path = hits.mtp_sign or hits.first(Meaning.speculation)
@@ -82,6 +86,8 @@ def message_cause(log: LogEvidence) -> Cause | None:
         cause = _exception(log, hits, exception)
         if cause is not None:
             return cause
+    if death is not None and drafting:  # an exception no rule above ties, in a run that drafted
+        return _death_after_drafting(log, death)
     # Only where no engine's own failure line or crash is there to explain (failures.py reads those better).
     framed = log.kind is not LogKind.fragment and log.failure is not None
     error = next((h for h in hits.of(Meaning.app_refusal) if h.message.cause is None), None)
@@ -200,7 +206,8 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     engine = _engine(log)
     where = f"{engine.value}'s" if engine is not Engine.unknown else "the engine's"
     confidence = _confidence(log, 0.85 if said else 0.7)
-    if kind == "KeyError" and _MTP_WEIGHT_KEY.match(text.strip()):
+    if kind == "KeyError" and (_MTP_WEIGHT_KEY.match(text.strip()) or
+                               (around is not None and _WEIGHT_KEY.match(text.strip()))):
         return Cause("MTP_LOADER_BUG", _confidence(log, 0.7),
                      f"{where} MTP weight loader looks up {text.strip()}, a parameter its MTP class does not define: a "
                      "loader bug (a mapping regression), not a checkpoint without the head",
