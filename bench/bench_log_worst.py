@@ -59,6 +59,7 @@ def main() -> None:
             mib = path.stat().st_size / 2**20
             rows.append({"MiB": round(mib), "seconds": round(seconds, 1), "s per MiB": round(seconds / mib, 3),
                          "outcome": outcome})
+            print(f"{round(mib)} MiB: {seconds:.1f} s ({seconds / mib:.3f} s per MiB), {outcome}", flush=True)
             path.unlink()
     print(tabulate(rows, headers="keys"))
 

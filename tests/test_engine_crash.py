@@ -246,9 +246,10 @@ def test_diagnose_log_recognises_real_crash_reports(case: dict) -> None:
     assert report.causes, case["file"]
     assert report.causes[0].code == case["expect"]["causes"][0], (case["file"], [c.code for c in report.causes])
     (log,) = report.logs
-    # A native crash (signal, assert, abort, C++ exception, GPU fault), or a Python engine's exception or a
-    # backend's kernel failure, read from the catalogue of messages.
-    assert log.crash is not None or {m.meaning for m in log.messages} & {Meaning.exception, Meaning.engine_gap}
+    # A native crash (signal, assert, abort, C++ exception, GPU fault), or a Python engine's exception, a backend's
+    # kernel failure or the engine's own line that its scheduler or worker died, read from the catalogue of messages.
+    assert log.crash is not None or {m.meaning for m in log.messages} & {Meaning.exception, Meaning.engine_gap,
+                                                                          Meaning.engine_death}
 
 
 def test_crash_log_suggestions_follow_the_signature(tmp_path: Path) -> None:

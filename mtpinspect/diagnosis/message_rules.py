@@ -54,6 +54,8 @@ _REFUSAL_WORDS = re.compile(r"not (?:yet )?supported|unsupported|only .{0,80}\bs
 # -> #29545), not a checkpoint without the head (that is "missing", said otherwise).
 _MTP_WEIGHT_KEY = re.compile(r"^'[\w.]*(?:mtp|nextn|eh_proj|enorm|hnorm|shared_head)[\w.]*\.(?:weight|bias|\w*scale\w*)'$")
 _WEIGHT_KEY = re.compile(r"^'[\w.]+\.(?:weight|bias|\w*scale\w*)'$")
+# The loader's own words for a checkpoint name it cannot place in the model class (vllm/model_executor/models/utils.py).
+_LOADER_WORDS = re.compile(r"no module or parameter named|has no (?:module|parameter) named")
 
 
 def message_cause(log: LogEvidence) -> Cause | None:
@@ -207,7 +209,7 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     where = f"{engine.value}'s" if engine is not Engine.unknown else "the engine's"
     confidence = _confidence(log, 0.85 if said else 0.7)
     if kind == "KeyError" and (_MTP_WEIGHT_KEY.match(text.strip()) or
-                               (around is not None and _WEIGHT_KEY.match(text.strip()))):
+                               (around is not None and _WEIGHT_KEY.match(text.strip()))) or _LOADER_WORDS.search(text):
         return Cause("MTP_LOADER_BUG", _confidence(log, 0.7),
                      f"{where} MTP weight loader looks up {text.strip()}, a parameter its MTP class does not define: a "
                      "loader bug (a mapping regression), not a checkpoint without the head",

@@ -286,6 +286,10 @@ CATALOGUE: tuple[Message, ...] = (
     _m("SGLang scheduler exception", Meaning.engine_death, ("Scheduler hit an exception",), r"Scheduler hit an exception",
        "python/sglang/srt/managers/scheduler.py (run_scheduler_process)", "SGLang's scheduler died on an exception",
        engine=_SGLANG),
+    # The same, quoted inline in a poster's sentence ("However, I got `AssertionError: ... not yet supported`").
+    _m("Python exception (quoted)", Meaning.exception, ("Error: ", "Exception: "),
+       r"`(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception)):\s*(?P<text>[^`]{1,2000})`",
+       "Python's traceback format, quoted in a sentence", "a Python exception, quoted (its text says where)"),
     # -- desktop apps ------------------------------------------------------------------------------------------
     _m("Ollama engine layer", Meaning.app_refusal, ("failed to initialize model",),
        r"failed to initialize model: (?P<arch>\w+): layer (?P<layer>\d+) (?:missing|expected)",

@@ -241,7 +241,9 @@ LLAMA_CPP = EngineLog(
                 _rx(r"(?P<value>creating MTP draft context|loading draft model '[^']*'|adding speculative implementation 'draft-mtp')")),
         # The usage text printed after a rejected argument lists the build's types: "[none|ngram-cache|...]"
         # before MTP support (PR #22673), "none,draft-simple,draft-eagle3,draft-mtp,..." since.
-        Setting("offered_spec_types", ("--spec-type",), _rx(r"^--spec-type\s+\[?(?P<value>[a-z0-9][a-z0-9|,-]*)\]?(?:\s|$)")),
+        # A listing names several types; "--spec-type mtp" alone is a command's flag, not the build's list.
+        Setting("offered_spec_types", ("--spec-type",),
+                _rx(r"^--spec-type\s+\[?(?P<value>[a-z0-9][a-z0-9-]*(?:[|,][a-z0-9-]+)+)\]?(?:\s|$)")),
     ),
     failures=(
         Mark(("exiting due to", "GGML_ASSERT", "error while handling", "failed to", "terminate called", "GGML_ABORT",
