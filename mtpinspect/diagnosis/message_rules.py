@@ -110,6 +110,12 @@ def _death_after_drafting(log: LogEvidence, hit: Hit) -> Cause:
 
 
 def _speculative_error(log: LogEvidence, hit: Hit) -> Cause:
+    engine = _engine(log)
+    if engine in (Engine.vllm, Engine.sglang):  # a Python engine's own refusal: its terms, no llama-server advice
+        return Cause("ENGINE_LIMITATION", _confidence(log, 0.7),
+                     f"{engine.value} refuses this speculative configuration: an engine limit, not the head",
+                     (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"), gap_remedy(engine),
+                     (EvidenceSource.log,))
     app = App(log.app.value) if log.app is not None else None
     who = APP_NAMES[app] if app is not None else "the app or engine"
     sidecar = "mtp-" in hit.line.lower() or "draft model" in hit.line.lower()

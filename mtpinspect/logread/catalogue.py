@@ -227,8 +227,10 @@ CATALOGUE: tuple[Message, ...] = (
     _m("llama.cpp build line", Meaning.writer, ("build:", "build_info"), r"^(?:main: )?build(?:_info)?: \d+ \(\w+\)",
        "common/common.cpp (build info)", "a llama.cpp build's banner", engine=_LLAMA),
     # -- vLLM ------------------------------------------------------------------------------------------------
-    _m("vLLM module path", Meaning.writer, ("vllm",), r"[/\\]vllm[/\\][\w/\\.]+\.py|\bvllm\.(?:v1|model_executor|engine|entrypoints)\.",
-       "vLLM's package layout (vllm/...)", "a vLLM traceback or log", engine=_VLLM),
+    _m("vLLM module path", Meaning.writer, ("vllm", "VllmConfig"),
+       r"[/\\]vllm[/\\][\w/\\.]+\.py|\bvllm\.(?:v1|model_executor|engine|entrypoints)\.|\bVllmConfig\b",
+       "vLLM's package layout (vllm/...) and its configuration class (vllm/config/vllm.py: VllmConfig)",
+       "a vLLM traceback or log", engine=_VLLM),
     _m("vLLM command", Meaning.writer, ("vllm serve", "--speculative-config", "speculative_config"),
        r"\bvllm serve\b|--speculative-config|speculative_config", "vllm/engine/arg_utils.py (--speculative-config)",
        "a vLLM command line or its configuration", engine=_VLLM),
