@@ -2,7 +2,7 @@
 
 Users paste whole server logs; a day of llama-server or vLLM output runs to tens of MB. This repeats
 real corpus logs (cases/logs/) up to --size-mib and times `runtime.crash.crash_in_log` and
-`diagnosis.logs.read_log` on them.
+`logread.runs.read_log` on them.
 
     python bench/bench_log_scan.py [--size-mib 64] [--repeat 3]
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from mtpinspect.diagnosis.logs import read_log
+from mtpinspect.logread.runs import read_log
 from mtpinspect.runtime.crash import crash_in_log
 
 LOGS = Path(__file__).resolve().parents[1] / "cases" / "logs"

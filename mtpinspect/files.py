@@ -314,3 +314,30 @@ def replace_folder(path: Path, owned: OwnedFolder, fill: Callable[[Path], T]) ->
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
     return result
+
+
+def pasted_text(data: bytes | bytearray) -> str:
+    """A pasted or saved text as str, whatever wrote it: UTF-8 with or without a BOM, UTF-16 with or without one
+    (what PowerShell's ``>`` writes), UTF-16 runs appended to a UTF-8 file, CRLF or lone CR line ends. Line ends
+    become "\\n"; bytes that are not text become U+FFFD. One pass per step: linear in the size."""
+    raw = data
+    if raw.startswith(b"\xff\xfe") or raw.startswith(b"\xfe\xff"):
+        text = raw.decode("utf-16", errors="replace")
+    elif raw.startswith(b"\xef\xbb\xbf"):
+        text = raw[3:].decode("utf-8", errors="replace")
+    else:
+        # Judged on the first 64 bytes: a UTF-8 start with UTF-16 appended later is read as UTF-8 (NULs dropped below).
+        head = raw[:64]
+        even, odd = head[0::2].count(0), head[1::2].count(0)
+        # ASCII text as UTF-16 without a BOM: every other byte is zero (LE: the odd ones).
+        if len(head) >= 8 and odd > 0.3 * len(head) / 2 and even < odd / 8:
+            text = raw[: len(raw) // 2 * 2].decode("utf-16-le", errors="replace")
+        elif len(head) >= 8 and even > 0.3 * len(head) / 2 and odd < even / 8:
+            text = raw[: len(raw) // 2 * 2].decode("utf-16-be", errors="replace")
+        else:
+            text = raw.decode("utf-8", errors="replace")
+    if "\x00" in text:  # UTF-16 runs inside a UTF-8 file (a log appended to by two shells): their ASCII, read
+        text = text.replace("\x00", "")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.lstrip("\ufeff")

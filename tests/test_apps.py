@@ -723,6 +723,7 @@ FLOORS = (
     ("sweep",),
     ("drift",),
     ("inspection",),
+    ("logread",),
     ("diagnosis",),
     ("cli", "__main__", ""),  # "": the package's own __init__, whose API imports inspection on first use
 )

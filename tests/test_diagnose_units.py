@@ -8,9 +8,9 @@ import pytest
 
 from mtpinspect.diagnosis import diagnose
 from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT, Cause
-from mtpinspect.diagnosis.logs import read_log
 from mtpinspect.diagnosis.rank import rank
 from mtpinspect.errors import FormatError, UsageError
+from mtpinspect.logread.runs import read_log
 from mtpinspect.runtime.flags import SPEC_FLAGS, ServerArgs
 from mtpinspect.vocabulary import Mechanism
 

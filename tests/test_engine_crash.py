@@ -24,8 +24,8 @@ import pytest
 from mtpinspect.cli._output import Output
 from mtpinspect.cli.sweep import render
 from mtpinspect.diagnosis import diagnose
-from mtpinspect.diagnosis.messages import Meaning
 from mtpinspect.jsonable import to_jsonable
+from mtpinspect.logread.catalogue import Meaning
 from mtpinspect.runtime.crash import CrashKind, crash_in_log, crash_of, signal_name
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.flags import BATCH, N_MAX, ServerArgs
@@ -246,18 +246,29 @@ def test_diagnose_log_recognises_real_crash_reports(case: dict) -> None:
     assert report.causes, case["file"]
     assert report.causes[0].code == case["expect"]["causes"][0], (case["file"], [c.code for c in report.causes])
     (log,) = report.logs
-    # A native crash (signal, assert, abort, C++ exception, GPU fault), or a Python engine's exception or a
-    # backend's kernel failure, read from the catalogue of messages.
-    assert log.crash is not None or {m.meaning for m in log.messages} & {Meaning.exception, Meaning.engine_gap}
+    # A native crash (signal, assert, abort, C++ exception, GPU fault), or a Python engine's exception, a backend's
+    # kernel failure or the engine's own line that its scheduler or worker died, read from the catalogue of messages.
+    assert log.crash is not None or {m.meaning for m in log.messages} & {Meaning.exception, Meaning.engine_gap,
+                                                                          Meaning.engine_death}
 
 
-def test_crash_log_suggestions_follow_the_signature() -> None:
-    fattn = diagnose(log_files=[CASE_LOGS / "llama.cpp-gemma4-sm-tensor-mtp-fattn-579.log"]).causes[0]
-    # The excerpt is the fatal-error line alone: MTP's only if MTP was on, which it does not show (medium).
-    assert fattn.code == "MTP_ENGINE_CRASH" and fattn.confidence_word == "medium"
+def test_crash_log_suggestions_follow_the_signature(tmp_path: Path) -> None:
+    # The excerpts alone hold nothing of MTP (no cause, issue 42); under the command the thread gives, they do.
+    fattn_log = tmp_path / "fattn.log"
+    fattn_log.write_text("$ llama-server -m gemma-4-31B-it.gguf --spec-type draft-mtp\n"
+                         + (CASE_LOGS / "llama.cpp-gemma4-sm-tensor-mtp-fattn-579.log").read_text(encoding="utf-8"),
+                         encoding="utf-8")
+    fattn = diagnose(log_files=[fattn_log]).causes[0]
+    assert fattn.code == "MTP_ENGINE_CRASH"
     assert fattn.fix.startswith("try, one change at a time: ")
     assert fattn.fix.removeprefix("try, one change at a time: ").startswith("-fa off, ")  # fattn.cu aborted
     # A vLLM crash gets vLLM's settings, never llama-server flags.
-    gpu = diagnose(log_files=[CASE_LOGS / "vllm-qwen36-27b-fp8-mtp-illegal-memory-access.log"]).causes[0]
+    gpu_log = tmp_path / "gpu.log"
+    gpu_log.write_text("vllm serve Qwen/Qwen3.6-27B-FP8 --speculative-config '{\"method\": \"mtp\", "
+                       "\"num_speculative_tokens\": 5}'\n"
+                       + (CASE_LOGS / "vllm-qwen36-27b-fp8-mtp-illegal-memory-access.log").read_text(encoding="utf-8"),
+                       encoding="utf-8")
+    gpu = diagnose(log_files=[gpu_log]).causes[0]
     assert gpu.code == "MTP_ENGINE_CRASH" and gpu.fix.startswith("the crash is vLLM's")
+    assert diagnose(log_files=[CASE_LOGS / "vllm-qwen36-27b-fp8-mtp-illegal-memory-access.log"]).causes == []
     assert "--enforce-eager" in gpu.fix and "-ot" not in gpu.fix and "--no-repack" not in gpu.fix

@@ -36,7 +36,7 @@ NOT_FOR_A_LOCAL_CHECK = (
     "mtpinspect.sources.provenance", "mtpinspect.inspection.quant_audit", "mtpinspect.inspection.origin",
 )
 FIXTURES = Path(__file__).parent / "diagnose_fixtures"
-CRASH_LOG = Path(__file__).parents[1] / "cases" / "logs" / "llama.cpp-tp-sm-tensor-mtp-ggml-assert-obj-new.log"
+CRASH_LOG = Path(__file__).parents[1] / "cases" / "logs" / "llama.cpp-gemma4-sm-tensor-ctkd-abort-backtrace.log"
 TRAINED_GGUF = Path(mtpinspect.__file__).parent / "data" / "trained" / "tiny-glm-mtp-Q8_0.gguf"
 
 # Runs `mtpinspect ARGS` as `python -m mtpinspect` does, then prints which of the modules named in argv[1]

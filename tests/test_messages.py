@@ -1,4 +1,4 @@
-"""The catalogue of messages (mtpinspect/diagnosis/messages.py): what a line means, read from any text.
+"""The catalogue of messages (mtpinspect/logread/catalogue.py): what a line means, read from any text.
 
 The real pastes of cases/logs/ test what the catalogue concludes (tests/test_log_corpus.py); these tests
 hold the reader's own promises: every entry says where its wording comes from, hits carry the line they
@@ -15,10 +15,10 @@ import pytest
 
 from mtpinspect.diagnosis import diagnose
 from mtpinspect.diagnosis.causes import CAUSES
-from mtpinspect.diagnosis.logs import read_log
-from mtpinspect.diagnosis.messages import CATALOGUE, MTP_FAILURE_MARKERS, Meaning, scan
-from mtpinspect.diagnosis.run_facts import MtpUse
 from mtpinspect.errors import FormatError
+from mtpinspect.logread.catalogue import CATALOGUE, MTP_FAILURE_MARKERS, Meaning, scan
+from mtpinspect.logread.run_facts import MtpUse
+from mtpinspect.logread.runs import read_log
 from mtpinspect.vocabulary import Engine, LogKind
 
 
@@ -104,3 +104,68 @@ def test_a_line_that_claims_to_be_the_whole_file_is_read_in_part(tmp_path: Path)
     (hit,) = [h for h in hits.hits if h.message.name == "MTP context failed"]
     assert len(hit.line) <= 16384 and hit.line.startswith("failed to create MTP context")
     assert re.search("x{1000}", hit.line)
+
+
+# "path:line" citations of llama.cpp sources in the catalogue, with the quoted wording where one is given.
+_CITATION = re.compile(r"(?P<path>(?:common|src|tools|ggml|examples|include)/[\w/.-]+\.(?:cpp|c|h|cu|hpp)):"
+                       r"(?P<lines>\d+(?:,\s*\d+)*)(?:\s*\(\"(?P<quote>[^\"]+)\"\))?")
+
+
+def test_each_cited_llama_cpp_line_is_in_the_pinned_sources() -> None:
+    # Every "file:line" a catalogue entry cites is read from the pinned sdist's vendored llama.cpp: the line (give or
+    # take three) holds the quoted wording, or else the entry's key or pattern. An entry whose wording is not in the
+    # pinned sources must say so instead of citing a line.
+    import tarfile
+
+    from mtpinspect.runtime.build import pinned_sdist
+    from mtpinspect.runtime.pin import PINNED_VERSION
+
+    checked = 0
+    with tarfile.open(pinned_sdist()) as sdist:
+        root = f"llama_cpp_python-{PINNED_VERSION}/vendor/llama.cpp/"
+        for message in CATALOGUE:
+            for cited in _CITATION.finditer(message.source):
+                member = sdist.extractfile(root + cited["path"])
+                assert member is not None, (message.name, cited["path"])
+                lines = member.read().decode("utf-8", "replace").splitlines()
+                for number in map(int, re.findall(r"\d+", cited["lines"])):
+                    window = "\n".join(lines[max(0, number - 4) : number + 3])
+                    parts = [p for p in re.split(r"%\w|\\n", cited["quote"] or "") if p.strip()]
+                    found = all(p in window for p in parts) if parts else (
+                        any(k in window for k in message.keys) or message.pattern.search(window) is not None)
+                    assert found, (message.name, cited.group(0), window)
+                    checked += 1
+    assert checked >= 15
+    # Words once cited that the pinned sources do not hold: said as such, never as a line.
+    sourced = {m.name: m.source for m in CATALOGUE}
+    assert "not in the pinned sources" in sourced["draft memory not measured"]
+    assert "src/llama-model-loader.cpp:1159" in sourced["MTP block missing"]
+
+
+def test_a_scheduler_death_after_drafting_is_a_crash_on_the_mtp_path(tmp_path: Path) -> None:
+    # SGLang's decode lines show drafting (accept len), then the scheduler dies on an exception that names nothing
+    # of the speculative path: the drafting before it is the tie (issue 42).
+    drafting = (Path(__file__).resolve().parents[1] / "cases" / "logs" / "sglang-eagle3-decode-batch-accept-len.log")
+    paste = tmp_path / "sglang.log"
+    paste.write_text(drafting.read_text(encoding="utf-8") + "[2025-12-22 19:08:58] Scheduler hit an exception: "
+                     "Traceback (most recent call last):\nRuntimeError: CUDA error: an illegal memory access was encountered\n",
+                     encoding="utf-8")
+    cause = diagnose(log_files=[paste]).causes[0]
+    assert (cause.code, cause.confidence_word) == ("MTP_ENGINE_CRASH", "medium") and "while drafting" in cause.message
+    # The same exception without the drafting lines is a crash, not MTP's.
+    paste.write_text("[2025-12-22 19:08:58] Scheduler hit an exception: Traceback (most recent call last):\n"
+                     "RuntimeError: CUDA error: an illegal memory access was encountered\n", encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes == []
+
+
+def test_a_keyerror_on_a_weight_in_an_mtp_loader_is_the_loaders_bug(tmp_path: Path) -> None:
+    paste = tmp_path / "trace.log"
+    paste.write_text('  File "/usr/lib/python3/site-packages/vllm/model_executor/models/deepseek_mtp.py", line 300, '
+                     "in load_weights\n    param = params_dict[name]\nKeyError: 'model.layers.61.self_attn.kv_a_proj_with_mqa.weight'\n",
+                     encoding="utf-8")
+    cause = diagnose(log_files=[paste]).causes[0]
+    assert cause.code == "MTP_LOADER_BUG" and cause.confidence_word == "medium"
+    # A KeyError on a weight in a loader that is not MTP's says nothing of MTP.
+    paste.write_text('  File "/srv/app/models/loader.py", line 30, in load_weights\n    param = params_dict[name]\n'
+                     "KeyError: 'encoder.layers.3.weight'\n", encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes == []

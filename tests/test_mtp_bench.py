@@ -298,3 +298,42 @@ def test_one_quoted_row_does_not_make_a_page_mtp_bench_output() -> None:
     assert not mtp_bench.looks_like(PRINTED.splitlines()[1] + "\n")  # a single row alone is not a run either
     assert mtp_bench.looks_like("\n".join(PRINTED.splitlines()[1:3]))
     assert mtp_bench.looks_like(PRINTED.split("Concurrency=")[1])  # the Aggregate alone
+
+
+_AGG = ('{{"total_draft": {drafted}, "total_draft_accepted": 10, "aggregate_accept_rate": 0.5, "wall_s_total": 1.0}}')
+
+
+@pytest.mark.parametrize(("aggregate", "message"), [
+    (_AGG.format(drafted="NaN"), "not a number mtp-bench writes"),
+    (_AGG.format(drafted="Infinity"), "not a number mtp-bench writes"),
+    (_AGG.format(drafted="1e400"), "out of range"),
+    (_AGG.format(drafted="9" * 5000), "an integer of 5000 digits"),
+    ('{"total_draft": ' + "[" * 100_000 + "]" * 100_000 + ', "total_draft_accepted": 1}', "nested too deeply"),
+    ('{"total_draft": 20, "total_draft_accepted": 10, "aggregate_accept_rate": 5.0}', "above 1"),
+])
+@pytest.mark.parametrize("shape", ["printed", "out"])
+def test_hostile_numbers_are_one_line_exit_2(tmp_path: Path, aggregate: str, message: str, shape: str) -> None:
+    # Issue 42: NaN, Infinity, 1e400, 5,000-digit integers and 100k-deep arrays gave tracebacks.
+    text = ("  code_python pred= 1 draft= 1 acc= 1 rate=1.000 tok/s=1.0\n  code_cpp pred= 1 draft= 1 acc= 1 rate=1.000 "
+            f"tok/s=1.0\nAggregate: {aggregate}\n") if shape == "printed" else '{"results": [], "aggregate": ' + aggregate + "}"
+    pasted = tmp_path / "bench.txt"
+    pasted.write_text(text, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "mtpinspect", "diagnose", "--log", str(pasted)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
+
+
+def test_malformed_rows_are_skipped_and_named_and_acceptance_stays_a_share(tmp_path: Path) -> None:
+    pasted = tmp_path / "bench.txt"
+    pasted.write_text("  code_python pred= 100 draft= 80 acc= 60 rate=0.750 tok/s=1.2.3\n"
+                      f"  code_cpp pred= 100 draft= {'9' * 5000} acc= 60 rate=0.750 tok/s=30.0\n"
+                      "  explain pred= 100 draft= 10 acc= 100 rate=10.000 tok/s=30.0\n"
+                      "  summarize pred= 100 draft= 80 acc= 40 rate=0.500 tok/s=30.0\n"
+                      "  translate pred= 100 draft= 80 acc= 60 rate=0.750 tok/s=31.0\n", encoding="utf-8")
+    report = diagnose(log_files=[pasted], probe=False)
+    (log,) = report.logs
+    assert (log.drafted, log.accepted) == (160, 100) and log.acceptance is not None and log.acceptance <= 1
+    skipped = [n for n in report.notes if "skipped mtp-bench" in n]
+    assert [n.split("line ")[1].split(":")[0] for n in skipped] == ["1", "2", "3"]
+    assert "acc=100 above draft=10" in skipped[2]

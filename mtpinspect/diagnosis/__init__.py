@@ -5,7 +5,7 @@
     >>> [(c.code, c.confidence_word, c.fix) for c in report.causes]
 
 Evidence comes from `check` (static.py), a short probe on the real llama-server (probe.py, local GGUF
-files and the GGUFs of Ollama's and LM Studio's models) and logs of runs made elsewhere (logs.py);
+files and the GGUFs of Ollama's and LM Studio's models) and logs of runs made elsewhere (logread/runs.py);
 rank.py turns it into causes, most likely first. For an app's model the run's settings come from the
 app and the fixes are said in its terms (app_terms.py).
 MODEL may be left out when logs are given: the diagnosis then rests on the logs and the flags alone.
@@ -22,12 +22,12 @@ from typing import ClassVar
 
 from mtpinspect.diagnosis.app_terms import in_app_terms, ollama_run_settings
 from mtpinspect.diagnosis.causes import Cause
-from mtpinspect.diagnosis.logs import LogEvidence, unreadable_note
-from mtpinspect.diagnosis.mtp_bench import read_log_or_bench
 from mtpinspect.diagnosis.probe_result import PROBE_N_PREDICT, ProbeResult
 from mtpinspect.diagnosis.rank import gather_causes
 from mtpinspect.diagnosis.static import StaticEvidence, gather_static
 from mtpinspect.errors import SourceError, UsageError
+from mtpinspect.logread.mtp_bench import read_log_or_bench
+from mtpinspect.logread.runs import LogEvidence, unreadable_note
 from mtpinspect.runtime.flags import ServerArgs
 from mtpinspect.runtime.timeouts import START_TIMEOUT_S
 from mtpinspect.sources.policy import FetchPolicy
@@ -108,7 +108,7 @@ def diagnose(
     settings = ServerArgs.of(server_args).checked()
     # Logs are read first: a bad log should fail before minutes of probing.
     read = [read_log_or_bench(path) for path in log_files]  # mtp-bench output, else a log
-    logs = [log for log, _ in read]
+    logs = [log for runs, _ in read for log in runs]
     static = gather_static(model, mtp_file=mtp_file, revision=revision, token=token, policy=policy,
                            server=server) if model is not None else None
     app = static.report.app if static is not None else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mtpinspect.diagnosis.logs import LogEvidence
+from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.engines import SPECS, spec_of
 from mtpinspect.runtime.flags import N_MAX
 from mtpinspect.vocabulary import Engine

@@ -33,8 +33,8 @@ from mtpinspect.diagnosis.advice import (
     missing_weights_fix,
 )
 from mtpinspect.diagnosis.causes import Cause
-from mtpinspect.diagnosis.messages import MTP_FAILURE_MARKERS
 from mtpinspect.diagnosis.static import StaticEvidence, fix_command
+from mtpinspect.logread.catalogue import MTP_FAILURE_MARKERS
 from mtpinspect.runtime.crash import Crash, CrashKind
 from mtpinspect.runtime.flags import DRAFT_MODEL, MTP_SPEC_TYPE, SPEC_TYPE, ServerArgs
 from mtpinspect.runtime.pin import FIRST_MTP_RELEASE

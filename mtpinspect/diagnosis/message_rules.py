@@ -1,4 +1,4 @@
-"""Causes that one line of the catalogue (messages.py) establishes, for texts no richer rule explains.
+"""Causes that one line of the catalogue (catalogue.py) establishes, for texts no richer rule explains.
 
 Tried after the rules that read the run (run_rules.py) and before the failed-start and crash rules
 (failures.py), and only when MTP was not off:
@@ -37,16 +37,25 @@ import re
 from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.diagnosis.failures import build_without_mtp
-from mtpinspect.diagnosis.logs import LogEvidence
-from mtpinspect.diagnosis.messages import SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
-from mtpinspect.diagnosis.run_facts import MtpUse
+from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
+from mtpinspect.logread.run_facts import MtpUse
+from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE
+from mtpinspect.runtime.pin import FIRST_MTP_RELEASE
 from mtpinspect.vocabulary import App, Engine, EvidenceSource, LogKind
 
 # Exceptions by which an engine refuses a model or setting, rather than breaking on it.
 _REFUSALS = frozenset({"AssertionError", "NotImplementedError"})
-_REFUSAL_WORDS = re.compile(r"not (?:yet )?supported|unsupported|only .{0,80}\bsupport|does not support|must be one of",
+_REFUSAL_WORDS = re.compile(r"not (?:yet )?supported|unsupported|only .{0,80}\bsupport|does not (?:yet )?support|must be one of|"
+                            r"\bunknown (?:speculative|spec|draft)[\w ]{0,40}(?:method|type|algorithm)|\bunrecognized\b",
                             re.IGNORECASE)
+# A KeyError on a weight's name on the MTP path (an MTP layer's weight, or a traceback through an MTP class's
+# load_weights): the engine's loader looks up a parameter its MTP class does not define (a mapping bug: vllm#27563
+# -> #29545), not a checkpoint without the head (that is "missing", said otherwise).
+_MTP_WEIGHT_KEY = re.compile(r"^'[\w.]*(?:mtp|nextn|eh_proj|enorm|hnorm|shared_head)[\w.]*\.(?:weight|bias|\w*scale\w*)'$")
+_WEIGHT_KEY = re.compile(r"^'[\w.]+\.(?:weight|bias|\w*scale\w*)'$")
+# The loader's own words for a checkpoint name it cannot place in the model class (vllm/model_executor/models/utils.py).
+_LOADER_WORDS = re.compile(r"no module or parameter named|has no (?:module|parameter) named")
 
 
 def message_cause(log: LogEvidence) -> Cause | None:
@@ -66,6 +75,11 @@ def message_cause(log: LogEvidence) -> Cause | None:
                                  (usage.line if usage else f"--spec-type {'|'.join(offered)}",
                                   f"{log.path}: the build's usage text lists --spec-type {'|'.join(offered)}"),
                                  EvidenceSource.log, 0.9)
+    death = hits.first(Meaning.engine_death)
+    drafting = log.drafted or log.mean_length is not None or log.acceptance is not None or hits.mtp_sign is not None \
+        or hits.first(Meaning.speculation) is not None
+    if death is not None and drafting and not hits.of(Meaning.exception):
+        return _death_after_drafting(log, death)
     gap = hits.first(Meaning.engine_gap)
     path = hits.mtp_sign or hits.first(Meaning.speculation)
     if gap is not None and path is not None:
@@ -74,6 +88,8 @@ def message_cause(log: LogEvidence) -> Cause | None:
         cause = _exception(log, hits, exception)
         if cause is not None:
             return cause
+    if death is not None and drafting:  # an exception no rule above ties, in a run that drafted
+        return _death_after_drafting(log, death)
     # Only where no engine's own failure line or crash is there to explain (failures.py reads those better).
     framed = log.kind is not LogKind.fragment and log.failure is not None
     error = next((h for h in hits.of(Meaning.app_refusal) if h.message.cause is None), None)
@@ -82,7 +98,24 @@ def message_cause(log: LogEvidence) -> Cause | None:
     return None
 
 
+def _death_after_drafting(log: LogEvidence, hit: Hit) -> Cause:
+    """The scheduler or a worker died in a run that drafted (its figures, or MTP set up): a failure on the MTP path."""
+    shown = (f"{log.accepted} of {log.drafted} draft tokens accepted before it" if log.drafted else
+             f"MTP on: {log.run.evidence if log.run else 'an MTP line'}")
+    return Cause("MTP_ENGINE_CRASH", _confidence(log, 0.7),
+                 f"{_engine(log).value} died while drafting with MTP ({hit.message.means}): a crash on the MTP path",
+                 (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}", f"{log.path}: {shown}"),
+                 f"{gap_remedy(_engine(log))}; run the same load without speculative decoding to confirm MTP is the "
+                 "trigger", (EvidenceSource.log,))
+
+
 def _speculative_error(log: LogEvidence, hit: Hit) -> Cause:
+    engine = _engine(log)
+    if engine in (Engine.vllm, Engine.sglang):  # a Python engine's own refusal: its terms, no llama-server advice
+        return Cause("ENGINE_LIMITATION", _confidence(log, 0.7),
+                     f"{engine.value} refuses this speculative configuration: an engine limit, not the head",
+                     (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"), gap_remedy(engine),
+                     (EvidenceSource.log,))
     app = App(log.app.value) if log.app is not None else None
     who = APP_NAMES[app] if app is not None else "the app or engine"
     sidecar = "mtp-" in hit.line.lower() or "draft model" in hit.line.lower()
@@ -93,9 +126,14 @@ def _speculative_error(log: LogEvidence, hit: Hit) -> Cause:
         "turn speculative decoding off meanwhile; update the engine"
     return Cause("ENGINE_LIMITATION", _confidence(log, 0.7),
                  f"{who} fails on this speculative configuration: an app or engine limit, not the head",
-                 (hit.line, f"{log.path}: {_source(hit)}"),
+                 (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"),
                  f"in {who}: {switch}; to check the model itself: {head} (the pinned build: mtpinspect runtime build)",
                  (EvidenceSource.log,))
+
+
+def _quoted(hit: Hit) -> str:
+    """The line as evidence: whole up to 400 characters (a 16 KB line is cut, and says so)."""
+    return hit.line if len(hit.line) <= 400 else f"{hit.line[:400]}... ({len(hit.line)} characters)"
 
 
 def _source(hit: Hit) -> str:
@@ -109,18 +147,56 @@ def _confidence(log: LogEvidence, high: float) -> float:
 def _decisive(log: LogEvidence, hit: Hit) -> Cause:
     message = hit.message
     assert message.cause is not None
-    evidence = (hit.line, f"{log.path}: {_source(hit)}")
+    evidence = (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}")
     if message.cause == "BUILD_WITHOUT_MTP":
-        return build_without_mtp(message.means, evidence, EvidenceSource.log, 0.85)
+        return rejected_flag(log, hit, evidence)
     who = message.app.value if message.app is not None else (message.engine.value if message.engine else "the engine")
-    return Cause(message.cause, 0.85, f"{who}: {message.means}", evidence, message.remedy or gap_remedy(None),
+    return Cause(message.cause, message.confidence, f"{who}: {message.means}", evidence,
+                 message.remedy or gap_remedy(None), (EvidenceSource.log,))
+
+
+# llama.cpp's own spellings of its MTP flags (common/arg.cpp): a build that rejects them predates them.
+_UPSTREAM_FLAGS = frozenset({"--spec-type", "--spec-draft-n-max"})
+_BUILD_NUMBER = re.compile(r"\b(?:build(?:_info)?|version):\s*(?P<number>\d{3,6})\b")
+_DECIDING_CHECK = ("`llama-server --help` of that build decides: --spec-type listing draft-mtp means a renamed flag "
+                   "(use -md FILE / --spec-type draft-mtp, the upstream spelling), no --spec-type or no draft-mtp "
+                   "means a build before MTP")
+
+
+def rejected_flag(log: LogEvidence, hit: Hit, evidence: tuple[str, ...]) -> Cause:
+    """An MTP flag the build calls invalid: a build before MTP only when its usage listing lacks draft-mtp or its build
+    number predates MTP; otherwise two readings (an old build, or a fork that renamed its flags), with the check."""
+    flag = hit.match.group("flag")
+    offered = log.offered_spec_types
+    lines = [h.line for h in log.scan.hits] if log.scan is not None else []
+    text_build = next((m for m in map(_BUILD_NUMBER.search, lines) if m is not None), None)
+    first = int(FIRST_MTP_RELEASE.lstrip("b"))
+    if offered is not None and MTP_SPEC_TYPE in offered:
+        return Cause("WRONG_SPEC_TYPE", 0.9, f"the build runs MTP ({MTP_SPEC_TYPE} is in its --spec-type list) but has "
+                     f"no {flag}: a flag of another fork or version", (*evidence, f"--spec-type {'|'.join(offered)}"),
+                     f"use the upstream spelling: -md FILE for a separate head, --spec-type {MTP_SPEC_TYPE}",
+                     (EvidenceSource.log,))
+    if offered is not None:
+        return build_without_mtp(f"it rejects {flag} and its --spec-type offers no {MTP_SPEC_TYPE}",
+                                 (*evidence, f"--spec-type {'|'.join(offered)}"), EvidenceSource.log, 0.9)
+    if text_build is not None and int(text_build["number"]) < first:
+        return build_without_mtp(f"it rejects {flag} and is build {text_build['number']}, before {FIRST_MTP_RELEASE}",
+                                 evidence, EvidenceSource.log, 0.9)
+    both = (f"{log.path}: two readings remain: a build before MTP (PR #22673), or a fork that renamed its MTP flags "
+            f"(upstream: --spec-type {MTP_SPEC_TYPE}); {_DECIDING_CHECK}")
+    if flag in _UPSTREAM_FLAGS:
+        return build_without_mtp(f"it rejects llama.cpp's own {flag}", (*evidence, both), EvidenceSource.log, 0.7)
+    return Cause("WRONG_SPEC_TYPE", 0.6, f"the build does not know {flag}: a fork's spelling this build renamed or never "
+                 "had, or a build before MTP", (*evidence, both),
+                 f"spell MTP as upstream does: -md FILE for a separate head, --spec-type {MTP_SPEC_TYPE}; {_DECIDING_CHECK}",
                  (EvidenceSource.log,))
 
 
 def _backend_gap(log: LogEvidence, hit: Hit, path: Hit) -> Cause:
     return Cause("MTP_ENGINE_CRASH", _confidence(log, 0.8),
                  f"the backend fails on the speculative path ({hit.match.group(0)}): an engine gap, not the head",
-                 (hit.line, f"{log.path}: {_source(hit)}", f"{log.path}: line {path.number}: {path.message.means}"),
+                 (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}",
+                  f"{log.path}: line {path.number}: {path.message.means}"),
                  f"{gap_remedy(_engine(log))}; on this backend try the run without speculative decoding first, then "
                  "report the kernel failure with the backend named", (EvidenceSource.log,))
 
@@ -132,12 +208,21 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     if not said and around is None:
         return None
     kind = hit.match.group("type")
-    evidence = [hit.line, f"{log.path}: {_source(hit)}"]
+    evidence = [_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"]
     if around is not None:
         evidence.append(f"{log.path}: line {around.number}: {around.message.means}")
     engine = _engine(log)
     where = f"{engine.value}'s" if engine is not Engine.unknown else "the engine's"
     confidence = _confidence(log, 0.85 if said else 0.7)
+    if kind == "KeyError" and (_MTP_WEIGHT_KEY.match(text.strip()) or
+                               (around is not None and _WEIGHT_KEY.match(text.strip()))) or _LOADER_WORDS.search(text):
+        return Cause("MTP_LOADER_BUG", _confidence(log, 0.7),
+                     f"{where} MTP weight loader looks up {text.strip()}, a parameter its MTP class does not define: a "
+                     "loader bug (a mapping regression), not a checkpoint without the head",
+                     tuple(evidence),
+                     "update the engine (or go back to the last release that loaded this checkpoint's MTP layer) and "
+                     "report the KeyError with the version; `mtpinspect check REPO` confirms the checkpoint has the head; "
+                     "serve without speculative decoding meanwhile", (EvidenceSource.log,))
     if kind in _REFUSALS or _REFUSAL_WORDS.search(text):
         return Cause("ENGINE_LIMITATION", confidence,
                      f"{where} speculative / MTP code refuses this model or setting ({kind}): an engine gap, not the head",

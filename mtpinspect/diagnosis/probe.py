@@ -23,7 +23,6 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from mtpinspect.diagnosis.logs import LogEvidence, read_log
 from mtpinspect.diagnosis.probe_result import (
     COPY_CLASS,
     COPY_N_PREDICT,
@@ -39,6 +38,7 @@ from mtpinspect.diagnosis.probe_result import (
 )
 from mtpinspect.errors import MtpinspectError, ServerError
 from mtpinspect.formulas import geometric_mean
+from mtpinspect.logread.runs import LogEvidence, read_log
 from mtpinspect.runtime.crash import Crash, crash_of
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
 from mtpinspect.runtime.flags import DRAFT_MODEL, MODEL, SPEC_FLAGS, ServerArgs

@@ -13,7 +13,7 @@ from mtpinspect.jsonable import json_field
 from mtpinspect.vocabulary import Engine
 
 if TYPE_CHECKING:
-    from mtpinspect.diagnosis.logs import LogEvidence
+    from mtpinspect.logread.runs import LogEvidence
     from mtpinspect.runtime.crash import Crash
     from mtpinspect.runtime.workarounds import Workaround, WorkaroundSearch
     from mtpinspect.sweep.report import EngineCrash

@@ -1,7 +1,7 @@
 """From evidence to a ranked list of causes: the runtime rules, merging, and the ranking rule.
 
 Evidence comes from three places: static (`check` and the run's flags, static.py), the probe
-(probe.py) and logs of runs made elsewhere (logs.py). The rules here read the probe and the logs:
+(probe.py) and logs of runs made elsewhere (logread/runs.py). The rules here read the probe and the logs:
 
 - a failed start or a crash names its cause (failures.py);
 - ``model has unused tensor blk.N.nextn...`` with no draft lines -> MTP_NOT_ENABLED, or NO_MTP_GRAPH
@@ -49,12 +49,9 @@ from mtpinspect.diagnosis.advice import (
 from mtpinspect.diagnosis.causes import CAUSES, FINE_ACCEPTANCE, Cause
 from mtpinspect.diagnosis.failures import REJECTED_TYPE, CrashEvidence, classify_failure
 from mtpinspect.diagnosis.head_rules import foreign_line, judge_head
-from mtpinspect.diagnosis.logs import LogEvidence
 from mtpinspect.diagnosis.message_rules import message_cause
-from mtpinspect.diagnosis.messages import Meaning
 from mtpinspect.diagnosis.probe_result import COPY_CLASS, ProbeFigure, ProbeResult, fmt
-from mtpinspect.diagnosis.run_facts import MtpUse
-from mtpinspect.diagnosis.run_rules import crash_may_be_mtps, not_mtps, run_cause
+from mtpinspect.diagnosis.run_rules import crash_may_be_mtps, mtp_tie, not_mtps, run_cause
 from mtpinspect.diagnosis.static import (
     StaticEvidence,
     fix_command,
@@ -63,6 +60,9 @@ from mtpinspect.diagnosis.static import (
     static_causes,
 )
 from mtpinspect.inspection.support import llama_cpp_graph
+from mtpinspect.logread.catalogue import Meaning
+from mtpinspect.logread.run_facts import MtpUse
+from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE, SPEC_FLAGS, SPEC_TYPE, ServerArgs
 from mtpinspect.runtime.n_max import WORTH_DRAFTING, measured_by
 from mtpinspect.runtime.workarounds import Trial
@@ -384,10 +384,11 @@ def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvi
     causes: list[Cause] = []
     had_sidecar = bool(log.mtp_context and "loading draft model" in log.mtp_context)
     crash = CrashEvidence(log.crash, suggested=tuple(log.suggested), engine=log.runtime) if log.crash is not None else None
-    special = run_cause(log, static) or message_cause(log)
+    tied = mtp_tie(log) is not None  # without a tie to MTP, a crash is a crash: no MTP cause (run_rules.py)
+    special = (run_cause(log, static) or message_cause(log)) if tied else None
     if special is not None:
         causes.append(special)
-    elif log.mtp_use is not MtpUse.off or _rejected_spec_type(log):  # with MTP off a crash is not MTP's (a note)
+    elif tied and (log.mtp_use is not MtpUse.off or _rejected_spec_type(log)):  # with MTP off a crash is not MTP's (a note)
         no_head = [h.line for h in log.scan.of(Meaning.no_head)] if log.scan is not None else []
         failure = classify_failure([*log.telling, *no_head, log.failure or ""] if log.failure or log.telling else [],
                                    static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log, crash=crash,
@@ -414,8 +415,12 @@ def _unshown_mtp(cause: Cause, log: LogEvidence) -> Cause:
                                               "(if it did not, this is a crash, not MTP's)"))
 
 
+# Fewer drafted tokens than this say nothing of a head (one drafted token rejected is not 0% acceptance).
+MIN_DRAFTED_TO_JUDGE = 16
+
+
 def _zero_in_log(log: LogEvidence) -> bool:
-    if log.drafted == 0:  # nothing drafted: nothing to judge
+    if log.drafted is not None and log.drafted < MIN_DRAFTED_TO_JUDGE:  # nothing, or too little, drafted to judge
         return False
     if log.acceptance is not None:
         return log.acceptance <= ZERO_ACCEPTANCE

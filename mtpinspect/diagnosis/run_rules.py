@@ -1,4 +1,4 @@
-"""Rules for pasted logs that turn on what the run was (run_facts.py) rather than on its figures.
+"""Rules for pasted logs that turn on what the run was (logread/run_facts.py) rather than on its figures.
 
 - a crash or failed start in a run with MTP off is not MTP's: no cause, a note that says so; nor is a
   crash in an excerpt that shows nothing of the run when nothing puts it on the speculative path and it is
@@ -25,16 +25,17 @@ from __future__ import annotations
 import re
 
 from mtpinspect.diagnosis.causes import Cause
-from mtpinspect.diagnosis.logs import LogEvidence
-from mtpinspect.diagnosis.messages import SPECULATIVE_WORDS, Meaning
-from mtpinspect.diagnosis.run_facts import LogApp, MtpUse
 from mtpinspect.diagnosis.static import StaticEvidence
+from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Meaning
+from mtpinspect.logread.run_facts import LogApp, MtpUse
+from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.crash import CrashKind
 from mtpinspect.vocabulary import EvidenceSource
 
 _NOT_INITIALIZED = re.compile(r"not initialized from checkpoint\**:?\s*(?:\{(?P<names>[^}\n]*))?")
 _SHARED = re.compile(r"embed_tokens|shared_head\.head|lm_head")
-_MTP_WEIGHT = re.compile(r"eh_proj|enorm|hnorm|mtp_block|\bmtp\.|nextn|shared_head\.norm")
+# pre_fc_norm_hidden / pre_fc_norm_embedding: Qwen3-Next MTP layer's own norms (vllm/model_executor/models/qwen3_next_mtp.py).
+_MTP_WEIGHT = re.compile(r"eh_proj|enorm|hnorm|mtp_block|\bmtp\.|nextn|shared_head\.norm|pre_fc_norm_(?:hidden|embedding)")
 _PIPELINE = "Pipeline parallelism is not supported"
 _SUBSCRIPT = "invalid vector subscript"
 _CTX_OTHER = "Gemma4Assistant requires ctx_other"
@@ -58,6 +59,53 @@ def crash_may_be_mtps(log: LogEvidence) -> bool:
     return _ELSEWHERE.search(f"{crash.where or ''} {crash.message}") is None
 
 
+# The MTP flags and drafter words of the llama.cpp argument a rejected-argument line names.
+_SPEC_ARGUMENT = re.compile(r"--spec|--draft|-md\b|--model-draft|-mtp\b|--mtp|--multi-token|draft-mtp")
+_REJECTED_ARGUMENT = re.compile(r"(?:invalid|unknown) argument:?\s+-|invalid argument: -")
+# Catalogue lines that are about MTP only when what they name is: a rejected argument (any flag), an MSVC
+# out-of-range (any loader), a failed batch add (any batch).
+_GENERIC_FAILURES = frozenset({"argument error", "vector subscript", "failed to add token", "pipeline parallelism",
+                               "not initialized from checkpoint"})
+
+
+def mtp_tie(log: LogEvidence) -> str | None:
+    """What ties the text to the speculative / MTP path, as the line that does; None when nothing does.
+
+    A failure is MTP's to explain only with a tie: the drafter's own figures or lines, an MTP or speculative setting
+    in the command, an engine's MTP / speculative / draft / NextN / EAGLE code in a traceback or a crash's place, an
+    engine's own line about MTP (a rejected --spec-type, missing nextn layers), an exception whose text names a
+    speculative feature. Without one, a crash is a crash and a failed start a failed start, of whatever printed it."""
+    if log.drafted is not None or log.acceptance is not None or log.mean_length is not None:
+        return log.draft_lines[0] if log.draft_lines else "the drafter's figures"
+    if log.mtp_use is MtpUse.on and log.run is not None:
+        return log.run.evidence
+    if log.mtp_context or log.unused_nextn or log.offered_spec_types:
+        return log.mtp_context or (log.unused_nextn[0] if log.unused_nextn else "the build's --spec-type listing")
+    hits = log.scan
+    if hits is not None:
+        for hit in hits.hits:
+            message = hit.message
+            if message.cause is None and _REJECTED_ARGUMENT.search(hit.line):
+                continue  # a flag the build rejects that is not an MTP flag: a misspelling, nothing of MTP's path
+            if message.meaning is Meaning.speculation or message.mtp is MtpUse.on or message.cause is not None:
+                return f"line {hit.number}: {hit.line[:200]}"
+            if message.meaning is Meaning.mtp_failure and (message.name not in _GENERIC_FAILURES or
+                                                           _SPEC_ARGUMENT.search(hit.line) or SPECULATIVE_WORDS.search(hit.line)
+                                                           or _MTP_WEIGHT.search(hit.line)):
+                return f"line {hit.number}: {hit.line[:200]}"
+            if message.meaning in (Meaning.exception, Meaning.app_refusal, Meaning.engine_gap) and \
+                    SPECULATIVE_WORDS.search(hit.line):
+                return f"line {hit.number}: {hit.line[:200]}"
+    crash = log.crash
+    if crash is not None:
+        place = next((w for w in (crash.message, crash.where or "", *crash.lines) if SPECULATIVE_WORDS.search(w)), None)
+        if place is not None:
+            return place[:200]
+    if log.failure and SPECULATIVE_WORDS.search(log.failure) and not _REJECTED_ARGUMENT.search(log.failure):
+        return log.failure[:200]
+    return None
+
+
 def not_mtps(log: LogEvidence) -> str | None:
     """The note for a crash or failed start in a run with MTP off, or a crash that cannot be MTP's; None otherwise."""
     if log.mtp_use is MtpUse.not_shown and log.crash is not None and not crash_may_be_mtps(log):
@@ -66,10 +114,20 @@ def not_mtps(log: LogEvidence) -> str | None:
         return (f"{log.path}: a crash, not MTP's to explain: {log.crash.summary}; the text shows nothing of MTP and {why} "
                 "(with MTP on, `mtpinspect diagnose MODEL -- <your flags>` reproduces it and says whether MTP is the trigger)")
     if log.mtp_use is not MtpUse.off or log.run is None or not (log.crash or log.failure):
-        return None
+        return _untied(log)
     what = log.crash.summary if log.crash else log.failure
     return f"{log.path}: a crash, not MTP's: {what}; MTP was off in this run ({log.run.evidence})" if log.crash else \
         f"{log.path}: a failed start, not MTP's: {what}; MTP was off in this run ({log.run.evidence})"
+
+
+def _untied(log: LogEvidence) -> str | None:
+    """The note for a crash or failure nothing ties to MTP (a crash is a crash: said, with no MTP cause)."""
+    if not (log.crash or log.failure) or mtp_tie(log) is not None:
+        return None
+    what = log.crash.summary if log.crash else log.failure
+    kind = "a crash" if log.crash else "a failure"
+    return (f"{log.path}: {kind}, nothing ties it to MTP: {what}; no line shows a speculative or MTP setting, the "
+            "drafter's lines or the engine's speculative code, so it names no MTP cause")
 
 
 def run_cause(log: LogEvidence, static: StaticEvidence | None) -> Cause | None:

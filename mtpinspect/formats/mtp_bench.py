@@ -13,7 +13,7 @@ object. ``--out`` writes ``{"results": [...], "aggregate": {...}}``; a result ha
 ``aggregate_throughput_tok_s`` in the aggregate, so those are optional here.
 
 This module is the one place that knows those names: the sweep writes them (sweep/mtp_bench.py) and
-``diagnose --log`` reads them (diagnosis/mtp_bench.py).
+``diagnose --log`` reads them (logread/mtp_bench.py).
 """
 
 from __future__ import annotations
@@ -29,11 +29,17 @@ RESULT_KEYS = ("name", "wall_s", "predicted_n", "predicted_per_second", "draft_n
 AGGREGATE_KEYS = ("total_draft", "total_draft_accepted", "aggregate_accept_rate", "wall_s_total")
 CONCURRENCY_KEYS = ("concurrency", "batch_wall_s", "aggregate_throughput_tok_s")
 
-# "  code_python x3      pred= 576 draft= 450 acc= 360 rate=0.800 tok/s=45.3"
+# "  code_python x3      pred= 576 draft= 450 acc= 360 rate=0.800 tok/s=45.3". Counts of up to 15 digits and
+# plain decimals only: "tok/s=1.2.3" or a 5,000-digit draft= is a malformed row, skipped and named (_ROW_LIKE).
 _ROW = re.compile(
-    r"^\s*(?P<name>[A-Za-z_][\w.-]*)(?:\s+x(?P<times>\d+))?\s+pred=\s*(?P<pred>\d+)\s+draft=\s*(?P<draft>\d+)\s+acc=\s*(?P<acc>\d+)"
-    r"\s+rate=(?P<rate>n/a|[0-9.]+)\s+tok/s=(?P<toks>[0-9.]+)"
+    r"^\s*(?P<name>[A-Za-z_][\w.-]{0,200})(?:\s+x(?P<times>\d{1,9}))?\s+pred=\s*(?P<pred>\d{1,15})\s+"
+    r"draft=\s*(?P<draft>\d{1,15})\s+acc=\s*(?P<acc>\d{1,15})"
+    r"\s+rate=(?P<rate>n/a|\d{1,15}(?:\.\d{1,20})?)\s+tok/s=(?P<toks>\d{1,15}(?:\.\d{1,20})?)(?![\d.])"
 )
+# A line with the row's words that _ROW refuses: named in the notes, never read as figures.
+_ROW_LIKE = re.compile(r"\bpred=.{0,200}?\bdraft=")
+# JSON numbers: finite, and integers of at most 18 digits (a count, a duration); 100k-deep arrays raise RecursionError.
+_MAX_INT_DIGITS = 18
 _ERROR_ROW = re.compile(r"^\s*(?P<name>[A-Za-z_][\w.-]*)(?:\s+x\d+)?\s+ERROR:\s*(?P<error>.*)$")
 _AGGREGATE = re.compile(r"^\s*Aggregate:\s*(?P<rest>.*)$")
 
@@ -76,6 +82,7 @@ class BenchRun:
     results: list[BenchResult]
     aggregate: BenchAggregate | None  # None when only the rows were pasted
     source: str  # "rows", "rows+aggregate" or "json"
+    skipped: tuple[str, ...] = ()  # rows left out, each with why (malformed, acc above draft)
 
     def by_category(self) -> dict[str, tuple[int, int]]:
         """Category -> (drafted, accepted), failed requests left out."""
@@ -108,27 +115,66 @@ def looks_like(text: str) -> bool:
 def parse(text: str, where: str = "mtp-bench output") -> BenchRun:
     """mtp-bench's printed output (rows, Aggregate JSON) or its --out JSON; FormatError if it is neither."""
     if text.lstrip().startswith("{"):
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"{where}: not JSON ({exc.msg} at line {exc.lineno})") from None
-        return from_json(doc, where)
+        return from_json(_decode(text, where, whole=True)[0], where)
     results: list[BenchResult] = []
+    skipped: list[str] = []
     aggregate: BenchAggregate | None = None
     lines = text.splitlines()
     for index, line in enumerate(lines):
         if (row := _ROW.match(line)) is not None:
+            drafted, accepted = int(row["draft"]), int(row["acc"])
+            if accepted > drafted:
+                skipped.append(f"line {index + 1}: acc={accepted} above draft={drafted}: {line.strip()[:120]}")
+                continue
             results.append(BenchResult(
-                name=row["name"], predicted_n=int(row["pred"]), draft_n=int(row["draft"]),
-                draft_n_accepted=int(row["acc"]), predicted_per_second=float(row["toks"]),
+                name=row["name"], predicted_n=int(row["pred"]), draft_n=drafted,
+                draft_n_accepted=accepted, predicted_per_second=float(row["toks"]),
                 requests=int(row["times"] or 1)))
         elif (failed := _ERROR_ROW.match(line)) is not None:
-            results.append(BenchResult(failed["name"], 0, 0, 0, 0.0, error=failed["error"].strip()))
+            results.append(BenchResult(failed["name"][:200], 0, 0, 0, 0.0, error=failed["error"].strip()[:300]))
         elif (start := _AGGREGATE.match(line)) is not None:
             aggregate = _aggregate(_json_after(start["rest"], lines[index + 1:], where), where)
+        elif _ROW_LIKE.search(line[:2000]):
+            skipped.append(f"line {index + 1}: not a row mtp-bench prints (a count or rate that is not a plain "
+                           f"number): {line.strip()[:120]}")
     if not results and aggregate is None:
-        raise FormatError(f"{where}: no mtp-bench rows (pred= draft= acc= rate= tok/s=) and no Aggregate JSON")
-    return BenchRun(results, aggregate, "rows+aggregate" if aggregate is not None else "rows")
+        raise FormatError(f"{where}: no mtp-bench rows (pred= draft= acc= rate= tok/s=) and no Aggregate JSON"
+                          + (f"; skipped {skipped[0]}" if skipped else ""))
+    return BenchRun(results, aggregate, "rows+aggregate" if aggregate is not None else "rows", tuple(skipped))
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number mtp-bench writes")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:40]} is out of range")
+    return value
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits")
+    return int(text)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_float, parse_int=_int)
+
+
+def _decode(text: str, where: str, *, whole: bool) -> tuple[Any, int]:
+    """JSON with finite numbers only (no NaN, Infinity, 1e400, huge integers) and bounded nesting; FormatError else."""
+    try:
+        if whole:
+            return _DECODER.decode(text), len(text)
+        return _DECODER.raw_decode(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{where}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except ValueError as exc:  # from the number hooks
+        raise FormatError(f"{where}: a number in the JSON is not one mtp-bench writes ({exc})") from None
+    except RecursionError:
+        raise FormatError(f"{where}: the JSON is nested too deeply to be mtp-bench's") from None
 
 
 def from_json(doc: Any, where: str) -> BenchRun:
@@ -187,13 +233,8 @@ def aggregate_of(results: list[BenchResult], concurrency: int, batch_wall_s: flo
 
 def _json_after(rest: str, following: list[str], where: str) -> Any:
     """The JSON object that starts on the Aggregate: line (one line, or indented over the next ones)."""
-    decoder = json.JSONDecoder()
     text = "\n".join([rest, *following])
-    try:
-        value, _ = decoder.raw_decode(text.lstrip())
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{where}: the Aggregate: line is not followed by a JSON object ({exc.msg})") from None
-    return value
+    return _decode(text.lstrip(), f"{where}: the Aggregate: line is not followed by a JSON object:", whole=False)[0]
 
 
 def _number(doc: dict, key: str, where: str, kind: type, required: bool) -> Any:
@@ -202,7 +243,8 @@ def _number(doc: dict, key: str, where: str, kind: type, required: bool) -> Any:
         if required:
             raise FormatError(f'{where}: "{key}" is missing')
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (
+            float("inf"), float("-inf")) or (kind is int and value != int(value)):
         raise FormatError(f'{where}: "{key}" is {value!r}, not a {"whole " if kind is int else ""}number')
     if value < 0:
         raise FormatError(f'{where}: "{key}" is {value}, below 0')
@@ -217,10 +259,13 @@ def _aggregate(doc: Any, where: str) -> BenchAggregate:
     accepted = _number(doc, "total_draft_accepted", where, int, True)
     if accepted > drafted:
         raise FormatError(f"{where}: total_draft_accepted {accepted} exceeds total_draft {drafted}")
+    rate = _number(doc, "aggregate_accept_rate", where, float, False)
+    if rate is not None and rate > 1:
+        raise FormatError(f"{where}: aggregate_accept_rate {rate:g} is above 1 (acceptance is a share of drafted tokens)")
     known = {*AGGREGATE_KEYS, *CONCURRENCY_KEYS, "total_predicted"}
     return BenchAggregate(
         total_draft=drafted, total_draft_accepted=accepted,
-        aggregate_accept_rate=_number(doc, "aggregate_accept_rate", where, float, False),
+        aggregate_accept_rate=rate,
         wall_s_total=_number(doc, "wall_s_total", where, float, False),
         total_predicted=_number(doc, "total_predicted", where, int, False),
         concurrency=_number(doc, "concurrency", where, int, False),

@@ -15,7 +15,7 @@ _NUMBER = r"-?nan|-?inf|[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?"
 
 # "draft acceptance = 0.75000 (   30 accepted /    40 generated)" plus "draft acceptance rate = ..." (older),
 # ", mean len = 2.50" (current) or ", mean acceptance length = 2.92, acceptance rate per position = (...)"
-# (PR #24536 at review). The group names say what each number is (diagnosis/log_formats.py reads them).
+# (PR #24536 at review). The group names say what each number is (logread/formats.py reads them).
 DRAFT_LINE = re.compile(
     r"draft acceptance(?: rate)? = (?P<rate>" + _NUMBER + r")\s*\(\s*(?P<acc>\d+) accepted /\s*(?P<gen>\d+) generated\)"
     r"(?:, mean (?:len|acceptance length) =\s*(?P<len>" + _NUMBER + r"))?"

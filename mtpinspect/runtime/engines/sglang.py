@@ -17,7 +17,7 @@ import re
 from mtpinspect.runtime.engines.spec import EngineSpec, MeanLength
 from mtpinspect.vocabulary import Engine
 
-# The same line mtpinspect/diagnosis/log_formats.py reads from a pasted SGLang log.
+# The same line mtpinspect/logread/formats.py reads from a pasted SGLang log.
 _DECODE_LINE = re.compile(r"Decode batch[.,] .*?accept len: (?P<len>[\d.]+)(?:, accept rate: (?P<rate>[\d.]+))?")
 
 

@@ -4,7 +4,7 @@ Users paste fragments more often than whole logs: a traceback's last lines, one 
 app's window, a shell's ``Aborted (core dumped)`` under the command that ran, a usage listing. So a
 text is read by what its lines say, not by the shape of a whole log: every line is matched against
 :data:`CATALOGUE`, and a text is refused only when not one line matches anything (nor a metrics line,
-log_formats.py). Each :class:`Message` names
+formats.py). Each :class:`Message` names
 
 - ``engine``/``app``: who prints it (None: any engine; a line such as a Python exception tells no engine
   by itself, its traceback's module paths do);
@@ -18,7 +18,7 @@ log_formats.py). Each :class:`Message` names
 Patterns are tried only on lines holding one of their ``keys`` literally, so a large log costs one
 scan for all keys (:func:`scan`). Which engine wrote a text and whether MTP was on are inferred from
 every hit together (:func:`writer`, :class:`Scan`). Message texts the log formats' own tables read
-(metrics lines, settings) stay in log_formats.py; the MTP-sign lines of run_facts.py are hits here.
+(metrics lines, settings) stay in formats.py; the MTP-sign lines of run_facts.py are hits here.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from mtpinspect.diagnosis.log_formats import strip_prefixes
-from mtpinspect.diagnosis.run_facts import LogApp, MtpUse
+from mtpinspect.logread.formats import strip_prefixes
+from mtpinspect.logread.run_facts import LogApp, MtpUse
+from mtpinspect.logread.voices import content_lines
 from mtpinspect.vocabulary import Engine, Word
 
 
@@ -46,6 +47,7 @@ class Meaning(Word):
     no_head = "no head"  # the model loaded has no MTP layers
     exception = "exception"  # a Python exception line: its text and traceback say more
     usage = "usage"  # a usage listing (the build's --spec-type values)
+    engine_death = "engine death"  # the engine's scheduler or worker died (its own line, whatever killed it)
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Message:
     mtp: MtpUse | None = None  # what the line shows of MTP use (an MTP failure shows it was on)
     cause: str | None = None  # the cause code the line alone establishes (a key of causes.CAUSES)
     remedy: str | None = None  # what works instead, in the words of whoever printed it
+    confidence: float = 0.85  # of the cause, where the line establishes it (lower where the words allow two readings)
 
 
 @dataclass(frozen=True)
@@ -146,8 +149,8 @@ CATALOGUE: tuple[Message, ...] = (
     _m("failed to add token", Meaning.mtp_failure, ("failed to add token",), r"failed to add token",
        "common/common.cpp:2158 (GGML_ABORT in common_batch_add)", "a draft batch overflowed", engine=_LLAMA),
     _m("MTP block missing", Meaning.mtp_failure, ("MTP block missing", "nextn"),
-       r"MTP block missing nextn|missing tensor '[^']*nextn", "src/models/deepseek32.cpp:507; src/llama-model.cpp "
-       "(\"missing tensor\")", "the GGUF lacks an MTP block's tensors", engine=_LLAMA, mtp=_ON),
+       r"MTP block missing nextn|missing tensor '[^']*nextn", "src/models/deepseek32.cpp:507; src/llama-model-loader.cpp:1159 "
+       "(\"missing tensor '%s'\")", "the GGUF lacks an MTP block's tensors", engine=_LLAMA, mtp=_ON),
     _m("NextN graph missing", Meaning.mtp_failure, ("graph not implemented",), r"NextN graph not implemented",
        "src/models/glm5-next.cpp:190", "this build has no MTP graph for the architecture", engine=_LLAMA, mtp=_ON),
     _m("nextn layers required", Meaning.mtp_failure, ("requires nextn_predict_layers",),
@@ -159,11 +162,21 @@ CATALOGUE: tuple[Message, ...] = (
     _m("vector subscript", Meaning.mtp_failure, ("invalid vector subscript",), r"invalid vector subscript",
        "MSVC's std::out_of_range, caught by src/llama-model.cpp's loader (llama.cpp#22337, #24795)",
        "the loader indexed past a layer list (Windows builds)", engine=_LLAMA),
+    # ik_llama.cpp refuses the MTP stage per request when its server runs without MTP; its maintainer: it runs
+    # without MTP when the GGUF has no MTP layer (ik_llama.cpp#2004). Read for what it says about the model.
+    _m("MTP stage without MTP support", Meaning.mtp_failure, ("MTP speculative stage requested",),
+       r"MTP speculative stage requested, but the server was not started with MTP support",
+       "ik_llama.cpp's server (send_error; ikawrakow in ik_llama.cpp#2004: printed when the model has no MTP layer)",
+       "ik_llama.cpp runs without MTP: the GGUF loaded has no MTP layer (or the server was started without -mtp)",
+       engine=_LLAMA, mtp=_ON, cause="MTP_WEIGHTS_MISSING", confidence=0.7,
+       remedy=("run `mtpinspect check FILE.gguf`: without nextn tensors this GGUF has no MTP layer (a fine-tune or "
+               "conversion dropped it): use one that keeps it; with them, start ik_llama.cpp with -mtp")),
     _m("MTP head load failed", Meaning.mtp_failure, ("failed to load MTP head",), r"failed to load MTP head",
        "MTP branches of llama.cpp (server)", "the MTP head file did not load", engine=_LLAMA, mtp=_ON),
     # -- llama.cpp: the run's setup ------------------------------------------------------------------------
     _m("MTP drafter added", Meaning.mtp_on, ("adding speculative implementation 'draft-mtp'", "common_speculative_impl_draft_mtp"),
-       r"adding speculative implementation 'draft-mtp'|common_speculative_impl_draft_mtp", "common/speculative.cpp:1009",
+       r"adding speculative implementation 'draft-mtp'|common_speculative_impl_draft_mtp",
+       "common/speculative.cpp:1380 (\"adding speculative implementation 'draft-mtp'\"), 1331 (common_speculative_impl_draft_mtp)",
        "the server set up the MTP drafter", engine=_LLAMA, mtp=_ON),
     _m("MTP draft context", Meaning.mtp_on, ("creating MTP draft context", "context type MTP requested"),
        r"creating MTP draft context|context type MTP requested", "common/speculative.cpp:2558; src/llama-context.cpp:3883",
@@ -174,7 +187,9 @@ CATALOGUE: tuple[Message, ...] = (
     # Forks name their MTP switches after it: ik_llama.cpp's -mtp / --multi-token-prediction, MTP branches'
     # --mtp-head FILE, --draft-mtp ...; a flag that names MTP on a command line turns it on.
     _m("MTP flag (forks)", Meaning.mtp_on, ("-mtp", "--mtp", "-multi-token"),
-       r"(?:^|\s)(?:-mtp|--mtp[\w-]*|--[\w-]+-mtp[\w-]*|--multi-token-prediction)(?:[\s=]|$)",
+       # The token is checked whole (a lookahead finds -mtp in it once): "--[\w-]+-mtp[\w-]*" backtracked over every
+       # "-mtp" of a long token, about 1 s a 16 KB line.
+       r"(?:^|\s)(?:-mtp|--multi-token-prediction|--(?=[\w-]*?(?<=-)mtp)[\w-]+)(?:[\s=]|$)",
        "ik_llama.cpp common/common.cpp (-mtp, --multi-token-prediction); MTP branches of llama.cpp (--mtp-head)",
        "MTP switched on with a fork's flag", engine=_LLAMA, mtp=_ON),
     _m("Ollama runner died", Meaning.writer, ("llama runner process",),
@@ -192,9 +207,17 @@ CATALOGUE: tuple[Message, ...] = (
        "GGUF is llama.cpp's file format (ggml/include/gguf.h)", "a text about a GGUF: the llama.cpp family",
        engine=_LLAMA),
     _m("draft model load failed", Meaning.mtp_failure, ("draft model",),
-       r"failed to (?:load|measure) (?:the )?draft model|\[spec\] failed",
-       "tools/server/server-context.cpp (\"[spec] failed to measure draft model memory\"), common/speculative.cpp:2543",
+       r"failed to load (?:the )?draft model|\[spec\] failed to measure draft model memory: failed to load model",
+       "common/speculative.cpp:2543 (\"failed to load draft model\"); later builds' memory fit: \"[spec] failed to "
+       "measure draft model memory: failed to load model\" (not in the pinned sources)",
        "the draft (or mtp-) model did not load", engine=_LLAMA),
+    # Not in the pinned llama.cpp: llama-server's memory fitting (load_model, builds after the pin) warns it and
+    # goes on; the draft usually loads after it. A sign of drafting, not a failure.
+    _m("draft memory not measured", Meaning.speculation, ("[spec] failed to measure",),
+       r"\[spec\] failed to measure draft model memory",
+       "tools/server/server-context.cpp's load_model in llama.cpp builds after the pinned one (a warning of the memory "
+       "fit; not in the pinned sources)", "llama-server could not measure the draft model's memory while fitting "
+       "(a warning: the draft usually loads after it)", engine=_LLAMA),
     _m("spec-type listing", Meaning.usage, ("--spec-type",), r"^\s*--spec-type\s+\[?[a-z0-9][a-z0-9|,-]*\]?",
        "common/arg.cpp:4249 (the usage text printed after a rejected argument)",
        "the build's own list of --spec-type values: without draft-mtp the build has no MTP", engine=_LLAMA),
@@ -204,8 +227,10 @@ CATALOGUE: tuple[Message, ...] = (
     _m("llama.cpp build line", Meaning.writer, ("build:", "build_info"), r"^(?:main: )?build(?:_info)?: \d+ \(\w+\)",
        "common/common.cpp (build info)", "a llama.cpp build's banner", engine=_LLAMA),
     # -- vLLM ------------------------------------------------------------------------------------------------
-    _m("vLLM module path", Meaning.writer, ("vllm",), r"[/\\]vllm[/\\][\w/\\.]+\.py|\bvllm\.(?:v1|model_executor|engine|entrypoints)\.",
-       "vLLM's package layout (vllm/...)", "a vLLM traceback or log", engine=_VLLM),
+    _m("vLLM module path", Meaning.writer, ("vllm", "VllmConfig"),
+       r"[/\\]vllm[/\\][\w/\\.]+\.py|\bvllm\.(?:v1|model_executor|engine|entrypoints)\.|\bVllmConfig\b",
+       "vLLM's package layout (vllm/...) and its configuration class (vllm/config/vllm.py: VllmConfig)",
+       "a vLLM traceback or log", engine=_VLLM),
     _m("vLLM command", Meaning.writer, ("vllm serve", "--speculative-config", "speculative_config"),
        r"\bvllm serve\b|--speculative-config|speculative_config", "vllm/engine/arg_utils.py (--speculative-config)",
        "a vLLM command line or its configuration", engine=_VLLM),
@@ -247,13 +272,26 @@ CATALOGUE: tuple[Message, ...] = (
        "MTP (NextN) layers", engine=_SGLANG, mtp=_ON),
     # -- any engine: MTP model classes and modules in tracebacks -------------------------------------------
     _m("MTP model class", Meaning.mtp_on, ("MTP", "NextN", "Nextn", "_mtp", "_nextn"),
-       r"\b[A-Z]\w*(?:MTP|NextN|Nextn)\w*\b|\b\w+_(?:mtp|nextn)\.py\b",
+       # MTP after a lower-case letter or digit (DeepSeekMTP, Glm4MoeMTP), never inside an acronym (SMTPException).
+       r"\b[A-Z]\w*?[a-z0-9](?:MTP|NextN|Nextn)\w*\b|\b\w+_(?:mtp|nextn)\.py\b",
        "the engines' MTP drafter classes (vLLM DeepSeekMTP, Qwen3NextMTP, Glm4MoeMTP; SGLang DeepseekV3ForCausalLMNextN)",
        "an MTP drafter class or module: the run had MTP on", mtp=_ON),
     _m("Python exception", Meaning.exception,
        ("Error:", "Error(", "Exception:", "AssertionError"),
        r"^(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))(?::\s*(?P<text>.*)|\s*$)",
        "Python's traceback format", "a Python exception (its text and its traceback say where)"),
+    # -- any engine: the scheduler or a worker died ------------------------------------------------------------
+    _m("vLLM worker died", Meaning.engine_death, ("died unexpectedly", "EngineCore encountered a fatal error", "EngineDeadError"),
+       r"Worker proc \w+(?:-\d+)? died unexpectedly|EngineCore encountered a fatal error|\bEngineDeadError\b",
+       "vllm/v1/executor/multiproc_executor.py (MultiprocWorkerMonitor), vllm/v1/engine/core_client.py",
+       "a vLLM worker or engine core died", engine=_VLLM),
+    _m("SGLang scheduler exception", Meaning.engine_death, ("Scheduler hit an exception",), r"Scheduler hit an exception",
+       "python/sglang/srt/managers/scheduler.py (run_scheduler_process)", "SGLang's scheduler died on an exception",
+       engine=_SGLANG),
+    # The same, quoted inline in a poster's sentence ("However, I got `AssertionError: ... not yet supported`").
+    _m("Python exception (quoted)", Meaning.exception, ("Error: ", "Exception: "),
+       r"`(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception)):\s*(?P<text>[^`]{1,2000})`",
+       "Python's traceback format, quoted in a sentence", "a Python exception, quoted (its text says where)"),
     # -- desktop apps ------------------------------------------------------------------------------------------
     _m("Ollama engine layer", Meaning.app_refusal, ("failed to initialize model",),
        r"failed to initialize model: (?P<arch>\w+): layer (?P<layer>\d+) (?:missing|expected)",
@@ -275,8 +313,9 @@ CATALOGUE: tuple[Message, ...] = (
     _m("speculative error", Meaning.app_refusal,
        ("error", "Error", "ERROR", "fail", "Fail", "FAIL", "annot", "can't", "nable to", "upported", "ompatible",
         "nvalid", "efus", "not found", "No matching", "no matching", "ould not", "ouldn't"),
-       r"(?i)^(?=.*(?:\berror\b|\bfail(?:ed|s|ure)?\b|\bcannot\b|\bcan't\b|\bunable\b|not supported|unsupported|"
-       r"incompatible|not compatible|\binvalid\b|\brefus|\bnot found\b|\bno matching\b|could not|couldn't))(?=.*(?:speculative|\bdraft\b|\bMTP\b|mtp-[\w.-]*\.gguf|"
+       r"(?i)^(?!.*Dumping input data)(?=.*(?:\berror\b|\bfail(?:ed|s|ure)?\b|\bcannot\b|\bcan't\b|\bunable\b|not supported|unsupported|"
+       r"incompatible|not compatible|\binvalid\b|\brefus|\bnot found\b|\bno matching\b|could not|couldn't))(?=.*(?:(?<![A-Za-z])[Ss]peculative[ _-]?(?:decod|draft|model|config|algo|method|token|type|stage|sampl|"
+       r"worker|implementation|batch|step|head)|\bdraft(?:er|ing|[ _-]?(?:models?|tokens?|heads?|files?|gguf))\b|\bMTP\b|mtp-[\w.-]*\.gguf|"
        r"multi[- ]token))",
        "the class of app and engine errors about speculative decoding (LM Studio, Ollama, forks, llama.rn)",
        "an error about speculative decoding, in the app's or engine's own words"),
@@ -288,8 +327,12 @@ CATALOGUE: tuple[Message, ...] = (
 
 
 # Words that put a line on the speculative path (an exception's text, a crash's place).
-SPECULATIVE_WORDS = re.compile(r"speculat|\bdraft|\bMTP\b|mtp_|_mtp|\bmtp\b|NextN|nextn|\bEAGLE|spec_decode|num_speculative",
-                               re.IGNORECASE)
+# Word-bounded: MTP never inside another word (SMTP, smtplib), "draft" only as the drafter's (a draft model,
+# draft tokens, a drafter), not a blog's draft post.
+SPECULATIVE_WORDS = re.compile(r"(?<![A-Za-z])[Ss]peculative[ _-]?(?:decod|draft|model|config|algo|method|token|type|stage|"
+                               r"sampl|worker|impl|init|gen|propos|batch|step|head)|_speculative|num_speculative|SPECULATIVE_|\b[Dd]raft(?:er|ing|[ _-]?(?:models?|tokens?|toks?|heads?|ctx|context|"
+                               r"probs?|len|ids))\b|\bDRAFT_|(?<![A-Z])MTP(?![A-Z]{2})|(?<![A-Za-z])mtp(?![a-z])|"
+                               r"NextN|(?<![A-Za-z])[Nn]extn|\bEAGLE|\b[Ee]agle(?:\d|[A-Z_]|\b)|spec_decode|num_speculative")
 
 _MAX_PER_MESSAGE = 16  # hits kept per message: the first ones carry the setup, more add nothing
 _MAX_LINE = 16384  # characters kept of a line (a weight list runs to kilobytes; a line may claim to be the whole file)
@@ -330,11 +373,12 @@ def scan(text: str) -> Scan:
     """Every catalogue hit in ``text``, in line order: each message's first few lines, found by its keys with
     str.find (one C-speed pass per key; a regex alternation of every key is several times slower on a large log)."""
     found: dict[int, list[tuple[Message, str, re.Match[str]]]] = {}
+    content = content_lines(text)  # request bodies, prompts, chat text: the user's words, never a message (voices.py)
     for message in CATALOGUE:
         mine: dict[int, tuple[str, re.Match[str]]] = {}
         for key in message.keys:
             for start, raw in _lines_with(text, key):
-                if start in mine:
+                if start in mine or start in content:
                     continue
                 match = message.pattern.search(strip_prefixes(raw))
                 if match is not None:

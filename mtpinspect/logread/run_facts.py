@@ -109,7 +109,7 @@ def read_run(text: str) -> RunFacts:
     if draft_file and _OTHER_FILE.search(draft_file):
         others.append(draft_file)
     other = others[0] if others else None
-    # The lines only an MTP run prints are messages.py's; logs.py adds them to what this finds.
+    # The lines only an MTP run prints are catalogue.py's; runs.py adds them to what this finds.
     signs = [(m.start(), _line_of(text, m)) for m in (_MTP_FILE.search(text),) if m]
     for found in _SPEC_TYPES.finditer(text):
         if _MTP_TYPES & {t.split(":")[0] for t in found["types"].split(",")}:

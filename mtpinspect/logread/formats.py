@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from mtpinspect.diagnosis.run_facts import LM_STUDIO_LINE, OLLAMA_LINE
+from mtpinspect.logread.run_facts import LM_STUDIO_LINE, OLLAMA_LINE
 from mtpinspect.runtime.logs import DRAFT_LINE, PER_POSITION_LINE, failure_reason
 from mtpinspect.vocabulary import Engine, LogKind, Word
 
@@ -241,7 +241,9 @@ LLAMA_CPP = EngineLog(
                 _rx(r"(?P<value>creating MTP draft context|loading draft model '[^']*'|adding speculative implementation 'draft-mtp')")),
         # The usage text printed after a rejected argument lists the build's types: "[none|ngram-cache|...]"
         # before MTP support (PR #22673), "none,draft-simple,draft-eagle3,draft-mtp,..." since.
-        Setting("offered_spec_types", ("--spec-type",), _rx(r"^--spec-type\s+\[?(?P<value>[a-z0-9][a-z0-9|,-]*)\]?(?:\s|$)")),
+        # A listing names several types; "--spec-type mtp" alone is a command's flag, not the build's list.
+        Setting("offered_spec_types", ("--spec-type",),
+                _rx(r"^--spec-type\s+\[?(?P<value>[a-z0-9][a-z0-9-]*(?:[|,][a-z0-9-]+)+)\]?(?:\s|$)")),
     ),
     failures=(
         Mark(("exiting due to", "GGML_ASSERT", "error while handling", "failed to", "terminate called", "GGML_ABORT",
@@ -305,6 +307,20 @@ VLLM = EngineLog(
                    ("Acceptance rate (%):", "Acceptance length:", "Drafts:", "Draft tokens:", "Accepted tokens:", "Position "),
                    _rx(r"^(?:Acceptance rate \(%\):\s+(?P<pct>[\d.]+)|Acceptance length:\s+(?P<len>[\d.]+)|Drafts:\s+(?P<steps>\d+)|"
                        r"Draft tokens:\s+(?P<gen>\d+)|Accepted tokens:\s+(?P<acc>\d+)|Position (?P<at>\d+):\s+(?P<at_pct>[\d.]+))$")),
+        # `vllm bench serve --save-result` JSON (one line), the same keys pasted as a block, a table or Markdown
+        # bullets: read by their names wherever they stand (vllm/benchmarks/serve.py: the rate in percent, as
+        # its "Acceptance rate (%):" line; the counts decide the acceptance where they are there).
+        LineFormat("vllm bench spec_decode_* fields", Scope.summary, ("spec_decode_",),
+                   _rx(r"\bspec_decode_(?:acceptance_rate|acceptance_length|num_drafts|draft_tokens|accepted_tokens|"
+                       r"per_position_acceptance_rates)\b"),
+                   tuple(_rx(rf"\bspec_decode_{name}\b[\"'`*]*\s*[:=|]\s*{value}") for name, value in (
+                       ("acceptance_rate", r"(?P<pct>\d{1,3}(?:\.\d{1,12})?)\b"),
+                       ("acceptance_length", r"(?P<len>\d{1,3}(?:\.\d{1,12})?)\b"),
+                       ("num_drafts", r"(?P<steps>\d{1,15})\b"),
+                       ("draft_tokens", r"(?P<gen>\d{1,15})\b"),
+                       ("accepted_tokens", r"(?P<acc>\d{1,15})\b"),
+                       ("per_position_acceptance_rates", r"\[(?P<pos_pct>\s*\d[\d.]{0,20}(?:\s*,\s*\d[\d.]{0,20}){0,63})\s*\]"),
+                   ))),
         # examples/offline_inference/spec_decode.py's summary.
         LineFormat("vLLM spec_decode.py summary", Scope.summary,
                    ("num_drafts:", "num_draft_tokens:", "num_accepted_tokens:", "mean acceptance length:", "acceptance at token"),
@@ -341,12 +357,22 @@ VLLM = EngineLog(
 SGLANG = EngineLog(
     engine=Engine.sglang,
     kind=LogKind.sglang,
-    marks=(Mark((" batch",), _rx(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] (?:Decode|Prefill) batch[.,] #")),),
+    marks=(Mark((" batch",), _rx(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] (?:Decode|Prefill) batch[.,] #")),
+           # bench_serving's block names its backend; the scheduler's exception line (srt/managers/scheduler.py).
+           Mark(("Backend:", "sglang."), _rx(r"^Backend:\s+sglang\b|\bsglang\.(?:bench_serving|launch_server)\b")),
+           Mark(("Scheduler hit an exception",), _rx(r"Scheduler hit an exception"))),
     figures=(
         # The scheduler's decode line per logging interval: "accept len" (mean length) and, in newer
         # versions, "accept rate"; no token counts and no per-position figures.
         LineFormat("SGLang decode batch (accept len)", Scope.interval, ("accept len:",),
                    _rx(r"Decode batch[.,] .*accept len: (?P<len>[\d.]+)(?:, accept rate: (?P<rate>[\d.]+))?")),
+        # The same figures where the Decode batch line was wrapped or they are quoted alone ("accept len: 3.21,
+        # accept rate: 0.74" on a line of their own): read by their words.
+        LineFormat("SGLang accept len (wrapped or quoted alone)", Scope.interval, ("accept len:",),
+                   _rx(r"(?:^|[\s,(`'\"])accept len: (?P<len>\d{1,3}(?:\.\d{1,12})?)\b(?:,\s*accept rate: (?P<rate>[01](?:\.\d{1,12})?)\b)?")),
+        # sglang.bench_serving's result block: "Accept length:  2.52" (client side, the run's mean).
+        LineFormat("SGLang bench_serving summary", Scope.summary, ("Accept length:",),
+                   _rx(r"^Accept length:\s+(?P<len>\d{1,3}(?:\.\d{1,12})?)\s*$")),
     ),
     settings=(),
     failures=(),
@@ -355,7 +381,10 @@ SGLANG = EngineLog(
 ENGINES: tuple[EngineLog, ...] = (LLAMA_CPP, VLLM, SGLANG)
 
 # Prometheus samples ("name{labels} value"), also as a query UI's table ("name{labels} | value", "-- | --").
-METRIC_SAMPLE = re.compile(r"^(?:llamacpp|vllm|sglang):\w+(?:\{[^}]*\})?\s*(?:\|\s*)?\S+\s*$", re.MULTILINE)
+# The name ends where a label set, a blank or a table's bar starts: with "\w+ ... \S+" free to split a long word
+# anywhere, a 64 KB line that starts like a sample and is not one took a minute (quadratic); this is linear.
+METRIC_SAMPLE = re.compile(r"^(?:llamacpp|vllm|sglang):\w+(?:\{[^}\n]*\})?(?:[ \t]+|[ \t]*\|[ \t]*)[^\s|]+[ \t]*$",
+                           re.MULTILINE)
 _TABLE_ROW = re.compile(r"^(?P<sample>(?:llamacpp|vllm|sglang):\w+(?:\{[^}]*\})?)\s*\|\s*(?P<value>\S+)\s*$")
 _TABLE_RULE = re.compile(r"^\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+$")
 

@@ -1,8 +1,8 @@
-r"""Reading a log with the engines' tables of log_formats.py, and adding its lines up.
+r"""Reading a log with the engines' tables of formats.py, and adding its lines up.
 
 One pass over the lines tries every engine's table (:func:`read_lines`): its marks tell whose log it is,
 its metrics lines become :class:`Sample`\s, its settings and failure lines are kept. How the samples of
-one format add up is their :class:`~mtpinspect.diagnosis.log_formats.Scope`'s (:func:`combine`): per
+one format add up is their :class:`~mtpinspect.logread.formats.Scope`'s (:func:`combine`): per
 request and per interval they are summed, running totals take the last, per-server totals the last of
 each drafting implementation, a summary's fields merge; acceptance and mean length are worked out from
 the counts where the counts are there (:func:`with_ratios`).
@@ -10,11 +10,12 @@ the counts where the counts are there (:func:`with_ratios`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mtpinspect.diagnosis.log_formats import ENGINES, EngineLog, Figures, LineFormat, Scope, strip_prefixes
+from mtpinspect.logread.formats import ENGINES, EngineLog, Figures, LineFormat, Scope, strip_prefixes
 from mtpinspect.vocabulary import Engine
 
 
@@ -82,6 +83,57 @@ def read_lines(lines: Iterable[str]) -> LogLines:
                 _read_line(reading, line)
         result.unread += not known
     return result
+
+
+# A table whose header names an acceptance column (llama.cpp server-bench's speed-bench "accept_rate", a
+# Markdown table of a thread): the column is read by its name, row by row, while rows keep the header's width.
+TABLE_FORMAT = LineFormat("table with an acceptance column", Scope.interval, ("accept",), re.compile(r"accept"))
+_TABLE_CELLS = re.compile(r"\s*\|\s*|\s{2,}|\t")
+_RATE_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _]rate|acc(?:ept)?_?rate)(?:\s*\(%\)|_pct|\s*%)?$", re.IGNORECASE)
+_LENGTH_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _](?:length|len))$", re.IGNORECASE)
+_RULE_ROW = re.compile(r"^[\s|:+-]+$")
+# Column names only llama.cpp's server-bench prints (tools/server/bench: predicted tokens per second, "pred").
+_LLAMA_TABLE = re.compile(r"\bspec_avg_pred_t/s\b|\bbase_avg_pred_t/s\b")
+
+
+def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
+    """The acceptance column of each table in ``text`` (one sample per row) and whose table it is when its header
+    says (None: no engine named); ([], None) when no header names an acceptance column."""
+    if "accept" not in text:
+        return [], None
+    samples: list[Sample] = []
+    engine: Engine | None = None
+    column: tuple[int, int, str, bool] | None = None  # (index, width, "rate"/"len", percent)
+    for raw in text.splitlines():
+        line = raw.strip().strip("|").strip()
+        if column is not None:
+            if _RULE_ROW.match(line):
+                continue
+            cells = _TABLE_CELLS.split(line)
+            index, width, kind, percent = column
+            if len(cells) != width:
+                column = None
+            else:
+                try:
+                    value = float(cells[index].rstrip("%x"))
+                except ValueError:
+                    column = None
+                    continue
+                rate = value / 100 if percent or (kind == "rate" and value > 1) else value
+                if kind == "rate" and 0 <= rate <= 1:
+                    samples.append(Sample(TABLE_FORMAT, Figures(acceptance=rate), raw.strip()[:300]))
+                elif kind == "len" and 1 <= value <= 64:
+                    samples.append(Sample(TABLE_FORMAT, Figures(mean_length=value), raw.strip()[:300]))
+                continue
+        if "accept" in line.lower() and len(line) <= 2000:
+            cells = _TABLE_CELLS.split(line)
+            for i, cell in enumerate(cells):
+                kind = "rate" if _RATE_COLUMN.match(cell) else "len" if _LENGTH_COLUMN.match(cell) else None
+                if kind is not None and len(cells) >= 2:
+                    column = (i, len(cells), kind, "%" in cell or "pct" in cell.lower())
+                    engine = Engine.llama_cpp if _LLAMA_TABLE.search(line) else engine
+                    break
+    return samples, engine
 
 
 def _marked(table: EngineLog, raw: str, line: str) -> bool:

@@ -3,7 +3,7 @@
 Each file becomes one :class:`LogEvidence`: the draft figures it holds (accepted, drafted, mean
 length, per position) and which of them it lacks, the formats they came from, whether MTP was in
 use, why a start failed, and the settings it shows. The kind of file is recognised from its content,
-not its name, through the per-engine tables of log_formats.py:
+not its name, through the per-engine tables of formats.py:
 
 - the engine whose metrics lines the log holds (else whose prefixes and banners it shows) made it;
   llama-server stderr is the default for a log that names llama or shows a crash;
@@ -23,13 +23,14 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from mtpinspect.diagnosis.log_formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
-from mtpinspect.diagnosis.log_reading import Reading, Sample, combine, read_lines, with_ratios
-from mtpinspect.diagnosis.messages import Meaning, Scan, Seen, kinds_read, scan
-from mtpinspect.diagnosis.run_facts import LogApp, MtpUse, RunFacts, read_run
 from mtpinspect.errors import FormatError, shown
-from mtpinspect.files import read_bounded
+from mtpinspect.files import pasted_text, read_bounded
 from mtpinspect.jsonable import json_field
+from mtpinspect.logread.catalogue import Meaning, Scan, Seen, kinds_read, scan
+from mtpinspect.logread.figures import LogLines, Reading, Sample, combine, read_lines, table_samples, with_ratios
+from mtpinspect.logread.formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
+from mtpinspect.logread.run_facts import LogApp, MtpUse, RunFacts, read_run
+from mtpinspect.logread.voices import without_content
 from mtpinspect.runtime.crash import Crash, crash_in_log
 from mtpinspect.runtime.logs import unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
@@ -37,6 +38,8 @@ from mtpinspect.runtime.workarounds import Workaround, suggest
 from mtpinspect.vocabulary import Engine, LogKind
 
 MAX_LOG_BYTES = 256 << 20
+# llama.cpp named as a program, not inside another word ("llamacpp:" of a metrics name that is not a sample).
+_NAMES_LLAMA = re.compile(r"\bllama(?:\.cpp|-server|-cli|_cpp|-bench)\b|\bllama\b")
 _EVIDENCE_LINES = 3
 _SHOWN_MESSAGES = 24  # lines that meant something, shown in the report (the rest still count)
 
@@ -78,7 +81,7 @@ class LogEvidence:
     # Lines that name a known MTP failure (sidecar width, missing layers, unknown type...), in log order.
     telling: list[str] = json_field(omit=True, default_factory=list)
     crash: Crash | None = None  # the engine crashed (signal, GGML_ASSERT, abort, exception, GPU fault)
-    mtp_use: MtpUse = MtpUse.not_shown  # whether the run had MTP on, as the log shows it (run_facts.py)
+    mtp_use: MtpUse = MtpUse.not_shown  # whether the run had MTP on, as the log shows it (logread/run_facts.py)
     app: LogApp | None = None  # Ollama or LM Studio, when their lines are around llama-server's
     skipped_lines: int = 0  # non-empty lines no format recognised: the diagnosis rests on the others
     run: RunFacts | None = json_field(omit=True, default=None)
@@ -86,7 +89,7 @@ class LogEvidence:
     suggested: list[Workaround] = json_field(omit=True, default_factory=list)
     # Metrics lines skipped because their figures are not numbers (the first few), named in the notes.
     unreadable: list[str] = json_field(omit=True, default_factory=list)
-    # The lines that meant something (messages.py's catalogue), with what each means and where it comes from.
+    # The lines that meant something (catalogue.py), with what each means and where it comes from.
     messages: list[Seen] = field(default_factory=list)
     scan: Scan | None = json_field(omit=True, default=None)
 
@@ -101,14 +104,84 @@ class LogEvidence:
 
 
 def read_log(path: str | Path) -> LogEvidence:
-    """Parse one log or metrics file; SourceError if it cannot be read, FormatError if it holds nothing usable."""
+    """Parse one log or metrics file; SourceError if it cannot be read, FormatError if it holds nothing usable.
+    A text with the figures of several engines' runs gives the main one here (read_runs gives each)."""
+    return read_runs(path)[0]
+
+
+def read_runs(path: str | Path) -> list[LogEvidence]:
+    """Each run one log file holds: one per engine whose figures it shows (a vLLM run at 0% pasted above a healthy
+    llama-server run is two runs, each judged), the one with the most figures first; at least one."""
     file = Path(path).expanduser()
-    text = read_bounded(file, MAX_LOG_BYTES, "log file", "pass the part around the run").decode("utf-8", errors="replace")
+    text = pasted_text(read_bounded(file, MAX_LOG_BYTES, "log file", "pass the part around the run"))
     if not text.strip():
         raise FormatError(f"{file}: empty log")
-    crash = crash_in_log(text)
-    hits = scan(text)
-    evidence = _parse(str(file), text, crashed=crash is not None, hits=hits)
+    # What the engines, apps, tracebacks and shell said: request bodies, prompts and chat text emptied (voices.py).
+    # The run's settings are still read from the whole text (a request's "speculative.types" is a setting).
+    spoken = without_content(text)
+    segments = _segments(spoken)
+    if len(segments) > 1:
+        return [run for number, (first, piece, lines) in enumerate(segments, 1)
+                for run in _read_text(f"{file} (run {number}, from line {first})", piece, piece, lines, first)]
+    return _read_text(str(file), text, spoken, None, 1)
+
+
+# Where a run starts: a server's build banner, the engine's command under a shell prompt, vLLM's version line,
+# mtp-bench's first row after another run's figures. A start opens a new run only once the text before it showed
+# figures (a command and its banner are one start).
+_RUN_START = re.compile(
+    r"^(?:[\w./-]*\s*\|\s*)?(?:\[\d+\]\s+)?(?:main: )?build(?:_info)?: \d+ \(\w+\)|"
+    r"^\s*(?:[\w.-]+@[\w.-]+:\S*[$#]|\$|PS [A-Za-z]:\\[^>\n]{0,200}>|[A-Za-z]:\\[^>\n]{0,200}>)\s+\S*"
+    r"(?:llama-server|llama-cli|vllm serve|sglang\.launch_server|mtp-bench)|"
+    r"vLLM API server version", re.MULTILINE)
+
+
+def _segments(spoken: str) -> list[tuple[int, str, LogLines]]:
+    """The runs of a text that holds several, each with its first line number and its lines read; one entry (the
+    whole text) when it holds one or none."""
+    starts = [m.start() for m in _RUN_START.finditer(spoken)]
+    if len(starts) < 2:
+        return []
+    bounds = [0, *[s for s in starts if s > 0], len(spoken)]
+    runs: list[tuple[int, str, LogLines]] = []
+    begin = 0
+    for end in bounds[1:]:
+        piece = spoken[begin:end]
+        lines = read_lines(piece.splitlines())
+        if any(r.samples for r in lines.readings.values()) or end == len(spoken):
+            runs.append((spoken.count("\n", 0, begin) + 1, piece, lines))
+            begin = end
+    if len(runs) > 1 and not any(r.samples for r in runs[-1][2].readings.values()):
+        # The text after the last run's figures (its shutdown, a crash) belongs to that run.
+        (first, before, _), (_, after, _) = runs[-2], runs[-1]
+        runs[-2:] = [(first, before + after, read_lines((before + after).splitlines()))]
+    return runs if len(runs) > 1 else []
+
+
+def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first: int) -> list[LogEvidence]:
+    """The runs of one text (or one run's part of it): one per engine whose figures it shows, the most figures
+    first. ``first``: the text's first line number in the file (hits are numbered in the file's lines)."""
+    crash = crash_in_log(spoken)
+    hits = scan(spoken)
+    if first > 1:
+        hits = Scan(tuple(replace(h, number=h.number + first - 1) for h in hits.hits))
+    if lines is None:
+        lines = read_lines(spoken.splitlines())
+    rows, owner = table_samples(spoken)
+    if rows and not any(r.samples for r in lines.readings.values()):
+        # A table of acceptance by row (a benchmark's categories): its engine's figures when no line format found any.
+        engine = owner or hits.writer or Engine.llama_cpp
+        if engine in lines.readings:
+            lines.readings[engine].samples.extend(rows)
+            lines.readings[engine].marks += owner is not None
+    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None, hits=hits), text, hits, crash)
+    others = [_with_reading(_parse(f"{name} ({engine.value} run)", spoken, lines, crashed=False, hits=hits, only=engine),
+                            text, hits, None)
+              for engine, reading in lines.readings.items() if engine is not main.runtime and reading.samples]
+    return [main, *others]
+
+
+def _with_reading(evidence: LogEvidence, text: str, hits: Scan, crash: Crash | None) -> LogEvidence:
     evidence.scan, evidence.messages = hits, [h.seen() for h in hits.hits[:_SHOWN_MESSAGES]]
     evidence.run = _with_signs(read_run(text), hits)
     evidence.mtp_use, evidence.app = evidence.run.mtp, evidence.run.app or hits.app
@@ -119,9 +192,10 @@ def read_log(path: str | Path) -> LogEvidence:
     return evidence
 
 
-def _parse(file: str, text: str, *, crashed: bool, hits: Scan) -> LogEvidence:
-    lines = read_lines(text.splitlines())
+def _parse(file: str, text: str, lines: LogLines, *, crashed: bool, hits: Scan, only: Engine | None = None) -> LogEvidence:
     readings = lines.readings
+    if only is not None:
+        readings = {only: readings[only]}
     if not any(r.samples for r in readings.values()) and METRIC_SAMPLE.search(text):
         return _metrics(file, text)
     reading = _engine(readings, text, crashed=crashed, writer=hits.writer)
@@ -148,7 +222,7 @@ def unreadable_note(lines: list[str]) -> str:
 
 def _engine(readings: dict[Engine, Reading], text: str, *, crashed: bool, writer: Engine | None) -> Reading | None:
     """The engine whose metrics lines the log holds, else whose own lines it shows, else the one the catalogue's
-    lines name (messages.py); llama.cpp by default for a text that names llama or crashed."""
+    lines name (catalogue.py); llama.cpp by default for a text that names llama or crashed."""
     with_figures = [r for r in readings.values() if r.samples]
     if with_figures:
         return max(with_figures, key=lambda r: (len(r.samples), r.marks))
@@ -158,7 +232,7 @@ def _engine(readings: dict[Engine, Reading], text: str, *, crashed: bool, writer
     if writer is not None and writer in readings:
         return readings[writer]
     llama = readings[Engine.llama_cpp]
-    if crashed or llama.settings or unused_nextn_tensors(text) or "llama" in text:
+    if crashed or llama.settings or unused_nextn_tensors(text) or _NAMES_LLAMA.search(text):
         return llama
     return None
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mtpinspect.diagnosis.logs import LogEvidence, read_log
-from mtpinspect.diagnosis.run_facts import MtpUse, RunFacts
 from mtpinspect.errors import SourceError
-from mtpinspect.files import read_bounded
+from mtpinspect.files import pasted_text, read_bounded
 from mtpinspect.formats import mtp_bench
 from mtpinspect.formats.mtp_bench import BenchRun
+from mtpinspect.logread.run_facts import MtpUse, RunFacts
+from mtpinspect.logread.runs import LogEvidence, read_runs
 from mtpinspect.vocabulary import Engine, LogKind
 
 # mtp-bench's output is a few kilobytes (nine rows, an aggregate); a larger file is a log, read as one.
@@ -24,9 +24,9 @@ MAX_BENCH_BYTES = 4 << 20
 _LACKS = ["mean length", "per-position"]  # its rows count tokens, not verification steps
 
 
-def read_log_or_bench(path: str | Path) -> tuple[LogEvidence, list[str]]:
-    """The evidence of one --log file (mtp-bench's output, else any log read_log reads) and, for mtp-bench,
-    the note with each category's acceptance."""
+def read_log_or_bench(path: str | Path) -> tuple[list[LogEvidence], list[str]]:
+    """The evidence of one --log file (mtp-bench's output, else each run of a log read_runs reads) and, for
+    mtp-bench, the note with each category's acceptance."""
     file = Path(path).expanduser()
     try:
         small = file.is_file() and file.stat().st_size <= MAX_BENCH_BYTES
@@ -34,13 +34,13 @@ def read_log_or_bench(path: str | Path) -> tuple[LogEvidence, list[str]]:
         small = False
     if small:
         try:
-            text = read_bounded(file, MAX_BENCH_BYTES, "log file").decode("utf-8", errors="replace")
+            text = pasted_text(read_bounded(file, MAX_BENCH_BYTES, "log file"))
         except SourceError:
             text = ""  # read_log names what is wrong with the file
         if text.strip() and mtp_bench.looks_like(text):
             run = mtp_bench.parse(text, str(file))
-            return bench_evidence(str(file), run), category_notes(str(file), run)
-    return read_log(file), []
+            return [bench_evidence(str(file), run)], category_notes(str(file), run)
+    return read_runs(file), []
 
 
 def bench_evidence(path: str, run: BenchRun) -> LogEvidence:
@@ -64,12 +64,15 @@ def bench_evidence(path: str, run: BenchRun) -> LogEvidence:
 def category_notes(path: str, run: BenchRun) -> list[str]:
     """One note: each category's acceptance, and the aggregate they make up."""
     drafted, accepted = run.totals()
+    skipped = [f"{path}: skipped mtp-bench {why}" for why in run.skipped[:8]]
+    if len(run.skipped) > 8:
+        skipped.append(f"{path}: skipped {len(run.skipped) - 8} more mtp-bench row(s)")
     if not drafted:
         return [f"{path}: mtp-bench counted no drafted tokens in any category: was the server started with "
-                "--spec-type draft-mtp (and a model with an MTP head)?"]
+                "--spec-type draft-mtp (and a model with an MTP head)?", *skipped]
     parts = [_category_line(name, d, a) for name, (d, a) in run.by_category().items()]
     return [f"{path}: mtp-bench acceptance per category: {'; '.join(parts)}; "
-            f"aggregate {accepted} of {drafted} ({accepted / drafted:.1%})"]
+            f"aggregate {accepted} of {drafted} ({accepted / drafted:.1%})", *skipped]
 
 
 def _category_line(name: str, drafted: int, accepted: int) -> str:

@@ -1,0 +1,68 @@
+"""`diagnose --log` on a hostile text at several sizes: is the time linear in the size?
+
+The text is the worst case issue 42 names, repeated up to each size: 16 KB lines of fork-flag near-matches
+(``--a-mtp`` that never closes), 64 KB lines that start like a metrics sample (``llamacpp:``) and are not one,
+lines full of the catalogue's keys that never complete a message (``error``, ``speculative``, ``draft``,
+``invalid argument``, ``accept len:``, ``spec_decode_``), request bodies (content the catalogue must skip),
+Python exception lines and ordinary llama-server lines. Each size is timed in a fresh process-free call of
+`diagnose(log_files=[...])` (the whole path: decoding, voices, catalogue, formats, rules); the figure to read is
+seconds per MiB, which must stay flat from the smallest size to the largest (MAX_LOG_BYTES, 256 MiB).
+
+    python bench/bench_log_worst.py [--sizes-mib 16 64 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import tempfile
+import time
+from pathlib import Path
+
+from tabulate import tabulate
+
+from mtpinspect.diagnosis import diagnose
+from mtpinspect.logread.runs import MAX_LOG_BYTES
+
+_BLOCK = "".join([
+    " " + ("--a-mtp" * 2300)[:16000] + "!\n",
+    "llamacpp:" + "a" * 65536 + " x y\n",
+    ("error: the speculation drafts accept len: token spec_decode_ invalid argument: x " * 200) + "\n",
+    'srv  log_server_r: request:  {"messages":[{"role":"user","content":"' + "unknown speculative type: mtp " * 300 + '"}]}\n',
+    "ValueError: " + "draft " * 2000 + "\n",
+    "".join(f"slot update_slots: id  0 | task {i} | n_tokens = {i * 7}, memory_seq_rm [0, end)\n" for i in range(400)),
+])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes-mib", type=int, nargs="+", default=[16, 64, 256])
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes_mib:
+            target = min(size << 20, MAX_LOG_BYTES - (1 << 20))
+            path = Path(tmp, f"worst-{size}.log")
+            with path.open("w", encoding="utf-8") as out:
+                written = 0
+                while written < target:
+                    out.write(_BLOCK)
+                    written += len(_BLOCK)
+            gc.collect()
+            began = time.perf_counter()
+            try:
+                report = diagnose(log_files=[path])
+                outcome = f"{len(report.causes)} cause(s)"
+            except Exception as exc:  # noqa: BLE001 - the outcome is reported, whatever it is
+                outcome = f"{type(exc).__name__}: {str(exc)[:60]}"
+            seconds = time.perf_counter() - began
+            mib = path.stat().st_size / 2**20
+            rows.append({"MiB": round(mib), "seconds": round(seconds, 1), "s per MiB": round(seconds / mib, 3),
+                         "outcome": outcome})
+            print(f"{round(mib)} MiB: {seconds:.1f} s ({seconds / mib:.3f} s per MiB), {outcome}", flush=True)
+            path.unlink()
+    print(tabulate(rows, headers="keys"))
+
+
+if __name__ == "__main__":
+    main()

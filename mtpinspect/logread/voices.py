@@ -1,0 +1,98 @@
+"""Who said each line of a pasted text: an engine or app, a traceback, a shell, or content someone typed.
+
+A paste mixes voices. llama-server's ``--verbose`` logs every request body, vLLM logs the prompts it
+receives, a user pastes the curl command with its JSON: those lines hold the user's own words (a prompt
+about "the draft failed", a chat about SMTP), and a word in them says nothing about the engine. So the
+catalogue (catalogue.py) and the crash reader skip content lines, and only what an engine, an app, a
+traceback or a shell printed can establish a cause. Content is recognised by its shape, per line:
+
+- a JSON member of a request or response body (``"messages":``, ``"content":``, ``"prompt":`` ...),
+  as llama-server's ``log_server_r`` prints them, a ``curl -d`` carries them or a saved body holds them;
+- the engines' own request lines: vLLM's ``Received request ...: prompt:``, SGLang's ``GenerateReqInput(``,
+  llama-server's ``request:`` / ``response:`` bodies;
+- chat-template text: the turn markers of the common templates (``<|im_start|>``, ``[INST]``, ...).
+
+Each test is a literal key found with str.find, then one linear pattern on that line alone: the cost is one
+pass per key over the text, whatever its size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+# Literals one of which a content line holds; the pattern then decides on that line.
+_CONTENT_KEYS = ('"messages"', '"content"', '"prompt"', '"input"', '"query"', '"instruction"', '"text"',
+                 "request:", "response:", "prompt:", "GenerateReqInput(", "<|im_start|>", "<|user|>", "<|assistant|>",
+                 "[INST]", "<start_of_turn>", "<|start_header_id|>", "<｜User｜>", "<｜Assistant｜>")
+_CONTENT = re.compile(
+    r"\"(?:messages|content|prompt|input|query|instruction|text)\"\s*:"
+    r"|\blog_server_r\w*:\s+(?:request|response):\s*[{\[]"
+    r"|\b(?:request|response):\s*\{"
+    r"|Received request [\w-]+: prompt:"
+    r"|\bprompt: ['\"\[]"
+    r"|GenerateReqInput\("
+    r"|<\|im_start\|>|<\|user\|>|<\|assistant\|>|\[INST\]|<start_of_turn>|<\|start_header_id\|>|<｜User｜>|<｜Assistant｜>")
+_MAX_LINE = 16384
+
+
+def _lines_with(text: str, key: str) -> Iterator[tuple[int, str]]:
+    at = text.find(key)
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        yield start, text[start : min(end, start + _MAX_LINE)]
+        at = text.find(key, end)
+
+
+def content_lines(text: str) -> frozenset[int]:
+    """The start offsets of the lines that are content (request bodies, prompts, chat text), not output."""
+    found: set[int] = set()
+    for key in _CONTENT_KEYS:
+        for start, line in _lines_with(text, key):
+            if start not in found and _CONTENT.search(line):
+                found.add(start)
+    return frozenset(found)
+
+
+def is_content(line: str) -> bool:
+    """One line, on its own: is it content (see the module docstring)?"""
+    return any(key in line for key in _CONTENT_KEYS) and _CONTENT.search(line[:_MAX_LINE]) is not None
+
+
+def without_content(text: str) -> str:
+    """``text`` with its content lines emptied (line numbers kept): what the engines and the shell said."""
+    starts = sorted(content_lines(text))
+    if not starts:
+        return text
+    parts: list[str] = []
+    at = 0
+    for start in starts:
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        parts.append(text[at:start])
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+# A shell prompt and the command after it: "$ cmd", "user@host:~$ cmd", "PS C:\\> cmd", "C:\\> cmd", "# cmd".
+_SHELL = re.compile(r"^\s*(?:[\w.-]+@[\w.-]+:\S*[$#]|\$|PS [A-Za-z]:\\[^>\n]{0,200}>|[A-Za-z]:\\[^>\n]{0,200}>|>>>?)\s+(?P<command>\S.*)$")
+_ENGINES = re.compile(r"llama[-_](?:server|cli|bench|speculative)|\bmain(?:\.exe)?\b|\bvllm\b|\bsglang\b|\bollama\b|"
+                      r"\blms\b|LM ?Studio|llama_cpp|koboldcpp|ik_llama|mtp-bench|docker|podman|\bpython3?\s+-m\s+(?:vllm|sglang)")
+
+
+def last_command(text: str) -> str | None:
+    """The last command a shell prompt in ``text`` shows (the program a shell's crash line is about)."""
+    command = None
+    for line in text.splitlines()[-400:]:
+        found = _SHELL.match(line[:_MAX_LINE])
+        if found is not None:
+            command = found["command"].strip()
+    return command
+
+
+def engine_command(command: str) -> bool:
+    """Whether a shell command runs an engine, an app or a container (else the program is someone else's)."""
+    return _ENGINES.search(command) is not None
