@@ -56,6 +56,8 @@ from mtpinspect.runtime.build_cache import (
 )
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_SDIST_SHA256, PINNED_VERSION
 from mtpinspect.runtime.process import ProbeOverflow, run_bounded
+from mtpinspect.runtime.sdist import SDIST_NAME as _SDIST_NAME
+from mtpinspect.runtime.sdist import fetch_from_index
 from mtpinspect.runtime.toolchain import NVCC_NEEDED, find_toolchain
 from mtpinspect.sources.policy import MAX_SECONDS
 from mtpinspect.units import duration
@@ -70,7 +72,6 @@ _AMX_FLAGS = ("amx-tile", "amx-int8", "amx-bf16")
 
 # Room a CPU build takes in the cache while it runs (the sources unpacked, the objects; measured in bench/).
 _BUILD_ROOM = "200 MB"
-_SDIST_NAME = f"{PINNED_PACKAGE.replace('-', '_')}-{PINNED_VERSION}.tar.gz"
 _PROGRESS_RE = re.compile(r"^\[\s*\d+%\]")
 
 Progress = Callable[[str], None]
@@ -386,31 +387,46 @@ def _run(step: str, command: Sequence[str], log: Path, progress: Progress | None
 
 
 def _download_sdist(dest: Path, log: Path, progress: Progress | None) -> Path:
-    """The pinned sdist in the cache, downloaded with pip when absent; its hash must match the pin."""
+    """The pinned sdist in the cache, fetched when absent: the file alone from pip's configured index
+    (sdist.py: nothing built), else with `pip download`; its hash must match the pin."""
     sdist = dest / _SDIST_NAME
     if not sdist.is_file() or _sha256(sdist) != PINNED_SDIST_SHA256:
         if progress is not None:
-            progress(f"downloading {PINNED_PACKAGE}=={PINNED_VERSION} (source distribution) with pip")
-        download = Path(tempfile.mkdtemp(prefix="sdist-", dir=dest))
-        try:
-            _run(
-                "pip download",
-                [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                 "--disable-pip-version-check", "-d", str(download), f"{PINNED_PACKAGE}=={PINNED_VERSION}"],
-                log,
-                progress,
-            )
-            got = download / _SDIST_NAME
-            if not got.is_file():
-                raise ServerError(f"llama-server build failed at pip download: {_SDIST_NAME} not in pip's output")
-            os.replace(got, sdist)
-        finally:
-            shutil.rmtree(download, ignore_errors=True)
+            progress(f"downloading {PINNED_PACKAGE}=={PINNED_VERSION} (source distribution) from pip's index")
+        started = time.monotonic()
+        fetched = fetch_from_index(dest)
+        with log.open("a", encoding="utf-8") as out:
+            out.write(f"fetched {fetched[1]} in {duration(time.monotonic() - started)}\n" if fetched else
+                      "no index pip is configured with offered the file as a plain download: pip download\n")
+        if fetched is None:
+            _pip_download(dest, sdist, log, progress)
     actual = _sha256(sdist)
     if actual != PINNED_SDIST_SHA256:
         sdist.unlink()
         raise ServerError(f"{_SDIST_NAME}: sha256 {actual} does not match the pinned {PINNED_SDIST_SHA256}")
     return sdist
+
+
+def _pip_download(dest: Path, sdist: Path, log: Path, progress: Progress | None) -> None:
+    """pip download of the sdist, where no index gave the file itself (it prepares the sdist's metadata:
+    installs the build backend first)."""
+    if progress is not None:
+        progress("no index gave the file directly: `pip download` (it installs the build backend first: minutes)")
+    download = Path(tempfile.mkdtemp(prefix="sdist-", dir=dest))
+    try:
+        _run(
+            "pip download",
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+             "--disable-pip-version-check", "-d", str(download), f"{PINNED_PACKAGE}=={PINNED_VERSION}"],
+            log,
+            progress,
+        )
+        got = download / _SDIST_NAME
+        if not got.is_file():
+            raise ServerError(f"llama-server build failed at pip download: {_SDIST_NAME} not in pip's output")
+        os.replace(got, sdist)
+    finally:
+        shutil.rmtree(download, ignore_errors=True)
 
 
 def pinned_sdist(progress: Progress | None = None) -> Path:
