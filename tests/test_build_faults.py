@@ -16,7 +16,7 @@ import pytest
 from cliproc import error_line, in_mounts, run_cli, run_cli_measured
 from conftest import SHARED_SERVERS
 
-from mtpinspect.runtime.build import _SDIST_NAME
+from mtpinspect.runtime.pin import PINNED_SDIST_NAME
 
 
 def _script(path: Path, body: str) -> Path:
@@ -102,7 +102,7 @@ def test_a_build_wait_past_a_week_is_refused_like_every_other_time_setting(tmp_p
 
 
 def _shared_sdist() -> Path:
-    sdist = SHARED_SERVERS / _SDIST_NAME
+    sdist = SHARED_SERVERS / PINNED_SDIST_NAME
     if not sdist.is_file():
         pytest.skip("the pinned sdist is not in the shared cache yet (the first pinned build puts it there)")
     return sdist
@@ -197,3 +197,71 @@ def test_a_failed_configure_quotes_cmakes_error_not_its_last_line(tmp_path: Path
                       'Target "ggml-cuda" links to: CUDA::cublas but the target was not found.')
     assert "Generate step failed" not in line and "typo" not in line
     assert [p.name for p in (cache / "llama-server").iterdir() if p.name.startswith(".build-cpu-")] == []
+
+
+# -- a build that says where it is ----------------------------------------------------------------------
+
+
+def test_a_build_step_says_where_it_is_at_every_heartbeat_whatever_it_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The heartbeat fired only when cmake printed nothing, while its lines that are not progress were
+    filtered out: 12 silent gaps over 30 s in a real build, up to 104 s. Now a line comes at least every
+    heartbeat (shortened here) with the current target, its percentage and the time so far."""
+    from mtpinspect.errors import ServerError
+    from mtpinspect.runtime import build as build_mod
+    from mtpinspect.runtime.build import build_server
+
+    sdist = _shared_sdist()
+    cache = tmp_path / "cache"
+    (cache / "llama-server").mkdir(parents=True)
+    (cache / "llama-server" / sdist.name).symlink_to(sdist)
+    bin_dir = tmp_path / "bin"
+    _build_tools(bin_dir)
+    _script(bin_dir / "cmake", 'if [ "$1" = "--build" ]; then echo "[ 10%] Building CXX object big.cpp.o"; '
+            'i=0; while [ $i -lt 40 ]; do echo "noise that is not progress $i"; sleep 0.1; i=$((i+1)); done; exit 1; '
+            'else echo "-- Configuring done"; fi')
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("MTPINSPECT_CACHE_DIR", str(cache))
+    monkeypatch.setattr(build_mod, "BUILD_HEARTBEAT_S", 0.5)
+    said: list[tuple[float, str]] = []
+    with pytest.raises(ServerError):
+        build_server("cpu", progress=lambda line: said.append((time.monotonic(), line)))
+    during = [(t, line) for t, line in said if "big.cpp.o" in line]
+    assert during[0][1] == "[ 10%] Building CXX object big.cpp.o"
+    beats = during[1:]
+    assert len(beats) >= 4, said
+    assert all(line.startswith("[ 10%] Building CXX object big.cpp.o (cmake build: ") and line.endswith(" so far)")
+               for _, line in beats), beats
+    gaps = [b[0] - a[0] for a, b in zip(during, during[1:])]
+    assert max(gaps) < 1.5, gaps
+
+
+def test_build_lines_redraw_on_a_terminal_and_keep_a_heartbeat_in_a_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from mtpinspect.cli import _progress
+
+    monkeypatch.setattr(_progress, "BUILD_HEARTBEAT_S", 0.2)
+    log = io.StringIO()
+    lines = _progress.BuildLines(log, prefix="")
+    lines("configuring llama.cpp")
+    lines("[ 11%] Building a.o")
+    lines("[ 12%] Building b.o")  # the same tenth, too soon: not written
+    time.sleep(0.25)
+    lines("[ 12%] Building b.o (cmake build: 20s so far)")  # a heartbeat later: written
+    written = log.getvalue().splitlines()
+    assert written[0] == "configuring llama.cpp" and written[1].startswith("[ 11%] Building a.o (")
+    assert written[2:] == ["[ 12%] Building b.o (cmake build: 20s so far)"]
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    lines = _progress.BuildLines(screen, prefix="")
+    lines("[ 11%] Building a.o")
+    lines("[ 12%] Building b.o (cmake build: 20s so far)")
+    lines("built llama-server (cpu) in 7m05s")
+    lines.close()
+    assert screen.getvalue().count("\n") == 1 and screen.getvalue().count("\r\x1b[K") == 3

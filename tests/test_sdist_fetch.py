@@ -17,12 +17,13 @@ import pytest
 from cliproc import run_cli
 from conftest import SHARED_SERVERS
 
-from mtpinspect.runtime.sdist import SDIST_NAME, PipIndexes, fetch_from_index, pip_indexes
+from mtpinspect.runtime.pin import PINNED_SDIST_NAME
+from mtpinspect.runtime.sdist import PipIndexes, fetch_from_index, pip_indexes
 
 
 @pytest.fixture(scope="module")
 def sdist() -> Path:
-    found = SHARED_SERVERS / SDIST_NAME
+    found = SHARED_SERVERS / PINNED_SDIST_NAME
     if not found.is_file():
         pytest.skip("the pinned sdist is not in the shared cache yet (the first pinned build puts it there)")
     return found
@@ -79,7 +80,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def index(sdist: Path) -> Iterator[_Index]:
-    server = _Index({SDIST_NAME: sdist})
+    server = _Index({PINNED_SDIST_NAME: sdist})
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -117,11 +118,11 @@ def test_the_build_fetches_the_file_alone_from_pips_index(index: _Index, tmp_pat
                         "MTPINSPECT_CACHE_DIR": str(cache)})
     assert proc.returncode == 2 and "failed at cmake configure" in proc.stderr, proc.stderr
     log = (cache / "llama-server" / "build-cpu.log").read_text()
-    assert f"fetched http://127.0.0.1:{index.server_address[1]}/files/{SDIST_NAME}" in log
+    assert f"fetched http://127.0.0.1:{index.server_address[1]}/files/{PINNED_SDIST_NAME}" in log
     assert "pip download" not in log and "pip download" not in proc.stderr
     assert index.requests[0][0] == "/simple/llama-cpp-python/" and "vnd.pypi.simple.v1+json" in index.requests[0][1]
-    got = cache / "llama-server" / SDIST_NAME
-    assert got.stat().st_size == (SHARED_SERVERS / SDIST_NAME).stat().st_size and got.stat().st_mode & 0o044
+    got = cache / "llama-server" / PINNED_SDIST_NAME
+    assert got.stat().st_size == (SHARED_SERVERS / PINNED_SDIST_NAME).stat().st_size and got.stat().st_mode & 0o044
 
 
 def test_an_html_index_a_file_folder_and_find_links(index: _Index, sdist: Path, tmp_path: Path) -> None:
@@ -129,24 +130,24 @@ def test_an_html_index_a_file_folder_and_find_links(index: _Index, sdist: Path, 
     dest = tmp_path / "a"
     dest.mkdir()
     # PEP 503: an index that answers HTML only.
-    index.files = {"other.tar.gz": sdist, SDIST_NAME: sdist}
+    index.files = {"other.tar.gz": sdist, PINNED_SDIST_NAME: sdist}
     fetched = fetch_from_index(dest, where)
-    assert fetched is not None and fetched[1].endswith(f"/files/{SDIST_NAME}")
+    assert fetched is not None and fetched[1].endswith(f"/files/{PINNED_SDIST_NAME}")
     # A file:// index folder (pip's own layout: simple/<project>/<file>) and a find-links folder.
     folder = tmp_path / "simple" / "llama-cpp-python"
     folder.mkdir(parents=True)
-    (folder / SDIST_NAME).symlink_to(sdist)
+    (folder / PINNED_SDIST_NAME).symlink_to(sdist)
     for where in (PipIndexes(((tmp_path / "simple").as_uri(),), (), None, 30), PipIndexes((), (str(folder),), None, 30)):
         dest = tmp_path / f"d{len(list(tmp_path.iterdir()))}"
         dest.mkdir()
         fetched = fetch_from_index(dest, where)
-        assert fetched is not None and (dest / SDIST_NAME).is_file()
+        assert fetched is not None and (dest / PINNED_SDIST_NAME).is_file()
 
 
 def test_a_file_whose_hash_is_not_the_pinned_one_is_not_taken(index: _Index, tmp_path: Path) -> None:
     wrong = tmp_path / "wrong.tar.gz"
     wrong.write_bytes(b"not the pinned sdist")
-    index.files = {SDIST_NAME: wrong}
+    index.files = {PINNED_SDIST_NAME: wrong}
     dest = tmp_path / "dest"
     dest.mkdir()
     assert fetch_from_index(dest, PipIndexes((index.url, "http://127.0.0.1:9/simple"), (), None, 5)) is None

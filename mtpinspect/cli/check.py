@@ -303,8 +303,14 @@ def command(
         from mtpinspect.runtime.build_cache import find_helper
 
         if find_helper() is None:
+            from mtpinspect.cli._progress import BuildLines
+
             out.hint("building the pinned llama.cpp's verify helper (minutes, once)")
-            build_server("cpu", progress=out.hint)
+            lines = BuildLines(out.errors, prefix="")
+            try:
+                build_server("cpu", progress=lines)
+            finally:
+                lines.close()
     if all_ggufs:
         results = check_all(source, revision=revision, token=token, verify=verify, context=context,
                             verify_digest=verify_digest, policy=policy)

@@ -10,6 +10,7 @@ import click
 
 from mtpinspect.cli._args import backend_option, format_option
 from mtpinspect.cli._output import Output
+from mtpinspect.cli._progress import BuildLines
 from mtpinspect.runtime.build import build_server, resolve_backend
 from mtpinspect.runtime.build_cache import cache_root, cached_helper, missing_targets
 from mtpinspect.runtime.find import describe
@@ -119,7 +120,11 @@ def build(backend: str, force: bool, jobs: int | None, fmt: str) -> int:
     backend = choice.backend
     if not missing_targets(backend) and not force:
         out.hint("llama-server and the verify helper are already built (use --force to rebuild)")
-    # The build says what it builds, its progress, and where it put the result.
-    path = build_server(backend, force=force, jobs=jobs, progress=out.hint)
+    # The build says what it builds, its progress (redrawn in place on a terminal), and where it put the result.
+    lines = BuildLines(out.errors, prefix="")
+    try:
+        path = build_server(backend, force=force, jobs=jobs, progress=lines)
+    finally:
+        lines.close()
     _render(state_of(describe(path, "built"), backend, cached_helper(backend)), out)
     return 0

@@ -54,10 +54,15 @@ from mtpinspect.runtime.build_cache import (
     install_dir,
     missing_targets,
 )
-from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_SDIST_SHA256, PINNED_VERSION
+from mtpinspect.runtime.pin import (
+    PINNED_LLAMA_CPP,
+    PINNED_PACKAGE,
+    PINNED_SDIST_NAME,
+    PINNED_SDIST_SHA256,
+    PINNED_VERSION,
+)
 from mtpinspect.runtime.process import ProbeOverflow, run_bounded
-from mtpinspect.runtime.sdist import SDIST_NAME as _SDIST_NAME
-from mtpinspect.runtime.sdist import fetch_from_index
+from mtpinspect.runtime.timeouts import BUILD_HEARTBEAT_S
 from mtpinspect.runtime.toolchain import NVCC_NEEDED, find_toolchain
 from mtpinspect.sources.policy import MAX_SECONDS
 from mtpinspect.units import duration
@@ -284,8 +289,8 @@ def _kill_tree(proc: subprocess.Popen[str]) -> None:
     proc.wait()
 
 
-# A step that prints nothing for this long (pip resolving, one large file compiling) still says it is alive.
-_HEARTBEAT_S = 15.0
+# A step that goes BUILD_HEARTBEAT_S without a progress line says the current target, its percentage and the
+# time so far, whatever it prints meanwhile.
 # pip's own lines worth passing on while it fetches the sdist (the rest is noise on a terminal).
 _PIP_PROGRESS_RE = re.compile(r"^(Collecting|Downloading|Saved|Looking in)\b")
 
@@ -356,18 +361,17 @@ def _run(step: str, command: Sequence[str], log: Path, progress: Progress | None
         except OSError as exc:
             raise ServerError(f"llama-server build failed at {step}: cannot run {command[0]}: {exc.strerror}") from None
         last = ""
+        current = ""  # the last progress line: "[ 44%] Building CXX object ..."
         error = _FirstError()
         assert proc.stdout is not None
-        started = time.monotonic()
+        started = said = time.monotonic()
         try:
             lines = _lines(proc.stdout)
             while True:
                 try:
-                    line = lines.get(timeout=_HEARTBEAT_S)
+                    line = lines.get(timeout=max(0.0, said + BUILD_HEARTBEAT_S - time.monotonic()))
                 except queue.Empty:
-                    if progress is not None:
-                        progress(f"{step}: still running ({duration(time.monotonic() - started)} so far)")
-                    continue
+                    line = ""
                 if line is None:
                     break
                 out.write(line)
@@ -375,8 +379,15 @@ def _run(step: str, command: Sequence[str], log: Path, progress: Progress | None
                 if stripped:
                     last = stripped
                     error.feed(line)
-                    if progress is not None and (_PROGRESS_RE.match(stripped) or _PIP_PROGRESS_RE.match(stripped)):
-                        progress(stripped)
+                    if _PROGRESS_RE.match(stripped) or _PIP_PROGRESS_RE.match(stripped):
+                        current = stripped
+                        if progress is not None:
+                            progress(stripped)
+                        said = time.monotonic()
+                if progress is not None and time.monotonic() - said >= BUILD_HEARTBEAT_S:
+                    so_far = f"{step}: {duration(time.monotonic() - started)} so far"
+                    progress(f"{current} ({so_far})" if _PROGRESS_RE.match(current) else f"{so_far}, still running")
+                    said = time.monotonic()
         except BaseException:
             _kill_tree(proc)
             raise
@@ -389,10 +400,12 @@ def _run(step: str, command: Sequence[str], log: Path, progress: Progress | None
 def _download_sdist(dest: Path, log: Path, progress: Progress | None) -> Path:
     """The pinned sdist in the cache, fetched when absent: the file alone from pip's configured index
     (sdist.py: nothing built), else with `pip download`; its hash must match the pin."""
-    sdist = dest / _SDIST_NAME
+    sdist = dest / PINNED_SDIST_NAME
     if not sdist.is_file() or _sha256(sdist) != PINNED_SDIST_SHA256:
         if progress is not None:
             progress(f"downloading {PINNED_PACKAGE}=={PINNED_VERSION} (source distribution) from pip's index")
+        from mtpinspect.runtime.sdist import fetch_from_index  # urllib and ssl: only where it downloads
+
         started = time.monotonic()
         fetched = fetch_from_index(dest)
         with log.open("a", encoding="utf-8") as out:
@@ -403,7 +416,7 @@ def _download_sdist(dest: Path, log: Path, progress: Progress | None) -> Path:
     actual = _sha256(sdist)
     if actual != PINNED_SDIST_SHA256:
         sdist.unlink()
-        raise ServerError(f"{_SDIST_NAME}: sha256 {actual} does not match the pinned {PINNED_SDIST_SHA256}")
+        raise ServerError(f"{PINNED_SDIST_NAME}: sha256 {actual} does not match the pinned {PINNED_SDIST_SHA256}")
     return sdist
 
 
@@ -421,9 +434,9 @@ def _pip_download(dest: Path, sdist: Path, log: Path, progress: Progress | None)
             log,
             progress,
         )
-        got = download / _SDIST_NAME
+        got = download / PINNED_SDIST_NAME
         if not got.is_file():
-            raise ServerError(f"llama-server build failed at pip download: {_SDIST_NAME} not in pip's output")
+            raise ServerError(f"llama-server build failed at pip download: {PINNED_SDIST_NAME} not in pip's output")
         os.replace(got, sdist)
     finally:
         shutil.rmtree(download, ignore_errors=True)

@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from mtpinspect.runtime.pin import PINNED_PACKAGE, PINNED_SDIST_SHA256, PINNED_VERSION
+from mtpinspect.runtime.pin import PINNED_PACKAGE, PINNED_SDIST_NAME, PINNED_SDIST_SHA256
 
-SDIST_NAME = f"{PINNED_PACKAGE.replace('-', '_')}-{PINNED_VERSION}.tar.gz"
 DEFAULT_INDEX = "https://pypi.org/simple"
 _SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
 # PyPI's page for llama-cpp-python lists every file of every release: about 0.1 MB; a bound, not a filter.
@@ -110,12 +109,12 @@ def _read(response, limit: int) -> bytes:  # noqa: ANN001
 
 
 def _links_in(url: str, where: PipIndexes) -> Iterator[str]:
-    """The URLs of SDIST_NAME on one index page or find-links location."""
+    """The URLs of PINNED_SDIST_NAME on one index page or find-links location."""
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme in ("", "file"):
         folder = Path(urllib.request.url2pathname(parsed.path) if parsed.scheme else url)
-        if (folder / SDIST_NAME).is_file():
-            yield (folder / SDIST_NAME).as_uri()
+        if (folder / PINNED_SDIST_NAME).is_file():
+            yield (folder / PINNED_SDIST_NAME).as_uri()
         if not (folder / "index.html").is_file():
             return
         url = (folder / "index.html").as_uri()
@@ -125,18 +124,18 @@ def _links_in(url: str, where: PipIndexes) -> Iterator[str]:
         base = response.geturl()
     if kind == _SIMPLE_JSON:
         files = json.loads(page).get("files", [])
-        yield from (urllib.parse.urljoin(base, f["url"]) for f in files if isinstance(f, dict) and f.get("filename") == SDIST_NAME)
+        yield from (urllib.parse.urljoin(base, f["url"]) for f in files if isinstance(f, dict) and f.get("filename") == PINNED_SDIST_NAME)
         return
     anchors = _Anchors()
     anchors.feed(page.decode("utf-8", errors="replace"))
     for href, text in anchors.links:
         name = urllib.parse.unquote(urllib.parse.urlparse(href).path.rsplit("/", 1)[-1])
-        if SDIST_NAME in (name, text):
+        if PINNED_SDIST_NAME in (name, text):
             yield urllib.parse.urljoin(base, href)
 
 
 def fetch_from_index(dest: Path, where: PipIndexes | None = None) -> tuple[Path, str] | None:
-    """SDIST_NAME downloaded into ``dest`` from the first location pip is configured with that has it,
+    """PINNED_SDIST_NAME downloaded into ``dest`` from the first location pip is configured with that has it,
     its sha256 the pinned one: (the file, its URL without the query). None where no location has it
     (every error on the way is one location less: the caller falls back to pip)."""
     where = where or pip_indexes()
@@ -154,7 +153,7 @@ def fetch_from_index(dest: Path, where: PipIndexes | None = None) -> tuple[Path,
                     out.write(block)
             if digest.hexdigest() != PINNED_SDIST_SHA256:
                 continue  # another file under the name: the next location, else pip
-            target = dest / SDIST_NAME
+            target = dest / PINNED_SDIST_NAME
             partial.chmod(0o644)  # mkstemp's file is private; the cache is readable like any program folder
             os.replace(partial, target)
             return target, url.split("#", 1)[0]
