@@ -50,6 +50,7 @@ SHOWN_CACHE = "~/.cache/mtpinspect"  # the cache folder where it is by default (
 BLOCK = re.compile(r"(<!-- example: (?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /example -->)", re.S)
 CONSOLE = re.compile(r"^```console\n(?P<text>.*?)^```\n", re.S | re.M)
 EXIT_LINE = re.compile(r"^\[exit status (\d+)\]$")
+TABLE_RULE = re.compile(r"^-+(  +-+)+$")  # the rule under a table's header row: one dashed run per column
 TIMEOUT = 900  # seconds for one example (a default sweep is the longest)
 
 Setup = Callable[[Path, ExitStack], dict[str, str]]
@@ -461,10 +462,14 @@ def missing_lines(example: Example, shown: list[str], actual: list[str]) -> list
     with Example.stable, lines that are measurements are not compared)."""
     have = [_mask(line, example.volatile) for line in actual]
     missing, at = [], 0
-    for line in shown:
+    # A table's header row (the line above its rule of dashed columns) is always compared, also where
+    # Example.stable skips measurements: a column the tool prints must not be missing from an example.
+    headers = {i for i, line in enumerate(shown[:-1]) if TABLE_RULE.match(shown[i + 1]) and line.strip()}
+    for i, line in enumerate(shown):
         # A table's rule is as long as its widest value (a path that differs between machines): layout, not content.
         rule = set(line) <= {"-", " "}
-        if line == "..." or not line.strip() or rule or (example.stable and not re.search(example.stable, line)):
+        measured = example.stable and not re.search(example.stable, line) and i not in headers
+        if line == "..." or not line.strip() or rule or measured:
             continue
         want = _mask(line, example.volatile)
         try:

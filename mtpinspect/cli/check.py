@@ -285,7 +285,7 @@ def command(
     metadata as llama-server would with --spec-type draft-mtp: its own verdict decides the llama.cpp
     status, and its allocations give the memory with and without MTP at -c CONTEXT. Runtimes also
     say what Ollama and LM Studio do with the head and the setting that runs it there (a Modelfile's
-    PARAMETER draft_num_predict N; "MTP Max Draft Tokens" N).
+    PARAMETER draft_num_predict N; "Max Draft Tokens" N).
 
     Exit status: 0 when MTP is usable in at least one runtime, 1 when not, 2 on error.
     HF_ENDPOINT and HF_TOKEN are honoured, as in huggingface_hub. Every Hub request is bounded by
