@@ -8,19 +8,20 @@ import time
 from typing import TextIO
 
 from mtpinspect.cli._output import sanitize
-from mtpinspect.runtime.timeouts import BUILD_HEARTBEAT_S
 from mtpinspect.sweep.progress import BUILD, NOTE, RUN_DONE, RUN_START, SERVER_FAILED, ProgressEvent
 from mtpinspect.units import duration
 
 _BAR_WIDTH = 24
+# How the build's heartbeat line ends (runtime/build.py's _run): "... (cmake build: 6m12s so far)".
+_HEARTBEAT_END = " so far)"
 # A compile step of the build, as cmake prints it: "[ 38%] Building CXX object ...".
 _BUILD_STEP_RE = re.compile(r"^\[\s*(\d+)%\]")
 
 
 class BuildLines:
     """The lines of a llama-server build on a stream: its messages as they come; its compile steps ("[ 38%]
-    Building ...") redrawn in place on a terminal, elsewhere one line per tenth of the build and one at
-    least every BUILD_HEARTBEAT_S seconds (the build itself says one that often however quiet or noisy it is)."""
+    Building ...") redrawn in place on a terminal, elsewhere one line per tenth of the build and every
+    heartbeat (the build says where it is every 15 s, runtime/timeouts.py, however quiet or noisy it is)."""
 
     def __init__(self, stream: TextIO, prefix: str = "llama-server: ") -> None:
         self.stream = stream
@@ -29,22 +30,19 @@ class BuildLines:
         self.drawn = False  # a redrawn step line is on screen (the next text starts a new line)
         self._started = time.monotonic()
         self._shown = -1  # the last percentage written on a non-TTY stream
-        self._written = self._started
 
     def __call__(self, message: str, elapsed: float | None = None) -> None:
         step = _BUILD_STEP_RE.match(message)
         took = time.monotonic() - self._started if elapsed is None else elapsed
-        line = sanitize(f"{self.prefix}{message}" + (f" ({duration(took)})" if step and "so far)" not in message else ""))
-        now = time.monotonic()
+        line = sanitize(f"{self.prefix}{message}" + (f" ({duration(took)})" if step and not message.endswith(_HEARTBEAT_END) else ""))
         if self.tty:
             # Compile steps overwrite each other; any other message (download, configure, done) stays.
             self.stream.write("\r\x1b[K" + line[:120] + ("" if step else "\n"))
             self.drawn = step is not None
-        elif step is None or int(step.group(1)) // 10 > self._shown // 10 or now - self._written >= BUILD_HEARTBEAT_S:
+        elif step is None or int(step.group(1)) // 10 > self._shown // 10 or message.endswith(_HEARTBEAT_END):
             if step is not None:
                 self._shown = max(self._shown, int(step.group(1)))
             self.stream.write(line + "\n")
-            self._written = now
         self.stream.flush()
 
     def close(self) -> None:

@@ -292,8 +292,8 @@ def _kill_tree(proc: subprocess.Popen[str]) -> None:
     proc.wait()
 
 
-# A step that goes BUILD_HEARTBEAT_S without a progress line says the current target, its percentage and the
-# time so far, whatever it prints meanwhile.
+# Every BUILD_HEARTBEAT_S a step says its current target, its percentage and the time so far ("... so far)"),
+# whatever it prints meanwhile: a log that shows cmake's lines a tenth at a time still gets one that often.
 # pip's own lines worth passing on while it fetches the sdist (the rest is noise on a terminal).
 _PIP_PROGRESS_RE = re.compile(r"^(Collecting|Downloading|Saved|Looking in)\b")
 
@@ -386,10 +386,9 @@ def _run(step: str, command: Sequence[str], log: Path, progress: Progress | None
                         current = stripped
                         if progress is not None:
                             progress(stripped)
-                        said = time.monotonic()
                 if progress is not None and time.monotonic() - said >= BUILD_HEARTBEAT_S:
-                    so_far = f"{step}: {duration(time.monotonic() - started)} so far"
-                    progress(f"{current} ({so_far})" if _PROGRESS_RE.match(current) else f"{so_far}, still running")
+                    so_far = f"{duration(time.monotonic() - started)} so far"
+                    progress(f"{current} ({step}: {so_far})" if _PROGRESS_RE.match(current) else f"{step}: still running ({so_far})")
                     said = time.monotonic()
         except BaseException:
             _kill_tree(proc)
