@@ -20,6 +20,7 @@ import re
 import ssl
 import sys
 import tempfile
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -36,6 +37,8 @@ _MAX_PAGE_BYTES = 16 << 20
 # The pinned sdist is 76.6 MB.
 _MAX_SDIST_BYTES = 512 << 20
 _CONFIG_TIMEOUT_S = 60.0
+# A download that trickles on past this is given up (then pip tries): 76.6 MB take seconds on a slow line.
+_FETCH_DEADLINE_S = 1800.0
 _BLOCK = 1 << 20
 _CONFIG_RE = re.compile(r"^(?P<section>[^.]*)\.(?P<key>[\w-]+)='(?P<value>.*)'$")
 
@@ -140,15 +143,18 @@ def fetch_from_index(dest: Path, where: PipIndexes | None = None) -> tuple[Path,
     (every error on the way is one location less: the caller falls back to pip)."""
     where = where or pip_indexes()
     for url in _urls(where):
-        partial = Path(tempfile.mkstemp(prefix=".sdist-", dir=dest)[1])
+        handle, name = tempfile.mkstemp(prefix=".sdist-", dir=dest)
+        os.close(handle)
+        partial = Path(name)
         try:
             digest = hashlib.sha256()
+            deadline = time.monotonic() + _FETCH_DEADLINE_S
             with _open(url, where) as response, partial.open("wb") as out:
                 size = 0
                 while block := response.read(_BLOCK):
                     size += len(block)
-                    if size > _MAX_SDIST_BYTES:
-                        raise OSError(f"{url}: more than {_MAX_SDIST_BYTES} bytes")
+                    if size > _MAX_SDIST_BYTES or time.monotonic() > deadline:
+                        raise OSError(f"{url}: more than {_MAX_SDIST_BYTES} bytes or {_FETCH_DEADLINE_S:g} s")
                     digest.update(block)
                     out.write(block)
             if digest.hexdigest() != PINNED_SDIST_SHA256:
@@ -171,6 +177,6 @@ def _urls(where: PipIndexes) -> Iterator[str]:
     for location in locations:
         try:
             yield from list(_links_in(location, where))
-        except (OSError, ValueError, UnicodeError):
-            continue
+        except (OSError, ValueError, UnicodeError, AttributeError, TypeError, KeyError):
+            continue  # a page that is not what PEP 503/691 describe: the next location
 
