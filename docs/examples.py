@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,6 +81,9 @@ class Example:
     timeout: float = 300
     columns: int = 120  # the terminal width tables are wrapped to
     markdown: bool = False  # the output is Markdown (--format md): written as it is, not as a console block
+    # (a file the command writes in the work folder, where the pages show it): copied when the pages are
+    # rewritten, so a plot comes from the same run as the table beside it
+    figure: tuple[str, str] | None = None
 
     @property
     def command(self) -> str:
@@ -295,6 +299,7 @@ EXAMPLES = [
     Example("find-glm", ("find", "zai-org/GLM-4.7", "--limit", "8", "--no-verify"), 0, census_tree, columns=200,
             volatile=(r"[\d.]+ MiB read, in " + TIMING,)),
     Example("sweep-default", ("sweep",), 0, server=True, own_cache=False, needs=_no_trained_model, timeout=TIMEOUT,
+            figure=("out/sweep/sweep.png", "docs/sweep-demo.png"),
             keep=sections("Decode speed and acceptance", "Recommendation", "Files", first=4),
             stable=r"^(MTP sweep of|Recommendation|Files|runs:|report:|plot:|server logs:|-+$)"),
     Example("sweep-tiny", ("sweep", "model.gguf", "--n-max", "1,3", "--repeat", "1", "--", "-t", "1"), 0, tiny_model,
@@ -359,8 +364,9 @@ BY_NAME = {e.name: e for e in EXAMPLES}
 # Running ----------------------------------------------------------------------------------------------
 
 
-def run(example: Example) -> Run:
-    """Run the example in a fresh work folder: its exit status and its output as the pages show it."""
+def run(example: Example, keep_figure: bool = False) -> Run:
+    """Run the example in a fresh work folder: its exit status and its output as the pages show it (and,
+    with ``keep_figure``, its figure copied to where the pages show it)."""
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="mtpinspect-example-") as tmp:
         work = Path(tmp) / "demo"
         work.mkdir()
@@ -373,6 +379,8 @@ def run(example: Example) -> Run:
         done = subprocess.run([sys.executable, "-m", "mtpinspect", *example.args], cwd=work, env=env,
                               capture_output=True, text=True, timeout=example.timeout)
         text = done.stdout + (done.stderr if example.stderr else "")
+        if keep_figure and example.figure is not None and done.returncode == example.exit:
+            shutil.copyfile(work / example.figure[0], ROOT / example.figure[1])
         return Run(done.returncode, _as_shown(text, work, env).splitlines())
 
 
@@ -520,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: skipped: {reason}", file=sys.stderr)
             continue
         print(f"{name}: $ {example.command}", file=sys.stderr, flush=True)
-        result = run(example)
+        result = run(example, keep_figure=True)
         if result.exit != example.exit:
             print(f"{name}: exit status {result.exit}, expected {example.exit}:\n" + "\n".join(result.lines[-20:]),
                   file=sys.stderr)
