@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,7 @@ SHOWN_CACHE = "~/.cache/mtpinspect"  # the cache folder where it is by default (
 BLOCK = re.compile(r"(<!-- example: (?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /example -->)", re.S)
 CONSOLE = re.compile(r"^```console\n(?P<text>.*?)^```\n", re.S | re.M)
 EXIT_LINE = re.compile(r"^\[exit status (\d+)\]$")
+TABLE_RULE = re.compile(r"^-+(  +-+)+$")  # the rule under a table's header row: one dashed run per column
 TIMEOUT = 900  # seconds for one example (a default sweep is the longest)
 
 Setup = Callable[[Path, ExitStack], dict[str, str]]
@@ -79,6 +81,9 @@ class Example:
     timeout: float = 300
     columns: int = 120  # the terminal width tables are wrapped to
     markdown: bool = False  # the output is Markdown (--format md): written as it is, not as a console block
+    # (a file the command writes in the work folder, where the pages show it): copied when the pages are
+    # rewritten, so a plot comes from the same run as the table beside it
+    figure: tuple[str, str] | None = None
 
     @property
     def command(self) -> str:
@@ -294,6 +299,7 @@ EXAMPLES = [
     Example("find-glm", ("find", "zai-org/GLM-4.7", "--limit", "8", "--no-verify"), 0, census_tree, columns=200,
             volatile=(r"[\d.]+ MiB read, in " + TIMING,)),
     Example("sweep-default", ("sweep",), 0, server=True, own_cache=False, needs=_no_trained_model, timeout=TIMEOUT,
+            figure=("out/sweep/sweep.png", "docs/sweep-demo.png"),
             keep=sections("Decode speed and acceptance", "Recommendation", "Files", first=4),
             stable=r"^(MTP sweep of|Recommendation|Files|runs:|report:|plot:|server logs:|-+$)"),
     Example("sweep-tiny", ("sweep", "model.gguf", "--n-max", "1,3", "--repeat", "1", "--", "-t", "1"), 0, tiny_model,
@@ -358,8 +364,9 @@ BY_NAME = {e.name: e for e in EXAMPLES}
 # Running ----------------------------------------------------------------------------------------------
 
 
-def run(example: Example) -> Run:
-    """Run the example in a fresh work folder: its exit status and its output as the pages show it."""
+def run(example: Example, keep_figure: bool = False) -> Run:
+    """Run the example in a fresh work folder: its exit status and its output as the pages show it (and,
+    with ``keep_figure``, its figure copied to where the pages show it)."""
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="mtpinspect-example-") as tmp:
         work = Path(tmp) / "demo"
         work.mkdir()
@@ -372,6 +379,8 @@ def run(example: Example) -> Run:
         done = subprocess.run([sys.executable, "-m", "mtpinspect", *example.args], cwd=work, env=env,
                               capture_output=True, text=True, timeout=example.timeout)
         text = done.stdout + (done.stderr if example.stderr else "")
+        if keep_figure and example.figure is not None and done.returncode == example.exit:
+            shutil.copyfile(work / example.figure[0], ROOT / example.figure[1])
         return Run(done.returncode, _as_shown(text, work, env).splitlines())
 
 
@@ -461,10 +470,14 @@ def missing_lines(example: Example, shown: list[str], actual: list[str]) -> list
     with Example.stable, lines that are measurements are not compared)."""
     have = [_mask(line, example.volatile) for line in actual]
     missing, at = [], 0
-    for line in shown:
+    # A table's header row (the line above its rule of dashed columns) is always compared, also where
+    # Example.stable skips measurements: a column the tool prints must not be missing from an example.
+    headers = {i for i, line in enumerate(shown[:-1]) if TABLE_RULE.match(shown[i + 1]) and line.strip()}
+    for i, line in enumerate(shown):
         # A table's rule is as long as its widest value (a path that differs between machines): layout, not content.
         rule = set(line) <= {"-", " "}
-        if line == "..." or not line.strip() or rule or (example.stable and not re.search(example.stable, line)):
+        measured = example.stable and not re.search(example.stable, line) and i not in headers
+        if line == "..." or not line.strip() or rule or measured:
             continue
         want = _mask(line, example.volatile)
         try:
@@ -515,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: skipped: {reason}", file=sys.stderr)
             continue
         print(f"{name}: $ {example.command}", file=sys.stderr, flush=True)
-        result = run(example)
+        result = run(example, keep_figure=True)
         if result.exit != example.exit:
             print(f"{name}: exit status {result.exit}, expected {example.exit}:\n" + "\n".join(result.lines[-20:]),
                   file=sys.stderr)

@@ -13,14 +13,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import select
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
 from mtpinspect.errors import FormatError, OutputError, SourceError
 
@@ -341,3 +342,18 @@ def pasted_text(data: bytes | bytearray) -> str:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text.lstrip("\ufeff")
+
+
+def save_safetensors(tensors: Mapping[str, Any], path: Path, metadata: dict[str, str] | None = None) -> None:
+    """safetensors.numpy's save_file, its I/O failures raised as the OSError they are: SafetensorError is
+    no OSError, so a full disk under it was a traceback ("I/O error: No space left on device (os error 28)")."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import save_file
+
+    try:
+        save_file(dict(tensors), str(path), metadata=metadata)
+    except SafetensorError as exc:
+        code = re.search(r"\(os error (\d+)\)", str(exc))
+        if code is None:
+            raise OSError(errno.EIO, f"safetensors: {exc}", str(path)) from None
+        raise OSError(int(code.group(1)), os.strerror(int(code.group(1))), str(path)) from None

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from mtpinspect.errors import UsageError
-from mtpinspect.files import OwnedFolder, replace_folder, replaceable_folder, writable, write_file
+from mtpinspect.files import OwnedFolder, replace_folder, replaceable_folder, save_safetensors, writable, write_file
 
 SHIPPED = Path(__file__).with_name("data") / "trained"
 GGUF_NAME = "tiny-glm-mtp-Q8_0.gguf"
@@ -118,14 +118,12 @@ def write_checkpoint(folder: Path, *, force: bool = False) -> list[Written]:
     """The Hugging Face folder of the shipped weights, written by the one folder rule
     (files.replace_folder): built beside ``folder`` and renamed into place, so a failure leaves nothing
     half-written; a folder holding anything else, or the working folder, is refused."""
-    from safetensors.numpy import save_file
-
     target = replaceable_folder(folder, CHECKPOINT, force=force)
 
     def fill(staging: Path) -> None:
         for name in FOLDER_FILES:
             shutil.copyfile(SHIPPED / name, staging / name)
-        save_file(dict(checkpoint_tensors()), str(staging / WEIGHTS), metadata={"format": "pt"})
+        save_safetensors(dict(checkpoint_tensors()), staging / WEIGHTS, metadata={"format": "pt"})
 
     replace_folder(target, CHECKPOINT, fill)
     return [Written(folder, "checkpoint")]

@@ -75,3 +75,33 @@ def test_relative_links_of_the_pages_lead_to_files() -> None:
             if not re.match(r"[a-z]+:", target) and not (page.parent / target).exists():
                 broken.append(f"{page.name}: {target}")
     assert broken == []
+
+
+def test_a_tables_header_row_is_compared_even_among_measurements() -> None:
+    """The sweep examples compare only their stable lines (the speeds change from run to run), so a column the
+    tool added (TTFT) was missing from README's and docs/sweep.md's examples unnoticed. A header row is
+    always compared."""
+    sweep = examples.BY_NAME["sweep-default"]
+    actual = ["class   config    tok/s    speedup    TTFT    runs", "------  --------  -------  ---------  ------  ------",
+              "code    baseline  1000.0   -          12 ms   9"]
+    shown_old = ["class   config    tok/s    speedup    runs", "------  --------  -------  ---------  ------",
+                 "code    baseline  999.0    -          9"]
+    assert examples.missing_lines(sweep, shown_old, actual) == [shown_old[0]]
+    assert examples.missing_lines(sweep, [actual[0], actual[1], "code    baseline  999.0   -   13 ms   9"], actual) == []
+
+
+def test_ci_runs_the_readmes_commands_as_written() -> None:
+    """.ci/run does what the README's Quick start and test section say, line for line, in their order."""
+    import re
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
+    start = readme[readme.index("## Quick start"):readme.index("## `mtpinspect sweep`")]
+    blocks = re.findall(r"^```sh\n(.*?)^```", start, re.S | re.M)
+    commands = [line for block in (blocks[0], blocks[2]) for line in block.splitlines()]
+    assert commands[0] == "python3 -m venv .venv && . .venv/bin/activate"
+    at = 0
+    for command in commands:
+        found = [i for i, line in enumerate(ci.splitlines()) if command in line and not line.lstrip().startswith("#")]
+        assert found and found[-1] >= at, (command, "not run by .ci/run in the README's order")
+        at = found[-1]

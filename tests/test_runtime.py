@@ -24,7 +24,7 @@ from mtpinspect.runtime.build_cache import AUTO, cache_root, cached_server
 from mtpinspect.runtime.find import ServerBinary, describe, find_server
 from mtpinspect.runtime.logs import failure_reason, parse_draft_lines, unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
-from mtpinspect.runtime.pin import FIRST_MTP_RELEASE, PINNED_LLAMA_CPP
+from mtpinspect.runtime.pin import FIRST_MTP_RELEASE, PINNED_LLAMA_CPP, PINNED_SDIST_NAME
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +201,7 @@ def test_preflight_names_what_is_missing_before_any_download(clean_env: Path) ->
         build_server("cpu")
     message = _one_line(exc)
     assert "cmake" in message and "C++ compiler" in message and "--server" in message
-    assert not (cache_root() / build_mod._SDIST_NAME).exists() and not (cache_root() / "build-cpu.log").exists()
+    assert not (cache_root() / PINNED_SDIST_NAME).exists() and not (cache_root() / "build-cpu.log").exists()
     _script(clean_env / "cmake", "exit 0")
     with pytest.raises(ServerError) as exc:
         build_server("cpu")
@@ -250,7 +250,7 @@ def test_sweep_with_a_llama_server_from_before_mtp(clean_env: Path, tmp_path: Pa
 @pytest.fixture(scope="module")
 def pinned_sdist(server_binary: ServerBinary) -> Path:
     """The pinned sdist in the real cache, where a pinned build (this session's or CI's) left it."""
-    sdist = cache_root() / build_mod._SDIST_NAME
+    sdist = cache_root() / PINNED_SDIST_NAME
     if not sdist.is_file():
         pytest.skip("the pinned sdist is not cached: the server binary did not come from a pinned build")
     return sdist

@@ -239,3 +239,24 @@ def test_progress_lines_for_logs_that_are_not_a_terminal() -> None:
         "sweep [1/4] n-max 2 p1 round 1: 41.0 tok/s, acceptance 0.90 (ETA 2m30s)",
         "sweep [3/4] n-max 3: model doesn't contain MTP layers\\x1b[2J (ETA 1m15s)",
     ]
+
+
+def test_an_eta_before_the_first_run_comes_only_from_quiet_runs_of_the_same_settings(tmp_path: Path) -> None:
+    """A second sweep's first ETA (26 minutes) came from a busy earlier run of other settings, and the sweep
+    took 75 s. Only runs of the same settings on a quiet machine give one; otherwise none until the first runs."""
+    from mtpinspect.sweep.api import _history
+
+    settings = {"model": "/m.gguf", "mtp_file": None, "n_predict": 64, "seed": 42, "server_args": []}
+    other = {**settings, "n_predict": 512}
+
+    def run(with_settings: dict, cores_used: float) -> dict:
+        return {"kind": "run", "status": "ok", "settings": with_settings, "wall_seconds": 6.4, "predicted_n": 64,
+                "other_load": {"cores_used": cores_used, "window_seconds": 6.4, "cores": 2}}
+
+    journal = Journal(tmp_path / "runs.jsonl")
+    journal.append(run(other, 0.0))  # quiet, but other settings
+    journal.append(run(settings, 1.3))  # these settings, on a busy machine
+    assert _history(journal, settings) == (None, None, "")
+    journal.append(run(settings, 0.1))
+    per_token, _, basis = _history(journal, settings)
+    assert per_token == 0.1 and basis == "from 1 earlier runs of these settings on a quiet machine, in runs.jsonl"

@@ -191,7 +191,7 @@ def test_converter_needs_the_train_extra(tmp_path: Path) -> None:
     )
     for args in (["train", str(tmp_path / "run")], ["tiny-model", "--trained", str(tmp_path / "s.gguf"), "--layout", "sidecar"]):
         done = subprocess.run([sys.executable, "-c", blocker, *args], capture_output=True, text=True, timeout=60)
-        error_line(done, "torch", "mtpinspect[train]")
+        error_line(done, "torch", "pip install '.[train]'")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -4,6 +4,7 @@ run elsewhere (CI logs stay readable)."""
 from __future__ import annotations
 
 import re
+import time
 from typing import TextIO
 
 from mtpinspect.cli._output import sanitize
@@ -11,8 +12,44 @@ from mtpinspect.sweep.progress import BUILD, NOTE, RUN_DONE, RUN_START, SERVER_F
 from mtpinspect.units import duration
 
 _BAR_WIDTH = 24
+# How the build's heartbeat line ends (runtime/build.py's _run): "... (cmake build: 6m12s so far)".
+_HEARTBEAT_END = " so far)"
 # A compile step of the build, as cmake prints it: "[ 38%] Building CXX object ...".
 _BUILD_STEP_RE = re.compile(r"^\[\s*(\d+)%\]")
+
+
+class BuildLines:
+    """The lines of a llama-server build on a stream: its messages as they come; its compile steps ("[ 38%]
+    Building ...") redrawn in place on a terminal, elsewhere one line per tenth of the build and every
+    heartbeat (the build says where it is every 15 s, runtime/timeouts.py, however quiet or noisy it is)."""
+
+    def __init__(self, stream: TextIO, prefix: str = "llama-server: ") -> None:
+        self.stream = stream
+        self.prefix = prefix
+        self.tty = stream.isatty()
+        self.drawn = False  # a redrawn step line is on screen (the next text starts a new line)
+        self._started = time.monotonic()
+        self._shown = -1  # the last percentage written on a non-TTY stream
+
+    def __call__(self, message: str, elapsed: float | None = None) -> None:
+        step = _BUILD_STEP_RE.match(message)
+        took = time.monotonic() - self._started if elapsed is None else elapsed
+        line = sanitize(f"{self.prefix}{message}" + (f" ({duration(took)})" if step and not message.endswith(_HEARTBEAT_END) else ""))
+        if self.tty:
+            # Compile steps overwrite each other; any other message (download, configure, done) stays.
+            self.stream.write("\r\x1b[K" + line[:120] + ("" if step else "\n"))
+            self.drawn = step is not None
+        elif step is None or int(step.group(1)) // 10 > self._shown // 10 or message.endswith(_HEARTBEAT_END):
+            if step is not None:
+                self._shown = max(self._shown, int(step.group(1)))
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.drawn = False
 
 
 def _describe(event: ProgressEvent) -> str:
@@ -34,30 +71,18 @@ class ProgressBar:
         self.name = name  # the command, leading each line on a non-TTY stream
         self.tty = stream.isatty()
         self._drawn = False
-        self._build_shown = -1  # the last build percentage written on a non-TTY stream
+        self._build = BuildLines(stream)
 
     def __call__(self, event: ProgressEvent) -> None:
         if event.phase == BUILD:
-            self._build(event)
+            self._build(event.message, event.elapsed_seconds)
+            self._drawn = self._build.drawn
         elif self.tty:
             self._draw(event)
         elif event.phase != RUN_START:
             eta = f" (ETA {duration(event.eta_seconds)})" if event.done else ""
             self.stream.write(sanitize(f"{self.name} [{event.done}/{event.total}] {_describe(event)}") + eta + "\n")
             self.stream.flush()
-
-    def _build(self, event: ProgressEvent) -> None:
-        step = _BUILD_STEP_RE.match(event.message)
-        line = sanitize(f"llama-server: {event.message}" + (f" ({duration(event.elapsed_seconds)})" if step else ""))
-        if self.tty:
-            # Compile steps overwrite each other; any other message (download, configure, done) stays.
-            self.stream.write("\r\x1b[K" + line[:120] + ("" if step else "\n"))
-            self._drawn = step is not None
-        elif step is None or int(step.group(1)) // 10 > self._build_shown // 10:
-            if step is not None:
-                self._build_shown = int(step.group(1))
-            self.stream.write(line + "\n")
-        self.stream.flush()
 
     def _draw(self, event: ProgressEvent) -> None:
         filled = int(_BAR_WIDTH * event.done / event.total) if event.total else _BAR_WIDTH

@@ -286,7 +286,7 @@ def command(
     metadata as llama-server would with --spec-type draft-mtp: its own verdict decides the llama.cpp
     status, and its allocations give the memory with and without MTP at -c CONTEXT. Runtimes also
     say what Ollama and LM Studio do with the head and the setting that runs it there (a Modelfile's
-    PARAMETER draft_num_predict N; "MTP Max Draft Tokens" N).
+    PARAMETER draft_num_predict N; "Max Draft Tokens" N).
 
     Exit status: 0 when MTP is usable in at least one runtime, 1 when not, 2 on error.
     HF_ENDPOINT and HF_TOKEN are honoured, as in huggingface_hub. Every Hub request is bounded by
@@ -304,8 +304,14 @@ def command(
         from mtpinspect.runtime.build_cache import find_helper
 
         if find_helper() is None:
+            from mtpinspect.cli._progress import BuildLines
+
             out.hint("building the pinned llama.cpp's verify helper (minutes, once)")
-            build_server("cpu", progress=out.hint)
+            lines = BuildLines(out.errors, prefix="")
+            try:
+                build_server("cpu", progress=lines)
+            finally:
+                lines.close()
     if all_ggufs:
         results = check_all(source, revision=revision, token=token, verify=verify, context=context,
                             verify_digest=verify_digest, policy=policy)

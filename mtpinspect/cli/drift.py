@@ -85,7 +85,7 @@ def command(ctx: click.Context, model: str | None, n_max: str, prompts: str | No
     baseline's top candidates there, whether the other side took its second choice, and a judgement:
     a near-tie (wording) or a breakdown (empty, a loop, an early divergence, a changed number).
     MODEL is as for `sweep`: a GGUF, ollama:MODEL, lmstudio:PUBLISHER/REPO, or nothing for the
-    built-in trained model (about 3 minutes on 2 cores). Other engines:
+    built-in trained model (1 min 15 s on 2 free cores, 4-5 minutes on busy ones). Other engines:
       mtpinspect drift --engine vllm --serve "vllm serve Qwen/Qwen3-Next-80B-A3B --port {port}
         --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": {n}}'"
       mtpinspect drift --endpoint http://gpu-box:8000 --n-max 3 --baseline-endpoint http://gpu-box:8001

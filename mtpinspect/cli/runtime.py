@@ -10,7 +10,8 @@ import click
 
 from mtpinspect.cli._args import backend_option, format_option
 from mtpinspect.cli._output import Output
-from mtpinspect.runtime.build import build_server, resolve_backend
+from mtpinspect.cli._progress import BuildLines
+from mtpinspect.runtime.build import MEASURED_BUILD_TIME, build_server, resolve_backend
 from mtpinspect.runtime.build_cache import cache_root, cached_helper, missing_targets
 from mtpinspect.runtime.find import describe
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_VERSION
@@ -45,6 +46,7 @@ def _document(state: ServerState) -> dict[str, Any]:
         **{name: getattr(binary, name) if binary else None for name in _FIELDS},
         "build_number": binary.build_number if binary else None,
         "verify_helper": state.helper,
+        "llama_quantize": state.quantize,
         "cache_dir": state.cache_dir,
         "pinned": state.pinned,
         "toolchain": {"cmake": tools.cmake, "cxx": tools.cxx, "nvcc": tools.nvcc, "missing": state.missing},
@@ -54,9 +56,11 @@ def _document(state: ServerState) -> dict[str, Any]:
 def _render(state: ServerState, out: Output) -> None:
     binary = state.server
     helper = state.helper or "not built (`mtpinspect runtime build` builds it)"
+    quantize = state.quantize or "not built (`mtpinspect runtime build` builds it)"
     if binary is not None:
         rows = [{"field": name, "value": getattr(binary, name)} for name in _FIELDS]
         rows.append({"field": "verify helper", "value": helper})
+        rows.append({"field": "llama-quantize", "value": quantize})
         out.table(rows, ["field", "value"], title="llama-server", primary=True)
         out.text(f"\npinned build: {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp {PINNED_LLAMA_CPP}), cache: {cache_root()}")
     else:
@@ -70,14 +74,15 @@ def _render(state: ServerState, out: Output) -> None:
             {"field": "nvcc", "value": _tool(tools.nvcc, "not found" if state.pinned.backend == "cuda"
                                              else "not found (only --backend cuda needs it)")},
             {"field": "verify helper", "value": helper},
+            {"field": "llama-quantize", "value": quantize},
         ]
         out.table(rows, ["field", "value"], title="llama-server", primary=True)
         if state.missing:
             out.text(f"\ncannot build it here yet: {_listed(state.missing)} not found; install them, or name a "
                      "llama-server you have with --server or $LLAMA_SERVER")
         else:
-            out.text("\n`mtpinspect runtime build` builds it (several minutes, once), or the first `mtpinspect sweep` "
-                     "does; --server or $LLAMA_SERVER name another")
+            out.text(f"\n`mtpinspect runtime build` builds it ({MEASURED_BUILD_TIME}, once), or the first "
+                     "`mtpinspect sweep` does; --server or $LLAMA_SERVER name another")
     out.document(_document(state))
 
 
@@ -110,16 +115,21 @@ def show(server: str | None, backend: str, fmt: str) -> int:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel compile jobs (default: all cores).")
 @format_option(csv="the fields")
 def build(backend: str, force: bool, jobs: int | None, fmt: str) -> int:
-    """Build the pinned llama-server and check's verify helper from the llama-cpp-python sdist (minutes;
-    cached afterwards). Only what the cache lacks is built."""
+    """Build the pinned llama-server, check's verify helper and llama-quantize (the trained model's
+    quantized heads) from the llama-cpp-python sdist: 17-20 minutes on 2 busy cores (bench/README.md),
+    cached afterwards. Only what the cache lacks is built."""
     out = Output(fmt)
     choice = resolve_backend(backend)
     if choice.reason is not None:
         out.hint(choice.reason)
     backend = choice.backend
     if not missing_targets(backend) and not force:
-        out.hint("llama-server and the verify helper are already built (use --force to rebuild)")
-    # The build says what it builds, its progress, and where it put the result.
-    path = build_server(backend, force=force, jobs=jobs, progress=out.hint)
+        out.hint("llama-server, the verify helper and llama-quantize are already built (use --force to rebuild)")
+    # The build says what it builds, its progress (redrawn in place on a terminal), and where it put the result.
+    lines = BuildLines(out.errors, prefix="")
+    try:
+        path = build_server(backend, force=force, jobs=jobs, progress=lines)
+    finally:
+        lines.close()
     _render(state_of(describe(path, "built"), backend, cached_helper(backend)), out)
     return 0

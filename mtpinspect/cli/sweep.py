@@ -176,7 +176,7 @@ def command(
     \b
     MODEL is a GGUF with an MTP head, or a model of an app: ollama:MODEL[:TAG] (its GGUF blob, and its
     DRAFT blob as the drafter) or lmstudio:PUBLISHER/REPO[:QUANT]; the recommendation is then also
-    given as the app's setting (PARAMETER draft_num_predict N; "MTP Max Draft Tokens" N). Without
+    given as the app's setting (PARAMETER draft_num_predict N; "Max Draft Tokens" N). Without
     MODEL, the built-in trained model is swept: a 33 MB glm4moe whose MTP head learned to draft, so
     acceptance differs by prompt class as a real head's does (a demo that needs no download).
     Extra llama-server arguments follow `--`:

@@ -36,7 +36,7 @@ def command(out: Path, steps: int | None, seed: int, corpus: str, force: bool, f
     The training text comes from three Debian packages fetched with apt-get download (Python's sources,
     its documentation, the Japanese manual pages), or with --corpus sample from the few of their files
     that ship with mtpinspect; a held-out part of each is never trained on. Needs the train extra:
-    pip install 'mtpinspect[train]'.
+    pip install '.[train]' in mtpinspect's checkout (docs/train.md).
     """
     from mtpinspect.training import TRAIN_EXTRA, missing
 

@@ -15,6 +15,7 @@ helper source) keeps its llama-server; the next build compiles only the helper.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import math
@@ -53,9 +54,17 @@ from mtpinspect.runtime.build_cache import (
     install_dir,
     missing_targets,
 )
-from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_SDIST_SHA256, PINNED_VERSION
-from mtpinspect.runtime.process import run_bounded
+from mtpinspect.runtime.pin import (
+    PINNED_LLAMA_CPP,
+    PINNED_PACKAGE,
+    PINNED_SDIST_NAME,
+    PINNED_SDIST_SHA256,
+    PINNED_VERSION,
+)
+from mtpinspect.runtime.process import ProbeOverflow, run_bounded
+from mtpinspect.runtime.timeouts import BUILD_HEARTBEAT_S
 from mtpinspect.runtime.toolchain import NVCC_NEEDED, find_toolchain
+from mtpinspect.sources.policy import MAX_SECONDS
 from mtpinspect.units import duration
 
 HELPER_CMAKE = HELPER_SOURCE / "mtpinspect-verify.cmake"
@@ -66,7 +75,11 @@ _GPU_PROBE_TIMEOUT_S = 10.0
 # GCC's and Clang's names for the AMX extensions; -mno-X wins over -march=native whatever their order.
 _AMX_FLAGS = ("amx-tile", "amx-int8", "amx-bf16")
 
-_SDIST_NAME = f"{PINNED_PACKAGE.replace('-', '_')}-{PINNED_VERSION}.tar.gz"
+# How long the first CPU build took, measured (bench/README.md, "The first run"): a range with its machine,
+# not a best case; a machine with more cores takes less.
+MEASURED_BUILD_TIME = "17-20 minutes on 2 busy cores"
+# Room a CPU build takes in the cache while it runs (the sources unpacked, the objects; measured in bench/).
+_BUILD_ROOM = "200 MB"
 _PROGRESS_RE = re.compile(r"^\[\s*\d+%\]")
 
 Progress = Callable[[str], None]
@@ -83,7 +96,7 @@ def nvidia_gpu_present() -> bool:
         return False
     try:
         listing, _ = run_bounded([smi, "-L"], _GPU_PROBE_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, subprocess.TimeoutExpired, ProbeOverflow):
         return False
     return re.search(r"^GPU \d+:", listing, re.MULTILINE) is not None
 
@@ -151,8 +164,8 @@ def cmake_args(backend: str, cpu_features: frozenset[str] | None = None) -> list
 
 
 def preflight(backend: str) -> None:
-    """Refuse a build that cannot succeed before anything is downloaded: cmake, a C++ compiler, and for
-    cuda the CUDA toolkit."""
+    """Refuse a build that cannot succeed before anything is downloaded or written: cmake, a C++ compiler,
+    and for cuda nvcc and the toolkit's cuBLAS."""
     missing = find_toolchain().missing(backend)
     if missing:
         raise _cannot_build(backend, missing)
@@ -208,8 +221,8 @@ def _build_wait() -> float:
         seconds = float(raw)
     except ValueError:
         seconds = math.nan
-    if not math.isfinite(seconds) or seconds < 0:
-        raise UsageError(f"{BUILD_WAIT_ENV}={shown(raw)}: not a number of seconds (0 or more, finite)")
+    if not 0 <= seconds <= MAX_SECONDS:  # also false for nan; a week, as every other time setting
+        raise UsageError(f"{BUILD_WAIT_ENV}={shown(raw)}: not a number of seconds from 0 to {MAX_SECONDS:g} (a week)")
     return seconds
 
 
@@ -238,9 +251,13 @@ def _holder(path: Path) -> _Holder:
     data = read_cached(path.with_name(path.name + ".holder"), _HOLDER_MAX_BYTES)
     try:
         fields = json.loads(data or b"")
-        return _Holder(str(int(fields["pid"])), _said(fields.get("started")), _said(fields.get("log")))
-    except (ValueError, TypeError, KeyError, AttributeError):
+        pid = fields["pid"]
+    except (ValueError, TypeError, KeyError, RecursionError):
         return _Holder("unknown", "unknown", "unknown")
+    # A pid is a positive integer: 1e999 (inf), 1.5, true or "12" in a file another process wrote is no pid.
+    if type(pid) is not int or not 0 < pid < 1 << 32:
+        pid = "unknown"
+    return _Holder(str(pid), _said(fields.get("started")), _said(fields.get("log")))
 
 
 def _said(value: object) -> str:
@@ -275,8 +292,8 @@ def _kill_tree(proc: subprocess.Popen[str]) -> None:
     proc.wait()
 
 
-# A step that prints nothing for this long (pip resolving, one large file compiling) still says it is alive.
-_HEARTBEAT_S = 15.0
+# Every BUILD_HEARTBEAT_S a step says its current target, its percentage and the time so far ("... so far)"),
+# whatever it prints meanwhile: a log that shows cmake's lines a tenth at a time still gets one that often.
 # pip's own lines worth passing on while it fetches the sdist (the rest is noise on a terminal).
 _PIP_PROGRESS_RE = re.compile(r"^(Collecting|Downloading|Saved|Looking in)\b")
 
@@ -293,6 +310,36 @@ def _lines(stream: IO[str]) -> queue.Queue[str | None]:
 
     threading.Thread(target=pump, daemon=True).start()
     return lines
+
+
+# The first error a step prints is its cause: CMake's "CMake Error at ...:" with the indented lines under it
+# (the last line, "CMake Generate step failed", says only that it failed), a compiler's "file:1:2: error: ...".
+_ERROR_RE = re.compile(r"^(CMake Error\b|\S+:\d+:(\d+:)? (fatal )?error:|ERROR:|error:)")
+_ERROR_LINES = 6
+
+
+class _FirstError:
+    """The first error of a step's output, as its lines come (the blank ones are never fed)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._open = False  # a CMake error block goes on while its lines are indented
+
+    def said(self) -> str:
+        """Its lines in one, to the end of its first sentence (CMake's "Possible reasons include:" list is
+        no cause)."""
+        text = " ".join(self.lines)
+        end = text.find(".  ")
+        return text if end < 0 else text[: end + 1]
+
+    def feed(self, line: str) -> None:
+        if not self.lines:
+            if _ERROR_RE.match(line):
+                self.lines, self._open = [line.strip()], line.startswith("CMake Error")
+        elif self._open:
+            self._open = line[:1].isspace() and len(self.lines) < _ERROR_LINES
+            if self._open:
+                self.lines.append(line.strip())
 
 
 def _run(step: str, command: Sequence[str], log: Path, progress: Progress | None, cwd: Path | None = None) -> None:
@@ -317,59 +364,84 @@ def _run(step: str, command: Sequence[str], log: Path, progress: Progress | None
         except OSError as exc:
             raise ServerError(f"llama-server build failed at {step}: cannot run {command[0]}: {exc.strerror}") from None
         last = ""
+        current = ""  # the last progress line: "[ 44%] Building CXX object ..."
+        error = _FirstError()
         assert proc.stdout is not None
-        started = time.monotonic()
+        started = said = time.monotonic()
         try:
             lines = _lines(proc.stdout)
             while True:
                 try:
-                    line = lines.get(timeout=_HEARTBEAT_S)
+                    line = lines.get(timeout=max(0.0, said + BUILD_HEARTBEAT_S - time.monotonic()))
                 except queue.Empty:
-                    if progress is not None:
-                        progress(f"{step}: still running ({duration(time.monotonic() - started)} so far)")
-                    continue
+                    line = ""
                 if line is None:
                     break
                 out.write(line)
                 stripped = line.strip()
                 if stripped:
                     last = stripped
-                    if progress is not None and (_PROGRESS_RE.match(stripped) or _PIP_PROGRESS_RE.match(stripped)):
-                        progress(stripped)
+                    error.feed(line)
+                    if _PROGRESS_RE.match(stripped) or _PIP_PROGRESS_RE.match(stripped):
+                        current = stripped
+                        if progress is not None:
+                            progress(stripped)
+                if progress is not None and time.monotonic() - said >= BUILD_HEARTBEAT_S:
+                    so_far = f"{duration(time.monotonic() - started)} so far"
+                    progress(f"{current} ({step}: {so_far})" if _PROGRESS_RE.match(current) else f"{step}: still running ({so_far})")
+                    said = time.monotonic()
         except BaseException:
             _kill_tree(proc)
             raise
         code = proc.wait()
     if code != 0:
-        raise ServerError(f"llama-server build failed at {step} (exit {code}): {last[:200]} (log: {log})")
+        said = error.said() or last
+        raise ServerError(f"llama-server build failed at {step} (exit {code}): {said[:300]} (log: {log})")
 
 
 def _download_sdist(dest: Path, log: Path, progress: Progress | None) -> Path:
-    """The pinned sdist in the cache, downloaded with pip when absent; its hash must match the pin."""
-    sdist = dest / _SDIST_NAME
+    """The pinned sdist in the cache, fetched when absent: the file alone from pip's configured index
+    (sdist.py: nothing built), else with `pip download`; its hash must match the pin."""
+    sdist = dest / PINNED_SDIST_NAME
     if not sdist.is_file() or _sha256(sdist) != PINNED_SDIST_SHA256:
         if progress is not None:
-            progress(f"downloading {PINNED_PACKAGE}=={PINNED_VERSION} (source distribution) with pip")
-        download = Path(tempfile.mkdtemp(prefix="sdist-", dir=dest))
-        try:
-            _run(
-                "pip download",
-                [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                 "--disable-pip-version-check", "-d", str(download), f"{PINNED_PACKAGE}=={PINNED_VERSION}"],
-                log,
-                progress,
-            )
-            got = download / _SDIST_NAME
-            if not got.is_file():
-                raise ServerError(f"llama-server build failed at pip download: {_SDIST_NAME} not in pip's output")
-            os.replace(got, sdist)
-        finally:
-            shutil.rmtree(download, ignore_errors=True)
+            progress(f"downloading {PINNED_PACKAGE}=={PINNED_VERSION} (source distribution) from pip's index")
+        from mtpinspect.runtime.sdist import fetch_from_index  # urllib and ssl: only where it downloads
+
+        started = time.monotonic()
+        fetched = fetch_from_index(dest)
+        with log.open("a", encoding="utf-8") as out:
+            out.write(f"fetched {fetched[1]} in {duration(time.monotonic() - started)}\n" if fetched else
+                      "no index pip is configured with offered the file as a plain download: pip download\n")
+        if fetched is None:
+            _pip_download(dest, sdist, log, progress)
     actual = _sha256(sdist)
     if actual != PINNED_SDIST_SHA256:
         sdist.unlink()
-        raise ServerError(f"{_SDIST_NAME}: sha256 {actual} does not match the pinned {PINNED_SDIST_SHA256}")
+        raise ServerError(f"{PINNED_SDIST_NAME}: sha256 {actual} does not match the pinned {PINNED_SDIST_SHA256}")
     return sdist
+
+
+def _pip_download(dest: Path, sdist: Path, log: Path, progress: Progress | None) -> None:
+    """pip download of the sdist, where no index gave the file itself (it prepares the sdist's metadata:
+    installs the build backend first)."""
+    if progress is not None:
+        progress("no index gave the file directly: `pip download` (it installs the build backend first: minutes)")
+    download = Path(tempfile.mkdtemp(prefix="sdist-", dir=dest))
+    try:
+        _run(
+            "pip download",
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+             "--disable-pip-version-check", "-d", str(download), f"{PINNED_PACKAGE}=={PINNED_VERSION}"],
+            log,
+            progress,
+        )
+        got = download / PINNED_SDIST_NAME
+        if not got.is_file():
+            raise ServerError(f"llama-server build failed at pip download: {PINNED_SDIST_NAME} not in pip's output")
+        os.replace(got, sdist)
+    finally:
+        shutil.rmtree(download, ignore_errors=True)
 
 
 def pinned_sdist(progress: Progress | None = None) -> Path:
@@ -409,10 +481,10 @@ def _unpack(sdist: Path, dest: Path) -> Path:
 
 def _version_text(binary: Path) -> str:
     try:
-        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, errors="replace", timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        stdout, stderr = run_bounded([str(binary), "--version"], 60)
+    except (OSError, subprocess.TimeoutExpired, ProbeOverflow) as exc:
         raise ServerError(f"llama-server build failed at check: {binary} --version: {exc}") from None
-    return (done.stdout + done.stderr).strip()
+    return (stdout + stderr).strip()
 
 
 def write_metadata(folder: Path, backend: str, args: Sequence[str], version_text: str, helper_sha256: str) -> None:
@@ -486,41 +558,57 @@ def build_server(
     llama-server's path. Only the targets missing from the cache are built, unless ``force``."""
     args = cmake_args(backend)
     root = cache_root()
+    if force or missing_targets(backend):
+        # Before the lock and the download: a build this machine cannot finish writes nothing in the cache.
+        preflight(backend)
     with build_lock(backend, progress):
         # Another process may have finished the same build while this one waited for the lock.
         targets = list(TARGETS) if force else missing_targets(backend)
         if not targets:
             return install_dir(backend) / BINARY_NAME
-        preflight(backend)
         digest = helper_digest()  # of the source about to be compiled
         started = time.monotonic()
-        work = Path(tempfile.mkdtemp(prefix=f".build-{backend}-", dir=root))
         log = root / f"build-{backend}.log"
-        log.write_text("", encoding="utf-8")
-        if progress is not None:
-            progress(f"building {' and '.join(targets)} from {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp "
-                     f"{PINNED_LLAMA_CPP}, {backend}): about 10 minutes on 2 cores, once; full log: {log}")
+        step = "start"
+        work: Path | None = None
         try:
+            work = Path(tempfile.mkdtemp(prefix=f".build-{backend}-", dir=root))
+            log.write_text("", encoding="utf-8")
+            if progress is not None:
+                progress(f"building {' and '.join(targets)} from {PINNED_PACKAGE}=={PINNED_VERSION} (llama.cpp "
+                         f"{PINNED_LLAMA_CPP}, {backend}): {MEASURED_BUILD_TIME}, once; full log: {log}")
+            step = "download"
             sdist = _download_sdist(root, log, progress)
+            step = "unpacking"
             if progress is not None:
                 progress(f"unpacking {sdist.name}")
             source = _unpack(sdist, work / "src")
             build = work / "build"
+            step = "cmake configure"
             if progress is not None:
                 progress(f"configuring llama.cpp {PINNED_LLAMA_CPP} ({backend}) with cmake")
             _run("cmake configure", ["cmake", "-S", str(source), "-B", str(build), *args], log, progress)
             jobs = jobs or os.cpu_count() or 1
+            step = "cmake build"
             _run(
                 "cmake build",
                 ["cmake", "--build", str(build), "--config", "Release", "--target", *targets, "-j", str(jobs)],
                 log,
                 progress,
             )
+            step = "install"
             built = {target: _built(build, TARGETS[target], log) for target in targets}
             folder = install_binaries(built, backend, args, digest)
             if progress is not None:
                 progress(f"built {' and '.join(targets)} ({backend}) in {duration(time.monotonic() - started)}; "
                          f"cached in {folder}")
             return folder / BINARY_NAME
+        except OSError as exc:
+            # A full or read-only cache folder: one line that says where, not a traceback.
+            where = f"{exc.filename}: " if exc.filename else ""
+            room = "; free some room or set $MTPINSPECT_CACHE_DIR to a folder with more" if exc.errno == errno.ENOSPC else ""
+            raise ServerError(f"llama-server build failed at {step}: {where}{exc.strerror or exc}{room} "
+                              f"(the build needs about {_BUILD_ROOM}; cache: {root})") from None
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            if work is not None:
+                shutil.rmtree(work, ignore_errors=True)

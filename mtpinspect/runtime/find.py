@@ -29,6 +29,9 @@ VERSION_TIMEOUT_S = 60.0
 
 # `--help` prints at once; a binary that does not is not worth waiting long for.
 _HELP_TIMEOUT_S = 10.0
+# The pinned llama-server's `--help` is 58,884 bytes; one that prints four times as much and more is no llama-server.
+_HELP_MAX_BYTES = 256 * 1024
+_LDD_TIMEOUT_S = 30.0
 
 # "version: 0.5.0-dev (build 1, commit 0c1e570)" (this pin) or "version: 5600 (abc1234)" (older builds).
 _VERSION_RE = re.compile(r"^version:\s*(.+?)\s*$", re.MULTILINE)
@@ -72,12 +75,16 @@ class ServerBinary:
 
 
 def _version_output(path: Path, shown: str, timeout: float) -> str:
-    from mtpinspect.runtime.process import run_bounded  # only where a binary runs: `check` names one, never runs it
+    # Only where a binary runs: `check` names one, never runs it.
+    from mtpinspect.runtime.process import ProbeOverflow, run_bounded
 
     try:
         stdout, stderr = run_bounded([str(path), "--version"], timeout)
     except subprocess.TimeoutExpired:
         raise ServerError(f"{shown}: not a llama-server (`--version` did not return within {timeout:g} s)") from None
+    except ProbeOverflow as exc:
+        raise ServerError(f"{shown}: not a llama-server (`--version` printed more than {exc.max_bytes // 1024} KiB "
+                          "without ending; stopped)") from None
     except OSError as exc:
         raise ServerError(f"{shown}: cannot run it: {exc.strerror or exc}") from None
     return stdout + "\n" + stderr
@@ -88,10 +95,11 @@ def _linked_libraries(path: Path) -> str:
     names = [p.name for p in path.parent.glob("*ggml*")]
     tool = ["otool", "-L"] if shutil.which("otool") and not shutil.which("ldd") else ["ldd"]
     if shutil.which(tool[0]):
+        from mtpinspect.runtime.process import ProbeOverflow, run_bounded
+
         try:
-            done = subprocess.run([*tool, str(path)], capture_output=True, text=True, errors="replace", timeout=30)
-            names.append(done.stdout)
-        except (OSError, subprocess.TimeoutExpired):
+            names.append(run_bounded([*tool, str(path)], _LDD_TIMEOUT_S)[0])
+        except (OSError, subprocess.TimeoutExpired, ProbeOverflow):
             pass  # the backend then comes from --version alone
     return "\n".join(names)
 
@@ -140,24 +148,28 @@ def describe(path: Path, origin: str, shown: str | None = None, *, timeout: floa
         origin=origin,
         build_number=build_number,
         built_with=built_with.group(1) if built_with else None,
-        mtp=True if pinned else _has_mtp(path, commit, build_number if old_style is not None else None, timeout),
+        mtp=True if pinned else _has_mtp(path, shown, commit, build_number if old_style is not None else None, timeout),
     )
 
 
-def _has_mtp(path: Path, commit: str | None, upstream_build: int | None, timeout: float) -> bool | None:
+def _has_mtp(path: Path, shown: str, commit: str | None, upstream_build: int | None, timeout: float) -> bool | None:
     """Whether a llama-server that is not the pinned build has draft-mtp: the pinned commit has it, an
     upstream build number says it; otherwise its `--help` listing of --spec-type does (a build from before
-    MTP has no draft-mtp there). None when `--help` does not answer within the bound."""
+    MTP has no draft-mtp there). None when `--help` does not answer within the bound; a `--help` that
+    prints without end is no llama-server's."""
     if commit is not None and commit.lower().startswith(PINNED_LLAMA_CPP):
         return True
     if upstream_build is not None:
         return upstream_build >= FIRST_MTP_BUILD
-    from mtpinspect.runtime.process import run_bounded
+    from mtpinspect.runtime.process import ProbeOverflow, run_bounded
 
     try:
-        stdout, stderr = run_bounded([str(path), "--help"], min(timeout, _HELP_TIMEOUT_S))
+        stdout, stderr = run_bounded([str(path), "--help"], min(timeout, _HELP_TIMEOUT_S), _HELP_MAX_BYTES)
     except (OSError, subprocess.TimeoutExpired):
         return None
+    except ProbeOverflow as exc:
+        raise ServerError(f"{shown}: not a llama-server (`--help` printed more than {exc.max_bytes // 1024} KiB "
+                          "without ending; stopped)") from None
     return MTP_SPEC_TYPE in stdout + stderr
 
 

@@ -8,11 +8,14 @@ that outlives its time is killed with its whole process group, not just the proc
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 
 _PR_SET_PDEATHSIG = 1
@@ -39,22 +42,72 @@ def die_with_parent() -> Callable[[], None] | None:
     return arm
 
 
-def run_bounded(command: Sequence[str], timeout: float) -> tuple[str, str]:
-    """Run a short command and return its stdout and stderr; on timeout kill its whole group and raise
-    subprocess.TimeoutExpired (a wrapper script's children would otherwise live on, holding the pipes)."""
-    with subprocess.Popen(
-        list(command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        errors="replace", start_new_session=os.name != "nt", preexec_fn=die_with_parent(),
-    ) as proc:
-        try:
-            return proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_group(proc)
-            try:
-                proc.communicate(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass  # a descendant that left the group still holds the pipes; they are closed on return
-            raise
+# What a probe (`--version`, `nvidia-smi -L`) may print before it is taken for something else and stopped:
+# the real answers are a few lines; a program that prints without end grew mtpinspect to 24 GB before.
+PROBE_MAX_BYTES = 16 * 1024
+_READ_BYTES = 8192
+_POLL_S = 0.02
+# A probe's leftovers (a daemon it started) get this long after SIGTERM before SIGKILL.
+_LEFTOVER_GRACE_S = 1.0
+
+
+class ProbeOverflow(Exception):
+    """A probe printed more than ``max_bytes`` on one stream and was stopped."""
+
+    def __init__(self, command: Sequence[str], max_bytes: int) -> None:
+        super().__init__(f"{command[0]} printed more than {max_bytes} bytes")
+        self.max_bytes = max_bytes
+
+
+def run_bounded(command: Sequence[str], timeout: float, max_bytes: int = PROBE_MAX_BYTES) -> tuple[str, str]:
+    """Run a short command and return its stdout and stderr (at most ``max_bytes`` of each). Bounded in
+    time (subprocess.TimeoutExpired after ``timeout`` s) and in memory (ProbeOverflow when a stream
+    exceeds ``max_bytes``); either way, and after a normal exit too, every process it started is stopped:
+    its process group, and what left the group (``setsid``, a double fork), found by the mark its
+    environment carries, as for a ``--serve`` command (serve_scope.py)."""
+    from mtpinspect.runtime.serve_scope import new_scope  # psutil: only where a program runs
+
+    scope = new_scope()
+    proc = subprocess.Popen(
+        list(command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=scope.environment(), start_new_session=os.name != "nt", preexec_fn=die_with_parent(),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    kept = (bytearray(), bytearray())
+    over = threading.Event()
+
+    def pump(fd: int, into: bytearray) -> None:
+        # Reads stop at the bound: the program then blocks on a full pipe instead of filling memory.
+        with contextlib.suppress(OSError):
+            while chunk := os.read(fd, _READ_BYTES):
+                into += chunk[: max_bytes + 1 - len(into)]
+                if len(into) > max_bytes:
+                    over.set()
+                    return
+
+    readers = [threading.Thread(target=pump, args=(stream.fileno(), into), daemon=True)
+               for stream, into in zip((proc.stdout, proc.stderr), kept)]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + timeout
+    try:
+        while not over.is_set() and any(reader.is_alive() for reader in readers):
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(list(command), timeout)
+            if proc.poll() is not None:
+                scope.stop(_LEFTOVER_GRACE_S)  # exited: what it left running would hold the pipes open
+            over.wait(_POLL_S)
+        if over.is_set():
+            raise ProbeOverflow(command, max_bytes)
+    finally:
+        kill_group(proc)
+        scope.stop(_LEFTOVER_GRACE_S)
+        proc.wait()
+        for reader in readers:
+            reader.join(timeout=5)
+        proc.stdout.close()
+        proc.stderr.close()
+    return tuple(bytes(out[:max_bytes]).decode("utf-8", errors="replace") for out in kept)  # type: ignore[return-value]
 
 
 def kill_group(proc: subprocess.Popen) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mtpinspect.errors import ServerNotBuilt
 from mtpinspect.runtime.build import resolve_backend
-from mtpinspect.runtime.build_cache import BINARY_NAME, cache_root, find_helper, install_dir
+from mtpinspect.runtime.build_cache import BINARY_NAME, cache_root, cached_tool, find_helper, install_dir
 from mtpinspect.runtime.find import ServerBinary, find_server
 from mtpinspect.runtime.pin import PINNED_LLAMA_CPP, PINNED_PACKAGE, PINNED_VERSION
 from mtpinspect.runtime.toolchain import Toolchain, find_toolchain
@@ -40,6 +40,7 @@ class ServerState:
     toolchain: Toolchain
     helper: Path | None  # check's verify helper, when built
     cache_dir: Path
+    quantize: Path | None = None  # the pinned llama-quantize (the trained model's quantized heads), when built
 
     @property
     def built(self) -> bool:
@@ -56,7 +57,8 @@ def pinned_build(backend: str) -> PinnedBuild:
 
 
 def state_of(server: ServerBinary | None, backend: str, helper: Path | None) -> ServerState:
-    return ServerState(server, pinned_build(backend), find_toolchain(), helper, cache_root())
+    return ServerState(server, pinned_build(backend), find_toolchain(), helper, cache_root(),
+                       cached_tool("llama-quantize", backend))
 
 
 def server_state(explicit: str | Path | None = None, backend: str = "cpu") -> ServerState:

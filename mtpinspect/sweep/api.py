@@ -21,6 +21,7 @@ from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
 from mtpinspect.runtime.flags import CONFIGURATION_FLAGS, DRAFT_MODEL, MODEL, PARALLEL, Flag, ServerArgs
+from mtpinspect.runtime.load import OtherLoad
 from mtpinspect.sources.app_stores import AppModel, is_app_source
 from mtpinspect.sources.filenames import sidecar_ggufs
 from mtpinspect.sources.resolve import app_files
@@ -29,7 +30,7 @@ from mtpinspect.sweep.engine_setup import EngineInfo, prepare_engine
 from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.lock import folder_lock
 from mtpinspect.sweep.long_prompt import long_prompts
-from mtpinspect.sweep.machine_load import summarize_load
+from mtpinspect.sweep.machine_load import is_busy, summarize_load
 from mtpinspect.sweep.model import model_file
 from mtpinspect.sweep.mtp_bench import write_bench_files
 from mtpinspect.sweep.options import SweepOptions, check_bounds
@@ -145,7 +146,7 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
     if draft_files:
         settings["draft_files"] = draft_files
     journal = Journal(out_dir / JOURNAL_NAME)
-    history = _history(journal, settings["model"])  # read before a fresh sweep sets the journal aside
+    history = _history(journal, settings)  # read before a fresh sweep sets the journal aside
     if not options.resume:
         journal.set_aside()
     runs_before, _, _, _ = _matching(journal, settings, configs, prompts, options.repeat)
@@ -384,17 +385,19 @@ def _server_logs(servers: list[ServerRecord]) -> dict[str, list[str]]:
     return logs
 
 
-def _history(journal: Journal, model: str) -> tuple[float | None, float | None, str]:
-    """Seconds per generated token and per server start of the earlier runs of ``model`` in the journal
-    (any settings): what an ETA before the first run can rest on."""
+def _history(journal: Journal, settings: dict) -> tuple[float | None, float | None, str]:
+    """Seconds per generated token and per server start of the earlier runs in the journal with the same
+    settings (model, n_predict, server arguments, request way) on a quiet machine: what an ETA before the
+    first run can rest on. Runs of other settings, or taken while other work kept the cores busy (a first
+    ETA of 26 minutes for a sweep that took 75 s), say nothing about this one: then no ETA until its first runs."""
     if not journal.path.is_file():
         return None, None, ""
+    wanted = json.loads(json.dumps(settings))  # as the journal holds it (lists, not tuples)
     try:
-        records = [r for r in journal.read().records if isinstance(r.get("settings"), dict)
-                   and r["settings"].get("model") == model]
+        records = [r for r in journal.read().records if r.get("settings") == wanted]
     except MtpinspectError:
         return None, None, ""
-    runs = [r for r in records if r.get("kind") == RUN_KIND and r.get("status") == RunStatus.ok
+    runs = [r for r in records if r.get("kind") == RUN_KIND and r.get("status") == RunStatus.ok and _quiet(r)
             and isinstance(r.get("wall_seconds"), (int, float)) and isinstance(r.get("predicted_n"), int)]
     tokens = sum(r["predicted_n"] for r in runs)
     starts = [r["startup_seconds"] for r in records if r.get("kind") == SERVER_KIND
@@ -402,7 +405,18 @@ def _history(journal: Journal, model: str) -> tuple[float | None, float | None, 
     if not tokens:
         return None, None, ""
     per_start = sum(starts) / len(starts) if starts else None
-    return sum(r["wall_seconds"] for r in runs) / tokens, per_start, f"from {len(runs)} earlier runs in {journal.path.name}"
+    return (sum(r["wall_seconds"] for r in runs) / tokens, per_start,
+            f"from {len(runs)} earlier runs of these settings on a quiet machine, in {journal.path.name}")
+
+
+def _quiet(record: dict) -> bool:
+    """A run record taken while other work left the cores alone (machine_load.py's rule); unknown is not quiet."""
+    load = record.get("other_load")
+    try:
+        return isinstance(load, dict) and not is_busy(OtherLoad(float(load["cores_used"]), float(load["window_seconds"]),
+                                                                 int(load["cores"])))
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 def _methods(names: Sequence[str]) -> list[tuple[Method, str | None]]:

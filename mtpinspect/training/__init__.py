@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 
-TRAIN_EXTRA = "pip install 'mtpinspect[train]'"
+TRAIN_EXTRA = "pip install '.[train]' in mtpinspect's checkout; docs/train.md"
 _NEEDS = ("torch", "transformers", "safetensors")
 
 
