@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ import mtpinspect
 from mtpinspect.cli.find import ProgressLine
 from mtpinspect.errors import INTERRUPTED, SourceError
 from mtpinspect.inspection.census import REPOS_IN_FLIGHT, Progress, head_state
+from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.vocabulary import HeadState, RuntimeStatus
 
 SCHEMA = json.loads((Path(mtpinspect.__file__).parent / "schemas" / "find.schema.json").read_text())
@@ -232,7 +234,9 @@ def test_ctrl_c_prints_what_was_judged(hub: tuple[HubStub, Tree]) -> None:
     stalled = tree.quantized[-2]
     for where in ("listing", *stub.files(stalled)):
         stub.add_fault(stalled, Fault("stall", where=where))
-    env = clean_env({"HF_ENDPOINT": stub.url, "PYTHONPATH": os.pathsep.join(sys.path), "MTPINSPECT_TIMEOUT": "120"})
+    # faulthandler: a crash prints every thread's stack (it once ended in SIGSEGV with nothing printed, issue 47).
+    env = clean_env({"HF_ENDPOINT": stub.url, "PYTHONPATH": os.pathsep.join(sys.path), "MTPINSPECT_TIMEOUT": "120",
+                     "PYTHONFAULTHANDLER": "1"})
     proc = subprocess.Popen([sys.executable, "-m", "mtpinspect", "find", BASE, "--limit", "0", "--no-verify"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 60
@@ -246,6 +250,32 @@ def test_ctrl_c_prints_what_was_judged(hub: tuple[HubStub, Tree]) -> None:
     assert "Traceback" not in err
     judged = [line for line in out.splitlines() if "/GLM-4.7" in line]
     assert 0 < len(judged) < QUANTIZED
+
+
+def test_ctrl_c_stops_the_census(hub: tuple[HubStub, Tree]) -> None:
+    """Ctrl-C in a program that called the API: find returns what was judged, and nothing it started goes on
+    behind the caller's back: no repo starts any more, and no request goes out after it returned (its
+    worker threads once went on judging every repo left, requests and all, until the process ended)."""
+    stub, tree = hub
+    stub.latency = 0.25
+    stalled = tree.quantized[-2]
+    for where in ("listing", *stub.files(stalled)):
+        stub.add_fault(stalled, Fault("stall", where=where, seconds=30))
+    main = threading.main_thread().ident
+    assert main is not None and threading.get_ident() == main  # a signal is handled in the main thread only
+    sent: list[bool] = []
+
+    def progress(p: Progress) -> None:
+        if p.done >= 3 and not sent:
+            sent.append(True)
+            signal.pthread_kill(main, signal.SIGINT)
+
+    census = mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url, progress=progress,
+                             policy=FetchPolicy(timeout=30))
+    returned = stub.received()
+    assert census.interrupted and 3 <= len(census.derivatives) < QUANTIZED
+    time.sleep(2.0)  # a census going on behind the caller sends a request every 0.25 s or faster
+    assert stub.received() == returned
 
 
 def test_bad_input(hub: tuple[HubStub, Tree]) -> None:
