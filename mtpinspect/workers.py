@@ -30,23 +30,38 @@ R = TypeVar("R")
 # How long a stopped command waits for its jobs in flight: a header being parsed ends well within it; a read
 # that waits on a silent server is left behind (its timeout is --timeout, 30 s by default).
 STOP_WAIT = 2.0
-# Every worker thread's name starts so: exit_process tells them from threads a library started.
-PREFIX = "mtpinspect-"
+PREFIX = "mtpinspect-"  # of every worker thread's name, as a stack dump shows it
 _JOIN_SLICE = 0.1  # a join that Ctrl-C interrupts at once
 
 
-def spawn(target: Callable[[], None], count: int, name: str, started: list[threading.Thread]) -> None:
+class Worker(threading.Thread):
+    """A worker thread whose end is an Event, never a join: a Ctrl-C that interrupts Thread.join marks the thread
+    stopped while it still runs (CPython 3.11's threading.py, the bpo-45274 branch of _wait_for_tstate_lock:
+    the lock it releases is the running thread's own), and exit_process would then take it for ended."""
+
+    def __init__(self, target: Callable[[], None], name: str) -> None:
+        # A daemon: one left behind by a stopped command must not keep a program that called the API from exiting.
+        super().__init__(target=target, name=name, daemon=True)
+        self.ended = threading.Event()
+
+    def run(self) -> None:
+        try:
+            super().run()
+        finally:
+            self.ended.set()
+
+
+def spawn(target: Callable[[], None], count: int, name: str, started: list[Worker]) -> None:
     """Start ``count`` worker threads running ``target``, named ``mtpinspect-NAME-I``, each added to ``started`` as it
-    starts (a thread the system refuses raises, and the ones before it are there to be waited for). They are
-    daemons: one left behind by a stopped command must not keep a program that called the API from exiting."""
+    starts (a thread the system refuses raises, and the ones before it are there to be waited for)."""
     for i in range(count):
-        thread = threading.Thread(target=target, name=f"{PREFIX}{name}-{i}", daemon=True)
+        thread = Worker(target, f"{PREFIX}{name}-{i}")
         thread.start()
         started.append(thread)
 
 
 @contextmanager
-def stopping(threads: Sequence[threading.Thread], on_stop: Callable[[], None]) -> Iterator[None]:
+def stopping(threads: Sequence[Worker], on_stop: Callable[[], None]) -> Iterator[None]:
     """Around the start of ``threads`` and the wait for them: when the block raises (Ctrl-C in the caller, a thread
     that could not start), ``on_stop``, then at most STOP_WAIT seconds more for the threads, and the exception
     goes on (a second Ctrl-C cuts that wait short)."""
@@ -58,16 +73,16 @@ def stopping(threads: Sequence[threading.Thread], on_stop: Callable[[], None]) -
         raise
 
 
-def join(threads: Sequence[threading.Thread], seconds: float | None = None) -> bool:
+def join(threads: Sequence[Worker], seconds: float | None = None) -> bool:
     """Wait for the threads (at most ``seconds``; None: as long as they run), in slices that Ctrl-C interrupts at
     once; whether all have ended."""
     ends = None if seconds is None else time.monotonic() + seconds
     for thread in threads:
-        while thread.is_alive():
+        while not thread.ended.is_set():
             left = _JOIN_SLICE if ends is None else min(_JOIN_SLICE, ends - time.monotonic())
             if left <= 0:
                 return False
-            thread.join(left)
+            thread.ended.wait(left)
     return True
 
 
@@ -101,7 +116,7 @@ def run_all(jobs: Sequence[Callable[[], R]], limit: int, *, name: str,
         if on_stop is not None:
             on_stop()
 
-    threads: list[threading.Thread] = []
+    threads: list[Worker] = []
     with stopping(threads, stop):
         spawn(worker, min(limit, len(jobs)), name, threads)
         join(threads)
@@ -111,9 +126,9 @@ def run_all(jobs: Sequence[Callable[[], R]], limit: int, *, name: str,
     return results  # type: ignore[return-value]
 
 
-def running() -> list[threading.Thread]:
+def running() -> list[Worker]:
     """The worker threads still running (left behind by a stopped command)."""
-    return [t for t in threading.enumerate() if t.name.startswith(PREFIX) and t.is_alive()]
+    return [t for t in threading.enumerate() if isinstance(t, Worker) and not t.ended.is_set()]
 
 
 def exit_process(code: int) -> NoReturn:

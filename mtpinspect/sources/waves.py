@@ -116,7 +116,7 @@ class Waves:
             self._running = count  # counted before any starts, so the first gate waits for all
             self._waiting = 0
             self._failed = False
-        threads: list[threading.Thread] = []
+        threads: list[workers.Worker] = []
         with workers.stopping(threads, self._stop):
             try:
                 workers.spawn(worker, count, "read", threads)
