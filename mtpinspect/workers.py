@@ -31,24 +31,27 @@ R = TypeVar("R")
 # that waits on a silent server is left behind (its timeout is --timeout, 30 s by default).
 STOP_WAIT = 2.0
 PREFIX = "mtpinspect-"  # of every worker thread's name, as a stack dump shows it
-_JOIN_SLICE = 0.1  # a join that Ctrl-C interrupts at once
+_JOIN_SLICE = 0.02  # how often a wait looks whether the threads have ended
 
 
 class Worker(threading.Thread):
-    """A worker thread whose end is an Event, never a join: a Ctrl-C that interrupts Thread.join marks the thread
-    stopped while it still runs (CPython 3.11's threading.py, the bpo-45274 branch of _wait_for_tstate_lock:
-    the lock it releases is the running thread's own), and exit_process would then take it for ended."""
+    """A worker thread whose end is a flag that the waiting thread reads between short sleeps. Nothing here waits on
+    a lock the worker also takes: Ctrl-C raised inside such a wait (Thread.join, Event.wait) leaves the lock's
+    state wrong in CPython 3.11. A join marks the thread stopped while it still runs (threading.py's bpo-45274
+    branch of _wait_for_tstate_lock releases the running thread's own lock), and exit_process then took a
+    thread left in a stalled read for ended; an Event.wait releases the Event's lock while the worker holds
+    it ("release unlocked lock" in the worker's Event.set, found by bench/bench_interrupt.py)."""
 
     def __init__(self, target: Callable[[], None], name: str) -> None:
         # A daemon: one left behind by a stopped command must not keep a program that called the API from exiting.
         super().__init__(target=target, name=name, daemon=True)
-        self.ended = threading.Event()
+        self.ended = False
 
     def run(self) -> None:
         try:
             super().run()
         finally:
-            self.ended.set()
+            self.ended = True
 
 
 def spawn(target: Callable[[], None], count: int, name: str, started: list[Worker]) -> None:
@@ -74,15 +77,15 @@ def stopping(threads: Sequence[Worker], on_stop: Callable[[], None]) -> Iterator
 
 
 def join(threads: Sequence[Worker], seconds: float | None = None) -> bool:
-    """Wait for the threads (at most ``seconds``; None: as long as they run), in slices that Ctrl-C interrupts at
-    once; whether all have ended."""
+    """Wait for the threads (at most ``seconds``; None: as long as they run), in short sleeps that Ctrl-C interrupts
+    at once; whether all have ended."""
     ends = None if seconds is None else time.monotonic() + seconds
     for thread in threads:
-        while not thread.ended.is_set():
+        while not thread.ended:
             left = _JOIN_SLICE if ends is None else min(_JOIN_SLICE, ends - time.monotonic())
             if left <= 0:
                 return False
-            thread.ended.wait(left)
+            time.sleep(left)
     return True
 
 
@@ -128,7 +131,7 @@ def run_all(jobs: Sequence[Callable[[], R]], limit: int, *, name: str,
 
 def running() -> list[Worker]:
     """The worker threads still running (left behind by a stopped command)."""
-    return [t for t in threading.enumerate() if isinstance(t, Worker) and not t.ended.is_set()]
+    return [t for t in threading.enumerate() if isinstance(t, Worker) and not t.ended]
 
 
 def exit_process(code: int) -> NoReturn:
