@@ -2,16 +2,20 @@
 
 Each round starts `mtpinspect find BASE --limit 0 --no-verify` over tests/census_tree.py's model tree on
 the Hub stand-in (at --latency-ms per request, one derivative that never answers, so the census is still
-running when the signal comes), waits until the stand-in has seen the child's first request, sleeps a
-random time in [0, --spread] seconds and sends SIGINT (or --signal TERM). A round is clean when the child
-exits 130 within --timeout with no traceback and no fatal error on stderr (the child runs with
-PYTHONFAULTHANDLER=1, so a crash prints its threads' stacks), and, when it was stopped inside the census,
-the footer "interrupted: the rows above ..." under the rows judged so far. --busy spinning processes
-(tests/cpuburn.py) keep the machine's cores busy throughout. The first unclean round's stderr is printed
-whole: the stack that names the cause.
+running when the signal comes; --cache cold: an empty header cache each round, as the test has), waits
+until the stand-in has seen the child's first request, sleeps a random time in [0, --spread] seconds and
+sends SIGINT (or --signal TERM). A round is clean when the child exits 130 within --timeout with no
+traceback and no fatal error on stderr (the child runs with PYTHONFAULTHANDLER=1, so a crash prints its
+threads' stacks while faulthandler is still on), and, when it was stopped inside the census, the footer
+"interrupted: the rows above ..." under the rows judged so far. --busy spinning processes
+(tests/cpuburn.py) keep the machine's cores busy throughout. Every unclean round's stderr is printed; a
+hang's with gdb's C stacks of every thread (when gdb is installed) and faulthandler's Python ones.
+--cores DIR runs the children there with core dumps allowed: a crash after faulthandler is off (in the
+C library's exit) leaves its stacks in the core, for `gdb python DIR/core`.
 
-    python bench/bench_interrupt.py [--rounds 200] [--busy 2] [--spread 3] [--latency-ms 50]
-                                    [--signal INT|TERM] [--seed 1] [--json out.json]
+    python bench/bench_interrupt.py [--rounds 200] [--busy 2] [--spread 4] [--latency-ms 250]
+                                    [--signal INT|TERM] [--cache cold|warm] [--seed 1] [--cores DIR]
+                                    [--json out.json]
 """
 
 from __future__ import annotations
@@ -102,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--busy", type=int, default=2, help="spinning processes beside the census")
-    parser.add_argument("--spread", type=float, default=3.0, help="the signal comes 0 to SPREAD s after the first request")
-    parser.add_argument("--latency-ms", type=float, default=50.0, help="added to each of the stand-in's answers")
+    parser.add_argument("--spread", type=float, default=4.0, help="the signal comes 0 to SPREAD s after the first request")
+    parser.add_argument("--latency-ms", type=float, default=250.0, help="added to each of the stand-in's answers")
     parser.add_argument("--signal", choices=["INT", "TERM"], default="INT")
     parser.add_argument("--timeout", type=float, default=60.0, help="a child that has not exited by then is a hang")
     parser.add_argument("--cache", choices=["cold", "warm"], default="cold",

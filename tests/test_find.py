@@ -250,6 +250,7 @@ def test_ctrl_c_prints_what_was_judged(hub: tuple[HubStub, Tree]) -> None:
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == INTERRUPTED, err[-2000:]
     assert "interrupted: the rows above are the derivatives judged before Ctrl-C" in out
+    assert "deadline" not in out  # the repos left were stopped by Ctrl-C, not by --deadline
     assert "Traceback" not in err
     listed = re.search(r"; (\d+) listed, ", out)  # the rows (a row's wrapped cells are lines of their own)
     assert listed is not None and 0 < int(listed.group(1)) < QUANTIZED, out[:300]

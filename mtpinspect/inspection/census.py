@@ -169,7 +169,9 @@ def find(
     shown = [d for d in rows if engine is None or any(f.runs_on(engine) for f in d.files)]
     return Census(
         base=base, relation=relation, engine=engine, found=len(listed), left_out=len(listed) - len(chosen),
-        not_on_engine=len(rows) - len(shown), interrupted=interrupted, past_deadline=len(chosen) - len(rows),
+        not_on_engine=len(rows) - len(shown), interrupted=interrupted,
+        # Interrupted: the repos left are not judged because of Ctrl-C, whatever the clock (Clock.stop ends it) says.
+        past_deadline=0 if interrupted else len(chosen) - len(rows),
         requests=sum(m.requests for m in meters), bytes_read=sum(m.bytes_read for m in meters),
         bytes_cached=sum(m.bytes_cached for m in meters), seconds=time.monotonic() - started,
         derivatives=sorted(shown, key=lambda d: (_row_rank(d, engine), -(d.downloads or 0), d.repo)),
