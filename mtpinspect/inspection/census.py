@@ -170,7 +170,7 @@ def find(
     return Census(
         base=base, relation=relation, engine=engine, found=len(listed), left_out=len(listed) - len(chosen),
         not_on_engine=len(rows) - len(shown), interrupted=interrupted,
-        # Interrupted: the repos left are not judged because of Ctrl-C, whatever the clock (Clock.stop ends it) says.
+        # Interrupted: the repos left were stopped by Ctrl-C, whatever the clock (Clock.stop ends it) says.
         past_deadline=0 if interrupted else len(chosen) - len(rows),
         requests=sum(m.requests for m in meters), bytes_read=sum(m.bytes_read for m in meters),
         bytes_cached=sum(m.bytes_cached for m in meters), seconds=time.monotonic() - started,
@@ -180,7 +180,8 @@ def find(
 
 def _census(items: Sequence[Listed], work: Callable[[Listed], T], progress: Callable[[Progress], None] | None,
             started: float, clock: Clock) -> tuple[list[T], bool]:
-    """``work`` on every item, REPOS_IN_FLIGHT at once; the results so far and True when Ctrl-C ended it. Items
+    """``work`` on every item, REPOS_IN_FLIGHT at once; the results so far and True when Ctrl-C ended it (the
+    repos judged before it: one that ends in the moments after it was cut short by it). Items
     whose turn comes after the deadline are skipped (no result): each would only fail on the deadline,
     and 98,562 such rows were 71 MB of the same error."""
     done: list[T] = []
@@ -197,6 +198,8 @@ def _census(items: Sequence[Listed], work: Callable[[Listed], T], progress: Call
             report(item.repo_id)
         result = work(item)
         with lock:
+            if clock.stopped:  # ended after Ctrl-C, its reads cut short: a row would say so, not judge the repo
+                return None
             done.append(result)
             report(None)
         return result
