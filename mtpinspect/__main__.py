@@ -11,6 +11,10 @@ and then frozen (gc.freeze): they live as long as the process, and a full collec
 is parsed walked all of them again for nothing (0.04 s of a 0.41 s `check` of a GLM-4.6-shaped GGUF;
 bench/README.md). Collection is on again for the command itself. Only here, in a process of mtpinspect's
 own: a program that calls ``mtpinspect.cli.main`` keeps its collector as it was.
+
+A command stopped by Ctrl-C may leave a worker thread behind, still inside a read from a server that answers
+nothing (mtpinspect/workers.py): the process then ends without tearing the interpreter down around it,
+which crashed it (issue 47).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import signal
 import sys
 
 from mtpinspect.errors import INTERRUPTED
+from mtpinspect.workers import exit_process
 
 
 def _terminate(signum: int, _frame: object) -> None:
@@ -45,7 +50,7 @@ def entry() -> None:
     finally:
         gc.enable()
         gc.freeze()
-    sys.exit(main())
+    exit_process(main())
 
 
 if __name__ == "__main__":

@@ -516,6 +516,7 @@ class HubStub:
         self._lock = threading.Lock()
         # Requests being answered but not yet in the log: the counters wait for them.
         self._in_flight = 0
+        self._received = 0  # requests read so far, answered or not (never reset)
         self._settled = threading.Condition(self._lock)
         self.latency = latency
         self.lfs_redirect = lfs_redirect
@@ -676,9 +677,16 @@ class HubStub:
             self._settled.wait_for(lambda: self._in_flight == 0, timeout=5.0)
             self._records.clear()
 
+    def received(self) -> int:
+        """Requests read so far, answered or not, since the stub started; unlike ``requests`` it never waits
+        (a stalled answer keeps a request in flight for as long as its fault says)."""
+        with self._lock:
+            return self._received
+
     def _begin(self) -> None:
         with self._lock:
             self._in_flight += 1
+            self._received += 1
 
     def _record(self, record: RequestRecord) -> None:
         with self._settled:

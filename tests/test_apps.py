@@ -696,7 +696,7 @@ def test_no_import_cycles_and_sources_import_no_higher_floor() -> None:
     graph = _import_graph()
     sources = [m for m in graph if m.startswith("mtpinspect.sources")]
     allowed = ("mtpinspect.sources", "mtpinspect.app_facts", "mtpinspect.vocabulary", "mtpinspect.errors",
-               "mtpinspect.files", "mtpinspect.jsonable", "mtpinspect.cache_dir")
+               "mtpinspect.files", "mtpinspect.jsonable", "mtpinspect.cache_dir", "mtpinspect.workers")
     upward = {m: sorted(d for d in graph[m] if not d.startswith(allowed)) for m in sources}
     assert {m: d for m, d in upward.items() if d} == {}
 
@@ -716,7 +716,7 @@ def test_no_import_cycles_and_sources_import_no_higher_floor() -> None:
 # The package's floors, lowest first: a module imports from its own floor or a lower one, never a higher
 # one. Inspection reads a sweep's report (check --sweep-report), so sweep/ sits below it; diagnose combines both.
 FLOORS = (
-    ("vocabulary", "errors", "formulas", "units", "app_facts", "jsonable", "files", "cache_dir"),
+    ("vocabulary", "errors", "formulas", "units", "app_facts", "jsonable", "files", "cache_dir", "workers"),
     ("sources", "runtime", "tiny_drafts"),
     ("formats", "apps", "training"),
     ("tiny_model", "trained_model"),

@@ -8,9 +8,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +27,7 @@ import mtpinspect
 from mtpinspect.cli.find import ProgressLine
 from mtpinspect.errors import INTERRUPTED, SourceError
 from mtpinspect.inspection.census import REPOS_IN_FLIGHT, Progress, head_state
+from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.vocabulary import HeadState, RuntimeStatus
 
 SCHEMA = json.loads((Path(mtpinspect.__file__).parent / "schemas" / "find.schema.json").read_text())
@@ -232,20 +235,80 @@ def test_ctrl_c_prints_what_was_judged(hub: tuple[HubStub, Tree]) -> None:
     stalled = tree.quantized[-2]
     for where in ("listing", *stub.files(stalled)):
         stub.add_fault(stalled, Fault("stall", where=where))
-    env = clean_env({"HF_ENDPOINT": stub.url, "PYTHONPATH": os.pathsep.join(sys.path), "MTPINSPECT_TIMEOUT": "120"})
+    # faulthandler: a crash prints every thread's stack (it once ended in SIGSEGV with nothing printed, issue 47).
+    env = clean_env({"HF_ENDPOINT": stub.url, "PYTHONPATH": os.pathsep.join(sys.path), "MTPINSPECT_TIMEOUT": "120",
+                     "PYTHONFAULTHANDLER": "1"})
     proc = subprocess.Popen([sys.executable, "-m", "mtpinspect", "find", BASE, "--limit", "0", "--no-verify"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len({r.repo_id for r in stub.requests() if r.path} - {BASE}) < 3:
+    # Past the search's pages and into the repos' reads, counted as they arrive: the request log waits until
+    # no answer is in flight, up to 5 s a look, and at 16 repos at a time the census then all but ended.
+    seen, deadline = stub.received(), time.monotonic() + 60
+    while time.monotonic() < deadline and stub.received() < seen + 24:
         time.sleep(0.05)
     time.sleep(1.5)  # some repos judged, others not yet
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == INTERRUPTED, err[-2000:]
     assert "interrupted: the rows above are the derivatives judged before Ctrl-C" in out
+    assert "deadline" not in out  # the repos left were stopped by Ctrl-C, not by --deadline
     assert "Traceback" not in err
-    judged = [line for line in out.splitlines() if "/GLM-4.7" in line]
-    assert 0 < len(judged) < QUANTIZED
+    listed = re.search(r"; (\d+) listed, ", out)  # the rows (a row's wrapped cells are lines of their own)
+    assert listed is not None and 0 < int(listed.group(1)) < QUANTIZED, out[:300]
+
+
+def test_ctrl_c_never_tears_the_interpreter_down_around_a_worker(hub: tuple[HubStub, Tree], tmp_path: Path) -> None:
+    """A worker thread still inside a read when the command ends (a repo that answers nothing): the process
+    ends without the interpreter's teardown around it. Python, verbose, says "thread still has a frame" for
+    each thread it tears down so (bpo-20526): `find` once ended so, and now and then in a segmentation fault
+    with nothing printed (issue 47)."""
+    stub, tree = hub
+    stub.latency = 0.25
+    stalled = tree.quantized[0]  # the most downloaded: its listing is among the first reads
+    for where in ("listing", *stub.files(stalled)):
+        stub.add_fault(stalled, Fault("stall", where=where, seconds=30))
+    env = clean_env({"HF_ENDPOINT": stub.url, "PYTHONPATH": os.pathsep.join(sys.path), "MTPINSPECT_TIMEOUT": "120",
+                     "PYTHONFAULTHANDLER": "1", "PYTHONVERBOSE": "1"})
+    log = tmp_path / "stderr"  # verbose: every import is a line, more than a pipe holds while nobody reads it
+    with log.open("w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "mtpinspect", "find", BASE, "--limit", "0", "--no-verify"],
+                                stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+        # Inside the census: past the search's pages and some repos' reads (counted as they arrive: the
+        # request log waits for answers, and a stalled one never comes).
+        seen, deadline = stub.received(), time.monotonic() + 60
+        while time.monotonic() < deadline and stub.received() < seen + 24:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    err = log.read_text()
+    assert proc.returncode == INTERRUPTED, err[-2000:]
+    assert "interrupted: the rows above are the derivatives judged before Ctrl-C" in out
+    assert "thread still has a frame" not in err and "Fatal Python error" not in err, err[-3000:]
+
+
+def test_ctrl_c_stops_the_census(hub: tuple[HubStub, Tree]) -> None:
+    """Ctrl-C in a program that called the API: find returns what was judged, and nothing it started goes on
+    behind the caller's back: no repo starts any more, and no request goes out after it returned (its
+    worker threads once went on judging every repo left, requests and all, until the process ended)."""
+    stub, tree = hub
+    stub.latency = 0.25
+    stalled = tree.quantized[-2]
+    for where in ("listing", *stub.files(stalled)):
+        stub.add_fault(stalled, Fault("stall", where=where, seconds=30))
+    main = threading.main_thread().ident
+    assert main is not None and threading.get_ident() == main  # a signal is handled in the main thread only
+    sent: list[bool] = []
+
+    def progress(p: Progress) -> None:
+        if p.done >= 3 and not sent:
+            sent.append(True)
+            signal.pthread_kill(main, signal.SIGINT)
+
+    census = mtpinspect.find(BASE, limit=None, verify=False, endpoint=stub.url, progress=progress,
+                             policy=FetchPolicy(timeout=30))
+    returned = stub.received()
+    assert census.interrupted and 3 <= len(census.derivatives) < QUANTIZED
+    time.sleep(2.0)  # a census going on behind the caller sends a request every 0.25 s or faster
+    assert stub.received() == returned
 
 
 def test_bad_input(hub: tuple[HubStub, Tree]) -> None:

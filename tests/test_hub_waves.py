@@ -5,18 +5,22 @@ still ends the check with one clear line, in bounded time, with no reader thread
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_child import assert_one_line_error, run_cli
+from cli_child import assert_one_line_error, clean_env, run_cli
 from gguf_factory import Glm4MoeDims, glm4moe_metadata, glm4moe_tensors, write_split_gguf
 from hubstub import Fault, HubStub, max_in_flight, waves
 
 import mtpinspect
-from mtpinspect.errors import SourceError
+from mtpinspect.errors import INTERRUPTED, SourceError
 from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.sources.waves import CONCURRENCY
 
@@ -105,3 +109,28 @@ def test_the_cli_says_one_line_about_the_stalled_shard(stub: HubStub, files, tmp
     run = run_cli("check", repo, "--timeout", "2", "--no-verify", env=env, timeout=60)
     assert_one_line_error(run, f"{repo}/{_shard(4)}", "/resolve/", "bytes 0-", "2 s")
     assert run.seconds < 15
+
+
+def test_ctrl_c_during_a_stalled_read_ends_check_without_tearing_down_around_it(stub: HubStub, files,
+                                                                                tmp_path: Path) -> None:
+    """Ctrl-C while a batch's read waits on a silent server: check exits 130 with its one line, and the reader
+    thread left in that read is not torn down with the interpreter (verbose Python says "thread still has a
+    frame" for each one it is; a thread inside C code then can crash the process: issue 47)."""
+    repo = serve(stub, files, "split12-stall-ctrl-c", Fault("stall-body", where=_shard(1), seconds=30))
+    env = clean_env({"HF_ENDPOINT": stub.url, "HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_DISABLE_TELEMETRY": "1",
+                     "PYTHONPATH": os.pathsep.join(sys.path), "PYTHONFAULTHANDLER": "1", "PYTHONVERBOSE": "1"})
+    log = tmp_path / "stderr"  # verbose: every import is a line, more than a pipe holds while nobody reads it
+    with log.open("w") as stderr:
+        seen = stub.received()
+        proc = subprocess.Popen([sys.executable, "-m", "mtpinspect", "check", repo, "--timeout", "120", "--no-verify"],
+                                stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and stub.received() < seen + 3:  # the listing, then the batch's first reads
+            time.sleep(0.02)
+        time.sleep(1.0)  # the first wave out: shard 1's header read is waiting on its body
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    err = log.read_text()
+    assert proc.returncode == INTERRUPTED, err[-2000:]
+    assert "mtpinspect: interrupted\n" in err, err[-2000:]
+    assert "thread still has a frame" not in err and "Fatal Python error" not in err, err[-3000:]

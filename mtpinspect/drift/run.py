@@ -12,7 +12,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -28,6 +27,7 @@ from mtpinspect.sweep.progress import RUN_START, SERVER_START, ProgressTracker
 from mtpinspect.sweep.prompts import Prompt
 from mtpinspect.sweep.run import StartFailures
 from mtpinspect.vocabulary import RunStatus, ServerStatus
+from mtpinspect.workers import run_all
 
 SERVER_KIND = "drift-server"
 ANSWER_KIND = "drift-answer"
@@ -244,8 +244,8 @@ def _at_once(pass_: Pass, prompts: Sequence[Prompt], session: Session, tracker: 
         return _ask(pass_, prompt, session)
 
     tracker.emit(RUN_START, f"{len(prompts)} prompts at once", run=_Request(pass_, prompts[0]))
-    with ThreadPoolExecutor(max_workers=len(prompts), thread_name_prefix="drift") as pool:
-        answers = list(pool.map(ask, prompts))
+    # Ctrl-C leaves the requests in flight after workers.STOP_WAIT seconds; stopping the server ends them.
+    answers = run_all([lambda prompt=prompt: ask(prompt) for prompt in prompts], len(prompts), name="drift")
     for prompt, answer in zip(prompts, answers):
         tracker.run_finished(_Request(pass_, prompt), answer.wall_seconds, _describe(answer))
     return answers

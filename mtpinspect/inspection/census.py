@@ -29,9 +29,9 @@ from mtpinspect.sources.hub_search import Listed, search_derivatives
 from mtpinspect.sources.policy import Clock, FetchPolicy
 from mtpinspect.sources.resolve import Target, hub_targets
 from mtpinspect.vocabulary import App, Engine, HeadState, Layout, Relation, RuntimeStatus
+from mtpinspect.workers import run_all
 
 T = TypeVar("T")
-R = TypeVar("R")
 
 # Repos judged at once. Each is about 3 sequential round trips (its listing, then its files' headers in
 # one or two waves), so a census of N repos waits about 3 * N / REPOS_IN_FLIGHT of them after the search
@@ -169,7 +169,9 @@ def find(
     shown = [d for d in rows if engine is None or any(f.runs_on(engine) for f in d.files)]
     return Census(
         base=base, relation=relation, engine=engine, found=len(listed), left_out=len(listed) - len(chosen),
-        not_on_engine=len(rows) - len(shown), interrupted=interrupted, past_deadline=len(chosen) - len(rows),
+        not_on_engine=len(rows) - len(shown), interrupted=interrupted,
+        # Interrupted: the repos left were stopped by Ctrl-C, whatever the clock (Clock.stop ends it) says.
+        past_deadline=0 if interrupted else len(chosen) - len(rows),
         requests=sum(m.requests for m in meters), bytes_read=sum(m.bytes_read for m in meters),
         bytes_cached=sum(m.bytes_cached for m in meters), seconds=time.monotonic() - started,
         derivatives=sorted(shown, key=lambda d: (_row_rank(d, engine), -(d.downloads or 0), d.repo)),
@@ -178,7 +180,8 @@ def find(
 
 def _census(items: Sequence[Listed], work: Callable[[Listed], T], progress: Callable[[Progress], None] | None,
             started: float, clock: Clock) -> tuple[list[T], bool]:
-    """``work`` on every item, REPOS_IN_FLIGHT at once; the results so far and True when Ctrl-C ended it. Items
+    """``work`` on every item, REPOS_IN_FLIGHT at once; the results so far and True when Ctrl-C ended it (the
+    repos judged before it: one that ends in the moments after it was cut short by it). Items
     whose turn comes after the deadline are skipped (no result): each would only fail on the deadline,
     and 98,562 such rows were 71 MB of the same error."""
     done: list[T] = []
@@ -195,49 +198,20 @@ def _census(items: Sequence[Listed], work: Callable[[Listed], T], progress: Call
             report(item.repo_id)
         result = work(item)
         with lock:
+            if clock.stopped:  # ended after Ctrl-C, its reads cut short: a row would say so, not judge the repo
+                return None
             done.append(result)
             report(None)
         return result
 
     try:
-        _bounded([lambda item=item: run(item) for item in items], REPOS_IN_FLIGHT)
+        # Ctrl-C: no repo starts any more, no request goes out (the clock stops), the repos in flight get
+        # workers.STOP_WAIT seconds to end, and what was judged by then is the census.
+        run_all([lambda item=item: run(item) for item in items], REPOS_IN_FLIGHT, name="find", on_stop=clock.stop)
     except KeyboardInterrupt:
         with lock:
             return list(done), True
     return done, False
-
-
-def _bounded(jobs: Sequence[Callable[[], R]], limit: int) -> list[R]:
-    """Run ``jobs`` in at most ``limit`` threads; their results in order. The threads are daemons and the wait
-    is interruptible: Ctrl-C reaches the caller at once (a job's request in flight ends by its timeout)."""
-    results: list[R | None] = [None] * len(jobs)
-    errors: list[BaseException] = []
-    queue = iter(enumerate(jobs))
-    lock = threading.Lock()
-
-    def worker() -> None:
-        while True:
-            with lock:
-                item = None if errors else next(queue, None)
-            if item is None:
-                return
-            index, job = item
-            try:
-                results[index] = job()
-            except BaseException as exc:  # a bug: re-raised in the caller's thread
-                with lock:
-                    errors.append(exc)
-
-    threads = [threading.Thread(target=worker, name=f"mtpinspect-find-{i}", daemon=True)
-               for i in range(min(limit, len(jobs)))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        while thread.is_alive():
-            thread.join(0.1)
-    if errors:
-        raise errors[0]
-    return results  # type: ignore[return-value]
 
 
 def _judge_repo(item: Listed, *, token: str | None, endpoint: str | None, policy: FetchPolicy | None, clock: Clock,
@@ -254,7 +228,7 @@ def _judge_repo(item: Listed, *, token: str | None, endpoint: str | None, policy
         # Between models, the deadline: a repo of 20,000 GGUF files must not judge them all after it.
         return judge(target, verify=verify, context=context) if clock.left() > 0 else None
 
-    results = _bounded([lambda t=t: one(t) for t in targets], MODELS_IN_FLIGHT)
+    results = run_all([lambda t=t: one(t) for t in targets], MODELS_IN_FLIGHT, name="find-model")
     files = [_file_verdict(r, t) for r, t in zip(results, targets) if r is not None]
     if not files:
         return _derivative(item, targets[0].revision, [], f"{item.repo_id}: not judged: the {clock.policy.deadline:g} s "

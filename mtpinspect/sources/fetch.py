@@ -309,6 +309,8 @@ def _attempts(n: int) -> str:
 
 
 def _past_deadline(request: _Request) -> SourceError:
+    if request.clock.stopped:
+        return request.error(f"not read: the command was interrupted ({request.shown})")
     return request.error(
         f"the Hub requests of this command ran past their {request.clock.policy.deadline:g} s deadline ({request.shown}); "
         "raise --deadline or MTPINSPECT_DEADLINE if the Hub is only slow"

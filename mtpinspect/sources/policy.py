@@ -46,6 +46,7 @@ class Clock:
         self.policy = policy or FetchPolicy()
         self.ends = time.monotonic() + self.policy.deadline
         self._resume = 0.0  # time.monotonic() before which no request is sent
+        self.stopped = False  # stop(): the command was interrupted
         self._lock = threading.Lock()
         self._auth: dict[str | None, dict[str, str]] = {}
 
@@ -61,6 +62,13 @@ class Clock:
 
     def left(self) -> float:
         return self.ends - time.monotonic()
+
+    def stop(self) -> None:
+        """The command was interrupted (Ctrl-C): every request sharing this clock that is not yet sent, and every
+        answer still being read, fails at its next step as past the deadline, which passes now."""
+        with self._lock:
+            self.stopped = True
+            self.ends = min(self.ends, time.monotonic())
 
     def pause(self, seconds: float) -> None:
         """No request sharing this clock goes out for ``seconds``."""

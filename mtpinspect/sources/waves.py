@@ -12,7 +12,8 @@ wave of its own.
 
 A job that fails stops the batch: jobs not started are skipped, running ones stop at their next gate
 (a request already on the wire ends as the command's timeout bounds it), and ``run`` returns only when
-every job thread has ended, then raises the error of the first failed job in batch order.
+every job thread has ended, then raises the error of the first failed job in batch order. Ctrl-C in the
+caller stops the batch the same way, and ``run`` raises it within workers.STOP_WAIT seconds.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
+
+from mtpinspect import workers
 
 T = TypeVar("T")
 
@@ -58,10 +61,19 @@ class Waves:
             if self._running == 0:
                 self._open()
             else:
-                self._lock.wait_for(lambda: self._opened != wave)
+                self._lock.wait_for(lambda: self._opened != wave or self._failed)
             if self._failed:
+                if self._opened == wave:  # woken by the failure, not by its wave: running again, to stop
+                    self._waiting -= 1
+                    self._running += 1
                 raise Cancelled
             return self._opened
+
+    def _stop(self) -> None:
+        """The caller was interrupted: no job starts, and the jobs waiting at the gate stop now."""
+        with self._lock:
+            self._failed = True
+            self._lock.notify_all()
 
     def _open(self) -> None:
         """Let every waiting job send (the lock is held)."""
@@ -97,30 +109,25 @@ class Waves:
                     errors[index] = exc
                     with self._lock:
                         self._failed = True
+                        self._lock.notify_all()  # the jobs waiting at the gate stop now
 
-        workers = [threading.Thread(target=worker, name=f"mtpinspect-read-{i}", daemon=True)
-                   for i in range(min(self.concurrency, len(jobs)))]
+        count = min(self.concurrency, len(jobs))
         with self._lock:
-            self._running = len(workers)  # counted before any starts, so the first gate waits for all
+            self._running = count  # counted before any starts, so the first gate waits for all
             self._waiting = 0
             self._failed = False
-        try:
-            for thread in workers:
-                thread.start()
-        finally:
-            # A thread that did not start still counts as running: take it off, or the gate never opens.
-            with self._lock:
-                unstarted = sum(1 for thread in workers if thread.ident is None)
-                self._running -= unstarted
-                if unstarted and self._running == 0 and self._waiting:
-                    self._open()
+        threads: list[workers.Worker] = []
+        with workers.stopping(threads, self._stop):
             try:
-                for thread in workers:
-                    if thread.ident is not None:
-                        thread.join()
+                workers.spawn(worker, count, "read", threads)
             finally:
+                # A thread that did not start still counts as running: take it off, or the gate never opens.
                 with self._lock:
-                    self._failed = True  # an interrupted caller: the jobs stop at their next request
+                    unstarted = count - len(threads)
+                    self._running -= unstarted
+                    if unstarted and self._running == 0 and self._waiting:
+                        self._open()
+            workers.join(threads)
         failure = next((e for e in errors if e is not None and not isinstance(e, Cancelled)), None)
         if failure is not None:
             raise failure

@@ -47,6 +47,7 @@ from mtpinspect.sweep.records import (
 )
 from mtpinspect.sweep.request import RequestWay
 from mtpinspect.vocabulary import RequestKind, RunStatus, ServerStatus, WorkaroundMode
+from mtpinspect.workers import run_all
 
 # The server adds a request's counters and prints its log line when the slot is released, which can
 # be a moment after the response was sent.
@@ -450,9 +451,9 @@ def _requests(server: LlamaServer, run: PlannedRun, ctx: RunContext) -> tuple[li
     began = time.perf_counter()
     if len(seeds) == 1:
         return [one(seeds[0])], time.perf_counter() - began
-    with ThreadPoolExecutor(max_workers=len(seeds), thread_name_prefix="request") as pool:
-        futures = [pool.submit(one, seed) for seed in seeds]
-        completions = [future.result() for future in futures]  # the first failure raises, the others finish
+    # The first failure (in seed order) raises once the others finish; Ctrl-C leaves the requests in flight
+    # after workers.STOP_WAIT seconds, and stopping the server ends them.
+    completions = run_all([lambda seed=seed: one(seed) for seed in seeds], len(seeds), name="request")
     return completions, time.perf_counter() - began
 
 
