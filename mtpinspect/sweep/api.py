@@ -68,7 +68,15 @@ from mtpinspect.sweep.report import (
 )
 from mtpinspect.sweep.request import RequestWay, model_template, resolve
 from mtpinspect.sweep.run import RunContext, run_visit
-from mtpinspect.sweep.statistics import Recommendation, break_even, determinism_note, recommend_per_condition, summarize
+from mtpinspect.sweep.statistics import (
+    Recommendation,
+    break_even,
+    compare_methods,
+    determinism_note,
+    independence,
+    recommend_per_condition,
+    summarize,
+)
 from mtpinspect.vocabulary import App, Reasoning, RequestKind, RunStatus, ServerStatus
 
 JOURNAL_NAME = "runs.jsonl"
@@ -334,6 +342,8 @@ def build_report(
         determinism_note=determinism_note(settings.get("engine"), binary.backend),
         machine_load=summarize_load(latest),
         app=_in_app(app, recommendation),
+        rounds=independence(configs, latest, settings.get("engine")),
+        methods=compare_methods(groups, classes),
     )
 
 
