@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 from mtpinspect.apps import app_setting, ollama_create_command, ollama_n_max
 from mtpinspect.errors import MtpinspectError, OutputError, SourceError, UsageError
-from mtpinspect.files import OWN_NAME_HINT, writable, write_file
+from mtpinspect.files import OWN_NAME_HINT, own_folder, writable, write_file
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
@@ -31,7 +30,7 @@ from mtpinspect.sweep.lock import folder_lock
 from mtpinspect.sweep.long_prompt import long_prompts
 from mtpinspect.sweep.machine_load import summarize_load
 from mtpinspect.sweep.model import model_file
-from mtpinspect.sweep.mtp_bench import write_bench_files
+from mtpinspect.sweep.mtp_bench import check_bench_folder, write_bench_files
 from mtpinspect.sweep.options import SweepOptions, check_bounds
 from mtpinspect.sweep.plan import (
     Configuration,
@@ -108,9 +107,7 @@ def _own_names_writable(out_dir: Path) -> None:
     at write time, never written through (one rule: files.writable with OWN_NAME_HINT)."""
     for name in (JOURNAL_NAME, REPORT_NAME, PLOT_NAME):
         writable(out_dir / name, link_hint=OWN_NAME_HINT)
-    logs = out_dir / LOGS_NAME
-    if logs.is_symlink():
-        raise OutputError(f"{logs}: is a symbolic link (to {os.readlink(logs)}); not written into ({OWN_NAME_HINT})")
+    own_folder(out_dir / LOGS_NAME)
 
 
 def _run_sweep(model: Path | str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
@@ -152,6 +149,8 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
     draft_files = sorted({c.draft_file for c in configs if c.draft_file})
     if draft_files:
         settings["draft_files"] = draft_files
+    if options.mtp_bench_json is not None:
+        check_bench_folder(Path(options.mtp_bench_json), configs)
     journal = Journal(out_dir / JOURNAL_NAME)
     history = _history(journal, settings["model"])  # read before a fresh sweep sets the journal aside
     if not options.resume:
@@ -221,6 +220,8 @@ def _run_engine_sweep(model: str | None, options: SweepOptions, progress: Progre
     setup = prepare_engine(model, options)
     prompts = prompt_set(options.prompts)
     out_dir = Path(options.out_dir)
+    if options.mtp_bench_json is not None:
+        check_bench_folder(Path(options.mtp_bench_json), setup.configs)
     journal = Journal(out_dir / JOURNAL_NAME)
     if not options.resume:
         journal.set_aside()
