@@ -65,7 +65,7 @@ from mtpinspect.sweep.report import (
     SweepReport,
     Synthetic,
 )
-from mtpinspect.sweep.request import RequestWay, model_template, resolve
+from mtpinspect.sweep.request import RequestWay, model_template, resolve, resolve_engine
 from mtpinspect.sweep.run import RunContext, run_visit
 from mtpinspect.sweep.statistics import (
     Recommendation,
@@ -76,7 +76,7 @@ from mtpinspect.sweep.statistics import (
     recommend_per_condition,
     summarize,
 )
-from mtpinspect.vocabulary import App, Reasoning, RequestKind, RunStatus, ServerStatus
+from mtpinspect.vocabulary import App, RequestKind, RunStatus, ServerStatus
 
 JOURNAL_NAME = "runs.jsonl"
 REPORT_NAME = "report.json"
@@ -208,9 +208,7 @@ def _visit_all(plan: Plan, run: Callable[[Visit, _Context, ProgressTracker], Non
 
 def _run_engine_sweep(model: str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
     """The sweep on any engine: the user's server command per configuration, or a running server."""
-    if options.request is RequestKind.chat or options.reasoning is not Reasoning.auto:
-        raise UsageError("--request chat / --reasoning: measured on the llama-server the sweep starts itself; "
-                         "--engine, --serve and --endpoint sweeps send raw completions")
+    request = resolve_engine(options.request, options.reasoning)
     axes = [name for name, value, default in (("--concurrency", options.concurrency, (1,)),
                                               ("--temperature", options.temperature, (0.0,)),
                                               ("--method", options.methods, ("draft-mtp",))) if tuple(value) != default]
@@ -218,6 +216,7 @@ def _run_engine_sweep(model: str | None, options: SweepOptions, progress: Progre
         raise UsageError(f"{axes[0]}: measured on llama-server started by the sweep only, not with "
                          "--engine/--serve/--endpoint")
     setup = prepare_engine(model, options)
+    setup.settings.update(_request_settings(request))
     prompts = prompt_set(options.prompts)
     out_dir = Path(options.out_dir)
     if options.mtp_bench_json is not None:
@@ -229,10 +228,11 @@ def _run_engine_sweep(model: str | None, options: SweepOptions, progress: Progre
     done = {r.key for r in runs_before if r.status == RunStatus.ok}
     plan = build_plan(setup.configs, prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
-    context = setup.context(options, journal, out_dir / LOGS_NAME)
+    context = dataclasses.replace(setup.context(options, journal, out_dir / LOGS_NAME), request=request)
     stopped = _visit_all(plan, run_engine_visit, context, tracker)
     report = build_report(journal, setup.settings, setup.configs, prompts, options, setup.info, False,
                           resumed=len(done))
+    report.request = request
     _export_mtp_bench(report, journal, setup.settings, setup.configs, prompts, options)
     report.engine = setup.recommendation(report.recommendation.n_max)
     version = next((v for v in reversed(context.versions) if v), setup.info.version)
