@@ -80,7 +80,8 @@ def _temperatures(text: str, model: str | None) -> tuple[float, ...]:
               show_default=True,
               help="How prompts are sent: chat (/v1/chat/completions, through the model's chat template, as a chat "
                    "app sends them), completion (/completion, raw text continued), auto (chat when the GGUF carries "
-                   "a chat template, else completion). The report says which, and why.")
+                   "a chat template, else completion; with --engine/--serve/--endpoint: completion unless chat, which "
+                   "goes through the engine's template). The report says which, and why.")
 @click.option("--reasoning", type=click.Choice([r.value for r in Reasoning]), default=Reasoning.auto.value,
               show_default=True,
               help="Chat requests on a template with a reasoning switch (enable_thinking): on or off; auto is on, as "
@@ -126,8 +127,8 @@ def _temperatures(text: str, model: str | None) -> tuple[float, ...]:
               help="With --endpoint: a running server of the same model without speculative decoding.")
 @click.option("--concurrency", metavar="LIST", default="1", show_default=True,
               help=f"Requests at once, comma-separated ({CONCURRENCY_BOUND.shown}): each value runs every configuration "
-                   "on a server with that many slots (-np) and sends that many requests together; per-request and "
-                   "total tok/s, and the recommendation per value.")
+                   "on a server with that many slots (-np) and sends that many different prompts of the class together; "
+                   "per-request and total tok/s, acceptance counted per request, and the recommendation per value.")
 @click.option("--temperature", metavar="LIST", default="0", show_default=True,
               help="Sampling temperatures, comma-separated; 'recommended' is the model's own (GGUF general.sampling.temp "
                    "or generation_config.json beside it). Above 0 each round samples with other seeds (--repeat "
