@@ -422,13 +422,13 @@ def measure(
         return _failed(base, RunStatus.error, str(exc), began, sampler)
     completion = completions[0] if len(completions) == 1 else _together(completions)
     figures = measured_figures(completion, delta)
+    log, cursor.log_offset = draft_log_line(server, cursor.log_offset, expect=figures["drafted"] > 0,
+                                            count=len(completions))
     cached = sum(int(c.timings.get("cache_n", 0) or 0) for c in completions)
     if cached:
         # The prompt cache was to be off: a request that reused earlier tokens is not measured on its own.
         return _failed(base, RunStatus.error, f"the server reused {cached} cached prompt tokens (timings.cache_n) "
                        "with cache_prompt off: not an independent measurement", began, sampler)
-    log, cursor.log_offset = draft_log_line(server, cursor.log_offset, expect=figures["drafted"] > 0,
-                                            count=len(completions))
     agrees, mismatch = cross_check(figures, log)
     record = RunRecord(
         **base,
