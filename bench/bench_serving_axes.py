@@ -32,7 +32,7 @@ from mtpinspect.sweep import SweepOptions, SweepReport, run_sweep
 from mtpinspect.tiny_model import spec_for_size, write_tiny_model
 
 AXES = {
-    "rounds": dict(methods=("draft-mtp", "ngram-mod"), repeat=3, n_max=(8,)),
+    "rounds": dict(methods=("draft-mtp", "ngram-mod"), repeat=3),
     "concurrency": dict(concurrency=(1, 2, 4)),
     "temperature": dict(temperature=(0.0, 0.8)),
     "methods": dict(methods=("draft-mtp", "ngram-simple", "ngram-mod")),

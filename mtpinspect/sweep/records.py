@@ -162,6 +162,7 @@ class RunRecord:
     # own drafted and accepted counts (timings.draft_n / draft_n_accepted), and its time to the first token
     # as the client measured it (sent -> first streamed token: queueing, the prompt, the first decode step).
     per_request_prompt_ids: list[str] = field(default_factory=list)
+    per_request_prompt_n: list[int] = field(default_factory=list)  # timings.prompt_n: its prompt's tokens
     per_request_drafted: list[int] = field(default_factory=list)
     per_request_accepted: list[int] = field(default_factory=list)
     per_request_first_token_ms: list[float] = field(default_factory=list)

@@ -446,6 +446,7 @@ def measure(
         per_request_tokens_per_second=[c.predicted_per_second for c in completions],
         per_request_prompt_ms=[float(c.timings.get("prompt_ms", 0.0)) for c in completions],
         per_request_prompt_ids=[p.id for p in run.prompts],
+        per_request_prompt_n=[int(c.timings.get("prompt_n", 0)) for c in completions],
         per_request_drafted=[c.draft_n for c in completions],
         per_request_accepted=[c.draft_n_accepted for c in completions],
         per_request_first_token_ms=[c.first_token_seconds * 1000.0 for c in completions

@@ -285,7 +285,9 @@ def _group(
                                                 or [r.decode_tokens_per_second for r in ok
                                                     if r.decode_tokens_per_second]),
         total_tokens_per_second=Spread.of([r.total_tokens_per_second for r in ok if r.total_tokens_per_second]),
-        prompt_tokens=max((r.prompt_n // r.concurrency for r in ok if r.prompt_n), default=None),
+        prompt_tokens=max((n for r in ok for n in (r.per_request_prompt_n or
+                                                   ([r.prompt_n // r.concurrency] if r.prompt_n else []))),
+                          default=None),
     )
 
 
@@ -399,10 +401,9 @@ def independence(configs: Sequence[Configuration], runs: Sequence[RunRecord], en
         parts.append(f"{settings}: a fresh llama-server for every round, warmed up on a text that is no measured "
                      f"prompt, because the method keeps {stateful[0].keeps_state}; within a round the prompts run in "
                      "the same order every round")
-    others = [c for c in configs if not c.keeps_state]
-    if others:
-        parts.append("every other setting: the rounds share a server start where they meet, as nothing is kept "
-                     "across requests once the prompt cache is off")
+    if any(not c.keeps_state for c in configs):
+        parts.append(f"every {'other ' if stateful else ''}setting: the rounds share a server start where they "
+                     "meet, as nothing is kept across requests once the prompt cache is off")
     parts.append("every request sent with cache_prompt false, and a run whose answer reused cached prompt tokens "
                  "(timings.cache_n) is failed")
     if any(c.condition.concurrency > 1 for c in configs):
