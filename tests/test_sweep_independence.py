@@ -285,3 +285,38 @@ def test_sigterm_at_concurrency_4_stops_within_2_s_and_resume_completes(tmp_path
     assert done.returncode == 0, done.stderr[-2000:]
     finished = {(r.configuration, r.prompt_id) for r in _journal_runs(out) if r.status == RunStatus.ok}
     assert len(finished) == 2 * 3
+
+
+def _stats(method: str | None, n_max: int | None, tps: float, spread: float = 0.01, **figures: Any) -> Any:
+    from mtpinspect.sweep.statistics import GroupStats, Spread
+
+    setting = "off" if n_max is None else (f"n-max {n_max}" if method == "draft-mtp" else f"{method} n-max {n_max}")
+    return GroupStats(
+        configuration=setting, label=setting, n_max=n_max, synthetic=None, prompt_class="code", runs=3, failed=0,
+        error=None, tokens_per_second=Spread(tps, tps * (1 - spread), tps * (1 + spread)),
+        prompt_tokens_per_second=None, speedup=None, within_noise=None, acceptance=figures.get("acceptance"),
+        mean_length=figures.get("mean_length"), first_position_acceptance=None, expected_length=None,
+        per_position=[], drafted=0, accepted=0, drafts=0, rss_peak_bytes=figures.get("rss"), rss_post_load_bytes=None,
+        gpu_memory_bytes=None, repeats_identical=None, identical_to_baseline=None, first_divergence=None,
+        log_agrees=None, method=method, setting=setting, ttft_ms=Spread(40.0, 30.0, 50.0))
+
+
+def test_methods_side_by_side_in_one_table_with_a_winner_per_class() -> None:
+    """Seed 001's comparison: MTP, a draft model and n-gram drafting on the same prompts, each method's fastest
+    n-max with tok/s, acceptance, mean length, client TTFT and peak memory, and the winner (beyond noise)."""
+    from mtpinspect.sweep.statistics import compare_methods
+
+    groups = [_stats(None, None, 100.0), _stats("draft-mtp", 2, 150.0, acceptance=0.7, mean_length=2.4, rss=97),
+              _stats("draft-mtp", 3, 140.0), _stats("draft", 2, 130.0, acceptance=0.9, rss=300),
+              _stats("ngram-mod", 2, 101.0, spread=0.05, acceptance=1.0)]
+    for group in groups[1:]:
+        group.speedup = group.tokens_per_second.median / 100.0
+        group.within_noise = group.tokens_per_second.overlaps(groups[0].tokens_per_second)
+    (table,) = compare_methods(groups, ["code"])
+    assert [(r.method, r.setting) for r in table.rows] == [("off", "off"), ("draft-mtp", "n-max 2"),
+                                                            ("draft", "draft n-max 2"), ("ngram-mod", "ngram-mod n-max 2")]
+    mtp = table.rows[1]
+    assert (mtp.tokens_per_second, mtp.acceptance, mtp.mean_length, mtp.ttft_ms, mtp.rss_peak_bytes) == (
+        150.0, 0.7, 2.4, 40.0, 97)
+    assert table.winner == "n-max 2"
+    assert compare_methods(groups[:3], ["code"]) == []  # one method: no comparison table
