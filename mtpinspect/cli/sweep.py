@@ -278,10 +278,8 @@ def render(report: SweepReport, out: Output) -> None:
     out.table(_summary_rows(real, report.settings), title=f"Decode speed and acceptance (median [min-max] over {over})")
     if report.rounds:
         out.text(f"independent rounds and requests: {report.rounds}")
-    if any(g.concurrency != 1 or g.prompt_ms is not None for g in real):
-        out.text("TTFT: time to the first token as this client measured it (sent -> first streamed token); "
-                 "prompt ms: the server's own prompt time (timings.prompt_ms). total tok/s: all of a run's "
-                 "requests together; per request: each request's own decode speed.")
+    if report.engine is None:  # an engine's requests are not streamed: no client TTFT
+        out.text(_columns_note(report.settings))
     if report.methods:
         _render_methods(report, out)
     drafting = [g for g in real if g.n_max is not None and g.drafts]
@@ -373,6 +371,17 @@ def _summary_rows(groups: Sequence[GroupStats], settings: dict[str, Any] | None 
         })
         rows.append(row)
     return rows
+
+
+def _columns_note(settings: dict[str, Any]) -> str:
+    """What the table's time columns mean (and, under load, its throughput columns)."""
+    concurrent = any(n != 1 for n in settings.get("concurrency", [1]))
+    note = "TTFT: time to the first token as this client measured it (sent -> first streamed token)"
+    if concurrent or settings.get("long_prompt") is not None:
+        note += "; prompt ms: the server's own prompt time (timings.prompt_ms)"
+    if concurrent:
+        note += "; total tok/s: all of a run's requests together; per request: each request's own decode speed"
+    return note + "."
 
 
 def _render_methods(report: SweepReport, out: Output) -> None:
