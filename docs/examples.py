@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -391,9 +392,18 @@ def run(example: Example) -> Run:
 # Figures against an oracle ------------------------------------------------------------------------------
 
 # How far a figure in a sweep's table may be from the one recomputed from runs.jsonl: half a unit in the
-# last place it is printed with (tok/s and its range one decimal, TTFT whole milliseconds; acceptance and
-# mean length are printed with tabulate's 6 significant digits: 0.0005 covers them).
-FIGURE_TOLERANCE = {"tok/s": 0.05 + 1e-9, "TTFT": 0.5 + 1e-9, "acceptance": 0.0005, "mean len": 0.0005}
+# last place it is printed with: tok/s and its range one decimal, TTFT whole milliseconds (absolute);
+# acceptance and mean length 3 significant digits (cli/_output.py), so half a unit of the third (SIGNIFICANT).
+FIGURE_TOLERANCE = {"tok/s": 0.05 + 1e-9, "TTFT": 0.5 + 1e-9, "acceptance": None, "mean len": None}
+SIGNIFICANT = 3
+
+
+def tolerance(column: str, value: float) -> float:
+    """The largest difference FIGURE_TOLERANCE allows for ``value`` printed in ``column``."""
+    absolute = FIGURE_TOLERANCE[column]
+    if absolute is not None:
+        return absolute
+    return 0.5 * 10 ** (math.floor(math.log10(abs(value))) - SIGNIFICANT + 1) + 1e-9 if value else 1e-9
 # The figures that do not change from run to run at temperature 0 on one request (the same build and
 # settings give the same bits on CPU): a page's shown ones are checked against a fresh run's oracle too.
 REPRODUCIBLE = ("acceptance", "mean len")
@@ -411,8 +421,9 @@ def table_rows(lines: list[str], title: str = TABLE_TITLE) -> list[dict[str, str
     names = [header[a:b].strip() for a, b in spans]
     rows: list[dict[str, str]] = []
     for line in lines[starts[0] + 4:]:
-        if not line.strip() or line == "...":
-            break
+        gaps = [line[b:a] for (_, b), (a, _) in zip(spans, spans[1:])]
+        if not line.strip() or line == "..." or any(gap.strip() for gap in gaps):
+            break  # the table ends at a blank line, an excerpt's "...", or text that crosses its column gaps
         cells = [line[a:b if i + 1 < len(spans) else None].strip() for i, (a, b) in enumerate(spans)]
         if cells[0] or not rows:
             rows.append(dict(zip(names, cells)))
@@ -494,7 +505,7 @@ def check_figures(lines: list[str], oracle: dict[tuple[str, str], dict[str, Any]
                 if bool(want) != bool(got):
                     problems.append(f"{key}: {column} shown {row[column]!r}, oracle {want}")
                 continue
-            if len(got) != len(want) or any(abs(g - w) > FIGURE_TOLERANCE[column] for g, w in zip(got, want)):
+            if len(got) != len(want) or any(abs(g - w) > tolerance(column, w) for g, w in zip(got, want)):
                 problems.append(f"{key}: {column} shown {row[column]!r}, runs.jsonl gives "
                                 + ", ".join(f"{w:.4f}" for w in want))
     return problems

@@ -82,7 +82,7 @@ def test_the_figure_oracle_catches_a_table_that_is_not_its_runs() -> None:
              "-------  -----------------------  ---------------  ------------  ----------  ------",
              "code     baseline                 12.7 [7.3-16.3]  -             -           78 ms",
              "code     n-max 2 (4 concurrent,   7.2 [4.5-10.4]   0.658         2.3         898 ms",
-             "         temperature 0)", ""]
+             "         temperature 0)", "independent rounds and requests: every setting: ..."]
     base = {"concurrency": 1, "temperature": 0.0, "log acceptance": None}
     oracle = {("code", "baseline"): {**base, "tok/s": (12.71, 7.3, 16.3), "acceptance": None, "mean len": None,
                                      "TTFT": 78.2},
