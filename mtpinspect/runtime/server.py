@@ -492,9 +492,7 @@ class LlamaServer:
                 raise ServerError(f"llama-server: {path} answered with JSON that is not an object")
             text = _answer_text(raw)
         wall = time.perf_counter() - started
-        # llama-server leaves draft_n and draft_n_accepted out of a request's timings when it drafted nothing
-        # (tools/server/server-common.cpp, server_slot_stats::to_json): its counts are then zero.
-        timings = {"draft_n": 0, "draft_n_accepted": 0, **(raw.get("timings") or {})}
+        timings = raw.get("timings") or {}
         return Completion(
             text=text,
             timings=timings,

@@ -270,12 +270,14 @@ class WorkaroundRecord:
         return cls(**_typed_fields(cls, data))
 
 
-def measured_figures(completion: _Timings, delta: _MetricsDelta) -> dict[str, Any]:
+def measured_figures(completion: _Timings, delta: _MetricsDelta, per_request: bool | None = None) -> dict[str, Any]:
     """The fields of a finished run that come from the responses and the /metrics delta: drafted and accepted
-    pooled from the responses' own counts when they carry them (the /metrics delta otherwise, and as the
-    cross-check), the number of drafts from /metrics (no response gives it)."""
+    pooled from the responses' own counts when they carry them (``per_request``; None: when the timings have
+    ``draft_n``), else from the /metrics delta, which is the cross-check either way; the number of drafts
+    from /metrics (no response gives it)."""
     timings = completion.timings or {}
-    per_request = "draft_n" in timings
+    if per_request is None:
+        per_request = "draft_n" in timings
     drafted = completion.draft_n if per_request else int(round(delta.draft_tokens))
     accepted = completion.draft_n_accepted if per_request else int(round(delta.accepted_tokens))
     drafted, accepted = int(drafted or 0), int(accepted or 0)

@@ -421,7 +421,9 @@ def measure(
         # Not a measurement: a failed run with its reason, in the journal, so --resume measures it again.
         return _failed(base, RunStatus.error, str(exc), began, sampler)
     completion = completions[0] if len(completions) == 1 else _together(completions)
-    figures = measured_figures(completion, delta)
+    # llama-server leaves draft_n and draft_n_accepted out of a request's timings when it drafted nothing
+    # (tools/server/server-common.cpp, server_slot_stats::to_json): every response counts, zero or not.
+    figures = measured_figures(completion, delta, per_request=True)
     log, cursor.log_offset = draft_log_line(server, cursor.log_offset, expect=figures["drafted"] > 0,
                                             count=len(completions))
     cached = sum(int(c.timings.get("cache_n", 0) or 0) for c in completions)
@@ -496,8 +498,6 @@ def _together(completions: Sequence[Completion]) -> Completion:
         "prompt_ms": max(float(c.timings.get("prompt_ms", 0.0)) for c in completions),
         "predicted_ms": max(float(c.timings.get("predicted_ms", 0.0)) for c in completions),
     }
-    if all("draft_n" in c.timings for c in completions):
-        timings["draft_n"] = sum(c.draft_n for c in completions)
     return Completion(
         text=completions[0].text,
         timings=timings,
