@@ -25,9 +25,12 @@ such as timings, are masked: Example.volatile, Example.stable).
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +38,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this checkout's mtpinspect; the fixtures' helpers (hubstub, ...)
@@ -61,6 +65,10 @@ Setup = Callable[[Path, ExitStack], dict[str, str]]
 class Run:
     exit: int
     lines: list[str]  # stdout (and stderr when the example shows it), paths as the pages show them
+    # A sweep example's figures recomputed from its runs.jsonl (the oracle), per (class, config as shown),
+    # and where its printed table disagrees with them beyond FIGURE_TOLERANCE.
+    oracle: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,8 @@ class Example:
     needs: Callable[[], str | None] = lambda: None  # why it cannot run here, or None
     timeout: float = 300
     columns: int = 120  # the terminal width tables are wrapped to
+    # A sweep into out/sweep: its table's figures are checked against its runs.jsonl (check_figures).
+    oracle: bool = False
     markdown: bool = False  # the output is Markdown (--format md): written as it is, not as a console block
     # (a file the command writes in the work folder, where the pages show it): copied when the pages are
     # rewritten, so a plot comes from the same run as the table beside it
@@ -298,19 +308,19 @@ EXAMPLES = [
     Example("check-stalled-hub", ("check", "acme/model", "--timeout", "2"), 2, stalled_listing, stderr=True),
     Example("find-glm", ("find", "zai-org/GLM-4.7", "--limit", "8", "--no-verify"), 0, census_tree, columns=200,
             volatile=(r"[\d.]+ MiB read, in " + TIMING,)),
-    Example("sweep-default", ("sweep",), 0, server=True, own_cache=False, needs=_no_trained_model, timeout=TIMEOUT,
+    Example("sweep-default", ("sweep",), 0, server=True, oracle=True, own_cache=False, needs=_no_trained_model, timeout=TIMEOUT,
             figure=("out/sweep/sweep.png", "docs/sweep-demo.png"),
             keep=sections("Decode speed and acceptance", "Recommendation", "Files", first=4),
             stable=r"^(MTP sweep of|Recommendation|Files|runs:|report:|plot:|server logs:|-+$)"),
     Example("sweep-tiny", ("sweep", "model.gguf", "--n-max", "1,3", "--repeat", "1", "--", "-t", "1"), 0, tiny_model,
-            server=True, stable=r"^(MTP sweep of|[A-Z][\w ,()\[\]-]+$|class |runs:|report:|plot:|server logs:)"),
+            server=True, oracle=True, stable=r"^(MTP sweep of|[A-Z][\w ,()\[\]-]+$|class |runs:|report:|plot:|server logs:)"),
     # The built-in model through llama-server's ChatML fallback and by raw completion (docs/sweep.md).
     Example("sweep-chat", ("sweep", "--request", "chat", "--prompts", "mtp-bench-categories", "--n-predict", "192",
-                           "--repeat", "1", "--n-max", "3", "--no-plot", "--", "-t", "1"), 0, server=True,
+                           "--repeat", "1", "--n-max", "3", "--no-plot", "--", "-t", "1"), 0, server=True, oracle=True,
             own_cache=False, needs=_no_trained_model, timeout=TIMEOUT,
             keep=sections("Decode speed and acceptance", first=5), stable=r"^(MTP sweep of|requests:|-+$)"),
     Example("sweep-completion", ("sweep", "--prompts", "mtp-bench-categories", "--n-predict", "192",
-                                 "--repeat", "1", "--n-max", "3", "--no-plot", "--", "-t", "1"), 0, server=True,
+                                 "--repeat", "1", "--n-max", "3", "--no-plot", "--", "-t", "1"), 0, server=True, oracle=True,
             own_cache=False, needs=_no_trained_model, timeout=TIMEOUT,
             keep=sections("Decode speed and acceptance", first=5), stable=r"^(MTP sweep of|requests:|-+$)"),
     # On CPU llama-server the same build gives the same bits: the control, the restart and MTP at -t 1 are
@@ -322,20 +332,20 @@ EXAMPLES = [
                    r"a restart|Answer|Files|answers:|report:|server logs:)"),
     # The serving-condition axes (issue 33), each on the built-in model with short settings.
     Example("sweep-concurrency", ("sweep", "--prompts", "code", "--n-max", "2", "--repeat", "1", "--n-predict", "32",
-                                  "--concurrency", "1,4", "--no-plot"), 0, server=True, own_cache=False,
+                                  "--concurrency", "1,4", "--no-plot"), 0, server=True, oracle=True, own_cache=False,
             needs=_no_trained_model, keep=sections("Decode speed and acceptance", "Recommendation", first=2),
             stable=_SWEEP_STABLE, timeout=TIMEOUT),
     Example("sweep-temperature", ("sweep", "--prompts", "code", "--n-max", "2", "--repeat", "2", "--n-predict", "32",
-                                  "--temperature", "0,0.8", "--no-plot"), 0, server=True, own_cache=False,
+                                  "--temperature", "0,0.8", "--no-plot"), 0, server=True, oracle=True, own_cache=False,
             needs=_no_trained_model, keep=sections("Decode speed and acceptance", "Recommendation", first=2),
             stable=_SWEEP_STABLE, timeout=TIMEOUT),
     Example("sweep-methods", ("sweep", "--prompts", "code", "--n-max", "2", "--repeat", "1", "--n-predict", "32",
-                              "--method", "draft-mtp,ngram-simple,ngram-mod", "--no-plot"), 0, server=True,
+                              "--method", "draft-mtp,ngram-simple,ngram-mod", "--no-plot"), 0, server=True, oracle=True,
             own_cache=False, needs=_no_trained_model,
-            keep=sections("Decode speed and acceptance", "Recommendation", first=2), stable=_SWEEP_STABLE,
-            timeout=TIMEOUT),
+            keep=sections("Decode speed and acceptance", "Methods on the same prompts", "Recommendation", first=2),
+            stable=_SWEEP_STABLE, timeout=TIMEOUT),
     Example("sweep-long-prompt", ("sweep", "--prompts", "code", "--n-max", "2", "--repeat", "1", "--n-predict", "16",
-                                  "--long-prompt", "2000", "--no-plot"), 0, server=True, own_cache=False,
+                                  "--long-prompt", "2000", "--no-plot"), 0, server=True, oracle=True, own_cache=False,
             needs=_no_trained_model, keep=sections("Decode speed and acceptance", "Recommendation", first=2),
             stable=_SWEEP_STABLE, timeout=TIMEOUT),
     Example("diagnose-log", ("diagnose", "--log", "cases/logs/vllm-qwen3-next-fp8-dynamic-mtp-zero.log"), 1,
@@ -381,7 +391,133 @@ def run(example: Example, keep_figure: bool = False) -> Run:
         text = done.stdout + (done.stderr if example.stderr else "")
         if keep_figure and example.figure is not None and done.returncode == example.exit:
             shutil.copyfile(work / example.figure[0], ROOT / example.figure[1])
-        return Run(done.returncode, _as_shown(text, work, env).splitlines())
+        lines = _as_shown(text, work, env).splitlines()
+        if not example.oracle:
+            return Run(done.returncode, lines)
+        oracle = oracle_figures(work / "out" / "sweep")
+        return Run(done.returncode, lines, oracle, check_figures(lines, oracle))
+
+
+# Figures against an oracle ------------------------------------------------------------------------------
+
+# How far a figure in a sweep's table may be from the one recomputed from runs.jsonl: half a unit in the
+# last place it is printed with: tok/s and its range one decimal, TTFT whole milliseconds (absolute);
+# acceptance and mean length 3 significant digits (cli/_output.py), so half a unit of the third (SIGNIFICANT).
+FIGURE_TOLERANCE = {"tok/s": 0.05 + 1e-9, "TTFT": 0.5 + 1e-9, "acceptance": None, "mean len": None}
+SIGNIFICANT = 3
+
+
+def tolerance(column: str, value: float) -> float:
+    """The largest difference FIGURE_TOLERANCE allows for ``value`` printed in ``column``."""
+    absolute = FIGURE_TOLERANCE[column]
+    if absolute is not None:
+        return absolute
+    return 0.5 * 10 ** (math.floor(math.log10(abs(value))) - SIGNIFICANT + 1) + 1e-9 if value else 1e-9
+# The figures that do not change from run to run at temperature 0 on one request (the same build and
+# settings give the same bits on CPU): a page's shown ones are checked against a fresh run's oracle too.
+REPRODUCIBLE = ("acceptance", "mean len")
+TABLE_TITLE = "Decode speed and acceptance"
+
+
+def table_rows(lines: list[str], title: str = TABLE_TITLE) -> list[dict[str, str]]:
+    """The rows of a titled table as the sink prints it (tabulate's simple format): each cell cut at its
+    column's dashes, a wrapped cell's lines joined with a space."""
+    starts = [i for i, line in enumerate(lines) if line.startswith(title)]
+    if not starts:
+        return []
+    header, dashes = lines[starts[0] + 2], lines[starts[0] + 3]
+    spans = [m.span() for m in re.finditer(r"-+", dashes)]
+    names = [header[a:b].strip() for a, b in spans]
+    rows: list[dict[str, str]] = []
+    for line in lines[starts[0] + 4:]:
+        gaps = [line[b:a] for (_, b), (a, _) in zip(spans, spans[1:])]
+        if not line.strip() or line == "..." or any(gap.strip() for gap in gaps):
+            break  # the table ends at a blank line, an excerpt's "...", or text that crosses its column gaps
+        cells = [line[a:b if i + 1 < len(spans) else None].strip() for i, (a, b) in enumerate(spans)]
+        if cells[0] or not rows:
+            rows.append(dict(zip(names, cells)))
+        else:  # a wrapped row's next line
+            for name, cell in zip(names, cells):
+                if cell:
+                    rows[-1][name] = f"{rows[-1][name]} {cell}".strip()
+    return rows
+
+
+def oracle_figures(out: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per (class, configuration as the table labels it): the figures recomputed from the runs in
+    runs.jsonl, not from the report: tok/s median, min and max of the runs' decode speeds, acceptance pooled
+    from the requests' own counts (and the same from the server log's draft lines, which must agree), mean
+    length from the /metrics drafts, TTFT the median of every request's client-timed first token."""
+    if not (out / "runs.jsonl").is_file() or not (out / "report.json").is_file():
+        return {}
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    labels = {(g["prompt_class"], g["configuration"]): g["label"] + (f" [{g['workaround']}]" if g.get("workaround") else "")
+              for g in report["results"]}
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for line in (out / "runs.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "run" and record.get("status") == "ok":
+            runs.setdefault((record["prompt_class"], record["configuration"]), []).append(record)
+    figures: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, mine in runs.items():
+        speeds = [r["decode_tokens_per_second"] for r in mine if r.get("decode_tokens_per_second")]
+        drafted, accepted = sum(r["drafted"] for r in mine), sum(r["accepted"] for r in mine)
+        drafts = sum(r["drafts"] for r in mine)
+        logged = [r["log"] for r in mine if r.get("log")]
+        first_tokens = [ms for r in mine for ms in r.get("per_request_first_token_ms", [])]
+        figures[(key[0], labels.get(key, key[1]))] = {
+            "tok/s": (statistics.median(speeds), min(speeds), max(speeds)) if speeds else None,
+            "acceptance": accepted / drafted if drafted else None,
+            "log acceptance": (sum(x["accepted"] for x in logged) / sum(x["generated"] for x in logged)
+                               if logged and sum(x["generated"] for x in logged) else None),
+            "mean len": 1 + accepted / drafts if drafts else None,
+            "TTFT": statistics.median(first_tokens) if first_tokens else None,
+            "concurrency": mine[0].get("concurrency", 1),
+            "temperature": mine[0].get("temperature", 0.0),
+        }
+    return figures
+
+
+def _numbers(cell: str) -> list[float]:
+    return [float(x) for x in re.findall(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?", cell)]
+
+
+def check_figures(lines: list[str], oracle: dict[tuple[str, str], dict[str, Any]],
+                  columns: tuple[str, ...] = tuple(FIGURE_TOLERANCE), reproducible_only: bool = False) -> list[str]:
+    """Where the table in ``lines`` disagrees with the oracle beyond FIGURE_TOLERANCE (one line each)."""
+    problems = []
+    rows = table_rows(lines)
+    if oracle and not rows:
+        return [f"no '{TABLE_TITLE}' table to check"]
+    for row in rows:
+        key = (row.get("class", ""), row.get("config", ""))
+        expected = oracle.get(key)
+        if expected is None:
+            problems.append(f"{key}: a row without runs in runs.jsonl")
+            continue
+        if expected["log acceptance"] is not None and expected["acceptance"] is not None and \
+                abs(expected["log acceptance"] - expected["acceptance"]) > 1e-9:
+            problems.append(f"{key}: the requests' counts give acceptance {expected['acceptance']:.5f}, "
+                            f"the server log's draft lines {expected['log acceptance']:.5f}")
+        if reproducible_only and (expected["concurrency"] != 1 or expected["temperature"] != 0.0):
+            continue
+        for column in columns:
+            if column not in row or (reproducible_only and column not in REPRODUCIBLE):
+                continue
+            want = expected[column]
+            got = _numbers(row[column]) if row[column] not in ("", "-") else []
+            if column == "tok/s":  # median [min-max]
+                got, want = got[:3], list(want) if want else None
+            else:
+                got, want = got[:1], [want] if want is not None else None
+            if want is None or not got:
+                if bool(want) != bool(got):
+                    problems.append(f"{key}: {column} shown {row[column]!r}, oracle {want}")
+                continue
+            if len(got) != len(want) or any(abs(g - w) > tolerance(column, w) for g, w in zip(got, want)):
+                problems.append(f"{key}: {column} shown {row[column]!r}, runs.jsonl gives "
+                                + ", ".join(f"{w:.4f}" for w in want))
+    return problems
 
 
 def _as_shown(text: str, work: Path, env: dict[str, str]) -> str:

@@ -102,6 +102,16 @@ def writable(path: Path, *, through_link: bool = False, link_hint: str = FORCE_H
     return path
 
 
+def own_folder(path: Path) -> Path:
+    """A folder mtpinspect names and fills itself (a sweep's or drift's logs): OutputError when a symbolic
+    link stands there, never written through (:data:`OWN_NAME_HINT`), or a file."""
+    if path.is_symlink():
+        raise OutputError(f"{path}: is a symbolic link (to {os.readlink(path)}); not written into ({OWN_NAME_HINT})")
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{path}: is a file where mtpinspect keeps its logs folder; move it or pass another --out")
+    return path
+
+
 def write_file(path: Path, write: Callable[[Path], None], *, through_link: bool = False,
                link_hint: str = FORCE_HINT) -> Path:
     """Write a file safely: ``write(temporary)`` fills a temporary file beside the target, which then

@@ -80,6 +80,7 @@ class StubState:
     requests: int = 0  # completions answered
     # With speculative decoding on (n > 0): what each request answers instead, cycled (MTP_OUTPUTS); () honest.
     mtp_output: tuple[str, ...] = ()
+    chat_bodies: list[dict] = field(default_factory=list)  # every /v1/chat/completions request's body
 
     def __post_init__(self) -> None:
         self.restart()
@@ -278,10 +279,17 @@ def handler_for(state: StubState) -> type[BaseHTTPRequestHandler]:
                 state.restart()
                 self._send(200, {})
                 return
-            if self.path != "/v1/completions":
+            chat = self.path == "/v1/chat/completions"
+            if self.path != "/v1/completions" and not chat:
                 self._send(404, {"detail": "Not Found"})
                 return
-            text, tokens, mean_length = state.generate(str(body.get("prompt", "")), int(body.get("max_tokens", 16)))
+            if chat:
+                state.chat_bodies.append(body)
+                messages = body.get("messages") or [{}]
+                prompt = str(messages[-1].get("content", ""))
+            else:
+                prompt = str(body.get("prompt", ""))
+            text, tokens, mean_length = state.generate(prompt, int(body.get("max_tokens", 16)))
             state.requests += 1
             if state.engine == "sglang" and state.n:
                 # The scheduler's interval line, as SGLang 0.5 prints it.
@@ -289,8 +297,13 @@ def handler_for(state: StubState) -> type[BaseHTTPRequestHandler]:
                       f"token usage: 0.00, accept len: {mean_length:.2f}, accept rate: {state.gauge_rate:.2f}, "
                       "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0,", flush=True)
             logprobs = logprobs_of(text, int(body["logprobs"])) if body.get("logprobs") else None
-            self._send(200, {"id": "cmpl-1", "object": "text_completion", "model": MODEL,
-                             "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "length"}],
+            # vLLM's and SGLang's chat answer: the text in choices[0].message (a reasoning parser puts the
+            # thinking block in reasoning_content).
+            choice = ({"index": 0, "message": {"role": "assistant", "content": text, "reasoning_content": None},
+                       "finish_reason": "length"} if chat else
+                      {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "length"})
+            self._send(200, {"id": "cmpl-1", "object": "chat.completion" if chat else "text_completion", "model": MODEL,
+                             "choices": [choice],
                              "usage": {"prompt_tokens": 3, "total_tokens": tokens + 3,
                                        "completion_tokens": "many" if state.fault == "bad-usage" else tokens}})
 

@@ -64,6 +64,39 @@ def test_example_runs_as_shown(example: examples.Example) -> None:
         assert missing == [], (f"{shown.page}: lines not in the output of `{example.command}` "
                                f"(python docs/examples.py --only {example.name} rewrites them)", missing,
                                result.lines)
+        if example.oracle and "-t" in example.args:
+            # The figures a page shows that do not change between runs (acceptance and mean length of one
+            # greedy request, with the thread count pinned: it changes the bits on CPU) against this run's
+            # runs.jsonl, within examples.FIGURE_TOLERANCE.
+            assert examples.check_figures(shown.lines, result.oracle, reproducible_only=True) == [], shown.page
+    if example.oracle:
+        # Every figure of the printed table against the runs in runs.jsonl (not the report it was drawn from).
+        assert result.oracle and result.problems == [], result.problems
+
+
+def test_the_figure_oracle_catches_a_table_that_is_not_its_runs() -> None:
+    """A table's figures are checked against runs.jsonl within a stated tolerance: a figure off by more than
+    half its last printed digit, a row without runs and a log that disagrees with the counts are named."""
+    lines = ["Decode speed and acceptance (median [min-max] over prompts and rounds)", "-" * 40,
+             "class    config                   tok/s            acceptance    mean len    TTFT",
+             "-------  -----------------------  ---------------  ------------  ----------  ------",
+             "code     baseline                 12.7 [7.3-16.3]  -             -           78 ms",
+             "code     n-max 2 (4 concurrent,   7.2 [4.5-10.4]   0.658         2.3         898 ms",
+             "         temperature 0)", "independent rounds and requests: every setting: ..."]
+    base = {"concurrency": 1, "temperature": 0.0, "log acceptance": None}
+    oracle = {("code", "baseline"): {**base, "tok/s": (12.71, 7.3, 16.3), "acceptance": None, "mean len": None,
+                                     "TTFT": 78.2},
+              ("code", "n-max 2 (4 concurrent, temperature 0)"): {**base, "concurrency": 4, "tok/s": (7.2, 4.5, 10.4),
+                                                                   "acceptance": 0.658, "mean len": 2.3, "TTFT": 898.0,
+                                                                   "log acceptance": 0.658}}
+    assert examples.check_figures(lines, oracle) == []
+    off = {**oracle, ("code", "baseline"): {**oracle[("code", "baseline")], "tok/s": (12.8, 7.3, 16.3), "TTFT": 79.0}}
+    problems = examples.check_figures(lines, off)
+    assert len(problems) == 2 and "tok/s" in problems[0] and "TTFT" in problems[1]
+    wrong_log = {**oracle, ("code", "n-max 2 (4 concurrent, temperature 0)"): {
+        **oracle[("code", "n-max 2 (4 concurrent, temperature 0)")], "log acceptance": 0.5}}
+    assert "server log" in examples.check_figures(lines, wrong_log)[0]
+    assert "without runs" in examples.check_figures(lines, {("code", "baseline"): oracle[("code", "baseline")]})[0]
 
 
 def test_relative_links_of_the_pages_lead_to_files() -> None:

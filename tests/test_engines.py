@@ -29,7 +29,7 @@ from mtpinspect.sweep.journal import Journal
 from mtpinspect.sweep.progress import NOTE, RUN_DONE
 from mtpinspect.sweep.records import RunRecord, ServerRecord
 from mtpinspect.tiny_model import TinyModelSpec, write_tiny_model
-from mtpinspect.vocabulary import Engine, RunStatus, ServerStatus
+from mtpinspect.vocabulary import Engine, Reasoning, RequestKind, RunStatus, ServerStatus
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "mtpinspect" / "schemas" / "sweep.schema.json").read_text())
 STUB = str(Path(__file__).resolve().parent / "enginestub.py")
@@ -217,6 +217,27 @@ def test_endpoint_sglang_uses_its_gauge(tmp_path: Path, prompts: Path) -> None:
     assert one.mean_length == 1.75 and one.acceptance == 0.75
     assert report.recommendation.measured is False  # no baseline endpoint: nothing to compare with
     assert report.engine is not None and report.engine.engine is Engine.sglang
+
+
+def test_endpoint_chat_requests_through_the_engines_template(tmp_path: Path, prompts: Path) -> None:
+    """--request chat was refused with --engine, --serve and --endpoint; vLLM and SGLang users send chat. The
+    sweep sends /v1/chat/completions, with --reasoning off as the template's enable_thinking, and measures as
+    for completions; the report and the journal's settings say how requests were sent."""
+    state = StubState("vllm", 1)
+    server, url = serve_in_thread(state)
+    try:
+        report = run_sweep(None, _options(tmp_path / "out", prompts, n_max=(1,), endpoint=url,
+                                          request=RequestKind.chat, reasoning=Reasoning.off))
+    finally:
+        server.shutdown()
+    assert state.chat_bodies and all(b["messages"][0]["role"] == "user" for b in state.chat_bodies)
+    assert all(b["chat_template_kwargs"] == {"enable_thinking": False} for b in state.chat_bodies)
+    assert {b["messages"][0]["content"] for b in state.chat_bodies} == {"def fibonacci(n):", "The history of the city"}
+    runs, _ = _records(tmp_path / "out")
+    assert runs and all(r.status == RunStatus.ok and r.text and r.settings["request"] == "chat" for r in runs)
+    one = next(g for g in report.results if g.prompt_class == "code")
+    assert one.acceptance == 0.75
+    assert report.request is not None and report.request.sent.startswith("chat (/v1/chat/completions) through the engine's")
 
 
 def test_endpoint_without_speculative_counters_says_what_it_found(tmp_path: Path) -> None:

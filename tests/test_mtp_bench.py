@@ -175,7 +175,7 @@ def test_request_way_follows_the_template() -> None:
     (["--reasoning", "on"], "--reasoning on: goes with chat requests (--request chat)"),
     (["--request", "chat", "--reasoning", "off"], "--reasoning off: the model's chat template has no reasoning switch"),
     (["--prompts", "mtp-bench-categorie"], "nor a built-in class (code, extraction, prose-en, prose-ja) or set (head-probe, mtp-bench-categories)"),
-    (["--request", "chat", "--endpoint", "http://127.0.0.1:9"], "--engine, --serve and --endpoint sweeps send raw completions"),
+    (["--reasoning", "on", "--endpoint", "http://127.0.0.1:9"], "--reasoning on: goes with chat requests (--request chat)"),
 ])
 def test_request_options_refused_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     # The built-in model has no chat template: checked before any server starts.

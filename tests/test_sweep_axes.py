@@ -289,6 +289,12 @@ def test_methods_side_by_side(server_binary: ServerBinary, tmp_path: Path) -> No
     assert {g.method for g in report.results} == {None, "draft-mtp", "ngram-simple", "ngram-mod", "draft"}
     choice = report.recommendation.per_class[0]
     assert choice.method in (None, "draft-mtp", "ngram-simple", "ngram-mod", "draft")
+    # One table of the methods on the same prompts, each with its client TTFT and peak memory (issue 43).
+    (table,) = report.methods
+    assert [r.method for r in table.rows] == ["off", "draft-mtp", "ngram-simple", "ngram-mod", "draft"]
+    assert all(r.ttft_ms and r.rss_peak_bytes and r.tokens_per_second for r in table.rows)
+    assert next(r for r in table.rows if r.method == "draft").acceptance == 1.0
+    assert table.winner in {r.setting for r in table.rows}
 
 
 @pytest.mark.server

@@ -162,14 +162,18 @@ def test_speedup_noise_and_recommendation() -> None:
 
 def test_cross_check_names_each_disagreement() -> None:
     figures = {"drafted": 40, "accepted": 30, "drafts": 12, "acceptance": 0.75, "mean_length": 1 + 30 / 12,
-               "timings_draft_n": 40, "timings_draft_n_accepted": 30}
+               "timings_draft_n": 40, "timings_draft_n_accepted": 30, "metrics_drafted": 40, "metrics_accepted": 30}
     line = LogFigures(0.75, 30, 40, 3.5, "draft acceptance = 0.75000 (30 accepted / 40 generated), mean len = 3.50")
     assert cross_check(figures, line) == (True, None)
     bad = LogFigures(0.7, 28, 40, 3.33, "...")
     agrees, why = cross_check(figures, bad)
     assert agrees is False and "28/40" in why and "mean len 3.33" in why
     assert cross_check({**figures, "drafted": 0, "accepted": 0, "drafts": 0, "acceptance": None, "mean_length": None,
-                        "timings_draft_n": 0, "timings_draft_n_accepted": 0}, None) == (None, None)
+                        "timings_draft_n": 0, "timings_draft_n_accepted": 0, "metrics_drafted": 0,
+                        "metrics_accepted": 0}, None) == (None, None)
+    # The pooled per-request counts against the server-wide counters: a request counted twice shows.
+    agrees, why = cross_check({**figures, "metrics_drafted": 48, "metrics_accepted": 36}, line)
+    assert agrees is False and "timings say 30/40 accepted, /metrics 36/48" in why
     assert cross_check(figures, None)[0] is False
 
 

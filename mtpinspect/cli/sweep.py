@@ -80,7 +80,8 @@ def _temperatures(text: str, model: str | None) -> tuple[float, ...]:
               show_default=True,
               help="How prompts are sent: chat (/v1/chat/completions, through the model's chat template, as a chat "
                    "app sends them), completion (/completion, raw text continued), auto (chat when the GGUF carries "
-                   "a chat template, else completion). The report says which, and why.")
+                   "a chat template, else completion; with --engine/--serve/--endpoint: completion unless chat, which "
+                   "goes through the engine's template). The report says which, and why.")
 @click.option("--reasoning", type=click.Choice([r.value for r in Reasoning]), default=Reasoning.auto.value,
               show_default=True,
               help="Chat requests on a template with a reasoning switch (enable_thinking): on or off; auto is on, as "
@@ -126,8 +127,8 @@ def _temperatures(text: str, model: str | None) -> tuple[float, ...]:
               help="With --endpoint: a running server of the same model without speculative decoding.")
 @click.option("--concurrency", metavar="LIST", default="1", show_default=True,
               help=f"Requests at once, comma-separated ({CONCURRENCY_BOUND.shown}): each value runs every configuration "
-                   "on a server with that many slots (-np) and sends that many requests together; per-request and "
-                   "total tok/s, and the recommendation per value.")
+                   "on a server with that many slots (-np) and sends that many different prompts of the class together; "
+                   "per-request and total tok/s, acceptance counted per request, and the recommendation per value.")
 @click.option("--temperature", metavar="LIST", default="0", show_default=True,
               help="Sampling temperatures, comma-separated; 'recommended' is the model's own (GGUF general.sampling.temp "
                    "or generation_config.json beside it). Above 0 each round samples with other seeds (--repeat "
@@ -275,6 +276,12 @@ def render(report: SweepReport, out: Output) -> None:
     sampled = any(g.temperature for g in real)
     over = "prompts, rounds and seeds" if sampled else "prompts and rounds"
     out.table(_summary_rows(real, report.settings), title=f"Decode speed and acceptance (median [min-max] over {over})")
+    if report.rounds:
+        out.text(f"independent rounds and requests: {report.rounds}")
+    if report.engine is None:  # an engine's requests are not streamed: no client TTFT
+        out.text(_columns_note(report.settings))
+    if report.methods:
+        _render_methods(report, out)
     drafting = [g for g in real if g.n_max is not None and g.drafts]
     if drafting:
         out.table(_position_rows(drafting), title="Per-position acceptance (share of verification steps)")
@@ -340,6 +347,8 @@ def _summary_rows(groups: Sequence[GroupStats], settings: dict[str, Any] | None 
         }
         if concurrent:
             row["total tok/s"] = None if g.total_tokens_per_second is None else f"{g.total_tokens_per_second.median:.1f}"
+            per = g.per_request_tokens_per_second
+            row["per request"] = None if per is None else f"{per.median:.1f} [{per.min:.1f}-{per.max:.1f}]"
         row.update({
             "speedup": speedup,
             "acceptance": g.acceptance,
@@ -347,6 +356,8 @@ def _summary_rows(groups: Sequence[GroupStats], settings: dict[str, Any] | None 
             "expected": g.expected_length,
             "TTFT": None if g.ttft_ms is None else f"{g.ttft_ms.median:.0f} ms",
         })
+        if long_prompts or concurrent:
+            row["prompt ms"] = None if g.prompt_ms is None else f"{g.prompt_ms.median:.0f}"
         if long_prompts:
             prompt = g.prompt_tokens_per_second
             row["prompt tok/s"] = None if prompt is None else f"{prompt.median:.0f}"
@@ -360,6 +371,38 @@ def _summary_rows(groups: Sequence[GroupStats], settings: dict[str, Any] | None 
         })
         rows.append(row)
     return rows
+
+
+def _columns_note(settings: dict[str, Any]) -> str:
+    """What the table's time columns mean (and, under load, its throughput columns)."""
+    concurrent = any(n != 1 for n in settings.get("concurrency", [1]))
+    note = "TTFT: time to the first token as this client measured it (sent -> first streamed token)"
+    if concurrent or settings.get("long_prompt") is not None:
+        note += "; prompt ms: the server's own prompt time (timings.prompt_ms)"
+    if concurrent:
+        note += "; total tok/s: all of a run's requests together; per request: each request's own decode speed"
+    return note + "."
+
+
+def _render_methods(report: SweepReport, out: Output) -> None:
+    rows = []
+    for comparison in report.methods:
+        for row in comparison.rows:
+            rows.append({
+                "class": comparison.prompt_class,
+                "condition": Condition(comparison.concurrency, comparison.temperature).label,
+                "method": row.setting,
+                "tok/s": None if row.tokens_per_second is None else f"{row.tokens_per_second:.1f}",
+                "speedup": None if row.speedup is None else f"{row.speedup:.2f}x" + (" (noise)" if row.within_noise else ""),
+                "acceptance": row.acceptance,
+                "mean len": row.mean_length,
+                "TTFT": None if row.ttft_ms is None else f"{row.ttft_ms:.0f} ms",
+                "peak RSS": _mib(row.rss_peak_bytes),
+                "wins": "yes" if row.setting == comparison.winner else None,
+            })
+    out.table(rows, title="Methods on the same prompts, each on its own server (each method's fastest n-max)")
+    out.text("; ".join(f"{c.prompt_class} ({Condition(c.concurrency, c.temperature).label}): {c.winner}"
+                       for c in report.methods))
 
 
 def _position_rows(groups: Sequence[GroupStats]) -> list[dict[str, Any]]:
@@ -406,6 +449,9 @@ def _csv_rows(groups: Sequence[GroupStats]) -> list[dict[str, Any]]:
             "concurrency": g.concurrency,
             "temperature": g.temperature,
             "ttft_ms_median": g.ttft_ms.median if g.ttft_ms else None,
+            "prompt_ms_median": g.prompt_ms.median if g.prompt_ms else None,
+            "per_request_tokens_per_second_median": (g.per_request_tokens_per_second.median
+                                                     if g.per_request_tokens_per_second else None),
             "total_tokens_per_second_median": g.total_tokens_per_second.median if g.total_tokens_per_second else None,
             "prompt_tokens_per_second_median": g.prompt_tokens_per_second.median if g.prompt_tokens_per_second else None,
             "prompt_tokens": g.prompt_tokens,

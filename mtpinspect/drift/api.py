@@ -21,7 +21,7 @@ from mtpinspect.drift.plan import REFERENCE, DriftPlan, Server, build_plan
 from mtpinspect.drift.report import DriftFiles, DriftReport, DriftServer, compare, failures_of, plain_answer
 from mtpinspect.drift.run import EngineSession, LlamaSession, Request, Session, run_plan
 from mtpinspect.errors import OutputError, UsageError
-from mtpinspect.files import OWN_NAME_HINT, writable, write_file
+from mtpinspect.files import OWN_NAME_HINT, own_folder, writable, write_file
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, find_server
 from mtpinspect.runtime.flags import CTX_SIZE, DRAFT_MODEL, PARALLEL, THREADS, ServerArgs
@@ -55,6 +55,7 @@ def run_drift(model: Path | str | None, options: DriftOptions | None = None, *,
     with folder_lock(out_dir):
         for name in (JOURNAL_NAME, REPORT_NAME):
             writable(out_dir / name, link_hint=OWN_NAME_HINT)
+        own_folder(out_dir / LOGS_NAME)  # its server logs are never written through a planted link
         return _run(model, options, progress, out_dir)
 
 

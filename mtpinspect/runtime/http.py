@@ -20,6 +20,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mtpinspect.errors import ServerError, UsageError
@@ -35,7 +36,7 @@ _SECRETS_LOCK = threading.Lock()
 
 class HttpFailure(ServerError):
     """No usable HTTP answer: nothing listens, TLS failed, no whole answer in time, a redirect, over the cap.
-    ``kind`` says which (refused, timeout, tls, redirect, too-big, bad-answer, other)."""
+    ``kind`` says which (refused, timeout, tls, redirect, too-big, bad-answer, cancelled, other)."""
 
     def __init__(self, shown: str, reason: str, kind: str) -> None:
         super().__init__(f"{shown}: {reason}")
@@ -49,6 +50,51 @@ class Answer:
 
     status: int
     body: bytes
+    # A streamed answer: seconds from sending the request to the first line ``first`` accepted (the first
+    # token, as the client sees it); None for a request not read as a stream, or a stream without one.
+    first_seconds: float | None = None
+
+
+class Cancel:
+    """Requests in flight that one stop cuts at once (Ctrl-C, SIGTERM during concurrent requests).
+
+    Each request registers its socket while it runs; :meth:`cancel` shuts them all, so every thread blocked
+    on an answer returns within milliseconds (HttpFailure "cancelled") instead of waiting for the server to
+    finish; a request started after the cancel fails at once. The server sees its clients disconnect and
+    drops their tasks.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sockets: set[socket.socket] = set()
+        self.cancelled = False
+
+    def register(self, sock: socket.socket | None) -> None:
+        if sock is None:
+            return
+        with self._lock:
+            self._sockets.add(sock)
+            cancelled = self.cancelled
+        if cancelled:
+            _shut(sock)
+
+    def unregister(self, sock: socket.socket | None) -> None:
+        with self._lock:
+            self._sockets.discard(sock)  # type: ignore[arg-type]
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 def mask_url(url: str) -> str:
@@ -138,19 +184,20 @@ class _Cutoff:
         self.fired = True
         sock = self.sock or self._conn.sock
         if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            _shut(sock)
 
     def cancel(self) -> None:
         self._timer.cancel()
 
 
 def request(method: str, url: str, *, timeout: float, body: bytes | None = None,
-            headers: dict[str, str] | None = None, limit: int = ANSWER_LIMIT) -> Answer:
+            headers: dict[str, str] | None = None, limit: int = ANSWER_LIMIT, cancel: Cancel | None = None,
+            first: Callable[[bytes], bool] | None = None) -> Answer:
     """One request, all of it (connect, send, headers, body) within ``timeout`` seconds; HttpFailure in
-    one line (the URL masked) when there is no usable answer."""
+    one line (the URL masked) when there is no usable answer, or "cancelled" when ``cancel`` cut it.
+
+    With ``first``, the answer is read line by line as it arrives (a server-sent event stream), and the
+    time from sending to the first line ``first`` accepts is the answer's ``first_seconds``."""
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError as exc:
@@ -159,12 +206,16 @@ def request(method: str, url: str, *, timeout: float, body: bytes | None = None,
     shown = f"{mask_url(urllib.parse.urlunsplit(parts[:2] + ('', '', '')))}: {method} {parts.path or '/'}"
     if parts.scheme not in ("http", "https"):
         raise UsageError(f"{mask_url(url)}: not an http:// or https:// URL")
+    if cancel is not None and cancel.cancelled:
+        raise HttpFailure(shown, "cancelled (the measurement was stopped)", "cancelled")
     conn, target = _connection(parts, timeout)
     cutoff = _Cutoff(conn, timeout)
     began = time.monotonic()
     try:
         conn.connect()
         cutoff.sock = conn.sock
+        if cancel is not None:
+            cancel.register(conn.sock)
         if cutoff.fired:
             raise TimeoutError
         conn.request(method, target, body=body, headers={**(headers or {}), **_authorization(parts)})
@@ -173,18 +224,26 @@ def request(method: str, url: str, *, timeout: float, body: bytes | None = None,
             location = mask_url(resp.getheader("Location", "") or "")[:300]
             raise HttpFailure(shown, f"HTTP {resp.status} redirect to {location or '(no Location)'}: not followed "
                               "(give the URL the server itself answers at)", "redirect")
-        payload = resp.read(limit + 1)
+        first_seconds = None
+        if first is None:
+            payload = resp.read(limit + 1)
+        else:
+            payload, first_seconds = _read_stream(resp, limit, first, began)
+        if cancel is not None and cancel.cancelled:
+            raise HttpFailure(shown, "cancelled (the measurement was stopped)", "cancelled")
         if cutoff.fired:
             raise TimeoutError
         if len(payload) > limit:
             raise HttpFailure(shown, f"the answer is over {limit // (1024 * 1024)} MiB (the cap): not one an "
                               "engine writes", "too-big")
-        return Answer(resp.status, payload)
+        return Answer(resp.status, payload, first_seconds)
     except HttpFailure:
         raise
     except ssl.SSLError as exc:
         raise HttpFailure(shown, f"TLS failed: {getattr(exc, 'verify_message', None) or exc.reason or exc}", "tls") from None
     except (OSError, http.client.HTTPException) as exc:
+        if cancel is not None and cancel.cancelled:
+            raise HttpFailure(shown, "cancelled (the measurement was stopped)", "cancelled") from None
         if cutoff.fired or isinstance(exc, TimeoutError) or time.monotonic() - began >= timeout:
             raise HttpFailure(shown, f"no whole answer within {timeout:g} s", "timeout") from None
         if isinstance(exc, ConnectionRefusedError):
@@ -196,4 +255,23 @@ def request(method: str, url: str, *, timeout: float, body: bytes | None = None,
         raise HttpFailure(shown, f"{getattr(exc, 'strerror', None) or exc}", "other") from None
     finally:
         cutoff.cancel()
+        if cancel is not None:
+            cancel.unregister(cutoff.sock)
         conn.close()
+
+
+def _read_stream(resp: http.client.HTTPResponse, limit: int, first: Callable[[bytes], bool],
+                 began: float) -> tuple[bytes, float | None]:
+    """A streamed body read line by line, to the cap, and when its first accepted line arrived."""
+    lines: list[bytes] = []
+    size = 0
+    first_seconds = None
+    while size <= limit:
+        line = resp.readline(limit + 1 - size)
+        if not line:
+            break
+        if first_seconds is None and first(line):
+            first_seconds = time.monotonic() - began
+        lines.append(line)
+        size += len(line)
+    return b"".join(lines), first_seconds

@@ -16,7 +16,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -26,7 +26,7 @@ from mtpinspect.errors import ServerError, UsageError
 from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.flags import HOST as HOST_FLAG
 from mtpinspect.runtime.flags import LAUNCHER_FLAGS, METRICS, MODEL, PARALLEL, PORT, ServerArgs
-from mtpinspect.runtime.http import HttpFailure, request
+from mtpinspect.runtime.http import Answer, Cancel, HttpFailure, request
 from mtpinspect.runtime.logs import failure_reason, last_line
 from mtpinspect.runtime.metrics import Metrics, parse_metrics
 from mtpinspect.runtime.process import die_with_parent, stop_group, tree_cpu_seconds
@@ -76,6 +76,9 @@ class Completion:
     draft_n: int
     draft_n_accepted: int
     wall_seconds: float = 0.0
+    # A streamed request: seconds from sending it to its first generated token, as the client saw it
+    # (queueing, tokenization, the prompt and the first decode step); None when not streamed.
+    first_token_seconds: float | None = None
 
 
 def free_port() -> int:
@@ -114,6 +117,52 @@ def _answer_text(raw: dict) -> str:
         return str(raw.get("content", ""))
     message = (choices[0] if choices and isinstance(choices[0], dict) else {}).get("message") or {}
     return str(message.get("reasoning_content") or "") + str(message.get("content") or "")
+
+
+def _events(body: bytes) -> list[dict]:
+    """The JSON objects of a server-sent event stream (``data: {...}`` lines; ``[DONE]`` and others skipped)."""
+    events = []
+    for line in body.splitlines():
+        if not line.startswith(b"data:"):
+            continue
+        try:
+            event = json.loads(line[5:])
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+def _event_text(event: dict) -> str:
+    """The generated text one streamed event carries: /completion's ``content``, a chat chunk's delta
+    (reasoning and answer)."""
+    choices = event.get("choices")
+    if not isinstance(choices, list):
+        return str(event.get("content") or "")
+    delta = (choices[0] if choices and isinstance(choices[0], dict) else {}).get("delta") or {}
+    return str(delta.get("reasoning_content") or "") + str(delta.get("content") or "")
+
+
+def is_token_event(line: bytes) -> bool:
+    """Does this line of a stream carry generated text (the first token, when it is the first)? A chat
+    stream opens with a chunk that only names the role, which is not a token."""
+    events = _events(line)
+    return bool(events) and bool(_event_text(events[0]))
+
+
+def stream_answer(body: bytes, path: str) -> tuple[dict, str]:
+    """A streamed answer as one: its last event that carries ``timings`` (llama-server sends them with the
+    final event of both endpoints), and the text of all events."""
+    events = _events(body)
+    if not events:
+        raise ServerError(f"llama-server: {path} streamed no JSON event: {body[:80]!r}")
+    if "error" in events[-1]:
+        error = events[-1]["error"]
+        message = error.get("message") if isinstance(error, dict) else error
+        raise ServerError(f"llama-server: POST {path} failed mid-stream: {message}")
+    final = next((e for e in reversed(events) if isinstance(e.get("timings"), dict)), events[-1])
+    return final, "".join(_event_text(e) for e in events)
 
 
 class LlamaServer:
@@ -357,7 +406,8 @@ class LlamaServer:
             time.sleep(0.02)
         return self.returncode is not None
 
-    def _request(self, method: str, path: str, body: dict | None, timeout: float) -> bytes:
+    def _request(self, method: str, path: str, body: dict | None, timeout: float, *, cancel: Cancel | None = None,
+                 first: Callable[[bytes], bool] | None = None) -> Answer:
         if not self.alive():
             if self._proc is None or self._stopped:
                 raise ServerError(f"llama-server: {method} {path} sent to a server that is not running (never started or stopped)")
@@ -365,8 +415,10 @@ class LlamaServer:
         data = json.dumps(body).encode() if body is not None else None
         try:
             answer = request(method, self.url + path, timeout=timeout, body=data,
-                             headers={"Content-Type": "application/json"})
+                             headers={"Content-Type": "application/json"}, cancel=cancel, first=first)
         except HttpFailure as exc:
+            if exc.kind == "cancelled":
+                raise ServerError(f"llama-server: {method} {path} cancelled: the measurement was stopped") from None
             if self._stopped:
                 raise ServerError(f"llama-server: {method} {path} interrupted: the server was stopped") from None
             if exc.kind != "too-big" and self._wait_exit(2.0):
@@ -381,7 +433,7 @@ class LlamaServer:
             except (ValueError, KeyError, TypeError, RecursionError):
                 message = payload.strip()[:200] or f"HTTP {answer.status}"
             raise ServerError(f"llama-server: {method} {path} -> HTTP {answer.status}: {message}")
-        return answer.body
+        return answer
 
     def complete(
         self,
@@ -391,11 +443,14 @@ class LlamaServer:
         seed: int = 42,
         temperature: float = 0.0,
         timeout: float = 600.0,
+        stream: bool = False,
+        cancel: Cancel | None = None,
         **extra: Any,
     ) -> Completion:
-        """POST /completion with the prompt cache off, so every request does the same work."""
+        """POST /completion with the prompt cache off, so every request does the same work; ``stream``
+        reads the answer as it is generated and times its first token."""
         body = {"prompt": prompt, "n_predict": n_predict, **_same_work(seed, temperature), **extra}
-        return self._timed("/completion", body, timeout)
+        return self._timed("/completion", body, timeout, stream, cancel)
 
     def chat(
         self,
@@ -405,6 +460,8 @@ class LlamaServer:
         seed: int = 42,
         temperature: float = 0.0,
         timeout: float = 600.0,
+        stream: bool = False,
+        cancel: Cancel | None = None,
         **extra: Any,
     ) -> Completion:
         """POST /v1/chat/completions with ``prompt`` as the one user message, formatted by the server's chat
@@ -412,22 +469,32 @@ class LlamaServer:
         (when the server splits it out) followed by the answer."""
         body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": n_predict,
                 **_same_work(seed, temperature), **extra}
-        return self._timed("/v1/chat/completions", body, timeout)
+        return self._timed("/v1/chat/completions", body, timeout, stream, cancel)
 
-    def _timed(self, path: str, body: dict, timeout: float) -> Completion:
-        """One request and its answer's figures (llama-server puts ``timings`` in both endpoints' answers)."""
+    def _timed(self, path: str, body: dict, timeout: float, stream: bool = False,
+               cancel: Cancel | None = None) -> Completion:
+        """One request and its answer's figures (llama-server puts ``timings`` in both endpoints' answers,
+        streamed or not: in a stream, in its last event)."""
         started = time.perf_counter()
-        payload = self._request("POST", path, body, timeout)
+        first_token = None
+        if stream:
+            answer = self._request("POST", path, {**body, "stream": True}, timeout, cancel=cancel,
+                                   first=is_token_event)
+            raw, text = stream_answer(answer.body, path)
+            first_token = answer.first_seconds
+        else:
+            payload = self._request("POST", path, body, timeout, cancel=cancel).body
+            try:
+                raw = json.loads(payload)
+            except ValueError:
+                raise ServerError(f"llama-server: {path} answered with non-JSON: {payload[:80]!r}") from None
+            if not isinstance(raw, dict):
+                raise ServerError(f"llama-server: {path} answered with JSON that is not an object")
+            text = _answer_text(raw)
         wall = time.perf_counter() - started
-        try:
-            raw = json.loads(payload)
-        except ValueError:
-            raise ServerError(f"llama-server: {path} answered with non-JSON: {payload[:80]!r}") from None
-        if not isinstance(raw, dict):
-            raise ServerError(f"llama-server: {path} answered with JSON that is not an object")
         timings = raw.get("timings") or {}
         return Completion(
-            text=_answer_text(raw),
+            text=text,
             timings=timings,
             raw=raw,
             predicted_per_second=float(timings.get("predicted_per_second", 0.0)),
@@ -436,11 +503,12 @@ class LlamaServer:
             draft_n=int(timings.get("draft_n", 0)),
             draft_n_accepted=int(timings.get("draft_n_accepted", 0)),
             wall_seconds=wall,
+            first_token_seconds=first_token,
         )
 
     def metrics(self, timeout: float = 30.0) -> Metrics:
         """GET /metrics, parsed."""
-        return parse_metrics(self._request("GET", "/metrics", None, timeout).decode("utf-8", errors="replace"))
+        return parse_metrics(self._request("GET", "/metrics", None, timeout).body.decode("utf-8", errors="replace"))
 
 
 def _same_work(seed: int, temperature: float) -> dict[str, Any]:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 from mtpinspect.apps import app_setting, ollama_create_command, ollama_n_max
 from mtpinspect.errors import MtpinspectError, OutputError, SourceError, UsageError
-from mtpinspect.files import OWN_NAME_HINT, writable, write_file
+from mtpinspect.files import OWN_NAME_HINT, own_folder, writable, write_file
 from mtpinspect.jsonable import to_jsonable
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.find import VERSION_TIMEOUT_S, ServerBinary, find_server
@@ -32,7 +31,7 @@ from mtpinspect.sweep.lock import folder_lock
 from mtpinspect.sweep.long_prompt import long_prompts
 from mtpinspect.sweep.machine_load import is_busy, summarize_load
 from mtpinspect.sweep.model import model_file
-from mtpinspect.sweep.mtp_bench import write_bench_files
+from mtpinspect.sweep.mtp_bench import check_bench_folder, write_bench_files
 from mtpinspect.sweep.options import SweepOptions, check_bounds
 from mtpinspect.sweep.plan import (
     Configuration,
@@ -67,10 +66,18 @@ from mtpinspect.sweep.report import (
     SweepReport,
     Synthetic,
 )
-from mtpinspect.sweep.request import RequestWay, model_template, resolve
+from mtpinspect.sweep.request import RequestWay, model_template, resolve, resolve_engine
 from mtpinspect.sweep.run import RunContext, run_visit
-from mtpinspect.sweep.statistics import Recommendation, break_even, determinism_note, recommend_per_condition, summarize
-from mtpinspect.vocabulary import App, Reasoning, RequestKind, RunStatus, ServerStatus
+from mtpinspect.sweep.statistics import (
+    Recommendation,
+    break_even,
+    compare_methods,
+    determinism_note,
+    independence,
+    recommend_per_condition,
+    summarize,
+)
+from mtpinspect.vocabulary import App, RequestKind, RunStatus, ServerStatus
 
 JOURNAL_NAME = "runs.jsonl"
 REPORT_NAME = "report.json"
@@ -101,9 +108,7 @@ def _own_names_writable(out_dir: Path) -> None:
     at write time, never written through (one rule: files.writable with OWN_NAME_HINT)."""
     for name in (JOURNAL_NAME, REPORT_NAME, PLOT_NAME):
         writable(out_dir / name, link_hint=OWN_NAME_HINT)
-    logs = out_dir / LOGS_NAME
-    if logs.is_symlink():
-        raise OutputError(f"{logs}: is a symbolic link (to {os.readlink(logs)}); not written into ({OWN_NAME_HINT})")
+    own_folder(out_dir / LOGS_NAME)
 
 
 def _run_sweep(model: Path | str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
@@ -145,6 +150,8 @@ def _run_sweep(model: Path | str | None, options: SweepOptions, progress: Progre
     draft_files = sorted({c.draft_file for c in configs if c.draft_file})
     if draft_files:
         settings["draft_files"] = draft_files
+    if options.mtp_bench_json is not None:
+        check_bench_folder(Path(options.mtp_bench_json), configs)
     journal = Journal(out_dir / JOURNAL_NAME)
     history = _history(journal, settings)  # read before a fresh sweep sets the journal aside
     if not options.resume:
@@ -202,9 +209,7 @@ def _visit_all(plan: Plan, run: Callable[[Visit, _Context, ProgressTracker], Non
 
 def _run_engine_sweep(model: str | None, options: SweepOptions, progress: ProgressCallback | None) -> SweepReport:
     """The sweep on any engine: the user's server command per configuration, or a running server."""
-    if options.request is RequestKind.chat or options.reasoning is not Reasoning.auto:
-        raise UsageError("--request chat / --reasoning: measured on the llama-server the sweep starts itself; "
-                         "--engine, --serve and --endpoint sweeps send raw completions")
+    request = resolve_engine(options.request, options.reasoning)
     axes = [name for name, value, default in (("--concurrency", options.concurrency, (1,)),
                                               ("--temperature", options.temperature, (0.0,)),
                                               ("--method", options.methods, ("draft-mtp",))) if tuple(value) != default]
@@ -212,8 +217,11 @@ def _run_engine_sweep(model: str | None, options: SweepOptions, progress: Progre
         raise UsageError(f"{axes[0]}: measured on llama-server started by the sweep only, not with "
                          "--engine/--serve/--endpoint")
     setup = prepare_engine(model, options)
+    setup.settings.update(_request_settings(request))
     prompts = prompt_set(options.prompts)
     out_dir = Path(options.out_dir)
+    if options.mtp_bench_json is not None:
+        check_bench_folder(Path(options.mtp_bench_json), setup.configs)
     journal = Journal(out_dir / JOURNAL_NAME)
     if not options.resume:
         journal.set_aside()
@@ -221,10 +229,11 @@ def _run_engine_sweep(model: str | None, options: SweepOptions, progress: Progre
     done = {r.key for r in runs_before if r.status == RunStatus.ok}
     plan = build_plan(setup.configs, prompts, options.repeat, done, order=options.order)
     tracker = ProgressTracker(plan, progress)
-    context = setup.context(options, journal, out_dir / LOGS_NAME)
+    context = dataclasses.replace(setup.context(options, journal, out_dir / LOGS_NAME), request=request)
     stopped = _visit_all(plan, run_engine_visit, context, tracker)
     report = build_report(journal, setup.settings, setup.configs, prompts, options, setup.info, False,
                           resumed=len(done))
+    report.request = request
     _export_mtp_bench(report, journal, setup.settings, setup.configs, prompts, options)
     report.engine = setup.recommendation(report.recommendation.n_max)
     version = next((v for v in reversed(context.versions) if v), setup.info.version)
@@ -335,6 +344,8 @@ def build_report(
         determinism_note=determinism_note(settings.get("engine"), binary.backend),
         machine_load=summarize_load(latest),
         app=_in_app(app, recommendation),
+        rounds=independence(configs, latest, settings.get("engine")),
+        methods=compare_methods(groups, classes),
     )
 
 

@@ -36,8 +36,9 @@ from mtpinspect.sweep.options import SweepOptions
 from mtpinspect.sweep.plan import Configuration, PlannedRun, Visit
 from mtpinspect.sweep.progress import NOTE, RUN_START, SERVER_START, ProgressTracker
 from mtpinspect.sweep.records import RunRecord, ServerRecord, cross_check, measured_figures
+from mtpinspect.sweep.request import RequestWay
 from mtpinspect.sweep.run import SETTLE_TIMEOUT_S, StartFailures, describe, draft_log_line, warmup_tokens
-from mtpinspect.vocabulary import RunStatus, ServerStatus
+from mtpinspect.vocabulary import RequestKind, RunStatus, ServerStatus
 
 _SETTLE_POLL_S = 0.02
 _NO_COUNTS = Metrics(0.0, 0.0, 0.0, {}, 0.0, {})
@@ -63,6 +64,12 @@ class EngineContext:
     starts: StartFailures = field(default_factory=StartFailures)
     versions: list[str] = field(default_factory=list)  # as each started server reported it
     load: LoadMeter = field(default_factory=LoadMeter)  # what other processes use of the CPUs, per run
+    request: RequestWay = RequestWay(RequestKind.completion, None, None, "raw completion")
+
+    @property
+    def chat(self) -> dict[str, Any] | None:
+        """The chat request's extra fields (None: raw completion)."""
+        return self.request.chat_extra() if self.request.kind is RequestKind.chat else None
 
     def server(self, config: Configuration, log_path: Path) -> EngineServer:
         if self.tokens is not None:
@@ -172,7 +179,7 @@ def _failed_server(record: ServerRecord, server: EngineServer, reason: str, visi
 
 def _warm_up(server: EngineServer, first: PlannedRun, ctx: EngineContext) -> _Cursor:
     completion = server.complete(first.prompt.text, max_tokens=warmup_tokens(first.configuration.n_max, ctx.options.n_predict),
-                                 seed=ctx.options.seed, timeout=ctx.options.request_timeout)
+                                 seed=ctx.options.seed, timeout=ctx.options.request_timeout, chat=ctx.chat)
     metrics = _settled(server, None, completion.predicted_n)
     if ctx.spec.draft_lines and server.log_path is not None:
         # The warm-up's own line must not be read as the first run's.
@@ -204,7 +211,7 @@ def measure(server: EngineServer, run: PlannedRun, ctx: EngineContext, sampler: 
     try:
         before = cursor.metrics
         completion = server.complete(run.prompt.text, max_tokens=ctx.options.n_predict, seed=ctx.options.seed,
-                                     timeout=ctx.options.request_timeout)
+                                     timeout=ctx.options.request_timeout, chat=ctx.chat)
         after = _settled(server, before, completion.predicted_n)
     except ServerError as exc:
         status = RunStatus.crashed if isinstance(exc, ServerDiedError) else RunStatus.error

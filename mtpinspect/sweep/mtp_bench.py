@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mtpinspect.errors import OutputError
-from mtpinspect.files import OWN_NAME_HINT, write_file
+from mtpinspect.files import OWN_NAME_HINT, writable, write_file
 from mtpinspect.formats.mtp_bench import BenchResult, BenchRun, aggregate_of, to_json
 from mtpinspect.sweep.plan import Configuration
 from mtpinspect.sweep.records import RunRecord
@@ -35,6 +35,18 @@ def bench_runs(runs: Sequence[RunRecord], configs: Sequence[Configuration]) -> d
         wall = sum(r.wall_s or 0.0 for r in results)
         out[config.id] = BenchRun(results, aggregate_of(results, SEQUENTIAL, wall), "json")
     return out
+
+
+def check_bench_folder(folder: Path, configs: Sequence[Configuration]) -> None:
+    """OutputError, before any run, for a --mtp-bench-json folder the files could not be written to: under a
+    file, a file itself, or holding a symbolic link (or a folder) where a configuration's file goes."""
+    for parent in (folder, *folder.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputError(f"--mtp-bench-json {folder}: {parent} is a file, not a folder")
+            break
+    for config in configs:
+        writable(folder / f"{config.id}.json", link_hint=OWN_NAME_HINT)
 
 
 def write_bench_files(runs: Sequence[RunRecord], configs: Sequence[Configuration], folder: Path) -> list[str]:

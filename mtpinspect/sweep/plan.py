@@ -12,6 +12,16 @@ so that server stays up for both rounds and is started once.
 ``order="grouped"`` instead runs every round of a configuration on one server, so each configuration
 starts exactly once, whatever --repeat is: fewer starts (a large model loads once per configuration),
 less protection against drift.
+
+Rounds are independent measurements. A method that keeps state across requests (ngram-mod's n-gram map,
+shared by every slot and kept until it fills: llama.cpp common/speculative.cpp, and llama-server has no
+call that clears it) would turn rounds 2..N into replays of round 1's answers, so each round of such a
+configuration is its own server start, whatever the order. The prompt cache is off in every request
+(``cache_prompt`` false, checked per answer in ``timings.cache_n``), which also drops a draft model's and
+the MTP head's cached context.
+
+At concurrency N a run's N requests are N different prompts of its class (the run's prompt and the next
+ones, cycled where the class has fewer), so concurrent requests are not copies of one another.
 """
 
 from __future__ import annotations
@@ -55,6 +65,14 @@ class Method(str, enum.Enum):
     @property
     def spec_type(self) -> str:
         return DRAFT_SPEC_TYPE if self is Method.draft else self.value
+
+    @property
+    def keeps_state(self) -> str | None:
+        """What this method keeps from one request to the next in llama-server (None: nothing once the
+        prompt cache is off): what a round must start without."""
+        if self is Method.ngram_mod:
+            return "its n-gram map, shared by all requests and kept across them (llama-server cannot clear it)"
+        return None
 
     def length_args(self, n_max: int) -> list[str]:
         """The flag that sets this method's draft length to ``n_max``."""
@@ -137,6 +155,11 @@ class Configuration:
             base = self.setting
         return base + (f" ({self.condition.label})" if self.condition != Condition() else "")
 
+    @property
+    def keeps_state(self) -> str | None:
+        """What the server keeps across this configuration's requests (None: nothing)."""
+        return self.method.keeps_state if self.n_max is not None and self.synthetic is None else None
+
     def synth_rates(self) -> list[float]:
         """Unconditional per-position acceptance [p, p^2, ..., p^K]: a constant per-token rate p."""
         if self.synthetic is None or self.n_max is None:
@@ -164,6 +187,14 @@ class PlannedRun:
     configuration: Configuration
     prompt: Prompt
     repeat: int
+    # The prompts of the run's requests at concurrency N: ``prompt`` and the next N-1 of its class, cycled.
+    # Empty: the prompt alone.
+    together: tuple[Prompt, ...] = ()
+
+    @property
+    def prompts(self) -> tuple[Prompt, ...]:
+        """One prompt per request sent at once."""
+        return self.together or (self.prompt,)
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -226,6 +257,7 @@ def configurations(
     if not conditions:
         raise UsageError("--concurrency/--temperature: give at least one value")
     n_max_sorted = sorted(set(n_max_values))
+    _check_names(methods, conditions)
     configs: list[Configuration] = []
     for condition in dict.fromkeys(conditions):
         configs.append(Configuration(None, condition=condition))
@@ -234,6 +266,27 @@ def configurations(
         configs += [Configuration(n, synthetic=rate, condition=condition)
                     for rate in sorted(set(synthetic)) for n in n_max_sorted]
     return configs
+
+
+def _check_names(methods: Sequence[tuple[Method, str | None]], conditions: Sequence[Condition]) -> None:
+    """UsageError, in one line, for two settings that would be recorded under one id (their runs would merge
+    into one row and one of them would be lost): draft models with one file name, temperatures that print
+    alike."""
+    stems: dict[str, str] = {}
+    for method, file in dict.fromkeys(methods):
+        if method is Method.draft and file:
+            stem = Path(file).stem
+            if stem in stems and stems[stem] != file:
+                raise UsageError(f"--method draft:{stems[stem]},draft:{file}: both draft models are named {stem}, "
+                                 "which names their runs; give them different file names (a link will do)")
+            stems[stem] = file
+    shown: dict[str, float] = {}
+    for condition in dict.fromkeys(conditions):
+        text = f"{condition.temperature:g}"
+        if text in shown and shown[text] != condition.temperature:
+            raise UsageError(f"--temperature {shown[text]!r} and {condition.temperature!r}: both are recorded as "
+                             f"temperature {text}; give values that differ within 6 significant digits")
+        shown[text] = condition.temperature
 
 
 def conditions(concurrency: Sequence[int], temperatures: Sequence[float]) -> list[Condition]:
@@ -280,16 +333,27 @@ def build_plan(
     for config, round_index in schedule:
         runs = tuple(
             run
-            for run in (PlannedRun(config, prompt, round_index) for prompt in prompts)
+            for run in (PlannedRun(config, prompt, round_index, _together(prompt, prompts, config.condition.concurrency))
+                        for prompt in prompts)
             if run.key not in finished
         )
         if not runs:
             continue
-        if visits and visits[-1].configuration == config:
+        # A method with state across requests starts every round on a fresh server (the module's docstring).
+        if visits and visits[-1].configuration == config and config.keeps_state is None:
             visits[-1] = Visit(config, visits[-1].runs + runs)
         else:
             visits.append(Visit(config, runs))
     return Plan(tuple(configs), tuple(prompts), repeat, tuple(visits))
+
+
+def _together(prompt: Prompt, prompts: Sequence[Prompt], concurrency: int) -> tuple[Prompt, ...]:
+    """The prompts of a run's ``concurrency`` requests: ``prompt`` and the ones after it in its class, cycled."""
+    if concurrency == 1:
+        return ()
+    same = [p for p in prompts if p.prompt_class == prompt.prompt_class]
+    start = same.index(prompt)
+    return tuple(same[(start + i) % len(same)] for i in range(concurrency))
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
 """What one sweep run and one server start measured, as records for the JSONL journal.
 
-A run's draft figures come from two independent sources in the server, and both are kept: the
-``/metrics`` counters scraped before and after the request (exact per-request deltas, the source of
-mean length = 1 + Δaccepted / Δdrafts), and the ``draft acceptance ... mean len`` line the server logs
-when the request ends. :func:`cross_check` compares them at the precision the log prints.
+A run's draft figures come from three sources in the server, and all are kept: each response's own
+``timings.draft_n`` / ``draft_n_accepted`` (per request, also at concurrency N: the source of the drafted
+and accepted counts, pooled over a run's requests), the ``/metrics`` counters scraped before and after
+the run (server-wide deltas: the cross-check of the pooled counts, and the source of
+mean length = 1 + Δaccepted / Δdrafts and the per-position rates), and the ``draft acceptance ... mean len``
+line the server logs when a request ends. :func:`cross_check` compares them at the precision the log prints.
 """
 
 from __future__ import annotations
@@ -126,6 +128,9 @@ class RunRecord:
     predicted_ms: float | None = None
     drafted: int = 0
     accepted: int = 0
+    # The server-wide /metrics deltas over the run: the cross-check of the pooled per-request counts.
+    metrics_drafted: int | None = None
+    metrics_accepted: int | None = None
     drafts: int = 0
     acceptance: float | None = None
     mean_length: float | None = None
@@ -151,8 +156,16 @@ class RunRecord:
     # throughput, where decode_tokens_per_second is the mean speed each request saw.
     total_tokens_per_second: float | None = None
     per_request_tokens_per_second: list[float] = field(default_factory=list)
-    # timings.prompt_ms per request: the server's time to the first token (prompt processing).
+    # timings.prompt_ms per request: the server's prompt time (processing the prompt), as the server reports it.
     per_request_prompt_ms: list[float] = field(default_factory=list)
+    # Per request, in the order sent: its prompt (at concurrency N, N different prompts of the class), its
+    # own drafted and accepted counts (timings.draft_n / draft_n_accepted), and its time to the first token
+    # as the client measured it (sent -> first streamed token: queueing, the prompt, the first decode step).
+    per_request_prompt_ids: list[str] = field(default_factory=list)
+    per_request_prompt_n: list[int] = field(default_factory=list)  # timings.prompt_n: its prompt's tokens
+    per_request_drafted: list[int] = field(default_factory=list)
+    per_request_accepted: list[int] = field(default_factory=list)
+    per_request_first_token_ms: list[float] = field(default_factory=list)
     kind: str = RUN_KIND
 
     @property
@@ -257,11 +270,17 @@ class WorkaroundRecord:
         return cls(**_typed_fields(cls, data))
 
 
-def measured_figures(completion: _Timings, delta: _MetricsDelta) -> dict[str, Any]:
-    """The fields of a finished run that come from the response and the /metrics delta."""
+def measured_figures(completion: _Timings, delta: _MetricsDelta, per_request: bool | None = None) -> dict[str, Any]:
+    """The fields of a finished run that come from the responses and the /metrics delta: drafted and accepted
+    pooled from the responses' own counts when they carry them (``per_request``; None: when the timings have
+    ``draft_n``), else from the /metrics delta, which is the cross-check either way; the number of drafts
+    from /metrics (no response gives it)."""
     timings = completion.timings or {}
-    drafted = int(round(delta.draft_tokens))
-    accepted = int(round(delta.accepted_tokens))
+    if per_request is None:
+        per_request = "draft_n" in timings
+    drafted = completion.draft_n if per_request else int(round(delta.draft_tokens))
+    accepted = completion.draft_n_accepted if per_request else int(round(delta.accepted_tokens))
+    drafted, accepted = int(drafted or 0), int(accepted or 0)
     drafts = int(round(delta.drafts))
     return {
         "decode_tokens_per_second": completion.predicted_per_second,
@@ -272,6 +291,8 @@ def measured_figures(completion: _Timings, delta: _MetricsDelta) -> dict[str, An
         "predicted_ms": timings.get("predicted_ms"),
         "drafted": drafted,
         "accepted": accepted,
+        "metrics_drafted": int(round(delta.draft_tokens)),
+        "metrics_accepted": int(round(delta.accepted_tokens)),
         "drafts": drafts,
         "acceptance": accepted / drafted if drafted else None,
         "mean_length": 1.0 + accepted / drafts if drafts else None,
@@ -283,8 +304,8 @@ def measured_figures(completion: _Timings, delta: _MetricsDelta) -> dict[str, An
 
 
 def cross_check(figures: dict[str, Any], log: LogFigures | None) -> tuple[bool | None, str | None]:
-    """Do /metrics, the response's timings and the log line agree? (None: nothing was drafted, no line.)"""
-    drafted, accepted = figures["drafted"], figures["accepted"]
+    """Do /metrics, the responses' timings and the log line agree? (None: nothing was drafted, no line.)"""
+    drafted, accepted = figures["metrics_drafted"], figures["metrics_accepted"]
     problems: list[str] = []
     draft_n = figures["timings_draft_n"] or 0
     draft_n_accepted = figures["timings_draft_n_accepted"] or 0

@@ -21,7 +21,7 @@ from mtpinspect.runtime.workarounds import Workaround
 from mtpinspect.sweep.machine_load import MachineLoad
 from mtpinspect.sweep.records import TrialRecord
 from mtpinspect.sweep.request import RequestWay
-from mtpinspect.sweep.statistics import BreakEven, GroupStats, Recommendation
+from mtpinspect.sweep.statistics import BreakEven, GroupStats, MethodComparison, Recommendation
 from mtpinspect.vocabulary import App, Engine
 
 # A report.json larger than this is not one a sweep wrote.
@@ -139,6 +139,10 @@ class SweepReport:
     engine: EngineRecommendation | None = None  # swept with --engine/--endpoint
     # How the prompts were sent (chat template or raw completion, reasoning) and why; None for engine sweeps.
     request: RequestWay | None = None
+    # How rounds and requests were kept independent (sweep/statistics.py independence).
+    rounds: str | None = None
+    # With more than one --method: each method's best setting per class and condition, and the winner.
+    methods: list[MethodComparison] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

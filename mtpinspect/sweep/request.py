@@ -27,6 +27,7 @@ TEMPLATE_KEY = "tokenizer.chat_template"
 REASONING_SWITCH = "enable_thinking"
 SERVER_FALLBACK = "llama-server's ChatML fallback (<|im_start|>role ... <|im_end|>): the GGUF has no tokenizer.chat_template"
 MODEL_TEMPLATE = "the GGUF's tokenizer.chat_template"
+ENGINE_TEMPLATE = "the engine's chat template for the model"
 
 
 @dataclass(frozen=True)
@@ -88,3 +89,19 @@ def resolve(template: str | None, requested: RequestKind, reasoning: Reasoning) 
     chosen = Reasoning.on if reasoning is Reasoning.auto else reasoning
     note = "reasoning on (as apps leave it)" if reasoning is Reasoning.auto else f"reasoning {chosen.value}"
     return RequestWay(kind, MODEL_TEMPLATE, chosen, f"{why}; {note} ({REASONING_SWITCH} in chat_template_kwargs)")
+
+
+def resolve_engine(requested: RequestKind, reasoning: Reasoning) -> RequestWay:
+    """The way requests go to a server the sweep does not read the model of (--engine, --serve, --endpoint):
+    raw completion (/v1/completions) unless --request chat, which sends /v1/chat/completions through the
+    engine's own template for the model; --reasoning on/off sets the template's ``enable_thinking`` in
+    ``chat_template_kwargs`` (vLLM, SGLang and llama-server pass it to the template), auto leaves the
+    template's default."""
+    if requested is not RequestKind.chat:
+        if reasoning is not Reasoning.auto:
+            raise UsageError(f"--reasoning {reasoning.value}: goes with chat requests (--request chat)")
+        return RequestWay(RequestKind.completion, None, None,
+                          "--engine/--serve/--endpoint: raw completion unless --request chat")
+    chosen = None if reasoning is Reasoning.auto else reasoning
+    note = "; the template's own reasoning default" if chosen is None else f"; reasoning {chosen.value} ({REASONING_SWITCH} in chat_template_kwargs)"
+    return RequestWay(RequestKind.chat, ENGINE_TEMPLATE, chosen, "--request chat" + note)

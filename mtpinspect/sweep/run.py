@@ -24,6 +24,7 @@ from mtpinspect.formats.gguf import read_gguf_header
 from mtpinspect.runtime.crash import Crash, crash_of
 from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.flags import ServerArgs
+from mtpinspect.runtime.http import Cancel
 from mtpinspect.runtime.load import LoadMeter
 from mtpinspect.runtime.logs import parse_draft_lines
 from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
@@ -115,11 +116,11 @@ class RunContext:
     request: RequestWay = RequestWay(RequestKind.completion, None, None, "raw completion")
 
     def send(self, server: LlamaServer, text: str, n_predict: int, *, seed: int | None = None,
-             temperature: float = 0.0) -> Completion:
+             temperature: float = 0.0, stream: bool = False, cancel: Cancel | None = None) -> Completion:
         """One request (greedy unless a temperature is given), sent the sweep's way (raw completion or the chat
-        endpoint)."""
+        endpoint); ``stream`` times its first token as the client sees it."""
         common = dict(n_predict=n_predict, seed=self.options.seed if seed is None else seed, temperature=temperature,
-                      timeout=self.options.request_timeout)
+                      timeout=self.options.request_timeout, stream=stream, cancel=cancel)
         if self.request.kind is RequestKind.chat:
             return server.chat(text, **common, **self.request.chat_extra())
         return server.complete(text, **common)
@@ -299,9 +300,15 @@ def warmup_tokens(n_max: int | None, n_predict: int) -> int:
     return min(n_predict, (n_max or 0) + 2)
 
 
+# What a method that keeps state across requests is warmed up on: no measured prompt, so its first run does
+# not draft from the warm-up's copy of its own answer.
+STATE_WARM_UP_TEXT = "Warm-up request: the numbers from one to twelve, in words, are"
+
+
 def _warm_up(server: LlamaServer, first: PlannedRun, ctx: RunContext) -> _Cursor:
     """The discarded first request."""
-    warmup = ctx.send(server, first.prompt.text, warmup_tokens(first.configuration.n_max, ctx.options.n_predict))
+    text = STATE_WARM_UP_TEXT if first.configuration.keeps_state else first.prompt.text
+    warmup = ctx.send(server, text, warmup_tokens(first.configuration.n_max, ctx.options.n_predict))
     # Let the warm-up's counters and log line land, so the first run does not read them as its own. A
     # fresh server's counters start at zero, so no scrape is needed before it.
     after = _settled(server, 0.0, warmup.predicted_n)
@@ -415,9 +422,16 @@ def measure(
         # Not a measurement: a failed run with its reason, in the journal, so --resume measures it again.
         return _failed(base, RunStatus.error, str(exc), began, sampler)
     completion = completions[0] if len(completions) == 1 else _together(completions)
-    figures = measured_figures(completion, delta)
+    # llama-server leaves draft_n and draft_n_accepted out of a request's timings when it drafted nothing
+    # (tools/server/server-common.cpp, server_slot_stats::to_json): every response counts, zero or not.
+    figures = measured_figures(completion, delta, per_request=True)
     log, cursor.log_offset = draft_log_line(server, cursor.log_offset, expect=figures["drafted"] > 0,
                                             count=len(completions))
+    cached = sum(int(c.timings.get("cache_n", 0) or 0) for c in completions)
+    if cached:
+        # The prompt cache was to be off: a request that reused earlier tokens is not measured on its own.
+        return _failed(base, RunStatus.error, f"the server reused {cached} cached prompt tokens (timings.cache_n) "
+                       "with cache_prompt off: not an independent measurement", began, sampler)
     agrees, mismatch = cross_check(figures, log)
     record = RunRecord(
         **base,
@@ -434,26 +448,44 @@ def measure(
         total_tokens_per_second=predicted / wall if wall > 0 else None,
         per_request_tokens_per_second=[c.predicted_per_second for c in completions],
         per_request_prompt_ms=[float(c.timings.get("prompt_ms", 0.0)) for c in completions],
+        per_request_prompt_ids=[p.id for p in run.prompts],
+        per_request_prompt_n=[int(c.timings.get("prompt_n", 0)) for c in completions],
+        per_request_drafted=[c.draft_n for c in completions],
+        per_request_accepted=[c.draft_n_accepted for c in completions],
+        per_request_first_token_ms=[c.first_token_seconds * 1000.0 for c in completions
+                                    if c.first_token_seconds is not None],
         **figures,
     )
     return record
 
 
 def _requests(server: LlamaServer, run: PlannedRun, ctx: RunContext) -> tuple[list[Completion], float]:
-    """The run's requests, all sent at once (one per slot), and the wall time until the last answered."""
+    """The run's requests, all sent at once (one per slot, each its own prompt), streamed so each one's first
+    token is timed, and the wall time until the last answered.
+
+    Whatever stops the run (Ctrl-C, SIGTERM, a failed request) cancels the requests still in flight: their
+    sockets are shut, so the threads return at once instead of when the server finishes them."""
     options = ctx.options
     temperature = run.configuration.condition.temperature
+    cancel = Cancel()
 
-    def one(seed: int) -> Completion:
-        return ctx.send(server, run.prompt.text, options.n_predict, seed=seed, temperature=temperature)
+    def one(text: str, seed: int) -> Completion:
+        try:
+            return ctx.send(server, text, options.n_predict, seed=seed, temperature=temperature, stream=True,
+                            cancel=cancel)
+        except BaseException:
+            cancel.cancel()
+            raise
 
     seeds = run.seeds(options.seed)
+    texts = [p.text for p in run.prompts]
     began = time.perf_counter()
     if len(seeds) == 1:
-        return [one(seeds[0])], time.perf_counter() - began
-    # The first failure (in seed order) raises once the others finish; Ctrl-C leaves the requests in flight
-    # after workers.STOP_WAIT seconds, and stopping the server ends them.
-    completions = run_all([lambda seed=seed: one(seed) for seed in seeds], len(seeds), name="request")
+        return [one(texts[0], seeds[0])], time.perf_counter() - began
+    # Ctrl-C or SIGTERM (run_all's on_stop) and a failed request alike shut the sockets of the requests still in
+    # flight, so no thread waits for the server to finish an answer nobody will read.
+    completions = run_all([lambda text=text, seed=seed: one(text, seed) for text, seed in zip(texts, seeds)],
+                          len(seeds), name="request", on_stop=cancel.cancel)
     return completions, time.perf_counter() - began
 
 

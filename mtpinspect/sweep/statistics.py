@@ -122,8 +122,14 @@ class GroupStats:
     setting: str = ""  # the speculative setting without the condition ("n-max 2", "ngram-simple n-max 3", "off")
     concurrency: int = 1
     temperature: float = 0.0
-    # Server-side time to the first token (timings.prompt_ms), per run; at concurrency N the slowest request's.
+    # Time to the first token as the client measured it (request sent -> first streamed token: queueing,
+    # tokenization, the prompt and the first decode step), over every request of every run; None where no
+    # request was streamed (never the server's prompt time).
     ttft_ms: Spread | None = None
+    # The server's own prompt time (timings.prompt_ms: processing the prompt), over every request.
+    prompt_ms: Spread | None = None
+    # Each request's own decode tok/s, over every request of every run (at concurrency N, N per run).
+    per_request_tokens_per_second: Spread | None = None
     # All the run's requests' generated tokens per second of wall time (the server's throughput).
     total_tokens_per_second: Spread | None = None
     prompt_tokens: int | None = None  # the longest prompt of the class, in tokens (timings.prompt_n per request)
@@ -272,9 +278,16 @@ def _group(
         setting=config.setting,
         concurrency=config.condition.concurrency,
         temperature=config.condition.temperature,
-        ttft_ms=Spread.of([r.prompt_ms for r in ok if r.prompt_ms is not None]),
+        ttft_ms=Spread.of([ms for r in ok for ms in r.per_request_first_token_ms]),
+        prompt_ms=Spread.of([ms for r in ok for ms in r.per_request_prompt_ms]
+                            or [r.prompt_ms for r in ok if r.prompt_ms is not None]),
+        per_request_tokens_per_second=Spread.of([v for r in ok for v in r.per_request_tokens_per_second if v]
+                                                or [r.decode_tokens_per_second for r in ok
+                                                    if r.decode_tokens_per_second]),
         total_tokens_per_second=Spread.of([r.total_tokens_per_second for r in ok if r.total_tokens_per_second]),
-        prompt_tokens=max((r.prompt_n // r.concurrency for r in ok if r.prompt_n), default=None),
+        prompt_tokens=max((n for r in ok for n in (r.per_request_prompt_n or
+                                                   ([r.prompt_n // r.concurrency] if r.prompt_n else []))),
+                          default=None),
     )
 
 
@@ -320,6 +333,84 @@ def _repeats_identical(ok: list[RunRecord]) -> bool | None:
     if not any(len([r for r in ok if r.prompt_id == p]) > 1 for p in by_prompt):
         return None
     return all(len(texts) == 1 for texts in by_prompt.values())
+
+
+@dataclass(frozen=True)
+class MethodRow:
+    """One method's best setting on one class under one condition, beside the others on the same prompts."""
+
+    method: str  # "off" for the baseline
+    setting: str
+    tokens_per_second: float | None  # median decode tok/s per request
+    speedup: float | None
+    within_noise: bool | None
+    acceptance: float | None
+    mean_length: float | None
+    ttft_ms: float | None  # median client-measured time to the first token
+    rss_peak_bytes: int | None
+
+
+@dataclass(frozen=True)
+class MethodComparison:
+    """MTP, a draft model and n-gram drafting on the same prompts, each on its own server (one class, one
+    condition): each method's fastest n-max, and the winner."""
+
+    prompt_class: str
+    concurrency: int
+    temperature: float
+    rows: list[MethodRow]
+    winner: str  # the fastest setting beyond noise, or "off"
+
+
+def compare_methods(groups: Sequence[GroupStats], classes: Sequence[str]) -> list[MethodComparison]:
+    """Per class and condition, when more than one method was measured: every method's fastest n-max."""
+    if len({g.method for g in groups if g.method is not None and g.synthetic is None}) < 2:
+        return []
+    comparisons = []
+    for concurrency, temperature in dict.fromkeys((g.concurrency, g.temperature) for g in groups):
+        for prompt_class in classes:
+            mine = [g for g in groups if (g.concurrency, g.temperature, g.prompt_class) ==
+                    (concurrency, temperature, prompt_class) and g.synthetic is None]
+            rows = []
+            for method in dict.fromkeys(g.method for g in mine):
+                candidates = [g for g in mine if g.method == method]
+                best = max(candidates, key=lambda g: g.tokens_per_second.median if g.tokens_per_second else -1.0)
+                rows.append(MethodRow(
+                    method=method or "off", setting=best.setting,
+                    tokens_per_second=best.tokens_per_second.median if best.tokens_per_second else None,
+                    speedup=best.speedup, within_noise=best.within_noise, acceptance=best.acceptance,
+                    mean_length=best.mean_length, ttft_ms=best.ttft_ms.median if best.ttft_ms else None,
+                    rss_peak_bytes=best.rss_peak_bytes))
+            paying = [r for r in rows if r.method != "off" and r.speedup is not None and r.speedup > 1.0
+                      and not r.within_noise]
+            winner = max(paying, key=lambda r: r.speedup or 0.0).setting if paying else "off"
+            comparisons.append(MethodComparison(prompt_class, concurrency, temperature, rows, winner))
+    return comparisons
+
+
+def independence(configs: Sequence[Configuration], runs: Sequence[RunRecord], engine: str | None = None) -> str:
+    """How the report's rounds and requests were kept apart, in words: the methods that started each round on
+    a fresh server and why, the prompt cache, and how concurrent requests differ."""
+    if engine:
+        return (f"{engine}: measured as its server runs; rounds share a server start, and its prefix cache, where "
+                "it is on, may serve an earlier round's prompt (start it with prefix caching off to rule that out)")
+    parts = []
+    stateful = [c for c in configs if c.keeps_state]
+    if stateful:
+        settings = ", ".join(dict.fromkeys(c.setting for c in stateful))
+        parts.append(f"{settings}: a fresh llama-server for every round, warmed up on a text that is no measured "
+                     f"prompt, because the method keeps {stateful[0].keeps_state}; within a round the prompts run in "
+                     "the same order every round")
+    if any(not c.keeps_state for c in configs):
+        parts.append(f"every {'other ' if stateful else ''}setting: the rounds share a server start where they "
+                     "meet, as nothing is kept across requests once the prompt cache is off")
+    parts.append("every request sent with cache_prompt false, and a run whose answer reused cached prompt tokens "
+                 "(timings.cache_n) is failed")
+    if any(c.condition.concurrency > 1 for c in configs):
+        cycled = [r for r in runs if len(set(r.per_request_prompt_ids)) < len(r.per_request_prompt_ids)]
+        parts.append("at --concurrency N the N requests are N different prompts of the class"
+                     + (f" (cycled in {len(cycled)} runs: the class has fewer prompts than N)" if cycled else ""))
+    return "; ".join(parts)
 
 
 def recommend(groups: Sequence[GroupStats], classes: Sequence[str]) -> Recommendation:

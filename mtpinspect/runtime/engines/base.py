@@ -162,29 +162,37 @@ def scrape(url: str, timeout: float = METRICS_TIMEOUT_S) -> Metrics | None:
 
 
 def complete(url: str, model: str, prompt: str, *, max_tokens: int, seed: int, timeout: float,
-             logprobs: int = 0) -> Completion:
+             logprobs: int = 0, chat: dict[str, Any] | None = None) -> Completion:
     """POST /v1/completions at temperature 0 with a fixed seed, every token generated (ignore_eos); with
-    ``logprobs``, the OpenAI API's top candidates of every token (in ``raw``: choices[0].logprobs).
+    ``logprobs``, the OpenAI API's top candidates of every token (in ``raw``: choices[0].logprobs). With
+    ``chat`` (its extra fields: ``chat_template_kwargs`` that switch reasoning), POST /v1/chat/completions
+    with the prompt as the one user message, formatted by the engine's chat template for the model (vLLM,
+    SGLang and llama-server all serve it); the text is the reasoning (when split out) and the answer.
 
     Decode speed: the engine's own timings when it sends them (llama-server), else completion tokens
     over the request's wall time (vLLM, SGLang: prefill of these short prompts is a few ms of it).
     """
-    body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "seed": seed,
-            "ignore_eos": True, "stream": False}
+    path = "/v1/completions" if chat is None else "/v1/chat/completions"
+    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": 0.0, "seed": seed,
+                            "ignore_eos": True, "stream": False}
+    if chat is None:
+        body["prompt"] = prompt
+    else:
+        body.update(messages=[{"role": "user", "content": prompt}], **chat)
     if logprobs:
         body["logprobs"] = logprobs
     began = time.perf_counter()
-    answer = request("POST", url + "/v1/completions", timeout=timeout, body=json.dumps(body).encode(),
+    answer = request("POST", url + path, timeout=timeout, body=json.dumps(body).encode(),
                      headers={"Content-Type": "application/json"})
     payload = answer.body
     if answer.status != 200:
-        raise ServerError(f"{url}: POST /v1/completions -> HTTP {answer.status}: "
+        raise ServerError(f"{url}: POST {path} -> HTTP {answer.status}: "
                           f"{payload[:300].decode('utf-8', 'replace').strip()}")
     wall = time.perf_counter() - began
     raw = _json(payload)
     choices = raw.get("choices") if isinstance(raw, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ServerError(f"{url}: /v1/completions answered without choices: {payload[:80]!r}")
+        raise ServerError(f"{url}: {path} answered without choices: {payload[:80]!r}")
     usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else {}
     timings = raw.get("timings") if isinstance(raw.get("timings"), dict) else {}
     tokens = int(_figure(url, "usage.completion_tokens", usage.get("completion_tokens") or timings.get("predicted_n") or 0,
@@ -192,7 +200,7 @@ def complete(url: str, model: str, prompt: str, *, max_tokens: int, seed: int, t
     measured = _figure(url, "timings.predicted_per_second", timings.get("predicted_per_second") or 0, math.inf)
     rate = measured or (tokens / wall if wall > 0 else 0.0)
     return Completion(
-        text=str(choices[0].get("text", "")),
+        text=_choice_text(choices[0]),
         timings=timings,
         raw=raw,
         predicted_per_second=rate,
@@ -202,6 +210,16 @@ def complete(url: str, model: str, prompt: str, *, max_tokens: int, seed: int, t
         draft_n_accepted=int(_figure(url, "timings.draft_n_accepted", timings.get("draft_n_accepted", 0), max_tokens * 1024)),
         wall_seconds=wall,
     )
+
+
+def _choice_text(choice: dict[str, Any]) -> str:
+    """A completion choice's text, or a chat choice's reasoning (vLLM: ``reasoning_content`` or ``reasoning``)
+    followed by its answer."""
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        return str(choice.get("text", ""))
+    reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+    return str(reasoning) + str(message.get("content") or "")
 
 
 def _figure(url: str, name: str, value: Any, most: float) -> float:
@@ -231,7 +249,8 @@ class EngineServer(Protocol):
 
     def counters(self) -> Metrics | None: ...
 
-    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float, logprobs: int = 0) -> Completion: ...
+    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float, logprobs: int = 0,
+                 chat: dict[str, Any] | None = None) -> Completion: ...
 
     def log_since(self, offset: int) -> tuple[str, int]: ...
 
@@ -327,11 +346,12 @@ class CommandServer:
         self._check_alive("GET /metrics")
         return scrape(self.url)
 
-    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float, logprobs: int = 0) -> Completion:
+    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float, logprobs: int = 0,
+                 chat: dict[str, Any] | None = None) -> Completion:
         self._check_alive("POST /v1/completions")
         try:
             return complete(self.url, self.model, prompt, max_tokens=max_tokens, seed=seed, timeout=timeout,
-                            logprobs=logprobs)
+                            logprobs=logprobs, chat=chat)
         except ServerError:
             self._check_alive("POST /v1/completions")
             raise
@@ -388,9 +408,10 @@ class AttachedServer:
     def counters(self) -> Metrics | None:
         return scrape(self.url)
 
-    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float, logprobs: int = 0) -> Completion:
+    def complete(self, prompt: str, *, max_tokens: int, seed: int, timeout: float, logprobs: int = 0,
+                 chat: dict[str, Any] | None = None) -> Completion:
         return complete(self.url, self.model, prompt, max_tokens=max_tokens, seed=seed, timeout=timeout,
-                        logprobs=logprobs)
+                        logprobs=logprobs, chat=chat)
 
     def log_since(self, offset: int) -> tuple[str, int]:
         return "", offset
