@@ -328,6 +328,8 @@ def _summary_rows(groups: Sequence[GroupStats], settings: dict[str, Any] | None 
     settings = settings or {}
     concurrent = any(n != 1 for n in settings.get("concurrency", [1]))
     long_prompts = settings.get("long_prompt") is not None
+    # Checkpoint restores are shown for a model that has them (hybrid or recurrent), not as a column of 0s.
+    recurrent = any(g.checkpoint_restores for g in groups)
     rows = []
     for g in groups:
         speedup = None
@@ -347,6 +349,8 @@ def _summary_rows(groups: Sequence[GroupStats], settings: dict[str, Any] | None 
             "expected": g.expected_length,
             "TTFT": None if g.ttft_ms is None else f"{g.ttft_ms.median:.0f} ms",
         })
+        if recurrent:
+            row["restores"] = g.checkpoint_restores
         if long_prompts:
             prompt = g.prompt_tokens_per_second
             row["prompt tok/s"] = None if prompt is None else f"{prompt.median:.0f}"
@@ -394,6 +398,7 @@ def _csv_rows(groups: Sequence[GroupStats]) -> list[dict[str, Any]]:
             "within_noise": g.within_noise,
             "acceptance": g.acceptance,
             "mean_length": g.mean_length,
+            "checkpoint_restores": g.checkpoint_restores,
             "first_position_acceptance": g.first_position_acceptance,
             "expected_length": g.expected_length,
             "per_position": ";".join(f"{rate:.6g}" for rate in g.per_position),
