@@ -178,7 +178,8 @@ def command(
     DRAFT blob as the drafter) or lmstudio:PUBLISHER/REPO[:QUANT]; the recommendation is then also
     given as the app's setting (PARAMETER draft_num_predict N; "MTP Max Draft Tokens" N). Without
     MODEL, the built-in trained model is swept: a 33 MB glm4moe whose MTP head learned to draft, so
-    acceptance differs by prompt class as a real head's does (a demo that needs no download).
+    acceptance differs by prompt class as a real head's does (a demo that needs no download);
+    MODEL builtin:qwen35 is the second one, a Qwen3.5-family hybrid (Gated DeltaNet) trunk.
     Extra llama-server arguments follow `--`:
       mtpinspect sweep model.gguf --n-max 1,2,3 -- -ngl 99 -t 8
       mtpinspect sweep ollama:qwen3.6:27b-mtp-q4_K_M -- -ngl 99

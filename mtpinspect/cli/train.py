@@ -18,7 +18,7 @@ from mtpinspect.training.family import FAMILIES
 @click.command("train")
 @click.argument("out", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--steps", type=click.IntRange(min=1, max=1_000_000), default=None,
-              help="Training steps (default: the family's recipe: glm4moe 1,100, about an hour on 2 cores; qwen35 120); "
+              help="Training steps (default: the family's recipe: glm4moe 1,100, about an hour on 2 cores; qwen35 64); "
                    "a few for a smoke test.")
 @click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
               help="Seed of the initial weights and of every batch.")

@@ -58,7 +58,7 @@ class Recipe:
 # reference PyTorch path (no fused kernels on a CPU), several times slower a token than attention.
 RECIPES: dict[str, Recipe] = {
     "glm4moe": Recipe(),
-    "qwen35": Recipe(family="qwen35", steps=120, length=129, warmup=12, lr=3e-3, eval_every=120, eval_windows=16),
+    "qwen35": Recipe(family="qwen35", steps=64, length=129, warmup=8, lr=3e-3, eval_every=64, eval_windows=16),
 }
 
 
