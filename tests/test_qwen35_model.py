@@ -128,7 +128,6 @@ def test_diagnose_names_a_qwen35_conversion_without_its_mtp_layer(qwen35_checkpo
     done = run_cli("diagnose", str(trunk), "--format", "json", "--n-predict", "32", "--", "-t", "2", timeout=600)
     assert done.returncode == 1, done.stderr[-2000:]
     report = json.loads(done.stdout)
-    assert report["causes"][0]["code"] == _NO_MTP, report["causes"]
-
-
-_NO_MTP = "NO_MTP_LAYER"
+    first = report["causes"][0]
+    assert first["code"] == "MTP_WEIGHTS_MISSING", report["causes"]
+    assert any("nextn_predict_layers = None" in line for line in first["evidence"]), first["evidence"]
