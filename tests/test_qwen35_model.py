@@ -131,3 +131,32 @@ def test_diagnose_names_a_qwen35_conversion_without_its_mtp_layer(qwen35_checkpo
     first = report["causes"][0]
     assert first["code"] == "MTP_WEIGHTS_MISSING", report["causes"]
     assert any("nextn_predict_layers = None" in line for line in first["evidence"]), first["evidence"]
+
+
+def _mtp_memory(model: str, gguf: Path, tmp_path: Path) -> tuple[int, int]:
+    """check's estimate of what MTP adds (llama.cpp's own figures at -c 4096), and what it added to the
+    post-load RSS of the real llama-server at n-max 1, same context (the model's 4096)."""
+    done = run_cli("check", str(gguf), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    memory = json.loads(done.stdout)["memory"]
+    assert memory["context"] == 4096
+    done = run_cli("sweep", model, "--n-max", "1", "--repeat", "1", "--prompts", "code", "--n-predict", "8", "--no-plot",
+                   "--out", str(tmp_path / "out"), "--format", "json", "--", "-t", "2", timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = {g["n_max"]: g["rss_post_load_bytes"] for g in json.loads(done.stdout)["results"]}
+    return memory["mtp_bytes"], loaded[1] - loaded[None]
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("model", [
+    "builtin:glm4moe",
+    pytest.param("builtin:qwen35", marks=pytest.mark.xfail(strict=True, reason=(
+        "check's memory estimate misses most of what MTP adds on the hybrid trunk: 7.2 MiB estimated at -c 4096 "
+        "against 28.6 MiB more post-load RSS measured at n-max 1 (92.1 against 63.5 MiB); on glm4moe 11.5 MiB "
+        "against 8.2 MiB. Not yet attributed (the n_rs_seq recurrent states, the draft context)"))),
+])
+def test_check_memory_estimate_covers_what_mtp_adds(model: str, tmp_path: Path) -> None:
+    from mtpinspect.trained_model import built_in
+
+    estimate, measured = _mtp_memory(model, built_in(model), tmp_path)
+    assert measured <= 1.5 * estimate + (4 << 20), (estimate, measured)
