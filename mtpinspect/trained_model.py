@@ -31,6 +31,28 @@ from mtpinspect.files import OwnedFolder, replace_folder, replaceable_folder, sa
 SHIPPED = Path(__file__).with_name("data") / "trained"
 GGUF_NAME = "tiny-glm-mtp-Q8_0.gguf"
 SHIPPED_GGUF = SHIPPED / GGUF_NAME
+# The second built-in model: a tiny Qwen3.5-family (qwen35) trunk, Gated DeltaNet and attention layers,
+# with a trained MTP layer (training/model_qwen35.py); llama-server drafts on it with recurrent-state
+# checkpoints instead of trimming a KV cache. Shipped as its GGUF, config.json and training.json.
+SHIPPED_QWEN35 = Path(__file__).with_name("data") / "trained-qwen35"
+QWEN35_GGUF = SHIPPED_QWEN35 / "tiny-qwen35-mtp-Q8_0.gguf"
+# MODEL as `builtin:NAME` names a built-in model; no MODEL is the first one.
+BUILT_IN_PREFIX = "builtin:"
+BUILT_IN = {"glm4moe": SHIPPED_GGUF, "qwen35": QWEN35_GGUF}
+
+
+def is_built_in(model: str | Path) -> bool:
+    return str(model).startswith(BUILT_IN_PREFIX)
+
+
+def built_in(model: str | Path | None) -> Path:
+    """The GGUF of a built-in model: ``builtin:NAME``, or None for the default (glm4moe)."""
+    if model is None:
+        return SHIPPED_GGUF
+    name = str(model)[len(BUILT_IN_PREFIX):]
+    if name not in BUILT_IN:
+        raise UsageError(f"{model}: no such built-in model (there are {', '.join(BUILT_IN_PREFIX + n for n in BUILT_IN)})")
+    return BUILT_IN[name]
 # Files of the Hugging Face folder that ship as they are; the weights are rebuilt from the GGUF.
 FOLDER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "training.json")
 WEIGHTS = "model.safetensors"

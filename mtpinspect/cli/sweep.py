@@ -179,7 +179,9 @@ def command(
     DRAFT blob as the drafter) or lmstudio:PUBLISHER/REPO[:QUANT]; the recommendation is then also
     given as the app's setting (PARAMETER draft_num_predict N; "Max Draft Tokens" N). Without
     MODEL, the built-in trained model is swept: a 33 MB glm4moe whose MTP head learned to draft, so
-    acceptance differs by prompt class as a real head's does (a demo that needs no download).
+    acceptance differs by prompt class as a real head's does (a demo that needs no download);
+    MODEL builtin:qwen35 is the second one, a Qwen3.5-family hybrid (Gated DeltaNet) trunk, trained
+    only 64 steps so far: its greedy text repeats one token (docs/tiny-model.md).
     Extra llama-server arguments follow `--`:
       mtpinspect sweep model.gguf --n-max 1,2,3 -- -ngl 99 -t 8
       mtpinspect sweep ollama:qwen3.6:27b-mtp-q4_K_M -- -ngl 99
@@ -335,6 +337,8 @@ def _summary_rows(groups: Sequence[GroupStats], settings: dict[str, Any] | None 
     settings = settings or {}
     concurrent = any(n != 1 for n in settings.get("concurrency", [1]))
     long_prompts = settings.get("long_prompt") is not None
+    # Checkpoint restores are shown for a model that has them (hybrid or recurrent), not as a column of 0s.
+    recurrent = any(g.checkpoint_restores for g in groups)
     rows = []
     for g in groups:
         speedup = None
@@ -358,6 +362,8 @@ def _summary_rows(groups: Sequence[GroupStats], settings: dict[str, Any] | None 
         })
         if long_prompts or concurrent:
             row["prompt ms"] = None if g.prompt_ms is None else f"{g.prompt_ms.median:.0f}"
+        if recurrent:
+            row["restores"] = g.checkpoint_restores
         if long_prompts:
             prompt = g.prompt_tokens_per_second
             row["prompt tok/s"] = None if prompt is None else f"{prompt.median:.0f}"
@@ -437,6 +443,7 @@ def _csv_rows(groups: Sequence[GroupStats]) -> list[dict[str, Any]]:
             "within_noise": g.within_noise,
             "acceptance": g.acceptance,
             "mean_length": g.mean_length,
+            "checkpoint_restores": g.checkpoint_restores,
             "first_position_acceptance": g.first_position_acceptance,
             "expected_length": g.expected_length,
             "per_position": ";".join(f"{rate:.6g}" for rate in g.per_position),

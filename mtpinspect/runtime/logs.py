@@ -21,6 +21,11 @@ DRAFT_LINE = re.compile(
     r"(?:, mean (?:len|acceptance length) =\s*(?P<len>" + _NUMBER + r"))?"
     r"(?:, acceptance rate per position = \((?P<pos>[^)]*)\))?"
 )
+# Each verification step with LLAMA_TRACE=1 (server-context.cpp): "accepted  1/ 3 draft tokens", and on a
+# context that cannot drop a tail of tokens (recurrent, hybrid: qwen35, qwen3next) a partly rejected draft
+# "accepted  1/ 3 draft tokens (restore checkpoint)": the recurrent state is restored and the accepted
+# tokens verified again (a replay, logged as a step of its own).
+VERIFY_LINE = re.compile(r"accepted\s+\d+/\s*\d+ draft tokens(?P<restore> \(restore checkpoint\))?")
 # The TRACE line printed right after the acceptance line with -lv 4.
 PER_POSITION_LINE = re.compile(r"acc per pos = \((?P<pos>[^)]*)\)")
 _UNUSED_NEXTN_RE = re.compile(r"model has unused tensor (\S*nextn\S*) \(size")
@@ -74,6 +79,24 @@ def parse_draft_lines(text: str) -> list[DraftStats]:
             )
         )
     return found
+
+
+@dataclass(frozen=True)
+class VerifySteps:
+    """The traced verification steps of a stretch of log: every step logged, and those that restored a
+    recurrent-state checkpoint."""
+
+    steps: int
+    restores: int
+
+
+def verify_steps(text: str) -> VerifySteps | None:
+    """The LLAMA_TRACE=1 step lines of ``text``; None when it has none (the server was not traced, or
+    drafted nothing)."""
+    matches = [m for m in (VERIFY_LINE.search(line) for line in text.splitlines()) if m is not None]
+    if not matches:
+        return None
+    return VerifySteps(len(matches), sum(m.group("restore") is not None for m in matches))
 
 
 def unused_nextn_tensors(log_text: str) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from mtpinspect.runtime.crash import Crash
 from mtpinspect.runtime.load import OtherLoad
-from mtpinspect.runtime.logs import DraftStats
+from mtpinspect.runtime.logs import DraftStats, VerifySteps
 from mtpinspect.runtime.workarounds import Workaround
 from mtpinspect.vocabulary import RunStatus, ServerStatus
 
@@ -61,17 +61,22 @@ class LogFigures:
     generated: int
     mean_length: float | None
     line: str
+    # The request's recurrent-state checkpoint restores ("(restore checkpoint)" step lines, logged with
+    # LLAMA_TRACE=1): one per partly rejected draft on a hybrid or recurrent model, 0 on a KV-cache model;
+    # None where the log has no step lines (another server, or nothing drafted).
+    checkpoint_restores: int | None = None
 
     @classmethod
-    def from_stats(cls, stats: DraftStats) -> LogFigures:
-        return cls(stats.acceptance, stats.accepted, stats.generated, stats.mean_length, stats.raw_line)
+    def from_stats(cls, stats: DraftStats, steps: VerifySteps | None = None) -> LogFigures:
+        return cls(stats.acceptance, stats.accepted, stats.generated, stats.mean_length, stats.raw_line,
+                   None if steps is None else steps.restores)
 
     @classmethod
-    def summed(cls, lines: list[LogFigures]) -> LogFigures:
+    def summed(cls, lines: list[LogFigures], steps: VerifySteps | None = None) -> LogFigures:
         """Concurrent requests' lines as one: counts added; the mean length is per request, so none."""
         accepted, generated = sum(f.accepted for f in lines), sum(f.generated for f in lines)
         return cls(accepted / generated if generated else 0.0, accepted, generated, None,
-                   "\n".join(f.line for f in lines))
+                   "\n".join(f.line for f in lines), None if steps is None else steps.restores)
 
 
 @dataclass

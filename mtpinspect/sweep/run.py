@@ -26,7 +26,7 @@ from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.flags import ServerArgs
 from mtpinspect.runtime.http import Cancel
 from mtpinspect.runtime.load import LoadMeter
-from mtpinspect.runtime.logs import parse_draft_lines
+from mtpinspect.runtime.logs import parse_draft_lines, verify_steps
 from mtpinspect.runtime.memory import RssSampler, gpu_memory_used
 from mtpinspect.runtime.metrics import ImplausibleCounts, Metrics, request_delta
 from mtpinspect.runtime.server import Completion, LlamaServer, ServerDiedError, ServerStartError
@@ -212,8 +212,10 @@ def _attempt(
     """One server for ``runs``: start, warm up, measure. Returns how the engine crashed, if it did."""
     config = visit.configuration
     server_id = f"{config.id}-{time.time_ns() // 1_000_000}"
+    # LLAMA_TRACE=1 makes llama-server log each verification step, and on a hybrid or recurrent model each
+    # recurrent-state checkpoint it restores (logs.VERIFY_LINE): a line per step, nothing else changes.
     server = LlamaServer(ctx.binary, ctx.model, args, log_path=ctx.log_dir / f"{server_id}.log",
-                         startup_timeout=ctx.options.startup_timeout)
+                         startup_timeout=ctx.options.startup_timeout, env={"LLAMA_TRACE": "1"})
     record = ServerRecord(
         configuration=config.id,
         n_max=config.n_max,
@@ -546,9 +548,10 @@ def draft_log_line(server: _LogSource, offset: int, *, expect: bool, count: int 
         if len(lines) >= count or not expect or time.monotonic() > deadline:
             if not lines:
                 return None, offset
+            steps = verify_steps(text)  # the request's step lines come before its acceptance line
             if count == 1:
-                return LogFigures.from_stats(lines[-1]), offset
-            return LogFigures.summed([LogFigures.from_stats(line) for line in lines[-count:]]), offset
+                return LogFigures.from_stats(lines[-1], steps), offset
+            return LogFigures.summed([LogFigures.from_stats(line) for line in lines[-count:]], steps), offset
         time.sleep(pause)
         pause = min(2 * pause, _SETTLE_POLL_S)
 

@@ -46,10 +46,10 @@ def recommended_temperature(model: str | Path | None) -> float:
 
 
 def _model_path(model: str | Path | None) -> Path:
-    if model is None:
-        from mtpinspect.trained_model import SHIPPED_GGUF
+    from mtpinspect.trained_model import built_in, is_built_in
 
-        return Path(SHIPPED_GGUF.resolve())
+    if model is None or is_built_in(model):
+        return Path(built_in(model).resolve())
     if isinstance(model, str) and ":" in model and not Path(model).exists():
         raise UsageError(f"--temperature {RECOMMENDED}: read from a GGUF file; for {model} give a number")
     path = Path(model).expanduser()

@@ -105,6 +105,9 @@ class GroupStats:
     drafted: int
     accepted: int
     drafts: int
+    # Recurrent-state checkpoints the server restored (a partly rejected draft on a hybrid or recurrent
+    # model, each followed by a replay), from its traced step lines; None where no run's log has them.
+    checkpoint_restores: int | None
     rss_peak_bytes: int | None
     rss_post_load_bytes: int | None
     gpu_memory_bytes: int | None
@@ -243,6 +246,7 @@ def _group(
     crashes = [c for c in (*(r.crash for r in failed), *(s.crash for s in failed_starts)) if c is not None]
     gpu = [sum(r.gpu_memory_bytes.values()) for r in ok if r.gpu_memory_bytes]
     checks = [r.log_agrees for r in ok if r.log_agrees is not None]
+    restores = [r.log.checkpoint_restores for r in ok if r.log is not None and r.log.checkpoint_restores is not None]
     return GroupStats(
         configuration=config.id,
         label=config.label,
@@ -264,6 +268,7 @@ def _group(
         drafted=drafted,
         accepted=accepted,
         drafts=drafts,
+        checkpoint_restores=sum(restores) if restores else None,
         rss_peak_bytes=max((r.rss_peak_bytes for r in ok if r.rss_peak_bytes), default=None),
         rss_post_load_bytes=max((s.rss_post_load_bytes for s in started if s.rss_post_load_bytes), default=None),
         gpu_memory_bytes=max(gpu, default=None),

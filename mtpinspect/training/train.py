@@ -45,12 +45,21 @@ class Recipe:
     threads: int = 2
     layers: int = 4
     corpus: str = DEBIAN  # corpus.CORPORA: the Debian packages, or the sample of them that ships (smoke runs, tests)
+    family: str = "glm4moe"  # family.FAMILIES: what is trained; everything else is shared
 
     def lr_at(self, step: int) -> float:
         if step < self.warmup:
             return self.lr * (step + 1) / self.warmup
         done = (step - self.warmup) / max(1, self.steps - self.warmup)
         return self.lr * (self.min_lr_share + (1 - self.min_lr_share) * 0.5 * (1 + math.cos(math.pi * min(1.0, done))))
+
+
+# The recipe of each family's built-in model. qwen35's is short: its Gated DeltaNet runs transformers'
+# reference PyTorch path (no fused kernels on a CPU), several times slower a token than attention.
+RECIPES: dict[str, Recipe] = {
+    "glm4moe": Recipe(),
+    "qwen35": Recipe(family="qwen35", steps=64, length=129, warmup=8, lr=3e-3, eval_every=64, eval_windows=16),
+}
 
 
 @dataclass
@@ -118,15 +127,16 @@ def _fit(inputs: _Inputs, recipe: Recipe, curve_path: Path, say: Progress) -> tu
     import numpy as np
     import torch
 
-    from mtpinspect.training import data, evaluate, tokenizer
-    from mtpinspect.training.model import Shape, TinyGlm, losses
+    from mtpinspect.training import data, evaluate
+    from mtpinspect.training.family import family
+    from mtpinspect.training.model import losses
 
     vocab, streams = inputs.vocab, inputs.streams
     # The order of the seeded draws (the weights, then the batches) is part of the recipe.
     torch.manual_seed(recipe.seed)
     torch.set_num_threads(recipe.threads)
     rng = np.random.default_rng(recipe.seed)
-    model = TinyGlm(Shape(vocab=tokenizer.PADDED_VOCAB, layers=recipe.layers), vocab)
+    model = family(recipe.family).build(recipe.layers, vocab)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay}, {"params": rest, "weight_decay": 0.0}],
@@ -160,6 +170,7 @@ def _fit(inputs: _Inputs, recipe: Recipe, curve_path: Path, say: Progress) -> tu
 def _record(inputs: _Inputs, recipe: Recipe, model: Any, last: dict[str, Any], seconds: float) -> dict[str, Any]:
     """How the weights were made: training.json of the checkpoint."""
     import torch
+    import transformers
 
     from mtpinspect.training import tokenizer
 
@@ -173,6 +184,7 @@ def _record(inputs: _Inputs, recipe: Recipe, model: Any, last: dict[str, Any], s
         "tokens_seen": last.get("tokens", 0),
         "seconds": round(seconds, 1),
         "torch": torch.__version__,
+        "transformers": transformers.__version__,  # qwen35's trunk is transformers' own Qwen3_5TextModel
         "held_out": last.get("held_out", []),
     }
 
@@ -182,10 +194,13 @@ def _save(work: Path, inputs: _Inputs, model: Any, record: dict[str, Any], say: 
     import torch
 
     from mtpinspect.training import checkpoint, toolchain
+    from mtpinspect.training.family import family
 
     folder = work / "checkpoint"
-    cfg = checkpoint.config(model.shape, eos=inputs.eot, bos=inputs.tokenizer.convert_tokens_to_ids("[gMASK]"))
-    checkpoint.save(folder, checkpoint.published_tensors(model, inputs.vocab), cfg, inputs.tokenizer, record)
+    made = family(record["recipe"]["family"])
+    # GLM opens a text with [gMASK]; Qwen3.5 has no BOS token and separates texts with <|endoftext|>.
+    bos = inputs.tokenizer.convert_tokens_to_ids("[gMASK]") if made.name == "glm4moe" else inputs.eot
+    checkpoint.save(folder, made.published(model, inputs.vocab), made.config(model.shape, inputs.eot, bos), inputs.tokenizer, record)
     say(f"converting {folder.name} with the pinned convert_hf_to_gguf.py ({SHIPPED_OUTTYPE})")
     gguf = toolchain.convert(folder, work / f"model-{SHIPPED_OUTTYPE.upper()}.gguf", SHIPPED_OUTTYPE)
     torch.save({"model": model.state_dict(), "kept": inputs.vocab.kept}, work / "state.pt")

@@ -1,0 +1,162 @@
+"""The second built-in model, a tiny Qwen3.5-family (qwen35) trunk with a trained MTP layer: every command
+on it through the CLI on the real llama-server (short settings), and what the pinned llama.cpp does with
+a hybrid trunk's rejected drafts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cliproc import error_line, run_cli
+from gguf import GGUFReader
+
+from mtpinspect.runtime.logs import verify_steps
+from mtpinspect.trained_model import QWEN35_GGUF, SHIPPED_QWEN35
+from mtpinspect.training import missing
+
+needs_converter = pytest.mark.skipif(bool(missing(("torch", "transformers"))), reason="the train extra is not installed")
+
+
+def test_shipped_qwen35_is_a_hybrid_trunk_with_one_mtp_layer() -> None:
+    reader = GGUFReader(QWEN35_GGUF)
+    fields = {f.name: f.contents() for f in reader.fields.values()}
+    assert fields["general.architecture"] == "qwen35"
+    assert fields["qwen35.nextn_predict_layers"] == 1
+    names = {t.name for t in reader.tensors}
+    blocks = fields["qwen35.block_count"]
+    trunk = blocks - 1
+    # Gated DeltaNet layers (ssm_*) and attention layers (attn_q) both in the trunk; the MTP layer is an
+    # attention block with the nextn tensors.
+    assert any(n.startswith("blk.0.ssm_") for n in names) and f"blk.{trunk - 1}.attn_q.weight" in names
+    assert {f"blk.{trunk}.nextn.eh_proj.weight", f"blk.{trunk}.nextn.enorm.weight", f"blk.{trunk}.nextn.hnorm.weight"} <= names
+    assert QWEN35_GGUF.stat().st_size < 40 << 20
+    record = json.loads((SHIPPED_QWEN35 / "training.json").read_text())
+    assert record["recipe"]["family"] == "qwen35" and record["recipe"]["corpus"] == "debian"
+
+
+def test_unknown_built_in_model_is_one_line(tmp_path: Path) -> None:
+    error_line(run_cli("sweep", "builtin:nope", "--out", str(tmp_path / "out")), "builtin:nope", "builtin:qwen35")
+
+
+def test_verify_steps_count_the_traced_steps_and_restores() -> None:
+    """The pinned server's LLAMA_TRACE=1 lines (server-context.cpp), as printed; text that is not a step
+    line says nothing."""
+    log = ("0.07.529.866 I slot   operator(): id  0 | task 0 | accepted  0/ 1 draft tokens\n"
+           "slot   operator(): id  0 | task 6 | accepted  1/ 3 draft tokens (restore checkpoint)\n"
+           "slot   operator(): id  0 | task 6 | accepted  2/ 2 draft tokens\n"
+           "slot print_timing: id  0 | task 6 | draft acceptance = 0.25000 (    1 accepted /     4 generated), mean len =  1.50\n")
+    steps = verify_steps(log)
+    assert steps is not None and (steps.steps, steps.restores) == (3, 1)
+    assert verify_steps("srv  update_slots: all slots are idle\nThe accepted 3/4 of the tokens were drafts.\n") is None
+    assert verify_steps("") is None
+
+
+@pytest.mark.server
+def test_sweep_of_the_qwen35_model_drafts_and_counts_its_restores(tmp_path: Path) -> None:
+    """sweep builtin:qwen35 across n-max on the real llama-server: the head drafts and is accepted, the
+    traced step lines are read, and the restores are counted. The pinned llama.cpp rolls a qwen35 trunk
+    back without a checkpoint: with draft-mtp it keeps n_rs_seq = n-max recurrent states per sequence
+    (common.h need_n_rs_seq, llm_arch_supports_rs_rollback), and restores a checkpoint only for a rollback
+    longer than that, which a draft of at most n-max tokens never needs: 0 restores, however many drafts
+    are rejected. At temperature 1: the shipped model's greedy text is one token repeated (its 64-step
+    recipe left the trunk at the unigram stage), which the head drafts every time; sampled text rejects
+    drafts often enough to make rollbacks."""
+    out = tmp_path / "out"
+    done = run_cli("sweep", "builtin:qwen35", "--n-max", "1,3", "--repeat", "1", "--prompts", "code", "--n-predict", "32",
+                   "--temperature", "1", "--out", str(out), "--format", "json", "--", "-t", "2", timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    groups = {g["n_max"]: g for g in report["results"] if g["n_max"] is not None}
+    assert set(groups) == {1, 3}
+    for group in groups.values():
+        assert group["acceptance"] is not None and 0 < group["acceptance"] < 1, group
+        assert group["log_agrees"] is True and group["rss_peak_bytes"]
+        assert group["drafted"] > group["accepted"]  # drafts were rejected ...
+        assert group["checkpoint_restores"] == 0  # ... and rolled back without a checkpoint
+    logs = "".join(p.read_text(errors="replace") for p in (out / "logs").glob("n-max-*.log"))
+    steps = verify_steps(logs)
+    assert steps is not None and steps.restores == 0
+    assert steps.steps >= sum(g["drafts"] for g in groups.values())
+
+
+@pytest.mark.server
+def test_check_verifies_the_qwen35_model_with_the_engine() -> None:
+    done = run_cli("check", str(QWEN35_GGUF), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["usable"], report["mtp_layers"], report["layout"]) == (True, 1, "bundled")
+    llama = report["runtimes"]["llama.cpp"]
+    assert llama["status"] == "supported" and llama["verified"]["ok"] is True
+
+
+@pytest.mark.server
+def test_drift_at_one_thread_on_the_hybrid_model(tmp_path: Path) -> None:
+    """At -t 1, MTP on the hybrid trunk (drafts verified in a batch, rejected ones rolled back in the
+    recurrent state) gives the baseline's temperature-0 text, as on the all-attention model."""
+    out = tmp_path / "out"
+    done = run_cli("drift", "builtin:qwen35", "--prompts", "code", "--n-predict", "48", "--n-max", "2", "--threads", "0",
+                   "--out", str(out), "--format", "json", timeout=600)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    by_trigger = {c["trigger"]: c for c in report["comparisons"]}
+    mtp = by_trigger["mtp"]
+    assert mtp["acceptance"] is not None and mtp["acceptance"] > 0
+    assert mtp["matching"] == mtp["compared"] > 0, mtp
+    assert by_trigger["control"]["matching"] == by_trigger["control"]["compared"]
+
+
+@pytest.fixture(scope="module")
+def qwen35_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two steps of the qwen35 recipe on the sample corpus: a Hugging Face folder the pinned converter reads."""
+    out = tmp_path_factory.mktemp("qwen35") / "run"
+    done = run_cli("train", str(out), "--family", "qwen35", "--corpus", "sample", "--steps", "2", "--format", "json",
+                   timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out / "checkpoint"
+
+
+@needs_converter
+@pytest.mark.server
+def test_diagnose_names_a_qwen35_conversion_without_its_mtp_layer(qwen35_checkpoint: Path, tmp_path: Path) -> None:
+    """The pinned converter's --no-mtp drops the MTP layer: check and diagnose say so, before any server runs."""
+    from mtpinspect.training.toolchain import convert
+
+    trunk = convert(qwen35_checkpoint, tmp_path / "trunk.gguf", "q8_0", mtp="trunk")
+    fields = {f.name: f.contents() for f in GGUFReader(trunk).fields.values()}
+    assert fields["general.architecture"] == "qwen35" and "qwen35.nextn_predict_layers" not in fields
+    done = run_cli("diagnose", str(trunk), "--format", "json", "--n-predict", "32", "--", "-t", "2", timeout=600)
+    assert done.returncode == 1, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    first = report["causes"][0]
+    assert first["code"] == "MTP_WEIGHTS_MISSING", report["causes"]
+    assert any("nextn_predict_layers = None" in line for line in first["evidence"]), first["evidence"]
+
+
+def _mtp_memory(model: str, gguf: Path, tmp_path: Path) -> tuple[int, int]:
+    """check's estimate of what MTP adds (llama.cpp's own figures at -c 4096), and what it added to the
+    post-load RSS of the real llama-server at n-max 1, same context (the model's 4096)."""
+    done = run_cli("check", str(gguf), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    memory = json.loads(done.stdout)["memory"]
+    assert memory["context"] == 4096
+    done = run_cli("sweep", model, "--n-max", "1", "--repeat", "1", "--prompts", "code", "--n-predict", "8", "--no-plot",
+                   "--out", str(tmp_path / "out"), "--format", "json", "--", "-t", "2", timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = {g["n_max"]: g["rss_post_load_bytes"] for g in json.loads(done.stdout)["results"]}
+    return memory["mtp_bytes"], loaded[1] - loaded[None]
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("model", [
+    "builtin:glm4moe",
+    pytest.param("builtin:qwen35", marks=pytest.mark.xfail(strict=True, reason=(
+        "check's memory estimate misses most of what MTP adds on the hybrid trunk: 7.2 MiB estimated at -c 4096 "
+        "against 28.6 MiB more post-load RSS measured at n-max 1 (92.1 against 63.5 MiB); on glm4moe 11.5 MiB "
+        "against 8.2 MiB. Not yet attributed (the n_rs_seq recurrent states, the draft context)"))),
+])
+def test_check_memory_estimate_covers_what_mtp_adds(model: str, tmp_path: Path) -> None:
+    from mtpinspect.trained_model import built_in
+
+    estimate, measured = _mtp_memory(model, built_in(model), tmp_path)
+    assert measured <= 1.5 * estimate + (4 << 20), (estimate, measured)
