@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from mtpinspect.logread.formats import strip_prefixes
 from mtpinspect.logread.run_facts import LogApp, MtpUse
-from mtpinspect.logread.voices import content_lines
+from mtpinspect.logread.voices import MAX_LINE, content_lines, lines_with
 from mtpinspect.vocabulary import Engine, Word
 
 
@@ -335,7 +334,6 @@ SPECULATIVE_WORDS = re.compile(r"(?<![A-Za-z])[Ss]peculative[ _-]?(?:decod|draft
                                r"NextN|(?<![A-Za-z])[Nn]extn|\bEAGLE|\b[Ee]agle(?:\d|[A-Z_]|\b)|spec_decode|num_speculative")
 
 _MAX_PER_MESSAGE = 16  # hits kept per message: the first ones carry the setup, more add nothing
-_MAX_LINE = 16384  # characters kept of a line (a weight list runs to kilobytes; a line may claim to be the whole file)
 
 
 @dataclass(frozen=True)
@@ -377,7 +375,7 @@ def scan(text: str) -> Scan:
     for message in CATALOGUE:
         mine: dict[int, tuple[str, re.Match[str]]] = {}
         for key in message.keys:
-            for start, raw in _lines_with(text, key):
+            for start, raw in lines_with(text, key):
                 if start in mine or start in content:
                     continue
                 match = message.pattern.search(strip_prefixes(raw))
@@ -393,19 +391,8 @@ def scan(text: str) -> Scan:
     for start in sorted(found):
         number += text.count("\n", counted, start)
         counted = start
-        hits += [Hit(message, raw[:_MAX_LINE].strip(), number, match) for message, raw, match in found[start]]
+        hits += [Hit(message, raw[:MAX_LINE].strip(), number, match) for message, raw, match in found[start]]
     return Scan(tuple(hits))
-
-
-def _lines_with(text: str, key: str) -> Iterator[tuple[int, str]]:
-    """(start, line) of each line holding ``key``, in order; the line is cut at _MAX_LINE characters."""
-    at = text.find(key)
-    while at >= 0:
-        start = text.rfind("\n", 0, at) + 1
-        end = text.find("\n", at)
-        end = len(text) if end < 0 else end
-        yield start, text[start : min(end, start + _MAX_LINE)]
-        at = text.find(key, end)
 
 
 # The lines that say why MTP failed, whatever printed them (failures.py picks the telling line with it).

@@ -33,16 +33,18 @@ _CONTENT = re.compile(
     r"|\bprompt: ['\"\[]"
     r"|GenerateReqInput\("
     r"|<\|im_start\|>|<\|user\|>|<\|assistant\|>|\[INST\]|<start_of_turn>|<\|start_header_id\|>|<｜User｜>|<｜Assistant｜>")
-_MAX_LINE = 16384
+MAX_LINE = 16384  # characters kept of a line (a weight list runs to kilobytes; a line may claim to be the whole file)
 
 
-def _lines_with(text: str, key: str) -> Iterator[tuple[int, str]]:
+def lines_with(text: str, key: str) -> Iterator[tuple[int, str]]:
+    """(start, line) of each line holding ``key``, in order; the line is cut at MAX_LINE characters. One find per
+    line that holds the key: linear in the text."""
     at = text.find(key)
     while at >= 0:
         start = text.rfind("\n", 0, at) + 1
         end = text.find("\n", at)
         end = len(text) if end < 0 else end
-        yield start, text[start : min(end, start + _MAX_LINE)]
+        yield start, text[start : min(end, start + MAX_LINE)]
         at = text.find(key, end)
 
 
@@ -50,7 +52,7 @@ def content_lines(text: str) -> frozenset[int]:
     """The start offsets of the lines that are content (request bodies, prompts, chat text), not output."""
     found: set[int] = set()
     for key in _CONTENT_KEYS:
-        for start, line in _lines_with(text, key):
+        for start, line in lines_with(text, key):
             if start not in found and _CONTENT.search(line):
                 found.add(start)
     return frozenset(found)
@@ -58,7 +60,7 @@ def content_lines(text: str) -> frozenset[int]:
 
 def is_content(line: str) -> bool:
     """One line, on its own: is it content (see the module docstring)?"""
-    return any(key in line for key in _CONTENT_KEYS) and _CONTENT.search(line[:_MAX_LINE]) is not None
+    return any(key in line for key in _CONTENT_KEYS) and _CONTENT.search(line[:MAX_LINE]) is not None
 
 
 def without_content(text: str) -> str:
@@ -87,7 +89,7 @@ def last_command(text: str) -> str | None:
     """The last command a shell prompt in ``text`` shows (the program a shell's crash line is about)."""
     command = None
     for line in text.splitlines()[-400:]:
-        found = _SHELL.match(line[:_MAX_LINE])
+        found = _SHELL.match(line[:MAX_LINE])
         if found is not None:
             command = found["command"].strip()
     return command
