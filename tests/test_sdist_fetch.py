@@ -152,3 +152,12 @@ def test_a_file_whose_hash_is_not_the_pinned_one_is_not_taken(index: _Index, tmp
     dest.mkdir()
     assert fetch_from_index(dest, PipIndexes((index.url, "http://127.0.0.1:9/simple"), (), None, 5)) is None
     assert list(dest.iterdir()) == []  # nothing half-written left
+
+
+@pytest.mark.parametrize("quiet", ["1", "3"])
+def test_pips_index_is_read_under_pip_quiet(quiet: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PIP_QUIET (as .ci/run sets it, or `quiet` in a pip.conf) silences `pip config list`; the index the user
+    named must still be found, not taken for PyPI (CI fetched from PyPI past the test's loopback index)."""
+    monkeypatch.setenv("PIP_QUIET", quiet)
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    assert pip_indexes().indexes[0] == "http://127.0.0.1:9/simple"

@@ -131,7 +131,7 @@ def _group(n: int, t: float, n_max: int | None, tps: float, method: str | None =
         configuration=setting + Condition(n, t).suffix, label=setting, n_max=n_max, synthetic=None,
         prompt_class="code", runs=3, failed=0, error=None, tokens_per_second=spread, prompt_tokens_per_second=None,
         speedup=None, within_noise=None, acceptance=None, mean_length=None, first_position_acceptance=None,
-        expected_length=None, per_position=[], drafted=0, accepted=0, drafts=0, rss_peak_bytes=None,
+        expected_length=None, per_position=[], drafted=0, accepted=0, drafts=0, checkpoint_restores=None, rss_peak_bytes=None,
         rss_post_load_bytes=None, gpu_memory_bytes=None, repeats_identical=None, identical_to_baseline=None,
         first_divergence=None, log_agrees=None, method=method if n_max else None, setting=setting, concurrency=n,
         temperature=t,

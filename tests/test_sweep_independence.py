@@ -299,7 +299,8 @@ def _stats(method: str | None, n_max: int | None, tps: float, spread: float = 0.
         error=None, tokens_per_second=Spread(tps, tps * (1 - spread), tps * (1 + spread)),
         prompt_tokens_per_second=None, speedup=None, within_noise=None, acceptance=figures.get("acceptance"),
         mean_length=figures.get("mean_length"), first_position_acceptance=None, expected_length=None,
-        per_position=[], drafted=0, accepted=0, drafts=0, rss_peak_bytes=figures.get("rss"), rss_post_load_bytes=None,
+        per_position=[], drafted=0, accepted=0, drafts=0, checkpoint_restores=None, rss_peak_bytes=figures.get("rss"),
+        rss_post_load_bytes=None,
         gpu_memory_bytes=None, repeats_identical=None, identical_to_baseline=None, first_divergence=None,
         log_agrees=None, method=method, setting=setting, ttft_ms=Spread(40.0, 30.0, 50.0))
 

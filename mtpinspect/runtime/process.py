@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 _PR_SET_PDEATHSIG = 1
 
@@ -59,18 +59,20 @@ class ProbeOverflow(Exception):
         self.max_bytes = max_bytes
 
 
-def run_bounded(command: Sequence[str], timeout: float, max_bytes: int = PROBE_MAX_BYTES) -> tuple[str, str]:
+def run_bounded(command: Sequence[str], timeout: float, max_bytes: int = PROBE_MAX_BYTES,
+                env: Mapping[str, str] | None = None) -> tuple[str, str]:
     """Run a short command and return its stdout and stderr (at most ``max_bytes`` of each). Bounded in
     time (subprocess.TimeoutExpired after ``timeout`` s) and in memory (ProbeOverflow when a stream
     exceeds ``max_bytes``); either way, and after a normal exit too, every process it started is stopped:
     its process group, and what left the group (``setsid``, a double fork), found by the mark its
-    environment carries, as for a ``--serve`` command (serve_scope.py)."""
+    environment carries, as for a ``--serve`` command (serve_scope.py). ``env``: variables set for it over
+    this process's environment."""
     from mtpinspect.runtime.serve_scope import new_scope  # psutil: only where a program runs
 
     scope = new_scope()
     proc = subprocess.Popen(
         list(command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=scope.environment(), start_new_session=os.name != "nt", preexec_fn=die_with_parent(),
+        env={**scope.environment(), **(env or {})}, start_new_session=os.name != "nt", preexec_fn=die_with_parent(),
     )
     assert proc.stdout is not None and proc.stderr is not None
     kept = (bytearray(), bytearray())

@@ -59,7 +59,10 @@ def pip_indexes(config_list: str | None = None) -> PipIndexes:
     if config_list is None:
         from mtpinspect.runtime.process import run_bounded
 
-        config_list, _ = run_bounded([sys.executable, "-m", "pip", "config", "list"], _CONFIG_TIMEOUT_S)
+        # pip prints `config list` at its info level: PIP_QUIET (or `quiet` in a pip.conf) would make it print
+        # nothing, and the user's index would be taken for PyPI. The environment outranks every config file.
+        config_list, _ = run_bounded([sys.executable, "-m", "pip", "config", "list"], _CONFIG_TIMEOUT_S,
+                                     env={"PIP_QUIET": "0"})
     values: dict[tuple[str, str], str] = {}
     for line in config_list.splitlines():
         match = _CONFIG_RE.match(line.strip())
