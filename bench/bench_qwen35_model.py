@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_trained_model import CLASSES, _prompts
+from bench_trained_model import CLASSES, _prompts, replay_by_class
 from tabulate import tabulate
 
 from mtpinspect.sweep import SweepOptions, run_sweep
@@ -48,7 +48,6 @@ def _pytorch(state: Path, prompts: Path, n_predict: int) -> dict[str, dict]:
     import numpy as np
     import torch
 
-    from mtpinspect.training.evaluate import replay_n_max_1
     from mtpinspect.training.model import Vocabulary
     from mtpinspect.training.model_qwen35 import TinyQwen35, from_published, published_tensors, shape_of
     from mtpinspect.training.tokenizer import build
@@ -62,16 +61,8 @@ def _pytorch(state: Path, prompts: Path, n_predict: int) -> dict[str, dict]:
     trained.load_state_dict(saved["model"])
     model = from_published(published_tensors(trained, vocab), cfg)
     tok = build(toolchain().vocab("starcoder"))
-    stop = {tok.convert_tokens_to_ids("<|endoftext|>")}
-    rows = [json.loads(line) for line in prompts.read_text(encoding="utf-8").splitlines()]
-    out: dict[str, dict] = {}
-    for cls in CLASSES:
-        drafted = accepted = 0
-        for row in (r for r in rows if r["class"] == cls):
-            run = replay_n_max_1(model, tok(row["prompt"], add_special_tokens=False)["input_ids"], n_predict, stop)
-            drafted, accepted = drafted + run.drafted, accepted + run.accepted
-        out[cls] = {"drafted": drafted, "accepted": accepted, "acceptance": accepted / drafted if drafted else None}
-    return out
+    return {cls: {"drafted": drafted, "accepted": accepted, "acceptance": accepted / drafted if drafted else None}
+            for cls, (drafted, accepted) in replay_by_class(model, tok, prompts, n_predict).items()}
 
 
 def main() -> None:

@@ -82,13 +82,30 @@ def _diagnose(model: Path, mtp_file: Path | None) -> list[str]:
     return [f"{c.code} ({c.confidence_word})" for c in report.causes] or ["no cause found"]
 
 
+def replay_by_class(model, tok, prompts: Path, n_predict: int) -> dict[str, tuple[int, int]]:
+    """(drafted, accepted) per class of PyTorch's replay of llama-server's greedy n-max-1 loop on the prompts
+    (training/evaluate.replay_n_max_1), for either built-in model's trunk and head."""
+    from mtpinspect.training.evaluate import replay_n_max_1
+
+    stop = {tok.convert_tokens_to_ids("<|endoftext|>")}
+    rows = [json.loads(line) for line in prompts.read_text(encoding="utf-8").splitlines()]
+    counts: dict[str, tuple[int, int]] = {}
+    for cls in CLASSES:
+        drafted = accepted = 0
+        for row in (r for r in rows if r["class"] == cls):
+            run = replay_n_max_1(model, tok(row["prompt"], add_special_tokens=False)["input_ids"], n_predict, stop)
+            drafted, accepted = drafted + run.drafted, accepted + run.accepted
+        counts[cls] = (drafted, accepted)
+    return counts
+
+
 def _replay(prompts: Path, n_predict: int) -> dict[str, dict]:
     """n-max-1 acceptance per class from PyTorch on the shipped GGUF's weights, and teacher-forced figures."""
     import numpy as np
     import torch
 
     from mtpinspect.training.checkpoint import from_published
-    from mtpinspect.training.evaluate import figures, replay_n_max_1
+    from mtpinspect.training.evaluate import figures
     from mtpinspect.training.model import Vocabulary
     from mtpinspect.training.tokenizer import build
     from mtpinspect.training.toolchain import toolchain
@@ -97,14 +114,8 @@ def _replay(prompts: Path, n_predict: int) -> dict[str, dict]:
     cfg = config()
     model = from_published(dict(checkpoint_tensors()), cfg)
     tok = build(toolchain().vocab("starcoder"))
-    stop = {tok.convert_tokens_to_ids("<|endoftext|>")}
-    rows = [json.loads(line) for line in prompts.read_text(encoding="utf-8").splitlines()]
     out: dict[str, dict] = {}
-    for cls in CLASSES:
-        drafted = accepted = 0
-        for row in (r for r in rows if r["class"] == cls):
-            run = replay_n_max_1(model, tok(row["prompt"], add_special_tokens=False)["input_ids"], n_predict, stop)
-            drafted, accepted = drafted + run.drafted, accepted + run.accepted
+    for cls, (drafted, accepted) in replay_by_class(model, tok, prompts, n_predict).items():
         out[cls] = {"drafted": drafted, "accepted": accepted, "acceptance": round(accepted / drafted, 4) if drafted else None}
     # Teacher-forced, on held-out token streams (the training's own evaluation, on the shipped weights).
     from mtpinspect.training.data import load
