@@ -20,8 +20,8 @@ import argparse
 import json
 from pathlib import Path
 
+from mtpinspect.causes import confidence_word
 from mtpinspect.diagnosis import diagnose
-from mtpinspect.diagnosis.causes import confidence_word
 from mtpinspect.errors import MtpinspectError
 
 

@@ -148,7 +148,7 @@ class GraphSupport(Word):
 
 
 class Mechanism(Word):
-    """How a diagnose cause hurts MTP, worst first (causes.py weighs each)."""
+    """How a diagnose cause hurts MTP, worst first (mtpinspect/causes.py weighs each)."""
 
     blocked = "blocked"  # MTP does not run at all
     zero = "zero"  # it runs, but about every draft is rejected

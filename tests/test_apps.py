@@ -716,7 +716,7 @@ def test_no_import_cycles_and_sources_import_no_higher_floor() -> None:
 # The package's floors, lowest first: a module imports from its own floor or a lower one, never a higher
 # one. Inspection reads a sweep's report (check --sweep-report), so sweep/ sits below it; diagnose combines both.
 FLOORS = (
-    ("vocabulary", "errors", "formulas", "units", "app_facts", "jsonable", "files", "cache_dir", "workers"),
+    ("vocabulary", "causes", "errors", "formulas", "units", "app_facts", "jsonable", "files", "cache_dir", "workers"),
     ("sources", "runtime", "tiny_drafts"),
     ("formats", "apps", "training"),
     ("tiny_model", "trained_model"),

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from mtpinspect.causes import CAUSES, MECHANISM_WEIGHT, Cause
 from mtpinspect.diagnosis import diagnose
-from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT, Cause
 from mtpinspect.diagnosis.rank import rank
 from mtpinspect.errors import FormatError, UsageError
 from mtpinspect.logread.runs import read_log

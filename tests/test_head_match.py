@@ -17,7 +17,7 @@ from gguf.quants import dequantize, quantize
 from hubstub import Fault, HubStub
 
 import mtpinspect
-from mtpinspect.diagnosis.causes import CAUSES
+from mtpinspect.causes import CAUSES
 from mtpinspect.diagnosis.head_rules import COPY_MATCHES, judge_head
 from mtpinspect.diagnosis.probe_result import COPY_CLASS, HEAD_PROBE_SET, ProbeFigure
 from mtpinspect.diagnosis.static import gather_static

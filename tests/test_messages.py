@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from mtpinspect.causes import CAUSES
 from mtpinspect.diagnosis import diagnose
-from mtpinspect.diagnosis.causes import CAUSES
 from mtpinspect.errors import FormatError
 from mtpinspect.logread.catalogue import CATALOGUE, MTP_FAILURE_MARKERS, Meaning, scan
 from mtpinspect.logread.run_facts import MtpUse

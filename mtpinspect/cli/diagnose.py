@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
+from mtpinspect.causes import CAUSES, MECHANISM_WEIGHT
 from mtpinspect.cli._args import EndpointUrl, ServerArgsCommand, codes_option, format_option, hub_options, start_timeout_option
 from mtpinspect.cli._output import Output
 from mtpinspect.diagnosis import DiagnosisReport
-from mtpinspect.diagnosis.causes import CAUSES, MECHANISM_WEIGHT
 from mtpinspect.runtime.bounds import N_PREDICT_BOUND
 from mtpinspect.sources.policy import FetchPolicy
 from mtpinspect.vocabulary import RequestKind

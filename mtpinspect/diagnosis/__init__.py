@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from mtpinspect.causes import Cause
 from mtpinspect.diagnosis.app_terms import in_app_terms, ollama_run_settings
-from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.diagnosis.probe_result import PROBE_N_PREDICT, ProbeResult
 from mtpinspect.diagnosis.rank import gather_causes
 from mtpinspect.diagnosis.static import StaticEvidence, gather_static

@@ -39,7 +39,7 @@ from mtpinspect.app_facts import (
     ollama_llama_cpp_build,
 )
 from mtpinspect.apps import APP_NAMES, app_setting, ollama_draft_type, ollama_n_max, ollama_version_said
-from mtpinspect.diagnosis.causes import Cause
+from mtpinspect.causes import Cause
 from mtpinspect.errors import FormatError, MtpinspectError
 from mtpinspect.runtime.flags import (
     BATCH,

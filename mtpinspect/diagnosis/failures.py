@@ -26,18 +26,18 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mtpinspect.causes import Cause
 from mtpinspect.diagnosis.advice import (
     SIDECAR_REMAKE_FIX,
     engine_crash_fix,
     failed_start_fix,
     missing_weights_fix,
 )
-from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.diagnosis.static import StaticEvidence, fix_command
 from mtpinspect.logread.catalogue import MTP_FAILURE_MARKERS
+from mtpinspect.logread.rules_message import REJECTED_TYPE, build_without_mtp
 from mtpinspect.runtime.crash import Crash, CrashKind
 from mtpinspect.runtime.flags import DRAFT_MODEL, MTP_SPEC_TYPE, SPEC_TYPE, ServerArgs
-from mtpinspect.runtime.pin import FIRST_MTP_RELEASE
 from mtpinspect.runtime.workarounds import Trial, Workaround
 from mtpinspect.vocabulary import Engine, EvidenceSource, Layout
 
@@ -124,11 +124,6 @@ _DRAFT_LACKS_SHARED = re.compile(r"check_tensor_dims: tensor '(?:token_embd|outp
 # The draft model's load failed (common/speculative.cpp, tools/server/server-context.cpp's memory measure).
 _DRAFT_FAILED = re.compile(r"failed to (?:load|measure) (?:the )?draft model|\[spec\] failed")
 
-# "unknown speculative type: mtp" (builds since the type list became comma-separated), or the pre-MTP
-# parser's "unknown speculative decoding type without draft model" (which names no value).
-REJECTED_TYPE = re.compile(r"unknown speculative (?:type: (?P<value>[\w,-]+)|decoding type without draft model)")
-
-
 def _rejected_type(
     rejected: re.Match[str], offered: tuple[str, ...] | None, static: StaticEvidence | None, settings: ServerArgs,
     evidence: tuple[str, ...], source: EvidenceSource,
@@ -153,14 +148,6 @@ def _wrong_spec_type(static: StaticEvidence | None, settings: ServerArgs, eviden
     fixed = settings.without(SPEC_TYPE, DRAFT_MODEL)
     return Cause("WRONG_SPEC_TYPE", confidence, f"llama-server rejects the --spec-type value (MTP is `{MTP_SPEC_TYPE}`)",
                  evidence, fix_command(static, fixed), (source,))
-
-
-def build_without_mtp(why: str, evidence: tuple[str, ...], source: EvidenceSource, confidence: float) -> Cause:
-    return Cause("BUILD_WITHOUT_MTP", confidence, f"this llama.cpp build predates MTP support: {why}", evidence,
-                 f"use a llama.cpp build with MTP support (PR #22673, first in release {FIRST_MTP_RELEASE}: `llama-server --help` lists {MTP_SPEC_TYPE} "
-                 "under --spec-type): a current release or container image (pull it again: a cached image can be older "
-                 f"than it looks), or the pinned build: mtpinspect runtime build; then --spec-type {MTP_SPEC_TYPE}",
-                 (source,))
 
 
 @dataclass(frozen=True)

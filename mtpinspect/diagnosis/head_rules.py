@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from mtpinspect.causes import FINE_ACCEPTANCE, Cause
 from mtpinspect.diagnosis.advice import FOREIGN_HEAD_FIX, disagreeing_head_fix
-from mtpinspect.diagnosis.causes import FINE_ACCEPTANCE, Cause
 from mtpinspect.diagnosis.probe_result import COPY_CLASS, ProbeFigure
 from mtpinspect.diagnosis.static import StaticEvidence, head_fix
 from mtpinspect.vocabulary import Engine, EvidenceSource

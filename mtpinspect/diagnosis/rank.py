@@ -3,6 +3,8 @@
 Evidence comes from three places: static (`check` and the run's flags, static.py), the probe
 (probe.py) and logs of runs made elsewhere (logread/runs.py). The rules here read the probe and the logs:
 
+- what a pasted log's lines establish: the tie to MTP and the rules on what the run was (logread/rules_run.py), a
+  catalogue line's cause (logread/rules_message.py);
 - a failed start or a crash names its cause (failures.py);
 - ``model has unused tensor blk.N.nextn...`` with no draft lines -> MTP_NOT_ENABLED, or NO_MTP_GRAPH
   when draft-mtp was asked for (or the architecture has no graph);
@@ -30,7 +32,7 @@ Evidence comes from three places: static (`check` and the run's flags, static.py
 Merging: one cause per code; confidences from independent sources combine as 1 - prod(1 - c);
 evidence lines are concatenated; a log cause's evidence names the figures the log lacks. Ranking: by
 score = mechanism weight (blocked 1.0, zero 0.9, low 0.6, slow 0.5) x confidence, highest first; ties
-keep the catalogue order of causes.py.
+keep the catalogue order of mtpinspect/causes.py.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from mtpinspect.causes import CAUSES, FINE_ACCEPTANCE, Cause
 from mtpinspect.diagnosis.advice import (
     FOREIGN_HEAD_FIX,
     disagreeing_head_fix,
@@ -46,12 +49,9 @@ from mtpinspect.diagnosis.advice import (
     n_max_fix,
     n_max_setting,
 )
-from mtpinspect.diagnosis.causes import CAUSES, FINE_ACCEPTANCE, Cause
-from mtpinspect.diagnosis.failures import REJECTED_TYPE, CrashEvidence, classify_failure
+from mtpinspect.diagnosis.failures import CrashEvidence, classify_failure
 from mtpinspect.diagnosis.head_rules import foreign_line, judge_head
-from mtpinspect.diagnosis.message_rules import message_cause
 from mtpinspect.diagnosis.probe_result import COPY_CLASS, ProbeFigure, ProbeResult, fmt
-from mtpinspect.diagnosis.run_rules import crash_may_be_mtps, mtp_tie, not_mtps, run_cause
 from mtpinspect.diagnosis.static import (
     StaticEvidence,
     fix_command,
@@ -61,6 +61,8 @@ from mtpinspect.diagnosis.static import (
 )
 from mtpinspect.inspection.support import llama_cpp_graph
 from mtpinspect.logread.catalogue import Meaning
+from mtpinspect.logread.rules_message import REJECTED_TYPE, message_cause
+from mtpinspect.logread.rules_run import crash_may_be_mtps, mtp_tie, not_mtps, run_cause
 from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE, SPEC_FLAGS, SPEC_TYPE, ServerArgs
@@ -384,8 +386,9 @@ def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvi
     causes: list[Cause] = []
     had_sidecar = bool(log.mtp_context and "loading draft model" in log.mtp_context)
     crash = CrashEvidence(log.crash, suggested=tuple(log.suggested), engine=log.runtime) if log.crash is not None else None
-    tied = mtp_tie(log) is not None  # without a tie to MTP, a crash is a crash: no MTP cause (run_rules.py)
-    special = (run_cause(log, static) or message_cause(log)) if tied else None
+    tied = mtp_tie(log) is not None  # without a tie to MTP, a crash is a crash: no MTP cause (logread/rules_run.py)
+    head_found = static.has("MTP_PRESENT") if static is not None else None
+    special = (run_cause(log, head_found) or message_cause(log)) if tied else None
     if special is not None:
         causes.append(special)
     elif tied and (log.mtp_use is not MtpUse.off or _rejected_spec_type(log)):  # with MTP off a crash is not MTP's (a note)

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from mtpinspect.causes import Cause
 from mtpinspect.diagnosis.advice import FOREIGN_HEAD_FIX, SIDECAR_REMAKE_FIX
-from mtpinspect.diagnosis.causes import Cause
 from mtpinspect.errors import MtpinspectError
 from mtpinspect.inspection.report import CheckReport, Finding
 from mtpinspect.inspection.support import llama_server_command

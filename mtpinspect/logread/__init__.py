@@ -9,9 +9,11 @@ The steps, one module each, in the order a text goes through them (runs.py drive
   wherever they stand, added up as each format's scope says;
 - run_facts.py: what the run was (MTP on or off, the drafters, the app);
 - runs.py: one LogEvidence per run in the text (several engines' runs each judged);
-- mtp_bench.py: mtp-bench's rows and JSON given to --log.
+- mtp_bench.py: mtp-bench's rows and JSON given to --log;
+- rules_run.py: the tie to MTP (no MTP cause without one) and the causes what the run was establishes;
+  rules_message.py: the causes one catalogue line establishes (both name causes from mtpinspect/causes.py).
 
-The rules that name a cause from what was read (which need the cause catalogue, check's evidence and the
-advice) are diagnosis/'s: message_rules.py, run_rules.py, failures.py, rank.py. The package itself imports
-nothing, so importing one step does not load the others.
+Ranking the causes of every source (check, the probe, logs), the failed-start and crash rules shared with the
+probe (failures.py) and the advice are diagnosis/'s. The package itself imports nothing, so importing one step
+does not load the others.
 """

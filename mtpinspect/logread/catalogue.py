@@ -111,7 +111,7 @@ _GAP_REMEDY = {
 
 
 def gap_remedy(engine: Engine | None) -> str:
-    """What works instead when the engine's MTP path fails (its terms; llama.cpp's crash advice is failures.py's)."""
+    """What works instead when the engine's MTP path fails (its terms; llama.cpp's crash advice is diagnosis/failures.py's)."""
     return _GAP_REMEDY.get(engine if engine in _GAP_REMEDY else None, _GAP_REMEDY[None])
 
 
@@ -308,7 +308,7 @@ CATALOGUE: tuple[Message, ...] = (
     _m("Ollama named", Meaning.writer, ("ollama", "Ollama"), r"\b[Oo]llama\b", "Ollama's own wording and paths",
        "Ollama (it runs llama.cpp, or its own engine)", app=LogApp.ollama, engine=_LLAMA),
     # An error line that names speculative decoding, in whatever words an app or fork chose: the class, not the
-    # wordings seen so far (message_rules.py says what it establishes).
+    # wordings seen so far (rules_message.py says what it establishes).
     _m("speculative error", Meaning.app_refusal,
        ("error", "Error", "ERROR", "fail", "Fail", "FAIL", "annot", "can't", "nable to", "upported", "ompatible",
         "nvalid", "efus", "not found", "No matching", "no matching", "ould not", "ouldn't"),
@@ -395,7 +395,7 @@ def scan(text: str) -> Scan:
     return Scan(tuple(hits))
 
 
-# The lines that say why MTP failed, whatever printed them (failures.py picks the telling line with it).
+# The lines that say why MTP failed, whatever printed them (diagnosis/failures.py picks the telling line with it).
 MTP_FAILURE_MARKERS = re.compile("|".join(m.pattern.pattern for m in CATALOGUE if m.meaning is Meaning.mtp_failure))
 
 

@@ -1,4 +1,4 @@
-"""Rules for pasted logs that turn on what the run was (logread/run_facts.py) rather than on its figures.
+"""Rules for pasted logs that turn on what the run was (run_facts.py) rather than on its figures, and the tie to MTP.
 
 - a crash or failed start in a run with MTP off is not MTP's: no cause, a note that says so; nor is a
   crash in an excerpt that shows nothing of the run when nothing puts it on the speculative path and it is
@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import re
 
-from mtpinspect.diagnosis.causes import Cause
-from mtpinspect.diagnosis.static import StaticEvidence
+from mtpinspect.causes import Cause
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Meaning
 from mtpinspect.logread.run_facts import LogApp, MtpUse
 from mtpinspect.logread.runs import LogEvidence
@@ -130,14 +129,15 @@ def _untied(log: LogEvidence) -> str | None:
             "drafter's lines or the engine's speculative code, so it names no MTP cause")
 
 
-def run_cause(log: LogEvidence, static: StaticEvidence | None) -> Cause | None:
-    """The cause one of this module's rules names for the log, or None."""
+def run_cause(log: LogEvidence, head_found: bool | None) -> Cause | None:
+    """The cause one of this module's rules names for the log, or None. ``head_found``: whether `check` found the MTP
+    head in the checkpoint (None: the model was not checked)."""
     text = "\n".join([*log.telling, log.failure or ""])
     if log.run is not None and log.run.combines_drafters and "MTP" in text:
         return _combination(log)
     names = _NOT_INITIALIZED.search(text)
     if names is not None:
-        return _not_initialized(log, names["names"] or "", static)
+        return _not_initialized(log, names["names"] or "", head_found)
     if _PIPELINE in text:
         return _pipeline(log)
     if _CTX_OTHER in text or _SUBSCRIPT in text:
@@ -161,12 +161,12 @@ def _combination(log: LogEvidence) -> Cause:
                  (EvidenceSource.log,))
 
 
-def _not_initialized(log: LogEvidence, names: str, static: StaticEvidence | None) -> Cause:
+def _not_initialized(log: LogEvidence, names: str, head_found: bool | None) -> Cause:
     listed = re.findall(r"'([^']+)'", names)
     mtp = [n for n in listed if _MTP_WEIGHT.search(n)]
     line = _line(log, "not initialized")
-    head_present = static is not None and static.has("MTP_PRESENT")
-    if not listed and static is None:
+    head_present = bool(head_found)
+    if not listed and head_found is None:
         return _not_initialized_unnamed(log, line)
     if listed and not mtp and all(_SHARED.search(n) for n in listed) or mtp and head_present:
         why = ("check finds the MTP head in the checkpoint" if head_present else

@@ -1,12 +1,12 @@
 """Causes that one line of the catalogue (catalogue.py) establishes, for texts no richer rule explains.
 
-Tried after the rules that read the run (run_rules.py) and before the failed-start and crash rules
-(failures.py), and only when MTP was not off:
+Tried after the rules that read the run (rules_run.py) and before the failed-start and crash rules
+(diagnosis/failures.py), and only when MTP was not off:
 
 - a line whose catalogue entry names a cause (a desktop app's own refusal, an MTP flag the build rejects
   as unknown): that cause, in the terms of whoever printed it;
 
-The rest only when the text holds no MTP-failure line, which failures.py reads:
+The rest only when the text holds no MTP-failure line, which diagnosis/failures.py reads:
 
 - a llama.cpp usage listing whose ``--spec-type`` values lack ``draft-mtp`` (the build's own list, printed
   after a rejected argument or by ``--help``) -> BUILD_WITHOUT_MTP, whatever the command asked for;
@@ -35,8 +35,7 @@ from __future__ import annotations
 import re
 
 from mtpinspect.apps import APP_NAMES, app_setting
-from mtpinspect.diagnosis.causes import Cause
-from mtpinspect.diagnosis.failures import build_without_mtp
+from mtpinspect.causes import Cause
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
 from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
@@ -90,7 +89,7 @@ def message_cause(log: LogEvidence) -> Cause | None:
             return cause
     if death is not None and drafting:  # an exception no rule above ties, in a run that drafted
         return _death_after_drafting(log, death)
-    # Only where no engine's own failure line or crash is there to explain (failures.py reads those better).
+    # Only where no engine's own failure line or crash is there to explain (diagnosis/failures.py reads those better).
     framed = log.kind is not LogKind.fragment and log.failure is not None
     error = next((h for h in hits.of(Meaning.app_refusal) if h.message.cause is None), None)
     if error is not None and log.crash is None and not framed:
@@ -153,6 +152,19 @@ def _decisive(log: LogEvidence, hit: Hit) -> Cause:
     who = message.app.value if message.app is not None else (message.engine.value if message.engine else "the engine")
     return Cause(message.cause, message.confidence, f"{who}: {message.means}", evidence,
                  message.remedy or gap_remedy(None), (EvidenceSource.log,))
+
+
+# "unknown speculative type: mtp" (builds since the type list became comma-separated), or the pre-MTP
+# parser's "unknown speculative decoding type without draft model" (which names no value).
+REJECTED_TYPE = re.compile(r"unknown speculative (?:type: (?P<value>[\w,-]+)|decoding type without draft model)")
+
+
+def build_without_mtp(why: str, evidence: tuple[str, ...], source: EvidenceSource, confidence: float) -> Cause:
+    return Cause("BUILD_WITHOUT_MTP", confidence, f"this llama.cpp build predates MTP support: {why}", evidence,
+                 f"use a llama.cpp build with MTP support (PR #22673, first in release {FIRST_MTP_RELEASE}: `llama-server --help` lists {MTP_SPEC_TYPE} "
+                 "under --spec-type): a current release or container image (pull it again: a cached image can be older "
+                 f"than it looks), or the pinned build: mtpinspect runtime build; then --spec-type {MTP_SPEC_TYPE}",
+                 (source,))
 
 
 # llama.cpp's own spellings of its MTP flags (common/arg.cpp): a build that rejects them predates them.
