@@ -26,6 +26,7 @@ class Sample:
     format: LineFormat
     figures: Figures
     line: str
+    number: int = 0  # 1-based line number in the text read (0: not known)
 
 
 @dataclass
@@ -65,7 +66,7 @@ def read_lines(lines: Iterable[str]) -> LogLines:
     """Every engine's table over the lines, in one pass."""
     result = LogLines({table.engine: Reading(table) for table in ENGINES})
     marks = 0
-    for raw in lines:
+    for number, raw in enumerate(lines, 1):
         line = strip_prefixes(raw)
         if not line:
             continue
@@ -80,59 +81,98 @@ def read_lines(lines: Iterable[str]) -> LogLines:
                     marks += 1
             if table.keys.search(line) is not None:
                 known = True
-                _read_line(reading, line)
+                _read_line(reading, line, number)
         result.unread += not known
     return result
 
 
 # A table whose header names an acceptance column (llama.cpp server-bench's speed-bench "accept_rate", a
-# Markdown table of a thread): the column is read by its name, row by row, while rows keep the header's width.
+# Markdown table of a thread): the columns are read by their names, row by row, while rows keep the header's width.
+# What a row is, its first column's name says: a category of one run's prompts (coding, math: the rows add up), or
+# a run of its own (a backend, a build, a model: each row is judged apart, issue 42's rule on several runs).
 TABLE_FORMAT = LineFormat("table with an acceptance column", Scope.interval, ("accept",), re.compile(r"accept"))
+TABLE_RUNS_FORMAT = LineFormat("table with an acceptance column, a run per row", Scope.summary, ("accept",),
+                               re.compile(r"accept"))
 _TABLE_CELLS = re.compile(r"\s*\|\s*|\s{2,}|\t")
-_RATE_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _]rate|acc(?:ept)?_?rate)(?:\s*\(%\)|_pct|\s*%)?$", re.IGNORECASE)
-_LENGTH_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _](?:length|len))$", re.IGNORECASE)
+_RATE_COLUMN = re.compile(r"^(?:avg_?|mean_?|draft[ _])?(?:accept(?:ance)?(?:[ _]rate)?|acc(?:ept)?_?rate)(?:\s*\(%\)|_pct|\s*%)?$",
+                          re.IGNORECASE)
+_LENGTH_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _](?:length|len))$|^mean[ _](?:acc(?:ept(?:ance)?)?[ _])?len(?:gth)?$",
+                            re.IGNORECASE)
+# First columns whose rows are runs of their own (what was changed between them), not categories of one run's prompts.
+_RUN_COLUMN = re.compile(r"^(?:backend|device|gpu|build|version|release|image|engine|config(?:uration)?|setup|run|"
+                         r"model|quant(?:ization)?|commit|branch|flags?|settings?)s?$", re.IGNORECASE)
 _RULE_ROW = re.compile(r"^[\s|:+-]+$")
+# A cell's number (Markdown emphasis and code marks around it), in percent when it says so, and "(accepted/drafted)".
+_CELL = re.compile(r"^[*_`~\s]*(?P<value>\d{1,6}(?:\.\d{1,12})?)\s*(?P<pct>%)?[*_`~\sx]*(?:\(\s*(?P<acc>\d{1,15})\s*/\s*(?P<gen>\d{1,15})\s*\))?")
 # Column names only llama.cpp's server-bench prints (tools/server/bench: predicted tokens per second, "pred").
 _LLAMA_TABLE = re.compile(r"\bspec_avg_pred_t/s\b|\bbase_avg_pred_t/s\b")
 
 
+@dataclass(frozen=True)
+class _Header:
+    width: int
+    columns: tuple[tuple[int, str, bool], ...]  # (index, "rate"/"len", percent)
+    format: LineFormat
+
+
+def _header(line: str) -> _Header | None:
+    cells = _TABLE_CELLS.split(line)
+    if len(cells) < 2:
+        return None
+    columns = tuple((i, "rate" if _RATE_COLUMN.match(cell) else "len", "%" in cell or "pct" in cell.lower())
+                    for i, cell in enumerate(cells) if _RATE_COLUMN.match(cell) or _LENGTH_COLUMN.match(cell))
+    if not columns:
+        return None
+    per_run = _RUN_COLUMN.match(cells[0].strip("*_` ")) is not None
+    return _Header(len(cells), columns, TABLE_RUNS_FORMAT if per_run else TABLE_FORMAT)
+
+
+def _row(header: _Header, line: str) -> Figures | None:
+    """A row's figures; None when the row does not fit the header (the table ended)."""
+    cells = _TABLE_CELLS.split(line)
+    if len(cells) != header.width:
+        return None
+    read: dict[str, Any] = {}
+    for index, kind, percent in header.columns:
+        cell = _CELL.match(cells[index])
+        if cell is None:
+            return None
+        value = float(cell["value"])
+        if kind == "rate":
+            rate = value / 100 if percent or cell["pct"] or value > 1 else value
+            if 0 <= rate <= 1:
+                read["acceptance"] = rate
+            if cell["acc"] is not None and int(cell["acc"]) <= int(cell["gen"]):
+                read["accepted"], read["drafted"] = int(cell["acc"]), int(cell["gen"])
+        elif 1 <= value <= 64:
+            read["mean_length"] = value
+    return with_ratios(Figures(**read)) if read else Figures()
+
+
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
-    """The acceptance column of each table in ``text`` (one sample per row) and whose table it is when its header
-    says (None: no engine named); ([], None) when no header names an acceptance column."""
-    if "accept" not in text:
+    """The acceptance and mean-length columns of each table in ``text`` (one sample per row) and whose table it is
+    when its header says (None: no engine named); ([], None) when no header names such a column."""
+    if "accept" not in text.lower() and "mean len" not in text.lower():
         return [], None
     samples: list[Sample] = []
     engine: Engine | None = None
-    column: tuple[int, int, str, bool] | None = None  # (index, width, "rate"/"len", percent)
-    for raw in text.splitlines():
+    header: _Header | None = None
+    for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip().strip("|").strip()
-        if column is not None:
+        if header is not None:
             if _RULE_ROW.match(line):
                 continue
-            cells = _TABLE_CELLS.split(line)
-            index, width, kind, percent = column
-            if len(cells) != width:
-                column = None
-            else:
-                try:
-                    value = float(cells[index].rstrip("%x"))
-                except ValueError:
-                    column = None
-                    continue
-                rate = value / 100 if percent or (kind == "rate" and value > 1) else value
-                if kind == "rate" and 0 <= rate <= 1:
-                    samples.append(Sample(TABLE_FORMAT, Figures(acceptance=rate), raw.strip()[:300]))
-                elif kind == "len" and 1 <= value <= 64:
-                    samples.append(Sample(TABLE_FORMAT, Figures(mean_length=value), raw.strip()[:300]))
+            figures = _row(header, line)
+            if figures is not None:
+                if figures != Figures():
+                    samples.append(Sample(header.format, figures, raw.strip()[:300], number))
                 continue
-        if "accept" in line.lower() and len(line) <= 2000:
-            cells = _TABLE_CELLS.split(line)
-            for i, cell in enumerate(cells):
-                kind = "rate" if _RATE_COLUMN.match(cell) else "len" if _LENGTH_COLUMN.match(cell) else None
-                if kind is not None and len(cells) >= 2:
-                    column = (i, len(cells), kind, "%" in cell or "pct" in cell.lower())
-                    engine = Engine.llama_cpp if _LLAMA_TABLE.search(line) else engine
-                    break
+            header = None
+        low = line.lower()
+        if ("accept" in low or "mean len" in low) and len(line) <= 2000:
+            header = _header(line)
+            if header is not None and _LLAMA_TABLE.search(line):
+                engine = Engine.llama_cpp
     return samples, engine
 
 
@@ -143,7 +183,7 @@ def _marked(table: EngineLog, raw: str, line: str) -> bool:
     return False
 
 
-def _read_line(reading: Reading, line: str) -> None:
+def _read_line(reading: Reading, line: str, number: int) -> None:
     table = reading.engine
     for fmt in table.figures:
         try:
@@ -153,7 +193,7 @@ def _read_line(reading: Reading, line: str) -> None:
                 reading.unreadable.append(line)
             break
         if figures is not None:
-            _add(reading.samples, Sample(fmt, figures, line))
+            _add(reading.samples, Sample(fmt, figures, line, number))
             break
     for setting in table.settings:
         if setting.every or setting.name not in reading.settings:
@@ -172,7 +212,7 @@ def _add(samples: list[Sample], sample: Sample) -> None:
     if sample.format.scope is Scope.addendum:
         if samples and samples[-1].format.scope is Scope.request and not samples[-1].figures.per_position:
             last = samples[-1]
-            samples[-1] = Sample(last.format, replace(last.figures, per_position=sample.figures.per_position), last.line)
+            samples[-1] = replace(last, figures=replace(last.figures, per_position=sample.figures.per_position))
         return
     samples.append(sample)
 

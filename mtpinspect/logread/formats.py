@@ -7,8 +7,8 @@ One table per engine (:data:`LLAMA_CPP`, :data:`VLLM`, :data:`SGLANG`), each an 
   what the numbers are (:meth:`Figures.of` is the one place that gives them meaning): ``acc`` accepted
   draft tokens, ``gen`` drafted tokens, ``steps`` drafts (verification steps with a draft), ``rate``
   acceptance as a fraction and ``pct`` in percent, ``len`` mean acceptance length (tokens per step,
-  the target's own included), ``pos`` / ``pos_pct`` per-position acceptance as a list, ``at`` with
-  ``at_rate`` / ``at_pct`` one position of it, ``k`` draft tokens per step, ``label`` the drafting
+  the target's own included), ``pos`` / ``pos_pct`` per-position acceptance as a list (``pos_any``:
+  either, told by its values), ``at`` with ``at_rate`` / ``at_pct`` one position of it, ``k`` draft tokens per step, ``label`` the drafting
   implementation. Its :class:`Scope` says how lines add up (per request, per logging interval,
   running totals, per-server totals, fields of one summary);
 - ``settings``: lines that show how the run was set up (engine version, drafting method, draft
@@ -87,6 +87,9 @@ class Figures:
             positions = _floats(groups["pos"])
         elif "pos_pct" in groups:
             positions = _floats(groups["pos_pct"], 100)
+        elif "pos_any" in groups:  # fractions, or percents where one is above 1 (a share of steps never is)
+            positions = _floats(groups["pos_any"])
+            positions = _floats(groups["pos_any"], 100) if positions and max(positions) > 1 else positions
         elif "at_rate" in groups:
             positions = (float(groups["at_rate"]),)
         elif "at_pct" in groups:
@@ -309,7 +312,9 @@ VLLM = EngineLog(
                        r"Draft tokens:\s+(?P<gen>\d+)|Accepted tokens:\s+(?P<acc>\d+)|Position (?P<at>\d+):\s+(?P<at_pct>[\d.]+))$")),
         # `vllm bench serve --save-result` JSON (one line), the same keys pasted as a block, a table or Markdown
         # bullets: read by their names wherever they stand (vllm/benchmarks/serve.py: the rate in percent, as
-        # its "Acceptance rate (%):" line; the counts decide the acceptance where they are there).
+        # its "Acceptance rate (%):" line, the per-position rates as fractions, as vLLM's own test of the result
+        # writes them ([1.0, 0.6, 0.2] beside a rate of 50.0), or in percent as its text block prints them: a rate
+        # above 1 says which; the counts decide the acceptance where they are there).
         LineFormat("vllm bench spec_decode_* fields", Scope.summary, ("spec_decode_",),
                    _rx(r"\bspec_decode_(?:acceptance_rate|acceptance_length|num_drafts|draft_tokens|accepted_tokens|"
                        r"per_position_acceptance_rates)\b"),
@@ -319,7 +324,7 @@ VLLM = EngineLog(
                        ("num_drafts", r"(?P<steps>\d{1,15})\b"),
                        ("draft_tokens", r"(?P<gen>\d{1,15})\b"),
                        ("accepted_tokens", r"(?P<acc>\d{1,15})\b"),
-                       ("per_position_acceptance_rates", r"\[(?P<pos_pct>\s*\d[\d.]{0,20}(?:\s*,\s*\d[\d.]{0,20}){0,63})\s*\]"),
+                       ("per_position_acceptance_rates", r"\[(?P<pos_any>\s*\d[\d.]{0,20}(?:\s*,\s*\d[\d.]{0,20}){0,63})\s*\]"),
                    ))),
         # examples/offline_inference/spec_decode.py's summary.
         LineFormat("vLLM spec_decode.py summary", Scope.summary,

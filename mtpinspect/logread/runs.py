@@ -174,25 +174,71 @@ def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first:
         if engine in lines.readings:
             lines.readings[engine].samples.extend(rows)
             lines.readings[engine].marks += owner is not None
-    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None, hits=hits), text, hits, crash)
-    others = [_with_reading(_parse(f"{name} ({engine.value} run)", spoken, lines, crashed=False, hits=hits, only=engine),
-                            text, hits, None)
+    runs = _summary_runs(lines)
+    if len(runs) > 1:
+        return [evidence for number, (start, part) in enumerate(runs, 1)
+                for evidence in _judged(f"{name} (run {number}, from line {start + first - 1})", text, spoken, part, hits,
+                                        crash, first)]
+    return _judged(name, text, spoken, lines, hits, crash, first)
+
+
+def _judged(name: str, text: str, spoken: str, lines: LogLines, hits: Scan, crash: Crash | None,
+            first: int) -> list[LogEvidence]:
+    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None, hits=hits, first=first), text, hits, crash)
+    others = [_with_reading(_parse(f"{name} ({engine.value} run)", spoken, lines, crashed=False, hits=hits, only=engine,
+                                   first=first), text, hits, None)
               for engine, reading in lines.readings.items() if engine is not main.runtime and reading.samples]
     return [main, *others]
+
+
+def _fields(sample: Sample) -> set[tuple[str, str]]:
+    """What one summary line tells, by its format: a figure told again starts another summary."""
+    f = sample.figures
+    names = {n for n in ("accepted", "drafted", "steps", "acceptance", "mean_length", "spec_tokens") if getattr(f, n) is not None}
+    if f.per_position:
+        names.add(f"position {f.at}" if f.at is not None else "per-position")
+    return {(sample.format.name, n) for n in names}
+
+
+def _summary_runs(lines: LogLines) -> list[tuple[int, LogLines]]:
+    """The runs of a text whose figures are summaries told more than once with no start line between them (two
+    `vllm bench` results one after the other, a table with a run per row): (first line, its lines) per run; one
+    entry or none when the figures make one run. Only where every figure line of the engine is a summary's."""
+    reading = max(lines.readings.values(), key=lambda r: len(r.samples))
+    if len(reading.samples) < 2 or any(s.format.scope is not Scope.summary for s in reading.samples):
+        return []
+    blocks: list[list[Sample]] = [[]]
+    told: set[tuple[str, str]] = set()
+    for sample in reading.samples:
+        fields = _fields(sample)
+        if fields & told:
+            blocks.append([])
+            told = set()
+        blocks[-1].append(sample)
+        told |= fields
+    if len(blocks) < 2:
+        return []
+    runs = []
+    for block in blocks:
+        readings = dict(lines.readings)
+        readings[reading.engine.engine] = replace(reading, samples=block)
+        runs.append((block[0].number, replace(lines, readings=readings)))
+    return runs
 
 
 def _with_reading(evidence: LogEvidence, text: str, hits: Scan, crash: Crash | None) -> LogEvidence:
     evidence.scan, evidence.messages = hits, [h.seen() for h in hits.hits[:_SHOWN_MESSAGES]]
     evidence.run = _with_signs(read_run(text), hits)
     evidence.mtp_use, evidence.app = evidence.run.mtp, evidence.run.app or hits.app
-    evidence.telling = [h.line for h in hits.of(Meaning.mtp_failure)][:4]
+    evidence.telling = [f"line {h.number}: {h.line}" for h in hits.of(Meaning.mtp_failure)][:4]
     evidence.crash = crash
     # llama-server changes only make sense for a llama.cpp log; other engines get their own advice (advice.py).
     evidence.suggested = suggest(crash, text) if crash and evidence.runtime is Engine.llama_cpp else []
     return evidence
 
 
-def _parse(file: str, text: str, lines: LogLines, *, crashed: bool, hits: Scan, only: Engine | None = None) -> LogEvidence:
+def _parse(file: str, text: str, lines: LogLines, *, crashed: bool, hits: Scan, first: int,
+           only: Engine | None = None) -> LogEvidence:
     readings = lines.readings
     if only is not None:
         readings = {only: readings[only]}
@@ -207,7 +253,7 @@ def _parse(file: str, text: str, lines: LogLines, *, crashed: bool, hits: Scan, 
         return _fragment(file, hits, lines.lines)
     evidence = LogEvidence(path=file, kind=reading.engine.kind, runtime=reading.engine.engine,
                            skipped_lines=lines.unread if lines.unread < lines.lines else 0, unreadable=unreadable)
-    _set_figures(evidence, reading)
+    _set_figures(evidence, reading, first)
     if reading.engine.engine is Engine.llama_cpp:
         _llama_settings(evidence, reading, text)
     else:
@@ -258,7 +304,7 @@ def _with_signs(run: RunFacts, hits: Scan) -> RunFacts:
     return replace(run, mtp=MtpUse.on, evidence=sign.line[:300])
 
 
-def _set_figures(evidence: LogEvidence, reading: Reading) -> None:
+def _set_figures(evidence: LogEvidence, reading: Reading, first: int) -> None:
     stats = [s for s in reading.samples if s.format.scope is Scope.server]
     by_format: dict[LineFormat, list[Sample]] = {}
     for sample in reading.samples:
@@ -270,12 +316,12 @@ def _set_figures(evidence: LogEvidence, reading: Reading) -> None:
         order = list(sources)
         chosen = max(order, key=lambda f: (-len(sources[f].missing), len(by_format[f]), -order.index(f)))
         figures = _fill_from_statistics(evidence, sources[chosen], stats)
-        lines = [s.line for s in by_format[chosen]]
+        lines = [_cited(s, first) for s in by_format[chosen]]
         evidence.formats = [chosen.name, *(f.name for f in order if f is not chosen)]
         evidence.derived += [f"also {f.name} ({len(by_format[f])} line(s)), not added: another source of figures"
                              for f in order if f is not chosen]
     elif stats:
-        figures, lines = combine([s.figures for s in stats], Scope.server), [s.line for s in stats]
+        figures, lines = combine([s.figures for s in stats], Scope.server), [_cited(s, first) for s in stats]
         evidence.derived.append("figures are totals since the server started (statistics lines), over every request")
     else:
         return
@@ -285,6 +331,11 @@ def _set_figures(evidence: LogEvidence, reading: Reading) -> None:
     evidence.samples = list(reading.samples)
     evidence.draft_lines = lines[:_EVIDENCE_LINES]
     _take(evidence, figures)
+
+
+def _cited(sample: Sample, first: int) -> str:
+    """A figure line as evidence: its line number in the file, then the line."""
+    return f"line {sample.number + first - 1}: {sample.line}" if sample.number else sample.line
 
 
 def _fill_from_statistics(evidence: LogEvidence, figures: Figures, stats: list[Sample]) -> Figures:
