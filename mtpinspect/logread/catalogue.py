@@ -45,6 +45,7 @@ class Meaning(Word):
     app_refusal = "app refusal"  # a desktop app's own error about speculative decoding
     no_head = "no head"  # the model loaded has no MTP layers
     exception = "exception"  # a Python exception line: its text and traceback say more
+    traceback = "traceback"  # a Python traceback's first line: its frames follow (its exception line may be cut off)
     usage = "usage"  # a usage listing (the build's --spec-type values)
     engine_death = "engine death"  # the engine's scheduler or worker died (its own line, whatever killed it)
 
@@ -170,6 +171,20 @@ CATALOGUE: tuple[Message, ...] = (
        engine=_LLAMA, mtp=_ON, cause="MTP_WEIGHTS_MISSING", confidence=0.7,
        remedy=("run `mtpinspect check FILE.gguf`: without nextn tensors this GGUF has no MTP layer (a fine-tune or "
                "conversion dropped it): use one that keeps it; with them, start ik_llama.cpp with -mtp")),
+    # An MTP drafter's own architecture (a Gemma 4 assistant, which llama.cpp drafts with as draft-mtp; forks' MTP or
+    # NextN heads) that the build's loader does not know: the build predates MTP for it (KoboldCpp 1.114.1 on
+    # gemma4-assistant, koboldcpp#2262). Other drafters' architectures (eagle3, dflash) are not MTP's. The name is
+    # read whole, at most 100 characters (linear on a long line).
+    _m("drafter architecture unknown", Meaning.mtp_failure, ("unknown model architecture",),
+       r"unknown model architecture: '(?=[\w.-]{0,100}?(?:assistant|mtp|nextn))(?P<arch>[\w.-]{1,100})'",
+       "src/llama-model.cpp:371 (\"unknown model architecture: '\"); the MTP drafter architecture of "
+       "src/llama-arch.cpp: gemma4-assistant",
+       "the build does not know the drafter's architecture: it predates drafting with it (no MTP graph for it)",
+       engine=_LLAMA, mtp=_ON, cause="NO_MTP_GRAPH", confidence=0.8,
+       remedy=("use a llama.cpp build (or an app release: KoboldCpp, LM Studio, Ollama) whose loader knows the drafter's "
+               "architecture (Gemma 4 assistants: llama.cpp PR #23398 or later); `llama-server -m MAIN.gguf -md DRAFTER.gguf "
+               "--spec-type draft-mtp` on the pinned build (mtpinspect runtime build) checks the pair; serve without the "
+               "drafter meanwhile")),
     _m("MTP head load failed", Meaning.mtp_failure, ("failed to load MTP head",), r"failed to load MTP head",
        "MTP branches of llama.cpp (server)", "the MTP head file did not load", engine=_LLAMA, mtp=_ON),
     # -- llama.cpp: the run's setup ------------------------------------------------------------------------
@@ -242,6 +257,18 @@ CATALOGUE: tuple[Message, ...] = (
     _m("vLLM MTP weights missing", Meaning.mtp_failure, ("weights missing from checkpoint",),
        r"weights missing from checkpoint", "vLLM PR #35548 (the MTP layer's loader)",
        "the checkpoint lacks the MTP layer's weights", engine=_VLLM, mtp=_ON),
+    # vLLM V0 (2025): num_speculative_tokens without a draft model drafts with the target's own MTP layers only for a
+    # model type it knows to have them (deepseek_v3 then, vLLM PR #12755); any other model is refused with this.
+    _m("vLLM MTP needs a known MTP model", Meaning.mtp_failure, ("was provided without speculative_model",),
+       r"num_speculative_tokens was provided without speculative_model",
+       "vllm/config.py SpeculativeConfig (V0; vLLM PR #12755: MTP without --speculative-model for DeepSeek V3/R1 only; "
+       "mgoin there: the R1 Distill models have no MTP modules)",
+       "vLLM drafts with the model's own MTP layers only for model types it knows to have them: this model is not one "
+       "(it has no MTP head, or this vLLM has no MTP drafter for its family)", engine=_VLLM, cause="NO_MTP_HEAD",
+       confidence=0.6,
+       remedy=("run `mtpinspect check MODEL`: without an MTP head (distills and most fine-tunes have none) draft with a "
+               "separate model (--speculative-model / speculative_config model) or n-gram; with one, a vLLM whose "
+               "--speculative-config method covers the family")),
     _m("not initialized from checkpoint", Meaning.mtp_failure, ("not initialized from checkpoint",),
        r"not initialized from checkpoint", "vllm/model_executor/model_loader/default_loader.py",
        "weights the model class expects were not in the checkpoint", engine=_VLLM),
@@ -279,6 +306,8 @@ CATALOGUE: tuple[Message, ...] = (
        ("Error:", "Error(", "Exception:", "AssertionError"),
        r"^(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))(?::\s*(?P<text>.*)|\s*$)",
        "Python's traceback format", "a Python exception (its text and its traceback say where)"),
+    _m("Python traceback", Meaning.traceback, ("Traceback (most recent call last)",), r"Traceback \(most recent call last\)",
+       "Python's traceback format", "a Python traceback: its frames say where it failed"),
     # -- any engine: the scheduler or a worker died ------------------------------------------------------------
     _m("vLLM worker died", Meaning.engine_death, ("died unexpectedly", "EngineCore encountered a fatal error", "EngineDeadError"),
        r"Worker proc \w+(?:-\d+)? died unexpectedly|EngineCore encountered a fatal error|\bEngineDeadError\b",

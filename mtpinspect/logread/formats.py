@@ -375,6 +375,23 @@ SGLANG = EngineLog(
         # accept rate: 0.74" on a line of their own): read by their words.
         LineFormat("SGLang accept len (wrapped or quoted alone)", Scope.interval, ("accept len:",),
                    _rx(r"(?:^|[\s,(`'\"])accept len: (?P<len>\d{1,3}(?:\.\d{1,12})?)\b(?:,\s*accept rate: (?P<rate>[01](?:\.\d{1,12})?)\b)?")),
+        # A request's meta_info (SGLang's /generate response, its sglext_spec since PR #33518), as JSON or pasted
+        # keys: spec_accept_rate (accepted / proposed draft tokens), spec_accept_length (tokens per verify step, the
+        # target's own included), spec_verify_ct (verify steps), spec_num_correct_drafts / spec_num_proposed_drafts
+        # (accepted / drafted tokens; spec_accept_token_num / spec_draft_token_num in older versions).
+        LineFormat("SGLang meta_info spec_* fields", Scope.summary, ("spec_accept_", "spec_num_", "spec_verify_ct",
+                                                                      "spec_draft_token_num"),
+                   _rx(r"\bspec_(?:accept_rate|accept_length|verify_ct|num_correct_drafts|num_proposed_drafts|accept_token_num|"
+                       r"draft_token_num)\b"),
+                   tuple(_rx(rf"\bspec_{name}\b[\"'`*]*\s*[:=|]\s*{value}") for name, value in (
+                       ("accept_rate", r"(?P<rate>[01](?:\.\d{1,20})?)\b"),
+                       ("accept_length", r"(?P<len>\d{1,3}(?:\.\d{1,20})?)\b"),
+                       ("verify_ct", r"(?P<steps>\d{1,15})\b"),
+                       ("num_correct_drafts", r"(?P<acc>\d{1,15})\b"),
+                       ("num_proposed_drafts", r"(?P<gen>\d{1,15})\b"),
+                       ("accept_token_num", r"(?P<acc>\d{1,15})\b"),
+                       ("draft_token_num", r"(?P<gen>\d{1,15})\b"),
+                   ))),
         # sglang.bench_serving's result block: "Accept length:  2.52" (client side, the run's mean).
         LineFormat("SGLang bench_serving summary", Scope.summary, ("Accept length:",),
                    _rx(r"^Accept length:\s+(?P<len>\d{1,3}(?:\.\d{1,12})?)\s*$")),

@@ -18,6 +18,8 @@ The rest only when the text holds no MTP-failure line, which diagnosis/failures.
   ENGINE_LIMITATION: the app or engine cannot run this speculative configuration; the fix names the
   app's own switch when the text shows the app, and the llama-server command that runs the model's
   head (a separate mtp- file with ``-md``);
+- a Python traceback whose frames pass through the engine's speculative or MTP code, its exception line cut
+  off (the paste ends in the frames) -> MTP_ENGINE_CRASH at medium confidence;
 - a Python exception whose text, or whose traceback, is the engine's speculative or MTP code (an MTP
   drafter class or module, ``spec_decode``, ``--speculative-algorithm``, or the exception's own words:
   speculative, draft, MTP, NextN): an engine gap, not the head. What the exception is decides which:
@@ -87,6 +89,12 @@ def message_cause(log: LogEvidence) -> Cause | None:
         cause = _exception(log, hits, exception)
         if cause is not None:
             return cause
+    trace = hits.first(Meaning.traceback)
+    if trace is not None and not hits.of(Meaning.exception):
+        frame = next((h for h in hits.hits if h.number > trace.number and
+                      (h.message.meaning is Meaning.speculation or h.message.mtp is MtpUse.on)), None)
+        if frame is not None:
+            return _cut_traceback(log, trace, frame)
     if death is not None and drafting:  # an exception no rule above ties, in a run that drafted
         return _death_after_drafting(log, death)
     # Only where no engine's own failure line or crash is there to explain (diagnosis/failures.py reads those better).
@@ -106,6 +114,18 @@ def _death_after_drafting(log: LogEvidence, hit: Hit) -> Cause:
                  (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}", f"{log.path}: {shown}"),
                  f"{gap_remedy(_engine(log))}; run the same load without speculative decoding to confirm MTP is the "
                  "trigger", (EvidenceSource.log,))
+
+
+def _cut_traceback(log: LogEvidence, trace: Hit, frame: Hit) -> Cause:
+    """A traceback through the engine's speculative code whose exception line the paste does not hold."""
+    engine = _engine(log)
+    where = f"{engine.value}'s" if engine is not Engine.unknown else "the engine's"
+    return Cause("MTP_ENGINE_CRASH", _confidence(log, 0.7),
+                 f"{where} traceback runs through its speculative decoding code ({frame.message.means}): the engine "
+                 "failed on the speculative path; the exception itself is not in the paste",
+                 (f"{log.path}: line {trace.number}: {_quoted(trace)}", f"{log.path}: line {frame.number}: {_quoted(frame)}",
+                  f"{log.path}: line {frame.number}: {_source(frame)}"),
+                 f"{gap_remedy(engine)}; the traceback's last lines (the exception) say which", (EvidenceSource.log,))
 
 
 def _speculative_error(log: LogEvidence, hit: Hit) -> Cause:
