@@ -19,6 +19,8 @@ from mtpinspect.vocabulary import EvidenceSource, Mechanism
 
 # Acceptance from which a head drafts well: it refutes static head warnings, and below it a class is hard.
 FINE_ACCEPTANCE = 0.5
+# Speed against the baseline below which MTP decodes slower (timings are noisy within 5%).
+SLOWER = 0.95
 
 MECHANISM_WEIGHT: dict[Mechanism, float] = {Mechanism.blocked: 1.0, Mechanism.zero: 0.9, Mechanism.low: 0.6, Mechanism.slow: 0.5}
 

@@ -27,7 +27,8 @@ Evidence comes from three places: static (`check` and the run's flags, static.py
   under 35% of steps -> NMAX_TOO_HIGH (with a known engine bug when the deepest positions fall to
   exactly 0: a cliff, not a decay);
 - acceptance 50% or more and every MTP configuration under 0.95x the baseline -> SLOWER_THAN_BASELINE;
-- a request that filled 90% of the slot's context, or was truncated -> CONTEXT_NEAR_LIMIT.
+- a request that filled 90% of the slot's context, or was truncated -> CONTEXT_NEAR_LIMIT;
+- the runs of one pasted text compared by their decode speed (logread/rules_run.py: compared_runs).
 
 Merging: one cause per code; confidences from independent sources combine as 1 - prod(1 - c);
 evidence lines are concatenated; a log cause's evidence names the figures the log lacks. Ranking: by
@@ -40,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from mtpinspect.causes import CAUSES, FINE_ACCEPTANCE, Cause
+from mtpinspect.causes import CAUSES, FINE_ACCEPTANCE, SLOWER, Cause
 from mtpinspect.diagnosis.advice import (
     FOREIGN_HEAD_FIX,
     disagreeing_head_fix,
@@ -62,7 +63,7 @@ from mtpinspect.diagnosis.static import (
 from mtpinspect.inspection.support import llama_cpp_graph
 from mtpinspect.logread.catalogue import Meaning
 from mtpinspect.logread.rules_message import REJECTED_TYPE, message_cause
-from mtpinspect.logread.rules_run import crash_may_be_mtps, mtp_tie, not_mtps, run_cause
+from mtpinspect.logread.rules_run import compared_runs, crash_may_be_mtps, mtp_tie, not_mtps, run_cause
 from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE, SPEC_FLAGS, SPEC_TYPE, ServerArgs
@@ -71,7 +72,6 @@ from mtpinspect.runtime.workarounds import Trial
 from mtpinspect.vocabulary import Engine, EvidenceSource, GraphSupport
 
 ZERO_ACCEPTANCE = 0.05
-SLOWER = 0.95
 CLASS_GAP = 0.3
 CONTEXT_SHARE = 0.9
 _MAX_EVIDENCE = 10
@@ -92,6 +92,7 @@ def gather_causes(
         causes += _log_causes(static, settings, log)
         note = not_mtps(log)
         notes += [note] if note and not _rejected_spec_type(log) else []
+    causes += compared_runs(logs)  # the runs of one text against each other (a table of configurations)
     return rank(causes), notes
 
 

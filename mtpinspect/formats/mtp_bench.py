@@ -112,6 +112,28 @@ def looks_like(text: str) -> bool:
     return sum(1 for line in text.splitlines() if _ROW.match(line)) >= 2
 
 
+def runs_in(text: str) -> list[tuple[int, str]]:
+    """The runs of a printed text, each with its first line number: mtp-bench prints each category once (xN for
+    repeats) and then its Aggregate, so rows after an Aggregate, or a category printed again, start another run.
+    One entry (the whole text) for one run or for its --out JSON."""
+    if text.lstrip().startswith("{"):
+        return [(1, text)]
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    seen: set[str] = set()
+    aggregated = False
+    for index, line in enumerate(lines):
+        if (row := _ROW.match(line)) is not None or (row := _ERROR_ROW.match(line)) is not None:
+            if aggregated or row["name"] in seen:
+                starts.append(index)
+                seen, aggregated = set(), False
+            seen.add(row["name"])
+        elif _AGGREGATE.match(line) is not None and seen:
+            aggregated = True
+    bounds = [*starts, len(lines)]
+    return [(start + 1, "".join(lines[start:end])) for start, end in zip(bounds, bounds[1:])]
+
+
 def parse(text: str, where: str = "mtp-bench output") -> BenchRun:
     """mtp-bench's printed output (rows, Aggregate JSON) or its --out JSON; FormatError if it is neither."""
     if text.lstrip().startswith("{"):

@@ -198,6 +198,22 @@ CATALOGUE: tuple[Message, ...] = (
     _m("MTP statistics", Meaning.mtp_on, ("statistics",), r"statistics\s+(?:draft-)?mtp:",
        "common/speculative.cpp (common_speculative_print_stats)", "drafting statistics of the MTP drafter",
        engine=_LLAMA, mtp=_ON),
+    # The speculative module's own log lines: "spec <function>: ..." (SPC_INF and its kin), printed only while drafting.
+    _m("llama.cpp speculative module", Meaning.speculation, ("spec ",), r"^spec\s+\w+:\s",
+       "common/speculative.cpp:23 (\"spec %12.*s: \")", "a line of llama.cpp's speculative decoding module", engine=_LLAMA),
+    # A backtrace frame in the speculative code (gdb's "#12 0x... in common_speculative_draft(...)", or a poster's
+    # "#3 common_speculative_state_dflash::draft(...)" without addresses); bounded, linear on a long line.
+    _m("speculative frame", Meaning.speculation, ("#",),
+       r"^#\d{1,3}\s+(?:0x[0-9a-fA-F]{1,16}\s+(?:in\s+)?)?[\w:~]{0,200}?(?:speculative|(?<![A-Za-z])mtp(?![a-z])|"
+       r"(?<![A-Za-z])nextn)[\w:~]{0,200}\s*\(",
+       "common/speculative.cpp (common_speculative_*), src/llama-context.cpp (MTP's context functions), in backtraces",
+       "a backtrace frame in llama.cpp's speculative / MTP code", engine=_LLAMA),
+    # A decode of the draft context that fails while serving: the engine's draft path breaks at run time.
+    _m("draft decode failed", Meaning.engine_gap, ("llama_decode[", "llama_decode(ctx_dft)", "failed to process speculative batch"),
+       r"\bllama_decode(?:\[\d+\]|\(ctx_dft\))[^\n]{0,120}?\b(?:returned|failed)\b|failed to process speculative batch",
+       "tools/server/server-context.cpp:3732 (\"failed to process speculative batch\"); forks' draft decode lines "
+       "(\"llama_decode[N] returned\", \"llama_decode(ctx_dft) ... failed\")",
+       "a decode on the draft context failed while serving", engine=_LLAMA),
     # Forks name their MTP switches after it: ik_llama.cpp's -mtp / --multi-token-prediction, MTP branches'
     # --mtp-head FILE, --draft-mtp ...; a flag that names MTP on a command line turns it on.
     _m("MTP flag (forks)", Meaning.mtp_on, ("-mtp", "--mtp", "-multi-token"),
@@ -254,6 +270,14 @@ CATALOGUE: tuple[Message, ...] = (
        engine=_VLLM),
     _m("vLLM spec decode path", Meaning.speculation, ("spec_decode",), r"\bspec_decode\b",
        "vllm/v1/spec_decode/ (the drafters)", "vLLM's speculative decoding code", engine=_VLLM),
+    _m("vLLM drafter loading", Meaning.speculation, ("Loading drafter model",), r"Loading drafter model",
+       "vllm/v1/worker/gpu_model_runner.py (\"Loading drafter model...\")", "vLLM loading the drafter", engine=_VLLM),
+    # vLLM's drafters (vllm/v1/spec_decode/: EagleProposer, NgramProposer, MedusaProposer, ...) and the architecture
+    # names its EAGLE config gives a draft model ("Eagle" before the checkpoint's: EagleLlamaForCausalLM).
+    _m("vLLM drafter class", Meaning.speculation, ("Proposer", "Eagle"),
+       r"\b(?:Eagle|Ngram|Medusa|DraftModel|SuffixDecoding)Proposer\b|\bEagle\d?(?:[A-Z][a-z0-9]+)+For(?:CausalLM|ConditionalGeneration)",
+       "vllm/v1/spec_decode/ (EagleProposer, NgramProposer, MedusaProposer); vllm/model_executor/models/registry.py "
+       "(_SPECULATIVE_DECODING_MODELS: EagleLlamaForCausalLM, Eagle3LlamaForCausalLM)", "vLLM's drafter", engine=_VLLM),
     _m("vLLM MTP weights missing", Meaning.mtp_failure, ("weights missing from checkpoint",),
        r"weights missing from checkpoint", "vLLM PR #35548 (the MTP layer's loader)",
        "the checkpoint lacks the MTP layer's weights", engine=_VLLM, mtp=_ON),
@@ -289,6 +313,10 @@ CATALOGUE: tuple[Message, ...] = (
     _m("SGLang speculative path", Meaning.speculation, ("speculative",),
        r"sglang[/\\.](?:python[/\\.])?(?:sglang[/\\.])?srt[/\\.]speculative\b|srt[/\\]speculative[/\\]",
        "python/sglang/srt/speculative/ (EAGLE and NEXTN workers)", "SGLang's speculative decoding code", engine=_SGLANG),
+    _m("SGLang drafter worker", Meaning.speculation, ("Worker",),
+       r"\b(?:EAGLEWorker(?:V2)?|EagleDraftWorker|MultiLayerEagleWorker(?:V2)?|NGRAMWorker|StandaloneWorker(?:V2)?)\b",
+       "python/sglang/srt/speculative/ (eagle_worker.py EAGLEWorker, eagle_worker_v2.py EagleDraftWorker, ngram_worker.py)",
+       "SGLang's drafter worker", engine=_SGLANG),
     _m("SGLang NextN class", Meaning.mtp_on, ("NextN",), r"\b\w+(?:Model|ForCausalLM)NextN\b",
        "python/sglang/srt/models/deepseek_nextn.py (DeepseekModelNextN, DeepseekV3ForCausalLMNextN), glm4_moe_nextn.py",
        "SGLang's MTP (NextN) draft model class", engine=_SGLANG, mtp=_ON),
@@ -302,6 +330,18 @@ CATALOGUE: tuple[Message, ...] = (
        r"\b[A-Z]\w*?[a-z0-9](?:MTP|NextN|Nextn)\w*\b|\b\w+_(?:mtp|nextn)\.py\b",
        "the engines' MTP drafter classes (vLLM DeepSeekMTP, Qwen3NextMTP, Glm4MoeMTP; SGLang DeepseekV3ForCausalLMNextN)",
        "an MTP drafter class or module: the run had MTP on", mtp=_ON),
+    # A drafter model's module (vLLM's and SGLang's models/llama_eagle3.py, deepseek_eagle.py, medusa.py, ...).
+    _m("drafter model module", Meaning.speculation, ("eagle", "medusa", "mlp_speculator"),
+       r"[/\\.](?:\w{1,40}_)?(?:eagle\d?|medusa|mlp_speculator)(?:_\w{1,40})?\.py\b",
+       "vllm/model_executor/models/ and python/sglang/srt/models/ (llama_eagle3.py, deepseek_eagle.py, medusa.py)",
+       "a drafter model's module in a traceback"),
+    # A traceback frame in the engine's drafting code, by its function's name (SGLang's maybe_init_draft_worker,
+    # forward_batch_speculative_generate; vLLM's propose_draft_token_ids): the drafter's words, never a bare "draft".
+    _m("drafter frame", Meaning.speculation, ('", line ',),
+       r"^File \"[^\"\n]{1,400}\", line \d{1,7}, in \w{0,80}?(?:draft_?worker|drafter|draft_model|draft_token|_speculative|"
+       r"speculative_(?:decod|draft|worker|algo|step|forward|generate|verify)|spec_decode|eagle|(?<![A-Za-z])mtp(?![a-z])|"
+       r"(?<![A-Za-z])nextn)\w{0,80}\s*$",
+       "Python's traceback format; the engines' drafting functions", "a traceback frame in the engine's drafting code"),
     _m("Python exception", Meaning.exception,
        ("Error:", "Error(", "Exception:", "AssertionError"),
        r"^(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))(?::\s*(?P<text>.*)|\s*$)",
@@ -309,9 +349,12 @@ CATALOGUE: tuple[Message, ...] = (
     _m("Python traceback", Meaning.traceback, ("Traceback (most recent call last)",), r"Traceback \(most recent call last\)",
        "Python's traceback format", "a Python traceback: its frames say where it failed"),
     # -- any engine: the scheduler or a worker died ------------------------------------------------------------
-    _m("vLLM worker died", Meaning.engine_death, ("died unexpectedly", "EngineCore encountered a fatal error", "EngineDeadError"),
-       r"Worker proc \w+(?:-\d+)? died unexpectedly|EngineCore encountered a fatal error|\bEngineDeadError\b",
-       "vllm/v1/executor/multiproc_executor.py (MultiprocWorkerMonitor), vllm/v1/engine/core_client.py",
+    _m("vLLM worker died", Meaning.engine_death, ("died unexpectedly", "EngineCore encountered a fatal error", "EngineDeadError",
+                                                  "WorkerProc failed to start"),
+       r"Worker proc \w+(?:-\d+)? died unexpectedly|EngineCore encountered a fatal error|\bEngineDeadError\b|"
+       r"WorkerProc failed to start",
+       "vllm/v1/executor/multiproc_executor.py (MultiprocWorkerMonitor; \"WorkerProc failed to start.\"), "
+       "vllm/v1/engine/core_client.py",
        "a vLLM worker or engine core died", engine=_VLLM),
     _m("SGLang scheduler exception", Meaning.engine_death, ("Scheduler hit an exception",), r"Scheduler hit an exception",
        "python/sglang/srt/managers/scheduler.py (run_scheduler_process)", "SGLang's scheduler died on an exception",
@@ -357,7 +400,7 @@ CATALOGUE: tuple[Message, ...] = (
 # Words that put a line on the speculative path (an exception's text, a crash's place).
 # Word-bounded: MTP never inside another word (SMTP, smtplib), "draft" only as the drafter's (a draft model,
 # draft tokens, a drafter), not a blog's draft post.
-SPECULATIVE_WORDS = re.compile(r"(?<![A-Za-z])[Ss]peculative[ _-]?(?:decod|draft|model|config|algo|method|token|type|stage|"
+SPECULATIVE_WORDS = re.compile(r"\bspeculative\.(?:cpp|h)\b|(?<![A-Za-z])[Ss]peculative[ _-]?(?:decod|draft|model|config|algo|method|token|type|stage|"
                                r"sampl|worker|impl|init|gen|propos|batch|step|head)|_speculative|num_speculative|SPECULATIVE_|\b[Dd]raft(?:er|ing|[ _-]?(?:models?|tokens?|toks?|heads?|ctx|context|"
                                r"probs?|len|ids))\b|\bDRAFT_|(?<![A-Z])MTP(?![A-Z]{2})|(?<![A-Za-z])mtp(?![a-z])|"
                                r"NextN|(?<![A-Za-z])[Nn]extn|\bEAGLE|\b[Ee]agle(?:\d|[A-Z_]|\b)|spec_decode|num_speculative")

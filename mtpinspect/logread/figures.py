@@ -99,8 +99,18 @@ _RATE_COLUMN = re.compile(r"^(?:avg_?|mean_?|draft[ _])?(?:accept(?:ance)?(?:[ _
 _LENGTH_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _](?:length|len))$|^mean[ _](?:acc(?:ept(?:ance)?)?[ _])?len(?:gth)?$",
                             re.IGNORECASE)
 # First columns whose rows are runs of their own (what was changed between them), not categories of one run's prompts.
-_RUN_COLUMN = re.compile(r"^(?:backend|device|gpu|build|version|release|image|engine|config(?:uration)?|setup|run|"
+_RUN_COLUMN = re.compile(r"^(?:backend|device|gpu|build|version|release|image|engine|config(?:uration)?|setup|run|mode|"
                          r"model|quant(?:ization)?|commit|branch|flags?|settings?)s?$", re.IGNORECASE)
+# A run table's decode-speed column, and the units a value column's cell is read by (a speed, "@ 88.2%" acceptance).
+_SPEED_COLUMN = re.compile(r"^(?:decode|gen(?:eration)?|tg|output|eval)?[ _]?(?:tok(?:ens)?/s|t/s|tps|speed)(?:\s*\(t(?:ok(?:ens)?)?/s\))?$",
+                           re.IGNORECASE)
+_SPEED_IN = re.compile(r"(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:(?:\+/-|±)\s*\d{1,6}(?:\.\d{1,6})?\s*)?(?:t/s|tok/s|tokens?/s)\b")
+_RATE_IN = re.compile(r"(?:@|\bat)\s*(?P<value>\d{1,3}(?:\.\d{1,6})?)\s*%")
+_EMPTY_CELL = re.compile(r"^[\s*_`]*(?:—|–|-{1,3}|n/?a|none)?[\s*_`]*$", re.IGNORECASE)
+# A row that runs without speculative decoding, by its name.
+_BASELINE_ROW = re.compile(r"\b(?:baseline|no[ -]?spec(?:ulation|ulative(?: decoding)?)?|without (?:speculation|speculative|spec|mtp|"
+                           r"draft)|(?:spec(?:ulation)?|mtp|draft(?:ing)?) off|no[ -]mtp|no[ -]draft|vanilla|autoregressive)\b",
+                           re.IGNORECASE)
 _RULE_ROW = re.compile(r"^[\s|:+-]+$")
 # A cell's number (Markdown emphasis and code marks around it), in percent when it says so, and "(accepted/drafted)".
 _CELL = re.compile(r"^[*_`~\s]*(?P<value>\d{1,6}(?:\.\d{1,12})?)\s*(?P<pct>%)?[*_`~\sx]*(?:\(\s*(?P<acc>\d{1,15})\s*/\s*(?P<gen>\d{1,15})\s*\))?")
@@ -111,20 +121,32 @@ _LLAMA_TABLE = re.compile(r"\bspec_avg_pred_t/s\b|\bbase_avg_pred_t/s\b")
 @dataclass(frozen=True)
 class _Header:
     width: int
-    columns: tuple[tuple[int, str, bool], ...]  # (index, "rate"/"len", percent)
+    columns: tuple[tuple[int, str, bool], ...]  # (index, "rate"/"len"/"speed"/"value", percent)
     format: LineFormat
 
 
-def _header(line: str) -> _Header | None:
+def _header(line: str, *, raw_table: bool) -> _Header | None:
+    """A table's header: one that names an acceptance column, or a Markdown table's whose first column names runs."""
     cells = _TABLE_CELLS.split(line)
     if len(cells) < 2:
         return None
-    columns = tuple((i, "rate" if _RATE_COLUMN.match(cell) else "len", "%" in cell or "pct" in cell.lower())
-                    for i, cell in enumerate(cells) if _RATE_COLUMN.match(cell) or _LENGTH_COLUMN.match(cell))
-    if not columns:
-        return None
     per_run = _RUN_COLUMN.match(cells[0].strip("*_` ")) is not None
+    columns = tuple((i, _column_kind(cell, per_run), "%" in cell or "pct" in cell.lower()) for i, cell in enumerate(cells) if i)
+    if not any(kind in ("rate", "len") for _, kind, _ in columns) and not (per_run and raw_table):
+        return None
     return _Header(len(cells), columns, TABLE_RUNS_FORMAT if per_run else TABLE_FORMAT)
+
+
+def _column_kind(cell: str, per_run: bool) -> str:
+    """What a column holds, by its name: acceptance, mean length, decode speed (a run table's), else a value column
+    whose cells are read by their units (a run table's) or nothing."""
+    if _RATE_COLUMN.match(cell):
+        return "rate"
+    if _LENGTH_COLUMN.match(cell):
+        return "len"
+    if per_run:
+        return "speed" if _SPEED_COLUMN.match(cell) else "value"
+    return ""
 
 
 def _row(header: _Header, line: str) -> Figures | None:
@@ -133,7 +155,21 @@ def _row(header: _Header, line: str) -> Figures | None:
     if len(cells) != header.width:
         return None
     read: dict[str, Any] = {}
+    if header.format is TABLE_RUNS_FORMAT:
+        read["setting"] = cells[0].strip("*_` ")[:200]
+        read["baseline"] = _BASELINE_ROW.search(cells[0]) is not None
     for index, kind, percent in header.columns:
+        if not kind or _EMPTY_CELL.match(cells[index]):
+            continue
+        if kind in ("speed", "value"):
+            speed, rate = _SPEED_IN.search(cells[index]), _RATE_IN.search(cells[index]) if kind == "value" else None
+            if speed is not None:
+                read["speed"] = float(speed["value"])
+            elif kind == "speed" and (number := _CELL.match(cells[index])) is not None:
+                read["speed"] = float(number["value"])
+            if rate is not None and float(rate["value"]) <= 100:
+                read["acceptance"] = float(rate["value"]) / 100
+            continue
         cell = _CELL.match(cells[index])
         if cell is None:
             return None
@@ -146,13 +182,15 @@ def _row(header: _Header, line: str) -> Figures | None:
                 read["accepted"], read["drafted"] = int(cell["acc"]), int(cell["gen"])
         elif 1 <= value <= 64:
             read["mean_length"] = value
-    return with_ratios(Figures(**read)) if read else Figures()
+    if not (read.keys() - {"setting", "baseline"}):
+        return Figures()
+    return with_ratios(Figures(**read))
 
 
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     """The acceptance and mean-length columns of each table in ``text`` (one sample per row) and whose table it is
     when its header says (None: no engine named); ([], None) when no header names such a column."""
-    if "accept" not in text.lower() and "mean len" not in text.lower():
+    if "accept" not in text.lower() and "mean len" not in text.lower() and "|" not in text:
         return [], None
     samples: list[Sample] = []
     engine: Engine | None = None
@@ -169,8 +207,8 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
                 continue
             header = None
         low = line.lower()
-        if ("accept" in low or "mean len" in low) and len(line) <= 2000:
-            header = _header(line)
+        if ("accept" in low or "mean len" in low or raw.lstrip().startswith("|")) and len(line) <= 2000:
+            header = _header(line, raw_table=raw.lstrip().startswith("|"))
             if header is not None and _LLAMA_TABLE.search(line):
                 engine = Engine.llama_cpp
     return samples, engine
@@ -243,7 +281,8 @@ def _merge_fields(figures: Sequence[Figures]) -> Figures:
     return with_ratios(Figures(
         accepted=last("accepted"), drafted=last("drafted"), steps=last("steps"), acceptance=last("acceptance"),
         mean_length=last("mean_length"), per_position=tuple(positions[i] for i in sorted(positions)) or listed,
-        spec_tokens=last("spec_tokens"),
+        spec_tokens=last("spec_tokens"), speed=last("speed"), setting=last("setting"),
+        baseline=any(f.baseline for f in figures),
     ))
 
 

@@ -76,6 +76,9 @@ class Figures:
     at: int | None = None  # the position a one-position line is about
     spec_tokens: int | None = None
     label: str | None = None  # the drafting implementation (llama.cpp statistics)
+    speed: float | None = None  # decode tokens per second as the paste prints it (a comparison table's row)
+    setting: str | None = None  # what a comparison table's row names (its first cell: a configuration, a backend)
+    baseline: bool = False  # that row runs without speculative decoding
 
     @classmethod
     def of(cls, groups: Mapping[str, str]) -> Figures:
@@ -234,6 +237,10 @@ LLAMA_CPP = EngineLog(
                 r"\s*#acc drafts\s*=\s*\d+,\s*#gen tokens\s*=\s*(?P<gen>\d+),\s*#acc tokens\s*=\s*(?P<acc>\d+)"
                 r"(?:,\s*#mean acc len\s*=\s*(?P<len>[\d.]+))?(?:,\s*#acc rate/pos\s*=\s*\((?P<pos>[^)]*)\))?"),
         ),
+        # examples/speculative's summary (llama-speculative, ./speculative before the rename): one field a line.
+        LineFormat("llama.cpp speculative example summary", Scope.summary, ("n_drafted", "n_accept", "accept "),
+                   _rx(r"^(?:n_drafted\s*=\s*(?P<gen>\d{1,15})|n_accept\s*=\s*(?P<acc>\d{1,15})|"
+                       r"accept\s*=\s*(?P<pct>\d{1,3}(?:\.\d{1,12})?)%)\s*$")),
     ),
     settings=(
         Setting("architecture", ("arch",), _rx(r"(?:print_info: arch\s*=\s*|general\.architecture\s+str\s*=\s*)(?P<value>\S+)")),
@@ -326,11 +333,13 @@ VLLM = EngineLog(
                        ("accepted_tokens", r"(?P<acc>\d{1,15})\b"),
                        ("per_position_acceptance_rates", r"\[(?P<pos_any>\s*\d[\d.]{0,20}(?:\s*,\s*\d[\d.]{0,20}){0,63})\s*\]"),
                    ))),
-        # examples/offline_inference/spec_decode.py's summary.
+        # examples/offline_inference/spec_decode.py's summary (and test scripts that print its keys with acc_rate).
         LineFormat("vLLM spec_decode.py summary", Scope.summary,
-                   ("num_drafts:", "num_draft_tokens:", "num_accepted_tokens:", "mean acceptance length:", "acceptance at token"),
+                   ("num_drafts:", "num_draft_tokens:", "num_accepted_tokens:", "mean acceptance length:", "acceptance at token",
+                    "acc_rate:"),
                    _rx(r"^(?:num_drafts: (?P<steps>\d+)|num_draft_tokens: (?P<gen>\d+)|num_accepted_tokens: (?P<acc>\d+)|"
-                       r"mean acceptance length: (?P<len>[\d.]+)|acceptance at token (?P<at>\d+): (?P<at_rate>[\d.]+))$")),
+                       r"mean acceptance length: (?P<len>[\d.]+)|acceptance at token (?P<at>\d+): (?P<at_rate>[\d.]+)|"
+                       r"acc_rate: (?P<rate>0(?:\.\d{1,20})?|1(?:\.0{1,20})?))$")),
     ),
     settings=(
         Setting("engine_version", ("LLM engine (",), _rx(r"LLM engine \(v?(?P<value>[^)\s]+)\)")),
@@ -392,6 +401,10 @@ SGLANG = EngineLog(
                        ("accept_token_num", r"(?P<acc>\d{1,15})\b"),
                        ("draft_token_num", r"(?P<gen>\d{1,15})\b"),
                    ))),
+        # SGLang's benchmark/bench_speculative.py result JSON: {"batch_size", "steps", "topk", "num_draft_tokens",
+        # "metrics": [{"latency", "output_throughput", "accept_length", ...}]}, one object per configuration.
+        LineFormat("SGLang bench_speculative JSON", Scope.summary, ('"accept_length"',),
+                   _rx(r"\"accept_length\"\s*:\s*(?P<len>\d{1,3}(?:\.\d{1,20})?)\b")),
         # sglang.bench_serving's result block: "Accept length:  2.52" (client side, the run's mean).
         LineFormat("SGLang bench_serving summary", Scope.summary, ("Accept length:",),
                    _rx(r"^Accept length:\s+(?P<len>\d{1,3}(?:\.\d{1,12})?)\s*$")),

@@ -25,8 +25,8 @@ _LACKS = ["mean length", "per-position"]  # its rows count tokens, not verificat
 
 
 def read_log_or_bench(path: str | Path) -> tuple[list[LogEvidence], list[str]]:
-    """The evidence of one --log file (mtp-bench's output, else each run of a log read_runs reads) and, for
-    mtp-bench, the note with each category's acceptance."""
+    """The evidence of one --log file (mtp-bench's output, each of its runs, else each run of a log read_runs reads)
+    and, for mtp-bench, the notes with each category's acceptance."""
     file = Path(path).expanduser()
     try:
         small = file.is_file() and file.stat().st_size <= MAX_BENCH_BYTES
@@ -38,8 +38,12 @@ def read_log_or_bench(path: str | Path) -> tuple[list[LogEvidence], list[str]]:
         except SourceError:
             text = ""  # read_log names what is wrong with the file
         if text.strip() and mtp_bench.looks_like(text):
-            run = mtp_bench.parse(text, str(file))
-            return [bench_evidence(str(file), run)], category_notes(str(file), run)
+            pieces = [(first, piece) for first, piece in mtp_bench.runs_in(text) if mtp_bench.looks_like(piece)] or [(1, text)]
+            names = [f"{file} (run {n}, from line {first})" if len(pieces) > 1 else str(file)
+                     for n, (first, _) in enumerate(pieces, 1)]
+            runs = [mtp_bench.parse(piece, name) for name, (_, piece) in zip(names, pieces)]
+            return ([bench_evidence(name, run) for name, run in zip(names, runs)],
+                    [note for name, run in zip(names, runs) for note in category_notes(name, run)])
     return read_runs(file), []
 
 

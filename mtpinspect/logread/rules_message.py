@@ -48,6 +48,7 @@ from mtpinspect.vocabulary import App, Engine, EvidenceSource, LogKind
 # Exceptions by which an engine refuses a model or setting, rather than breaking on it.
 _REFUSALS = frozenset({"AssertionError", "NotImplementedError"})
 _REFUSAL_WORDS = re.compile(r"not (?:yet )?supported|unsupported|only .{0,80}\bsupport|does not (?:yet )?support|must be one of|"
+                            r"is not a registered model|Cannot find model module|"
                             r"\bunknown (?:speculative|spec|draft)[\w ]{0,40}(?:method|type|algorithm)|\bunrecognized\b",
                             re.IGNORECASE)
 # A KeyError on a weight's name on the MTP path (an MTP layer's weight, or a traceback through an MTP class's
@@ -106,11 +107,16 @@ def message_cause(log: LogEvidence) -> Cause | None:
 
 
 def _death_after_drafting(log: LogEvidence, hit: Hit) -> Cause:
-    """The scheduler or a worker died in a run that drafted (its figures, or MTP set up): a failure on the MTP path."""
+    """The scheduler or a worker died in a run that drafted (its figures, or MTP or a drafter set up): a failure on the
+    MTP path."""
+    path = log.scan.mtp_sign or log.scan.first(Meaning.speculation) if log.scan is not None else None
     shown = (f"{log.accepted} of {log.drafted} draft tokens accepted before it" if log.drafted else
-             f"MTP on: {log.run.evidence if log.run else 'an MTP line'}")
+             f"MTP on: {log.run.evidence}" if log.mtp_use is MtpUse.on and log.run else
+             f"line {path.number}: {path.message.means}" if path is not None else "the drafter's figures")
+    when = "while drafting" if log.drafted or log.mean_length is not None or log.acceptance is not None else \
+        "with the drafter set up"
     return Cause("MTP_ENGINE_CRASH", _confidence(log, 0.7),
-                 f"{_engine(log).value} died while drafting with MTP ({hit.message.means}): a crash on the MTP path",
+                 f"{_engine(log).value} died {when} ({hit.message.means}): a crash on the MTP path",
                  (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}", f"{log.path}: {shown}"),
                  f"{gap_remedy(_engine(log))}; run the same load without speculative decoding to confirm MTP is the "
                  "trigger", (EvidenceSource.log,))
@@ -226,7 +232,7 @@ def rejected_flag(log: LogEvidence, hit: Hit, evidence: tuple[str, ...]) -> Caus
 
 def _backend_gap(log: LogEvidence, hit: Hit, path: Hit) -> Cause:
     return Cause("MTP_ENGINE_CRASH", _confidence(log, 0.8),
-                 f"the backend fails on the speculative path ({hit.match.group(0)}): an engine gap, not the head",
+                 f"the engine or its backend fails on the speculative path ({hit.match.group(0)}): an engine bug, not the head",
                  (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}",
                   f"{log.path}: line {path.number}: {path.message.means}"),
                  f"{gap_remedy(_engine(log))}; on this backend try the run without speculative decoding first, then "

@@ -14,6 +14,10 @@
   MTP_LOADER_BUG (vllm#27597, #49869: the loader skips or misnames weights the checkpoint has);
 - vLLM's "Pipeline parallelism is not supported for this model" with MTP -> ENGINE_LIMITATION: the MTP
   drafter classes do not implement SupportsPP (vllm#52069, PR #46994);
+- the runs of one text compared by their decode speed (a table of configurations with a baseline row): every
+  drafting run under 0.95x the baseline while its drafts are accepted (50% or more) -> SLOWER_THAN_BASELINE; a
+  run that drafts more tokens per step (its n-max) decoding slower than one that drafts fewer ->
+  NMAX_TOO_HIGH; both at medium confidence (the paste's own timings, not measured here);
 - llama.cpp crashes with a known place: "invalid vector subscript" while loading a draft or MTP head
   (the device split of src/llama-model.cpp: llama.cpp#22337, #27454; Gemma 4 assistants #24795,
   #25873) and "Gemma4Assistant requires ctx_other" (a drafter context created without the target's:
@@ -23,8 +27,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from mtpinspect.causes import Cause
+from mtpinspect.causes import FINE_ACCEPTANCE, SLOWER, Cause
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Meaning
 from mtpinspect.logread.run_facts import LogApp, MtpUse
 from mtpinspect.logread.runs import LogEvidence
@@ -231,3 +236,62 @@ def _draft_context_crash(log: LogEvidence, *, ctx_other: bool) -> Cause:
         line = _line(log, _SUBSCRIPT)
     return Cause("MTP_ENGINE_CRASH", 0.85, f"llama.cpp fails while {where}", (line, f"{log.path}: {flags}"), fix,
                  (EvidenceSource.log,))
+
+
+# The draft length a comparison row names: llama.cpp's --spec-draft-n-max (--draft-max, --draft before the rename),
+# vLLM's num_speculative_tokens, or "n-max N" in words.
+_N_MAX = re.compile(r"(?:--spec-draft-n-max|--draft-max|--draft-n-max|--draft|num[_-]speculative[_-]tokens|\bn[-_ ]?max)"
+                    r"[\s=:\"']{0,4}(?P<n>\d{1,2})\b", re.IGNORECASE)
+
+
+def compared_runs(logs: Sequence[LogEvidence]) -> list[Cause]:
+    """Causes from the runs of one text set against each other by decode speed (see the module docstring)."""
+    by_text: dict[str, list[LogEvidence]] = {}
+    for log in logs:
+        if log.speed is not None:
+            by_text.setdefault(log.source, []).append(log)
+    causes: list[Cause] = []
+    for runs in by_text.values():
+        base = next((r for r in runs if r.baseline), None)
+        drafting = [r for r in runs if not r.baseline]
+        if not drafting:
+            continue
+        causes += _deeper_is_slower(drafting)
+        if base is not None and base.speed and all((r.speed or 0) < SLOWER * base.speed for r in drafting):
+            rates = [r.acceptance for r in drafting if r.acceptance is not None]
+            if rates and min(rates) >= FINE_ACCEPTANCE:
+                causes.append(_slower(base, drafting))
+    return causes
+
+
+def _row(log: LogEvidence) -> str:
+    where = log.draft_lines[0] if log.draft_lines else log.path
+    return f"{log.source}: {where}"
+
+
+def _slower(base: LogEvidence, drafting: list[LogEvidence]) -> Cause:
+    assert base.speed is not None
+    best = max(drafting, key=lambda r: r.speed or 0.0)
+    return Cause("SLOWER_THAN_BASELINE", 0.6,
+                 f"drafts are accepted ({min(r.acceptance or 0.0 for r in drafting):.0%} or more), but every speculative "
+                 f"run decodes slower than the run without it (best {best.speed:g} against {base.speed:g} tok/s, as pasted)",
+                 (_row(base), *(_row(r) for r in drafting[:4])),
+                 "leave speculative decoding off on this machine and model, or measure where it pays: mtpinspect sweep "
+                 "MODEL (it times each n-max against the baseline)", (EvidenceSource.log,))
+
+
+def _deeper_is_slower(drafting: list[LogEvidence]) -> list[Cause]:
+    """A run that drafts more tokens per step and decodes slower than one that drafts fewer."""
+    depth = {id(r): int(m["n"]) for r in drafting if r.setting and (m := _N_MAX.search(r.setting)) is not None}
+    sized = [r for r in drafting if id(r) in depth and r.speed is not None]
+    for deep in sized:
+        shallow = [r for r in sized if depth[id(r)] < depth[id(deep)] and (deep.speed or 0) < SLOWER * (r.speed or 0)]
+        if shallow:
+            fast = max(shallow, key=lambda r: r.speed or 0.0)
+            return [Cause("NMAX_TOO_HIGH", 0.6,
+                          f"drafting {depth[id(deep)]} tokens a step decodes slower ({deep.speed:g} tok/s) than drafting "
+                          f"{depth[id(fast)]} ({fast.speed:g} tok/s): the deeper drafts cost more than they gain",
+                          (_row(deep), _row(fast)),
+                          f"draft fewer tokens a step (n-max {depth[id(fast)]}, as the faster run); mtpinspect sweep MODEL "
+                          "measures each n-max on this machine", (EvidenceSource.log,))]
+    return []

@@ -92,6 +92,11 @@ class LogEvidence:
     # The lines that meant something (catalogue.py), with what each means and where it comes from.
     messages: list[Seen] = field(default_factory=list)
     scan: Scan | None = json_field(omit=True, default=None)
+    source: str = json_field(omit=True, default="")  # the file the run was read from (several runs share one)
+    # A comparison table's row: its decode speed as printed, what it names, whether it ran without speculation.
+    speed: float | None = json_field(omit=True, default=None)
+    setting: str | None = json_field(omit=True, default=None)
+    baseline: bool = json_field(omit=True, default=False)
 
     @property
     def drafted_anything(self) -> bool:
@@ -122,8 +127,8 @@ def read_runs(path: str | Path) -> list[LogEvidence]:
     segments = _segments(spoken)
     if len(segments) > 1:
         return [run for number, (first, piece, lines) in enumerate(segments, 1)
-                for run in _read_text(f"{file} (run {number}, from line {first})", piece, piece, lines, first)]
-    return _read_text(str(file), text, spoken, None, 1)
+                for run in _read_text(f"{file} (run {number}, from line {first})", piece, piece, lines, first, str(file))]
+    return _read_text(str(file), text, spoken, None, 1, str(file))
 
 
 # Where a run starts: a server's build banner, the engine's command under a shell prompt, vLLM's version line,
@@ -158,7 +163,7 @@ def _segments(spoken: str) -> list[tuple[int, str, LogLines]]:
     return runs if len(runs) > 1 else []
 
 
-def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first: int) -> list[LogEvidence]:
+def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first: int, source: str) -> list[LogEvidence]:
     """The runs of one text (or one run's part of it): one per engine whose figures it shows, the most figures
     first. ``first``: the text's first line number in the file (hits are numbered in the file's lines)."""
     crash = crash_in_log(spoken)
@@ -178,15 +183,16 @@ def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first:
     if len(runs) > 1:
         return [evidence for number, (start, part) in enumerate(runs, 1)
                 for evidence in _judged(f"{name} (run {number}, from line {start + first - 1})", text, spoken, part, hits,
-                                        crash, first)]
-    return _judged(name, text, spoken, lines, hits, crash, first)
+                                        crash, first, source)]
+    return _judged(name, text, spoken, lines, hits, crash, first, source)
 
 
 def _judged(name: str, text: str, spoken: str, lines: LogLines, hits: Scan, crash: Crash | None,
-            first: int) -> list[LogEvidence]:
-    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None, hits=hits, first=first), text, hits, crash)
+            first: int, source: str) -> list[LogEvidence]:
+    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None, hits=hits, first=first), text, hits, crash,
+                         source)
     others = [_with_reading(_parse(f"{name} ({engine.value} run)", spoken, lines, crashed=False, hits=hits, only=engine,
-                                   first=first), text, hits, None)
+                                   first=first), text, hits, None, source)
               for engine, reading in lines.readings.items() if engine is not main.runtime and reading.samples]
     return [main, *others]
 
@@ -194,7 +200,8 @@ def _judged(name: str, text: str, spoken: str, lines: LogLines, hits: Scan, cras
 def _fields(sample: Sample) -> set[tuple[str, str]]:
     """What one summary line tells, by its format: a figure told again starts another summary."""
     f = sample.figures
-    names = {n for n in ("accepted", "drafted", "steps", "acceptance", "mean_length", "spec_tokens") if getattr(f, n) is not None}
+    names = {n for n in ("accepted", "drafted", "steps", "acceptance", "mean_length", "spec_tokens", "speed")
+             if getattr(f, n) is not None}
     if f.per_position:
         names.add(f"position {f.at}" if f.at is not None else "per-position")
     return {(sample.format.name, n) for n in names}
@@ -226,8 +233,9 @@ def _summary_runs(lines: LogLines) -> list[tuple[int, LogLines]]:
     return runs
 
 
-def _with_reading(evidence: LogEvidence, text: str, hits: Scan, crash: Crash | None) -> LogEvidence:
+def _with_reading(evidence: LogEvidence, text: str, hits: Scan, crash: Crash | None, source: str) -> LogEvidence:
     evidence.scan, evidence.messages = hits, [h.seen() for h in hits.hits[:_SHOWN_MESSAGES]]
+    evidence.source = source
     evidence.run = _with_signs(read_run(text), hits)
     evidence.mtp_use, evidence.app = evidence.run.mtp, evidence.run.app or hits.app
     evidence.telling = [f"line {h.number}: {h.line}" for h in hits.of(Meaning.mtp_failure)][:4]
@@ -361,6 +369,7 @@ def _take(evidence: LogEvidence, figures: Figures) -> None:
     evidence.acceptance, evidence.mean_length = figures.acceptance, figures.mean_length
     evidence.per_position = figures.per_position
     evidence.spec_tokens = figures.spec_tokens
+    evidence.speed, evidence.setting, evidence.baseline = figures.speed, figures.setting, figures.baseline
     evidence.missing = list(figures.missing)
 
 
