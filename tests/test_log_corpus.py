@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from contextlib import redirect_stdout
@@ -561,3 +562,11 @@ def test_mtp_bench_pastes_give_their_totals(entry: dict[str, Any]) -> None:
         accepted = figures.get("total_draft_accepted", figures.get("acc"))
         assert (log.kind, log.drafted, log.accepted) == (LogKind.mtp_bench, drafted, accepted)
     assert notes
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=_ids(ENTRIES))
+def test_every_reading_cites_its_lines(entry: dict[str, Any]) -> None:
+    """Issue 42: every cause read from a paste names the line(s) it rests on ("line N"), not only catalogue causes."""
+    report = _diagnose(entry["file"])
+    for cause in report.causes:
+        assert any(re.search(r"\bline \d+", line) for line in cause.evidence), (cause.code, cause.evidence)

@@ -169,3 +169,63 @@ def test_a_keyerror_on_a_weight_in_an_mtp_loader_is_the_loaders_bug(tmp_path: Pa
     paste.write_text('  File "/srv/app/models/loader.py", line 30, in load_weights\n    param = params_dict[name]\n'
                      "KeyError: 'encoder.layers.3.weight'\n", encoding="utf-8")
     assert diagnose(log_files=[paste]).causes == []
+
+
+def test_a_cut_traceback_through_speculative_code_is_a_crash_on_that_path(tmp_path: Path) -> None:
+    # A traceback whose exception line the paste lost: its frames in the engine's drafting code are the tie (issue 42).
+    paste = tmp_path / "trace.log"
+    frames = ('[23:23:54 TP7] Traceback (most recent call last):\n'
+              '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 669, in run_batch\n'
+              '    out = self.draft_worker.forward_batch_speculative_generate(batch)\n'
+              '  File "/opt/sglang/python/sglang/srt/{}.py", line 42, in forward_draft_extend\n'
+              '    logits_output = self.model_runner.forward(forward_batch)\n')
+    paste.write_text(frames.format("speculative/eagle_worker"), encoding="utf-8")
+    cause = diagnose(log_files=[paste]).causes[0]
+    assert (cause.code, cause.confidence_word) == ("MTP_ENGINE_CRASH", "medium")
+    assert "exception itself is not in the paste" in cause.message and any("line 4:" in e for e in cause.evidence)
+    # The same traceback through code that does not draft names nothing.
+    plain = frames.replace("forward_batch_speculative_generate", "forward_batch_generation").replace(
+        "forward_draft_extend", "forward_extend")
+    paste.write_text(plain.format("managers/tp_worker"), encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes == []
+
+
+def test_a_table_with_a_run_per_row_judges_each_row(tmp_path: Path) -> None:
+    paste = tmp_path / "table.md"
+    paste.write_text("| Backend | Draft acceptance | Mean len |\n|---|---|---|\n| ROCm0 | **60.1%** (83/138) | 3.31 |\n"
+                     "| Vulkan0 | **0.1%** (1/894) | 1.00 |\n", encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert [(log.accepted, log.drafted) for log in report.logs] == [(83, 138), (1, 894)]
+    assert report.causes[0].code == "HEAD_DISAGREES" and "(run 2, from line 4)" in report.causes[0].evidence[0]
+    # Rows that are categories of one run's prompts add up; a bare "Acceptance" column (a test plan's) is not read.
+    paste.write_text("| category | accept_rate |\n|---|---|\n| coding | 0.80 |\n| prose | 0.60 |\n", encoding="utf-8")
+    (log,) = diagnose(log_files=[paste]).logs
+    assert log.acceptance == pytest.approx(0.70)
+    paste.write_text("| Feature | Acceptance |\n|---|---|\n| login | 0% |\n| export | 0% |\n", encoding="utf-8")
+    with pytest.raises(FormatError):
+        diagnose(log_files=[paste])
+
+
+def test_runs_compared_by_speed(tmp_path: Path) -> None:
+    # A table of configurations with a row without speculation: a deeper draft slower than a shallower one, and
+    # every drafting run slower than the baseline at fine acceptance (issue 42: the runs of one text judged together).
+    paste = tmp_path / "runs.md"
+    paste.write_text("| Config | Decode tok/s | Draft acceptance |\n|---|---:|---:|\n| no speculation | 26.7 | — |\n"
+                     "| `--spec-draft-n-max 3` | 23.5 | 34% |\n| `--spec-draft-n-max 2` | 29.6 | 54% |\n", encoding="utf-8")
+    (cause,) = diagnose(log_files=[paste]).causes
+    assert (cause.code, cause.confidence_word) == ("NMAX_TOO_HIGH", "medium") and "line 4:" in cause.evidence[0]
+    paste.write_text("| Mode | Value |\n|---|---:|\n| baseline | `11.1 +/- 0.1 t/s` |\n"
+                     "| `--draft-max 1` | `10.0 +/- 0.4 t/s @ 88.2% +/- 9.7%` |\n", encoding="utf-8")
+    (cause,) = diagnose(log_files=[paste]).causes
+    assert cause.code == "SLOWER_THAN_BASELINE" and "10 against 11.1 tok/s" in cause.message
+    # Slower only where drafts are rejected: the acceptance, not the verification cost, is the story.
+    paste.write_text(paste.read_text(encoding="utf-8").replace("88.2%", "30.0%"), encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes == []
+
+
+def test_llama_cpp_speculative_lines_keep_their_padding() -> None:
+    # "spec %12.*s: ": the function's name right-aligned in 12 characters; a "spec file:" line of other software is not it.
+    hits = scan("3.28.378.765 E spec flush_deferr: llama_decode(ctx_dft) deferred flush failed rc=-1\n"
+                "45.08.275.532 E spec        draft: llama_decode[1] returned -1\nspec file: build.spec\n")
+    speculation = [h.number for h in hits.of(Meaning.speculation)]
+    assert speculation == [1, 2] and [h.number for h in hits.of(Meaning.engine_gap)] == [1, 2]

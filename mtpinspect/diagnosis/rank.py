@@ -399,6 +399,8 @@ def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvi
                                    offered=log.offered_spec_types, engine=log.runtime)
         if failure is not None and failure.code == "MTP_ENGINE_CRASH" and log.mtp_use is MtpUse.not_shown:
             failure = _unshown_mtp(failure, log) if crash_may_be_mtps(log) else None
+        if failure is not None and log.crash_line is not None:  # every reading cites its line
+            failure = replace(failure, evidence=(failure.evidence[0], f"{log.path}: {log.crash_line}", *failure.evidence[1:]))
         if failure is not None:
             causes.append(failure)
     causes += _unused_head_causes(static, settings, log, EvidenceSource.log, asked_mtp=log.mtp_context is not None)

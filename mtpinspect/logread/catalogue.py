@@ -116,6 +116,9 @@ def gap_remedy(engine: Engine | None) -> str:
     return _GAP_REMEDY.get(engine if engine in _GAP_REMEDY else None, _GAP_REMEDY[None])
 
 
+# "spec " and the function's name right-aligned in 12 characters (cut to 12): the padding is part of the mark.
+_SPEC_TAG = r"^spec (?:" + "|".join(rf" {{{12 - n}}}\w{{{n}}}" for n in range(1, 13)) + r"):\s"
+
 CATALOGUE: tuple[Message, ...] = (
     # -- llama.cpp: why MTP failed (common/arg.cpp, common/speculative.cpp, src/llama-context.cpp, src/models/*,
     # at the pinned commit 0c1e570 unless said) ------------------------------------------------------------
@@ -199,7 +202,7 @@ CATALOGUE: tuple[Message, ...] = (
        "common/speculative.cpp (common_speculative_print_stats)", "drafting statistics of the MTP drafter",
        engine=_LLAMA, mtp=_ON),
     # The speculative module's own log lines: "spec <function>: ..." (SPC_INF and its kin), printed only while drafting.
-    _m("llama.cpp speculative module", Meaning.speculation, ("spec ",), r"^spec\s+\w+:\s",
+    _m("llama.cpp speculative module", Meaning.speculation, ("spec ",), _SPEC_TAG,
        "common/speculative.cpp:23 (\"spec %12.*s: \")", "a line of llama.cpp's speculative decoding module", engine=_LLAMA),
     # A backtrace frame in the speculative code (gdb's "#12 0x... in common_speculative_draft(...)", or a poster's
     # "#3 common_speculative_state_dflash::draft(...)" without addresses); bounded, linear on a long line.

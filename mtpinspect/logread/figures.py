@@ -94,9 +94,11 @@ TABLE_FORMAT = LineFormat("table with an acceptance column", Scope.interval, ("a
 TABLE_RUNS_FORMAT = LineFormat("table with an acceptance column, a run per row", Scope.summary, ("accept",),
                                re.compile(r"accept"))
 _TABLE_CELLS = re.compile(r"\s*\|\s*|\s{2,}|\t")
-_RATE_COLUMN = re.compile(r"^(?:avg_?|mean_?|draft[ _])?(?:accept(?:ance)?(?:[ _]rate)?|acc(?:ept)?_?rate)(?:\s*\(%\)|_pct|\s*%)?$",
-                          re.IGNORECASE)
-_LENGTH_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _](?:length|len))$|^mean[ _](?:acc(?:ept(?:ance)?)?[ _])?len(?:gth)?$",
+# An acceptance column says whose: "accept rate", "acceptance rate", "draft acceptance" (never a bare "acceptance",
+# which a test plan's table has); a mean length column "accept len", "acceptance length" or llama.cpp's "mean len".
+_RATE_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:draft[ _]accept(?:ance)?(?:[ _]rate)?|accept(?:ance)?[ _]rate|acc(?:ept)?_?rate)"
+                          r"(?:\s*\(%\)|_pct|\s*%)?$", re.IGNORECASE)
+_LENGTH_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _](?:length|len))$|^mean[ _](?:acc(?:ept(?:ance)?)?[ _])?len$",
                             re.IGNORECASE)
 # First columns whose rows are runs of their own (what was changed between them), not categories of one run's prompts.
 _RUN_COLUMN = re.compile(r"^(?:backend|device|gpu|build|version|release|image|engine|config(?:uration)?|setup|run|mode|"

@@ -81,6 +81,7 @@ class LogEvidence:
     # Lines that name a known MTP failure (sidecar width, missing layers, unknown type...), in log order.
     telling: list[str] = json_field(omit=True, default_factory=list)
     crash: Crash | None = None  # the engine crashed (signal, GGML_ASSERT, abort, exception, GPU fault)
+    crash_line: str | None = json_field(omit=True, default=None)  # "line N: ..." of the crash's first line in the text
     mtp_use: MtpUse = MtpUse.not_shown  # whether the run had MTP on, as the log shows it (logread/run_facts.py)
     app: LogApp | None = None  # Ollama or LM Studio, when their lines are around llama-server's
     skipped_lines: int = 0  # non-empty lines no format recognised: the diagnosis rests on the others
@@ -191,6 +192,9 @@ def _judged(name: str, text: str, spoken: str, lines: LogLines, hits: Scan, cras
             first: int, source: str) -> list[LogEvidence]:
     main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None, hits=hits, first=first), text, hits, crash,
                          source)
+    if crash is not None:  # its first line, else (a backtrace read from its frames) the frame that placed it
+        frame = hits.mtp_sign or hits.first(Meaning.speculation)
+        main.crash_line = _cited_line(spoken, crash.lines, first) or (f"line {frame.number}: {frame.line[:300]}" if frame else None)
     others = [_with_reading(_parse(f"{name} ({engine.value} run)", spoken, lines, crashed=False, hits=hits, only=engine,
                                    first=first), text, hits, None, source)
               for engine, reading in lines.readings.items() if engine is not main.runtime and reading.samples]
@@ -339,6 +343,15 @@ def _set_figures(evidence: LogEvidence, reading: Reading, first: int) -> None:
     evidence.samples = list(reading.samples)
     evidence.draft_lines = lines[:_EVIDENCE_LINES]
     _take(evidence, figures)
+
+
+def _cited_line(text: str, wanted: tuple[str, ...], first: int) -> str | None:
+    """"line N: TEXT" for the first of ``wanted`` the text holds (its number in the file), None when none is found."""
+    for line in wanted:
+        at = text.find(line.strip()) if line.strip() else -1
+        if at >= 0:
+            return f"line {text.count(chr(10), 0, at) + first}: {line.strip()[:300]}"
+    return None
 
 
 def _cited(sample: Sample, first: int) -> str:
