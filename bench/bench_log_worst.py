@@ -4,7 +4,9 @@ The text is the worst case issue 42 names, repeated up to each size: 16 KB lines
 (``--a-mtp`` that never closes), 64 KB lines that start like a metrics sample (``llamacpp:``) and are not one,
 lines full of the catalogue's keys that never complete a message (``error``, ``speculative``, ``draft``,
 ``invalid argument``, ``accept len:``, ``spec_decode_``), request bodies (content the catalogue must skip),
-Python exception lines and ordinary llama-server lines. Each size is timed in a fresh process-free call of
+Python exception lines and ordinary llama-server lines; and the second round's shapes (a run table with long cells
+of near-matching units, llama.cpp's ``spec`` tag, backtrace and traceback frames with long names, a drafter
+architecture that never closes, summary keys with 16,000-digit values). Each size is timed in a fresh process-free call of
 `diagnose(log_files=[...])` (the whole path: decoding, voices, catalogue, formats, rules); the figure to read is
 seconds per MiB, which must stay flat from the smallest size to the largest (MAX_LOG_BYTES, 256 MiB).
 
@@ -31,6 +33,14 @@ _BLOCK = "".join([
     'srv  log_server_r: request:  {"messages":[{"role":"user","content":"' + "unknown speculative type: mtp " * 300 + '"}]}\n',
     "ValueError: " + "draft " * 2000 + "\n",
     "".join(f"slot update_slots: id  0 | task {i} | n_tokens = {i * 7}, memory_seq_rm [0, end)\n" for i in range(400)),
+    # The second round's shapes: a run table whose rows are long near-matches of its units, llama.cpp's "spec" tag,
+    # backtrace and traceback frames with long names, a drafter architecture that never closes, summary keys.
+    "| Backend | Draft acceptance | Value |\n|---|---|---|\n" + ("| x | **1" + " 1" * 8000 + " | 1.5 +/- " * 2000 + "@ 1" * 4000 + " |\n") * 2,
+    "spec " + " " * 3 + "a" * 16000 + ": x\n",
+    "#3 " + "common_speculativ" * 900 + "\n",
+    '  File "/x.py", line 1, in ' + "eagl" * 4000 + "\n",
+    "unknown model architecture: '" + "mt" * 8000 + "\n",
+    '"accept_length": ' + "1" * 16000 + "\nn_drafted = " + "9" * 16000 + "\n",
 ])
 
 

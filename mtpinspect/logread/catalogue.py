@@ -281,6 +281,12 @@ CATALOGUE: tuple[Message, ...] = (
        r"\b(?:Eagle|Ngram|Medusa|DraftModel|SuffixDecoding)Proposer\b|\bEagle\d?(?:[A-Z][a-z0-9]+)+For(?:CausalLM|ConditionalGeneration)",
        "vllm/v1/spec_decode/ (EagleProposer, NgramProposer, MedusaProposer); vllm/model_executor/models/registry.py "
        "(_SPECULATIVE_DECODING_MODELS: EagleLlamaForCausalLM, Eagle3LlamaForCausalLM)", "vLLM's drafter", engine=_VLLM),
+    # vLLM names its MTP drafters <Family>MTP (DeepSeekMTP, Glm4MoeMTP, Qwen3NextMTP, MiMoMTP) and their inner modules
+    # <Family>MultiTokenPredictor; SGLang's are <Family>ForCausalLMMTP / ...NextN (below).
+    _m("vLLM MTP class", Meaning.mtp_on, ("MTP", "MultiTokenPredictor"),
+       r"\b[A-Z][A-Za-z0-9]{0,60}?[a-z0-9](?<!ForCausalLM)MTP\b|\b[A-Z]\w{0,60}?MultiTokenPredictor(?:Layer)?\b",
+       "vllm/model_executor/models/*_mtp.py (DeepSeekMTP, Glm4MoeMTP, Qwen3NextMTP; DeepSeekMultiTokenPredictor)",
+       "vLLM's MTP drafter class: the run had MTP on", engine=_VLLM, mtp=_ON),
     _m("vLLM MTP weights missing", Meaning.mtp_failure, ("weights missing from checkpoint",),
        r"weights missing from checkpoint", "vLLM PR #35548 (the MTP layer's loader)",
        "the checkpoint lacks the MTP layer's weights", engine=_VLLM, mtp=_ON),
@@ -316,12 +322,15 @@ CATALOGUE: tuple[Message, ...] = (
     _m("SGLang speculative path", Meaning.speculation, ("speculative",),
        r"sglang[/\\.](?:python[/\\.])?(?:sglang[/\\.])?srt[/\\.]speculative\b|srt[/\\]speculative[/\\]",
        "python/sglang/srt/speculative/ (EAGLE and NEXTN workers)", "SGLang's speculative decoding code", engine=_SGLANG),
-    _m("SGLang drafter worker", Meaning.speculation, ("Worker",),
-       r"\b(?:EAGLEWorker(?:V2)?|EagleDraftWorker|MultiLayerEagleWorker(?:V2)?|NGRAMWorker|StandaloneWorker(?:V2)?)\b",
-       "python/sglang/srt/speculative/ (eagle_worker.py EAGLEWorker, eagle_worker_v2.py EagleDraftWorker, ngram_worker.py)",
+    _m("SGLang drafter worker", Meaning.speculation, ("Worker", "SpeculativeAlgorithm"),
+       r"\b(?:EAGLEWorker(?:V2)?|EagleDraftWorker|MultiLayerEagleWorker(?:V2)?|NGRAMWorker|StandaloneWorker(?:V2)?|"
+       r"SpeculativeAlgorithm)\b",
+       "python/sglang/srt/speculative/ (eagle_worker.py EAGLEWorker, eagle_worker_v2.py EagleDraftWorker, ngram_worker.py; "
+       "spec_info.py SpeculativeAlgorithm)",
        "SGLang's drafter worker", engine=_SGLANG),
-    _m("SGLang NextN class", Meaning.mtp_on, ("NextN",), r"\b\w+(?:Model|ForCausalLM)NextN\b",
-       "python/sglang/srt/models/deepseek_nextn.py (DeepseekModelNextN, DeepseekV3ForCausalLMNextN), glm4_moe_nextn.py",
+    _m("SGLang NextN class", Meaning.mtp_on, ("NextN", "ForCausalLMMTP"), r"\b\w+(?:Model|ForCausalLM)NextN\b|\b\w+ForCausalLMMTP\b",
+       "python/sglang/srt/models/deepseek_nextn.py (DeepseekModelNextN, DeepseekV3ForCausalLMNextN), glm4_moe_nextn.py, "
+       "qwen3_next_mtp.py (Qwen3NextForCausalLMMTP)",
        "SGLang's MTP (NextN) draft model class", engine=_SGLANG, mtp=_ON),
     _m("SGLang NEXTN", Meaning.mtp_on, ("NEXTN", "NextN", "nextn"),
        r"(?:--speculative-algo\w*|speculative_algorithm)\W+(?:NEXTN|nextn)\b|sglang[/\\.]srt[/\\.]models[/\\.]\w+_nextn",
