@@ -229,3 +229,23 @@ def test_llama_cpp_speculative_lines_keep_their_padding() -> None:
                 "45.08.275.532 E spec        draft: llama_decode[1] returned -1\nspec file: build.spec\n")
     speculation = [h.number for h in hits.of(Meaning.speculation)]
     assert speculation == [1, 2] and [h.number for h in hits.of(Meaning.engine_gap)] == [1, 2]
+
+
+def test_a_run_without_speculation_timed_before_one_with_it(tmp_path: Path) -> None:
+    # Two llama-server runs under their commands, each request's decode speed server-timed ("eval time"): the MTP run
+    # drafts well and decodes slower than the run without it (issue 42: several runs in one text, set side by side).
+    timing = ("slot print_timing: id  0 | task 0 |\n       eval time =    {ms} ms /   100 tokens ({per} ms per token, "
+              "{speed} tokens per second)\n")
+    paste = tmp_path / "two.log"
+    paste.write_text("$ llama-server -m model.gguf -c 4096\n" + timing.format(ms="1000.00", per="10.00", speed="100.00")
+                     + "$ llama-server -m model.gguf -c 4096 --spec-type draft-mtp --spec-draft-n-max 3\n"
+                     + timing.format(ms="1250.00", per="12.50", speed="80.00")
+                     + "draft acceptance = 0.80000 (  240 accepted /   300 generated), mean len =  3.40\n", encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert [log.speed for log in report.logs] == [100.0, 80.0]
+    (cause,) = report.causes
+    assert cause.code == "SLOWER_THAN_BASELINE" and any("line 3:" in e for e in cause.evidence)
+    # Faster with MTP: nothing to say.
+    paste.write_text(paste.read_text(encoding="utf-8").replace("1250.00", "800.00").replace("80.00 tokens", "125.00 tokens"),
+                     encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes == []

@@ -93,6 +93,12 @@ class BenchRun:
                 out[result.name] = (drafted + result.draft_n, accepted + result.draft_n_accepted)
         return out
 
+    def decode_speed(self) -> float | None:
+        """Tokens per second over the rows that predicted (their tokens over their summed time), None without rows."""
+        timed = [r for r in self.results if r.error is None and r.predicted_n and r.predicted_per_second > 0]
+        seconds = sum(r.predicted_n / r.predicted_per_second for r in timed)
+        return sum(r.predicted_n for r in timed) / seconds if seconds else None
+
     def totals(self) -> tuple[int, int]:
         """(drafted, accepted) over the whole run: the aggregate's, else the rows' sums."""
         if self.aggregate is not None:

@@ -239,6 +239,7 @@ def _read_line(reading: Reading, line: str, number: int) -> None:
         if setting.every or setting.name not in reading.settings:
             value = setting.read(line)
             if value is not None:
+                value["at"] = str(number)  # its line, for evidence
                 reading.settings.setdefault(setting.name, []).append(value)
     if len(reading.failures) < _MAX_FAILURES:
         for mark in table.failures:

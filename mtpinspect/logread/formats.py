@@ -245,6 +245,11 @@ LLAMA_CPP = EngineLog(
     settings=(
         Setting("architecture", ("arch",), _rx(r"(?:print_info: arch\s*=\s*|general\.architecture\s+str\s*=\s*)(?P<value>\S+)")),
         Setting("n_ctx", ("n_ctx_slot",), _rx(r"n_ctx_slot\s*=\s*(?P<value>\d+)")),
+        # Each request's decode speed, server-timed: "eval time = 9840.04 ms / 200 tokens (..., 20.33 tokens per second)".
+        Setting("decode_speed", ("eval time",),
+                _rx(r"(?<!prompt )\beval time\s*=\s*\d{1,12}(?:\.\d{1,6})? ms /\s*(?P<n>\d{1,12}) (?:tokens|runs)\s*\("
+                    r"\s*\d{1,12}(?:\.\d{1,6})? ms per token,\s*(?P<value>\d{1,9}(?:\.\d{1,6})?) tokens per second\)"),
+                every=True),
         Setting("request_end", ("stop processing",), _rx(r"stop processing: n_tokens = (?P<n_tokens>\d+), truncated = (?P<truncated>\d)"),
                 every=True),
         Setting("mtp_context", ("MTP draft context", "loading draft model", "adding speculative implementation"),

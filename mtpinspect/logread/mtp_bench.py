@@ -42,7 +42,12 @@ def read_log_or_bench(path: str | Path) -> tuple[list[LogEvidence], list[str]]:
             names = [f"{file} (run {n}, from line {first})" if len(pieces) > 1 else str(file)
                      for n, (first, _) in enumerate(pieces, 1)]
             runs = [mtp_bench.parse(piece, name) for name, (_, piece) in zip(names, pieces)]
-            return ([bench_evidence(name, run) for name, run in zip(names, runs)],
+            evidence = [bench_evidence(name, run) for name, run in zip(names, runs)]
+            for one, (first, _) in zip(evidence, pieces):
+                one.source = str(file)
+                if one.speed is not None:
+                    one.speed_line = f"line {first}: mtp-bench's rows from here, {one.speed:.1f} tok/s over their tokens"
+            return (evidence,
                     [note for name, run in zip(names, runs) for note in category_notes(name, run)])
     return read_runs(file), []
 
@@ -61,6 +66,7 @@ def bench_evidence(path: str, run: BenchRun) -> LogEvidence:
         evidence.failure = f"every request failed; the first: {failed[0].error}"
     # mtp-bench is only run to measure drafting: whether the server drafted is what its counts say.
     evidence.mtp_use = MtpUse.on if drafted else MtpUse.not_shown
+    evidence.speed = run.decode_speed()
     evidence.run = RunFacts(evidence.mtp_use, f"mtp-bench counted {drafted} drafted tokens")
     return evidence
 

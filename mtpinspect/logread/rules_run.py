@@ -252,8 +252,8 @@ def compared_runs(logs: Sequence[LogEvidence]) -> list[Cause]:
             by_text.setdefault(log.source, []).append(log)
     causes: list[Cause] = []
     for runs in by_text.values():
-        base = next((r for r in runs if r.baseline), None)
-        drafting = [r for r in runs if not r.baseline]
+        base = next((r for r in runs if _without_drafting(r)), None)
+        drafting = [r for r in runs if not _without_drafting(r) and _drafting(r)]
         if not drafting:
             continue
         causes += _deeper_is_slower(drafting)
@@ -264,8 +264,19 @@ def compared_runs(logs: Sequence[LogEvidence]) -> list[Cause]:
     return causes
 
 
+def _without_drafting(log: LogEvidence) -> bool:
+    """A run without speculative decoding: a table row that says so, a run that drafted nothing, or MTP off."""
+    return log.baseline or log.drafted == 0 or (log.mtp_use is MtpUse.off and log.drafted is None and log.acceptance is None)
+
+
+def _drafting(log: LogEvidence) -> bool:
+    return bool(log.drafted or log.acceptance is not None or log.mean_length is not None or log.mtp_use is MtpUse.on
+                or log.setting)
+
+
 def _row(log: LogEvidence) -> str:
-    where = log.draft_lines[0] if log.draft_lines else log.path
+    """The line a run's speed (and figures) come from, cited."""
+    where = log.speed_line or (log.draft_lines[0] if log.draft_lines else log.path)
     return f"{log.source}: {where}"
 
 

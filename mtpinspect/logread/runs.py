@@ -96,6 +96,7 @@ class LogEvidence:
     source: str = json_field(omit=True, default="")  # the file the run was read from (several runs share one)
     # A comparison table's row: its decode speed as printed, what it names, whether it ran without speculation.
     speed: float | None = json_field(omit=True, default=None)
+    speed_line: str | None = json_field(omit=True, default=None)  # "line N: ..." the speed is read from, when not a figure line
     setting: str | None = json_field(omit=True, default=None)
     baseline: bool = json_field(omit=True, default=False)
 
@@ -134,7 +135,8 @@ def read_runs(path: str | Path) -> list[LogEvidence]:
 
 # Where a run starts: a server's build banner, the engine's command under a shell prompt, vLLM's version line,
 # mtp-bench's first row after another run's figures. A start opens a new run only once the text before it showed
-# figures (a command and its banner are one start).
+# figures or its requests' decode speed (a command and its banner are one start; a run without speculation timed
+# before one with it are two).
 _RUN_START = re.compile(
     r"^(?:[\w./-]*\s*\|\s*)?(?:\[\d+\]\s+)?(?:main: )?build(?:_info)?: \d+ \(\w+\)|"
     r"^\s*(?:[\w.-]+@[\w.-]+:\S*[$#]|\$|PS [A-Za-z]:\\[^>\n]{0,200}>|[A-Za-z]:\\[^>\n]{0,200}>)\s+\S*"
@@ -154,7 +156,7 @@ def _segments(spoken: str) -> list[tuple[int, str, LogLines]]:
     for end in bounds[1:]:
         piece = spoken[begin:end]
         lines = read_lines(piece.splitlines())
-        if any(r.samples for r in lines.readings.values()) or end == len(spoken):
+        if any(r.samples or r.settings.get("decode_speed") for r in lines.readings.values()) or end == len(spoken):
             runs.append((spoken.count("\n", 0, begin) + 1, piece, lines))
             begin = end
     if len(runs) > 1 and not any(r.samples for r in runs[-1][2].readings.values()):
@@ -267,7 +269,7 @@ def _parse(file: str, text: str, lines: LogLines, *, crashed: bool, hits: Scan, 
                            skipped_lines=lines.unread if lines.unread < lines.lines else 0, unreadable=unreadable)
     _set_figures(evidence, reading, first)
     if reading.engine.engine is Engine.llama_cpp:
-        _llama_settings(evidence, reading, text)
+        _llama_settings(evidence, reading, text, first)
     else:
         _engine_settings(evidence, reading)
     return evidence
@@ -414,7 +416,7 @@ def _metrics(path: str, text: str) -> LogEvidence:
     return evidence
 
 
-def _llama_settings(evidence: LogEvidence, reading: Reading, text: str) -> None:
+def _llama_settings(evidence: LogEvidence, reading: Reading, text: str, first: int) -> None:
     evidence.unused_nextn = unused_nextn_tensors(text)
     evidence.mtp_context = reading.setting("mtp_context")
     if reading.failures and reading.engine.failure_of is not None:
@@ -428,6 +430,12 @@ def _llama_settings(evidence: LogEvidence, reading: Reading, text: str) -> None:
         evidence.truncated = any(t for _, t in ends)
     offered = reading.setting("offered_spec_types")
     evidence.offered_spec_types = tuple(re.split(r"[|,]", offered)) if offered else None
+    timed = [(int(v["n"]), float(v["value"])) for v in reading.settings.get("decode_speed", []) if float(v["value"]) > 0]
+    if evidence.speed is None and timed:  # the requests' tokens over their summed decode time
+        evidence.speed = sum(n for n, _ in timed) / sum(n / speed for n, speed in timed) if sum(n for n, _ in timed) else None
+        shown = reading.settings["decode_speed"][0]
+        evidence.speed_line = (f"line {int(shown['at']) + first - 1}: eval time: {shown['n']} tokens, {shown['value']} tokens per "
+                               f"second (server-timed; {len(timed)} request(s): {evidence.speed:.2f} tokens per second)")
 
 
 def _engine_settings(evidence: LogEvidence, reading: Reading) -> None:
