@@ -249,3 +249,16 @@ def test_a_run_without_speculation_timed_before_one_with_it(tmp_path: Path) -> N
     paste.write_text(paste.read_text(encoding="utf-8").replace("1250.00", "800.00").replace("80.00 tokens", "125.00 tokens"),
                      encoding="utf-8")
     assert diagnose(log_files=[paste]).causes == []
+
+
+@pytest.mark.parametrize(("line", "code"), [
+    # The pinned common/speculative.cpp's own error lines (SPC_ERR), under its "spec" tag.
+    ("0.12.000.001 E spec        draft: llama_process[0] returned -1", "MTP_ENGINE_CRASH"),
+    ("0.12.000.001 E spec   draft_impl: failed to decode draft batch, ret = -3", "MTP_ENGINE_CRASH"),
+    ("0.01.000.001 E spec         init: the target and draft vocabs are not compatible", "SIDECAR_MISMATCH"),
+])
+def test_the_speculative_modules_own_errors(tmp_path: Path, line: str, code: str) -> None:
+    paste = tmp_path / "spec.log"
+    paste.write_text(line + "\n", encoding="utf-8")
+    cause = diagnose(log_files=[paste]).causes[0]
+    assert cause.code == code and cause.confidence_word == "medium" and any("line 1" in e for e in cause.evidence)

@@ -212,11 +212,22 @@ CATALOGUE: tuple[Message, ...] = (
        "common/speculative.cpp (common_speculative_*), src/llama-context.cpp (MTP's context functions), in backtraces",
        "a backtrace frame in llama.cpp's speculative / MTP code", engine=_LLAMA),
     # A decode of the draft context that fails while serving: the engine's draft path breaks at run time.
-    _m("draft decode failed", Meaning.engine_gap, ("llama_decode[", "llama_decode(ctx_dft)", "failed to process speculative batch"),
-       r"\bllama_decode(?:\[\d+\]|\(ctx_dft\))[^\n]{0,120}?\b(?:returned|failed)\b|failed to process speculative batch",
-       "tools/server/server-context.cpp:3732 (\"failed to process speculative batch\"); forks' draft decode lines "
-       "(\"llama_decode[N] returned\", \"llama_decode(ctx_dft) ... failed\")",
+    _m("draft decode failed", Meaning.engine_gap, ("llama_decode[", "llama_decode(ctx_dft)", "llama_process[", "llama_process(ctx_dft)",
+                                                   "failed to decode draft batch", "failed to process speculative batch"),
+       r"\bllama_(?:decode|process)(?:\[\d+\]|\(ctx_dft\))[^\n]{0,120}?\b(?:returned|failed)\b|failed to decode draft batch|"
+       r"failed to process speculative batch",
+       "common/speculative.cpp:300 (\"failed to decode draft batch, ret = \"), 397 (\"llama_process[%d] returned \"), 660 "
+       "(\"llama_process(ctx_dft) failed rc=\"); tools/server/server-context.cpp:3732 (\"failed to process speculative "
+       "batch\"); builds and forks with llama_decode (\"llama_decode[N] returned\", \"llama_decode(ctx_dft) ... failed\")",
        "a decode on the draft context failed while serving", engine=_LLAMA),
+    # The draft (or mtp-) file's vocabulary is not the target's: made from another model.
+    _m("draft vocab mismatch", Meaning.mtp_failure, ("vocabs are not compatible", "vocab type must match"),
+       r"the target and draft vocabs are not compatible|draft model vocab type must match target model",
+       "common/speculative.cpp:246 (\"the target and draft vocabs are not compatible\"), 248 (\"draft model vocab type "
+       "must match target model\")", "the draft file's vocabulary is not the target's: it was made from another model",
+       engine=_LLAMA, cause="SIDECAR_MISMATCH", confidence=0.7,
+       remedy=("use the draft or mtp- file made from the same model as the target (the same vocabulary; for MTP the mtp- "
+               "file converted from the same snapshot: `mtpinspect check MAIN.gguf --mtp-file FILE` compares them)")),
     # Forks name their MTP switches after it: ik_llama.cpp's -mtp / --multi-token-prediction, MTP branches'
     # --mtp-head FILE, --draft-mtp ...; a flag that names MTP on a command line turns it on.
     _m("MTP flag (forks)", Meaning.mtp_on, ("-mtp", "--mtp", "-multi-token"),
@@ -267,8 +278,8 @@ CATALOGUE: tuple[Message, ...] = (
     _m("vLLM command", Meaning.writer, ("vllm serve", "--speculative-config", "speculative_config"),
        r"\bvllm serve\b|--speculative-config|speculative_config", "vllm/engine/arg_utils.py (--speculative-config)",
        "a vLLM command line or its configuration", engine=_VLLM),
-    _m("vLLM speculative flags", Meaning.speculation, ("--speculative", "num_speculative_tokens"),
-       r"--speculative[-_](?:config|model)\b|num_speculative_tokens",
+    _m("vLLM speculative flags", Meaning.speculation, ("--speculative", "num_speculative_tokens", "num-speculative-tokens"),
+       r"--speculative[-_](?:config|model)\b|num[_-]speculative[_-]tokens",
        "vllm/engine/arg_utils.py (--speculative-config; --speculative-model in V0)", "vLLM's speculative settings",
        engine=_VLLM),
     _m("vLLM spec decode path", Meaning.speculation, ("spec_decode",), r"\bspec_decode\b",
@@ -319,6 +330,12 @@ CATALOGUE: tuple[Message, ...] = (
     _m("SGLang speculative algorithm", Meaning.speculation, ("--speculative-algo", "speculative_algorithm"),
        r"(?:--speculative-algo\w*|speculative_algorithm)\W+(?P<algo>[A-Za-z0-9_]+)",
        "python/sglang/srt/server_args.py (--speculative-algorithm)", "SGLang's speculative method", engine=_SGLANG),
+    _m("SGLang speculative flags", Meaning.speculation, ("--speculative-", "SGLANG_ENABLE_SPEC_V2"),
+       r"--speculative-(?:num-steps|eagle-topk|num-draft-tokens|draft-model-path|draft-model-revision|draft-attention-backend|"
+       r"attention-mode)\b|\bSGLANG_ENABLE_SPEC_V2\b",
+       "python/sglang/srt/server_args.py (--speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens, "
+       "--speculative-draft-model-path); SGLANG_ENABLE_SPEC_V2 (the overlap speculative worker)",
+       "SGLang's speculative settings", engine=_SGLANG),
     _m("SGLang speculative path", Meaning.speculation, ("speculative",),
        r"sglang[/\\.](?:python[/\\.])?(?:sglang[/\\.])?srt[/\\.]speculative\b|srt[/\\]speculative[/\\]",
        "python/sglang/srt/speculative/ (EAGLE and NEXTN workers)", "SGLang's speculative decoding code", engine=_SGLANG),
