@@ -262,3 +262,14 @@ def test_the_speculative_modules_own_errors(tmp_path: Path, line: str, code: str
     paste.write_text(line + "\n", encoding="utf-8")
     cause = diagnose(log_files=[paste]).causes[0]
     assert cause.code == code and cause.confidence_word == "medium" and any("line 1" in e for e in cause.evidence)
+
+
+def test_an_apps_words_about_the_model_come_before_an_engine_limit(tmp_path: Path) -> None:
+    # An app's error line that says the model has no MTP layer is read for that (issue 42, rule 3), not as the
+    # app's limitation; one that says nothing of the model stays an engine limitation.
+    paste = tmp_path / "app.log"
+    paste.write_text("LM Studio error: MTP draft failed to start: model does not have MTP head\n", encoding="utf-8")
+    (cause,) = diagnose(log_files=[paste]).causes
+    assert (cause.code, cause.confidence_word) == ("MTP_WEIGHTS_MISSING", "medium") and "line 1" in cause.evidence[1]
+    paste.write_text("LM Studio error: MTP draft failed to start: speculative decoding not supported\n", encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes[0].code == "ENGINE_LIMITATION"

@@ -379,7 +379,9 @@ SGLANG = EngineLog(
     marks=(Mark((" batch",), _rx(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] (?:Decode|Prefill) batch[.,] #")),
            # bench_serving's block names its backend; the scheduler's exception line (srt/managers/scheduler.py).
            Mark(("Backend:", "sglang."), _rx(r"^Backend:\s+sglang\b|\bsglang\.(?:bench_serving|launch_server)\b")),
-           Mark(("Scheduler hit an exception",), _rx(r"Scheduler hit an exception"))),
+           Mark(("Scheduler hit an exception",), _rx(r"Scheduler hit an exception")),
+           # Its log prefix with the tensor-parallel rank: "[2025-10-22 10:27:57 TP0] " (vLLM writes "INFO mm-dd").
+           Mark((" TP",), _rx(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP\d+)? TP\d+(?: EP\d+)?\] "))),
     figures=(
         # The scheduler's decode line per logging interval: "accept len" (mean length) and, in newer
         # versions, "accept rate"; no token counts and no per-position figures.

@@ -134,8 +134,21 @@ def _cut_traceback(log: LogEvidence, trace: Hit, frame: Hit) -> Cause:
                  f"{gap_remedy(engine)}; the traceback's last lines (the exception) say which", (EvidenceSource.log,))
 
 
+# An app's or fork's words that the model itself has no MTP layer (read before the engine is blamed).
+_NO_MTP_IN_MODEL = re.compile(r"(?i)\b(?:no|without|missing|lacks?|lacking|(?:does ?n[o']t|doesn't) (?:have|contain)|has no)\s+"
+                              r"(?:an? |any )?(?:MTP|NextN|multi[- ]token[- ]prediction)(?: head| layers?| weights| tensors| "
+                              r"modules?| blocks?)?\b|\bnot an? MTP model\b")
+
+
 def _speculative_error(log: LogEvidence, hit: Hit) -> Cause:
     engine = _engine(log)
+    if _NO_MTP_IN_MODEL.search(hit.line):  # what it says about the model comes first (issue 42, rule 3)
+        return Cause("MTP_WEIGHTS_MISSING", _confidence(log, 0.6),
+                     "the app or engine says the model has no MTP layer: a GGUF or checkpoint without the head (or one "
+                     "whose family has none)", (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"),
+                     "run `mtpinspect check MODEL`: no MTP head (NO_MTP, MTP_WEIGHTS_MISSING) means this file cannot draft "
+                     "with MTP: use one that keeps the head (the maker's, or a GGUF converted without --no-mtp, or its mtp- "
+                     "file with -md); with the head present, the app's engine is too old for it", (EvidenceSource.log,))
     if engine in (Engine.vllm, Engine.sglang):  # a Python engine's own refusal: its terms, no llama-server advice
         return Cause("ENGINE_LIMITATION", _confidence(log, 0.7),
                      f"{engine.value} refuses this speculative configuration: an engine limit, not the head",
