@@ -102,7 +102,9 @@ _LENGTH_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _](?:length|
                             re.IGNORECASE)
 # First columns whose rows are runs of their own (what was changed between them), not categories of one run's prompts.
 _RUN_COLUMN = re.compile(r"^(?:backend|device|gpu|build|version|release|image|engine|config(?:uration)?|setup|run|mode|"
-                         r"model|quant(?:ization)?|commit|branch|flags?|settings?)s?$", re.IGNORECASE)
+                         r"model|quant(?:ization)?|commit|branch|flags?|settings?|concurrency|max[-_ ]concurrency|batch[-_ ]size|"
+                         r"bs|qps|n[-_ ]?max|k|num[-_ ]spec(?:ulative)?[-_ ]tokens|draft[-_ ](?:length|tokens|max))s?$",
+                         re.IGNORECASE)
 # A run table's decode-speed column, and the units a value column's cell is read by (a speed, "@ 88.2%" acceptance).
 _SPEED_COLUMN = re.compile(r"^(?:decode|gen(?:eration)?|tg|output|eval)?[ _]?(?:tok(?:ens)?/s|t/s|tps|speed)(?:\s*\(t(?:ok(?:ens)?)?/s\))?$",
                            re.IGNORECASE)
@@ -125,6 +127,7 @@ class _Header:
     width: int
     columns: tuple[tuple[int, str, bool], ...]  # (index, "rate"/"len"/"speed"/"value", percent)
     format: LineFormat
+    first: str = ""  # the first column's name (a run table's rows are "NAME: CELL")
 
 
 def _header(line: str, *, raw_table: bool) -> _Header | None:
@@ -136,7 +139,7 @@ def _header(line: str, *, raw_table: bool) -> _Header | None:
     columns = tuple((i, _column_kind(cell, per_run), "%" in cell or "pct" in cell.lower()) for i, cell in enumerate(cells) if i)
     if not any(kind in ("rate", "len") for _, kind, _ in columns) and not (per_run and raw_table):
         return None
-    return _Header(len(cells), columns, TABLE_RUNS_FORMAT if per_run else TABLE_FORMAT)
+    return _Header(len(cells), columns, TABLE_RUNS_FORMAT if per_run else TABLE_FORMAT, cells[0].strip("*_` ")[:60])
 
 
 def _column_kind(cell: str, per_run: bool) -> str:
@@ -158,7 +161,7 @@ def _row(header: _Header, line: str) -> Figures | None:
         return None
     read: dict[str, Any] = {}
     if header.format is TABLE_RUNS_FORMAT:
-        read["setting"] = cells[0].strip("*_` ")[:200]
+        read["setting"] = f"{header.first}: {cells[0].strip('*_` ')[:200]}"
         read["baseline"] = _BASELINE_ROW.search(cells[0]) is not None
     for index, kind, percent in header.columns:
         if not kind or _EMPTY_CELL.match(cells[index]):
