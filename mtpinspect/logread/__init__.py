@@ -10,7 +10,8 @@ The steps, one module each, in the order a text goes through them (runs.py drive
 - run_facts.py: what the run was (MTP on or off, the drafters, the app);
 - runs.py: one LogEvidence per run in the text (several engines' runs each judged);
 - mtp_bench.py: mtp-bench's rows and JSON given to --log;
-- rules_run.py: the tie to MTP (no MTP cause without one) and the causes what the run was establishes;
+- rules_run.py: the tie to MTP (no MTP cause without one), the causes what the run was establishes, and the runs of
+  one text set against each other by speed;
   rules_message.py: the causes one catalogue line establishes (both name causes from mtpinspect/causes.py).
 
 Ranking the causes of every source (check, the probe, logs), the failed-start and crash rules shared with the
