@@ -273,3 +273,18 @@ def test_an_apps_words_about_the_model_come_before_an_engine_limit(tmp_path: Pat
     assert (cause.code, cause.confidence_word) == ("MTP_WEIGHTS_MISSING", "medium") and "line 1" in cause.evidence[1]
     paste.write_text("LM Studio error: MTP draft failed to start: speculative decoding not supported\n", encoding="utf-8")
     assert diagnose(log_files=[paste]).causes[0].code == "ENGINE_LIMITATION"
+
+
+def test_results_listed_one_run_a_line(tmp_path: Path) -> None:
+    # A poster's results, one run a line, a run without speculation among them (issue 42: runs compared by speed).
+    paste = tmp_path / "results.md"
+    paste.write_text("Results on my 3090:\n- Without MTP: 25.3 t/s\n- MTP n-max 3: **19.8 tok/s** (acceptance 71%)\n",
+                     encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert [(log.speed, log.acceptance, log.baseline) for log in report.logs] == [(25.3, None, True), (19.8, 0.71, False)]
+    (cause,) = report.causes
+    assert cause.code == "SLOWER_THAN_BASELINE" and "line 2:" in cause.evidence[0] and "line 3:" in cause.evidence[1]
+    # Speeds whose labels say nothing of speculation are no runs to compare: nothing is read.
+    paste.write_text("download speed: 30 tok/s\nupload speed: 12 tok/s\n", encoding="utf-8")
+    with pytest.raises(FormatError):
+        diagnose(log_files=[paste])

@@ -111,6 +111,13 @@ _SPEED_COLUMN = re.compile(r"^(?:decode|gen(?:eration)?|tg|output|eval)?[ _]?(?:
 _SPEED_IN = re.compile(r"(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:(?:\+/-|±)\s*\d{1,6}(?:\.\d{1,6})?\s*)?(?:t/s|tok/s|tokens?/s)\b")
 _RATE_IN = re.compile(r"(?:@|\bat)\s*(?P<value>\d{1,3}(?:\.\d{1,6})?)\s*%")
 _EMPTY_CELL = re.compile(r"^[\s*_`]*(?:—|–|-{1,3}|n/?a|none)?[\s*_`]*$", re.IGNORECASE)
+# A poster's line of results, one run a line: "Without MTP: 25.3 t/s", "- MTP n-max 3: **19.8 tok/s** (acceptance 71%)".
+# Read only where its label names speculation or its absence (_BASELINE_ROW, _DRAFTING_LABEL).
+_LISTED_RUN = re.compile(r"^[-*>#\s]{0,6}(?P<label>[^:|=\n]{1,80}?)\s*[:=]\s*[*_`]{0,2}(?P<value>\d{1,6}(?:\.\d{1,4})?)[*_`]{0,2}\s*"
+                         r"(?:t/s|tok/s|tokens?/s|tps)\b(?P<rest>[^\n]{0,160})$", re.IGNORECASE)
+_DRAFTING_LABEL = re.compile(r"(?i)(?<![a-z])(?:mtp|spec(?:ulative|ulation)?|draft(?:ing|er)?|eagle\d?|nextn|dflash|n[-_ ]?max)(?![a-z])")
+_RATE_AFTER = re.compile(r"(?i)(?P<value>\d{1,3}(?:\.\d{1,4})?)\s*%\s*(?:accept|acc\b)|accept\w*\D{0,12}?(?P<after>\d{1,3}(?:\.\d{1,4})?)\s*%|@\s*(?P<at>\d{1,3}(?:\.\d{1,4})?)\s*%")
+LISTED_RUNS_FORMAT = LineFormat("results listed one run a line", Scope.summary, ("/s",), re.compile(r"/s"))
 # A row that runs without speculative decoding, by its name.
 _BASELINE_ROW = re.compile(r"\b(?:baseline|no[ -]?spec(?:ulation|ulative(?: decoding)?)?|without (?:speculation|speculative|spec|mtp|"
                            r"draft)|(?:spec(?:ulation)?|mtp|draft(?:ing)?) off|no[ -]mtp|no[ -]draft|vanilla|autoregressive)\b",
@@ -192,11 +199,31 @@ def _row(header: _Header, line: str) -> Figures | None:
     return with_ratios(Figures(**read))
 
 
+def _listed_run(line: str) -> Figures | None:
+    """A results line of one run ("With MTP (n-max 3): 19.8 t/s, 71% accepted"), None when it is not one."""
+    found = _LISTED_RUN.match(line) if "/s" in line and len(line) <= 400 else None
+    if found is None:
+        return None
+    label = found["label"].strip(" *_`")
+    baseline = _BASELINE_ROW.search(label) is not None
+    if not baseline and _DRAFTING_LABEL.search(label) is None:
+        return None
+    rate = _RATE_AFTER.search(found["rest"])
+    value = next((float(v) for v in (rate.group("value", "after", "at") if rate else ()) if v is not None), None)
+    return Figures(speed=float(found["value"]), setting=label[:200], baseline=baseline,
+                   acceptance=value / 100 if value is not None and value <= 100 and not baseline else None)
+
+
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
-    """The acceptance and mean-length columns of each table in ``text`` (one sample per row) and whose table it is
-    when its header says (None: no engine named); ([], None) when no header names such a column."""
-    if "accept" not in text.lower() and "mean len" not in text.lower() and "|" not in text:
+    """The acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
+    run a line with their speeds; and whose table it is when its header says (None: no engine named); ([], None)
+    when no header names such a column and no line lists a run."""
+    if "accept" not in text.lower() and "mean len" not in text.lower() and "|" not in text and "/s" not in text:
         return [], None
+    listed = [Sample(LISTED_RUNS_FORMAT, figures, raw.strip()[:300], number)
+              for number, raw in enumerate(text.splitlines(), 1) if (figures := _listed_run(raw.strip())) is not None]
+    if len(listed) < 2 or not any(s.figures.baseline for s in listed):
+        listed = []  # a run is compared with one without speculation, or it is only a speed
     samples: list[Sample] = []
     engine: Engine | None = None
     header: _Header | None = None
@@ -216,7 +243,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
             header = _header(line, raw_table=raw.lstrip().startswith("|"))
             if header is not None and _LLAMA_TABLE.search(line):
                 engine = Engine.llama_cpp
-    return samples, engine
+    return samples or listed, engine
 
 
 def _marked(table: EngineLog, raw: str, line: str) -> bool:
