@@ -288,3 +288,14 @@ def test_results_listed_one_run_a_line(tmp_path: Path) -> None:
     paste.write_text("download speed: 30 tok/s\nupload speed: 12 tok/s\n", encoding="utf-8")
     with pytest.raises(FormatError):
         diagnose(log_files=[paste])
+
+
+def test_two_runs_under_their_commands_at_two_draft_lengths(tmp_path: Path) -> None:
+    # The draft length of a run under its command is its --spec-draft-n-max: the deeper run decodes slower.
+    run = ("$ llama-server -m model.gguf --spec-type draft-mtp --spec-draft-n-max {n}\n"
+           "       eval time =    1000.00 ms /   100 tokens (   10.00 ms per token,    {speed} tokens per second)\n"
+           "draft acceptance = 0.60000 (  120 accepted /   200 generated), mean len =  2.20\n")
+    paste = tmp_path / "two.log"
+    paste.write_text(run.format(n=2, speed="60.00") + run.format(n=5, speed="45.00"), encoding="utf-8")
+    (cause,) = diagnose(log_files=[paste]).causes
+    assert cause.code == "NMAX_TOO_HIGH" and "drafting 5 tokens a step decodes slower" in cause.message

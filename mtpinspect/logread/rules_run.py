@@ -293,7 +293,9 @@ def _slower(base: LogEvidence, drafting: list[LogEvidence]) -> Cause:
 
 def _deeper_is_slower(drafting: list[LogEvidence]) -> list[Cause]:
     """A run that drafts more tokens per step and decodes slower than one that drafts fewer."""
-    depth = {id(r): int(m["n"]) for r in drafting if r.setting and (m := _N_MAX.search(r.setting)) is not None}
+    # The draft length a run names: its table row or listed label, else its command line (the run's MTP evidence).
+    depth = {id(r): int(m["n"]) for r in drafting
+             if (m := _N_MAX.search(r.setting or (r.run.evidence if r.run is not None else ""))) is not None}
     sized = [r for r in drafting if id(r) in depth and r.speed is not None]
     for deep in sized:
         shallow = [r for r in sized if depth[id(r)] < depth[id(deep)] and (deep.speed or 0) < SLOWER * (r.speed or 0)]
