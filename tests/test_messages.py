@@ -299,3 +299,16 @@ def test_two_runs_under_their_commands_at_two_draft_lengths(tmp_path: Path) -> N
     paste.write_text(run.format(n=2, speed="60.00") + run.format(n=5, speed="45.00"), encoding="utf-8")
     (cause,) = diagnose(log_files=[paste]).causes
     assert cause.code == "NMAX_TOO_HIGH" and "drafting 5 tokens a step decodes slower" in cause.message
+
+
+def test_a_web_apps_draft_function_is_no_drafter(tmp_path: Path) -> None:
+    # Frames are read for the engines' drafting functions (maybe_init_draft_worker, ..._speculative_...), never for a
+    # bare "draft": a blog's save_draft_model in a traceback ties nothing to MTP.
+    paste = tmp_path / "blog.log"
+    paste.write_text('Traceback (most recent call last):\n  File "/srv/blog/views.py", line 12, in save_draft_model\n'
+                     "    post.save()\nKeyError: 'title'\n", encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert report.causes == [] and "nothing ties it to MTP" in report.notes[0]
+    paste.write_text(paste.read_text(encoding="utf-8").replace("save_draft_model", "maybe_init_draft_worker"),
+                     encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes[0].code == "MTP_ENGINE_CRASH"

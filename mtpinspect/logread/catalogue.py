@@ -365,9 +365,10 @@ CATALOGUE: tuple[Message, ...] = (
        "vllm/model_executor/models/ and python/sglang/srt/models/ (llama_eagle3.py, deepseek_eagle.py, medusa.py)",
        "a drafter model's module in a traceback"),
     # A traceback frame in the engine's drafting code, by its function's name (SGLang's maybe_init_draft_worker,
-    # forward_batch_speculative_generate; vLLM's propose_draft_token_ids): the drafter's words, never a bare "draft".
+    # forward_batch_speculative_generate; vLLM's propose via spec_decode): the drafter's words, never a bare "draft" (a
+    # web app's save_draft_model is no drafter).
     _m("drafter frame", Meaning.speculation, ('", line ',),
-       r"^File \"[^\"\n]{1,400}\", line \d{1,7}, in \w{0,80}?(?:draft_?worker|drafter|draft_model|draft_token|_speculative|"
+       r"^File \"[^\"\n]{1,400}\", line \d{1,7}, in \w{0,80}?(?:draft_?worker|drafter|_speculative|"
        r"speculative_(?:decod|draft|worker|algo|step|forward|generate|verify)|spec_decode|eagle|(?<![A-Za-z])mtp(?![a-z])|"
        r"(?<![A-Za-z])nextn)\w{0,80}\s*$",
        "Python's traceback format; the engines' drafting functions", "a traceback frame in the engine's drafting code"),
