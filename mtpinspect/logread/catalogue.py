@@ -64,6 +64,8 @@ class Message:
     cause: str | None = None  # the cause code the line alone establishes (a key of causes.CAUSES)
     remedy: str | None = None  # what works instead, in the words of whoever printed it
     confidence: float = 0.85  # of the cause, where the line establishes it (lower where the words allow two readings)
+    on_path: bool = False  # the line itself is on the speculative path (a failure of the draft context): its own tie
+    names_writer: bool = False  # the line names the program that printed it (argparse's "prog: error:"): whose it is
 
 
 @dataclass(frozen=True)
@@ -212,14 +214,39 @@ CATALOGUE: tuple[Message, ...] = (
        "common/speculative.cpp (common_speculative_*), src/llama-context.cpp (MTP's context functions), in backtraces",
        "a backtrace frame in llama.cpp's speculative / MTP code", engine=_LLAMA),
     # A decode of the draft context that fails while serving: the engine's draft path breaks at run time.
-    _m("draft decode failed", Meaning.engine_gap, ("llama_decode[", "llama_decode(ctx_dft)", "llama_process[", "llama_process(ctx_dft)",
+    # Forks tag the line with their drafting function instead ("draft: llama_decode returned -1", "mtp_draft: ...").
+    _m("draft decode failed", Meaning.engine_gap, ("llama_decode", "llama_process",
                                                    "failed to decode draft batch", "failed to process speculative batch"),
        r"\bllama_(?:decode|process)(?:\[\d+\]|\(ctx_dft\))[^\n]{0,120}?\b(?:returned|failed)\b|failed to decode draft batch|"
-       r"failed to process speculative batch",
+       r"failed to process speculative batch|"
+       r"^(?:\w{0,40}_)?(?:draft(?:er)?|mtp|spec(?:ulative)?)(?:_\w{0,40})?:\s+llama_(?:decode|process)\b[^\n]{0,120}?\b(?:returned|failed)\b",
        "common/speculative.cpp:300 (\"failed to decode draft batch, ret = \"), 397 (\"llama_process[%d] returned \"), 660 "
        "(\"llama_process(ctx_dft) failed rc=\"); tools/server/server-context.cpp:3732 (\"failed to process speculative "
-       "batch\"); builds and forks with llama_decode (\"llama_decode[N] returned\", \"llama_decode(ctx_dft) ... failed\")",
-       "a decode on the draft context failed while serving", engine=_LLAMA),
+       "batch\"); builds and forks with llama_decode (\"llama_decode[N] returned\", \"llama_decode(ctx_dft) ... failed\"; spiritbuun's fork: "
+       "\"draft: llama_decode returned -1\")",
+       "a decode on the draft context failed while serving", engine=_LLAMA, on_path=True),
+    # The target's decode path failing (no logits where the sampler asks, a batch the context cannot place): a crash
+    # on the speculative path only where something else ties the run to it (rules_message.py).
+    _m("decode path error", Meaning.engine_gap, ("invalid logits id", "failed to initialize batch"),
+       r"\bllama_get_logits_ith: invalid logits id\b|\bdecode: failed to initialize batch\b",
+       "src/llama-context.cpp (\"invalid logits id %d, reason: %s\"; \"%s: failed to initialize batch\")",
+       "llama.cpp's decode failed (no logits for the sampled row, or a batch the context cannot place)", engine=_LLAMA),
+    # llama-server's per-request and /slots speculative settings ("speculative.n_max", "speculative.p_min").
+    _m("llama-server speculative setting", Meaning.speculation, ("speculative.",),
+       r"\bspeculative\.(?:n_max|n_min|p_min|types?|ngram_\w{1,40})\b",
+       "tools/server/server-task.cpp (params_from_json_cmpl: \"speculative.n_max\", \"speculative.n_min\", \"speculative.p_min\")",
+       "a speculative setting of llama-server's request or slot", engine=_LLAMA),
+    # A fork or later build telling that a speculative flag was renamed ("legacy speculative option '--multi-token-prediction'
+    # is disabled; use --spec-type mtp:..."): the build drafts, with another spelling.
+    _m("speculative flag renamed", Meaning.mtp_failure, ("disabled", "removed", "deprecated", "renamed", "replaced"),
+       r"(?i:(?:option|argument|flag)\s{1,4}['\"`]?--?[\w-]{1,60}['\"`]?\s{1,4}(?:is|has been|was)\s{1,4}"
+       r"(?:disabled|removed|deprecated|renamed|replaced)\b[^\n]{0,200}?\b(?:use|instead|replaced by)\b[^\n]{0,200}?"
+       r"(?:--spec[\w-]{0,40}|--draft[\w-]{0,40}|-md\b|\bmtp\b|draft-mtp|--speculative[\w-]{0,40}))",
+       "ik_llama.cpp's server (\"legacy speculative option '%s' is disabled; use --spec-type ...\", after its flags were "
+       "unified under --spec-type); llama.cpp common/arg.cpp (\"the argument has been removed\" with its replacement)",
+       "the build drafts, but spells this speculative flag otherwise now (the message names the new spelling)",
+       engine=_LLAMA, cause="WRONG_SPEC_TYPE",
+       remedy="use the spelling the message names (this build's --spec-type ...); the build itself has speculative decoding"),
     # The draft (or mtp-) file's vocabulary is not the target's: made from another model.
     _m("draft vocab mismatch", Meaning.mtp_failure, ("vocabs are not compatible", "vocab type must match"),
        r"the target and draft vocabs are not compatible|draft model vocab type must match target model",
@@ -236,6 +263,11 @@ CATALOGUE: tuple[Message, ...] = (
        r"(?:^|\s)(?:-mtp|--multi-token-prediction|--(?=[\w-]*?(?<=-)mtp)[\w-]+)(?:[\s=]|$)",
        "ik_llama.cpp common/common.cpp (-mtp, --multi-token-prediction); MTP branches of llama.cpp (--mtp-head)",
        "MTP switched on with a fork's flag", engine=_LLAMA, mtp=_ON),
+    # llama-cpp-python's server settings for prompt-lookup drafting (llama_cpp/server/settings.py ModelSettings).
+    _m("llama-cpp-python draft settings", Meaning.writer, ("draft_model",),
+       r"--draft_model(?:_num_pred_tokens)?\b|\bdraft_model_num_pred_tokens\b",
+       "llama-cpp-python llama_cpp/server/settings.py (draft_model, draft_model_num_pred_tokens)",
+       "llama-cpp-python's server settings (it runs llama.cpp)", engine=_LLAMA),
     _m("Ollama runner died", Meaning.writer, ("llama runner process",),
        r"llama runner process (?:has )?(?:terminated|no longer running)",
        "ollama llm/server.go (\"llama runner process has terminated: %v\")", "Ollama's runner (llama.cpp) exited",
@@ -323,7 +355,26 @@ CATALOGUE: tuple[Message, ...] = (
        r"sample_recovered_tokens|rejection_sampler|rejection_greedy_sample",
        "vllm/v1/sample/rejection_sampler.py (its Triton kernels run only when drafts are verified)",
        "vLLM's speculative rejection sampler", engine=_VLLM),
+    # argparse names the program that refuses an argument ("launch_server.py: error: unrecognized arguments: ..."): the
+    # flags it lists are the ones refused, not its own, so the program's name says whose it is.
+    _m("vLLM argparse", Meaning.writer, ("vllm: error", "api_server.py: error", "usage: vllm"),
+       r"^(?:usage: )?(?:vllm(?: serve)?|api_server\.py)(?::\s+error:|\s+\[)", "vllm/entrypoints/cli (FlexibleArgumentParser, prog vllm); "
+       "vllm/entrypoints/openai/api_server.py", "vLLM's command line refusing or listing its arguments", engine=_VLLM,
+       names_writer=True),
+    # vLLM's offline LLM.generate progress bar (vllm/entrypoints/llm.py _run_engine: "est. speed input: %.2f toks/s, output: ...").
+    _m("vLLM progress bar", Meaning.writer, ("est. speed input:",), r"est\. speed input: [\d.]+ toks/s, output: [\d.]+ toks/s",
+       "vllm/entrypoints/llm.py (_run_engine's tqdm postfix)", "vLLM's offline generation progress bar", engine=_VLLM),
     # -- SGLang ----------------------------------------------------------------------------------------------
+    _m("SGLang argparse", Meaning.writer, ("launch_server.py", "launch_server:"),
+       r"^(?:usage: )?(?:launch_server(?:\.py)?)(?::\s+error:|\s+\[)", "python/sglang/launch_server.py (argparse, prog launch_server.py)",
+       "SGLang's server command line refusing or listing its arguments", engine=_SGLANG, names_writer=True),
+    # SGLang's benchmarks' own summaries: bench_serving's "Accept length:", SpecForge's and the EAGLE benchmarks'
+    # "Average Accept length:", benchmark/mtbench's "#questions: N, Throughput: X token/s, Acceptance length: Y".
+    _m("SGLang benchmark summary", Meaning.writer, ("ccept length", "#questions:"),
+       r"(?i)^(?:[-*]\s+)?(?:average |avg |mean )?accept length\s*:|^#questions: \d+, Throughput: ",
+       "python/sglang/bench_serving.py (\"Accept length:\"); benchmark/mtbench/bench_sglang_eagle.py (\"#questions: ..., "
+       "Throughput: ... token/s, Acceptance length: ...\"); SpecForge's benchmarks (\"Average Accept length:\")",
+       "an SGLang benchmark's summary", engine=_SGLANG),
     _m("SGLang module path", Meaning.writer, ("sglang",), r"[/\\]sglang[/\\][\w/\\.]+\.py|\bsglang\.srt\.",
        "SGLang's package layout (sglang/srt/...)", "an SGLang traceback or log", engine=_SGLANG),
     # argparse takes any unambiguous prefix: "--speculative-algo NEXTN" is --speculative-algorithm.
@@ -369,7 +420,7 @@ CATALOGUE: tuple[Message, ...] = (
     # web app's save_draft_model is no drafter).
     _m("drafter frame", Meaning.speculation, ('", line ',),
        r"^File \"[^\"\n]{1,400}\", line \d{1,7}, in \w{0,80}?(?:draft_?worker|drafter|_speculative|"
-       r"speculative_(?:decod|draft|worker|algo|step|forward|generate|verify)|spec_decode|eagle|(?<![A-Za-z])mtp(?![a-z])|"
+       r"speculative_(?:decod|draft|worker|algo|step|forward|generate|verify)|spec_decode|eagle|propose_?draft|draft_?token|spec_?token|(?<![A-Za-z])mtp(?![a-z])|"
        r"(?<![A-Za-z])nextn)\w{0,80}\s*$",
        "Python's traceback format; the engines' drafting functions", "a traceback frame in the engine's drafting code"),
     _m("Python exception", Meaning.exception,
@@ -457,7 +508,11 @@ class Scan:
 
     @cached_property
     def writer(self) -> Engine | None:
-        """The engine most hits name (ties: the first named), None when no hit names one."""
+        """The program a line names as its own (argparse's "prog: error:"), else the engine most hits name (ties: the
+        first named), None when no hit names one."""
+        named = next((h.message.engine for h in self.hits if h.message.names_writer), None)
+        if named is not None:
+            return named
         votes = Counter(h.message.engine for h in self.hits if h.message.engine is not None)
         if not votes:
             return None

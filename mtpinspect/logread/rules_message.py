@@ -82,8 +82,12 @@ def message_cause(log: LogEvidence) -> Cause | None:
         or hits.first(Meaning.speculation) is not None
     if death is not None and drafting and not hits.of(Meaning.exception):
         return _death_after_drafting(log, death)
-    gap = hits.first(Meaning.engine_gap)
-    path = hits.mtp_sign or hits.first(Meaning.speculation)
+    # A failure of the draft context is its own tie; the target's decode failing needs another line that ties the run.
+    gaps = hits.of(Meaning.engine_gap)
+    gap = next((h for h in gaps if h.message.on_path), gaps[0] if gaps else None)
+    # An app's window quoting it is the app's failure (its refusal below), as the app reports it.
+    own = gap is not None and gap.message.on_path and log.app is None
+    path = hits.mtp_sign or hits.first(Meaning.speculation) or (gap if own else None)
     if gap is not None and path is not None:
         return _backend_gap(log, gap, path)
     for exception in hits.of(Meaning.exception):
@@ -244,10 +248,10 @@ def rejected_flag(log: LogEvidence, hit: Hit, evidence: tuple[str, ...]) -> Caus
 
 
 def _backend_gap(log: LogEvidence, hit: Hit, path: Hit) -> Cause:
+    tie = () if path is hit else (f"{log.path}: line {path.number}: {path.message.means}",)
     return Cause("MTP_ENGINE_CRASH", _confidence(log, 0.8),
                  f"the engine or its backend fails on the speculative path ({hit.match.group(0)}): an engine bug, not the head",
-                 (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}",
-                  f"{log.path}: line {path.number}: {path.message.means}"),
+                 (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}", *tie),
                  f"{gap_remedy(_engine(log))}; on this backend try the run without speculative decoding first, then "
                  "report the kernel failure with the backend named", (EvidenceSource.log,))
 

@@ -34,7 +34,7 @@ from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Meaning
 from mtpinspect.logread.run_facts import LogApp, MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.crash import CrashKind
-from mtpinspect.vocabulary import EvidenceSource
+from mtpinspect.vocabulary import Engine, EvidenceSource
 
 _NOT_INITIALIZED = re.compile(r"not initialized from checkpoint\**:?\s*(?:\{(?P<names>[^}\n]*))?")
 _SHARED = re.compile(r"embed_tokens|shared_head\.head|lm_head")
@@ -66,6 +66,9 @@ def crash_may_be_mtps(log: LogEvidence) -> bool:
 # The MTP flags and drafter words of the llama.cpp argument a rejected-argument line names.
 _SPEC_ARGUMENT = re.compile(r"--spec|--draft|-md\b|--model-draft|-mtp\b|--mtp|--multi-token|draft-mtp")
 _REJECTED_ARGUMENT = re.compile(r"(?:invalid|unknown) argument:?\s+-|invalid argument: -")
+# The same refusal by the Python front ends of the llama.cpp family (llama-cpp-python's argparse and pydantic settings):
+# an option this version does not have. A Python engine's own refusal (vLLM, SGLang) is its limit (rules_message.py).
+_REFUSED_OPTION = re.compile(r"\bunrecognized arguments?:\s+-|\bextra_forbidden\b|\bExtra inputs are not permitted\b")
 # Catalogue lines that are about MTP only when what they name is: a rejected argument (any flag), an MSVC
 # out-of-range (any loader), a failed batch add (any batch).
 _GENERIC_FAILURES = frozenset({"argument error", "vector subscript", "failed to add token", "pipeline parallelism",
@@ -87,11 +90,14 @@ def mtp_tie(log: LogEvidence) -> str | None:
         return log.mtp_context or (log.unused_nextn[0] if log.unused_nextn else "the build's --spec-type listing")
     hits = log.scan
     if hits is not None:
+        python_engine = log.runtime in (Engine.vllm, Engine.sglang) or (hits.writer in (Engine.vllm, Engine.sglang))
         for hit in hits.hits:
             message = hit.message
-            if message.cause is None and _REJECTED_ARGUMENT.search(hit.line):
+            if message.cause is None and (_REJECTED_ARGUMENT.search(hit.line) or
+                                          (not python_engine and _REFUSED_OPTION.search(hit.line))):
                 continue  # a flag the build rejects that is not an MTP flag: a misspelling, nothing of MTP's path
-            if message.meaning is Meaning.speculation or message.mtp is MtpUse.on or message.cause is not None:
+            if message.meaning is Meaning.speculation or message.mtp is MtpUse.on or message.cause is not None or \
+                    (message.on_path and log.app is None):
                 return f"line {hit.number}: {hit.line[:200]}"
             if message.meaning is Meaning.mtp_failure and (message.name not in _GENERIC_FAILURES or
                                                            _SPEC_ARGUMENT.search(hit.line) or SPECULATIVE_WORDS.search(hit.line)
