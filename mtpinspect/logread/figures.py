@@ -118,6 +118,17 @@ _LISTED_RUN = re.compile(r"^[-*>#\s]{0,6}(?P<label>[^:|=\n]{1,80}?)\s*[:=]\s*[*_
 _DRAFTING_LABEL = re.compile(r"(?i)(?<![a-z])(?:mtp|spec(?:ulative|ulation)?|draft(?:ing|er)?|eagle\d?|nextn|dflash|n[-_ ]?max)(?![a-z])")
 _RATE_AFTER = re.compile(r"(?i)(?P<value>\d{1,3}(?:\.\d{1,4})?)\s*%\s*(?:accept|acc\b)|accept\w*\D{0,12}?(?P<after>\d{1,3}(?:\.\d{1,4})?)\s*%|@\s*(?P<at>\d{1,3}(?:\.\d{1,4})?)\s*%")
 LISTED_RUNS_FORMAT = LineFormat("results listed one run a line", Scope.summary, ("/s",), re.compile(r"/s"))
+# Acceptance figures read by their words wherever they stand (a benchmark's summary, a bullet, a bold "**Accpt Len:
+# 1.89**", a tqdm line): the label says which figure, with or without "average"/"mean", however abbreviated.
+_LABELLED_LENGTH = re.compile(r"(?i)(?<![a-z])(?:avg\.?|average|mean)?[ _]?(?:accept(?:ance|ed)?|accpt|acc)[ _.-]?len(?:gth)?\b"
+                              r"[*_`\s]{0,3}[:=][*_`\s]{0,3}(?P<len>\d{1,3}(?:\.\d{1,12})?)(?![\d.]*\s*%)")
+_LABELLED_RATE = re.compile(r"(?i)(?<![a-z])(?:(?:avg\.?|average|mean|draft)[ _])?(?:accept(?:ance)?|accpt)[ _.-]?rate\b"
+                            r"[*_`\s]{0,3}[:=][*_`\s]{0,3}(?P<rate>\d{1,3}(?:\.\d{1,12})?)\s*(?P<pct>%)?")
+# The line's decode speed: its output or throughput figure where it names one (a tqdm line also times the input).
+_LINE_SPEED = re.compile(r"(?i)(?:output|throughput)\W{0,4}(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:tokens?/s|toks/s|tok/s|t/s)\b")
+_LINE_LABEL = re.compile(r"^[-*>#\s]{0,6}(?P<label>[^:\[\]|=\n]{1,80}?(?:=\s*\d{1,4})?)\s*[,:\[]")
+_HEADING = re.compile(r"^(?:#{1,6}\s+(?P<h>[^\n]{1,80})|[*_]{2}(?P<b>[^*_\n]{1,80})[*_]{2}:?|(?P<c>[^:\n]{1,80}):)$")
+LABELLED_FORMAT = LineFormat("acceptance figures by their words", Scope.summary, ("accept", "accpt", "acc "), re.compile(r"acc"))
 # A row that runs without speculative decoding, by its name.
 _BASELINE_ROW = re.compile(r"\b(?:baseline|no[ -]?spec(?:ulation|ulative(?: decoding)?)?|without (?:speculation|speculative|spec|mtp|"
                            r"draft)|(?:spec(?:ulation)?|mtp|draft(?:ing)?) off|no[ -]mtp|no[ -]draft|vanilla|autoregressive)\b",
@@ -214,11 +225,57 @@ def _listed_run(line: str) -> Figures | None:
                    acceptance=value / 100 if value is not None and value <= 100 and not baseline else None)
 
 
+def _labelled(line: str, above: str) -> Figures | None:
+    """A line's acceptance figures by their words, its speed and its run's label (the line's own, else the line above
+    it when that one ends in a colon: "EAGLE-3 (num_steps=8):"); a line without speculation that times a baseline
+    run ("* vanilla, [...] output: 128.64 toks/s") too; None otherwise."""
+    if len(line) > 400:
+        return None
+    length, rate = _LABELLED_LENGTH.search(line), _LABELLED_RATE.search(line)
+    speed = _LINE_SPEED.search(line)
+    named = _LINE_LABEL.match(line)
+    label = named["label"].strip(" *_`") if named else ""
+    if above and (not label or label.startswith("#")):
+        label = above
+    baseline = bool(label) and _BASELINE_ROW.search(label) is not None
+    if length is None and rate is None or baseline:  # a baseline's "acceptance" (acc_length=1.00) is no drafter's
+        return Figures(speed=float(speed["value"]) if speed else None, setting=label[:200], baseline=True) \
+            if baseline and (speed or length or rate) else None
+    mean_length = float(length["len"]) if length is not None and 1 <= float(length["len"]) <= 64 else None
+    value = float(rate["rate"]) if rate is not None else None
+    acceptance = (value / 100 if rate["pct"] or value > 1 else value) if rate is not None and value is not None else None
+    if acceptance is not None and not 0 <= acceptance <= 1:
+        acceptance = None
+    if mean_length is None and acceptance is None:
+        return None
+    return Figures(mean_length=mean_length, acceptance=acceptance, speed=float(speed["value"]) if speed else None,
+                   setting=label[:200] or None, baseline=False)
+
+
+def labelled_samples(text: str) -> list[Sample]:
+    """Acceptance figures read by their words, one sample a line (each line a run of its own), where at least one line
+    holds them."""
+    if not any(word in text.lower() for word in ("accept", "accpt", "acc ", "acc_", "acc-", "acc.")):
+        return []
+    samples: list[Sample] = []
+    heading = ""  # the run's name a heading above its figures gives ("**Baseline**", "EAGLE-3 (num_steps=8):")
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        figures = _labelled(line, heading) if len(line) <= 400 else None
+        if figures is not None:
+            samples.append(Sample(LABELLED_FORMAT, figures, line[:300], number))
+        elif (head := _HEADING.match(line)) is not None:
+            heading = next(g for g in head.group("h", "b", "c") if g).strip(" *_`#")
+    return samples if any(not s.figures.baseline for s in samples) else []
+
+
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     """The acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
     run a line with their speeds; and whose table it is when its header says (None: no engine named); ([], None)
     when no header names such a column and no line lists a run."""
-    if "accept" not in text.lower() and "mean len" not in text.lower() and "|" not in text and "/s" not in text:
+    if "accept" not in text.lower() and "accpt" not in text.lower() and "mean len" not in text.lower() and "|" not in text and "/s" not in text:
         return [], None
     listed = [Sample(LISTED_RUNS_FORMAT, figures, raw.strip()[:300], number)
               for number, raw in enumerate(text.splitlines(), 1) if (figures := _listed_run(raw.strip())) is not None]
@@ -243,7 +300,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
             header = _header(line, raw_table=raw.lstrip().startswith("|"))
             if header is not None and _LLAMA_TABLE.search(line):
                 engine = Engine.llama_cpp
-    return samples or listed, engine
+    return samples or listed or labelled_samples(text), engine
 
 
 def _marked(table: EngineLog, raw: str, line: str) -> bool:
