@@ -108,6 +108,8 @@ _RUN_COLUMN = re.compile(r"^(?:backend|device|gpu|build|version|release|image|en
 # A run table's decode-speed column, and the units a value column's cell is read by (a speed, "@ 88.2%" acceptance).
 _SPEED_COLUMN = re.compile(r"^(?:decode|gen(?:eration)?|tg|output|eval)?[ _]?(?:tok(?:ens)?/s|t/s|tps|speed)(?:\s*\(t(?:ok(?:ens)?)?/s\))?$",
                            re.IGNORECASE)
+# A column of decode speeds named for the run it times: "Baseline (ts)", "MTP t/s", "With MTP (tok/s)", "no spec tps".
+_PAIRED_SPEED = re.compile(r"^(?P<who>[^()\n]{1,40}?)\s*[(\[]?\s*(?:t/?s|tok(?:en)?s?/s|tps)\s*[)\]]?$", re.IGNORECASE)
 _SPEED_IN = re.compile(r"(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:(?:\+/-|±)\s*\d{1,6}(?:\.\d{1,6})?\s*)?(?:t/s|tok/s|tokens?/s)\b")
 _RATE_IN = re.compile(r"(?:@|\bat)\s*(?P<value>\d{1,3}(?:\.\d{1,6})?)\s*%")
 _EMPTY_CELL = re.compile(r"^[\s*_`]*(?:—|–|-{1,3}|n/?a|none)?[\s*_`]*$", re.IGNORECASE)
@@ -146,6 +148,7 @@ class _Header:
     columns: tuple[tuple[int, str, bool], ...]  # (index, "rate"/"len"/"speed"/"value", percent)
     format: LineFormat
     first: str = ""  # the first column's name (a run table's rows are "NAME: CELL")
+    paired: bool = False  # a speed column without and one with speculation: each row is two runs
 
 
 def _header(line: str, *, raw_table: bool) -> _Header | None:
@@ -155,14 +158,24 @@ def _header(line: str, *, raw_table: bool) -> _Header | None:
         return None
     per_run = _RUN_COLUMN.match(cells[0].strip("*_` ")) is not None
     columns = tuple((i, _column_kind(cell, per_run), "%" in cell or "pct" in cell.lower()) for i, cell in enumerate(cells) if i)
-    if not any(kind in ("rate", "len") for _, kind, _ in columns) and not (per_run and raw_table):
+    kinds = {kind for _, kind, _ in columns}
+    paired = {"base_speed", "spec_speed"} <= kinds  # each row is a run without and one with speculation
+    if not kinds & {"rate", "len"} and not (per_run and raw_table) and not paired:
         return None
-    return _Header(len(cells), columns, TABLE_RUNS_FORMAT if per_run else TABLE_FORMAT, cells[0].strip("*_` ")[:60])
+    return _Header(len(cells), columns, TABLE_RUNS_FORMAT if per_run or paired else TABLE_FORMAT, cells[0].strip("*_` ")[:60],
+                   paired)
 
 
 def _column_kind(cell: str, per_run: bool) -> str:
-    """What a column holds, by its name: acceptance, mean length, decode speed (a run table's), else a value column
-    whose cells are read by their units (a run table's) or nothing."""
+    """What a column holds, by its name: acceptance, mean length, decode speed (a run table's), a speed of a run
+    without or with speculation (a table that sets them side by side: "Baseline (t/s)", "MTP (t/s)"), else a value
+    column whose cells are read by their units (a run table's) or nothing."""
+    paired = _PAIRED_SPEED.match(cell.strip("*_` "))
+    if paired is not None:
+        if _BASELINE_ROW.search(paired["who"]):
+            return "base_speed"
+        if _DRAFTING_LABEL.search(paired["who"]):
+            return "spec_speed"
     if _RATE_COLUMN.match(cell):
         return "rate"
     if _LENGTH_COLUMN.match(cell):
@@ -172,17 +185,22 @@ def _column_kind(cell: str, per_run: bool) -> str:
     return ""
 
 
-def _row(header: _Header, line: str) -> Figures | None:
-    """A row's figures; None when the row does not fit the header (the table ended)."""
+def _row(header: _Header, line: str) -> Figures | list[Figures] | None:
+    """A row's figures (a side-by-side table's row: the run without speculation, then the run with it); None when
+    the row does not fit the header (the table ended)."""
     cells = _TABLE_CELLS.split(line)
     if len(cells) != header.width:
         return None
     read: dict[str, Any] = {}
     if header.format is TABLE_RUNS_FORMAT:
         read["setting"] = f"{header.first}: {cells[0].strip('*_` ')[:200]}"
-        read["baseline"] = _BASELINE_ROW.search(cells[0]) is not None
+        read["baseline"] = _BASELINE_ROW.search(cells[0]) is not None and not header.paired
     for index, kind, percent in header.columns:
         if not kind or _EMPTY_CELL.match(cells[index]):
+            continue
+        if kind in ("base_speed", "spec_speed"):
+            if (number := _CELL.match(cells[index])) is not None:
+                read[kind] = float(number["value"])
             continue
         if kind in ("speed", "value"):
             speed, rate = _SPEED_IN.search(cells[index]), _RATE_IN.search(cells[index]) if kind == "value" else None
@@ -207,6 +225,11 @@ def _row(header: _Header, line: str) -> Figures | None:
             read["mean_length"] = value
     if not (read.keys() - {"setting", "baseline"}):
         return Figures()
+    base, spec = read.pop("base_speed", None), read.pop("spec_speed", None)
+    if header.paired and base is not None and spec is not None:
+        read["speed"] = spec
+        return [Figures(speed=base, baseline=True, setting=f"{read['setting']} (without speculation)"),
+                with_ratios(Figures(**read))]
     return with_ratios(Figures(**read))
 
 
@@ -291,8 +314,8 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
                 continue
             figures = _row(header, line)
             if figures is not None:
-                if figures != Figures():
-                    samples.append(Sample(header.format, figures, raw.strip()[:300], number))
+                samples += [Sample(header.format, f, raw.strip()[:300], number)
+                            for f in (figures if isinstance(figures, list) else [figures]) if f != Figures()]
                 continue
             header = None
         low = line.lower()

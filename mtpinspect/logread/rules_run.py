@@ -258,7 +258,10 @@ def compared_runs(logs: Sequence[LogEvidence]) -> list[Cause]:
             by_text.setdefault(log.source, []).append(log)
     causes: list[Cause] = []
     for runs in by_text.values():
-        base = next((r for r in runs if _without_drafting(r)), None)
+        # Several runs without speculation (a side-by-side table's, one a prompt): the slowest is the bar, so "every
+        # speculative run is slower" holds against each of them.
+        bases = [r for r in runs if _without_drafting(r) and r.speed]
+        base = min(bases, key=lambda r: r.speed or 0.0) if bases else next((r for r in runs if _without_drafting(r)), None)
         drafting = [r for r in runs if not _without_drafting(r) and _drafting(r)]
         if not drafting:
             continue
