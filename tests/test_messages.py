@@ -312,3 +312,111 @@ def test_a_web_apps_draft_function_is_no_drafter(tmp_path: Path) -> None:
     paste.write_text(paste.read_text(encoding="utf-8").replace("save_draft_model", "maybe_init_draft_worker"),
                      encoding="utf-8")
     assert diagnose(log_files=[paste]).causes[0].code == "MTP_ENGINE_CRASH"
+
+
+# -- issue 42, third round: the classes the second set's set-aside half showed --------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "1.02.000.001 E process: llama_decode(ctx_dft) failed rc=-1 (n_tokens=12, ubatch_pos[0]=880)",
+    "0.44.777.485 W mtp_draft: llama_decode returned -1",  # a fork's drafting function tags the line
+    "spec_step: llama_process failed, ret = -3",
+])
+def test_a_failure_of_the_draft_context_is_its_own_tie(tmp_path: Path, line: str) -> None:
+    paste = tmp_path / "draft.log"
+    paste.write_text(line + "\n", encoding="utf-8")
+    (cause,) = diagnose(log_files=[paste]).causes
+    assert (cause.code, cause.confidence_word) == ("MTP_ENGINE_CRASH", "medium") and "line 1" in cause.evidence[1]
+
+
+def test_the_targets_decode_error_is_mtps_only_with_a_tie(tmp_path: Path) -> None:
+    paste = tmp_path / "decode.log"
+    error = "0.46.030.642 E llama_get_logits_ith: invalid logits id 3, reason: no logits\n"
+    paste.write_text(error, encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes == []
+    paste.write_text("$ llama-server -m big.gguf --spec-type draft-mtp --port 8080\n" + error, encoding="utf-8")
+    (cause,) = diagnose(log_files=[paste]).causes
+    assert cause.code == "MTP_ENGINE_CRASH" and "line 2" in cause.evidence[1] and "line 1" in cause.evidence[2]
+    # A launcher's argument dump (not a shell command, so MTP use is not shown) with a draft file ties it too.
+    paste.write_text("arguments  : /opt/bin/llama-box --port 4000 -m big.gguf -md small.gguf -ngld 99\n" + error,
+                     encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes[0].code == "MTP_ENGINE_CRASH"
+
+
+@pytest.mark.parametrize(("line", "code"), [
+    ("error while handling argument \"--draft-max\": the argument has been removed. use --spec-draft-n-max or "
+     "--spec-ngram-mod-n-max", "WRONG_SPEC_TYPE"),
+    ("option '-mtp' has been deprecated; use --spec-type mtp:n_max=2 instead", "WRONG_SPEC_TYPE"),
+    ("warning: option '--color' is deprecated; use --colour", None),  # not a speculative flag: nothing of MTP's
+])
+def test_a_speculative_flag_the_build_renamed(tmp_path: Path, line: str, code: str | None) -> None:
+    paste = tmp_path / "flag.log"
+    paste.write_text(line + "\n", encoding="utf-8")
+    try:
+        causes = diagnose(log_files=[paste]).causes
+    except FormatError:
+        causes = []
+    assert [c.code for c in causes][:1] == ([code] if code else [])
+    if code:
+        assert causes[0].confidence_word == "high" and "line 1" in causes[0].evidence[1]
+
+
+def test_argparse_names_whose_command_line_it_is(tmp_path: Path) -> None:
+    # The flags argparse lists are the ones it refused (here vLLM's spellings), its program name says whose it is.
+    paste = tmp_path / "argparse.log"
+    paste.write_text("launch_server.py: error: unrecognized arguments: --speculative-model x --num-speculative-tokens 4\n",
+                     encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert report.logs[0].runtime is Engine.sglang and report.causes[0].code == "ENGINE_LIMITATION"
+    # llama-cpp-python (llama.cpp's family) refusing an option this version lacks: no MTP cause (cases/logs convention).
+    paste.write_text("__main__.py: error: unrecognized arguments: --draft_model=prompt-lookup-decoding\n", encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert report.causes == [] and report.logs[0].runtime is Engine.llama_cpp
+
+
+@pytest.mark.parametrize(("text", "length", "rate"), [
+    ("Average Accept length: 2.64\n", 2.64, None),
+    ("- EAGLE k=3: [00:41<00:00, output: 90.1 toks/s] **Acceptance Length: 2.71**\n", 2.71, None),
+    ("acc_len=3.10\n", 3.10, None),
+    ("mean accept len = 2.5, accept rate: 61%\n", 2.5, 0.61),
+])
+def test_acceptance_figures_are_read_by_their_words(tmp_path: Path, text: str, length: float, rate: float | None) -> None:
+    paste = tmp_path / "figures.md"
+    paste.write_text(text, encoding="utf-8")
+    log = read_log(paste)
+    assert (log.mean_length, log.acceptance) == (length, rate)
+
+
+def test_a_heading_names_the_run_its_figures_belong_to(tmp_path: Path) -> None:
+    # A run without speculation reports a mean length of 1.00: under its "Baseline" heading it is no drafter's zero.
+    paste = tmp_path / "two.md"
+    paste.write_text("**Baseline**\nacc_length=1.00\n\n**With EAGLE**\nacc_length=2.31\n", encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert report.causes == [] and [log.mean_length for log in report.logs] == [2.31]
+
+
+@pytest.mark.parametrize(("spec", "code"), [((6.1, 5.0), "SLOWER_THAN_BASELINE"), ((9.5, 9.9), None)])
+def test_a_table_setting_runs_side_by_side(tmp_path: Path, spec: tuple[float, float], code: str | None) -> None:
+    paste = tmp_path / "table.md"
+    paste.write_text("| Task | No spec (t/s) | Spec (t/s) | Accept Rate (%) |\n|---|---|---|---|\n"
+                     f"| code | 8.0 | {spec[0]} | 64% |\n| chat | 7.9 | {spec[1]} | 55% |\n", encoding="utf-8")
+    causes = diagnose(log_files=[paste]).causes
+    assert [c.code for c in causes] == ([code] if code else [])
+
+
+def test_a_frame_in_a_drafting_function_ties_a_traceback(tmp_path: Path) -> None:
+    paste = tmp_path / "tb.log"
+    paste.write_text('  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 1745, in '
+                     "propose_draft_token_ids\n    spec_token_ids = draft_token_ids.tolist()\n"
+                     "RuntimeError: CUDA error: device-side assert triggered\n", encoding="utf-8")
+    (cause,) = diagnose(log_files=[paste]).causes
+    assert cause.code == "MTP_ENGINE_CRASH" and any("line 1" in e for e in cause.evidence)
+
+
+def test_a_request_setting_of_speculation_ties_a_quoted_assert(tmp_path: Path) -> None:
+    paste = tmp_path / "prose.md"
+    paste.write_text("With speculative.n_max = 24 every request ends in `common/common.cpp:1480: GGML_ASSERT(batch.seq_id"
+                     "[batch.n_tokens] && \"llama_batch size exceeded\") failed`\n", encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes[0].code == "MTP_ENGINE_CRASH"
+    paste.write_text(paste.read_text(encoding="utf-8").replace("speculative.n_max = 24", "a long prompt"), encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes == []

@@ -229,21 +229,22 @@ CATALOGUE: tuple[Message, ...] = (
     # on the speculative path only where something else ties the run to it (rules_message.py).
     _m("decode path error", Meaning.engine_gap, ("invalid logits id", "failed to initialize batch"),
        r"\bllama_get_logits_ith: invalid logits id\b|\bdecode: failed to initialize batch\b",
-       "src/llama-context.cpp (\"invalid logits id %d, reason: %s\"; \"%s: failed to initialize batch\")",
+       "src/llama-context.cpp:957 (\"%s: invalid logits id %d, reason: %s\"), src/llama-context.cpp:1769 (\"%s: failed to "
+       "initialize batch\")",
        "llama.cpp's decode failed (no logits for the sampled row, or a batch the context cannot place)", engine=_LLAMA),
     # llama-server's per-request and /slots speculative settings ("speculative.n_max", "speculative.p_min").
     _m("llama-server speculative setting", Meaning.speculation, ("speculative.",),
        r"\bspeculative\.(?:n_max|n_min|p_min|types?|ngram_\w{1,40})\b",
-       "tools/server/server-task.cpp (params_from_json_cmpl: \"speculative.n_max\", \"speculative.n_min\", \"speculative.p_min\")",
+       "tools/server/server-schema.cpp:200 (\"speculative.n_max\"), tools/server/server-schema.cpp:208 (\"speculative.p_min\")",
        "a speculative setting of llama-server's request or slot", engine=_LLAMA),
     # A fork or later build telling that a speculative flag was renamed ("legacy speculative option '--multi-token-prediction'
     # is disabled; use --spec-type mtp:..."): the build drafts, with another spelling.
     _m("speculative flag renamed", Meaning.mtp_failure, ("disabled", "removed", "deprecated", "renamed", "replaced"),
-       r"(?i:(?:option|argument|flag)\s{1,4}['\"`]?--?[\w-]{1,60}['\"`]?\s{1,4}(?:is|has been|was)\s{1,4}"
+       r"(?i:(?:option|argument|flag)(?:\s{1,4}['\"`]?--?[\w-]{1,60}['\"`]?)?\s{1,4}(?:is|has been|was)\s{1,4}"
        r"(?:disabled|removed|deprecated|renamed|replaced)\b[^\n]{0,200}?\b(?:use|instead|replaced by)\b[^\n]{0,200}?"
        r"(?:--spec[\w-]{0,40}|--draft[\w-]{0,40}|-md\b|\bmtp\b|draft-mtp|--speculative[\w-]{0,40}))",
        "ik_llama.cpp's server (\"legacy speculative option '%s' is disabled; use --spec-type ...\", after its flags were "
-       "unified under --spec-type); llama.cpp common/arg.cpp (\"the argument has been removed\" with its replacement)",
+       "unified under --spec-type); common/arg.cpp:4388 (\"the argument has been removed. use --spec-draft-n-max\")",
        "the build drafts, but spells this speculative flag otherwise now (the message names the new spelling)",
        engine=_LLAMA, cause="WRONG_SPEC_TYPE",
        remedy="use the spelling the message names (this build's --spec-type ...); the build itself has speculative decoding"),

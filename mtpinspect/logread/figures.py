@@ -262,8 +262,7 @@ def _labelled(line: str, above: str) -> Figures | None:
         label = above
     baseline = bool(label) and _BASELINE_ROW.search(label) is not None
     if length is None and rate is None or baseline:  # a baseline's "acceptance" (acc_length=1.00) is no drafter's
-        return Figures(speed=float(speed["value"]) if speed else None, setting=label[:200], baseline=True) \
-            if baseline and (speed or length or rate) else None
+        return Figures(speed=float(speed["value"]), setting=label[:200], baseline=True) if baseline and speed else None
     mean_length = float(length["len"]) if length is not None and 1 <= float(length["len"]) <= 64 else None
     value = float(rate["rate"]) if rate is not None else None
     acceptance = (value / 100 if rate["pct"] or value > 1 else value) if rate is not None and value is not None else None
@@ -298,7 +297,8 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     """The acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
     run a line with their speeds; and whose table it is when its header says (None: no engine named); ([], None)
     when no header names such a column and no line lists a run."""
-    if "accept" not in text.lower() and "accpt" not in text.lower() and "mean len" not in text.lower() and "|" not in text and "/s" not in text:
+    low = text.lower()
+    if "acc" not in low and "mean len" not in low and "|" not in text and "/s" not in text:
         return [], None
     listed = [Sample(LISTED_RUNS_FORMAT, figures, raw.strip()[:300], number)
               for number, raw in enumerate(text.splitlines(), 1) if (figures := _listed_run(raw.strip())) is not None]
