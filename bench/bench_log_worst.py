@@ -6,7 +6,8 @@ lines full of the catalogue's keys that never complete a message (``error``, ``s
 ``invalid argument``, ``accept len:``, ``spec_decode_``), request bodies (content the catalogue must skip),
 Python exception lines and ordinary llama-server lines; and the second round's shapes (a run table with long cells
 of near-matching units, llama.cpp's ``spec`` tag, backtrace and traceback frames with long names, a drafter
-architecture that never closes, summary keys with 16,000-digit values). Each size is timed in a fresh process-free call of
+architecture that never closes, summary keys with 16,000-digit values); and the third round's (renamed-flag near-matches,
+drafter-tagged decode lines, acceptance labels by their words, a side-by-side speed table, headings above figures). Each size is timed in a fresh process-free call of
 `diagnose(log_files=[...])` (the whole path: decoding, voices, catalogue, formats, rules); the figure to read is
 seconds per MiB, which must stay flat from the smallest size to the largest (MAX_LOG_BYTES, 256 MiB).
 
@@ -41,6 +42,13 @@ _BLOCK = "".join([
     '  File "/x.py", line 1, in ' + "eagl" * 4000 + "\n",
     "unknown model architecture: '" + "mt" * 8000 + "\n",
     '"accept_length": ' + "1" * 16000 + "\nn_drafted = " + "9" * 16000 + "\n",
+    # The third round's shapes: renamed-flag near-matches, drafter-tagged decode lines that never close, acceptance
+    # labels by their words (long and short lines), a side-by-side table's header, headings above figures.
+    "option " + "'--spec-x' is removed; use --colour " * 450 + "\n",
+    "draft_" * 3000 + ": llama_decode\n",
+    ("* k=2: [00:01<00:00, output: 1 toks/s] **Accpt Len: " * 8)[:390] + "\n" * 1 + ("acc len = x " * 30 + "\n") * 100,
+    "| Prompt | " + "Baseline (t/s) | MTP (t/s) | Accept Rate (%) | " * 400 + "\n" + ("| a | 1 | 2 | 3% |\n" * 50),
+    ("**" + "Baseline " * 8 + "**\n" + "acc_length=1.00\n") * 50,
 ])
 
 

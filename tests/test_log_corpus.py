@@ -65,6 +65,9 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
             "client decode-speed lines of two result blocks, no acceptance: not read (see the entry's known_miss)",
         "llama.cpp-spark-qwen36-27b-mtp-llama-benchy-box-table.log":
             "llama-benchy's box-drawing table holds speeds only (pp t/s, tg t/s), no acceptance: nothing to read",
+        "llama.cpp-server-spec-pr-timings-cache-reuse-annotated-relevant.log":
+            "server eval timings only (no acceptance figure), with the poster's '<--- only this is relevant' beside one: "
+            "the index gives that one and the cache-inflated ones apart, the reader times the requests together",
     },
 }
 

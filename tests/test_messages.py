@@ -420,3 +420,22 @@ def test_a_request_setting_of_speculation_ties_a_quoted_assert(tmp_path: Path) -
     assert diagnose(log_files=[paste]).causes[0].code == "MTP_ENGINE_CRASH"
     paste.write_text(paste.read_text(encoding="utf-8").replace("speculative.n_max = 24", "a long prompt"), encoding="utf-8")
     assert diagnose(log_files=[paste]).causes == []
+
+
+def test_the_speculative_examples_own_timing_is_the_runs_speed(tmp_path: Path) -> None:
+    # Its llama_print_timings time the draft and the target apart: the run's speed is the example's own line.
+    paste = tmp_path / "spec.log"
+    paste.write_text("decoded  200 tokens in   40.000 seconds, speed:    5.000 t/s\n\nn_drafted = 100\nn_accept  = 60\n"
+                     "accept    = 60.000%\n\ndraft:\n\nllama_print_timings:        eval time =  5000.00 ms /   300 runs   "
+                     "(   16.67 ms per token,    60.00 tokens per second)\n", encoding="utf-8")
+    log = read_log(paste)
+    assert (log.speed, log.accepted, log.drafted) == (5.0, 60, 100) and "line 1" in (log.speed_line or "")
+
+
+def test_a_run_tables_mode_column_names_its_baseline_rows(tmp_path: Path) -> None:
+    paste = tmp_path / "table.md"
+    paste.write_text("| GPU | Mode | Tok/s | Accept% |\n|---|---|---|---|\n| A | baseline | 30.0 | — |\n"
+                     "| A | MTP n=2 | 24.0 | 70.0 |\n", encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert [(log.baseline, log.acceptance) for log in report.logs] == [(True, None), (False, 0.7)]
+    assert [c.code for c in report.causes] == ["SLOWER_THAN_BASELINE"]

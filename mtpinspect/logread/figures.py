@@ -97,7 +97,7 @@ _TABLE_CELLS = re.compile(r"\s*\|\s*|\s{2,}|\t")
 # An acceptance column says whose: "accept rate", "acceptance rate", "draft acceptance" (never a bare "acceptance",
 # which a test plan's table has); a mean length column "accept len", "acceptance length" or llama.cpp's "mean len".
 _RATE_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:draft[ _]accept(?:ance)?(?:[ _]rate)?|accept(?:ance)?[ _]rate|acc(?:ept)?_?rate)"
-                          r"(?:\s*\(%\)|_pct|\s*%)?$", re.IGNORECASE)
+                          r"(?:\s*\(%\)|_pct|\s*%)?$|^(?:draft[ _])?accept(?:ance|ed)?\s*(?:%|\(%\))$", re.IGNORECASE)
 _LENGTH_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _](?:length|len))$|^mean[ _](?:acc(?:ept(?:ance)?)?[ _])?len$",
                             re.IGNORECASE)
 # First columns whose rows are runs of their own (what was changed between them), not categories of one run's prompts.
@@ -128,6 +128,8 @@ _LABELLED_RATE = re.compile(r"(?i)(?<![a-z])(?:(?:avg\.?|average|mean|draft)[ _]
                             r"[*_`\s]{0,3}[:=][*_`\s]{0,3}(?P<rate>\d{1,3}(?:\.\d{1,12})?)\s*(?P<pct>%)?")
 # The line's decode speed: its output or throughput figure where it names one (a tqdm line also times the input).
 _LINE_SPEED = re.compile(r"(?i)(?:output|throughput)\W{0,4}(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:tokens?/s|toks/s|tok/s|t/s)\b")
+# A label that names a figure, not a run ("Average Accept length", "#questions", "Throughput").
+_FIGURE_NAME = re.compile(r"(?i)\b(?:accept|accpt|acc_|throughput|latency|questions|speed|length|rate|tokens?)\b|acc_")
 _LINE_LABEL = re.compile(r"^[-*>#\s]{0,6}(?P<label>[^:\[\]|=\n]{1,80}?(?:=\s*\d{1,4})?)\s*[,:\[]")
 _HEADING = re.compile(r"^(?:#{1,6}\s+(?P<h>[^\n]{1,80})|[*_]{2}(?P<b>[^*_\n]{1,80})[*_]{2}:?|(?P<c>[^:\n]{1,80}):)$")
 LABELLED_FORMAT = LineFormat("acceptance figures by their words", Scope.summary, ("accept", "accpt", "acc "), re.compile(r"acc"))
@@ -193,8 +195,13 @@ def _row(header: _Header, line: str) -> Figures | list[Figures] | None:
         return None
     read: dict[str, Any] = {}
     if header.format is TABLE_RUNS_FORMAT:
-        read["setting"] = f"{header.first}: {cells[0].strip('*_` ')[:200]}"
-        read["baseline"] = _BASELINE_ROW.search(cells[0]) is not None and not header.paired
+        # The row's name: its first cell, and the words of its other cells that are no figure (a "Mode" column's "MTP n=3").
+        named = [cells[i].strip("*_` ") for i, kind, _ in header.columns if kind in ("", "value") and
+                 _CELL.match(cells[i]) is None and not _EMPTY_CELL.match(cells[i])]
+        read["setting"] = ", ".join([f"{header.first}: {cells[0].strip('*_` ')[:200]}", *named])[:300]
+        # A row without speculation says so in its first cell or in another column naming it ("Mode: baseline").
+        read["baseline"] = not header.paired and any(_BASELINE_ROW.fullmatch(c.strip(" *_`")) is not None or i == 0 and
+                                                     _BASELINE_ROW.search(c) is not None for i, c in enumerate(cells))
     for index, kind, percent in header.columns:
         if not kind or _EMPTY_CELL.match(cells[index]):
             continue
@@ -258,7 +265,7 @@ def _labelled(line: str, above: str) -> Figures | None:
     speed = _LINE_SPEED.search(line)
     named = _LINE_LABEL.match(line)
     label = named["label"].strip(" *_`") if named else ""
-    if above and (not label or label.startswith("#")):
+    if above and (not label or _FIGURE_NAME.search(label)):  # "#questions: 80, ...": the heading names the run
         label = above
     baseline = bool(label) and _BASELINE_ROW.search(label) is not None
     if length is None and rate is None or baseline:  # a baseline's "acceptance" (acc_length=1.00) is no drafter's

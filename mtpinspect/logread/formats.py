@@ -250,6 +250,11 @@ LLAMA_CPP = EngineLog(
                 _rx(r"(?<!prompt )\beval time\s*=\s*\d{1,12}(?:\.\d{1,6})? ms /\s*(?P<n>\d{1,12}) (?:tokens|runs)\s*\("
                     r"\s*\d{1,12}(?:\.\d{1,6})? ms per token,\s*(?P<value>\d{1,9}(?:\.\d{1,6})?) tokens per second\)"),
                 every=True),
+        # examples/speculative's own timing of the whole decode (speculative.cpp:639 "decoded %4d tokens in %8.3f seconds,
+        # speed: %8.3f t/s"; "generated" in 2023): the run's speed, where its llama_print_timings time draft and target apart.
+        Setting("run_speed", ("seconds, speed:",),
+                _rx(r"^(?:decoded|generated)\s+(?P<n>\d{1,12}) tokens in\s+\d{1,12}(?:\.\d{1,6})? seconds, speed:\s+"
+                    r"(?P<value>\d{1,9}(?:\.\d{1,6})?) t/s")),
         Setting("request_end", ("stop processing",), _rx(r"stop processing: n_tokens = (?P<n_tokens>\d+), truncated = (?P<truncated>\d)"),
                 every=True),
         Setting("mtp_context", ("MTP draft context", "loading draft model", "adding speculative implementation"),

@@ -431,7 +431,13 @@ def _llama_settings(evidence: LogEvidence, reading: Reading, text: str, first: i
     offered = reading.setting("offered_spec_types")
     evidence.offered_spec_types = tuple(re.split(r"[|,]", offered)) if offered else None
     timed = [(int(v["n"]), float(v["value"])) for v in reading.settings.get("decode_speed", []) if float(v["value"]) > 0]
-    if evidence.speed is None and timed:  # the requests' tokens over their summed decode time
+    run_speed = reading.settings.get("run_speed")
+    if evidence.speed is None and run_speed and float(run_speed[0]["value"]) > 0:  # the example's own, of the whole run
+        shown = run_speed[0]
+        evidence.speed = float(shown["value"])
+        evidence.speed_line = (f"line {int(shown['at']) + first - 1}: {shown['n']} tokens decoded at {shown['value']} t/s "
+                               "(examples/speculative's own timing of the run)")
+    elif evidence.speed is None and timed:  # the requests' tokens over their summed decode time
         evidence.speed = sum(n for n, _ in timed) / sum(n / speed for n, speed in timed) if sum(n for n, _ in timed) else None
         shown = reading.settings["decode_speed"][0]
         evidence.speed_line = (f"line {int(shown['at']) + first - 1}: eval time: {shown['n']} tokens, {shown['value']} tokens per "
