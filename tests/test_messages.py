@@ -379,6 +379,7 @@ def test_argparse_names_whose_command_line_it_is(tmp_path: Path) -> None:
     ("- EAGLE k=3: [00:41<00:00, output: 90.1 toks/s] **Acceptance Length: 2.71**\n", 2.71, None),
     ("acc_len=3.10\n", 3.10, None),
     ("mean accept len = 2.5, accept rate: 61%\n", 2.5, 0.61),
+    ('{"acceptance_length": 2.9, "accept_rate": 0.7}\n', 2.9, 0.7),
 ])
 def test_acceptance_figures_are_read_by_their_words(tmp_path: Path, text: str, length: float, rate: float | None) -> None:
     paste = tmp_path / "figures.md"
@@ -439,3 +440,13 @@ def test_a_run_tables_mode_column_names_its_baseline_rows(tmp_path: Path) -> Non
     report = diagnose(log_files=[paste])
     assert [(log.baseline, log.acceptance) for log in report.logs] == [(True, None), (False, 0.7)]
     assert [c.code for c in report.causes] == ["SLOWER_THAN_BASELINE"]
+
+
+@pytest.mark.parametrize("line", ["ICLR 2025 acceptance rate: 31.5%", "Loan acceptance rate: 4%", "cookie accept rate = 0.02",
+                                  "Acceptance rate: 22%"])
+def test_someone_elses_acceptance_rate_is_not_read(tmp_path: Path, line: str) -> None:
+    # A rate label is the drafter's where it opens its clause (or follows a drafter's word) in a text that drafts.
+    paste = tmp_path / "other.txt"
+    paste.write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(FormatError):
+        diagnose(log_files=[paste])

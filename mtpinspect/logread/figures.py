@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from mtpinspect.logread.catalogue import SPECULATIVE_WORDS
 from mtpinspect.logread.formats import ENGINES, EngineLog, Figures, LineFormat, Scope, strip_prefixes
 from mtpinspect.vocabulary import Engine
 
@@ -122,10 +123,14 @@ _RATE_AFTER = re.compile(r"(?i)(?P<value>\d{1,3}(?:\.\d{1,4})?)\s*%\s*(?:accept|
 LISTED_RUNS_FORMAT = LineFormat("results listed one run a line", Scope.summary, ("/s",), re.compile(r"/s"))
 # Acceptance figures read by their words wherever they stand (a benchmark's summary, a bullet, a bold "**Accpt Len:
 # 1.89**", a tqdm line): the label says which figure, with or without "average"/"mean", however abbreviated.
-_LABELLED_LENGTH = re.compile(r"(?i)(?<![a-z])(?:avg\.?|average|mean)?[ _]?(?:accept(?:ance|ed)?|accpt|acc)[ _.-]?len(?:gth)?\b"
-                              r"[*_`\s]{0,3}[:=][*_`\s]{0,3}(?P<len>\d{1,3}(?:\.\d{1,12})?)(?![\d.]*\s*%)")
-_LABELLED_RATE = re.compile(r"(?i)(?<![a-z])(?:(?:avg\.?|average|mean|draft)[ _])?(?:accept(?:ance)?|accpt)[ _.-]?rate\b"
-                            r"[*_`\s]{0,3}[:=][*_`\s]{0,3}(?P<rate>\d{1,3}(?:\.\d{1,12})?)\s*(?P<pct>%)?")
+# The label opens its clause, or follows a drafter's word: "Loan acceptance rate", "ICLR 2025 acceptance rate" are
+# someone else's.
+_OPENS = (r"(?:^|(?<=[^\w\s])|(?<=[^\w\s] )|" +
+          "|".join(rf"(?<={word}[ _])" for word in ("spec", "mtp", "draft", "eagle", "eagle3", "speculative")) + ")")
+_LABELLED_LENGTH = re.compile(r"(?i)" + _OPENS + r"(?:(?:avg\.?|average|mean)[ _])?(?:accept(?:ance|ed)?|accpt|acc)[ _.-]?len(?:gth)?\b"
+                              r"[*_`\s\"']{0,3}[:=][*_`\s]{0,3}(?P<len>\d{1,3}(?:\.\d{1,12})?)(?![\d.]*\s*%)")
+_LABELLED_RATE = re.compile(r"(?i)" + _OPENS + r"(?:(?:avg\.?|average|mean|draft)[ _])?(?:accept(?:ance)?|accpt)[ _.-]?rate\b"
+                            r"[*_`\s\"']{0,3}[:=][*_`\s]{0,3}(?P<rate>\d{1,3}(?:\.\d{1,12})?)\s*(?P<pct>%)?")
 # The line's decode speed: its output or throughput figure where it names one (a tqdm line also times the input).
 _LINE_SPEED = re.compile(r"(?i)(?:output|throughput)\W{0,4}(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:tokens?/s|toks/s|tok/s|t/s)\b")
 # A label that names a figure, not a run ("Average Accept length", "#questions", "Throughput").
@@ -297,6 +302,11 @@ def labelled_samples(text: str) -> list[Sample]:
             samples.append(Sample(LABELLED_FORMAT, figures, line[:300], number))
         elif (head := _HEADING.match(line)) is not None:
             heading = next(g for g in head.group("h", "b", "c") if g).strip(" *_`#")
+    # A mean length is speculative decoding's own figure; an acceptance rate alone is read where the text drafts.
+    lengths = any(s.figures.mean_length is not None for s in samples)
+    if not lengths and SPECULATIVE_WORDS.search(text) is None and \
+            not any(_DRAFTING_LABEL.search(s.figures.setting or "") for s in samples):
+        return []
     return samples if any(not s.figures.baseline for s in samples) else []
 
 
