@@ -248,6 +248,12 @@ CATALOGUE: tuple[Message, ...] = (
        "the build drafts, but spells this speculative flag otherwise now (the message names the new spelling)",
        engine=_LLAMA, cause="WRONG_SPEC_TYPE",
        remedy="use the spelling the message names (this build's --spec-type ...); the build itself has speculative decoding"),
+    # llama.cpp refuses a draft whose vocabulary size differs from the target's by more than it allows (padding, or
+    # another model): whose line it is; what it means is the speculative-error rule's (rules_message.py).
+    _m("draft vocab size", Meaning.writer, ("vocab must closely match",),
+       r"draft model vocab must closely match target model",
+       "common/speculative.cpp:109 (\"draft model vocab must closely match target model to use speculation but \"); "
+       "examples/speculative/speculative.cpp before it", "llama.cpp's check of a draft model's vocabulary size", engine=_LLAMA),
     # The draft (or mtp-) file's vocabulary is not the target's: made from another model.
     _m("draft vocab mismatch", Meaning.mtp_failure, ("vocabs are not compatible", "vocab type must match"),
        r"the target and draft vocabs are not compatible|draft model vocab type must match target model",
@@ -430,6 +436,11 @@ CATALOGUE: tuple[Message, ...] = (
        "Python's traceback format", "a Python exception (its text and its traceback say where)"),
     _m("Python traceback", Meaning.traceback, ("Traceback (most recent call last)",), r"Traceback \(most recent call last\)",
        "Python's traceback format", "a Python traceback: its frames say where it failed"),
+    # A frame on its own: a slice from a traceback's middle (its header and exception cut away), interleaved workers'
+    # frames, a CSV export's doubled quotes cut at the comma ('File ""/.../multi_step_worker.py""').
+    _m("Python traceback frame", Meaning.traceback, ('File "',),
+       r"^File \"\"?[^\"\n]{1,400}?\.py\"\"?(?:, line \d{1,7}(?:, in [\w<>.]{1,200})?)?\s*$",
+       "Python's traceback format", "a frame of a Python traceback"),
     # -- any engine: the scheduler or a worker died ------------------------------------------------------------
     _m("vLLM worker died", Meaning.engine_death, ("died unexpectedly", "EngineCore encountered a fatal error", "EngineDeadError",
                                                   "WorkerProc failed to start"),
@@ -441,6 +452,23 @@ CATALOGUE: tuple[Message, ...] = (
     _m("SGLang scheduler exception", Meaning.engine_death, ("Scheduler hit an exception",), r"Scheduler hit an exception",
        "python/sglang/srt/managers/scheduler.py (run_scheduler_process)", "SGLang's scheduler died on an exception",
        engine=_SGLANG),
+    # vLLM's engine core and workers say it in the same words (vllm/v1/engine/core.py "EngineCore hit an exception",
+    # vllm/v1/executor/multiproc_executor.py "WorkerProc hit an exception").
+    _m("vLLM process exception", Meaning.engine_death, ("hit an exception",),
+       r"\b(?:EngineCore(?:_DP\d+)?|WorkerProc|AsyncLLM|LLMEngine)\b[^\n]{0,40}?\bhit an exception\b",
+       "vllm/v1/engine/core.py (\"EngineCore hit an exception\"), vllm/v1/executor/multiproc_executor.py (\"WorkerProc hit an "
+       "exception\")", "a vLLM engine core or worker died on an exception", engine=_VLLM),
+    # vLLM dumps the scheduler's output only when the engine core dies executing a step (vllm/logging_utils/dump_input.py):
+    # its fields in a paste are a crash's, and scheduled draft tokens say the step was drafting.
+    _m("vLLM crash dump", Meaning.engine_death, ("Dumping scheduler output", "scheduled_spec_decode_tokens=", "Dumping input data"),
+       r"Dumping scheduler output for model execution|Dumping input data\b|\bscheduled_spec_decode_tokens=",
+       "vllm/logging_utils/dump_input.py (dump_engine_exception: \"Dumping input data\", \"Dumping scheduler output for "
+       "model execution\"; SchedulerOutput.scheduled_spec_decode_tokens)", "vLLM's dump of the step the engine core died on",
+       engine=_VLLM),
+    _m("vLLM scheduled drafts", Meaning.speculation, ("scheduled_spec_decode_tokens=", "num_spec_tokens"),
+       r"\bscheduled_spec_decode_tokens=\{[^}\s]|\bnum_spec_tokens\w{0,40}=\s?[1-9]",
+       "vllm/v1/core/sched/output.py (SchedulerOutput.scheduled_spec_decode_tokens: the draft tokens of the step)",
+       "draft tokens scheduled for verification: the run was drafting", engine=_VLLM),
     # The same, quoted inline in a poster's sentence ("However, I got `AssertionError: ... not yet supported`").
     _m("Python exception (quoted)", Meaning.exception, ("Error: ", "Exception: "),
        r"`(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception)):\s*(?P<text>[^`]{1,2000})`",

@@ -193,6 +193,7 @@ LINE_PREFIXES = re.compile(
     r"|\d+\.\d{2}\.\d{3}\.\d{3}\s(?:[IWEDT]\s)?"  # llama.cpp timestamp (+ level): "0.06.895.980 I "
     r"|[IWEDT]\s(?=\S)"  # llama.cpp level letter alone: "I slot ..."
     r"|\(\w+(?: rank=\d+)? pid=\d+\)\s"  # vLLM process: "(APIServer pid=1) "
+    r"|\"(?=(?:INFO|WARNING|ERROR|DEBUG)\s)"  # a log viewer's CSV export: each line in quotes ("ERROR 07-02 ...")
     r"|(?:INFO|WARNING|ERROR|DEBUG)\s+\d\d-\d\d \d\d:\d\d:\d\d\s+\[?[\w./-]+:\d+\]\s?"  # vLLM logger
     r"|\[[\w./-]+\.py:\d+\]\s"  # vLLM logger cut by the user: " [metrics.py:96] "
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\]\s"  # SGLang: "[2025-10-22 10:27:57 TP0] "

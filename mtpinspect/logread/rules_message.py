@@ -96,7 +96,8 @@ def message_cause(log: LogEvidence) -> Cause | None:
             return cause
     trace = hits.first(Meaning.traceback)
     if trace is not None and not hits.of(Meaning.exception):
-        frame = next((h for h in hits.hits if h.number > trace.number and
+        # A frame in speculative code: after the header, or any frame line of a slice or of interleaved workers.
+        frame = next((h for h in hits.hits if (h.number > trace.number or 'File "' in h.line) and
                       (h.message.meaning is Meaning.speculation or h.message.mtp is MtpUse.on)), None)
         if frame is not None:
             return _cut_traceback(log, trace, frame)
