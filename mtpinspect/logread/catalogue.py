@@ -248,6 +248,12 @@ CATALOGUE: tuple[Message, ...] = (
        "the build drafts, but spells this speculative flag otherwise now (the message names the new spelling)",
        engine=_LLAMA, cause="WRONG_SPEC_TYPE",
        remedy="use the spelling the message names (this build's --spec-type ...); the build itself has speculative decoding"),
+    # llama.cpp's loader failing, also with a poster's words glued before it ("log below:llama_model_load: ..."): whose
+    # line it is; a tensor it lacks is MTP's only where something ties it (a nextn tensor: "MTP block missing").
+    _m("llama.cpp loader error", Meaning.writer, ("error loading model:",),
+       r"\bllama_model_load: error loading model: |\bllama_load_model_from_file: error loading model: ",
+       "src/llama.cpp:375 (\"%s: error loading model: %s\"); src/llama-model-loader.cpp:859 (\"%s: tensor '%s' not found\")",
+       "llama.cpp's loader could not load the model", engine=_LLAMA),
     # llama.cpp refuses a draft whose vocabulary size differs from the target's by more than it allows (padding, or
     # another model): whose line it is; what it means is the speculative-error rule's (rules_message.py).
     _m("draft vocab size", Meaning.writer, ("vocab must closely match",),
