@@ -111,6 +111,10 @@ _SPEED_COLUMN = re.compile(r"^(?:decode|gen(?:eration)?|tg|output|eval)?[ _]?(?:
                            re.IGNORECASE)
 # A column of decode speeds named for the run it times: "Baseline (ts)", "MTP t/s", "With MTP (tok/s)", "no spec tps".
 _PAIRED_SPEED = re.compile(r"^(?P<who>[^()\n]{1,40}?)\s*[(\[]?\s*(?:t/?s|tok(?:en)?s?/s|tps)\s*[)\]]?$", re.IGNORECASE)
+# A column of speeds before and after speculation was turned on, one cell "22.7 → 40.6 (+79%)": by its name a decode
+# speed (or its change: "Decode Δ"), read where the table names drafting (an n_max, MTP, draft or spec column).
+_ARROW_COLUMN = re.compile(r"(?i)\b(?:decode|tg|gen(?:eration)?|speed|throughput|tok/s|t/s|tps)\b")
+_ARROW = re.compile(r"(?P<before>\d{1,6}(?:\.\d{1,6})?)\s*(?:t/s|tok/s|tps)?\s*(?:→|->|=>|⇒)\s*(?P<after>\d{1,6}(?:\.\d{1,6})?)")
 _SPEED_IN = re.compile(r"(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:(?:\+/-|±)\s*\d{1,6}(?:\.\d{1,6})?\s*)?(?:t/s|tok/s|tokens?/s)\b")
 _RATE_IN = re.compile(r"(?:@|\bat)\s*(?P<value>\d{1,3}(?:\.\d{1,6})?)\s*%")
 _EMPTY_CELL = re.compile(r"^[\s*_`]*(?:—|–|-{1,3}|n/?a|none)?[\s*_`]*$", re.IGNORECASE)
@@ -166,7 +170,13 @@ def _header(line: str, *, raw_table: bool) -> _Header | None:
     per_run = _RUN_COLUMN.match(cells[0].strip("*_` ")) is not None
     columns = tuple((i, _column_kind(cell, per_run), "%" in cell or "pct" in cell.lower()) for i, cell in enumerate(cells) if i)
     kinds = {kind for _, kind, _ in columns}
-    paired = {"base_speed", "spec_speed"} <= kinds  # each row is a run without and one with speculation
+    drafting = any(_DRAFTING_LABEL.search(cell) for cell in cells)
+    # each row is a run without and one with speculation: two speed columns side by side, or one "before → after"
+    # (an acceptance table's speed column is one run's, not a before and after)
+    arrows = "arrow" in kinds and drafting and not kinds & {"rate", "len"}
+    paired = {"base_speed", "spec_speed"} <= kinds or arrows
+    if "arrow" in kinds and not arrows:
+        columns = tuple((i, "" if kind == "arrow" else kind, pct) for i, kind, pct in columns)
     if not kinds & {"rate", "len"} and not (per_run and raw_table) and not paired:
         return None
     return _Header(len(cells), columns, TABLE_RUNS_FORMAT if per_run or paired else TABLE_FORMAT, cells[0].strip("*_` ")[:60],
@@ -189,7 +199,7 @@ def _column_kind(cell: str, per_run: bool) -> str:
         return "len"
     if per_run:
         return "speed" if _SPEED_COLUMN.match(cell) else "value"
-    return ""
+    return "arrow" if _ARROW_COLUMN.search(cell) else ""
 
 
 def _row(header: _Header, line: str) -> Figures | list[Figures] | None:
@@ -213,6 +223,10 @@ def _row(header: _Header, line: str) -> Figures | list[Figures] | None:
         if kind in ("base_speed", "spec_speed"):
             if (number := _CELL.match(cells[index])) is not None:
                 read[kind] = float(number["value"])
+            continue
+        if kind == "arrow":
+            if (arrow := _ARROW.search(cells[index])) is not None:
+                read["base_speed"], read["spec_speed"] = float(arrow["before"]), float(arrow["after"])
             continue
         if kind in ("speed", "value"):
             speed, rate = _SPEED_IN.search(cells[index]), _RATE_IN.search(cells[index]) if kind == "value" else None
