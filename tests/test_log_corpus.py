@@ -65,6 +65,9 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
             "client decode-speed lines of two result blocks, no acceptance: not read (see the entry's known_miss)",
         "llama.cpp-spark-qwen36-27b-mtp-llama-benchy-box-table.log":
             "llama-benchy's box-drawing table holds speeds only (pp t/s, tg t/s), no acceptance: nothing to read",
+        "koboldcpp-gemma4-12b-no-drafting-launcher-vs-llama-server-tg-compare.log":
+            "speeds only (KoboldCpp's 'Generated ... (18.75T/s)', llama-server's slot 'tg = 25.56 t/s'), no drafting: "
+            "nothing of a drafter's to read",
         "llama.cpp-server-spec-pr-timings-cache-reuse-annotated-relevant.log":
             "server eval timings only (no acceptance figure), with the poster's '<--- only this is relevant' beside one: "
             "the index gives that one and the cache-inflated ones apart, the reader times the requests together",

@@ -148,7 +148,7 @@ _BASELINE_ROW = re.compile(r"\b(?:baseline|no[ -]?spec(?:ulation|ulative(?: deco
                            re.IGNORECASE)
 _RULE_ROW = re.compile(r"^[\s|:+-]+$")
 # A cell's number (Markdown emphasis and code marks around it), in percent when it says so, and "(accepted/drafted)".
-_CELL = re.compile(r"^[*_`~\s]*(?P<value>\d{1,6}(?:\.\d{1,12})?)\s*(?P<pct>%)?[*_`~\sx]*(?:\(\s*(?P<acc>\d{1,15})\s*/\s*(?P<gen>\d{1,15})\s*\))?")
+_CELL = re.compile(r"^[*_`~\s]*(?P<value>\d{1,6}(?:\.\d{1,24})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<pct>%)?[*_`~\sx]*(?:\(\s*(?P<acc>\d{1,15})\s*/\s*(?P<gen>\d{1,15})\s*\))?")
 # Column names only llama.cpp's server-bench prints (tools/server/bench: predicted tokens per second, "pred").
 _LLAMA_TABLE = re.compile(r"\bspec_avg_pred_t/s\b|\bbase_avg_pred_t/s\b")
 
@@ -252,6 +252,8 @@ def _row(header: _Header, line: str) -> Figures | list[Figures] | None:
     if not (read.keys() - {"setting", "baseline"}):
         return Figures()
     base, spec = read.pop("base_speed", None), read.pop("spec_speed", None)
+    if header.paired and (base is None) != (spec is None):
+        return Figures()  # one side only ("—" for the other): no pair to compare
     if header.paired and base is not None and spec is not None:
         read["speed"] = spec
         return [Figures(speed=base, baseline=True, setting=f"{read['setting']} (without speculation)"),

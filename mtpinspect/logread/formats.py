@@ -364,6 +364,10 @@ VLLM = EngineLog(
         Setting("model_name", ("'model': ",), _rx(r"'model': '(?P<value>[^']+)'")),
         Setting("quantization", ("quantization=",), _rx(r"\bquantization=(?P<value>[\w-]+)")),
         Setting("kv_cache_dtype", ("kv_cache_dtype=",), _rx(r"\bkv_cache_dtype=(?P<value>[\w-]+)")),
+        # The engine's own decode throughput per logging interval (vllm/v1/metrics/loggers.py LoggingStatLogger):
+        # server-reported, over the interval, all requests together.
+        Setting("decode_speed", ("Avg generation throughput:",),
+                _rx(r"Avg generation throughput: (?P<value>\d{1,9}(?:\.\d{1,6})?) tokens/s"), every=True),
     ),
     failures=(
         # Since PR #35548 the loader refuses a checkpoint without the MTP layer's weights.

@@ -128,8 +128,14 @@ def read_runs(path: str | Path) -> list[LogEvidence]:
     spoken = without_content(text)
     segments = _segments(spoken)
     if len(segments) > 1:
-        return [run for number, (first, piece, lines) in enumerate(segments, 1)
-                for run in _read_text(f"{file} (run {number}, from line {first})", piece, piece, lines, first, str(file))]
+        runs = []
+        for number, (first, piece, lines) in enumerate(segments, 1):
+            found = _read_text(f"{file} (run {number}, from line {first})", piece, piece, lines, first, str(file))
+            if _WITHOUT_LABEL.match(piece.lstrip("\n")) and found[0].drafted is None and found[0].acceptance is None \
+                    and found[0].mean_length is None:
+                found[0].baseline = True  # the poster's label says this run had no speculation
+            runs += found
+        return runs
     return _read_text(str(file), text, spoken, None, 1, str(file))
 
 
@@ -141,7 +147,12 @@ _RUN_START = re.compile(
     r"^(?:[\w./-]*\s*\|\s*)?(?:\[\d+\]\s+)?(?:main: )?build(?:_info)?: \d+ \(\w+\)|"
     r"^\s*(?:[\w.-]+@[\w.-]+:\S*[$#]|\$|PS [A-Za-z]:\\[^>\n]{0,200}>|[A-Za-z]:\\[^>\n]{0,200}>)\s+\S*"
     r"(?:llama-server|llama-cli|vllm serve|sglang\.launch_server|mtp-bench)|"
-    r"vLLM API server version", re.MULTILINE)
+    r"vLLM API server version|"
+    # a poster's label line between two runs: "without mtp", "**With speculative decoding:**"
+    r"^[ \t]{0,4}[#*_>-]{0,4}[ \t]{0,2}(?i:with(?:out)?|w/o|no)[ \t]{1,3}(?i:mtp|spec(?:ulative(?: decoding)?|ulation)?|"
+    r"draft(?:ing| model)?|eagle\d?|ngram|n-gram)[ \t]{0,2}[*_:]{0,4}[ \t]*$", re.MULTILINE)
+# Such a label saying the run had no speculation.
+_WITHOUT_LABEL = re.compile(r"^[ \t]{0,4}[#*_>-]{0,4}[ \t]{0,2}(?:without|w/o|no)[ \t]", re.IGNORECASE)
 
 
 def _segments(spoken: str) -> list[tuple[int, str, LogLines]]:
@@ -206,8 +217,8 @@ def _judged(name: str, text: str, spoken: str, lines: LogLines, hits: Scan, cras
 def _fields(sample: Sample) -> set[tuple[str, str]]:
     """What one summary line tells, by its format: a figure told again starts another summary."""
     f = sample.figures
-    names = {n for n in ("accepted", "drafted", "steps", "acceptance", "mean_length", "spec_tokens", "speed")
-             if getattr(f, n) is not None}
+    names = {n for n in ("accepted", "drafted", "steps", "acceptance", "mean_length", "spec_tokens", "speed", "setting")
+             if getattr(f, n) is not None}  # a named row or line is a run of its own
     if f.per_position:
         names.add(f"position {f.at}" if f.at is not None else "per-position")
     return {(sample.format.name, n) for n in names}
@@ -271,7 +282,7 @@ def _parse(file: str, text: str, lines: LogLines, *, crashed: bool, hits: Scan, 
     if reading.engine.engine is Engine.llama_cpp:
         _llama_settings(evidence, reading, text, first)
     else:
-        _engine_settings(evidence, reading)
+        _engine_settings(evidence, reading, first)
     return evidence
 
 
@@ -444,8 +455,13 @@ def _llama_settings(evidence: LogEvidence, reading: Reading, text: str, first: i
                                f"second (server-timed; {len(timed)} request(s): {evidence.speed:.2f} tokens per second)")
 
 
-def _engine_settings(evidence: LogEvidence, reading: Reading) -> None:
+def _engine_settings(evidence: LogEvidence, reading: Reading, first: int) -> None:
     evidence.failure = reading.failures[0] if reading.failures else None
+    busy = [v for v in reading.settings.get("decode_speed", []) if float(v["value"]) > 0]  # idle intervals print 0.0
+    if evidence.speed is None and busy:
+        evidence.speed = sum(float(v["value"]) for v in busy) / len(busy)
+        evidence.speed_line = (f"line {int(busy[0]['at']) + first - 1}: Avg generation throughput: {busy[0]['value']} tokens/s "
+                               f"(server-reported per logging interval; {len(busy)} interval(s): {evidence.speed:.1f} tokens/s)")
     evidence.engine_version = reading.setting("engine_version")
     quantization = reading.setting("quantization")
     evidence.quantization = None if quantization in (None, "None") else quantization
