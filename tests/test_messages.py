@@ -450,3 +450,79 @@ def test_someone_elses_acceptance_rate_is_not_read(tmp_path: Path, line: str) ->
     paste.write_text(line + "\n", encoding="utf-8")
     with pytest.raises(FormatError):
         diagnose(log_files=[paste])
+
+
+# -- issue 42, the third set's built-on half: its classes ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    # a middle slice of a traceback, its header and exception cut away, through V0's spec_decode
+    'ERROR 03-01 10:00:00 async_llm_engine.py:57]   File "/opt/v/vllm/spec_decode/batch_expansion.py", line 90, in '
+    "score_proposals\nERROR 03-01 10:00:00 async_llm_engine.py:57]     out = self._scorer_worker.execute_model(\n",
+    # interleaved workers whose header comes after the MTP frame
+    '(Worker_TP1 pid=7) ERROR 03-01 10:00:00 [multiproc_executor.py:9]   File "/x/vllm/model_executor/models/glm4_moe_mtp.py", '
+    'line 12, in forward\n(Worker_TP0 pid=6) ERROR 03-01 10:00:00 [multiproc_executor.py:9] Traceback (most recent call last):\n',
+    # a log viewer's CSV export: quoted lines, doubled quotes, cut at a comma
+    '"ERROR 03-01 10:00:00 [async_llm_engine.py:67] File ""/usr/lib/vllm/spec_decode/draft_model_runner.py""\n'
+    '"ERROR 03-01 10:00:00 [async_llm_engine.py:67] return func(*args\n',
+])
+def test_traceback_frames_in_drafting_code_without_their_exception(tmp_path: Path, text: str) -> None:
+    paste = tmp_path / "tb.log"
+    paste.write_text(text, encoding="utf-8")
+    (cause,) = diagnose(log_files=[paste]).causes
+    assert (cause.code, cause.confidence_word) == ("MTP_ENGINE_CRASH", "medium") and any("line 1" in e for e in cause.evidence)
+
+
+def test_vllms_engine_death_after_drafting_setup(tmp_path: Path) -> None:
+    paste = tmp_path / "core.log"
+    paste.write_text('args: ["--model", "/m", "--speculative-config", "{\\"method\\": \\"mtp\\", \\"num_speculative_tokens\\": 2}"]\n'
+                     "ERROR 02-21 06:30:25 core.py:291] EngineCore hit an exception: Traceback (most recent call last):\n"
+                     'ERROR 02-21 06:30:25 core.py:291]   File "/x/vllm/v1/engine/core.py", line 284, in run_engine_core\n',
+                     encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes[0].code == "MTP_ENGINE_CRASH"
+    paste.write_text(paste.read_text(encoding="utf-8").splitlines(keepends=True)[1], encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes == []  # the same death with nothing of drafting: no MTP cause
+
+
+def test_vllms_crash_dump_with_scheduled_drafts(tmp_path: Path) -> None:
+    # dump_input.py prints the step's SchedulerOutput only when the engine core dies on it.
+    paste = tmp_path / "dump.log"
+    paste.write_text("scheduled_spec_decode_tokens={cmpl-1: [-1, -1, -1]}\n", encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes[0].code == "MTP_ENGINE_CRASH"
+    paste.write_text("(EngineCore pid=1) ERROR 04-23 21:09:12 [dump_input.py:79] Dumping scheduler output for model execution: "
+                     "SchedulerOutput(scheduled_new_reqs=[], scheduled_spec_decode_tokens={}, num_scheduled_tokens={a: 1})\n",
+                     encoding="utf-8")
+    assert diagnose(log_files=[paste]).causes == []  # no draft tokens in the step: a crash, not MTP's
+
+
+def test_a_table_of_speeds_before_and_after_speculation(tmp_path: Path) -> None:
+    paste = tmp_path / "rollout.md"
+    table = "| Host | Model | draft n_max | Decode Δ |\n|---|---|---|---|\n| a | A | 2 | 20.0 → {a} |\n| b | B | 3 | 50.0 → {b} |\n"
+    paste.write_text(table.format(a="35.5 (+77%)", b="61.0"), encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert report.causes == [] and [log.speed for log in report.logs] == [20.0, 35.5, 50.0, 61.0]
+    # without a column that names drafting the arrows are someone else's before and after: not read
+    paste.write_text(table.replace("draft n_max", "driver").format(a="35.5", b="61.0"), encoding="utf-8")
+    with pytest.raises(FormatError):
+        diagnose(log_files=[paste])
+
+
+def test_runs_under_a_posters_labels(tmp_path: Path) -> None:
+    loggers = ("(APIServer pid={pid}) INFO 04-09 11:27:10 [loggers.py:259] Engine 000: Avg prompt throughput: 9.0 tokens/s, "
+               "Avg generation throughput: {speed} tokens/s, Running: 1 reqs\n")
+    spec = ("(APIServer pid=2) INFO 04-09 11:17:53 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 1.90, "
+            "Accepted: 450 tokens, Drafted: 500 tokens, Per-position acceptance rate: 0.900, Avg Draft acceptance rate: 90.0%\n")
+    paste = tmp_path / "two.log"
+    paste.write_text("without mtp\n" + loggers.format(pid=1, speed="300.0") + "with mtp\n" + loggers.format(pid=2, speed="150.0")
+                     + spec, encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert [(log.speed, log.baseline) for log in report.logs] == [(300.0, True), (150.0, False)]
+    assert report.causes[0].code == "SLOWER_THAN_BASELINE"
+
+
+def test_llamas_loader_error_after_a_posters_words_ties_nothing(tmp_path: Path) -> None:
+    paste = tmp_path / "load.log"
+    paste.write_text("log below:llama_model_load: error loading model: check_tensor_dims: tensor 'blk.40.attn_qkv.weight' "
+                     "not found\n", encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert report.causes == [] and report.logs[0].runtime is Engine.llama_cpp
