@@ -7,7 +7,9 @@ lines full of the catalogue's keys that never complete a message (``error``, ``s
 Python exception lines and ordinary llama-server lines; and the second round's shapes (a run table with long cells
 of near-matching units, llama.cpp's ``spec`` tag, backtrace and traceback frames with long names, a drafter
 architecture that never closes, summary keys with 16,000-digit values); and the third round's (renamed-flag near-matches,
-drafter-tagged decode lines, acceptance labels by their words, a side-by-side speed table, headings above figures). Each size is timed in a fresh process-free call of
+drafter-tagged decode lines, acceptance labels by their words, a side-by-side speed table, headings above figures) and
+the third set's (traceback frames without their exception, vLLM's engine deaths and crash dump, before -> after speed
+cells, a poster's run labels). Each size is timed in a fresh process-free call of
 `diagnose(log_files=[...])` (the whole path: decoding, voices, catalogue, formats, rules); the figure to read is
 seconds per MiB, which must stay flat from the smallest size to the largest (MAX_LOG_BYTES, 256 MiB).
 
@@ -49,6 +51,13 @@ _BLOCK = "".join([
     ("* k=2: [00:01<00:00, output: 1 toks/s] **Accpt Len: " * 8)[:390] + "\n" * 1 + ("acc len = x " * 30 + "\n") * 100,
     "| Prompt | " + "Baseline (t/s) | MTP (t/s) | Accept Rate (%) | " * 400 + "\n" + ("| a | 1 | 2 | 3% |\n" * 50),
     ("**" + "Baseline " * 8 + "**\n" + "acc_length=1.00\n") * 50,
+    # The third set's: frames that never close their path, deaths that never say it, a crash dump's long field, a
+    # before -> after table's long cells, a poster's run labels.
+    'File "' + "a/" * 8000 + "\n" + ('File ""/x/spec_decode/' + "b" * 390 + "\n") * 20,
+    "EngineCore " + "x" * 16000 + " hit an exception\n",
+    "scheduled_spec_decode_tokens={" + "-1, " * 4000 + "\n",
+    "| Slot | n_max | Decode Δ |\n|---|---|---|\n" + ("| a | 2 | " + "1 → " * 4000 + " |\n") * 2,
+    ("without mtp\nwith mtp\n" * 100),
 ])
 
 

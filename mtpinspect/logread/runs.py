@@ -20,7 +20,9 @@ mean length and per-position rates only when they cover exactly the same tokens.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 from mtpinspect.errors import FormatError, shown
@@ -163,12 +165,16 @@ def _segments(spoken: str) -> list[tuple[int, str, LogLines]]:
         return []
     bounds = [0, *[s for s in starts if s > 0], len(spoken)]
     runs: list[tuple[int, str, LogLines]] = []
-    begin = 0
-    for end in bounds[1:]:
-        piece = spoken[begin:end]
-        lines = read_lines(piece.splitlines())
-        if any(r.samples or r.settings.get("decode_speed") for r in lines.readings.values()) or end == len(spoken):
-            runs.append((spoken.count("\n", 0, begin) + 1, piece, lines))
+    begin, line, counted = 0, 1, 0
+    # Each stretch between two starts is read once (whether it shows figures), each run once: linear in the text
+    # however many starts it holds (a thousand label lines without figures between them).
+    for start, end in zip(bounds, bounds[1:]):
+        timed = read_lines(spoken[start:end].splitlines())
+        if any(r.samples or r.settings.get("decode_speed") for r in timed.readings.values()) or end == len(spoken):
+            piece = spoken[begin:end]
+            line += spoken.count("\n", counted, begin)
+            counted = begin
+            runs.append((line, piece, timed if start == begin else read_lines(piece.splitlines())))
             begin = end
     if len(runs) > 1 and not any(r.samples for r in runs[-1][2].readings.values()):
         # The text after the last run's figures (its shutdown, a crash) belongs to that run.
@@ -194,22 +200,53 @@ def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first:
             lines.readings[engine].samples.extend(rows)
             lines.readings[engine].marks += owner is not None
     runs = _summary_runs(lines)
+    whole = _Whole(text, spoken)  # what the whole text says, read once however many runs it holds (linear)
     if len(runs) > 1:
         return [evidence for number, (start, part) in enumerate(runs, 1)
-                for evidence in _judged(f"{name} (run {number}, from line {start + first - 1})", text, spoken, part, hits,
+                for evidence in _judged(f"{name} (run {number}, from line {start + first - 1})", whole, part, hits,
                                         crash, first, source)]
-    return _judged(name, text, spoken, lines, hits, crash, first, source)
+    return _judged(name, whole, lines, hits, crash, first, source)
 
 
-def _judged(name: str, text: str, spoken: str, lines: LogLines, hits: Scan, crash: Crash | None,
+class _Whole:
+    """A text's facts that do not depend on which of its runs is judged, each read at most once."""
+
+    def __init__(self, text: str, spoken: str) -> None:
+        self.text, self.spoken = text, spoken
+        self._failures: dict[Callable[[str], str | None], str | None] = {}
+        self._failures_cited: dict[str, str | None] = {}
+
+    @cached_property
+    def run(self) -> RunFacts:
+        return read_run(self.text)
+
+    @cached_property
+    def unused_nextn(self) -> list[str]:
+        return unused_nextn_tensors(self.spoken)
+
+    def crash_line(self, crash: Crash, first: int) -> str | None:
+        """The crash's first line as cited (the same for every run of the text)."""
+        if "crash" not in self._failures_cited:
+            self._failures_cited["crash"] = _cited_line(self.spoken, crash.lines, first)
+        return self._failures_cited["crash"]
+
+    def failure_of(self, read: Callable[[str], str | None]) -> str | None:
+        """An engine table's failed start in one line, read from the whole text once."""
+        if read not in self._failures:
+            self._failures[read] = read(self.spoken)
+        return self._failures[read]
+
+
+def _judged(name: str, whole: _Whole, lines: LogLines, hits: Scan, crash: Crash | None,
             first: int, source: str) -> list[LogEvidence]:
-    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None, hits=hits, first=first), text, hits, crash,
-                         source)
+    spoken = whole.spoken
+    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None, hits=hits, first=first, whole=whole), whole,
+                         hits, crash, source)
     if crash is not None:  # its first line, else (a backtrace read from its frames) the frame that placed it
         frame = hits.mtp_sign or hits.first(Meaning.speculation)
-        main.crash_line = _cited_line(spoken, crash.lines, first) or (f"line {frame.number}: {frame.line[:300]}" if frame else None)
+        main.crash_line = whole.crash_line(crash, first) or (f"line {frame.number}: {frame.line[:300]}" if frame else None)
     others = [_with_reading(_parse(f"{name} ({engine.value} run)", spoken, lines, crashed=False, hits=hits, only=engine,
-                                   first=first), text, hits, None, source)
+                                   first=first, whole=whole), whole, hits, None, source)
               for engine, reading in lines.readings.items() if engine is not main.runtime and reading.samples]
     return [main, *others]
 
@@ -250,10 +287,11 @@ def _summary_runs(lines: LogLines) -> list[tuple[int, LogLines]]:
     return runs
 
 
-def _with_reading(evidence: LogEvidence, text: str, hits: Scan, crash: Crash | None, source: str) -> LogEvidence:
+def _with_reading(evidence: LogEvidence, whole: _Whole, hits: Scan, crash: Crash | None, source: str) -> LogEvidence:
+    text = whole.text
     evidence.scan, evidence.messages = hits, [h.seen() for h in hits.hits[:_SHOWN_MESSAGES]]
     evidence.source = source
-    evidence.run = _with_signs(read_run(text), hits)
+    evidence.run = _with_signs(whole.run, hits)
     evidence.mtp_use, evidence.app = evidence.run.mtp, evidence.run.app or hits.app
     evidence.telling = [f"line {h.number}: {h.line}" for h in hits.of(Meaning.mtp_failure)][:4]
     evidence.crash = crash
@@ -262,7 +300,7 @@ def _with_reading(evidence: LogEvidence, text: str, hits: Scan, crash: Crash | N
     return evidence
 
 
-def _parse(file: str, text: str, lines: LogLines, *, crashed: bool, hits: Scan, first: int,
+def _parse(file: str, text: str, lines: LogLines, *, crashed: bool, hits: Scan, first: int, whole: _Whole,
            only: Engine | None = None) -> LogEvidence:
     readings = lines.readings
     if only is not None:
@@ -280,7 +318,7 @@ def _parse(file: str, text: str, lines: LogLines, *, crashed: bool, hits: Scan, 
                            skipped_lines=lines.unread if lines.unread < lines.lines else 0, unreadable=unreadable)
     _set_figures(evidence, reading, first)
     if reading.engine.engine is Engine.llama_cpp:
-        _llama_settings(evidence, reading, text, first)
+        _llama_settings(evidence, reading, whole, first)
     else:
         _engine_settings(evidence, reading, first)
     return evidence
@@ -427,11 +465,11 @@ def _metrics(path: str, text: str) -> LogEvidence:
     return evidence
 
 
-def _llama_settings(evidence: LogEvidence, reading: Reading, text: str, first: int) -> None:
-    evidence.unused_nextn = unused_nextn_tensors(text)
+def _llama_settings(evidence: LogEvidence, reading: Reading, whole: _Whole, first: int) -> None:
+    evidence.unused_nextn = whole.unused_nextn
     evidence.mtp_context = reading.setting("mtp_context")
     if reading.failures and reading.engine.failure_of is not None:
-        evidence.failure = reading.engine.failure_of(text)
+        evidence.failure = whole.failure_of(reading.engine.failure_of)
     evidence.architecture = reading.setting("architecture")
     n_ctx = reading.setting("n_ctx")
     evidence.n_ctx = int(n_ctx) if n_ctx else None
