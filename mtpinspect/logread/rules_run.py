@@ -306,10 +306,21 @@ def _deeper_is_slower(drafting: list[LogEvidence]) -> list[Cause]:
     depth = {id(r): int(m["n"]) for r in drafting
              if (m := _N_MAX.search(r.setting or (r.run.evidence if r.run is not None else ""))) is not None}
     sized = [r for r in drafting if id(r) in depth and r.speed is not None]
+    # The fastest run at each draft length, then the fastest at any shorter one (linear in the runs, a table may hold
+    # thousands).
+    fastest: dict[int, LogEvidence] = {}
+    for r in sized:
+        if depth[id(r)] not in fastest or (r.speed or 0) > (fastest[depth[id(r)]].speed or 0):
+            fastest[depth[id(r)]] = r
+    shorter: dict[int, LogEvidence | None] = {}
+    best: LogEvidence | None = None
+    for n in sorted(fastest):
+        shorter[n] = best
+        if best is None or (fastest[n].speed or 0) > (best.speed or 0):
+            best = fastest[n]
     for deep in sized:
-        shallow = [r for r in sized if depth[id(r)] < depth[id(deep)] and (deep.speed or 0) < SLOWER * (r.speed or 0)]
-        if shallow:
-            fast = max(shallow, key=lambda r: r.speed or 0.0)
+        fast = shorter[depth[id(deep)]]
+        if fast is not None and (deep.speed or 0) < SLOWER * (fast.speed or 0):
             return [Cause("NMAX_TOO_HIGH", 0.6,
                           f"drafting {depth[id(deep)]} tokens a step decodes slower ({deep.speed:g} tok/s) than drafting "
                           f"{depth[id(fast)]} ({fast.speed:g} tok/s): the deeper drafts cost more than they gain",
