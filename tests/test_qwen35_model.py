@@ -148,13 +148,7 @@ def _mtp_memory(model: str, gguf: Path, tmp_path: Path) -> tuple[int, int]:
 
 
 @pytest.mark.server
-@pytest.mark.parametrize("model", [
-    "builtin:glm4moe",
-    pytest.param("builtin:qwen35", marks=pytest.mark.xfail(strict=True, reason=(
-        "check's memory estimate misses most of what MTP adds on the hybrid trunk: 7.2 MiB estimated at -c 4096 "
-        "against 28.6 MiB more post-load RSS measured at n-max 1 (92.1 against 63.5 MiB); on glm4moe 11.5 MiB "
-        "against 8.2 MiB. Not yet attributed (the n_rs_seq recurrent states, the draft context)"))),
-])
+@pytest.mark.parametrize("model", ["builtin:glm4moe", "builtin:qwen35"])
 def test_check_memory_estimate_covers_what_mtp_adds(model: str, tmp_path: Path) -> None:
     from mtpinspect.trained_model import built_in
 
