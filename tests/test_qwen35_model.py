@@ -5,13 +5,17 @@ a hybrid trunk's rejected drafts."""
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
 from cliproc import error_line, run_cli
 from gguf import GGUFReader
 
-from mtpinspect.runtime.logs import verify_steps
+from mtpinspect.runtime.find import ServerBinary
+from mtpinspect.runtime.logs import VERIFY_LINE, verify_steps
+from mtpinspect.runtime.server import LlamaServer
 from mtpinspect.trained_model import QWEN35_GGUF, SHIPPED_QWEN35
 from mtpinspect.training import missing
 
@@ -78,6 +82,37 @@ def test_sweep_of_the_qwen35_model_drafts_and_counts_its_restores(tmp_path: Path
     steps = verify_steps(logs)
     assert steps is not None and steps.restores == 0
     assert steps.steps >= sum(g["drafts"] for g in groups.values())
+
+
+_STEP = re.compile(r"accepted\s+(\d+)/\s*(\d+) draft tokens")
+
+
+@pytest.mark.server
+def test_a_longer_ngram_draft_beside_draft_mtp_takes_the_restore_path(built_server: ServerBinary, tmp_path: Path) -> None:
+    """The pinned llama.cpp's checkpoint restore on a hybrid trunk, reached on purpose: with draft-mtp it
+    keeps n_rs_seq = n-max recurrent states, so it restores only a rollback longer than that
+    (server-context.cpp: ``n_rollback > llama_n_rs_seq``). An n-gram drafter run beside it drafts up to its
+    own length (here 8 tokens, n-max 2): a rejected n-gram draft takes the restore path. The server neither
+    crashes nor miscounts there: the replayed step that follows a restore re-verifies the accepted tokens
+    and is not counted as drafts again, and its replayed token is taken off the accepted count."""
+    args = ["-t", "1", "-c", "1024", "--spec-type", "draft-mtp,ngram-simple", "--spec-draft-n-max", "2",
+            "--spec-ngram-simple-size-n", "2", "--spec-ngram-simple-size-m", "8"]
+    prompt = "def add(a, b):\n    return a + b\n\n" * 4 + "def add(a, b):\n    return"
+    with LlamaServer(built_server, QWEN35_GGUF, args, log_path=tmp_path / "server.log",
+                     env={**os.environ, "LLAMA_TRACE": "1"}) as srv:
+        done = srv.complete(prompt, n_predict=64, temperature=1.0, seed=1, timeout=120)
+        log = srv.read_log()
+    steps = [(int(m.group(1)), int(m.group(2)), VERIFY_LINE.search(line).group("restore") is not None)
+             for line in log.splitlines() if (m := _STEP.search(line))]
+    restores = [i for i, (_, _, restore) in enumerate(steps) if restore]
+    assert restores, log[-3000:]
+    assert all(steps[i][1] > 2 for i in restores)  # only drafts longer than n_rs_seq = n-max
+    replays = {i + 1 for i in restores}
+    assert all(i < len(steps) and steps[i][1] == steps[i - 1][0] + 1 for i in replays)  # the accepted tokens, again
+    drafted = sum(d for i, (_, d, _) in enumerate(steps) if i not in replays)
+    accepted = sum(a - (i in replays) for i, (a, _, restore) in enumerate(steps) if not restore)
+    assert (done.draft_n, done.draft_n_accepted) == (drafted, accepted), steps
+    assert verify_steps(log).restores == len(restores)
 
 
 @pytest.mark.server
