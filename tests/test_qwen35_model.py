@@ -143,12 +143,31 @@ def test_drift_at_one_thread_on_the_hybrid_model(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def qwen35_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two steps of the qwen35 recipe on the sample corpus: a Hugging Face folder the pinned converter reads."""
+    """Two steps of the qwen35 recipe with seed 1 (the shipped model is seed 0) on the sample corpus: a
+    Hugging Face folder the pinned converter reads, and another training run's head."""
     out = tmp_path_factory.mktemp("qwen35") / "run"
-    done = run_cli("train", str(out), "--family", "qwen35", "--corpus", "sample", "--steps", "2", "--format", "json",
-                   timeout=900)
+    done = run_cli("train", str(out), "--family", "qwen35", "--corpus", "sample", "--steps", "2", "--seed", "1",
+                   "--format", "json", timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     return out / "checkpoint"
+
+
+@needs_converter
+def test_the_run_gguf_is_llama_quantize_of_the_converter_at_f32(qwen35_checkpoint: Path, tmp_path: Path) -> None:
+    """The qwen35 recipe makes its GGUF as Qwen3.5 releases are made: the pinned converter at F32, then
+    llama-quantize Q8_0; remade from the checkpoint the same way it is the run's file byte for byte. (Its
+    tensors are also the converter's own --outtype q8_0 ones, bit for bit: the two Q8_0 quantizers agree.)"""
+    from mtpinspect.training.toolchain import convert, quantize
+
+    run_gguf = qwen35_checkpoint.parent / "model-Q8_0.gguf"
+    record = json.loads((qwen35_checkpoint / "training.json").read_text())
+    assert "llama-quantize Q8_0" in record["gguf"]
+    full = convert(qwen35_checkpoint, tmp_path / "model-F32.gguf", "f32")
+    again = quantize(full, tmp_path / "again.gguf", "Q8_0", {})
+    assert again.read_bytes() == run_gguf.read_bytes()
+    by_converter = convert(qwen35_checkpoint, tmp_path / "converter.gguf", "q8_0")
+    ours = {t.name: (t.tensor_type.name, t.data.tobytes()) for t in GGUFReader(run_gguf).tensors}
+    assert ours == {t.name: (t.tensor_type.name, t.data.tobytes()) for t in GGUFReader(by_converter).tensors}
 
 
 @needs_converter
@@ -166,6 +185,50 @@ def test_diagnose_names_a_qwen35_conversion_without_its_mtp_layer(qwen35_checkpo
     first = report["causes"][0]
     assert first["code"] == "MTP_WEIGHTS_MISSING", report["causes"]
     assert any("nextn_predict_layers = None" in line for line in first["evidence"]), first["evidence"]
+
+
+@needs_converter
+@pytest.mark.server
+def test_diagnose_names_a_foreign_head_on_the_qwen35_trunk(qwen35_checkpoint: Path, tmp_path: Path) -> None:
+    """The shipped trunk without its MTP layer (as the converter's --no-mtp writes it) and the mtp- sidecar
+    of another training run (seed 1, the converter's --mtp): it loads and drafts, the trunk rejects about
+    every draft; check finds the sidecar's embedding rows another trunk's (SIDECAR_FOREIGN), and diagnose
+    names a foreign head with the copy class's figure, as on the glm4moe model."""
+    from gguf_factory import drop_mtp_layer
+
+    from mtpinspect.training.toolchain import convert
+
+    trunk = drop_mtp_layer(QWEN35_GGUF, tmp_path / "trunk.gguf")
+    other = convert(qwen35_checkpoint, tmp_path / "mtp-other.gguf", "q8_0", mtp="sidecar")
+    done = run_cli("diagnose", str(trunk), "--mtp-file", str(other), "--format", "json", "--n-predict", "48",
+                   "--", "-t", "2", timeout=600)
+    assert done.returncode == 1, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    first = report["causes"][0]
+    assert first["code"] == "HEAD_FOREIGN", report["causes"]
+    assert any(line.startswith("check SIDECAR_FOREIGN:") and "unrelated vectors" in line for line in first["evidence"])
+    assert any(line.startswith("probe n-max 1 copy: acceptance") for line in first["evidence"])
+    drafted = {(r["prompt_class"], r["n_max"]): r["drafted"] for r in report["probe"]["results"] if r["n_max"]}
+    assert drafted and all(n > 0 for n in drafted.values()), drafted
+
+
+@pytest.mark.server
+def test_diagnose_names_a_low_bit_qwen35_head(tmp_path: Path) -> None:
+    """The shipped GGUF with its MTP block requantized by the pinned llama-quantize to TQ1_0. At hidden 128
+    only the 256-wide eh_proj takes it (TQ1_0 and the k-quants pack rows of 256); llama-quantize gives the
+    128- and 384-wide matrices its fallback, Q4_0. The ternary eh_proj is the head's input: check flags it
+    (LOW_BIT_MTP_HEAD) and diagnose's probe on the real llama-server puts the lost acceptance down to it."""
+    from mtpinspect.training.toolchain import quantize
+
+    out = quantize(QWEN35_GGUF, tmp_path / "tq1.gguf", "Q8_0", {r"blk\.4\.": "tq1_0"})
+    types = {t.name: t.tensor_type.name for t in GGUFReader(out).tensors if t.name.startswith("blk.4.")}
+    assert types["blk.4.nextn.eh_proj.weight"] == "TQ1_0" and types["blk.4.attn_q.weight"] == "Q4_0"
+    done = run_cli("diagnose", str(out), "--format", "json", "--n-predict", "48", "--", "-t", "2", timeout=600)
+    assert done.returncode == 1, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert "HEAD_QUANTIZED" in [c["code"] for c in report["causes"]], report["causes"]
+    figures = {(r["prompt_class"], r["n_max"]): r["acceptance"] for r in report["probe"]["results"] if r["n_max"]}
+    assert figures and all(a < 0.5 for a in figures.values()), figures
 
 
 def _mtp_memory(model: str, gguf: Path, tmp_path: Path) -> tuple[int, int]:
