@@ -28,7 +28,7 @@ for model in glm4moe qwen35; do
     run mtpinspect drift builtin:$model --n-predict 300 --n-max 2 --format md --out "$work/drift-$model"
 done
 for model in glm4moe qwen35; do
-    OMP_WAIT_POLICY=passive run mtpinspect drift builtin:$model --n-predict 300 --n-max 2 --threads 0 --format md \
+    OMP_WAIT_POLICY=passive run mtpinspect drift builtin:$model --engine llama.cpp --n-predict 300 --n-max 2 --threads 0 --format md \
         --out "$work/drift-t2-$model" \
         --serve "$server -m {model} --port {port} -c 8192 -t 2 --spec-type draft-mtp --spec-draft-n-max {n}"
 done
