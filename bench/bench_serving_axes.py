@@ -6,9 +6,10 @@ prompt time), and ``rounds``: draft-mtp and ngram-mod over three independent rou
 server per round), with each round's figures per prompt and their round-to-round spread. The model is the built-in trained one (its head drafts as a real head
 does, so acceptance depends on the prompt class and on sampling), or with ``--heavy`` the "heavy" tiny
 model with a perfect head (its trunk dominates a decode step, as a real model's does, so it shows where
-MTP pays on this CPU and where concurrency stops it paying):
+MTP pays on this CPU and where concurrency stops it paying), or with ``--model builtin:qwen35`` the hybrid
+built-in model (Gated DeltaNet trunk: recurrent states per sequence, and the checkpoint restores column):
 
-    python bench/bench_serving_axes.py [--axes rounds,concurrency,temperature,methods,long] [--heavy]
+    python bench/bench_serving_axes.py [--axes rounds,concurrency,temperature,methods,long] [--heavy | --model M]
         [--n-max 2] [--repeat 2] [--n-predict 64] [--prompts code] [--server PATH] [--out DIR]
 
 Per row: the condition, the setting, decode tok/s (median [min-max] of the runs' per-request means), each
@@ -71,6 +72,7 @@ def _rows(report: SweepReport) -> list[list[object]]:
             _fmt(g.prompt_tokens_per_second.median if g.prompt_tokens_per_second else None, 0),
             g.prompt_tokens,
             None if g.rss_peak_bytes is None else f"{g.rss_peak_bytes / 2**20:.0f}",
+            g.checkpoint_restores,
         ])
     return rows
 
@@ -95,6 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--axes", default=",".join(AXES))
     parser.add_argument("--heavy", action="store_true", help="the heavy tiny model with a perfect head")
+    parser.add_argument("--model", default=None, help="a GGUF or a built-in model (builtin:qwen35); default: builtin:glm4moe")
     parser.add_argument("--n-max", default="2")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--n-predict", type=int, default=64)
@@ -104,20 +107,21 @@ def main() -> None:
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-serving-axes-"))
     out.mkdir(parents=True, exist_ok=True)
-    model = None
+    model = args.model
     if args.heavy:
         (model,) = write_tiny_model(out / "heavy-mtp.gguf", spec_for_size("heavy", acceptance="perfect"))
     for axis in args.axes.split(","):
         base = dict(n_max=tuple(int(n) for n in args.n_max.split(",")), repeat=args.repeat)
         options = SweepOptions(**{**base, **AXES[axis]}, prompts=args.prompts,  # type: ignore[arg-type]
                                n_predict=args.n_predict, server=args.server, out_dir=out / axis, plot=False)
-        print(f"\n## {axis} ({'heavy tiny model, perfect head' if args.heavy else 'built-in trained model'}); "
+        what = "heavy tiny model, perfect head" if args.heavy else (model or "built-in trained model")
+        print(f"\n## {axis} ({what}); "
               f"load average before {_load()}", flush=True)
         began = time.perf_counter()
         report = run_sweep(model, options)
         print(tabulate(_rows(report), headers=["class", "condition", "setting", "tok/s", "speedup", "per request",
                                                "total tok/s", "acceptance", "client TTFT ms", "server prompt ms",
-                                               "prompt tok/s", "prompt tokens", "peak RSS MiB"]))
+                                               "prompt tok/s", "prompt tokens", "peak RSS MiB", "restores"]))
         if report.rounds:
             print(f"rounds: {report.rounds}")
         if axis == "rounds":

@@ -567,3 +567,36 @@ def graft_tensors(source: str | os.PathLike[str], path: str | os.PathLike[str], 
     path.write_bytes(header)
     os.truncate(path, GGUFWriter.ggml_pad(len(header), src.alignment) + offset)
     return path
+
+
+def drop_mtp_layer(source: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
+    """A real GGUF with its MTP layer(s) taken out, as the pinned converter's ``--no-mtp`` writes a trunk:
+    every key but ``ARCH.nextn_predict_layers`` (``ARCH.block_count`` and the per-layer arrays, such as
+    qwen35's ``attention.recurrent_layers``, less the MTP layers), every tensor outside the MTP blocks,
+    byte for byte (gguf-py's own copy loop, scripts/gguf_new_metadata.py)."""
+    from gguf import GGUFReader
+
+    reader = GGUFReader(source)
+    arch = reader.fields[Keys.General.ARCHITECTURE].contents()
+    blocks = reader.fields[f"{arch}.block_count"].contents()
+    nextn = reader.fields[f"{arch}.nextn_predict_layers"].contents()
+    head = tuple(f"blk.{i}." for i in range(blocks - nextn, blocks))
+    writer = GGUFWriter(path, arch)
+    for field in reader.fields.values():
+        if field.name.startswith("GGUF.") or field.name in (Keys.General.ARCHITECTURE, f"{arch}.nextn_predict_layers"):
+            continue
+        value = blocks - nextn if field.name == f"{arch}.block_count" else field.contents()
+        sub_type = field.types[-1] if field.types[0] == GGUFValueType.ARRAY else None
+        if sub_type is not None and field.name.startswith(f"{arch}.") and len(value) == blocks:
+            value = value[: blocks - nextn]
+        writer.add_key_value(field.name, value, field.types[0], sub_type=sub_type)
+    kept = [t for t in reader.tensors if not t.name.startswith(head)]
+    for tensor in kept:
+        writer.add_tensor_info(tensor.name, tensor.data.shape, tensor.data.dtype, tensor.data.nbytes, tensor.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for tensor in kept:
+        writer.write_tensor_data(tensor.data, tensor_endianess=reader.endianess)
+    writer.close()
+    return Path(path)

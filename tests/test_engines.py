@@ -329,6 +329,20 @@ def test_llama_cpp_serve_with_the_users_own_command(server_binary: ServerBinary,
     assert not [p for p in psutil.Process().children(recursive=True) if "llama-server" in p.name()]
 
 
+@pytest.mark.server
+def test_serve_fills_model_with_a_built_in_models_file(server_binary: ServerBinary, tmp_path: Path, prompts: Path) -> None:
+    """{model} of --serve is the built-in model's GGUF: "builtin:qwen35" itself means nothing to a server."""
+    from mtpinspect.trained_model import QWEN35_GGUF
+
+    template = f"{shlex.quote(str(server_binary.path))} -m {{model}} --port {{port}} -np 1 --spec-type draft-mtp --spec-draft-n-max {{n}}"
+    out = tmp_path / "out"
+    report = run_sweep("builtin:qwen35", _options(out, prompts, n_max=(1,), n_predict=8, engine=Engine.llama_cpp, serve=template))
+    runs, servers = _records(out)
+    assert servers and all(s.status == ServerStatus.started for s in servers), servers
+    assert all(str(QWEN35_GGUF.resolve()) in s.command for s in servers)
+    assert report.runs.ok == len(runs) > 0
+
+
 # -- diagnose --endpoint ---------------------------------------------------------------------------
 
 DIAGNOSE_SCHEMA = json.loads(

@@ -86,7 +86,8 @@ def _memory_rows(memory: MemoryEstimate | None) -> list[dict[str, str]]:
         return [{"item": f"memory at {at}", "value": f"{without}; llama.cpp refused the MTP draft context"}]
     return [
         {"item": f"memory at {at}", "value": f"{_size(memory.total_bytes)} with MTP; {without}"},
-        {"item": "MTP adds", "value": f"{_size(memory.mtp_bytes)} at {at} ({_parts(memory.mtp)})"},
+        {"item": "MTP adds", "value": f"{_size(memory.mtp_bytes)} at {at} ({_parts(memory.mtp)}, "
+                                      f"process {_size(memory.mtp_host)})"},
     ]
 
 

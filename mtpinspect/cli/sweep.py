@@ -180,8 +180,9 @@ def command(
     given as the app's setting (PARAMETER draft_num_predict N; "Max Draft Tokens" N). Without
     MODEL, the built-in trained model is swept: a 33 MB glm4moe whose MTP head learned to draft, so
     acceptance differs by prompt class as a real head's does (a demo that needs no download);
-    MODEL builtin:qwen35 is the second one, a Qwen3.5-family hybrid (Gated DeltaNet) trunk, trained
-    only 64 steps so far: its greedy text repeats one token (docs/tiny-model.md).
+    MODEL builtin:qwen35 is the second one, a 16 MB Qwen3.5-family hybrid trunk (Gated DeltaNet and
+    attention layers) trained with the same recipe, whose rejected drafts roll back recurrent state
+    (docs/tiny-model.md).
     Extra llama-server arguments follow `--`:
       mtpinspect sweep model.gguf --n-max 1,2,3 -- -ngl 99 -t 8
       mtpinspect sweep ollama:qwen3.6:27b-mtp-q4_K_M -- -ngl 99

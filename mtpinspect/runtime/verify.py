@@ -8,6 +8,14 @@ driver. Its verdict is llama.cpp's own message; its memory figures are the buffe
 allocate (weights, KV cache, compute), with and without MTP. It is bounded like every other read:
 a time limit, a cap on what it may print, and it reports its own peak resident memory. The memory
 estimate is check's JSON ``memory`` as it stands (mtpinspect.jsonable).
+
+Not every byte a context holds is in llama.cpp's buffer breakdown: each context also keeps host-side
+graph metadata (the node table of its graph, ``llm_graph_result::buf_compute_meta``, and its scheduler's
+hash tables), sized by ``llama_context::graph_max_nodes``. For most architectures that is a few hundred
+kB; for the hybrid ones (qwen35, qwen3next, ...) it is 40 nodes per micro-batch token, 8.7 MiB per graph
+at ``-ub 512``, and the MTP draft context brings its own (a sidecar also its own vocabulary). The
+metadata-only load builds these too, so the helper is run a second time without MTP and the difference
+of its two peak RSS is what MTP adds outside the buffers (``MemoryEstimate.mtp_host``).
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from typing import IO, Any, ClassVar
 
 from mtpinspect.errors import ServerError
 from mtpinspect.jsonable import json_field
-from mtpinspect.runtime.flags import DRAFT_MODEL, MODEL, ServerArgs
+from mtpinspect.runtime.flags import DRAFT_MODEL, MODEL, SPEC_TYPE, ServerArgs
 
 TIMEOUT_S = 120.0
 MAX_STDOUT = 1 << 20  # the JSON document: a few kB, plus at most 200 log lines
@@ -74,7 +82,11 @@ class MemoryEstimate:
     without_mtp: Allocation
     with_mtp: Allocation | None = json_field(omit=True)  # None when llama.cpp refused the MTP draft context
     # bytes; 0 where the helper cannot measure its RSS (neither Linux nor macOS)
-    process: int = json_field(name="process_bytes")
+    process: int = json_field(name="process_bytes")  # the helper's peak RSS without MTP
+    # What the MTP draft context and driver hold outside llama.cpp's buffers (graph and scheduler
+    # metadata; a sidecar's own vocabulary and metadata): the helper's peak RSS with MTP minus without;
+    # 0 where unknown.
+    mtp_host: int = json_field(name="mtp_host_bytes", default=0)
 
     @property
     def without_mtp_bytes(self) -> int:
@@ -82,7 +94,7 @@ class MemoryEstimate:
 
     @property
     def total_bytes(self) -> int | None:
-        return None if self.with_mtp is None else self.process + self.with_mtp.total
+        return None if self.with_mtp is None else self.process + self.mtp_host + self.with_mtp.total
 
     @property
     def mtp(self) -> Allocation | None:
@@ -90,7 +102,7 @@ class MemoryEstimate:
 
     @property
     def mtp_bytes(self) -> int | None:
-        return None if self.mtp is None else self.mtp.total
+        return None if self.mtp is None else self.mtp.total + self.mtp_host
 
 
 @dataclass(frozen=True)
@@ -108,9 +120,28 @@ class Verification:
 
 
 def verify(helper: Path, args: ServerArgs | Sequence[str], *, timeout: float = TIMEOUT_S) -> Verification:
-    """Run the helper on llama-server arguments (``-m MAIN [-md MTP] --spec-type draft-mtp -c N ...``)."""
+    """Run the helper on llama-server arguments (``-m MAIN [-md MTP] --spec-type draft-mtp -c N ...``);
+    when it creates the MTP draft context, once more without ``--spec-type`` for the process memory of the
+    plain server (module docstring)."""
     args = args if isinstance(args, ServerArgs) else ServerArgs.of(args)
     started = time.monotonic()
+    doc = _run(helper, args, timeout)
+    plain_rss = None
+    if doc.get("ok") and _rss(doc) is not None:
+        try:
+            plain_rss = _rss(_run(helper, args.without(SPEC_TYPE), timeout))
+        except VerifyError:
+            plain_rss = None  # the estimate keeps the one figure it has: the process with MTP
+    return _verification(doc, args, time.monotonic() - started, plain_rss)
+
+
+def _rss(doc: dict[str, Any]) -> int | None:
+    rss = doc.get("peak_rss")
+    return rss if isinstance(rss, int) and rss >= 0 else None
+
+
+def _run(helper: Path, args: ServerArgs, timeout: float) -> dict[str, Any]:
+    """One run of the helper: its JSON document."""
     try:
         proc = subprocess.Popen(
             [str(helper), *args],
@@ -138,7 +169,6 @@ def verify(helper: Path, args: ServerArgs | Sequence[str], *, timeout: float = T
         _kill(proc)
         out.join()
         err.join()
-    seconds = time.monotonic() - started
     said = err.tail().strip().splitlines()
     last = said[-1][:300] if said else "no output on stderr"
     if timed_out.is_set():
@@ -151,12 +181,14 @@ def verify(helper: Path, args: ServerArgs | Sequence[str], *, timeout: float = T
         doc = json.loads(out.data)
     except ValueError:
         raise VerifyError(f"{helper.name}: exit {status} without a verdict ({last})") from None
-    return _verification(doc, args, seconds)
+    if not isinstance(doc, dict):
+        raise VerifyError(f"{helper.name}: exit {status} without a verdict ({last})")
+    return doc
 
 
-def _verification(doc: dict[str, Any], args: ServerArgs, seconds: float) -> Verification:
+def _verification(doc: dict[str, Any], args: ServerArgs, seconds: float, plain_rss: int | None = None) -> Verification:
     memory = doc.get("memory") or {}
-    peak_rss = int(doc["peak_rss"]) if isinstance(doc.get("peak_rss"), int) and doc["peak_rss"] >= 0 else None
+    peak_rss = _rss(doc)
 
     def allocation(name: str) -> Allocation | None:
         m = memory.get(name)
@@ -171,8 +203,12 @@ def _verification(doc: dict[str, Any], args: ServerArgs, seconds: float) -> Veri
             # A bundled head's draft context runs on the target's weights: they count once.
             shared = "draft" not in (doc.get("models") or {})
             with_mtp = target + (Allocation(0, mtp.kv, mtp.compute) if shared else mtp)
+        process = peak_rss or 0
+        mtp_host = 0
+        if with_mtp is not None and peak_rss is not None and plain_rss is not None:
+            process, mtp_host = min(plain_rss, peak_rss), max(0, peak_rss - plain_rss)
         estimate = MemoryEstimate(int(memory["without_mtp"]["n_ctx"]), by, args.without(MODEL, DRAFT_MODEL), plain,
-                                  with_mtp, peak_rss or 0)
+                                  with_mtp, process, mtp_host)
     return Verification(
         ok=bool(doc["ok"]),
         by=by,

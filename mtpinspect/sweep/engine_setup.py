@@ -115,7 +115,15 @@ def _prepare_serve(model: str | None, options: SweepOptions) -> EngineSetup:
     label = model if model is not None else " ".join(tokens)
     return EngineSetup(spec, configs, _settings(options, spec.engine, label),
                        EngineInfo(tokens[0], "", spec.engine.value), tokens=tokens, baseline_tokens=baseline,
-                       model_arg=model)
+                       model_arg=_model_arg(model))
+
+
+def _model_arg(model: str | None) -> str | None:
+    """What {model} stands for: a built-in model's GGUF path (``builtin:qwen35`` means nothing to a
+    server), else MODEL as given."""
+    from mtpinspect.trained_model import built_in, is_built_in
+
+    return str(built_in(model).resolve()) if model is not None and is_built_in(model) else model
 
 
 def _prepare_endpoint(model: str | None, options: SweepOptions) -> EngineSetup:

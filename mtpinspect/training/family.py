@@ -18,6 +18,10 @@ class Family:
     build: Callable[[int, Any], Any]  # (recipe.layers, model.Vocabulary) -> the model to train
     config: Callable[[Any, int, int], dict[str, Any]]  # (model.shape, eos, bos) -> config.json
     published: Callable[[Any, Any], dict[str, Any]]  # (model, vocabulary) -> {published name: array}
+    # How the shipped Q8_0 GGUF is made of the checkpoint: "converter" (convert_hf_to_gguf.py --outtype
+    # q8_0, as the glm4moe model was made) or "llama-quantize" (the converter at F32, then llama-quantize
+    # Q8_0: how Qwen3.5 releases are made, and what the issue of the qwen35 model asks).
+    quantized_by: Literal["converter", "llama-quantize"] = "converter"
 
 
 def family(name: str) -> Family:
@@ -33,5 +37,6 @@ def family(name: str) -> Family:
         from mtpinspect.training import model_qwen35 as q
 
         return Family("qwen35", lambda layers, vocab: q.TinyQwen35(q.Shape(vocab=tokenizer.PADDED_VOCAB, layers=layers), vocab),
-                      lambda shape, eos, bos: q.hf_config(shape, shape.vocab, eos, bos), q.published_tensors)
+                      lambda shape, eos, bos: q.hf_config(shape, shape.vocab, eos, bos), q.published_tensors,
+                      quantized_by="llama-quantize")
     raise ValueError(f"model family {name!r}: not one of {', '.join(FAMILIES)}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -54,11 +55,11 @@ class Recipe:
         return self.lr * (self.min_lr_share + (1 - self.min_lr_share) * 0.5 * (1 + math.cos(math.pi * min(1.0, done))))
 
 
-# The recipe of each family's built-in model. qwen35's is short: its Gated DeltaNet runs transformers'
-# reference PyTorch path (no fused kernels on a CPU), several times slower a token than attention.
+# The recipe of each family's built-in model: one recipe, only the family differs (qwen35's reference
+# Gated DeltaNet path takes about 1.8 s a step on 2 quiet cores, less than glm4moe's 3.2 s).
 RECIPES: dict[str, Recipe] = {
     "glm4moe": Recipe(),
-    "qwen35": Recipe(family="qwen35", steps=64, length=129, warmup=8, lr=3e-3, eval_every=64, eval_windows=16),
+    "qwen35": Recipe(family="qwen35"),
 }
 
 
@@ -185,6 +186,7 @@ def _record(inputs: _Inputs, recipe: Recipe, model: Any, last: dict[str, Any], s
         "seconds": round(seconds, 1),
         "torch": torch.__version__,
         "transformers": transformers.__version__,  # qwen35's trunk is transformers' own Qwen3_5TextModel
+        "gguf": _made_by(recipe.family),
         "held_out": last.get("held_out", []),
     }
 
@@ -193,7 +195,7 @@ def _save(work: Path, inputs: _Inputs, model: Any, record: dict[str, Any], say: 
     """The Hugging Face folder, its GGUF through the pinned converter, and the PyTorch state."""
     import torch
 
-    from mtpinspect.training import checkpoint, toolchain
+    from mtpinspect.training import checkpoint
     from mtpinspect.training.family import family
 
     folder = work / "checkpoint"
@@ -201,10 +203,31 @@ def _save(work: Path, inputs: _Inputs, model: Any, record: dict[str, Any], say: 
     # GLM opens a text with [gMASK]; Qwen3.5 has no BOS token and separates texts with <|endoftext|>.
     bos = inputs.tokenizer.convert_tokens_to_ids("[gMASK]") if made.name == "glm4moe" else inputs.eot
     checkpoint.save(folder, made.published(model, inputs.vocab), made.config(model.shape, inputs.eot, bos), inputs.tokenizer, record)
-    say(f"converting {folder.name} with the pinned convert_hf_to_gguf.py ({SHIPPED_OUTTYPE})")
-    gguf = toolchain.convert(folder, work / f"model-{SHIPPED_OUTTYPE.upper()}.gguf", SHIPPED_OUTTYPE)
+    gguf = shipped_gguf(folder, work / f"model-{SHIPPED_OUTTYPE.upper()}.gguf", made.name, say)
     torch.save({"model": model.state_dict(), "kept": inputs.vocab.kept}, work / "state.pt")
     return gguf
+
+
+def shipped_gguf(folder: Path, gguf: Path, family_name: str, say: Progress | None = None) -> Path:
+    """The Q8_0 GGUF of a checkpoint folder, made as the family's built-in model was (Family.quantized_by)."""
+    from mtpinspect.training import toolchain
+    from mtpinspect.training.family import family
+
+    say = say or (lambda _: None)
+    say(f"converting {folder.name}: {_made_by(family_name)}")
+    if family(family_name).quantized_by == "llama-quantize":
+        with tempfile.TemporaryDirectory(prefix=".f32-", dir=gguf.parent) as scratch:
+            full = toolchain.convert(folder, Path(scratch) / "model-F32.gguf", "f32")
+            return toolchain.quantize(full, gguf, SHIPPED_OUTTYPE.upper(), {})
+    return toolchain.convert(folder, gguf, SHIPPED_OUTTYPE)
+
+
+def _made_by(name: str) -> str:
+    from mtpinspect.training.family import family
+
+    if family(name).quantized_by == "llama-quantize":
+        return f"convert_hf_to_gguf.py --outtype f32, then llama-quantize {SHIPPED_OUTTYPE.upper()} (pinned llama.cpp)"
+    return f"convert_hf_to_gguf.py --outtype {SHIPPED_OUTTYPE} (pinned llama.cpp)"
 
 
 def _summary(row: dict[str, Any]) -> str:
