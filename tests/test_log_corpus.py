@@ -51,6 +51,23 @@ def _ids(entries: list[dict[str, Any]]) -> list[str]:
     return [e["file"] for e in entries]
 
 
+# Pastes the reader refuses outright (no line of them is a format it knows): every figure check of theirs fails
+# for the same reason, said once here.
+_REFUSED_TABLES: dict[str, str] = {
+    "vllm-0271-rtx-pro-6000-qwen38-mtp-baseline-vs-flag-nmax-table.log":
+        "a Markdown table with an empty first header cell (Baseline / With flag / n-max / Acceptance): no line of it is a format the reader knows: refused (see the entry's known_miss)",
+    "sglang-specforge-qwen3-30b-a3b-eagle3-densehead-base-vs-eagle3-bs-tables.log":
+        "two pipe tables without leading pipes (base throughput by bs; EAGLE3 throughput and acc len by bs): no line of it is a format the reader knows: refused (see the entry's known_miss)",
+    "sglang-mimo-v25-multi-layer-eagle-pre-fix-tpot-regression-table.log":
+        "a table of metrics by row (Mean TPOT, Output tok/s) under 'no EAGLE' / 'EAGLE pre-fix' columns: no line of it is a format the reader knows: refused (see the entry's known_miss)",
+    "vllm-glm-ocr-mtp-eager-vs-cuda-graph-speedup-table.log":
+        "a table of no_mtp/mtp tok/s for eager and CUDA-graph paths ('--' rule, leading pipe on the header only): no line of it is a format the reader knows: refused (see the entry's known_miss)",
+}
+_REFUSED_FORK_ROWS: dict[str, str] = {
+    "llama.cpp-am17an-mtp-pr7-suspicious-high-acceptance-vs-mtp-clean-rows.log":
+        "rows of a fork's bench results in the poster's own layout: no line of it is a format the reader knows (refused; the thread's answer, no cause, is still given)",
+}
+
 # Pastes whose index figures the reader does not read, each with why (strict xfails: a check that starts to pass is
 # noticed). Figures the reader cannot honestly read stay here rather than being bent to fit.
 FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
@@ -78,48 +95,23 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
             "a Markdown table of decode tok/s with a 'no speculation' row and MTP n=1..3 rows: not read as runs (see the entry's known_miss); the index keys are the collector's",
         "llama.cpp-b9330-metal-qwen35-9b-mtp-vs-baseline-table-head.log":
             "an indented Markdown table with think ON/OFF tok/s columns and a baseline row: not read as runs (see the entry's known_miss); the index keys are the collector's",
-        "vllm-0271-rtx-pro-6000-qwen38-mtp-baseline-vs-flag-nmax-table.log":
-            "a Markdown table with an empty first header cell (Baseline / With flag / n-max / Acceptance): no line of it is a format the reader knows: refused (see the entry's known_miss)",
         "vllm-kimi-k25-eagle3-pr-curl-metrics-grep-spec-decode-diff-prefixed.log":
             "a /metrics grep pasted with diff '+' prefixes holding only a drafts counter; the acceptance is in the poster's prose: no metrics line read",
         "llama.cpp-adaptive-mtp-pr-early-version-adaptive-n-accept-lines.log":
             "an early adaptive-MTP fork's 'adaptive n : a -> b' lines are no format the reader knows; the index gives their count and the largest n",
-        "sglang-specforge-qwen3-30b-a3b-eagle3-densehead-base-vs-eagle3-bs-tables.log":
-            "two pipe tables without leading pipes (base throughput by bs; EAGLE3 throughput and acc len by bs): no line of it is a format the reader knows: refused (see the entry's known_miss)",
-        "sglang-mimo-v25-multi-layer-eagle-pre-fix-tpot-regression-table.log":
-            "a table of metrics by row (Mean TPOT, Output tok/s) under 'no EAGLE' / 'EAGLE pre-fix' columns: no line of it is a format the reader knows: refused (see the entry's known_miss)",
         "ollama-qwen38-27b-mtp-gguf-apple-silicon-predictable-vs-unpredictable-table.log":
             "a fixed-width text table of tok/s with an 'MTP heads' column, no acceptance: not read as runs (see the entry's known_miss)",
-        "vllm-glm-ocr-mtp-eager-vs-cuda-graph-speedup-table.log":
-            "a table of no_mtp/mtp tok/s for eager and CUDA-graph paths ('--' rule, leading pipe on the header only): no line of it is a format the reader knows: refused (see the entry's known_miss)",
-        "llama.cpp-am17an-mtp-pr7-suspicious-high-acceptance-vs-mtp-clean-rows.log":
-            "rows of a fork's bench results in the poster's own layout: no line of it is a format the reader knows (refused; the thread's answer, no cause, is still given)",
+        **_REFUSED_TABLES, **_REFUSED_FORK_ROWS,
     },
     "totals": {
-        "vllm-0271-rtx-pro-6000-qwen38-mtp-baseline-vs-flag-nmax-table.log":
-            "a Markdown table with an empty first header cell (Baseline / With flag / n-max / Acceptance): no line of it is a format the reader knows: refused (see the entry's known_miss)",
-        "sglang-specforge-qwen3-30b-a3b-eagle3-densehead-base-vs-eagle3-bs-tables.log":
-            "two pipe tables without leading pipes (base throughput by bs; EAGLE3 throughput and acc len by bs): no line of it is a format the reader knows: refused (see the entry's known_miss)",
-        "sglang-mimo-v25-multi-layer-eagle-pre-fix-tpot-regression-table.log":
-            "a table of metrics by row (Mean TPOT, Output tok/s) under 'no EAGLE' / 'EAGLE pre-fix' columns: no line of it is a format the reader knows: refused (see the entry's known_miss)",
-        "vllm-glm-ocr-mtp-eager-vs-cuda-graph-speedup-table.log":
-            "a table of no_mtp/mtp tok/s for eager and CUDA-graph paths ('--' rule, leading pipe on the header only): no line of it is a format the reader knows: refused (see the entry's known_miss)",
-        "llama.cpp-am17an-mtp-pr7-suspicious-high-acceptance-vs-mtp-clean-rows.log":
-            "rows of a fork's bench results in the poster's own layout: no line of it is a format the reader knows (refused; the thread's answer, no cause, is still given)",
+        **_REFUSED_TABLES, **_REFUSED_FORK_ROWS,
     },
     "mtp_bench": {
         "llama.cpp-stepfun35-mtp-pr-4xmi50-non-mtp-vs-mtp-bench-rows.log":
             "a fork's bench rows without and with MTP: read as two runs (non-MTP, MTP) where the index gives one set of figures by the collector's keys (non_mtp_tps, mtp_tps, mtp_rates), not mtp-bench totals",
     },
     "cites": {
-        "vllm-0271-rtx-pro-6000-qwen38-mtp-baseline-vs-flag-nmax-table.log":
-            "a Markdown table with an empty first header cell (Baseline / With flag / n-max / Acceptance): no line of it is a format the reader knows: refused (see the entry's known_miss)",
-        "sglang-specforge-qwen3-30b-a3b-eagle3-densehead-base-vs-eagle3-bs-tables.log":
-            "two pipe tables without leading pipes (base throughput by bs; EAGLE3 throughput and acc len by bs): no line of it is a format the reader knows: refused (see the entry's known_miss)",
-        "sglang-mimo-v25-multi-layer-eagle-pre-fix-tpot-regression-table.log":
-            "a table of metrics by row (Mean TPOT, Output tok/s) under 'no EAGLE' / 'EAGLE pre-fix' columns: no line of it is a format the reader knows: refused (see the entry's known_miss)",
-        "vllm-glm-ocr-mtp-eager-vs-cuda-graph-speedup-table.log":
-            "a table of no_mtp/mtp tok/s for eager and CUDA-graph paths ('--' rule, leading pipe on the header only): no line of it is a format the reader knows: refused (see the entry's known_miss)",
+        **_REFUSED_TABLES,  # the fork's rows give no cause: nothing to cite
     },
 }
 
