@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from cliproc import error_line, run_cli
 from gguf import GGUFReader
+from head_probe import assert_foreign_head
 
 from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.logs import VERIFY_LINE, verify_steps
@@ -210,16 +211,7 @@ def test_diagnose_names_a_foreign_head_on_the_qwen35_trunk(qwen35_checkpoint: Pa
 
     trunk = drop_mtp_layer(QWEN35_GGUF, tmp_path / "trunk.gguf")
     other = convert(qwen35_checkpoint, tmp_path / "mtp-other.gguf", "q8_0", mtp="sidecar")
-    done = run_cli("diagnose", str(trunk), "--mtp-file", str(other), "--format", "json", "--n-predict", "48",
-                   "--", "-t", "2", timeout=600)
-    assert done.returncode == 1, done.stderr[-2000:]
-    report = json.loads(done.stdout)
-    first = report["causes"][0]
-    assert first["code"] == "HEAD_FOREIGN", report["causes"]
-    assert any(line.startswith("check SIDECAR_FOREIGN:") and "unrelated vectors" in line for line in first["evidence"])
-    assert any(line.startswith("probe n-max 1 copy: acceptance") for line in first["evidence"])
-    drafted = {(r["prompt_class"], r["n_max"]): r["drafted"] for r in report["probe"]["results"] if r["n_max"]}
-    assert drafted and all(n > 0 for n in drafted.values()), drafted
+    assert_foreign_head(trunk, other)
 
 
 @pytest.mark.server

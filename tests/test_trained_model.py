@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from cliproc import CLI, error_line, run_cli
 from gguf import GGUFReader
+from head_probe import assert_foreign_head
 
 from mtpinspect.runtime.find import ServerBinary
 from mtpinspect.runtime.server import Completion, LlamaServer
@@ -369,13 +370,4 @@ def test_diagnose_names_a_head_from_another_training_run(
     from mtpinspect.training.toolchain import convert
 
     other = convert(few_steps[0] / "checkpoint", tmp_path / "mtp-other.gguf", "q8_0", mtp="sidecar")
-    done = run_cli("diagnose", str(shipped_pair), "--mtp-file", str(other), "--format", "json", "--n-predict", "48",
-                   "--", "-t", "2", timeout=600)
-    assert done.returncode == 1, done.stderr[-2000:]
-    report = json.loads(done.stdout)
-    first = report["causes"][0]
-    assert first["code"] == "HEAD_FOREIGN", report["causes"]
-    assert any(line.startswith("check SIDECAR_FOREIGN:") and "unrelated vectors" in line for line in first["evidence"])
-    assert any(line.startswith("probe n-max 1 copy: acceptance") for line in first["evidence"])
-    figures = {(r["prompt_class"], r["n_max"]): r["drafted"] for r in report["probe"]["results"] if r["n_max"]}
-    assert figures and all(n > 0 for n in figures.values()), figures
+    assert_foreign_head(shipped_pair, other)
