@@ -62,8 +62,9 @@ from mtpinspect.diagnosis.static import (
 )
 from mtpinspect.inspection.support import llama_cpp_graph
 from mtpinspect.logread.catalogue import Meaning
+from mtpinspect.logread.rules_loader import loader_cause
 from mtpinspect.logread.rules_message import REJECTED_TYPE, message_cause
-from mtpinspect.logread.rules_run import compared_runs, crash_may_be_mtps, mtp_tie, not_mtps, run_cause
+from mtpinspect.logread.rules_run import compared_runs, crash_may_be_mtps, drafter_crash, mtp_tie, not_mtps, run_cause
 from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE, SPEC_FLAGS, SPEC_TYPE, ServerArgs
@@ -389,16 +390,20 @@ def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvi
     crash = CrashEvidence(log.crash, suggested=tuple(log.suggested), engine=log.runtime) if log.crash is not None else None
     tied = mtp_tie(log) is not None  # without a tie to MTP, a crash is a crash: no MTP cause (logread/rules_run.py)
     head_found = static.has("MTP_PRESENT") if static is not None else None
-    special = (run_cause(log, head_found) or message_cause(log)) if tied else None
+    # The loader's missing block tensor is read against the GGUF's layout whatever ties it (logread/rules_loader.py).
+    special = ((run_cause(log, head_found) or message_cause(log)) if tied else None) or loader_cause(log)
     if special is not None:
         causes.append(special)
-    elif tied and (log.mtp_use is not MtpUse.off or _rejected_spec_type(log)):  # with MTP off a crash is not MTP's (a note)
+    # With MTP off a crash is not MTP's (a note), unless another drafter was on and the crash is in its code.
+    elif tied and (log.mtp_use is not MtpUse.off or _rejected_spec_type(log) or drafter_crash(log) is not None):
         no_head = [h.line for h in log.scan.of(Meaning.no_head)] if log.scan is not None else []
         failure = classify_failure([*log.telling, *no_head, log.failure or ""] if log.failure or log.telling else [],
                                    static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log, crash=crash,
                                    offered=log.offered_spec_types, engine=log.runtime)
         if failure is not None and failure.code == "MTP_ENGINE_CRASH" and log.mtp_use is MtpUse.not_shown:
             failure = _unshown_mtp(failure, log) if crash_may_be_mtps(log) else None
+        if failure is not None and failure.code == "MTP_ENGINE_CRASH" and log.mtp_use is MtpUse.off:
+            failure = _other_drafter_crash(failure, log)
         if failure is not None and log.crash_line is not None:  # every reading cites its line
             failure = replace(failure, evidence=(failure.evidence[0], f"{log.path}: {log.crash_line}", *failure.evidence[1:]))
         if failure is not None:
@@ -411,6 +416,18 @@ def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvi
         causes += _decay_causes(log)
     causes += _context_causes(log, EvidenceSource.log)
     return causes
+
+
+def _other_drafter_crash(cause: Cause, log: LogEvidence) -> Cause:
+    """A crash in another drafter's code (EAGLE3, DFlash, a draft model, n-gram) in a run with MTP off: the speculative
+    path's crash, said in those words, at medium confidence (the place is the drafter's, the trigger is not proven)."""
+    assert log.run is not None and log.crash is not None
+    drafter = log.run.other_drafter or ",".join(log.run.spec_types)
+    place = drafter_crash(log) or log.crash.summary
+    return replace(cause, confidence=min(cause.confidence, 0.7),
+                   message=f"the engine crashes in its speculative path with MTP off and {drafter} drafting: "
+                           f"{log.crash.summary}",
+                   evidence=(*cause.evidence, f"{log.path}: the crash is in the drafter's code: {place[:200]}"))
 
 
 def _unshown_mtp(cause: Cause, log: LogEvidence) -> Cause:

@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from mtpinspect.logread.drafters import TABLE as DRAFTER_TABLE
 from mtpinspect.logread.formats import strip_prefixes
 from mtpinspect.logread.run_facts import LogApp, MtpUse
 from mtpinspect.logread.voices import MAX_LINE, content_lines, lines_with
@@ -48,6 +49,7 @@ class Meaning(Word):
     traceback = "traceback"  # a Python traceback's first line: its frames follow (its exception line may be cut off)
     usage = "usage"  # a usage listing (the build's --spec-type values)
     engine_death = "engine death"  # the engine's scheduler or worker died (its own line, whatever killed it)
+    layout = "layout"  # the model's block layout as llama.cpp's loader prints it (block count, nextn layers, a missing tensor)
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,21 @@ CATALOGUE: tuple[Message, ...] = (
     _m("MTP block missing", Meaning.mtp_failure, ("MTP block missing", "nextn"),
        r"MTP block missing nextn|missing tensor '[^']*nextn", "src/models/deepseek32.cpp:507; src/llama-model-loader.cpp:1159 "
        "(\"missing tensor '%s'\")", "the GGUF lacks an MTP block's tensors", engine=_LLAMA, mtp=_ON),
+    # The loader's failure on one block's trunk tensor (not a nextn.* one: "MTP block missing" above), and the layout
+    # lines the paste may show around it; rules_loader.py reads them together (is block N the GGUF's MTP block?).
+    _m("missing block tensor", Meaning.layout, ("missing tensor 'blk.",),
+       r"missing tensor 'blk\.(?P<block>\d{1,5})\.(?P<tensor>(?!nextn\.)[\w.]{1,100})'",
+       "src/llama-model-loader.cpp:1159 (\"missing tensor '%s'\"), for a required tensor the GGUF lacks",
+       "llama.cpp's loader lacks a tensor of one block of the GGUF", engine=_LLAMA),
+    _m("model layout", Meaning.layout, ("block_count", "nextn_predict_layers", "n_layer", "general.name", "loaded meta data",
+                                        "loading model '"),
+       r"\.block_count\s+u32\s+=\s+(?P<blocks>\d{1,5})\b|\.nextn_predict_layers\s+u32\s+=\s+(?P<nextn>\d{1,3})\b|"
+       r"print_info: n_layer_all\s+=\s+(?P<all>\d{1,5})\b|print_info: n_layer\s+=\s+(?P<trunk>\d{1,5})\b|"
+       r"general\.name\s+str\s+=\s+(?P<name>\S.{0,200})|"
+       r"(?:loaded meta data with \d+ key-value pairs and \d+ tensors from |loading model ')(?P<file>[^'\s]{1,400})",
+       "src/llama-model-loader.cpp (the metadata dump: \"- kv N: <arch>.block_count u32 = ...\"), src/llama-model.cpp "
+       "print_info (n_layer, n_layer_all), tools/server (\"loading model '%s'\")",
+       "the model's block layout as llama.cpp's loader prints it", engine=_LLAMA),
     _m("NextN graph missing", Meaning.mtp_failure, ("graph not implemented",), r"NextN graph not implemented",
        "src/models/glm5-next.cpp:190", "this build has no MTP graph for the architecture", engine=_LLAMA, mtp=_ON),
     _m("nextn layers required", Meaning.mtp_failure, ("requires nextn_predict_layers",),
@@ -327,8 +344,6 @@ CATALOGUE: tuple[Message, ...] = (
        r"--speculative[-_](?:config|model)\b|num[_-]speculative[_-]tokens",
        "vllm/engine/arg_utils.py (--speculative-config; --speculative-model in V0)", "vLLM's speculative settings",
        engine=_VLLM),
-    _m("vLLM spec decode path", Meaning.speculation, ("spec_decode",), r"\bspec_decode\b",
-       "vllm/v1/spec_decode/ (the drafters)", "vLLM's speculative decoding code", engine=_VLLM),
     _m("vLLM drafter loading", Meaning.speculation, ("Loading drafter model",), r"Loading drafter model",
        "vllm/v1/worker/gpu_model_runner.py (\"Loading drafter model...\")", "vLLM loading the drafter", engine=_VLLM),
     # vLLM's drafters (vllm/v1/spec_decode/: EagleProposer, NgramProposer, MedusaProposer, ...) and the architecture
@@ -364,10 +379,6 @@ CATALOGUE: tuple[Message, ...] = (
     _m("pipeline parallelism", Meaning.mtp_failure, ("Pipeline parallelism is not supported",),
        r"Pipeline parallelism is not supported", "vllm/config/model.py (verify_with_parallel_config)",
        "the model class lacks pipeline parallelism (MTP drafters: vllm#52069)", engine=_VLLM),
-    _m("vLLM rejection sampler", Meaning.speculation, ("sample_recovered_tokens", "rejection_sampler", "rejection_greedy_sample"),
-       r"sample_recovered_tokens|rejection_sampler|rejection_greedy_sample",
-       "vllm/v1/sample/rejection_sampler.py (its Triton kernels run only when drafts are verified)",
-       "vLLM's speculative rejection sampler", engine=_VLLM),
     # argparse names the program that refuses an argument ("launch_server.py: error: unrecognized arguments: ..."): the
     # flags it lists are the ones refused, not its own, so the program's name says whose it is.
     _m("vLLM argparse", Meaning.writer, ("vllm: error", "api_server.py: error", "usage: vllm"),
@@ -400,9 +411,6 @@ CATALOGUE: tuple[Message, ...] = (
        "python/sglang/srt/server_args.py (--speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens, "
        "--speculative-draft-model-path); SGLANG_ENABLE_SPEC_V2 (the overlap speculative worker)",
        "SGLang's speculative settings", engine=_SGLANG),
-    _m("SGLang speculative path", Meaning.speculation, ("speculative",),
-       r"sglang[/\\.](?:python[/\\.])?(?:sglang[/\\.])?srt[/\\.]speculative\b|srt[/\\]speculative[/\\]",
-       "python/sglang/srt/speculative/ (EAGLE and NEXTN workers)", "SGLang's speculative decoding code", engine=_SGLANG),
     _m("SGLang drafter worker", Meaning.speculation, ("Worker", "SpeculativeAlgorithm"),
        r"\b(?:EAGLEWorker(?:V2)?|EagleDraftWorker|MultiLayerEagleWorker(?:V2)?|NGRAMWorker|StandaloneWorker(?:V2)?|"
        r"SpeculativeAlgorithm)\b",
@@ -428,25 +436,26 @@ CATALOGUE: tuple[Message, ...] = (
        r"[/\\.](?:\w{1,40}_)?(?:eagle\d?|medusa|mlp_speculator)(?:_\w{1,40})?\.py\b",
        "vllm/model_executor/models/ and python/sglang/srt/models/ (llama_eagle3.py, deepseek_eagle.py, medusa.py)",
        "a drafter model's module in a traceback"),
-    # A traceback frame in the engine's drafting code, by its function's name (SGLang's maybe_init_draft_worker,
-    # forward_batch_speculative_generate; vLLM's propose via spec_decode): the drafter's words, never a bare "draft" (a
-    # web app's save_draft_model is no drafter).
-    _m("drafter frame", Meaning.speculation, ('", line ',),
-       r"^File \"[^\"\n]{1,400}\", line \d{1,7}, in \w{0,80}?(?:draft_?worker|drafter|_speculative|"
-       r"speculative_(?:decod|draft|worker|algo|step|forward|generate|verify)|spec_decode|eagle|propose_?draft|draft_?token|spec_?token|(?<![A-Za-z])mtp(?![a-z])|"
-       r"(?<![A-Za-z])nextn)\w{0,80}\s*$",
-       "Python's traceback format; the engines' drafting functions", "a traceback frame in the engine's drafting code"),
+    # The drafting code of every engine, one table (drafters.py): modules, frames, native frames, drafter tensors.
+    *(_m(row.name, Meaning.speculation, row.keys, row.pattern, row.source, row.means, engine=row.engine)
+      for row in DRAFTER_TABLE),
     _m("Python exception", Meaning.exception,
        ("Error:", "Error(", "Exception:", "AssertionError"),
        r"^(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))(?::\s*(?P<text>.*)|\s*$)",
        "Python's traceback format", "a Python exception (its text and its traceback say where)"),
     _m("Python traceback", Meaning.traceback, ("Traceback (most recent call last)",), r"Traceback \(most recent call last\)",
        "Python's traceback format", "a Python traceback: its frames say where it failed"),
+    # faulthandler's dump when the interpreter dies on a signal (a GPU fault, an abort in native code): "Fatal Python
+    # error: Aborted", then each thread's "Thread 0x... (most recent call first):" and its frames (Modules/faulthandler.c).
+    _m("Python fault dump", Meaning.traceback, ("(most recent call first)", "Fatal Python error: "),
+       r"^(?:Current thread|Thread) 0x[0-9a-fA-F]{1,16} \(most recent call first\):|^Fatal Python error: \w",
+       "CPython Modules/faulthandler.c (faulthandler_fatal_error, dump_traceback)",
+       "Python's fault handler dumping its threads' frames: they say where it died"),
     # A frame on its own: a slice from a traceback's middle (its header and exception cut away), interleaved workers'
     # frames, a CSV export's doubled quotes cut at the comma ('File ""/.../multi_step_worker.py""').
     _m("Python traceback frame", Meaning.traceback, ('File "',),
-       r"^File \"\"?[^\"\n]{1,400}?\.py\"\"?(?:, line \d{1,7}(?:, in [\w<>.]{1,200})?)?\s*$",
-       "Python's traceback format", "a frame of a Python traceback"),
+       r"^File \"\"?[^\"\n]{1,400}?\.py\"\"?(?:, line \d{1,7}(?:,? in [\w<>.]{1,200})?)?\s*$",
+       "Python's traceback format (faulthandler's frames: no comma before \"in\")", "a frame of a Python traceback"),
     # -- any engine: the scheduler or a worker died ------------------------------------------------------------
     _m("vLLM worker died", Meaning.engine_death, ("died unexpectedly", "EngineCore encountered a fatal error", "EngineDeadError",
                                                   "WorkerProc failed to start"),

@@ -31,6 +31,8 @@ from collections.abc import Sequence
 
 from mtpinspect.causes import FINE_ACCEPTANCE, SLOWER, Cause
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Meaning
+from mtpinspect.logread.drafters import drafting_place
+from mtpinspect.logread.rules_loader import loader_cause
 from mtpinspect.logread.run_facts import LogApp, MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.crash import CrashKind
@@ -56,7 +58,8 @@ def crash_may_be_mtps(log: LogEvidence) -> bool:
     crash = log.crash
     if crash is None:
         return True
-    if any(SPECULATIVE_WORDS.search(w) for w in (crash.message, crash.where or "", *crash.lines)):
+    if any(SPECULATIVE_WORDS.search(w) for w in (crash.message, crash.where or "", *crash.lines)) or \
+            drafting_place((crash.message, crash.where or "", *crash.lines)) is not None:
         return True
     if crash.kind is CrashKind.SIGNAL and len(crash.lines) <= 1:
         return False
@@ -108,16 +111,34 @@ def mtp_tie(log: LogEvidence) -> str | None:
                 return f"line {hit.number}: {hit.line[:200]}"
     crash = log.crash
     if crash is not None:
-        place = next((w for w in (crash.message, crash.where or "", *crash.lines) if SPECULATIVE_WORDS.search(w)), None)
-        if place is not None:
-            return place[:200]
+        said = (crash.message, crash.where or "", *crash.lines)
+        place = next((w for w in said if SPECULATIVE_WORDS.search(w)), None)
+        found = drafting_place(said)
+        if place is not None or found is not None:
+            return (place or found.line)[:200]
     if log.failure and SPECULATIVE_WORDS.search(log.failure) and not _REJECTED_ARGUMENT.search(log.failure):
         return log.failure[:200]
     return None
 
 
+def drafter_crash(log: LogEvidence) -> str | None:
+    """A crash in a run with MTP off but another drafter on (EAGLE3, DFlash, a draft model, n-gram) whose place the
+    drafter table (drafters.py) puts in that drafter's code: the speculative path's crash, as the line that places
+    it. The drafter setting alone does not make it one (the target's own decode fails too), nor does the place alone
+    in a run that shows MTP and every drafter off."""
+    run, crash = log.run, log.crash
+    if log.mtp_use is not MtpUse.off or crash is None or run is None:
+        return None
+    if run.other_drafter is None and not any(t != "none" for t in run.spec_types):
+        return None
+    found = drafting_place((crash.message, crash.where or "", *crash.lines))
+    return found.line if found is not None else None
+
+
 def not_mtps(log: LogEvidence) -> str | None:
     """The note for a crash or failed start in a run with MTP off, or a crash that cannot be MTP's; None otherwise."""
+    if drafter_crash(log) is not None:
+        return None
     if log.mtp_use is MtpUse.not_shown and log.crash is not None and not crash_may_be_mtps(log):
         why = ("a lone signal line, nothing of what crashed" if log.crash.kind is CrashKind.SIGNAL else
                f"it dies in {log.crash.where or log.crash.message}, which MTP never runs through")
@@ -132,7 +153,7 @@ def not_mtps(log: LogEvidence) -> str | None:
 
 def _untied(log: LogEvidence) -> str | None:
     """The note for a crash or failure nothing ties to MTP (a crash is a crash: said, with no MTP cause)."""
-    if not (log.crash or log.failure) or mtp_tie(log) is not None:
+    if not (log.crash or log.failure) or mtp_tie(log) is not None or loader_cause(log) is not None:
         return None
     what = log.crash.summary if log.crash else log.failure
     kind = "a crash" if log.crash else "a failure"

@@ -335,11 +335,16 @@ def _engine(readings: dict[Engine, Reading], text: str, *, crashed: bool, writer
     with_figures = [r for r in readings.values() if r.samples]
     if with_figures:
         return max(with_figures, key=lambda r: (len(r.samples), r.marks))
-    marked = [r for r in readings.values() if r.marks or r.failures]
+    marked = [r for r in readings.values() if r.marks]
     if marked:
         return max(marked, key=lambda r: (r.marks + len(r.failures)))
+    # A failure line alone ("Segmentation fault", which Python's faulthandler prints too) yields to the writer the
+    # catalogue's lines name (a vLLM or SGLang traceback's module paths).
     if writer is not None and writer in readings:
         return readings[writer]
+    failed = [r for r in readings.values() if r.failures]
+    if failed:
+        return max(failed, key=lambda r: len(r.failures))
     llama = readings[Engine.llama_cpp]
     if crashed or llama.settings or unused_nextn_tensors(text) or _NAMES_LLAMA.search(text):
         return llama

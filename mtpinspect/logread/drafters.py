@@ -1,0 +1,149 @@
+"""Where each engine drafts: the modules, functions, native frames and graph tensors of its speculative code.
+
+A failure is tied to the speculative path by who printed it and where it ran (issue 42, rule 2): a traceback
+frame in an engine's drafter module, a native frame in its drafting functions, an assert on a tensor only a
+drafter builds. This is the one table of those places, per engine, read from the engines' own trees; the
+catalogue (catalogue.py) turns each row into a message, and the tie (rules_run.py) asks :func:`drafting_place`
+of a crash's lines. Each row is read by structure, not by a word alone:
+
+- a Python module only under its engine's package path (``vllm/v1/spec_decode/``, ``sglang/srt/speculative/``):
+  a blog app's ``draft.py`` or another program's ``speculative_*.py`` is no engine's drafter;
+- a native frame by its namespace or its function's full name (``sglang::ngram::Trie``, llama.cpp's
+  ``common_speculative_draft``, ``llama_context::extract_layer_inputs``), whatever prints it: gdb's ``#N 0x.. in
+  f (...)``, glibc's ``backtrace_symbols`` (``lib.so(_Z..f..+0x1f)``, the mangled name holds the plain one), a
+  Windows or Metal dump; KenLM's ``lm::ngram::`` is no drafter;
+- a graph tensor or context field that only a drafter builds or reads, in an assert's or abort's text
+  (``t_layer_inp``: the target's layer inputs, extracted only for EAGLE3 / DFlash features).
+
+Every pattern is linear (no nested repetition) and tried only on lines holding one of its keys.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mtpinspect.vocabulary import Engine, Word
+
+
+class Place(Word):
+    """What kind of place in an engine's code a row names."""
+
+    module = "module"  # a source file or package path (a traceback frame's File "...", an assert's file:line)
+    function = "function"  # a Python frame's function name (Python's "line N, in f", faulthandler's "line N in f")
+    native = "native"  # a C/C++ symbol in a native backtrace (gdb, backtrace_symbols, a demangled frame line)
+    tensor = "tensor"  # a graph tensor or context field only a drafter builds or reads (an assert's or abort's text)
+
+
+@dataclass(frozen=True)
+class DrafterCode:
+    """One row: a place in an engine's drafting code, found by ``pattern`` on lines holding one of ``keys``."""
+
+    name: str
+    engine: Engine | None  # None: the place is a drafter's in any engine (a frame's function name)
+    place: Place
+    keys: tuple[str, ...]
+    pattern: str
+    source: str  # where the engine's tree has it
+    means: str  # what a line found there says, as reports show it
+
+
+_V = Engine.vllm
+_S = Engine.sglang
+_L = Engine.llama_cpp
+
+# A Python frame as a traceback prints it ('File "p", line N, in f') and as faulthandler's dump prints it
+# ('File "p", line N in f', no comma: Modules/faulthandler.c dump_frame).
+PY_FRAME = r"^File \"[^\"\n]{1,400}\", line \d{1,7},? in "
+
+TABLE: tuple[DrafterCode, ...] = (
+    # -- vLLM ------------------------------------------------------------------------------------------------
+    DrafterCode("vLLM spec decode path", _V, Place.module, ("spec_decode",), r"\bspec_decode\b",
+                "vllm/spec_decode/ (V0: spec_decode_worker.py, multi_step_worker.py, top1_proposer.py, "
+                "draft_model_runner.py); vllm/v1/spec_decode/ (V1: eagle.py, ngram_proposer.py, medusa.py, "
+                "draft_model.py, suffix_decoding.py, mtp_proposer.py)",
+                "vLLM's speculative decoding code"),
+    DrafterCode("vLLM rejection sampler", _V, Place.module,
+                ("sample_recovered_tokens", "rejection_sampler", "rejection_greedy_sample"),
+                r"sample_recovered_tokens|rejection_sampler|rejection_greedy_sample",
+                "vllm/v1/sample/rejection_sampler.py (its Triton kernels run only when drafts are verified)",
+                "vLLM's speculative rejection sampler"),
+    # -- SGLang ----------------------------------------------------------------------------------------------
+    DrafterCode("SGLang speculative path", _S, Place.module, ("speculative",),
+                r"sglang[/\\.](?:python[/\\.])?(?:sglang[/\\.])?srt[/\\.]speculative\b|srt[/\\]speculative[/\\]",
+                "python/sglang/srt/speculative/ (eagle_worker.py, eagle_worker_v2.py, multi_layer_eagle_worker.py, "
+                "ngram_worker.py, standalone_worker.py, cpp_ngram/)",
+                "SGLang's speculative decoding code"),
+    # SGLang's n-gram drafter is C++ (python/sglang/srt/speculative/cpp_ngram/: trie.h, ngram.h); its frames name the
+    # namespace, "sglang::ngram::" in 2026 builds, bare "ngram::" with its own classes in later ones.
+    DrafterCode("SGLang n-gram native frame", _S, Place.native, ("sglang::ngram::", "ngram::"),
+                r"\bsglang::ngram::\w|(?<![\w:])ngram::(?:Trie|TrieNode|Ngram|NgramCache|NgramCorpus|SuffixAutomaton|"
+                r"TrieCache|Result)\b",
+                "python/sglang/srt/speculative/cpp_ngram/ (trie.h class Trie: insert, squeeze; ngram.h class Ngram: "
+                "insertWorker)",
+                "a native frame of SGLang's n-gram drafter"),
+    # -- llama.cpp -------------------------------------------------------------------------------------------
+    # The drafters' own functions (common/speculative.cpp: common_speculative_draft, common_speculative_impl_draft_mtp;
+    # common/ngram-*.cpp: common_ngram_map_draft, common_ngram_cache_update) and the target context's hooks that only
+    # a drafter turns on (src/llama-context.cpp: extract_layer_inputs for EAGLE3/DFlash, the nextn embeddings for MTP).
+    DrafterCode("llama.cpp drafting function", _L, Place.native,
+                ("common_speculative", "common_ngram", "layer_inp", "layer_inputs", "nextn", "handle_mtp"),
+                # A mangled name (backtrace_symbols: "_Z24common_speculative_draftP18...", "_ZN13llama_context20extract_
+                # layer_inputsE...") has a length digit before each part: no word boundary there.
+                r"(?<![A-Za-z_])common_speculative\w*|(?<![A-Za-z_])common_ngram_\w+|llama_context(?:::|\d{1,3})(?:"
+                r"extract_layer_inputs|\w*embeddings_(?:layer_inp|nextn)\w*|set_nextn_layer_offset|handle_mtp\w*)|"
+                r"(?<![A-Za-z_])llama_(?:get|set)_embeddings_(?:layer_inp|nextn)\w*",
+                "common/speculative.cpp (common_speculative_draft, common_speculative_impl_draft_*), common/ngram-map.cpp "
+                "and ngram-cache.cpp (common_ngram_*), src/llama-context.cpp (extract_layer_inputs, "
+                "set_embeddings_layer_inp, get_embeddings_nextn)",
+                "llama.cpp's drafting code (a native frame or a drafter's hook)"),
+    DrafterCode("llama.cpp drafting source", _L, Place.module,
+                ("speculative.", "ngram-", "eagle3.cpp", "dflash.cpp", "assistant.cpp", "mtp.cpp"),
+                r"\bcommon[/\\](?:speculative|ngram-(?:cache|map|mod))\.(?:cpp|h)\b|[/\\]models[/\\](?:eagle3|dflash|"
+                r"gemma4-assistant|[\w-]{1,40}-mtp)\.cpp\b",
+                "common/speculative.cpp, common/ngram-cache.cpp, ngram-map.cpp, ngram-mod.cpp; src/models/eagle3.cpp, "
+                "dflash.cpp, gemma4-assistant.cpp; MTP branches' src/models/<arch>-mtp.cpp",
+                "a source file of llama.cpp's drafters"),
+    # Tensors and fields only a drafter builds or reads: the target's layer inputs (t_layer_inp / embd_layer_inp,
+    # extracted only when common/speculative.cpp:543 or :1058 turns them on for EAGLE3 / DFlash), the draft-to-target
+    # vocabulary map (d2t), the other context a drafter graph borrows (ctx_other), the target layers an EAGLE3 head
+    # reads (target_layer_ids).
+    DrafterCode("llama.cpp drafter tensor", _L, Place.tensor,
+                ("layer_inp", "layer input tensor", "ctx_other", "d2t", "target_layer_ids", "h_nextn"),
+                r"\bt_layer_inp\b|\bembd_layer_inp\b|\blayer input tensor\b|\bctx_other\b|\bmodel(?:_other)?(?:->|\.)d2t\b|"
+                r"\btarget_layer_ids\b|\bt_h_nextn\b",
+                "src/llama-graph.h (t_layer_inp), src/llama-context.cpp:2278 (extract_layer_inputs: \"layer input tensor "
+                "not found\"), src/models/eagle3.cpp (ctx_other, d2t), common/speculative.cpp:543 (target_layer_ids)",
+                "a tensor only llama.cpp's EAGLE3 / DFlash / MTP drafters build or read"),
+    # -- any engine: a Python frame whose function is a drafter's -----------------------------------------------
+    # SGLang's maybe_init_draft_worker, forward_batch_speculative_generation, _draft_preprocess_decode; vLLM's
+    # propose_draft_token_ids: the drafter's words, never a bare "draft" (a web app's save_draft_model is no drafter).
+    DrafterCode("drafter frame", None, Place.function, ('", line ',),
+                PY_FRAME + r"\w{0,80}?(?:draft_?worker|drafter|_speculative|speculative_(?:decod|draft|worker|algo|step|"
+                r"forward|generate|verify)|spec_decode|eagle|propose_?draft|draft_?token|spec_?token|_draft_(?:pre|post)"
+                r"process|(?<![A-Za-z])mtp(?![a-z])|(?<![A-Za-z])nextn)\w{0,80}\s*$",
+                "Python's traceback and faulthandler formats; the engines' drafting functions (SGLang "
+                "eagle_worker.py: _draft_preprocess_decode, forward_batch_speculative_generation; vLLM "
+                "gpu_model_runner.py: propose_draft_token_ids)",
+                "a traceback frame in the engine's drafting code"),
+)
+
+_COMPILED = tuple((row, re.compile(row.pattern)) for row in TABLE)
+
+
+@dataclass(frozen=True)
+class Found:
+    """A line in an engine's drafting code, and the row that placed it."""
+
+    code: DrafterCode
+    line: str
+
+
+def drafting_place(lines: tuple[str, ...] | list[str]) -> Found | None:
+    """The first of ``lines`` that is in an engine's drafting code by the table, or None."""
+    for line in lines:
+        text = line.strip()[:16384]
+        for row, pattern in _COMPILED:
+            if any(key in text for key in row.keys) and pattern.search(text):
+                return Found(row, text)
+    return None

@@ -1,0 +1,153 @@
+"""The drafting tie read by structure for every engine (logread/drafters.py), and the loader's missing block tensor
+(logread/rules_loader.py): texts written here in the engines' real formats, not corpus pastes, each with a negative of
+the same shape from software that does not draft."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mtpinspect.diagnosis import diagnose
+from mtpinspect.logread.drafters import TABLE, Place, drafting_place
+from mtpinspect.vocabulary import Engine
+
+
+def _causes(tmp_path: Path, text: str) -> list[tuple[str, str]]:
+    paste = tmp_path / "paste.log"
+    paste.write_text(text, encoding="utf-8")
+    return [(c.code, c.confidence_word) for c in diagnose(log_files=[paste]).causes]
+
+
+def _runtime(tmp_path: Path, text: str) -> Engine:
+    paste = tmp_path / "paste.log"
+    paste.write_text(text, encoding="utf-8")
+    return diagnose(log_files=[paste]).logs[0].runtime
+
+
+def test_every_engine_has_its_drafting_code_in_the_one_table() -> None:
+    engines = {row.engine for row in TABLE}
+    assert {Engine.vllm, Engine.sglang, Engine.llama_cpp, None} <= engines
+    assert {row.place for row in TABLE} == set(Place)
+    for row in TABLE:
+        assert row.source and row.means and row.keys
+
+
+@pytest.mark.parametrize("line", [
+    # vLLM V0 and V1 drafter modules (vllm/spec_decode/, vllm/v1/spec_decode/eagle.py)
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/spec_decode/eagle.py", line 215, in propose',
+    '  File "/opt/vllm/vllm/spec_decode/multi_step_worker.py", line 88 in sampler_output',
+    # SGLang's speculative package, faulthandler's format (no comma before "in")
+    '  File "/sgl-workspace/sglang/python/sglang/srt/speculative/eagle_worker_v2.py", line 510 in verify',
+    # SGLang's C++ n-gram drafter, as a demangled frame and with the later bare namespace
+    "#7  0x00007f3a1c2b4e10 in sglang::ngram::Ngram::insertWorker() () from /opt/sglang/ngram_cache_cpp.so",
+    "ngram::Trie::squeeze(unsigned long)",
+    # llama.cpp: gdb frame, glibc backtrace_symbols with a mangled name, a drafter tensor in an assert
+    "#12 0x00007f99ad7deed3 in common_speculative_draft(common_speculative*) () from /lib64/libllama-common.so.0",
+    "./libllama-common.so(_Z24common_speculative_draftP18common_speculative+0x2a1) [0x7f1e8c2d41a1]",
+    "/app/libllama.so(_ZN13llama_context20extract_layer_inputsEPK16llm_graph_resultmm+0x1c4) [0x7f0c1eb2d1a3]",
+    "/src/llama.cpp/src/llama-context.cpp:2289: layer input tensor not found",
+    "/src/llama.cpp/src/models/eagle3.cpp:166: GGML_ASSERT(cparams.ctx_other != nullptr) failed",
+])
+def test_drafting_places_of_each_engine(line: str) -> None:
+    assert drafting_place([line]) is not None
+
+
+@pytest.mark.parametrize("line", [
+    '  File "/srv/blog/app/draft.py", line 41, in save_draft',
+    '  File "/home/me/proj/speculative_utils.py", line 3, in run',
+    '  File "/srv/cms/posts/drafts.py", line 77 in publish',
+    "#4  0x000055d1c0a2b1f0 in lm::ngram::detail::GenericModel<lm::ngram::detail::HashedSearch>::FullScore () from libkenlm.so",
+    "/build/duckdb/extension/ngram/search_core.cpp:211: assertion failed",
+    "/src/ggml/src/ggml.c:3953: GGML_ASSERT(a->ne[0] == b->ne[0]) failed",
+])
+def test_other_softwares_places_are_no_drafters(line: str) -> None:
+    assert drafting_place([line]) is None
+
+
+# glibc's abort with gdb's frames, as llama-server prints them through ggml_print_backtrace (ggml/src/ggml.c).
+_ABORT = ("/src/llama.cpp/src/llama-context.cpp:2289: layer input tensor not found\n"
+          "[New LWP 5012]\n"
+          "#3  0x00007f0c1e9a0c52 in ggml_abort () from /app/libggml-base.so\n"
+          "#4  0x00007f0c1eb2d1a3 in llama_context::extract_layer_inputs(llm_graph_result const*, unsigned long, unsigned long) "
+          "() from /app/libllama.so\n"
+          "#5  0x00007f0c1eb31f00 in llama_context::decode(llama_batch const&) () from /app/libllama.so\n"
+          "Aborted (core dumped)\n")
+
+
+def test_a_crash_in_the_eagle3_drafters_hooks_with_mtp_off_is_the_speculative_paths(tmp_path: Path) -> None:
+    command = ("$ llama-server -m Qwen3-8B-Q4_K_M.gguf -md EAGLE3-Qwen3-8B.gguf --spec-type draft-eagle3 "
+               "--spec-draft-n-max 6 -c 8192\n")
+    assert _causes(tmp_path, command + _ABORT) == [("MTP_ENGINE_CRASH", "medium")]
+    # The same crash in a run without any drafter is a crash, not the speculative path's.
+    assert _causes(tmp_path, "$ llama-server -m Qwen3-8B-Q4_K_M.gguf -c 8192\n" + _ABORT) == []
+    # A drafter on, but the crash in the target's own math: the drafter setting alone ties nothing.
+    other = _ABORT.replace("llama-context.cpp:2289: layer input tensor not found",
+                           "ggml.c:3953: GGML_ASSERT(a->ne[0] == b->ne[0]) failed").replace(
+        "llama_context::extract_layer_inputs", "ggml_mul_mat")
+    assert _causes(tmp_path, command + other) == []
+
+
+# CPython's faulthandler dump (Modules/faulthandler.c): the fatal error, then each thread's frames, newest first.
+_DUMP = ("Fatal Python error: Segmentation fault\n\n"
+         "Thread 0x00007f1b2effd640 (most recent call first):\n"
+         '  File "/usr/lib/python3.12/threading.py", line 355 in wait\n'
+         '  File "/usr/lib/python3.12/threading.py", line 1032 in _bootstrap\n\n'
+         "Current thread 0x00007f1c0b3ff740 (most recent call first):\n"
+         '  File "{path}", line 312 in {function}\n'
+         '  File "{caller}", line 1890 in {caller_function}\n')
+
+
+def test_a_fault_dump_through_a_drafter_module_is_a_crash_on_the_speculative_path(tmp_path: Path) -> None:
+    vllm = _DUMP.format(path="/usr/local/lib/python3.12/dist-packages/vllm/v1/spec_decode/eagle.py", function="propose",
+                        caller="/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py",
+                        caller_function="propose_draft_token_ids")
+    assert _causes(tmp_path, vllm) == [("MTP_ENGINE_CRASH", "medium")]
+    assert _runtime(tmp_path, vllm) is Engine.vllm
+    # The same dump through a blog app's draft module names no cause.
+    blog = _DUMP.format(path="/srv/blog/app/draft.py", function="save_draft", caller="/srv/blog/app/views.py",
+                        caller_function="post")
+    assert _causes(tmp_path, blog) == []
+
+
+def test_native_frames_of_sglangs_ngram_drafter_tie_an_abort(tmp_path: Path) -> None:
+    frames = ("free(): invalid pointer\nFatal Python error: Aborted\n\n"
+              "#6  0x00007f2a4c01a2b3 in {ns}::Trie::insert(int const*, unsigned long) () from /opt/{lib}\n"
+              "#7  0x00007f2a4c01c9e0 in {ns}::Ngram::insertWorker() () from /opt/{lib}\n")
+    sglang = frames.format(ns="sglang::ngram", lib="sglang/srt/speculative/cpp_ngram/ngram_cache_cpp.so")
+    assert [c for c, _ in _causes(tmp_path, sglang)] == ["MTP_ENGINE_CRASH"]
+    assert _runtime(tmp_path, sglang) is Engine.sglang
+    # KenLM's n-gram model (lm::ngram::) aborting in someone's Python is no drafter.
+    assert _causes(tmp_path, frames.format(ns="lm::ngram", lib="kenlm/libkenlm.so")) == []
+
+
+# llama.cpp's loader (src/llama-model-loader.cpp: "missing tensor '%s'", the metadata dump "- kv N: key type = value").
+_LOAD = ("llama_model_loader: loaded meta data with 49 key-value pairs and 753 tensors from /models/{file}\n"
+         "llama_model_loader: - kv   0:                       general.architecture str              = qwen35moe\n"
+         "{layout}"
+         "llama_model_load: error loading model: missing tensor 'blk.{block}.ssm_conv1d.weight'\n"
+         "llama_model_load_from_file_impl: failed to load model\n")
+_LAYOUT = ("llama_model_loader: - kv  17:                      qwen35moe.block_count u32              = 41\n"
+           "llama_model_loader: - kv  18:             qwen35moe.nextn_predict_layers u32              = {nextn}\n")
+
+
+def test_a_missing_trunk_tensor_of_the_mtp_block_is_a_build_without_its_mtp_graph(tmp_path: Path) -> None:
+    shown = _LOAD.format(file="model-Q8_0.gguf", layout=_LAYOUT.format(nextn=1), block=40)
+    assert _causes(tmp_path, shown) == [("NO_MTP_GRAPH", "high")]
+    # The line alone: both readings, the MTP block's first, with the check that decides.
+    alone = "llama_model_load: error loading model: missing tensor 'blk.40.ssm_conv1d.weight'\n"
+    paste = tmp_path / "alone.log"
+    paste.write_text(alone, encoding="utf-8")
+    cause = diagnose(log_files=[paste]).causes[0]
+    assert (cause.code, cause.confidence_word) == ("NO_MTP_GRAPH", "low")
+    assert any("two readings" in e and "block_count" in e for e in cause.evidence)
+    # A name that says MTP is half the proof: medium.
+    named = _LOAD.format(file="Qwen3.6-35B-A3B-MTP-Q8_0.gguf", layout="", block=40)
+    assert _causes(tmp_path, named) == [("NO_MTP_GRAPH", "medium")]
+
+
+def test_a_missing_tensor_the_layout_shows_is_no_mtp_block_is_a_broken_gguf(tmp_path: Path) -> None:
+    # Block 12 of 41 is a trunk block; a GGUF with nextn_predict_layers = 0 carries no MTP block; block 0 never is one.
+    assert _causes(tmp_path, _LOAD.format(file="m.gguf", layout=_LAYOUT.format(nextn=1), block=12)) == []
+    assert _causes(tmp_path, _LOAD.format(file="m.gguf", layout=_LAYOUT.format(nextn=0), block=40)) == []
+    assert _causes(tmp_path, _LOAD.format(file="m.gguf", layout="", block=0)) == []
