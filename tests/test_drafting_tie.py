@@ -60,9 +60,31 @@ def test_drafting_places_of_each_engine(line: str) -> None:
     "#4  0x000055d1c0a2b1f0 in lm::ngram::detail::GenericModel<lm::ngram::detail::HashedSearch>::FullScore () from libkenlm.so",
     "/build/duckdb/extension/ngram/search_core.cpp:211: assertion failed",
     "/src/ggml/src/ggml.c:3953: GGML_ASSERT(a->ne[0] == b->ne[0]) failed",
+    # a drafter's function name outside an engine's package, a bird app's eagle.py
+    '  File "/srv/blog/app/views.py", line 12, in propose_draft_tokens',
+    '  File "/home/me/birds/eagle.py", line 9, in classify',
 ])
 def test_other_softwares_places_are_no_drafters(line: str) -> None:
     assert drafting_place([line]) is None
+
+
+def test_other_softwares_mtp_and_draft_modules_tie_nothing(tmp_path: Path) -> None:
+    # Media Transfer Protocol code (android_mtp.py, libmtp's LibMTP) and a blog's draft module: a traceback through them
+    # is no MTP run and names no cause.
+    for frames in ('  File "/usr/lib/python3/dist-packages/gnome_sync/android_mtp.py", line 80, in send\n'
+                   "    self.device = pymtp.LibMTP_Device()\n",
+                   '  File "/srv/blog/app/draft.py", line 41, in save_draft\n    self.store[key]\n'):
+        text = "Traceback (most recent call last):\n" + frames + "RuntimeError: device busy\n"
+        assert _causes(tmp_path, text) == []
+
+
+def test_prose_that_names_the_engine_says_whose_run_it_is() -> None:
+    from mtpinspect.logread.catalogue import scan
+    assert scan("Measured on vLLM main with this PR, H100, batch 1:\n").writer is Engine.vllm
+    assert scan("SGLang 0.5.2 with EAGLE3 on one H200:\n").writer is Engine.sglang
+    # A package path or an environment variable is not the prose's engine; a prompt naming one is content.
+    assert scan("pip install vllm-project-tools\n").writer is None
+    assert scan('{"prompt": "compare vLLM and SGLang"}\n').writer is None
 
 
 # glibc's abort with gdb's frames, as llama-server prints them through ggml_print_backtrace (ggml/src/ggml.c).

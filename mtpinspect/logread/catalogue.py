@@ -428,14 +428,12 @@ CATALOGUE: tuple[Message, ...] = (
     # -- any engine: MTP model classes and modules in tracebacks -------------------------------------------
     _m("MTP model class", Meaning.mtp_on, ("MTP", "NextN", "Nextn", "_mtp", "_nextn"),
        # MTP after a lower-case letter or digit (DeepSeekMTP, Glm4MoeMTP), never inside an acronym (SMTPException).
-       r"\b[A-Z]\w*?[a-z0-9](?:MTP|NextN|Nextn)\w*\b|\b\w+_(?:mtp|nextn)\.py\b",
+       # The module only in an engine's models or drafter folder: an app's android_mtp.py (Media Transfer Protocol) is
+       # no drafter, nor are libmtp's LibMTP / PyMTP classes.
+       r"\b[A-Z]\w*?[a-z0-9](?<!Lib)(?<!Py)(?:MTP|NextN|Nextn)\w*\b|"
+       r"(?:models|spec_decode|speculative)[/\\]\w{1,60}_(?:mtp|nextn)\.py\b",
        "the engines' MTP drafter classes (vLLM DeepSeekMTP, Qwen3NextMTP, Glm4MoeMTP; SGLang DeepseekV3ForCausalLMNextN)",
        "an MTP drafter class or module: the run had MTP on", mtp=_ON),
-    # A drafter model's module (vLLM's and SGLang's models/llama_eagle3.py, deepseek_eagle.py, medusa.py, ...).
-    _m("drafter model module", Meaning.speculation, ("eagle", "medusa", "mlp_speculator"),
-       r"[/\\.](?:\w{1,40}_)?(?:eagle\d?|medusa|mlp_speculator)(?:_\w{1,40})?\.py\b",
-       "vllm/model_executor/models/ and python/sglang/srt/models/ (llama_eagle3.py, deepseek_eagle.py, medusa.py)",
-       "a drafter model's module in a traceback"),
     # The drafting code of every engine, one table (drafters.py): modules, frames, native frames, drafter tensors.
     *(_m(row.name, Meaning.speculation, row.keys, row.pattern, row.source, row.means, engine=row.engine)
       for row in DRAFTER_TABLE),
@@ -502,6 +500,12 @@ CATALOGUE: tuple[Message, ...] = (
        r"\bLM ?Studio\b|\blmstudio\b|\blm-studio\b|LMSTUDIO_|\bEngine protocol\b",
        "LM Studio's own wording and paths (its llama.cpp engine speaks the \"Engine protocol\")",
        "LM Studio (it runs llama.cpp's llama-server)", app=LogApp.lm_studio, engine=_LLAMA),
+    # A poster's words that name the engine ("vLLM main with this PR", "on SGLang 0.5"): whose figures prose and bullets
+    # are when no line of an engine's own says (content lines are skipped, so a prompt naming one says nothing).
+    _m("vLLM named", Meaning.writer, ("vLLM", "VLLM"), r"\b(?:vLLM|VLLM)\b(?![-_./\\])",
+       "vLLM's own name, as its docs and PRs write it", "a text about a vLLM run", engine=_VLLM),
+    _m("SGLang named", Meaning.writer, ("SGLang", "SGLANG"), r"\b(?:SGLang|SGLANG)\b(?![-_./\\])",
+       "SGLang's own name, as its docs and PRs write it", "a text about an SGLang run", engine=_SGLANG),
     _m("Ollama named", Meaning.writer, ("ollama", "Ollama"), r"\b[Oo]llama\b", "Ollama's own wording and paths",
        "Ollama (it runs llama.cpp, or its own engine)", app=LogApp.ollama, engine=_LLAMA),
     # An error line that names speculative decoding, in whatever words an app or fork chose: the class, not the

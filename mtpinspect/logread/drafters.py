@@ -52,9 +52,10 @@ _V = Engine.vllm
 _S = Engine.sglang
 _L = Engine.llama_cpp
 
-# A Python frame as a traceback prints it ('File "p", line N, in f') and as faulthandler's dump prints it
-# ('File "p", line N in f', no comma: Modules/faulthandler.c dump_frame).
-PY_FRAME = r"^File \"[^\"\n]{1,400}\", line \d{1,7},? in "
+# A Python frame in an engine's package, as a traceback prints it ('File "p", line N, in f') and as faulthandler's
+# dump prints it ('File "p", line N in f', no comma: Modules/faulthandler.c dump_frame); a drafter's function name in a
+# blog app's views.py is no drafter's.
+_ENGINE_FRAME = r"^File \"[^\"\n]{0,300}?(?:vllm|sglang)[/\\][^\"\n]{1,300}\", line \d{1,7},? in "
 
 TABLE: tuple[DrafterCode, ...] = (
     # -- vLLM ------------------------------------------------------------------------------------------------
@@ -68,12 +69,24 @@ TABLE: tuple[DrafterCode, ...] = (
                 r"sample_recovered_tokens|rejection_sampler|rejection_greedy_sample",
                 "vllm/v1/sample/rejection_sampler.py (its Triton kernels run only when drafts are verified)",
                 "vLLM's speculative rejection sampler"),
+    # The drafter models' own files (vllm/model_executor/models/: llama_eagle.py, llama_eagle3.py, deepseek_eagle.py,
+    # medusa.py, mlp_speculator.py, deepseek_mtp.py, qwen3_next_mtp.py ...), only in the engine's models folder.
+    DrafterCode("vLLM drafter model module", _V, Place.module, ("model_executor",),
+                r"model_executor[/\\.]models[/\\.](?:\w{1,40}_)?(?:eagle\d?|medusa|mlp_speculator|mtp)(?:_\w{1,40})?\.py\b",
+                "vllm/model_executor/models/ (llama_eagle3.py, deepseek_eagle.py, medusa.py, mlp_speculator.py, "
+                "deepseek_mtp.py, glm4_moe_mtp.py)",
+                "a vLLM drafter model's module"),
     # -- SGLang ----------------------------------------------------------------------------------------------
     DrafterCode("SGLang speculative path", _S, Place.module, ("speculative",),
                 r"sglang[/\\.](?:python[/\\.])?(?:sglang[/\\.])?srt[/\\.]speculative\b|srt[/\\]speculative[/\\]",
                 "python/sglang/srt/speculative/ (eagle_worker.py, eagle_worker_v2.py, multi_layer_eagle_worker.py, "
                 "ngram_worker.py, standalone_worker.py, cpp_ngram/)",
                 "SGLang's speculative decoding code"),
+    DrafterCode("SGLang drafter model module", _S, Place.module, ("srt",),
+                r"srt[/\\.]models[/\\.](?:\w{1,40}_)?(?:eagle\d?|nextn|mtp)(?:_\w{1,40})?\.py\b",
+                "python/sglang/srt/models/ (llama_eagle.py, llama_eagle3.py, deepseek_nextn.py, glm4_moe_nextn.py, "
+                "qwen3_next_mtp.py)",
+                "an SGLang drafter model's module"),
     # SGLang's n-gram drafter is C++ (python/sglang/srt/speculative/cpp_ngram/: trie.h, ngram.h); its frames name the
     # namespace, "sglang::ngram::" in 2026 builds, bare "ngram::" with its own classes in later ones.
     DrafterCode("SGLang n-gram native frame", _S, Place.native, ("sglang::ngram::", "ngram::"),
@@ -115,11 +128,11 @@ TABLE: tuple[DrafterCode, ...] = (
                 "src/llama-graph.h (t_layer_inp), src/llama-context.cpp:2278 (extract_layer_inputs: \"layer input tensor "
                 "not found\"), src/models/eagle3.cpp (ctx_other, d2t), common/speculative.cpp:543 (target_layer_ids)",
                 "a tensor only llama.cpp's EAGLE3 / DFlash / MTP drafters build or read"),
-    # -- any engine: a Python frame whose function is a drafter's -----------------------------------------------
+    # -- vLLM or SGLang: a Python frame in the engine's package whose function is a drafter's ----------------------
     # SGLang's maybe_init_draft_worker, forward_batch_speculative_generation, _draft_preprocess_decode; vLLM's
     # propose_draft_token_ids: the drafter's words, never a bare "draft" (a web app's save_draft_model is no drafter).
     DrafterCode("drafter frame", None, Place.function, ('", line ',),
-                PY_FRAME + r"\w{0,80}?(?:draft_?worker|drafter|_speculative|speculative_(?:decod|draft|worker|algo|step|"
+                _ENGINE_FRAME + r"\w{0,80}?(?:draft_?worker|drafter|_speculative|speculative_(?:decod|draft|worker|algo|step|"
                 r"forward|generate|verify)|spec_decode|eagle|propose_?draft|draft_?token|spec_?token|_draft_(?:pre|post)"
                 r"process|(?<![A-Za-z])mtp(?![a-z])|(?<![A-Za-z])nextn)\w{0,80}\s*$",
                 "Python's traceback and faulthandler formats; the engines' drafting functions (SGLang "
