@@ -58,6 +58,13 @@ _BLOCK = "".join([
     "scheduled_spec_decode_tokens={" + "-1, " * 4000 + "\n",
     "| Slot | n_max | Decode Δ |\n|---|---|---|\n" + ("| a | 2 | " + "1 → " * 4000 + " |\n") * 2,
     ("without mtp\nwith mtp\n" * 100),
+    # The drafting table's (logread/drafters.py): a frame path of engine names that never reaches its line number, a
+    # fault dump's frames, native frames and mangled names that never complete a drafter's, a loader line and a
+    # metadata dump that never close.
+    'File "' + "vllm/sglang/" * 1300 + '", line 1 in x\n' + ('  File "/s/sglang/' + "a" * 390 + '", line 7 in draft\n') * 20,
+    "#4 " + "sglang::ngra" * 1300 + "\n" + "ngram::" * 2000 + "\n" + "_Z24common_speculativ" * 700 + "\n",
+    "llama_context" + "::graph_mt" * 1500 + "\n" + "missing tensor 'blk." + "1" * 16000 + "\n",
+    "llama_model_loader: - kv 1: general.name str = " + "mt" * 8000 + "\n",
 ])
 
 

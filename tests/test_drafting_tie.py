@@ -48,6 +48,9 @@ def test_every_engine_has_its_drafting_code_in_the_one_table() -> None:
     "/app/libllama.so(_ZN13llama_context20extract_layer_inputsEPK16llm_graph_resultmm+0x1c4) [0x7f0c1eb2d1a3]",
     "/src/llama.cpp/src/llama-context.cpp:2289: layer input tensor not found",
     "/src/llama.cpp/src/models/eagle3.cpp:166: GGML_ASSERT(cparams.ctx_other != nullptr) failed",
+    # an MTP draft graph's frame (gdb, demangled), a Windows dump's module!symbol
+    "#9  0x00007f5e2a1b3c40 in llama_model_qwen35::graph_mtp::graph_mtp(llama_model const&, llm_graph_params const&) ()",
+    "llama.dll!common_speculative_draft+0x1a3",
 ])
 def test_drafting_places_of_each_engine(line: str) -> None:
     assert drafting_place([line]) is not None

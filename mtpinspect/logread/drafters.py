@@ -100,15 +100,22 @@ TABLE: tuple[DrafterCode, ...] = (
     # common/ngram-*.cpp: common_ngram_map_draft, common_ngram_cache_update) and the target context's hooks that only
     # a drafter turns on (src/llama-context.cpp: extract_layer_inputs for EAGLE3/DFlash, the nextn embeddings for MTP).
     DrafterCode("llama.cpp drafting function", _L, Place.native,
-                ("common_speculative", "common_ngram", "layer_inp", "layer_inputs", "nextn", "handle_mtp"),
+                ("common_speculative", "common_ngram", "layer_inp", "layer_inputs", "nextn", "handle_mtp", "graph_mtp",
+                 "load_block_mtp", "DECODER_MTP", "llama_model_eagle3", "llama_model_dflash", "llama_model_gemma4_assistant"),
                 # A mangled name (backtrace_symbols: "_Z24common_speculative_draftP18...", "_ZN13llama_context20extract_
                 # layer_inputsE...") has a length digit before each part: no word boundary there.
                 r"(?<![A-Za-z_])common_speculative\w*|(?<![A-Za-z_])common_ngram_\w+|llama_context(?:::|\d{1,3})(?:"
                 r"extract_layer_inputs|\w*embeddings_(?:layer_inp|nextn)\w*|set_nextn_layer_offset|handle_mtp\w*)|"
-                r"(?<![A-Za-z_])llama_(?:get|set)_embeddings_(?:layer_inp|nextn)\w*",
+                r"(?<![A-Za-z_])llama_(?:get|set)_embeddings_(?:layer_inp|nextn)\w*|"
+                # each MTP architecture's draft graph (src/models/<arch>.cpp: llama_model_<arch>::graph_mtp) and loader,
+                # the drafter architectures' own models (src/models/eagle3.cpp, dflash.cpp, gemma4-assistant.cpp)
+                r"(?:::|\d{1,3})graph_mtp\b|\bload_block_mtp\b|\bLLM_GRAPH_TYPE_DECODER_MTP\b|"
+                r"llama_model_(?:eagle3|dflash|gemma4_assistant)(?![a-z])",
                 "common/speculative.cpp (common_speculative_draft, common_speculative_impl_draft_*), common/ngram-map.cpp "
                 "and ngram-cache.cpp (common_ngram_*), src/llama-context.cpp (extract_layer_inputs, "
-                "set_embeddings_layer_inp, get_embeddings_nextn)",
+                "set_embeddings_layer_inp, get_embeddings_nextn), src/models/*.cpp (llama_model_<arch>::graph_mtp, "
+                "load_block_mtp), src/llama-graph.h (LLM_GRAPH_TYPE_DECODER_MTP), src/models/models.h "
+                "(llama_model_eagle3, llama_model_dflash, llama_model_gemma4_assistant)",
                 "llama.cpp's drafting code (a native frame or a drafter's hook)"),
     DrafterCode("llama.cpp drafting source", _L, Place.module,
                 ("speculative.", "ngram-", "eagle3.cpp", "dflash.cpp", "assistant.cpp", "mtp.cpp"),
