@@ -9,14 +9,19 @@ from pathlib import Path
 import pytest
 
 from mtpinspect.diagnosis import diagnose
+from mtpinspect.errors import FormatError
 from mtpinspect.logread.drafters import TABLE, Place, drafting_place
 from mtpinspect.vocabulary import Engine
 
 
 def _causes(tmp_path: Path, text: str) -> list[tuple[str, str]]:
+    """The causes and their confidence words; a text refused (no line means anything) names none."""
     paste = tmp_path / "paste.log"
     paste.write_text(text, encoding="utf-8")
-    return [(c.code, c.confidence_word) for c in diagnose(log_files=[paste]).causes]
+    try:
+        return [(c.code, c.confidence_word) for c in diagnose(log_files=[paste]).causes]
+    except FormatError:
+        return []
 
 
 def _runtime(tmp_path: Path, text: str) -> Engine:
@@ -176,3 +181,50 @@ def test_a_missing_tensor_the_layout_shows_is_no_mtp_block_is_a_broken_gguf(tmp_
     assert _causes(tmp_path, _LOAD.format(file="m.gguf", layout=_LAYOUT.format(nextn=1), block=12)) == []
     assert _causes(tmp_path, _LOAD.format(file="m.gguf", layout=_LAYOUT.format(nextn=0), block=40)) == []
     assert _causes(tmp_path, _LOAD.format(file="m.gguf", layout="", block=0)) == []
+
+
+def test_a_line_vllms_drafter_printed_ties_the_engine_core_failing_after_it(tmp_path: Path) -> None:
+    # vllm/logger.py prefixes each line with its module ("[eagle.py:644]"): the drafter's own line, then vLLM's
+    # "EngineCore failed to start." (vllm/v1/engine/core.py) with the traceback's head only.
+    head = ("(EngineCore_DP0 pid=31) INFO 03-02 10:00:01 [{module}:644] Assuming the EAGLE head shares the same vocab "
+            "embedding with the target model.\n"
+            "(EngineCore_DP0 pid=31) ERROR 03-02 10:00:02 [core.py:712] EngineCore failed to start.\n"
+            "(EngineCore_DP0 pid=31) ERROR 03-02 10:00:02 [core.py:712] Traceback (most recent call last):\n"
+            '(EngineCore_DP0 pid=31) ERROR 03-02 10:00:02 [core.py:712]   File "/opt/vllm/vllm/v1/engine/core.py", '
+            "line 703, in run_engine_core\n")
+    assert [c for c, _ in _causes(tmp_path, head.format(module="eagle.py"))] == ["MTP_ENGINE_CRASH"]
+    # The same failure after a line of the engine's own loader ties nothing.
+    assert _causes(tmp_path, head.format(module="default_loader.py")) == []
+
+
+def test_vllms_own_words_for_drafting_figures_say_whose_bullets_they_are(tmp_path: Path) -> None:
+    # vllm/v1/spec_decode/metrics.py words ("Mean acceptance length:", "Per-position acceptance rate:") as a PR's bullets.
+    bullets = "**Results:**\n- Mean acceptance length: 2.41\n- Per-position acceptance rates: 0.70, 0.45, 0.26\n"
+    assert _runtime(tmp_path, bullets) is Engine.vllm
+    # llama.cpp's words for the same figures ("mean acceptance length =") are not vLLM's.
+    from mtpinspect.logread.catalogue import scan
+    assert scan("draft acceptance = 0.64 (167 accepted / 259 generated), mean acceptance length =  2.92\n").writer \
+        is not Engine.vllm
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    # common/arg.cpp:4388, as an app's window glues llama-server's stderr: a draft setting the newer build removed
+    ('error while handling argument "--draft-min": the argument has been removed. use --spec-draft-n-min\n',
+     "MTP_FAILED"),
+    # a fork that renamed its MTP switch under --spec-type (ik_llama.cpp's server wording)
+    ("legacy speculative option '-mtp' is disabled; use --spec-type mtp:1 instead\n", "WRONG_SPEC_TYPE"),
+])
+def test_a_removed_draft_setting_is_not_a_wrong_spec_type(tmp_path: Path, text: str, code: str) -> None:
+    assert [c for c, _ in _causes(tmp_path, text)][:1] == [code]
+    # Another program's removed option names nothing of drafting.
+    assert _causes(tmp_path, "error: option '--colour' has been removed; use --color instead\n") == []
+
+
+def test_a_configuration_check_on_the_speculative_settings_is_a_refusal(tmp_path: Path) -> None:
+    # vllm/config.py SpeculativeConfig's checks: a setting the drafter cannot take, refused at start.
+    refusal = ("ValueError: Expected both speculative_model and num_speculative_tokens to be provided, but found "
+               "speculative_model='ibm-fms/llama-13b-accelerator' and num_speculative_tokens=4.\n")
+    assert [c for c, _ in _causes(tmp_path, refusal)] == ["ENGINE_LIMITATION"]
+    # A ValueError in a drafter's step that says no such thing is the drafter breaking.
+    crash = "ValueError: not enough values to unpack (expected 2, got 1) in speculative_model forward\n"
+    assert [c for c, _ in _causes(tmp_path, crash)] == ["MTP_ENGINE_CRASH"]

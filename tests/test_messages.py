@@ -349,8 +349,10 @@ def test_the_targets_decode_error_is_mtps_only_with_a_tie(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(("line", "code"), [
+    # A draft setting a newer build removed is a failed start on the setting (the command is older than the build), not
+    # a spec type the build does not know (a thread of the fourth set, mesh-llm#564): MTP_FAILED, at medium confidence.
     ("error while handling argument \"--draft-max\": the argument has been removed. use --spec-draft-n-max or "
-     "--spec-ngram-mod-n-max", "WRONG_SPEC_TYPE"),
+     "--spec-ngram-mod-n-max", "MTP_FAILED"),
     ("option '-mtp' has been deprecated; use --spec-type mtp:n_max=2 instead", "WRONG_SPEC_TYPE"),
     ("warning: option '--color' is deprecated; use --colour", None),  # not a speculative flag: nothing of MTP's
 ])
@@ -363,7 +365,8 @@ def test_a_speculative_flag_the_build_renamed(tmp_path: Path, line: str, code: s
         causes = []
     assert [c.code for c in causes][:1] == ([code] if code else [])
     if code:
-        assert causes[0].confidence_word == "high" and "line 1" in causes[0].evidence[1]
+        assert causes[0].confidence_word == ("high" if code == "WRONG_SPEC_TYPE" else "medium")
+        assert "line 1" in causes[0].evidence[1]
 
 
 def test_argparse_names_whose_command_line_it_is(tmp_path: Path) -> None:

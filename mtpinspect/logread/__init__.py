@@ -5,6 +5,8 @@ The steps, one module each, in the order a text goes through them (runs.py drive
 - decoding: any encoding and line end (files.pasted_text);
 - voices.py: who said each line; request bodies, prompts and chat text are content, never a message;
 - catalogue.py: what an engine's, app's or traceback's line means (word-bounded, content skipped);
+- drafters.py: the one table of every engine's drafting code (modules, frames, native frames, drafter tensors) the
+  catalogue's drafting messages and the tie to the speculative path are read from;
 - formats.py and figures.py: each engine's line formats, and the acceptance figures read by their words
   wherever they stand, added up as each format's scope says;
 - run_facts.py: what the run was (MTP on or off, the drafters, the app);
@@ -12,7 +14,8 @@ The steps, one module each, in the order a text goes through them (runs.py drive
 - mtp_bench.py: mtp-bench's rows and JSON given to --log;
 - rules_run.py: the tie to MTP (no MTP cause without one), the causes what the run was establishes, and the runs of
   one text set against each other by speed;
-  rules_message.py: the causes one catalogue line establishes (both name causes from mtpinspect/causes.py).
+  rules_message.py: the causes one catalogue line establishes; rules_loader.py: llama.cpp's missing block tensor read
+  against the GGUF's layout (all name causes from mtpinspect/causes.py).
 
 Ranking the causes of every source (check, the probe, logs), the failed-start and crash rules shared with the
 probe (failures.py) and the advice are diagnosis/'s. The package itself imports nothing, so importing one step

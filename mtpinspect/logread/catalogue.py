@@ -68,6 +68,7 @@ class Message:
     confidence: float = 0.85  # of the cause, where the line establishes it (lower where the words allow two readings)
     on_path: bool = False  # the line itself is on the speculative path (a failure of the draft context): its own tie
     names_writer: bool = False  # the line names the program that printed it (argparse's "prog: error:"): whose it is
+    raw: bool = False  # matched on the line as printed, its prefixes kept (the prefix says who printed it)
 
 
 @dataclass(frozen=True)
@@ -255,16 +256,30 @@ CATALOGUE: tuple[Message, ...] = (
        "tools/server/server-schema.cpp:200 (\"speculative.n_max\"), tools/server/server-schema.cpp:208 (\"speculative.p_min\")",
        "a speculative setting of llama-server's request or slot", engine=_LLAMA),
     # A fork or later build telling that a speculative flag was renamed ("legacy speculative option '--multi-token-prediction'
-    # is disabled; use --spec-type mtp:..."): the build drafts, with another spelling.
+    # is disabled; use --spec-type mtp:..."): the build drafts, with another spelling. Where the renamed flag is the one
+    # that names the drafter (MTP, the spec type), the command asks for MTP in words this build spells otherwise.
     _m("speculative flag renamed", Meaning.mtp_failure, ("disabled", "removed", "deprecated", "renamed", "replaced"),
-       r"(?i:(?:option|argument|flag)(?:\s{1,4}['\"`]?--?[\w-]{1,60}['\"`]?)?\s{1,4}(?:is|has been|was)\s{1,4}"
+       r"(?i:^(?=[^\n]{0,600}?(?:--spec-type|\bmtp\b|-mtp\b|multi-token|draft-mtp))(?:[^\n]{0,400}?)(?:option|argument|flag)"
+       r"(?:\s{1,4}['\"`]?--?[\w-]{1,60}['\"`]?)?\s{1,4}(?:is|has been|was)\s{1,4}"
        r"(?:disabled|removed|deprecated|renamed|replaced)\b[^\n]{0,200}?\b(?:use|instead|replaced by)\b[^\n]{0,200}?"
        r"(?:--spec[\w-]{0,40}|--draft[\w-]{0,40}|-md\b|\bmtp\b|draft-mtp|--speculative[\w-]{0,40}))",
        "ik_llama.cpp's server (\"legacy speculative option '%s' is disabled; use --spec-type ...\", after its flags were "
-       "unified under --spec-type); common/arg.cpp:4388 (\"the argument has been removed. use --spec-draft-n-max\")",
+       "unified under --spec-type)",
        "the build drafts, but spells this speculative flag otherwise now (the message names the new spelling)",
        engine=_LLAMA, cause="WRONG_SPEC_TYPE",
        remedy="use the spelling the message names (this build's --spec-type ...); the build itself has speculative decoding"),
+    # The same for a draft setting (a draft length, a p-min: "--draft-max: the argument has been removed. use
+    # --spec-draft-n-max"): the build is newer than the command (an app or script written for an older one), and the
+    # start fails on the setting, not on the drafter's type.
+    _m("speculative setting removed", Meaning.mtp_failure, ("disabled", "removed", "deprecated", "renamed", "replaced"),
+       r"(?i:(?:option|argument|flag)(?:\s{1,4}['\"`]?--?[\w-]{1,60}['\"`]?)?\s{1,4}(?:is|has been|was)\s{1,4}"
+       r"(?:disabled|removed|deprecated|renamed|replaced)\b[^\n]{0,200}?\b(?:use|instead|replaced by)\b[^\n]{0,200}?"
+       r"(?:--spec[\w-]{0,40}|--draft[\w-]{0,40}|--speculative[\w-]{0,40}))",
+       "common/arg.cpp:4388 (\"the argument has been removed. use --spec-draft-n-max\")",
+       "the build is newer than the command: it removed this draft setting and names its new spelling",
+       engine=_LLAMA, cause="MTP_FAILED", confidence=0.7,
+       remedy=("spell the setting as the message says (--draft-max is now --spec-draft-n-max, --draft-min "
+               "--spec-draft-n-min); where an app passes the old flag, update the app or give it the new spelling")),
     # llama.cpp's loader failing, also with a poster's words glued before it ("log below:llama_model_load: ..."): whose
     # line it is; a tensor it lacks is MTP's only where something ties it (a nextn tensor: "MTP block missing").
     _m("llama.cpp loader error", Meaning.writer, ("error loading model:",),
@@ -435,7 +450,7 @@ CATALOGUE: tuple[Message, ...] = (
        "the engines' MTP drafter classes (vLLM DeepSeekMTP, Qwen3NextMTP, Glm4MoeMTP; SGLang DeepseekV3ForCausalLMNextN)",
        "an MTP drafter class or module: the run had MTP on", mtp=_ON),
     # The drafting code of every engine, one table (drafters.py): modules, frames, native frames, drafter tensors.
-    *(_m(row.name, Meaning.speculation, row.keys, row.pattern, row.source, row.means, engine=row.engine)
+    *(_m(row.name, Meaning.speculation, row.keys, row.pattern, row.source, row.means, engine=row.engine, raw=row.in_prefix)
       for row in DRAFTER_TABLE),
     _m("Python exception", Meaning.exception,
        ("Error:", "Error(", "Exception:", "AssertionError"),
@@ -456,11 +471,11 @@ CATALOGUE: tuple[Message, ...] = (
        "Python's traceback format (faulthandler's frames: no comma before \"in\")", "a frame of a Python traceback"),
     # -- any engine: the scheduler or a worker died ------------------------------------------------------------
     _m("vLLM worker died", Meaning.engine_death, ("died unexpectedly", "EngineCore encountered a fatal error", "EngineDeadError",
-                                                  "WorkerProc failed to start"),
+                                                  "WorkerProc failed to start", "EngineCore failed to start"),
        r"Worker proc \w+(?:-\d+)? died unexpectedly|EngineCore encountered a fatal error|\bEngineDeadError\b|"
-       r"WorkerProc failed to start",
+       r"WorkerProc failed to start|EngineCore failed to start",
        "vllm/v1/executor/multiproc_executor.py (MultiprocWorkerMonitor; \"WorkerProc failed to start.\"), "
-       "vllm/v1/engine/core_client.py",
+       "vllm/v1/engine/core_client.py, vllm/v1/engine/core.py (run_engine_core: \"EngineCore failed to start.\")",
        "a vLLM worker or engine core died", engine=_VLLM),
     _m("SGLang scheduler exception", Meaning.engine_death, ("Scheduler hit an exception",), r"Scheduler hit an exception",
        "python/sglang/srt/managers/scheduler.py (run_scheduler_process)", "SGLang's scheduler died on an exception",
@@ -502,6 +517,13 @@ CATALOGUE: tuple[Message, ...] = (
        "LM Studio (it runs llama.cpp's llama-server)", app=LogApp.lm_studio, engine=_LLAMA),
     # A poster's words that name the engine ("vLLM main with this PR", "on SGLang 0.5"): whose figures prose and bullets
     # are when no line of an engine's own says (content lines are skipped, so a prompt naming one says nothing).
+    # vLLM's own words for its drafting figures (vllm/v1/spec_decode/metrics.py SpecDecodingLogging: "Mean acceptance
+    # length: %.2f", "Per-position acceptance rate: %s", "Avg Draft acceptance rate: %.1f%%"), also as a PR's bullets:
+    # llama.cpp writes "mean acceptance length =" and "acceptance rate per position", SGLang "accept len".
+    _m("vLLM drafting words", Meaning.writer, ("acceptance length:", "acceptance rate:", "acceptance rates:"),
+       r"\b(?:Mean acceptance length|Per-position acceptance rates?|Avg Draft acceptance rate):",
+       "vllm/v1/spec_decode/metrics.py (SpecDecodingLogging.log: \"Mean acceptance length\", \"Per-position acceptance "
+       "rate\", \"Avg Draft acceptance rate\")", "vLLM's words for its drafting figures", engine=_VLLM),
     _m("vLLM named", Meaning.writer, ("vLLM", "VLLM"), r"\b(?:vLLM|VLLM)\b(?![-_./\\])",
        "vLLM's own name, as its docs and PRs write it", "a text about a vLLM run", engine=_VLLM),
     _m("SGLang named", Meaning.writer, ("SGLang", "SGLANG"), r"\b(?:SGLang|SGLANG)\b(?![-_./\\])",
@@ -583,7 +605,7 @@ def scan(text: str) -> Scan:
             for start, raw in lines_with(text, key):
                 if start in mine or start in content:
                     continue
-                match = message.pattern.search(strip_prefixes(raw))
+                match = message.pattern.search(raw if message.raw else strip_prefixes(raw))
                 if match is not None:
                     mine[start] = (raw, match)
                     if len(mine) >= _MAX_PER_MESSAGE * len(message.keys):

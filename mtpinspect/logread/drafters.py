@@ -46,6 +46,7 @@ class DrafterCode:
     pattern: str
     source: str  # where the engine's tree has it
     means: str  # what a line found there says, as reports show it
+    in_prefix: bool = False  # found in the line's log prefix (the logger's module), which readers strip before matching
 
 
 _V = Engine.vllm
@@ -64,6 +65,17 @@ TABLE: tuple[DrafterCode, ...] = (
                 "draft_model_runner.py); vllm/v1/spec_decode/ (V1: eagle.py, ngram_proposer.py, medusa.py, "
                 "draft_model.py, suffix_decoding.py, mtp_proposer.py)",
                 "vLLM's speculative decoding code"),
+    # vLLM's logger names the module that printed a line ("INFO 09-18 12:03:11 [eagle.py:644] ...", V0 without the
+    # bracket: "INFO 08-06 17:55:14 spec_decode_worker.py:57] ..."): a line its drafter printed is the drafter's voice.
+    DrafterCode("vLLM drafter's own line", _V, Place.module, (".py:",),
+                r"\b(?:DEBUG|INFO|WARNING|ERROR) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? \[?(?:eagle|eagle_proposer|"
+                r"ngram_proposer(?:_gpu)?|medusa|draft_model|suffix_decoding|mtp_proposer|multi_layer_eagle|dflash|"
+                r"llm_base_proposer|spec_decode_worker|multi_step_worker|top1_proposer|draft_model_runner|batch_expansion|"
+                r"mlp_speculator_worker|ngram_worker|medusa_worker|smaller_tp_proposer_worker)\.py:\d{1,6}\]",
+                "vllm/logger.py (the \"[%(filename)s:%(lineno)d]\" prefix) over vllm/v1/spec_decode/ (eagle.py, "
+                "ngram_proposer.py, medusa.py, draft_model.py, suffix_decoding.py) and vllm/spec_decode/ (V0: "
+                "spec_decode_worker.py, multi_step_worker.py, top1_proposer.py)",
+                "a line vLLM's drafter printed", in_prefix=True),
     DrafterCode("vLLM rejection sampler", _V, Place.module,
                 ("sample_recovered_tokens", "rejection_sampler", "rejection_greedy_sample"),
                 r"sample_recovered_tokens|rejection_sampler|rejection_greedy_sample",

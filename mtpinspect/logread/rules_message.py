@@ -47,7 +47,13 @@ from mtpinspect.vocabulary import App, Engine, EvidenceSource, LogKind
 
 # Exceptions by which an engine refuses a model or setting, rather than breaking on it.
 _REFUSALS = frozenset({"AssertionError", "NotImplementedError"})
+# A configuration check's words (vllm/config.py SpeculativeConfig: "Expected both speculative_model and
+# num_speculative_tokens to be provided, but found ...", "... must be ...", "... cannot be larger than ..."): a setting the
+# engine refuses at start, not its drafter breaking.
 _REFUSAL_WORDS = re.compile(r"not (?:yet )?supported|unsupported|only .{0,80}\bsupport|does not (?:yet )?support|must be one of|"
+                            r"\bExpected\b.{0,200}?\bto be (?:provided|set|specified|given)\b|\bbut found\b|"
+                            r"\b(?:must|should|cannot|can ?not) be (?:provided|set|specified|larger|greater|smaller|less|more|"
+                            r"at most|at least|positive|divisible|a multiple)\b|"
                             r"is not a registered model|Cannot find model module|"
                             r"\bunknown (?:speculative|spec|draft)[\w ]{0,40}(?:method|type|algorithm)|\bunrecognized\b",
                             re.IGNORECASE)
