@@ -42,6 +42,8 @@ def test_every_engine_has_its_drafting_code_in_the_one_table() -> None:
     # vLLM V0 and V1 drafter modules (vllm/spec_decode/, vllm/v1/spec_decode/eagle.py)
     '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/spec_decode/eagle.py", line 215, in propose',
     '  File "/opt/vllm/vllm/spec_decode/multi_step_worker.py", line 88 in sampler_output',
+    # vLLM's suffix decoding through Arctic Inference's cache
+    '  File "/usr/lib/python3/site-packages/arctic_inference/suffix_decoding/cache.py", line 140, in speculate',
     # SGLang's speculative package, faulthandler's format (no comma before "in")
     '  File "/sgl-workspace/sglang/python/sglang/srt/speculative/eagle_worker_v2.py", line 510 in verify',
     # SGLang's C++ n-gram drafter, as a demangled frame and with the later bare namespace
@@ -228,3 +230,19 @@ def test_a_configuration_check_on_the_speculative_settings_is_a_refusal(tmp_path
     # A ValueError in a drafter's step that says no such thing is the drafter breaking.
     crash = "ValueError: not enough values to unpack (expected 2, got 1) in speculative_model forward\n"
     assert [c for c, _ in _causes(tmp_path, crash)] == ["MTP_ENGINE_CRASH"]
+
+
+def test_another_drafters_failure_with_mtp_off_is_tied_by_its_code_not_its_setting(tmp_path: Path) -> None:
+    # vLLM with an EAGLE3 drafter (MTP off): a traceback through vllm/v1/spec_decode/eagle.py is the drafter's failure.
+    run = ("$ vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config '{{\"method\": \"eagle3\", \"model\": "
+           "\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\", \"num_speculative_tokens\": 3}}'\n"
+           "(EngineCore_DP0 pid=812) ERROR 05-02 10:11:12 [core.py:712] EngineCore failed to start.\n"
+           "(EngineCore_DP0 pid=812) ERROR 05-02 10:11:12 [core.py:712] Traceback (most recent call last):\n"
+           '(EngineCore_DP0 pid=812) ERROR 05-02 10:11:12 [core.py:712]   File "/usr/local/lib/python3.12/dist-packages/'
+           'vllm/{module}", line 215, in {function}\n'
+           "(EngineCore_DP0 pid=812) ERROR 05-02 10:11:12 [core.py:712] AttributeError: 'LlamaForCausalLM' object has no "
+           "attribute 'embed_tokens'\n")
+    assert _causes(tmp_path, run.format(module="v1/spec_decode/eagle.py", function="load_model")) == \
+        [("MTP_ENGINE_CRASH", "medium")]
+    # The same run failing in the tokenizer: the drafter's setting alone ties nothing.
+    assert _causes(tmp_path, run.format(module="transformers_utils/tokenizer.py", function="get_tokenizer")) == []

@@ -76,6 +76,13 @@ TABLE: tuple[DrafterCode, ...] = (
                 "ngram_proposer.py, medusa.py, draft_model.py, suffix_decoding.py) and vllm/spec_decode/ (V0: "
                 "spec_decode_worker.py, multi_step_worker.py, top1_proposer.py)",
                 "a line vLLM's drafter printed", in_prefix=True),
+    # vLLM's suffix decoding drafts through Arctic Inference's cache (vllm/v1/spec_decode/suffix_decoding.py imports
+    # arctic_inference.suffix_decoding.SuffixDecodingCache): its frames and native code are the drafter's.
+    DrafterCode("vLLM suffix decoding cache", _V, Place.module, ("arctic_inference", "SuffixDecodingCache"),
+                r"\barctic_inference[/\\.]suffix_decoding\b|\bSuffixDecodingCache\b",
+                "vllm/v1/spec_decode/suffix_decoding.py (SuffixDecodingProposer: from arctic_inference.suffix_decoding "
+                "import SuffixDecodingCache)",
+                "vLLM's suffix decoding drafter (Arctic Inference's cache)"),
     DrafterCode("vLLM rejection sampler", _V, Place.module,
                 ("sample_recovered_tokens", "rejection_sampler", "rejection_greedy_sample"),
                 r"sample_recovered_tokens|rejection_sampler|rejection_greedy_sample",
@@ -161,6 +168,8 @@ TABLE: tuple[DrafterCode, ...] = (
 )
 
 _COMPILED = tuple((row, re.compile(row.pattern)) for row in TABLE)
+# The catalogue messages made from the table, by name: a hit of one is a line in an engine's drafting code.
+DRAFTING_CODE = frozenset(row.name for row in TABLE)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ import re
 from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.causes import Cause
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
+from mtpinspect.logread.drafters import DRAFTING_CODE
 from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE
@@ -69,7 +70,8 @@ _LOADER_WORDS = re.compile(r"no module or parameter named|has no (?:module|param
 def message_cause(log: LogEvidence) -> Cause | None:
     """The cause a catalogue line establishes (see the module docstring), or None."""
     hits = log.scan
-    if hits is None or log.mtp_use is MtpUse.off:
+    # MTP off: nothing of MTP's to explain, unless another drafter was on (its lines and code are the speculative path's).
+    if hits is None or (log.mtp_use is MtpUse.off and not (log.run is not None and log.run.other_drafting)):
         return None
     decisive = next((h for h in hits.hits if h.message.cause), None)
     if decisive is not None:
@@ -86,6 +88,8 @@ def message_cause(log: LogEvidence) -> Cause | None:
     death = hits.first(Meaning.engine_death)
     drafting = log.drafted or log.mean_length is not None or log.acceptance is not None or hits.mtp_sign is not None \
         or hits.first(Meaning.speculation) is not None
+    if log.mtp_use is MtpUse.off:  # another drafter's setting alone does not put a death on its path: its code or figures
+        drafting = log.drafted or log.acceptance is not None or any(h.message.name in DRAFTING_CODE for h in hits.hits)
     if death is not None and drafting and not hits.of(Meaning.exception):
         return _death_after_drafting(log, death)
     # A failure of the draft context is its own tie; the target's decode failing needs another line that ties the run.
@@ -267,6 +271,8 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     text = hit.match.group("text") or ""
     said = SPECULATIVE_WORDS.search(text) is not None
     around = hits.mtp_sign or hits.first(Meaning.speculation)
+    if log.mtp_use is MtpUse.off:  # another drafter on: its code must place the exception, not its setting alone
+        around = next((h for h in hits.hits if h.message.name in DRAFTING_CODE), None)
     if not said and around is None:
         return None
     kind = hit.match.group("type")

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 from mtpinspect.causes import FINE_ACCEPTANCE, SLOWER, Cause
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Meaning
-from mtpinspect.logread.drafters import drafting_place
+from mtpinspect.logread.drafters import DRAFTING_CODE, drafting_place
 from mtpinspect.logread.rules_loader import loader_cause
 from mtpinspect.logread.run_facts import LogApp, MtpUse
 from mtpinspect.logread.runs import LogEvidence
@@ -137,8 +137,9 @@ def drafter_crash(log: LogEvidence) -> str | None:
 
 def not_mtps(log: LogEvidence) -> str | None:
     """The note for a crash or failed start in a run with MTP off, or a crash that cannot be MTP's; None otherwise."""
-    if drafter_crash(log) is not None:
-        return None
+    if drafter_crash(log) is not None or (log.run is not None and log.run.other_drafting and log.scan is not None and
+                                          any(h.message.name in DRAFTING_CODE for h in log.scan.hits)):
+        return None  # another drafter's code is in the text: the speculative path's failure, not a note
     if log.mtp_use is MtpUse.not_shown and log.crash is not None and not crash_may_be_mtps(log):
         why = ("a lone signal line, nothing of what crashed" if log.crash.kind is CrashKind.SIGNAL else
                f"it dies in {log.crash.where or log.crash.message}, which MTP never runs through")
@@ -147,8 +148,10 @@ def not_mtps(log: LogEvidence) -> str | None:
     if log.mtp_use is not MtpUse.off or log.run is None or not (log.crash or log.failure):
         return _untied(log)
     what = log.crash.summary if log.crash else log.failure
-    return f"{log.path}: a crash, not MTP's: {what}; MTP was off in this run ({log.run.evidence})" if log.crash else \
-        f"{log.path}: a failed start, not MTP's: {what}; MTP was off in this run ({log.run.evidence})"
+    other = (f"; {log.run.other_drafter or ','.join(log.run.spec_types)} was drafting, and nothing places it in that "
+             "drafter's code" if log.run.other_drafting else "")
+    return f"{log.path}: a crash, not MTP's: {what}; MTP was off in this run ({log.run.evidence}){other}" if log.crash else \
+        f"{log.path}: a failed start, not MTP's: {what}; MTP was off in this run ({log.run.evidence}){other}"
 
 
 def _untied(log: LogEvidence) -> str | None:

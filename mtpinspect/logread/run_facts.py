@@ -80,6 +80,13 @@ class RunFacts:
     app: LogApp | None = None
 
     @property
+    def other_drafting(self) -> bool:
+        """MTP off but another drafter on (EAGLE3, DFlash, a draft model, n-gram): the run was on the speculative path,
+        and a failure its drafter's code or lines explain is that path's."""
+        return self.mtp is MtpUse.off and (self.other_drafter is not None or self.draft_file is not None or
+                                           any(t != "none" for t in self.spec_types))
+
+    @property
     def combines_drafters(self) -> bool:
         """draft-mtp chained with another model drafter on the same run."""
         return self.mtp is MtpUse.on and self.other_drafter is not None and bool(_MTP_TYPES & set(self.spec_types))
