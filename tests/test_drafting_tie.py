@@ -48,7 +48,7 @@ def test_every_engine_has_its_drafting_code_in_the_one_table() -> None:
     '  File "/sgl-workspace/sglang/python/sglang/srt/speculative/eagle_worker_v2.py", line 510 in verify',
     # SGLang's C++ n-gram drafter, as a demangled frame and with the later bare namespace
     "#7  0x00007f3a1c2b4e10 in sglang::ngram::Ngram::insertWorker() () from /opt/sglang/ngram_cache_cpp.so",
-    "ngram::Trie::squeeze(unsigned long)",
+    "#5  0x00007f2a4c019000 in ngram::Trie::squeeze(unsigned long) () from /opt/sglang/kernels/ops/speculative/ngram.so",
     # llama.cpp: gdb frame, glibc backtrace_symbols with a mangled name, a drafter tensor in an assert
     "#12 0x00007f99ad7deed3 in common_speculative_draft(common_speculative*) () from /lib64/libllama-common.so.0",
     "./libllama-common.so(_Z24common_speculative_draftP18common_speculative+0x2a1) [0x7f1e8c2d41a1]",
@@ -69,6 +69,7 @@ def test_drafting_places_of_each_engine(line: str) -> None:
     '  File "/srv/cms/posts/drafts.py", line 77 in publish',
     "#4  0x000055d1c0a2b1f0 in lm::ngram::detail::GenericModel<lm::ngram::detail::HashedSearch>::FullScore () from libkenlm.so",
     "/build/duckdb/extension/ngram/search_core.cpp:211: assertion failed",
+    "#5  0x000055d1c0a2b000 in ngram::Trie::insert(int const*, unsigned long) () from /usr/lib/libtextindex.so",
     "/src/ggml/src/ggml.c:3953: GGML_ASSERT(a->ne[0] == b->ne[0]) failed",
     # a drafter's function name outside an engine's package, a bird app's eagle.py
     '  File "/srv/blog/app/views.py", line 12, in propose_draft_tokens',

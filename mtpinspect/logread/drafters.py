@@ -107,10 +107,12 @@ TABLE: tuple[DrafterCode, ...] = (
                 "qwen3_next_mtp.py)",
                 "an SGLang drafter model's module"),
     # SGLang's n-gram drafter is C++ (python/sglang/srt/speculative/cpp_ngram/: trie.h, ngram.h); its frames name the
-    # namespace, "sglang::ngram::" in 2026 builds, bare "ngram::" with its own classes in later ones.
+    # namespace, "sglang::ngram::" in 2026 builds, bare "ngram::" in later ones (sglang.kernels.ops.speculative).
     DrafterCode("SGLang n-gram native frame", _S, Place.native, ("sglang::ngram::", "ngram::"),
-                r"\bsglang::ngram::\w|(?<![\w:])ngram::(?:Trie|TrieNode|Ngram|NgramCache|NgramCorpus|SuffixAutomaton|"
-                r"TrieCache|Result)\b",
+                # The bare namespace is a common one (another library's ngram::Trie): SGLang's only where the frame names
+                # SGLang's library after it.
+                r"\bsglang::ngram::\w|(?<![\w:])ngram::(?:Trie|Ngram|NgramCache|NgramCorpus|SuffixAutomaton|TrieCache)\b"
+                r"[^\n]{0,400}?sglang",
                 "python/sglang/srt/speculative/cpp_ngram/ (trie.h class Trie: insert, squeeze; ngram.h class Ngram: "
                 "insertWorker)",
                 "a native frame of SGLang's n-gram drafter"),

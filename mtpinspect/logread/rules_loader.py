@@ -15,8 +15,12 @@ must show to tell the two:
   shipped, most reports of this line are theirs: llama.cpp#23033, KoboldCpp#2211), with the check that decides:
   the GGUF's ``block_count`` and ``nextn_predict_layers``.
 
-Block 0 is never an MTP block (a trunk comes first), and a draft model's load is the sidecar's failure
-(diagnosis/failures.py), so both are left to the other rules.
+The loader creates each block's tensors in block order, so a trunk tensor missing first at block N > 0 means blocks
+0 .. N-1 had it: block N differs from the trunk, as the MTP block does (or a file cut short, or a hybrid layout the build
+reads otherwise, hence the low confidence of the line alone). Block 0 is never an MTP block (a trunk comes first), and a
+draft model's load is the sidecar's failure (diagnosis/failures.py), so both are left to the other rules. Older builds
+and forks word the same failure ``check_tensor_dims: tensor '%s' not found``; the corpus labels that wording's one paste
+untied (cases/logs/README.md), so it is not read here.
 """
 
 from __future__ import annotations
