@@ -5,6 +5,9 @@
   a lone signal line (it says nothing of what crashed, even where an app names the engine) or its place is a component MTP never runs through
   (the multimodal projector, the tokenizer, the grammar); otherwise such a crash is MTP's only if MTP was
   on, and the cause says so (rank.py);
+- a crash in a run with MTP off but another drafter on (``--spec-type draft-eagle3``, a vLLM EAGLE method) is the
+  speculative path's when the drafting table (drafters.py) places it in that drafter's code (an assert on
+  ``t_layer_inp``, a ``common_speculative_*`` frame): MTP_ENGINE_CRASH at medium; the setting alone ties nothing;
 - ``draft-mtp`` chained with another model drafter (``-md`` DFlash/EAGLE beside ``--spec-type
   draft-mtp``) whose draft file has no MTP layers -> DRAFTER_COMBINATION (llama.cpp#27839);
 - vLLM's "Following weights were not initialized from checkpoint: {...}": MTP-layer weights
@@ -127,9 +130,7 @@ def drafter_crash(log: LogEvidence) -> str | None:
     it. The drafter setting alone does not make it one (the target's own decode fails too), nor does the place alone
     in a run that shows MTP and every drafter off."""
     run, crash = log.run, log.crash
-    if log.mtp_use is not MtpUse.off or crash is None or run is None:
-        return None
-    if run.other_drafter is None and not any(t != "none" for t in run.spec_types):
+    if crash is None or run is None or not run.other_drafting:
         return None
     found = drafting_place((crash.message, crash.where or "", *crash.lines))
     return found.line if found is not None else None
