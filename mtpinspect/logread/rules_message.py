@@ -1,7 +1,8 @@
 """Causes that one line of the catalogue (catalogue.py) establishes, for texts no richer rule explains.
 
 Tried after the rules that read the run (rules_run.py) and before the failed-start and crash rules
-(diagnosis/failures.py), and only when MTP was not off:
+(diagnosis/failures.py), and only when MTP was not off, or was off with another drafter on (EAGLE3, a draft model,
+n-gram): then that drafter's code (drafters.py) or figures must place the failure, its setting alone ties nothing:
 
 - a line whose catalogue entry names a cause (a desktop app's own refusal, an MTP flag the build rejects
   as unknown): that cause, in the terms of whoever printed it;
@@ -24,7 +25,8 @@ The rest only when the text holds no MTP-failure line, which diagnosis/failures.
   drafter class or module, ``spec_decode``, ``--speculative-algorithm``, or the exception's own words:
   speculative, draft, MTP, NextN): an engine gap, not the head. What the exception is decides which:
   a refusal (``AssertionError``, ``NotImplementedError``, or a ``ValueError`` that says "not supported"
-  / "only ... supported": which algorithms a model supports) -> ENGINE_LIMITATION; any other exception
+  / "only ... supported": which algorithms a model supports, or a configuration check's "Expected ... to be provided,
+  but found ...", "... must be at most ...") -> ENGINE_LIMITATION; any other exception
   (an ``AttributeError`` on an MTP class, a ``NameError`` for a missing kernel, a ``RuntimeError``) is
   the engine's MTP path breaking -> MTP_ENGINE_CRASH.
 
