@@ -247,3 +247,12 @@ def test_another_drafters_failure_with_mtp_off_is_tied_by_its_code_not_its_setti
         [("MTP_ENGINE_CRASH", "medium")]
     # The same run failing in the tokenizer: the drafter's setting alone ties nothing.
     assert _causes(tmp_path, run.format(module="transformers_utils/tokenizer.py", function="get_tokenizer")) == []
+
+
+def test_print_infos_layer_counts_show_the_mtp_block(tmp_path: Path) -> None:
+    # src/llama-model.cpp print_info: n_layer (trunk) below n_layer_all means nextn layers; block N = n_layer_all - 1.
+    paste = ("print_info: n_layer               = 40\nprint_info: n_layer_all           = 41\n"
+             "llama_model_load: error loading model: missing tensor 'blk.40.attn_qkv.weight'\n")
+    assert _causes(tmp_path, paste) == [("NO_MTP_GRAPH", "high")]
+    # n_layer equal to n_layer_all: no nextn layers, and block 40 is the last trunk block: a broken GGUF.
+    assert _causes(tmp_path, paste.replace("= 40\n", "= 41\n", 1)) == []
