@@ -53,16 +53,6 @@ def _ids(entries: list[dict[str, Any]]) -> list[str]:
 
 # Pastes the reader refuses outright (no line of them is a format it knows): every figure check of theirs fails
 # for the same reason, said once here.
-_REFUSED_TABLES: dict[str, str] = {
-    "vllm-0271-rtx-pro-6000-qwen38-mtp-baseline-vs-flag-nmax-table.log":
-        "a Markdown table with an empty first header cell (Baseline / With flag / n-max / Acceptance): no line of it is a format the reader knows: refused (see the entry's known_miss)",
-    "sglang-specforge-qwen3-30b-a3b-eagle3-densehead-base-vs-eagle3-bs-tables.log":
-        "two pipe tables without leading pipes (base throughput by bs; EAGLE3 throughput and acc len by bs): no line of it is a format the reader knows: refused (see the entry's known_miss)",
-    "sglang-mimo-v25-multi-layer-eagle-pre-fix-tpot-regression-table.log":
-        "a table of metrics by row (Mean TPOT, Output tok/s) under 'no EAGLE' / 'EAGLE pre-fix' columns: no line of it is a format the reader knows: refused (see the entry's known_miss)",
-    "vllm-glm-ocr-mtp-eager-vs-cuda-graph-speedup-table.log":
-        "a table of no_mtp/mtp tok/s for eager and CUDA-graph paths ('--' rule, leading pipe on the header only): no line of it is a format the reader knows: refused (see the entry's known_miss)",
-}
 _REFUSED_FORK_ROWS: dict[str, str] = {
     "llama.cpp-am17an-mtp-pr7-suspicious-high-acceptance-vs-mtp-clean-rows.log":
         "rows of a fork's bench results in the poster's own layout: no line of it is a format the reader knows (refused; the thread's answer, no cause, is still given)",
@@ -79,7 +69,8 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
             "llama-spec-bench's repeat summary names its columns 'rate mean/std' and 'a.len mean/std': a bare 'rate' "
             "column is not read as acceptance (too many tables have one), so its rows are not read",
         "vllm-v0-ngram-qwen2-7b-client-decode-speed-two-servers.log":
-            "client decode-speed lines of two result blocks, no acceptance: not read (see the entry's known_miss)",
+            "two client result blocks read as two runs (logread/tables.py), each a speed; the index gives them under "
+            "the collector's keys (baseline_decode_speed, spec_decode_speed), not a run's figures",
         "llama.cpp-spark-qwen36-27b-mtp-llama-benchy-box-table.log":
             "llama-benchy's box-drawing table holds speeds only (pp t/s, tg t/s), no acceptance: nothing to read",
         "koboldcpp-gemma4-12b-no-drafting-launcher-vs-llama-server-tg-compare.log":
@@ -92,27 +83,40 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
         "vllm-v1-eagle3-pr-llama31-8b-h100-bs1-vanilla-eagle1-k-speedup-bullets.log":
             'speeds and speedups in prose bullets (vanilla, EAGLE 1/3 K=n), no acceptance: no metrics line read',
         "vllm-0271-qwen38-27b-mtp-decode-vs-no-speculation-table.log":
-            "a Markdown table of decode tok/s with a 'no speculation' row and MTP n=1..3 rows: not read as runs (see the entry's known_miss); the index keys are the collector's",
+            "a Markdown table of decode tok/s read as four runs (logread/tables.py); the index keys are the collector's "
+            "(no_spec_tps, mtp.n1...), not a run's figures",
         "llama.cpp-b9330-metal-qwen35-9b-mtp-vs-baseline-table-head.log":
-            "an indented Markdown table with think ON/OFF tok/s columns and a baseline row: not read as runs (see the entry's known_miss); the index keys are the collector's",
+            "an indented Markdown table read as four runs, one per row and think ON/OFF column (logread/tables.py); "
+            "the index keys are the collector's (baseline_think_on, ...), not a run's figures",
         "vllm-kimi-k25-eagle3-pr-curl-metrics-grep-spec-decode-diff-prefixed.log":
             "a /metrics grep pasted with diff '+' prefixes holding only a drafts counter; the acceptance is in the poster's prose: no metrics line read",
         "llama.cpp-adaptive-mtp-pr-early-version-adaptive-n-accept-lines.log":
             "an early adaptive-MTP fork's 'adaptive n : a -> b' lines are no format the reader knows; the index gives their count and the largest n",
         "ollama-qwen38-27b-mtp-gguf-apple-silicon-predictable-vs-unpredictable-table.log":
-            "a fixed-width text table of tok/s with an 'MTP heads' column, no acceptance: not read as runs (see the entry's known_miss)",
-        **_REFUSED_TABLES, **_REFUSED_FORK_ROWS,
+            "a fixed-width text table read as runs per row and column (logread/tables.py); the index keys are the "
+            "collector's (gguf_q4km: [two speeds]), not a run's figures",
+        "vllm-0271-rtx-pro-6000-qwen38-mtp-baseline-vs-flag-nmax-table.log":
+            "a table whose Baseline / With flag columns are read as runs per row (logread/tables.py); the index keys "
+            "are the collector's (baseline, nmax2.tps...), not a run's figures",
+        "sglang-specforge-qwen3-30b-a3b-eagle3-densehead-base-vs-eagle3-bs-tables.log":
+            "two tables read as runs by batch size (logread/tables.py); the index gives the collector's summary "
+            "(base_bs1, eagle3_bs1_best, acc_len_range), not a run's figures",
+        "sglang-mimo-v25-multi-layer-eagle-pre-fix-tpot-regression-table.log":
+            "a table of metrics by row read as runs per column and concurrency (logread/tables.py); the index keys are "
+            "the collector's (c1_tpot_ms: [two values]), not a run's figures",
+        "vllm-glm-ocr-mtp-eager-vs-cuda-graph-speedup-table.log":
+            "a table of no_mtp/mtp columns read as runs per prompt and path (logread/tables.py); the index keys are "
+            "the collector's (receipt.no_mtp_graph, graph_ratio_mean), not a run's figures",
+        **_REFUSED_FORK_ROWS,
     },
     "totals": {
-        **_REFUSED_TABLES, **_REFUSED_FORK_ROWS,
+        **_REFUSED_FORK_ROWS,
     },
     "mtp_bench": {
         "llama.cpp-stepfun35-mtp-pr-4xmi50-non-mtp-vs-mtp-bench-rows.log":
             "a fork's bench rows without and with MTP: read as two runs (non-MTP, MTP) where the index gives one set of figures by the collector's keys (non_mtp_tps, mtp_tps, mtp_rates), not mtp-bench totals",
     },
-    "cites": {
-        **_REFUSED_TABLES,  # the fork's rows give no cause: nothing to cite
-    },
+
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS
 from mtpinspect.logread.formats import ENGINES, EngineLog, Figures, LineFormat, Scope, strip_prefixes
+from mtpinspect.logread.tables import TableRun, compares, table_runs
 from mtpinspect.vocabulary import Engine
 
 
@@ -327,9 +328,16 @@ def labelled_samples(text: str) -> list[Sample]:
 
 
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
-    """The acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
+    """The runs of any table that sets runs with and without speculation side by side (tables.py, a sample per run);
+    else the acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
     run a line with their speeds; and whose table it is when its header says (None: no engine named); ([], None)
     when no header names such a column and no line lists a run."""
+    # Any table read by its words (tables.py) where it sets runs with and without speculation side by side: its runs,
+    # each timed under its key, replace what the shapes below read of it.
+    runs, owner = table_runs(text)
+    if compares(runs):
+        engine = Engine.llama_cpp if _LLAMA_TABLE.search(text) else owner
+        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number) for run in runs], engine
     low = text.lower()
     if "acc" not in low and "mean len" not in low and "|" not in text and "/s" not in text:
         return [], None
@@ -357,6 +365,12 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
             if header is not None and _LLAMA_TABLE.search(line):
                 engine = Engine.llama_cpp
     return samples or listed or labelled_samples(text), engine
+
+
+def _figures_of(run: TableRun) -> Figures:
+    setting = f"{run.setting} ({run.speed_from})" if run.speed_from else run.setting
+    return Figures(speed=run.speed, setting=setting[:300], baseline=run.baseline, acceptance=run.acceptance,
+                   mean_length=run.mean_length, group=run.key)
 
 
 def _marked(table: EngineLog, raw: str, line: str) -> bool:
@@ -428,7 +442,7 @@ def _merge_fields(figures: Sequence[Figures]) -> Figures:
         accepted=last("accepted"), drafted=last("drafted"), steps=last("steps"), acceptance=last("acceptance"),
         mean_length=last("mean_length"), per_position=tuple(positions[i] for i in sorted(positions)) or listed,
         spec_tokens=last("spec_tokens"), speed=last("speed"), setting=last("setting"),
-        baseline=any(f.baseline for f in figures),
+        baseline=any(f.baseline for f in figures), group=last("group"),
     ))
 
 
