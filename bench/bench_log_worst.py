@@ -58,6 +58,12 @@ _BLOCK = "".join([
     "scheduled_spec_decode_tokens={" + "-1, " * 4000 + "\n",
     "| Slot | n_max | Decode Δ |\n|---|---|---|\n" + ("| a | 2 | " + "1 → " * 4000 + " |\n") * 2,
     ("without mtp\nwith mtp\n" * 100),
+    # The tables read by their words (logread/tables.py): aligned columns a line short of the longest a table may
+    # have, a box table's rows of near-numbers, comma rows under a header, results blocks of near-fields.
+    "config  " + "MTP tok/s  baseline  " * 90 + "\n" + ("x  " + "1.5 tok/s  2  " * 140 + "\n") * 300,
+    "┃ Config ┃ " + "tg t/s ┃ " * 20 + "\n" + ("│ MTP n-max 3 │ " + "1" * 60 + " │ " * 20 + "\n") * 200,
+    "mode,baseline,eagle3\n" + ("no spec," + "9" * 30 + "," + "1." * 30 + "\n") * 200,
+    "spec 7b:\n" + ("decode speed:  " + "6" * 60 + " token/s\n" + "Backend: x\n") * 200,
 ])
 
 

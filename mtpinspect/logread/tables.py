@@ -38,7 +38,7 @@ _MAX_ROWS = 400  # a table pasted into a thread; thousands of aligned lines are 
 
 _BOX_BARS = str.maketrans({"│": "|", "┃": "|", "║": "|", "┆": "|", "┊": "|"})
 # A rule row of any shape: Markdown's |---|:--:|, "-- | --", box-drawing borders, a row of dashes under aligned columns.
-_RULE = re.compile(r"^[\s|:+=\-─━═┼╋╬├┤┌┐└┘┬┴╭╮╰╯╞╡╪╤╧]+$")
+_RULE = re.compile(r"^[\s|:+=\-\u2500-\u257f]+$")
 _ALIGNED = re.compile(r"\t|\s{2,}")
 
 
@@ -141,23 +141,38 @@ _NUMBER = re.compile(r"^[*_`~≈\s]*[~≈]?\s*(?P<value>\d{1,9}(?:\.\d{1,20})?)(
 _FIELD = re.compile(r"^[-*>\s]{0,6}(?P<name>[A-Za-z#(][^:=|\n]{0,70}?)\s*[:=]\s+[*_`]{0,2}(?P<value>[~≈]?\d[^\n]{0,60})$")
 
 
+# Lines inside a results block that are no figure of it: "Backend: sglang", a section banner "----End-to-End----".
+_WORDED_FIELD = re.compile(r"^[-*>\s]{0,6}[A-Za-z][^:=|\n]{0,70}?:\s+\S[^\n]{0,80}$")
+_BANNER = re.compile(r"^\s*[=\-#*]{3,}[^\n]{0,80}?[=\-#*]{3,}\s*$")
+
+
 def field_blocks(text: str) -> list[Table]:
-    """Blocks of two or more "name: value" lines with the label above them, each a table of one run (its header: the
-    label), metrics by row."""
+    """Blocks of two or more "name: value" lines with the label above them (a line of words, not a banner nor a field),
+    each a table of one run (its header: the label), metrics by row; a blank line ends a block."""
     found: list[Table] = []
     block: list[tuple[int, str, tuple[str, ...]]] = []
-    above = ""
-    for number, raw in enumerate([*text.splitlines(), ""], 1):
-        field = _FIELD.match(raw) if len(raw) <= 200 else None
+    above, label = "", ""
+
+    def close() -> None:
+        if len(block) >= 2 and label:
+            found.append(Table(("", label), tuple(c for _, _, c in block), tuple(n for n, _, _ in block),
+                               tuple(line.strip()[:300] for _, line, _ in block), label))
+
+    for number, raw in enumerate(text.splitlines(), 1):
+        short = len(raw) <= 200
+        field = _FIELD.match(raw) if short else None
         if field is not None:
+            if not block:
+                label = above
             block.append((number, raw, (field["name"].strip(" *_`"), field["value"].strip())))
             continue
-        if len(block) >= 2 and above:
-            found.append(Table(("", above), tuple(c for _, _, c in block), tuple(n for n, _, _ in block),
-                               tuple(line.strip()[:300] for _, line, _ in block), above))
-        if raw.strip() or block:
-            above = "" if block else raw.strip(" #*_>-:")[:80] if len(raw) <= 120 else ""
+        if short and (_WORDED_FIELD.match(raw) or _BANNER.match(raw)):
+            continue  # inside a block, or between its label and its first figure
+        close()
         block = []
+        if raw.strip():
+            above = raw.strip(" #*_>-:")[:80] if len(raw) <= 120 else ""
+    close()
     return found
 
 
@@ -198,6 +213,7 @@ _LATENCY = re.compile(r"\b(?:tpot|itl|tbt|ms ?/ ?tok(?:en)?|ms per token|s ?/ ?t
 _SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/ ?s\b|\btps\b|tokens per second|\bthroughput\b")
 # A time of the whole request or its first token: lower is better, and not a speed ("decode time", "TTFT").
 _TIME = re.compile(r"\b(?:time|duration|latency|ttft|e2e|elapsed)\b")
+_NOT_DECODE = re.compile(r"\bpp\b|\bprompt\b|prefill|\binput\b|\breq(?:uests?)?\b|\bttft\b|\btotal tok")
 _SPEED = re.compile(r"\bspeed\b|\bdecode\b|\btg\b|\bgen(?:eration)? rate\b")
 _LENGTH = re.compile(r"\baccept(?:ance|ed)? len(?:gth)?\b|\bacc len\b|\bmean len\b|\bavg len\b|\bal\b|\btau\b|τ|acceptance length")
 _RATE = re.compile(r"\baccept(?:ance|ed)?\b|\bacc rate\b|\bacc %|\baccpt\b")
@@ -224,6 +240,8 @@ def _figure(words: str) -> str | None:
         return "ratio"
     if _LATENCY.search(words):
         return "latency"
+    if (_SPEED_UNIT.search(words) or _SPEED.search(words)) and _NOT_DECODE.search(words):
+        return "time"  # the prompt's speed, requests per second, prompt and output together: not decoding's
     if _SPEED_UNIT.search(words):
         return "speed"
     if _TIME.search(words):

@@ -1,0 +1,176 @@
+"""Tables as users paste them, read by their words (mtpinspect/logread/tables.py), and the runs they show compared.
+
+The texts are written here from the shapes the engines' and tools' own outputs take, none of them in cases/logs/:
+rich's box-drawing tables (llama-benchy prints its results with rich.table), the `name: value` summary that
+`python -m sglang.bench_serving` and `vllm bench serve` print ("Output token throughput (tok/s):", "Mean TPOT (ms):"),
+Markdown tables with and without outer pipes as GitHub renders them, space-aligned and comma-separated rows. The
+negatives are the same shapes from software that has nothing to do with speculative decoding.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mtpinspect.diagnosis import diagnose
+from mtpinspect.errors import MtpinspectError
+from mtpinspect.logread.tables import compares, table_runs, tables
+from mtpinspect.vocabulary import Engine
+
+
+def _causes(tmp_path: Path, text: str) -> list[str]:
+    path = tmp_path / "paste.log"
+    path.write_text(text, encoding="utf-8")
+    try:
+        report = diagnose(log_files=[path])
+    except MtpinspectError:
+        return []  # refused: no cause
+    return [c.code for c in report.causes]
+
+
+def _cause(tmp_path: Path, text: str, code: str):
+    path = tmp_path / "paste.log"
+    path.write_text(text, encoding="utf-8")
+    report = diagnose(log_files=[path])
+    found = [c for c in report.causes if c.code == code]
+    assert found, [c.code for c in report.causes]
+    return found[0], report
+
+
+# -- shapes ----------------------------------------------------------------------------------------------------
+
+
+def test_pipes_without_outer_pipes_and_an_empty_corner() -> None:
+    found = tables("Results:\n\n| | Baseline | With MTP |\n|---|---|---|\n| run 1 | 40.1 | 55.0 |\n\n"
+                   "bs | throughput\n-- | --\n1 | 222.5\n4 | 566.2\n")
+    assert [t.header for t in found] == [("", "Baseline", "With MTP"), ("bs", "throughput")]
+    assert found[0].rows == (("run 1", "40.1", "55.0"),) and found[0].heading == "Results:"
+    assert found[1].rows == (("1", "222.5"), ("4", "566.2")) and found[1].numbers == (9, 10)
+
+
+def test_box_drawing_table_as_rich_prints_it() -> None:
+    text = ("                 Results\n"
+            "┏━━━━━━━━━━━━┳━━━━━━━━┓\n"
+            "┃ Config     ┃ tg t/s ┃\n"
+            "┡━━━━━━━━━━━━╇━━━━━━━━┩\n"
+            "│ no spec    │   48.2 │\n"
+            "│ MTP n-max 3│   39.1 │\n"
+            "└────────────┴────────┘\n")
+    (table,) = tables(text)
+    assert table.header == ("Config", "tg t/s")
+    assert table.rows == (("no spec", "48.2"), ("MTP n-max 3", "39.1"))
+
+
+def test_aligned_columns_cut_where_every_line_is_blank() -> None:
+    # "MLX  nvfp4" holds a two-space gap of its own; the header's "engine" covers it, so it is one cell.
+    text = ("engine        MTP    decode\n"
+            "------------  -----  ----------\n"
+            "GGUF q4       no     12.0 tok/s\n"
+            "MLX  nvfp4    yes    38.4 tok/s\n")
+    (table,) = tables(text)
+    assert table.header == ("engine", "MTP", "decode")
+    assert table.rows == (("GGUF q4", "no", "12.0 tok/s"), ("MLX  nvfp4", "yes", "38.4 tok/s"))
+
+
+def test_tab_and_comma_separated_rows() -> None:
+    assert tables("metric\tbaseline\tEAGLE3\nMean TPOT (ms)\t9.1\t7.0\n")[0].rows == (("Mean TPOT (ms)", "9.1", "7.0"),)
+    assert tables("concurrency,mode,output_tok_s\n1,baseline,120.5\n")[0].header == ("concurrency", "mode", "output_tok_s")
+
+
+def test_a_table_cut_after_its_head_has_no_rows(tmp_path: Path) -> None:
+    text = "| config | decode tok/s | accept rate |\n|---|---|---|\n"
+    assert tables(text) == []
+    assert _causes(tmp_path, text) == []
+
+
+# -- runs compared within their key -----------------------------------------------------------------------------
+
+
+def test_box_table_with_a_slower_mtp_row_is_slower_than_baseline(tmp_path: Path) -> None:
+    text = ("┏━━━━━━━━━━━━━━┳━━━━━━━━┳━━━━━━━━━━┓\n"
+            "┃ Config       ┃ tg t/s ┃ accept % ┃\n"
+            "┡━━━━━━━━━━━━━━╇━━━━━━━━╇━━━━━━━━━━┩\n"
+            "│ no spec      │   48.2 │        — │\n"
+            "│ MTP n-max 2  │   39.1 │       81 │\n"
+            "│ MTP n-max 3  │   36.0 │       74 │\n"
+            "└──────────────┴────────┴──────────┘\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "48.2" in cause.message and "39.1" in cause.message and "74%" in cause.message
+    assert any("line 4:" in e for e in cause.evidence)
+    # the same table where drafting pays: no cause
+    assert _causes(tmp_path, text.replace("39.1", "61.9").replace("36.0", "66.0")) == []
+
+
+def test_csv_rows_are_compared_at_their_own_concurrency(tmp_path: Path) -> None:
+    # Speculation pays at concurrency 1 and loses at 64: slower there, and the cause says where.
+    text = ("EAGLE-3 vs no speculation\n"
+            "concurrency,mode,output_tok_s\n"
+            "1,baseline,120.5\n1,eagle3,180.2\n64,baseline,2100.0\n64,eagle3,1510.4\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "concurrency=64" in cause.message and "1510.4" in cause.message
+    assert _causes(tmp_path, text.replace("1510.4", "2400.0")) == []
+
+
+def test_metrics_by_row_under_setting_columns(tmp_path: Path) -> None:
+    # Runs are the columns; each row names a figure (sglang.bench_serving's "Mean TPOT (ms)", its output throughput).
+    text = ("| metric | no spec | EAGLE3 (--speculative-num-steps 3) |\n| --- | --- | --- |\n"
+            "| Mean TPOT (ms) | 8.10 | 11.40 |\n| Output token throughput (tok/s) | 123.0 | 88.0 |\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "88" in cause.message and "123" in cause.message
+    # a per-token latency alone is compared as its inverse (lower is better)
+    latency = "| metric | no spec | EAGLE3 |\n| --- | --- | --- |\n| Mean TPOT (ms) | 8.10 | 11.40 |\n"
+    assert _cause(tmp_path, latency, "SLOWER_THAN_BASELINE")[0].message
+    assert _causes(tmp_path, latency.replace("11.40", "5.20")) == []
+
+
+def test_two_results_blocks_under_their_labels(tmp_path: Path) -> None:
+    block = ("============ Serving Benchmark Result ============\n"
+             "Backend:                                 sglang\n"
+             "Successful requests:                     100\n"
+             "Request throughput (req/s):              {req}\n"
+             "Input token throughput (tok/s):          {inp}\n"
+             "Output token throughput (tok/s):         {out}\n"
+             "Mean TPOT (ms):                          {tpot}\n")
+    text = ("Without speculative decoding:\n" + block.format(req=1.9, inp=240.2, out=250.3, tpot=30.1) + "\n"
+            "With EAGLE-3 (num_steps 3, accept length 2.4):\n" + block.format(req=1.3, inp=160.9, out=161.0, tpot=45.0))
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "161" in cause.message and "250.3" in cause.message  # the output throughput, not requests or input
+
+
+def test_a_yes_no_column_and_the_model_both_rows_name(tmp_path: Path) -> None:
+    # The MTP row of the same model is slower than its row without; another engine's row has no baseline of its own.
+    text = ("model               speculative   decode\n"
+            "Qwen3-8B q8         off           80.1 tok/s\n"
+            "Qwen3-8B q8         on            62.0 tok/s\n"
+            "Qwen3-8B mlx        on            95.0 tok/s\n")
+    _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+
+
+def test_the_tables_words_name_its_engine() -> None:
+    runs, _ = table_runs("bs | num_draft | throughput | acc len\n-- | -- | -- | --\n1 | 4 | 150.2 | 2.1\n\n"
+                         "bs | throughput\n-- | --\n1 | 200.0\n")
+    assert not compares(runs)  # the second table names no setting and has no label above it: no baseline
+    runs, engine = table_runs("Base model:\n\nbs | throughput\n-- | --\n1 | 200.0\n\nEAGLE3:\n\n"
+                              "bs | num_draft | throughput | acc len\n-- | -- | -- | --\n1 | 4 | 150.2 | 2.1\n")
+    assert engine is Engine.sglang and [(r.key, r.baseline, r.speed) for r in runs] == [("bs=1", True, 200.0),
+                                                                                         ("bs=1", False, 150.2)]
+
+
+# -- negatives: the same shapes from software not about speculative decoding ----------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    # a database's benchmark (pgbench-like) with a baseline column
+    "| workload | baseline tps | patched tps |\n|---|---|---|\n| read-only | 51234 | 48810 |\n| read-write | 9120 | 8011 |\n",
+    # a compiler's benchmark, aligned columns
+    "benchmark      baseline    -O3 draft\n-----------    --------    ---------\nnbody          1.20 s      1.45 s\nfannkuch       2.31 s      2.90 s\n",
+    # a blog app's load test of its draft posts, comma-separated
+    "endpoint,baseline req/s,draft posts req/s\n/posts,820,640\n/drafts,610,400\n",
+    # a results block of a web benchmark under a "baseline" label
+    "Baseline:\nRequests per sec:    9120.33\nTransfer/sec:        1.20MB\n\nWith cache:\nRequests per sec:    7000.10\n"
+    "Transfer/sec:        0.90MB\n",
+])
+def test_no_cause_for_tables_of_other_software(tmp_path: Path, text: str) -> None:
+    assert table_runs(text) == ([], None)
+    assert _causes(tmp_path, text) == []
