@@ -57,6 +57,11 @@ _REFUSED_FORK_ROWS: dict[str, str] = {
     "llama.cpp-am17an-mtp-pr7-suspicious-high-acceptance-vs-mtp-clean-rows.log":
         "rows of a fork's bench results in the poster's own layout: no line of it is a format the reader knows (refused; the thread's answer, no cause, is still given)",
 }
+_REFUSED_FOURTH: dict[str, str] = {
+    "vllm-habana-fork-dsr1-mtp-vs-no-spec-acceptance-rate-lists-bs4.log":
+        "a test script's 'Method:' blocks with 'Acceptance rate: [a, b]' count lists: no line of it is a format the "
+        "reader knows: refused (see the entry's known_miss)",
+}
 
 # Pastes whose index figures the reader does not read, each with why (strict xfails: a check that starts to pass is
 # noticed). Figures the reader cannot honestly read stay here rather than being bent to fit.
@@ -107,16 +112,35 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
         "vllm-glm-ocr-mtp-eager-vs-cuda-graph-speedup-table.log":
             "a table of no_mtp/mtp columns read as runs per prompt and path (logread/tables.py); the index keys are "
             "the collector's (receipt.no_mtp_graph, graph_ratio_mean), not a run's figures",
+        # The fourth set's built-on half (issue 42), folded in with the collector's figures as they came.
+        "llama.cpp-beellama-fork-dflash-qwen36-27b-output-length-accept-table.log":
+            "a fork's table by output length; the index gives its rows under the collector's key 'rows', not a run's figures",
+        "vllm-eagle3-minicpm3-pr-test-plan-acceptance-per-token-speedup-block.log":
+            "a PR's test-plan block; the index keys are the collector's (baseline_s, speculative_s, speedup, "
+            "num_draft_proposals), not the reader's figures",
+        "vllm-eagle3-llama4-maverick-verifier-pr-results-bullets.log":
+            "prose bullets of a PR's results; the index gives the per-position rates as numbers in the collector's "
+            "layout, not as the lines print them",
+        "sglang-npu-prefix-cache-pr-bench-serving-command-warning-decode-batch-accept-len.log":
+            "SGLang Decode batch lines; the index also keys the collector's gen_throughput, cached_tokens, time",
+        **_REFUSED_FOURTH,
         **_REFUSED_FORK_ROWS,
     },
     "totals": {
+        "vllm-eagle3-minicpm3-pr-test-plan-acceptance-per-token-speedup-block.log":
+            "the index's accepted/drafted keys hold the collector's text, not counts",
+        **_REFUSED_FOURTH,
         **_REFUSED_FORK_ROWS,
     },
     "mtp_bench": {
+        "llama.cpp-mtp-pr-quoted-mtp-bench-rows-unsloth-35b-a3b-draft-mtp-4.log":
+            "two quoted mtp-bench tables, the second cut at 'Aggregate: {': read as one run where the index gives two",
         "llama.cpp-stepfun35-mtp-pr-4xmi50-non-mtp-vs-mtp-bench-rows.log":
             "a fork's bench rows without and with MTP: read as two runs (non-MTP, MTP) where the index gives one set of figures by the collector's keys (non_mtp_tps, mtp_tps, mtp_rates), not mtp-bench totals",
     },
-
+    "cites": {
+        **_REFUSED_FOURTH,  # refused: nothing to cite
+    },
 }
 
 
