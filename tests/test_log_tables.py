@@ -174,3 +174,25 @@ def test_the_tables_words_name_its_engine() -> None:
 def test_no_cause_for_tables_of_other_software(tmp_path: Path, text: str) -> None:
     assert table_runs(text) == ([], None)
     assert _causes(tmp_path, text) == []
+
+
+def test_a_spec_type_column_with_none_and_a_test_key(tmp_path: Path) -> None:
+    # llama-bench-style rows: the prompt tests (pp512) are not decoding and are not compared; tg128 is slower with MTP.
+    text = ("| spec type | test | t/s |\n|---|---|---|\n| none | pp512 | 5000.1 |\n| none | tg128 | 120.5 ± 0.4 |\n"
+            "| draft-mtp | pp512 | 2100.0 |\n| draft-mtp | tg128 | 98.0 ± 0.9 |\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "test=tg128" in cause.message and "98" in cause.message
+    assert _causes(tmp_path, text.replace("98.0", "150.0")) == []  # pp512's drop is not decoding's
+
+
+def test_ollama_verbose_blocks_under_fenced_labels(tmp_path: Path) -> None:
+    # `ollama run --verbose` prints its timings as "eval rate: N tokens/s" (cmd/cmd.go, api.Metrics.Summary).
+    block = ("```\ntotal duration:       {total}s\nload duration:        15.3775ms\nprompt eval count:    14 token(s)\n"
+             "prompt eval duration: 102.26ms\nprompt eval rate:     {prompt} tokens/s\neval count:           538 token(s)\n"
+             "eval duration:        8.33598s\neval rate:            {rate} tokens/s\n```\n")
+    text = ("Without MTP:\n" + block.format(total=8.4, prompt=136.9, rate=64.54) + "\n"
+            "With MTP (draft-mtp, n-max 3):\n" + block.format(total=11.0, prompt=300.0, rate=48.10))
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed) for r in runs] == [(True, 64.54), (False, 48.10)]
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "48.1" in cause.message and "64.54" in cause.message

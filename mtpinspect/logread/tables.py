@@ -40,6 +40,8 @@ _BOX_BARS = str.maketrans({"│": "|", "┃": "|", "║": "|", "┆": "|", "┊"
 # A rule row of any shape: Markdown's |---|:--:|, "-- | --", box-drawing borders, a row of dashes under aligned columns.
 _RULE = re.compile(r"^[\s|:+=\-\u2500-\u257f]+$")
 _ALIGNED = re.compile(r"\t|\s{2,}")
+# A code fence between a label and its table or block ("```", "~~~text"): not the label.
+_FENCE = re.compile(r"^\s*(?:`{3,}|~{3,})[\w-]*\s*$")
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def tables(text: str) -> list[Table]:
         block = []
         if fits:
             block, shape, width, heading = [(number, raw, cells)], kind, len(cells), above
-        if stripped and not _RULE.match(line):
+        if stripped and not _RULE.match(line) and not _FENCE.match(line):
             above = stripped[:200]
     close()
     return found
@@ -170,7 +172,7 @@ def field_blocks(text: str) -> list[Table]:
             continue  # inside a block, or between its label and its first figure
         close()
         block = []
-        if raw.strip():
+        if raw.strip() and not _FENCE.match(raw):
             above = raw.strip(" #*_>-:")[:80] if len(raw) <= 120 else ""
     close()
     return found
@@ -213,14 +215,15 @@ _LATENCY = re.compile(r"\b(?:tpot|itl|tbt|ms ?/ ?tok(?:en)?|ms per token|s ?/ ?t
 _SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/ ?s\b|\btps\b|tokens per second|\bthroughput\b")
 # A time of the whole request or its first token: lower is better, and not a speed ("decode time", "TTFT").
 _TIME = re.compile(r"\b(?:time|duration|latency|ttft|e2e|elapsed)\b")
-_NOT_DECODE = re.compile(r"\bpp\b|\bprompt\b|prefill|\binput\b|\breq(?:uests?)?\b|\bttft\b|\btotal tok")
-_SPEED = re.compile(r"\bspeed\b|\bdecode\b|\btg\b|\bgen(?:eration)? rate\b")
+_NOT_DECODE = re.compile(r"\bpp\d*\b|\bprompt\b|prefill|\binput\b|\breq(?:uests?)?\b|\bttft\b|\btotal tok")
+_SPEED = re.compile(r"\bspeed\b|\bdecode\b|\btg\d*\b|\bgen(?:eration)? rate\b|\beval rate\b")
 _LENGTH = re.compile(r"\baccept(?:ance|ed)? len(?:gth)?\b|\bacc len\b|\bmean len\b|\bavg len\b|\bal\b|\btau\b|τ|acceptance length")
 _RATE = re.compile(r"\baccept(?:ance|ed)?\b|\bacc rate\b|\bacc %|\baccpt\b")
 _KEY = re.compile(r"^(?:bs|batch(?: size)?|concurrency|conc|c|max concurrency|qps|request rate|rps|prompt|prompts|case|dataset|task|"
-                  r"category|input len|output len|isl|osl|ctx|context|seq len|gpu|gpus|tp|scenario|workload)$")
+                  r"category|input len|output len|isl|osl|ctx|context|seq len|gpu|gpus|tp|scenario|workload|test|depth)$")
+_PROMPT_TEST = re.compile(r"^(?:pp\d*|prefill|prompt processing)$")
 _YES = frozenset({"yes", "y", "on", "true", "enabled", "✓", "✔", "x"})
-_NO = frozenset({"no", "n", "off", "false", "disabled", "✗", "✘", "-", "—"})
+_NO = frozenset({"no", "n", "off", "false", "disabled", "✗", "✘", "-", "—", "none", "0"})
 _FILLER = re.compile(r"\b(?:mean|avg|average|median|p50|output|total|decode|gen(?:eration)?|token|tokens|tok|per|s|ms|ts|"
                      r"latency|throughput|tpot|itl|speed|t|tps|sec)\b")
 
@@ -339,21 +342,25 @@ def _rows_as_runs(table: Table, kinds: list[str | None], settings: list[bool | N
     header = [_words(c) for c in table.header]
     speeds = [i for i, k in enumerate(kinds) if k in ("speed", "latency")]
     for cells, number, line in zip(table.rows, table.numbers, table.lines):
-        names, keys, baseline, drafting = [], [], None, False
+        names, keys, baseline, drafting, prompt = [], [], None, False, False
         for i, cell in enumerate(cells):
             words = _words(cell)
             if kinds[i] == "key":
                 keys.append(f"{header[i]}={words}")
+                prompt = prompt or _PROMPT_TEST.match(words) is not None
             elif kinds[i] == "depth":
                 read = _number(cell)
                 if read is not None:
                     names.append(f"{table.header[i]} {cell.strip(' *_`')}")
                     drafting = drafting or read[0] > 0
                     baseline = True if read[0] == 0 and baseline is None else baseline
-            elif kinds[i] == "switch":
-                if words in _NO:
+            elif kinds[i] == "switch" and words:
+                said = True if words in _NO else False if words in _YES else _setting(words)
+                if said is None and _TIE.search(header[i]):
+                    said = False  # a method under a drafter's header ("Speculative method: ngram")
+                if said is True:
                     baseline = True
-                elif words in _YES:
+                elif said is False:
                     drafting = True
                 names.append(f"{table.header[i]}: {cell.strip(' *_`')}")
             elif kinds[i] is None and words and _number(cell) is None:
@@ -364,6 +371,8 @@ def _rows_as_runs(table: Table, kinds: list[str | None], settings: list[bool | N
                 elif said is False:
                     drafting = True
         labels = " ".join(_words(cells[i]) for i in range(len(cells)) if kinds[i] is None and _number(cells[i]) is None)
+        if prompt:
+            continue  # a prompt-processing test's row (llama-bench's pp512): its speed is not decoding's
         run = _Run(", ".join(names)[:200], baseline if baseline else (False if drafting else None), ", ".join(keys), line,
                    number, {}, identity=_key_of(labels))
         for i, cell in enumerate(cells):
@@ -433,6 +442,8 @@ def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None,
     said = _setting(words) if words else None
     if said is not None and values and values <= (_YES | _NO):
         return "switch", None  # "MTP heads": yes / no
+    if said is False and values and numeric * 2 < len(column):
+        return "switch", None  # "spec type": none / draft-mtp, "Speculative method": baseline / ngram
     if said is not None and not first and numeric * 2 >= len(column):
         return figure, said  # a column of one setting's figures
     if figure is not None:
