@@ -196,3 +196,19 @@ def test_ollama_verbose_blocks_under_fenced_labels(tmp_path: Path) -> None:
     assert [(r.baseline, r.speed) for r in runs] == [(True, 64.54), (False, 48.10)]
     cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
     assert "48.1" in cause.message and "64.54" in cause.message
+
+
+def test_a_speedup_column_implies_the_run_without_speculation(tmp_path: Path) -> None:
+    # A PR's results by batch size: the speed-up is the speculative run over the run without it (1x).
+    text = ("EAGLE-3 results:\n\n| batch size | Speedup | accept length |\n|---|---|---|\n| 1 | 1.82x | 3.1 |\n"
+            "| 16 | 1.21x | 3.0 |\n| 64 | 0.84x | 3.0 |\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "batch size=64" in cause.message and "0.84 against 1x" in cause.message
+    assert _causes(tmp_path, text.replace("0.84x", "1.05x")) == []
+
+
+def test_a_pipe_row_short_of_cells_is_padded(tmp_path: Path) -> None:
+    # GitHub renders a row with fewer cells than its header; its missing cells are empty.
+    text = "| config | decode tok/s | accept rate |\n|---|---|---|\n| MTP off | 50.0 |\n| MTP n-max 2 | 41.0 | 72% |\n"
+    assert tables(text)[0].rows[0] == ("MTP off", "50.0", "")
+    _cause(tmp_path, text, "SLOWER_THAN_BASELINE")

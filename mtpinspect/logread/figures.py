@@ -370,7 +370,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
 def _figures_of(run: TableRun) -> Figures:
     setting = f"{run.setting} ({run.speed_from})" if run.speed_from else run.setting
     return Figures(speed=run.speed, setting=setting[:300], baseline=run.baseline, acceptance=run.acceptance,
-                   mean_length=run.mean_length, group=run.key)
+                   mean_length=run.mean_length, group=run.key, unit=None if run.unit == "tok/s" else run.unit)
 
 
 def _marked(table: EngineLog, raw: str, line: str) -> bool:
@@ -442,7 +442,7 @@ def _merge_fields(figures: Sequence[Figures]) -> Figures:
         accepted=last("accepted"), drafted=last("drafted"), steps=last("steps"), acceptance=last("acceptance"),
         mean_length=last("mean_length"), per_position=tuple(positions[i] for i in sorted(positions)) or listed,
         spec_tokens=last("spec_tokens"), speed=last("speed"), setting=last("setting"),
-        baseline=any(f.baseline for f in figures), group=last("group"),
+        baseline=any(f.baseline for f in figures), group=last("group"), unit=last("unit"),
     ))
 
 

@@ -321,9 +321,10 @@ def _slower(base: LogEvidence, drafting: list[LogEvidence]) -> Cause:
     rates = [r.acceptance for r in drafting if r.acceptance is not None]
     accepted = f"drafts are accepted ({min(rates):.0%} or more), but " if rates else ""
     key = f" at {base.group}" if base.group else ""
+    unit = " tok/s" if base.speed_unit is None else base.speed_unit
     return Cause("SLOWER_THAN_BASELINE", 0.6,
                  f"{accepted}every speculative run{key} decodes slower than the run without it (best {best.speed:g} "
-                 f"against {base.speed:g} tok/s, as pasted)",
+                 f"against {base.speed:g}{unit}, as pasted)",
                  (_row(base), *(_row(r) for r in drafting[:4])),
                  "leave speculative decoding off on this machine and model, or measure where it pays: mtpinspect sweep "
                  "MODEL (it times each n-max against the baseline)", (EvidenceSource.log,))

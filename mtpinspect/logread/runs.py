@@ -101,6 +101,7 @@ class LogEvidence:
     speed_line: str | None = json_field(omit=True, default=None)  # "line N: ..." the speed is read from, when not a figure line
     setting: str | None = json_field(omit=True, default=None)
     baseline: bool = json_field(omit=True, default=False)
+    speed_unit: str | None = json_field(omit=True, default=None)  # "x": a table's speed-up (None: tokens per second)
     group: str | None = json_field(omit=True, default=None)  # a table's key (batch size, prompt): runs compare within it
 
     @property
@@ -435,7 +436,7 @@ def _take(evidence: LogEvidence, figures: Figures) -> None:
     evidence.per_position = figures.per_position
     evidence.spec_tokens = figures.spec_tokens
     evidence.speed, evidence.setting, evidence.baseline = figures.speed, figures.setting, figures.baseline
-    evidence.group = figures.group
+    evidence.group, evidence.speed_unit = figures.group, figures.unit
     evidence.missing = list(figures.missing)
 
 

@@ -101,6 +101,15 @@ def _by_gaps(block: list[tuple[int, str, tuple[str, ...]]]) -> list[tuple[int, s
     return [(n, line, tuple(text[a:b].strip() for a, b in zip(cut, cut[1:]))) for (n, line, _), text in zip(block, texts)]
 
 
+def _padded(block: list[tuple[int, str, tuple[str, ...]]]) -> list[tuple[int, str, tuple[str, ...]]]:
+    """A pipe table's rows at its header's width, as GitHub renders them (a short row's missing cells are empty, a long
+    row's extra ones dropped)."""
+    if not block:
+        return []
+    width = len(block[0][2])
+    return [(n, line, (cells + ("",) * width)[:width]) for n, line, cells in block]
+
+
 def tables(text: str) -> list[Table]:
     """The tables of ``text``: runs of consecutive lines of one shape and width, the first one the header (its
     cells mostly words), at least one row below it."""
@@ -109,7 +118,7 @@ def tables(text: str) -> list[Table]:
     shape, width, heading, above = "", 0, "", ""
 
     def close() -> None:
-        lines = _by_gaps(block) if shape == "aligned" else block
+        lines = _by_gaps(block) if shape == "aligned" else _padded(block) if shape == "pipe" else block
         if len(lines) >= 2 and _is_header(lines[0][2]):
             rows = lines[1:]
             found.append(Table(lines[0][2], tuple(c for _, _, c in rows), tuple(n for n, _, _ in rows),
@@ -122,7 +131,7 @@ def tables(text: str) -> list[Table]:
             continue  # a rule row inside a table (or under its head)
         kind, cells = _cells(line) if stripped else ("", ())
         fits = bool(kind) and 2 <= len(cells) <= _MAX_CELLS
-        if fits and block and kind == shape and (kind == "aligned" or len(cells) == width):
+        if fits and block and kind == shape and (kind in ("aligned", "pipe") or len(cells) == width):
             block.append((number, raw, cells))
             continue
         close()
@@ -196,9 +205,9 @@ def _is_header(cells: tuple[str, ...]) -> bool:
 
 # Read on the cell's words with "_" and "-" as spaces: "no_mtp_eager" is "no mtp eager".
 _BASELINE = re.compile(r"\b(?:baseline|base model|no spec(?:ulation|ulative(?: decoding)?)?|without (?:speculation|speculative|spec|"
-                       r"mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|w/o (?:spec\w*|mtp|draft\w*|eagle\d?)|(?:spec(?:ulation)?|mtp|draft(?:ing)?"
-                       r"|eagle\d?) (?:off|disabled)|no (?:mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|non mtp|vanilla|autoregressive|"
-                       r"plain decoding)\b")
+                       r"mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|w/o (?:spec\w*|mtp|draft\w*|eagle\d?)|(?:spec(?:ulative)?(?: ?dec(?:oding|ode)?)?|"
+                       r"speculation|mtp|draft(?:ing)?|eagle\d?|nextn) (?:off|disabled)|no (?:mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|"
+                       r"non mtp|vanilla|autoregressive|target (?:model )?only|(?:plain|standard|normal|regular) decoding)\b")
 _SPEC = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|draft(?:ing|er)?|spec(?:ulative|ulation)?|spec ?dec(?:oding|ode)?|medusa|"
                    r"dflash|ngram|lookahead|n ?max|num speculative tokens|with flag)(?![a-z])")
 # Words only speculative decoding uses: a table holding one is tied to it on its own. A bare "draft" or "spec" is
@@ -210,8 +219,10 @@ _TIE = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|medusa|dflash|speculative|sp
 _DEPTH_IN = re.compile(r"(?:n ?max|draft n ?max|draft max|num speculative tokens|num draft(?: tokens)?|\bn|\bk)\s*[=: ]\s*(?P<n>\d{1,3})\b")
 _DEPTH_COLUMN = re.compile(r"^(?:n ?max|draft n ?max|draft max|num draft(?: tokens)?|num speculative tokens|spec(?:ulative)? tokens|"
                            r"draft (?:tokens|length|len)|steps|num steps|topk|top k|k|gamma)$")
-_RATIO = re.compile(r"speed ?up|\bratio\b|\bgain\b|×|\bvs\b")
-_LATENCY = re.compile(r"\b(?:tpot|itl|tbt|ms ?/ ?tok(?:en)?|ms per token|s ?/ ?tok(?:en)?|inter token latency|time per output token)\b")
+# A speed-up column: the speculative run's speed over the run without it ("Speedup", "1.8x"); other ratios say no whose.
+_SPEEDUP = re.compile(r"\bspeed ?ups?\b")
+_RATIO = re.compile(r"\bratio\b|\bgain\b|×|\bvs\b")
+_LATENCY = re.compile(r"\b(?:tpot|itl|tbt|ms ?/ ?tok(?:en)?|ms per token|s ?/ ?tok(?:en)?|inter token latency|(?:per )?token latency|time per output token)\b")
 _SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/ ?s\b|\btps\b|tokens per second|\bthroughput\b")
 # A time of the whole request or its first token: lower is better, and not a speed ("decode time", "TTFT").
 _TIME = re.compile(r"\b(?:time|duration|latency|ttft|e2e|elapsed)\b")
@@ -239,6 +250,8 @@ def _figure(words: str) -> str | None:
         return "length"
     if _RATE.search(words):
         return "rate"
+    if _SPEEDUP.search(words):
+        return "speedup"
     if _RATIO.search(words):
         return "ratio"
     if _LATENCY.search(words):
@@ -286,8 +299,9 @@ class TableRun:
     key: str  # what the runs compared must share ("bs=4", "think on"; "" when the table has one condition)
     line: str
     number: int
-    speed: float | None = None  # tokens per second (a per-token latency read as its inverse)
+    speed: float | None = None  # tokens per second (a per-token latency read as its inverse), or a speed-up
     speed_from: str = ""  # how the speed was read when not as a speed ("from TPOT 14.20 ms")
+    unit: str = "tok/s"  # "x": a speed-up over the run without speculation (1 for that run, implied)
     acceptance: float | None = None
     mean_length: float | None = None
 
@@ -324,6 +338,8 @@ def _put(run: _Run, figure: str, cell: str, percent: bool) -> None:
             run.latency_cell = cell.strip(" *_`")[:40]
     elif figure == "speed" and "speed" not in run.figures:
         run.figures["speed"] = value
+    elif figure == "speedup" and 0 < value <= 50 and unit in ("", "x", "×"):
+        run.figures.setdefault("speedup", value)
 
 
 def _cell_figure(cell: str) -> str | None:
@@ -376,7 +392,7 @@ def _rows_as_runs(table: Table, kinds: list[str | None], settings: list[bool | N
         run = _Run(", ".join(names)[:200], baseline if baseline else (False if drafting else None), ", ".join(keys), line,
                    number, {}, identity=_key_of(labels))
         for i, cell in enumerate(cells):
-            if kinds[i] in ("rate", "length"):
+            if kinds[i] in ("rate", "length", "speedup"):
                 _put(run, kinds[i] or "", cell, "%" in table.header[i])
         if ("rate" in run.figures or run.figures.get("length", 1) > 1) and run.baseline is True and not \
                 any(_BASELINE.search(_words(c)) for c in cells):
@@ -416,7 +432,7 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
             if settings[i] is None:
                 continue
             figure = kinds[i] if kinds[i] in ("speed", "latency") else row_figure or _cell_figure(cell) or "speed"
-            if figure in ("ratio", "time", None):
+            if figure in ("ratio", "speedup", "time", None):
                 continue
             key = ", ".join(filter(None, [_key_of(header[i]) if families else "", row_key]))
             run = runs.setdefault((i, key), _Run(table.header[i].strip(" *_`")[:120], settings[i], key, line, number, {}))
@@ -431,7 +447,7 @@ def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None,
     """What a header cell's column holds, and the setting its words name (a run per column when they do)."""
     words = _words(cell)
     figure = _figure(words)
-    if figure in ("length", "rate", "ratio"):
+    if figure in ("length", "rate", "ratio", "speedup"):
         return figure, None
     if _KEY.match(words):
         return "key", None
@@ -514,14 +530,22 @@ def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
     return runs
 
 
-def _as_table_run(run: _Run) -> TableRun | None:
+def _as_table_runs(run: _Run) -> list[TableRun]:
+    """The runs a read row or column is: itself; a speculative run timed only by its speed-up, with the run without
+    speculation it implies (1x, the same key)."""
     speed, source = run.figures.get("speed"), ""
     if speed is None and "latency" in run.figures:
         speed, source = run.figures["latency"], f"from {run.latency_cell} per token"
+    if run.baseline is False and speed is None and "speedup" in run.figures:
+        implied = TableRun("the run without speculation (1x, as the speed-up column implies)", True, run.key, run.line,
+                           run.number, 1.0, unit="x")
+        return [implied, TableRun(run.setting or "(unnamed)", False, run.key, run.line, run.number, run.figures["speedup"],
+                                  "speed-up as pasted", "x", run.figures.get("rate"), run.figures.get("length"))]
     if run.baseline is None or speed is None and "rate" not in run.figures and "length" not in run.figures:
-        return None
-    return TableRun(run.setting or "(unnamed)", bool(run.baseline), run.key, run.line, run.number, speed, source,
-                    None if run.baseline else run.figures.get("rate"), None if run.baseline else run.figures.get("length"))
+        return []
+    return [TableRun(run.setting or "(unnamed)", bool(run.baseline), run.key, run.line, run.number, speed, source,
+                     acceptance=None if run.baseline else run.figures.get("rate"),
+                     mean_length=None if run.baseline else run.figures.get("length"))]
 
 
 def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
@@ -536,7 +560,7 @@ def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
     blocks = field_blocks(text)
     found += _block_runs(blocks, tie)
     words += [_words(b.heading) for b in blocks]
-    runs = [r for r in map(_as_table_run, found) if r is not None]
+    runs = [table_run for run in found for table_run in _as_table_runs(run)]
     joined = " ".join(words)
     engine = next((e for e, pattern in _ENGINE_WORDS if pattern.search(joined)), None)
     return runs, engine if runs else None
