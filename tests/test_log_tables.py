@@ -212,3 +212,10 @@ def test_a_pipe_row_short_of_cells_is_padded(tmp_path: Path) -> None:
     text = "| config | decode tok/s | accept rate |\n|---|---|---|\n| MTP off | 50.0 |\n| MTP n-max 2 | 41.0 | 72% |\n"
     assert tables(text)[0].rows[0] == ("MTP off", "50.0", "")
     _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+
+
+def test_a_row_named_like_a_speculative_one_is_its_baseline(tmp_path: Path) -> None:
+    text = "| model | gen t/s |\n|---|---|\n| Qwen3-8B Q8 | 50.2 |\n| Qwen3-8B-MTP Q8 | 40.1 |\n| Llama-3-8B | 61.0 |\n"
+    runs, _ = table_runs(text)
+    assert [(r.setting, r.baseline) for r in runs] == [("Qwen3-8B Q8", True), ("Qwen3-8B-MTP Q8", False)]
+    _cause(tmp_path, text, "SLOWER_THAN_BASELINE")

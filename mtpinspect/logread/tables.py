@@ -480,7 +480,7 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
         return []
     if any(s is not None for s in settings):
         return _columns_as_runs(table, kinds, settings)
-    runs = _rows_as_runs(table, kinds, settings)
+    runs = _paired_by_name(_rows_as_runs(table, kinds, settings))
     # Where a row with speculation names the same model or build as a row without ("GGUF q4_K_M" and "GGUF mtp-q4_K_M"),
     # what the rows name is part of the key: another engine's row ("MLX nvfp4") has no baseline of its own to beat.
     plain = {r.identity for r in runs if r.baseline is True and r.identity}
@@ -523,6 +523,12 @@ def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
         if run.baseline is None and ("rate" in run.figures or run.figures.get("length", 1) > 1):
             run.baseline = False
         runs.append(run)
+    return _paired_by_name(runs)
+
+
+def _paired_by_name(runs: list[_Run]) -> list[_Run]:
+    """A run that names no setting but the same model as a speculative one ("Qwen3-8B" beside "Qwen3-8B-MTP", "7b"
+    beside "spec 7b") ran without speculation."""
     drafting = {r.identity for r in runs if r.baseline is False and r.identity}
     for run in runs:
         if run.baseline is None and run.identity in drafting:
