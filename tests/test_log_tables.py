@@ -219,3 +219,26 @@ def test_a_row_named_like_a_speculative_one_is_its_baseline(tmp_path: Path) -> N
     runs, _ = table_runs(text)
     assert [(r.setting, r.baseline) for r in runs] == [("Qwen3-8B Q8", True), ("Qwen3-8B-MTP Q8", False)]
     _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+
+
+def test_runs_listed_by_the_time_the_same_work_took(tmp_path: Path) -> None:
+    # A PR's test plan: each field names its setting, its value the time the same samples took (lower is better).
+    text = ("EAGLE-3 drafter, 200 samples, 10 concurrency:\n"
+            "Baseline (non-speculative): 133.24 s\nSpeculative decoding model: 215.84 s\nTotal output tokens: 106,678\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "took 215.84 s against 133.24 s" in cause.message
+    assert _causes(tmp_path, text.replace("215.84", "99.10")) == []
+
+
+def test_a_comparison_table_beside_the_engines_own_lines_is_judged_apart(tmp_path: Path) -> None:
+    # vLLM's SpecDecoding line (v1/spec_decode/metrics.py's format) and the poster's table of both runs' speeds.
+    text = ("(APIServer pid=1) INFO 05-06 06:11:23 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 2.61, "
+            "Accepted throughput: 50.10 tokens/s, Drafted throughput: 62.00 tokens/s, Accepted: 5010 tokens, Drafted: "
+            "6200 tokens, Per-position acceptance rate: 0.850, 0.760, Avg Draft acceptance rate: 80.8%\n\n"
+            "| config | output tok/s |\n|---|---|\n| no spec | 100.4 |\n| MTP k=2 | 81.0 |\n")
+    path = tmp_path / "paste.log"
+    path.write_text(text, encoding="utf-8")
+    report = diagnose(log_files=[path])
+    assert report.logs[0].runtime is Engine.vllm and report.logs[0].accepted == 5010  # the log's run, first, as read
+    assert [log.speed for log in report.logs[1:]] == [100.4, 81.0]
+    assert "SLOWER_THAN_BASELINE" in [c.code for c in report.causes]

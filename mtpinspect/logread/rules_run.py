@@ -286,7 +286,8 @@ def _keyed(runs: list[LogEvidence]) -> list[Cause]:
     that drafts less is not looked for in a table where speculation loses to no speculation at all."""
     keys: dict[str, list[LogEvidence]] = {}
     for run in runs:
-        keys.setdefault(run.group or "", []).append(run)
+        if run.group is not None:  # a table's run; a log's own run beside the table is not one of its keys
+            keys.setdefault(run.group, []).append(run)
     for key_runs in keys.values():
         bases = [r.speed for r in key_runs if r.baseline and r.speed]
         drafting = [r for r in key_runs if not r.baseline and r.speed]
@@ -296,7 +297,7 @@ def _keyed(runs: list[LogEvidence]) -> list[Cause]:
         rates = [r.acceptance for r in drafting if r.acceptance is not None]
         if all((r.speed or 0) < SLOWER * min(bases) for r in drafting) and (not rates or min(rates) >= FINE_ACCEPTANCE):
             return [_slower(base, drafting)]
-    return _deeper_is_slower([r for r in runs if not r.baseline and _drafting(r)])
+    return _deeper_is_slower([r for r in runs if r.group is not None and not r.baseline and _drafting(r)])
 
 
 def _without_drafting(log: LogEvidence) -> bool:
@@ -322,9 +323,10 @@ def _slower(base: LogEvidence, drafting: list[LogEvidence]) -> Cause:
     accepted = f"drafts are accepted ({min(rates):.0%} or more), but " if rates else ""
     key = f" at {base.group}" if base.group else ""
     unit = " tok/s" if base.speed_unit is None else base.speed_unit
+    shown = (f"best {best.speed:g} against {base.speed:g}{unit}" if unit != "1/s" else  # durations: as pasted
+             f"the fastest took {1 / best.speed:g} s against {1 / base.speed:g} s")
     return Cause("SLOWER_THAN_BASELINE", 0.6,
-                 f"{accepted}every speculative run{key} decodes slower than the run without it (best {best.speed:g} "
-                 f"against {base.speed:g}{unit}, as pasted)",
+                 f"{accepted}every speculative run{key} decodes slower than the run without it ({shown}, as pasted)",
                  (_row(base), *(_row(r) for r in drafting[:4])),
                  "leave speculative decoding off on this machine and model, or measure where it pays: mtpinspect sweep "
                  "MODEL (it times each n-max against the baseline)", (EvidenceSource.log,))

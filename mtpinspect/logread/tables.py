@@ -301,7 +301,8 @@ class TableRun:
     number: int
     speed: float | None = None  # tokens per second (a per-token latency read as its inverse), or a speed-up
     speed_from: str = ""  # how the speed was read when not as a speed ("from TPOT 14.20 ms")
-    unit: str = "tok/s"  # "x": a speed-up over the run without speculation (1 for that run, implied)
+    unit: str = "tok/s"  # "x": a speed-up over the run without speculation (1 for that run, implied); "1/s": the inverse
+    # of the time the same work took
     acceptance: float | None = None
     mean_length: float | None = None
 
@@ -514,6 +515,10 @@ def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
             continue
         run = _Run(block.heading, _setting(words), "", block.lines[0], block.numbers[0], {}, identity=_key_of(words))
         for (name, value), number, line in zip(block.rows, block.numbers, block.lines):
+            listed = _listed(name, value, line, number)
+            if listed is not None:  # "Baseline (non-speculative): 215.84 s": a run of its own
+                runs.append(listed)
+                continue
             figure = _figure(_words(name))
             if figure in ("speed", "latency", "rate", "length"):
                 timed = "speed" in run.figures or "latency" in run.figures
@@ -524,6 +529,29 @@ def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
             run.baseline = False
         runs.append(run)
     return _paired_by_name(runs)
+
+
+_DURATION = {"s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "ms": 1e-3, "min": 60.0, "mins": 60.0, "minutes": 60.0}
+
+
+def _listed(name: str, value: str, line: str, number: int) -> _Run | None:
+    """A field that is a run of its own: its name says the setting, its value a decode speed or the time the same work
+    took ("Speculative decoding model: 133.24 s"); None otherwise."""
+    words = _words(name)
+    said = _setting(words)
+    read = _number(value)
+    if said is None or read is None or _figure(words) in ("length", "rate", "ratio", "speedup", "latency"):
+        return None
+    amount, unit = read
+    run = _Run(name.strip(" *_`")[:120], said, "", line, number, {}, identity=_key_of(words))
+    if _cell_figure(value) == "speed":
+        run.figures["speed"] = amount
+    elif unit in _DURATION and amount > 0:
+        run.figures["duration"] = amount * _DURATION[unit]
+        run.latency_cell = value.strip()[:40]
+    else:
+        return None
+    return run
 
 
 def _paired_by_name(runs: list[_Run]) -> list[_Run]:
@@ -542,6 +570,9 @@ def _as_table_runs(run: _Run) -> list[TableRun]:
     speed, source = run.figures.get("speed"), ""
     if speed is None and "latency" in run.figures:
         speed, source = run.figures["latency"], f"from {run.latency_cell} per token"
+    if speed is None and "duration" in run.figures:  # the time the same work took: lower is better
+        return [] if run.baseline is None else [TableRun(run.setting, bool(run.baseline), run.key, run.line, run.number,
+                                                         1 / run.figures["duration"], f"took {run.latency_cell}", "1/s")]
     if run.baseline is False and speed is None and "speedup" in run.figures:
         implied = TableRun("the run without speculation (1x, as the speed-up column implies)", True, run.key, run.line,
                            run.number, 1.0, unit="x")
