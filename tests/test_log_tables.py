@@ -203,7 +203,7 @@ def test_a_speedup_column_implies_the_run_without_speculation(tmp_path: Path) ->
     text = ("EAGLE-3 results:\n\n| batch size | Speedup | accept length |\n|---|---|---|\n| 1 | 1.82x | 3.1 |\n"
             "| 16 | 1.21x | 3.0 |\n| 64 | 0.84x | 3.0 |\n")
     cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
-    assert "batch size=64" in cause.message and "0.84 against 1x" in cause.message
+    assert "bs=64" in cause.message and "0.84 against 1x" in cause.message
     assert _causes(tmp_path, text.replace("0.84x", "1.05x")) == []
 
 
@@ -242,3 +242,19 @@ def test_a_comparison_table_beside_the_engines_own_lines_is_judged_apart(tmp_pat
     assert report.logs[0].runtime is Engine.vllm and report.logs[0].accepted == 5010  # the log's run, first, as read
     assert [log.speed for log in report.logs[1:]] == [100.4, 81.0]
     assert "SLOWER_THAN_BASELINE" in [c.code for c in report.causes]
+
+
+def test_metrics_by_row_leave_out_the_prompts_speed_and_other_units(tmp_path: Path) -> None:
+    # Prefill slows down with a drafter loaded; decoding is what speculation is for. Memory in GB is no speed.
+    text = ("| | baseline | MTP |\n|---|---|---|\n| Prefill | 2400 | 1900 |\n| VRAM | 20 GB | 14 GB |\n"
+            "| Decode | 50.1 | 71.3 |\n")
+    assert _causes(tmp_path, text) == []
+    assert _cause(tmp_path, text.replace("71.3", "40.2"), "SLOWER_THAN_BASELINE")
+
+
+def test_one_key_spelled_two_ways_across_two_tables(tmp_path: Path) -> None:
+    text = ("**Without speculative decoding**\n\n| batch size | throughput |\n|---|---|\n| 1 | 95.0 |\n| 8 | 610.0 |\n\n"
+            "**With MTP (2 draft tokens)**\n\n| bs | throughput | accept len |\n|---|---|---|\n| 1 | 150.0 | 2.4 |\n"
+            "| 8 | 480.0 | 2.3 |\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "bs=8" in cause.message and "480" in cause.message

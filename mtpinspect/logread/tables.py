@@ -231,7 +231,13 @@ _SPEED = re.compile(r"\bspeed\b|\bdecode\b|\btg\d*\b|\bgen(?:eration)? rate\b|\b
 _LENGTH = re.compile(r"\baccept(?:ance|ed)? len(?:gth)?\b|\bacc len\b|\bmean len\b|\bavg len\b|\bal\b|\btau\b|τ|acceptance length")
 _RATE = re.compile(r"\baccept(?:ance|ed)?\b|\bacc rate\b|\bacc %|\baccpt\b")
 _KEY = re.compile(r"^(?:bs|batch(?: size)?|concurrency|conc|c|max concurrency|qps|request rate|rps|prompt|prompts|case|dataset|task|"
-                  r"category|input len|output len|isl|osl|ctx|context|seq len|gpu|gpus|tp|scenario|workload|test|depth)$")
+                  r"category|input len|output len|isl|osl|ctx|context|seq len|gpu|gpus|tp|scenario|workload|test|depth|hardware|device|"
+                  r"backend|platform|machine)$")
+# One key spelled several ways in one paste's tables ("bs" in one, "batch size" in the next).
+_KEY_NAMES = {"batch": "bs", "batch size": "bs", "c": "concurrency", "conc": "concurrency",
+              "max concurrency": "concurrency", "prompts": "prompt", "gpus": "gpu", "ctx": "context"}
+_PROMPT_ROW = re.compile(r"\bpp\d*\b|\bprefill\b|\bprompt (?:processing|eval)|\bttft\b|\binput\b")
+_SPEED_UNITS = frozenset({"", "tok/s", "t/s", "tokens/s", "token/s", "tps", "toks/s", "tok/sec", "tokens/sec", "tk/s"})
 _PROMPT_TEST = re.compile(r"^(?:pp\d*|prefill|prompt processing)$")
 _YES = frozenset({"yes", "y", "on", "true", "enabled", "✓", "✔", "x"})
 _NO = frozenset({"no", "n", "off", "false", "disabled", "✗", "✘", "-", "—", "none", "0"})
@@ -337,8 +343,8 @@ def _put(run: _Run, figure: str, cell: str, percent: bool) -> None:
         if seconds and "latency" not in run.figures:
             run.figures["latency"] = 1 / seconds
             run.latency_cell = cell.strip(" *_`")[:40]
-    elif figure == "speed" and "speed" not in run.figures:
-        run.figures["speed"] = value
+    elif figure == "speed" and "speed" not in run.figures and unit in _SPEED_UNITS:
+        run.figures["speed"] = value  # a bare number or one in tokens per second, never "12 GB" under a speed's name
     elif figure == "speedup" and 0 < value <= 50 and unit in ("", "x", "×"):
         run.figures.setdefault("speedup", value)
 
@@ -349,7 +355,7 @@ def _cell_figure(cell: str) -> str | None:
     if read is None:
         return None
     unit = read[1]
-    return "speed" if unit in ("tok/s", "t/s", "tokens/s", "token/s", "tps", "toks/s") else \
+    return "speed" if unit in _SPEED_UNITS - {""} else \
         "latency" if unit in ("ms", "ms/tok", "ms/token") else None
 
 
@@ -363,7 +369,7 @@ def _rows_as_runs(table: Table, kinds: list[str | None], settings: list[bool | N
         for i, cell in enumerate(cells):
             words = _words(cell)
             if kinds[i] == "key":
-                keys.append(f"{header[i]}={words}")
+                keys.append(f"{_KEY_NAMES.get(header[i], header[i])}={words}")
                 prompt = prompt or _PROMPT_TEST.match(words) is not None
             elif kinds[i] == "depth":
                 read = _number(cell)
@@ -426,6 +432,8 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
         if both and timed != {True, False}:
             continue  # one side only ("—" for the other): no pair to compare
         row_words = _words(cells[label]) if label is not None else ""
+        if _PROMPT_ROW.search(row_words):
+            continue  # the prompt's processing (prefill, pp512, TTFT): not decoding, whatever its unit
         row_figure = _figure(row_words)
         row_key = _key_of(row_words)
         extra = {kinds[i]: cell for i, cell in enumerate(cells) if kinds[i] in ("rate", "length")}
