@@ -282,8 +282,8 @@ def compared_runs(logs: Sequence[LogEvidence]) -> list[Cause]:
 def _keyed(runs: list[LogEvidence]) -> list[Cause]:
     """A table's runs, each compared only with the runs of its key (batch size, prompt, the speed column's condition):
     where every speculative run of a key decodes slower than that key's run without speculation, and its drafts are
-    accepted (or the table does not say), speculation costs more than it gains there: SLOWER_THAN_BASELINE. A run
-    that drafts less is not looked for in a table where speculation loses to no speculation at all."""
+    accepted (or the table does not say), speculation costs more than it gains there: SLOWER_THAN_BASELINE. Else a run
+    that drafts more tokens and decodes slower than one of its key that drafts fewer: NMAX_TOO_HIGH."""
     keys: dict[str, list[LogEvidence]] = {}
     for run in runs:
         if run.group is not None:  # a table's run; a log's own run beside the table is not one of its keys
@@ -297,7 +297,9 @@ def _keyed(runs: list[LogEvidence]) -> list[Cause]:
         rates = [r.acceptance for r in drafting if r.acceptance is not None]
         if all((r.speed or 0) < SLOWER * min(bases) for r in drafting) and (not rates or min(rates) >= FINE_ACCEPTANCE):
             return [_slower(base, drafting)]
-    return _deeper_is_slower([r for r in runs if r.group is not None and not r.baseline and _drafting(r)])
+    # Draft lengths compared within a key too: another model's or batch size's runs are no deeper drafts of these.
+    return next((found for key_runs in keys.values()
+                 if (found := _deeper_is_slower([r for r in key_runs if not r.baseline and _drafting(r)]))), [])
 
 
 def _without_drafting(log: LogEvidence) -> bool:

@@ -236,6 +236,9 @@ _KEY = re.compile(r"^(?:bs|batch(?: size)?|concurrency|conc|c|max concurrency|qp
 # One key spelled several ways in one paste's tables ("bs" in one, "batch size" in the next).
 _KEY_NAMES = {"batch": "bs", "batch size": "bs", "c": "concurrency", "conc": "concurrency",
               "max concurrency": "concurrency", "prompts": "prompt", "gpus": "gpu", "ctx": "context"}
+# A cell of speeds before and after speculation was turned on ("22.7 → 40.6 (+79%)"), under a speed's or a change's name.
+_ARROW = re.compile(r"(?P<before>\d{1,6}(?:\.\d{1,6})?)\s*(?:t/s|tok/s|tps)?\s*(?:→|->|=>|⇒)\s*(?P<after>\d{1,6}(?:\.\d{1,6})?)")
+_CHANGE = re.compile(r"δ|\bdelta\b|\bchange\b")
 _PROMPT_ROW = re.compile(r"\bpp\d*\b|\bprefill\b|\bprompt (?:processing|eval)|\bttft\b|\binput\b")
 _SPEED_UNITS = frozenset({"", "tok/s", "t/s", "tokens/s", "token/s", "tps", "toks/s", "tok/sec", "tokens/sec", "tk/s"})
 _PROMPT_TEST = re.compile(r"^(?:pp\d*|prefill|prompt processing)$")
@@ -404,6 +407,13 @@ def _rows_as_runs(table: Table, kinds: list[str | None], settings: list[bool | N
         if ("rate" in run.figures or run.figures.get("length", 1) > 1) and run.baseline is True and not \
                 any(_BASELINE.search(_words(c)) for c in cells):
             run.baseline = False  # "n-max 0" that still drafted: its acceptance says so
+        arrow = next((found for i, cell in enumerate(cells) if kinds[i] == "arrow" and (found := _ARROW.search(cell))), None)
+        if arrow is not None:  # "22.7 → 40.6 (+79%)": the row's run without speculation, then with it
+            key = ", ".join(filter(None, [run.key, run.setting or run.identity or str(number)]))
+            runs.append(_Run(f"{run.setting} (without speculation)", True, key, line, number,
+                             {"speed": float(arrow["before"])}))
+            runs.append(_Run(run.setting, False, key, line, number, {**run.figures, "speed": float(arrow["after"])}))
+            continue
         if len(speeds) > 1:  # several speed columns: each its own condition ("think ON", "predictable")
             for i in speeds:
                 one = _Run(run.setting, run.baseline, ", ".join(filter(None, [run.key, _key_of(header[i]) or header[i]])),
@@ -462,6 +472,8 @@ def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None,
         return "key", None
     if _DEPTH_COLUMN.match(words):
         return "depth", None
+    if (figure == "speed" or _CHANGE.search(words)) and any(_ARROW.search(c) for c in column):
+        return "arrow", None  # "Decode Δ": "22.7 → 40.6 (+79%)", before and after speculation
     values = {_words(c) for c in column if c.strip()}
     numeric = sum(1 for c in column if _number(c) is not None)
     said = _setting(words) if words else None
