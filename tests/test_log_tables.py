@@ -258,3 +258,12 @@ def test_one_key_spelled_two_ways_across_two_tables(tmp_path: Path) -> None:
             "| 8 | 480.0 | 2.3 |\n")
     cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
     assert "bs=8" in cause.message and "480" in cause.message
+
+
+def test_a_serving_benchmark_table_with_thousands_separators(tmp_path: Path) -> None:
+    # `vllm bench serve` metrics set side by side: requests per second and TTFT are no decode speed; "1,200.5" is one
+    # number.
+    text = ("| Metric | baseline | EAGLE-3 (k=3) |\n|---|---|---|\n| Request throughput (req/s) | 2.10 | 2.55 |\n"
+            "| Output token throughput (tok/s) | 1,200.5 | 1,050.2 |\n| Mean TTFT (ms) | 120 | 160 |\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "1050.2 against 1200.5" in cause.message

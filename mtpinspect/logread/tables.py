@@ -144,7 +144,7 @@ def tables(text: str) -> list[Table]:
     return found
 
 
-_NUMBER = re.compile(r"^[*_`~≈\s]*[~≈]?\s*(?P<value>\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<unit>%|[a-zA-Zµ/×]{1,12}(?:/s)?)?")
+_NUMBER = re.compile(r"^[*_`~≈\s]*[~≈]?\s*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<unit>%|[a-zA-Zµ/×]{1,12}(?:/s)?)?")
 
 
 # A results block: "name: value" lines under a label ("spec 7b", "**Without MTP**"), as a client script or a
@@ -192,7 +192,7 @@ def _number(cell: str) -> tuple[float, str] | None:
     found = _NUMBER.match(cell)
     if found is None:
         return None
-    return float(found["value"]), (found["unit"] or "").lower()
+    return float(found["value"].replace(",", "")), (found["unit"] or "").lower()  # "1,735.90": thousands
 
 
 def _is_header(cells: tuple[str, ...]) -> bool:
@@ -551,6 +551,7 @@ def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
     return _paired_by_name(runs)
 
 
+_RATE_NOTE = re.compile(r"(?i)(?P<before>\d{1,3}(?:\.\d{1,4})?)\s*%\s*(?:accept|acc\b)|accept\w*\D{0,12}?(?P<after>\d{1,3}(?:\.\d{1,4})?)\s*%")
 _DURATION = {"s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "ms": 1e-3, "min": 60.0, "mins": 60.0, "minutes": 60.0}
 
 
@@ -566,6 +567,9 @@ def _listed(name: str, value: str, line: str, number: int) -> _Run | None:
     run = _Run(name.strip(" *_`")[:120], said, "", line, number, {}, identity=_key_of(words))
     if _cell_figure(value) == "speed":
         run.figures["speed"] = amount
+        note = _RATE_NOTE.search(value)  # "19.8 tok/s (acceptance 71%)"
+        if note is not None and not said and float(note["after"] or note["before"]) <= 100:
+            run.figures["rate"] = float(note["after"] or note["before"]) / 100
     elif unit in _DURATION and amount > 0:
         run.figures["duration"] = amount * _DURATION[unit]
         run.latency_cell = value.strip()[:40]
