@@ -73,9 +73,6 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
         "llama.cpp-ik-spec-bench-qwen38-mtp-repeat-summary-healthy.log":
             "llama-spec-bench's repeat summary names its columns 'rate mean/std' and 'a.len mean/std': a bare 'rate' "
             "column is not read as acceptance (too many tables have one), so its rows are not read",
-        "vllm-v0-ngram-qwen2-7b-client-decode-speed-two-servers.log":
-            "two client result blocks read as two runs (logread/tables.py), each a speed; the index gives them under "
-            "the collector's keys (baseline_decode_speed, spec_decode_speed), not a run's figures",
         "llama.cpp-spark-qwen36-27b-mtp-llama-benchy-box-table.log":
             "llama-benchy's box-drawing table holds speeds only (pp t/s, tg t/s), no acceptance: nothing to read",
         "koboldcpp-gemma4-12b-no-drafting-launcher-vs-llama-server-tg-compare.log":
@@ -87,31 +84,10 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
         # The third set's set-aside half (issue 42), scored once and then folded in.
         "vllm-v1-eagle3-pr-llama31-8b-h100-bs1-vanilla-eagle1-k-speedup-bullets.log":
             'speeds and speedups in prose bullets (vanilla, EAGLE 1/3 K=n), no acceptance: no metrics line read',
-        "vllm-0271-qwen38-27b-mtp-decode-vs-no-speculation-table.log":
-            "a Markdown table of decode tok/s read as four runs (logread/tables.py); the index keys are the collector's "
-            "(no_spec_tps, mtp.n1...), not a run's figures",
-        "llama.cpp-b9330-metal-qwen35-9b-mtp-vs-baseline-table-head.log":
-            "an indented Markdown table read as four runs, one per row and think ON/OFF column (logread/tables.py); "
-            "the index keys are the collector's (baseline_think_on, ...), not a run's figures",
         "vllm-kimi-k25-eagle3-pr-curl-metrics-grep-spec-decode-diff-prefixed.log":
             "a /metrics grep pasted with diff '+' prefixes holding only a drafts counter; the acceptance is in the poster's prose: no metrics line read",
         "llama.cpp-adaptive-mtp-pr-early-version-adaptive-n-accept-lines.log":
             "an early adaptive-MTP fork's 'adaptive n : a -> b' lines are no format the reader knows; the index gives their count and the largest n",
-        "ollama-qwen38-27b-mtp-gguf-apple-silicon-predictable-vs-unpredictable-table.log":
-            "a fixed-width text table read as runs per row and column (logread/tables.py); the index keys are the "
-            "collector's (gguf_q4km: [two speeds]), not a run's figures",
-        "vllm-0271-rtx-pro-6000-qwen38-mtp-baseline-vs-flag-nmax-table.log":
-            "a table whose Baseline / With flag columns are read as runs per row (logread/tables.py); the index keys "
-            "are the collector's (baseline, nmax2.tps...), not a run's figures",
-        "sglang-specforge-qwen3-30b-a3b-eagle3-densehead-base-vs-eagle3-bs-tables.log":
-            "two tables read as runs by batch size (logread/tables.py); the index gives the collector's summary "
-            "(base_bs1, eagle3_bs1_best, acc_len_range), not a run's figures",
-        "sglang-mimo-v25-multi-layer-eagle-pre-fix-tpot-regression-table.log":
-            "a table of metrics by row read as runs per column and concurrency (logread/tables.py); the index keys are "
-            "the collector's (c1_tpot_ms: [two values]), not a run's figures",
-        "vllm-glm-ocr-mtp-eager-vs-cuda-graph-speedup-table.log":
-            "a table of no_mtp/mtp columns read as runs per prompt and path (logread/tables.py); the index keys are "
-            "the collector's (receipt.no_mtp_graph, graph_ratio_mean), not a run's figures",
         # The fourth set's built-on half (issue 42), folded in with the collector's figures as they came.
         "llama.cpp-beellama-fork-dflash-qwen36-27b-output-length-accept-table.log":
             "a fork's table by output length; the index gives its rows under the collector's key 'rows', not a run's figures",
