@@ -89,8 +89,6 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
         "llama.cpp-adaptive-mtp-pr-early-version-adaptive-n-accept-lines.log":
             "an early adaptive-MTP fork's 'adaptive n : a -> b' lines are no format the reader knows; the index gives their count and the largest n",
         # The fourth set's built-on half (issue 42), folded in with the collector's figures as they came.
-        "llama.cpp-beellama-fork-dflash-qwen36-27b-output-length-accept-table.log":
-            "a fork's table by output length; the index gives its rows under the collector's key 'rows', not a run's figures",
         "vllm-eagle3-minicpm3-pr-test-plan-acceptance-per-token-speedup-block.log":
             "a PR's test-plan block; the index keys are the collector's (baseline_s, speculative_s, speedup, "
             "num_draft_proposals), not the reader's figures",
