@@ -267,3 +267,12 @@ def test_a_serving_benchmark_table_with_thousands_separators(tmp_path: Path) -> 
             "| Output token throughput (tok/s) | 1,200.5 | 1,050.2 |\n| Mean TTFT (ms) | 120 | 160 |\n")
     cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
     assert "1050.2 against 1200.5" in cause.message
+
+
+def test_a_with_column_beside_a_baseline_column(tmp_path: Path) -> None:
+    # "With <something>" beside "Baseline" is the setting compared, where the table is tied to speculative decoding.
+    text = "| | Baseline | With the patch | n-max |\n|---|---|---|---|\n| 3090 | 44.0 | 35.2 (-20%) | 3 |\n"
+    _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert _causes(tmp_path, text.replace("35.2 (-20%)", "61.0 (+39%)")) == []
+    # the same shape from a database's changelog: nothing ties it to speculative decoding
+    assert table_runs(text.replace("n-max", "shards")) == ([], None)

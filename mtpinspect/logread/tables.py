@@ -209,7 +209,8 @@ _BASELINE = re.compile(r"\b(?:baseline|base model|no spec(?:ulation|ulative(?: d
                        r"speculation|mtp|draft(?:ing)?|eagle\d?|nextn) (?:off|disabled)|no (?:mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|"
                        r"non mtp|vanilla|autoregressive|target (?:model )?only|(?:plain|standard|normal|regular) decoding)\b")
 _SPEC = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|draft(?:ing|er)?|spec(?:ulative|ulation)?|spec ?dec(?:oding|ode)?|medusa|"
-                   r"dflash|ngram|lookahead|n ?max|num speculative tokens|with flag)(?![a-z])")
+                   r"dflash|ngram|lookahead|n ?max|num speculative tokens)(?![a-z])")
+_WITH = re.compile(r"^(?:with|w/) \w")
 # Words only speculative decoding uses: a table holding one is tied to it on its own. A bare "draft" or "spec" is
 # not (a blog's "draft posts", a build's "spec" target): those tables need the paste's tie (SPECULATIVE_WORDS).
 _TIE = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|medusa|dflash|speculative|speculation|spec ?dec(?:oding|ode)?|n ?max|"
@@ -499,6 +500,11 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
     kinds, settings = [k for k, _ in read], [s for _, s in read]
     if not tie and not any(_TIE.search(_words(c)) for c in (*table.header, table.heading, *(r[0] for r in table.rows))):
         return []
+    if True in settings and False not in settings:
+        # Beside a "Baseline" column, a column of figures named "With <something>" is the setting compared with it
+        # ("With flag", "With the patch"): in a table tied to speculative decoding, its speculation.
+        settings = [False if s is None and kinds[i] in (None, "speed", "latency") and _WITH.match(_words(cell)) else s
+                    for i, (cell, s) in enumerate(zip(table.header, settings))]
     if any(s is not None for s in settings):
         return _columns_as_runs(table, kinds, settings)
     runs = _paired_by_name(_rows_as_runs(table, kinds, settings))
