@@ -64,6 +64,8 @@ _BLOCK = "".join([
     "┃ Config ┃ " + "tg t/s ┃ " * 20 + "\n" + ("│ MTP n-max 3 │ " + "1" * 60 + " │ " * 20 + "\n") * 200,
     "mode,baseline,eagle3\n" + ("no spec," + "9" * 30 + "," + "1." * 30 + "\n") * 200,
     "spec 7b:\n" + ("decode speed:  " + "6" * 60 + " token/s\n" + "Backend: x\n") * 200,
+    "| config | MTP tok/s | baseline |\n" + ("| " + "~ " * 900 + "x | 1" + " " * 900 + "→ | 2 |\n") * 20,
+    ("=" * 199 + "\n") * 200 + ("a: 1\n" * 3),
 ])
 
 

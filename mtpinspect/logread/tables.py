@@ -5,16 +5,21 @@ tables come in every shape (Markdown pipes with or without outer pipes, box-draw
 spaces or tabs, comma-separated rows, several tables in one paste, a table cut after its head) and every
 orientation (a run per row, a run per column with metrics by row). None of that says what a cell means: the
 words do. So a table is first cut into cells (:func:`tables`), then each header cell and each row's first cell
-is classified by its words (:func:`_kind`):
+is classified by its words (:func:`_column_kind`, :func:`_setting`, :func:`_figure`):
 
 - a setting: a run without speculative decoding (baseline, no spec, without MTP, vanilla, off, n-max 0) or with
   it (MTP, NextN, EAGLE, draft, spec, n-max k, num_speculative_tokens k); a column whose cells say yes/no under
   a drafter's name ("MTP heads"); a draft-length column (n-max, num_draft, steps, topk);
 - a figure: a speed (tok/s, t/s, tokens/s, throughput: higher is better), a per-token latency (TPOT, ITL,
-  ms/token: lower is better, read as tokens per second), a speed-up ratio (not a run's figure), an acceptance
-  rate, an acceptance length (AL, mean len);
-- a key: what the runs compared must share (batch size, concurrency, prompt, dataset; a speed column's own
-  words, "think ON", "eager").
+  ms/token: lower is better, read as tokens per second), a speed-up (the speculative run over a 1x run without it;
+  other ratios say no whose), a speed before and after ("22.7 → 40.6"), an acceptance rate, an acceptance length
+  (AL, mean len); the prompt's speed (pp512, prefill, TTFT) and requests per second are no decode speed;
+- a key: what the runs compared must share (batch size, concurrency, prompt, dataset, llama-bench's test; a speed
+  column's own words, "think ON", "eager"; the model a row with speculation and one without both name).
+
+Results blocks ("name: value" lines under a label, as a client script or a serving benchmark prints them) are
+tables of one run, metrics by row (:func:`field_blocks`); a field that names its setting and a speed or the time the
+same work took is a run of its own.
 
 Each run becomes a :class:`TableRun`: its setting, whether it ran without speculation, its key, its speed and
 acceptance. Runs are compared only within one key (rules_run.py). A table that has no tie to speculative
@@ -144,7 +149,7 @@ def tables(text: str) -> list[Table]:
     return found
 
 
-_NUMBER = re.compile(r"^[*_`~≈\s]*[~≈]?\s*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<unit>%|[a-zA-Zµ/×]{1,12}(?:/s)?)?")
+_NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<unit>%|[a-zA-Zµ/×]{1,12}(?:/s)?)?")
 
 
 # A results block: "name: value" lines under a label ("spec 7b", "**Without MTP**"), as a client script or a
@@ -152,9 +157,14 @@ _NUMBER = re.compile(r"^[*_`~≈\s]*[~≈]?\s*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?
 _FIELD = re.compile(r"^[-*>\s]{0,6}(?P<name>[A-Za-z#(][^:=|\n]{0,70}?)\s*[:=]\s+[*_`]{0,2}(?P<value>[~≈]?\d[^\n]{0,60})$")
 
 
-# Lines inside a results block that are no figure of it: "Backend: sglang", a section banner "----End-to-End----".
+# Lines inside a results block that are no figure of it: "Backend: sglang" (and a section banner, _banner).
 _WORDED_FIELD = re.compile(r"^[-*>\s]{0,6}[A-Za-z][^:=|\n]{0,70}?:\s+\S[^\n]{0,80}$")
-_BANNER = re.compile(r"^\s*[=\-#*]{3,}[^\n]{0,80}?[=\-#*]{3,}\s*$")
+
+
+def _banner(line: str) -> bool:
+    """A section line of a results block: "============ Serving Benchmark Result ============", "----End-to-End----"."""
+    text = line.strip()
+    return len(text) >= 6 and all(c in "=-#*" for c in text[:3]) and all(c in "=-#*" for c in text[-3:])
 
 
 def field_blocks(text: str) -> list[Table]:
@@ -177,7 +187,7 @@ def field_blocks(text: str) -> list[Table]:
                 label = above
             block.append((number, raw, (field["name"].strip(" *_`"), field["value"].strip())))
             continue
-        if short and (_WORDED_FIELD.match(raw) or _BANNER.match(raw)):
+        if short and (_WORDED_FIELD.match(raw) or _banner(raw)):
             continue  # inside a block, or between its label and its first figure
         close()
         block = []
@@ -238,7 +248,7 @@ _KEY = re.compile(r"^(?:bs|batch(?: size)?|concurrency|conc|c|max concurrency|qp
 _KEY_NAMES = {"batch": "bs", "batch size": "bs", "c": "concurrency", "conc": "concurrency",
               "max concurrency": "concurrency", "prompts": "prompt", "gpus": "gpu", "ctx": "context"}
 # A cell of speeds before and after speculation was turned on ("22.7 → 40.6 (+79%)"), under a speed's or a change's name.
-_ARROW = re.compile(r"(?P<before>\d{1,6}(?:\.\d{1,6})?)\s*(?:t/s|tok/s|tps)?\s*(?:→|->|=>|⇒)\s*(?P<after>\d{1,6}(?:\.\d{1,6})?)")
+_ARROW = re.compile(r"(?P<before>\d{1,6}(?:\.\d{1,6})?)\s{0,8}(?:t/s|tok/s|tps)?\s{0,8}(?:→|->|=>|⇒)\s{0,8}(?P<after>\d{1,6}(?:\.\d{1,6})?)")
 _CHANGE = re.compile(r"δ|\bdelta\b|\bchange\b")
 _PROMPT_ROW = re.compile(r"\bpp\d*\b|\bprefill\b|\bprompt (?:processing|eval)|\bttft\b|\binput\b")
 _SPEED_UNITS = frozenset({"", "tok/s", "t/s", "tokens/s", "token/s", "tps", "toks/s", "tok/sec", "tokens/sec", "tk/s"})
@@ -363,7 +373,7 @@ def _cell_figure(cell: str) -> str | None:
         "latency" if unit in ("ms", "ms/tok", "ms/token") else None
 
 
-def _rows_as_runs(table: Table, kinds: list[str | None], settings: list[bool | None]) -> list[_Run]:
+def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
     """A run per row: label and setting columns say what it is, figure columns what it measured."""
     runs: list[_Run] = []
     header = [_words(c) for c in table.header]
@@ -507,7 +517,7 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
                     for i, (cell, s) in enumerate(zip(table.header, settings))]
     if any(s is not None for s in settings):
         return _columns_as_runs(table, kinds, settings)
-    runs = _paired_by_name(_rows_as_runs(table, kinds, settings))
+    runs = _paired_by_name(_rows_as_runs(table, kinds))
     # Where a row with speculation names the same model or build as a row without ("GGUF q4_K_M" and "GGUF mtp-q4_K_M"),
     # what the rows name is part of the key: another engine's row ("MLX nvfp4") has no baseline of its own to beat.
     plain = {r.identity for r in runs if r.baseline is True and r.identity}
