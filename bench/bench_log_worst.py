@@ -65,6 +65,14 @@ _BLOCK = "".join([
     "#4 " + "sglang::ngra" * 1300 + "\n" + "ngram::" * 2000 + "\n" + "_Z24common_speculativ" * 700 + "\n",
     "llama_context" + "::graph_mt" * 1500 + "\n" + "missing tensor 'blk." + "1" * 16000 + "\n",
     "llama_model_loader: - kv 1: general.name str = " + "mt" * 8000 + "\n",
+    # The tables read by their words (logread/tables.py): aligned columns a line short of the longest a table may
+    # have, a box table's rows of near-numbers, comma rows under a header, results blocks of near-fields.
+    "config  " + "MTP tok/s  baseline  " * 90 + "\n" + ("x  " + "1.5 tok/s  2  " * 140 + "\n") * 300,
+    "┃ Config ┃ " + "tg t/s ┃ " * 20 + "\n" + ("│ MTP n-max 3 │ " + "1" * 60 + " │ " * 20 + "\n") * 200,
+    "mode,baseline,eagle3\n" + ("no spec," + "9" * 30 + "," + "1." * 30 + "\n") * 200,
+    "spec 7b:\n" + ("decode speed:  " + "6" * 60 + " token/s\n" + "Backend: x\n") * 200,
+    "| config | MTP tok/s | baseline |\n" + ("| " + "~ " * 900 + "x | 1" + " " * 900 + "→ | 2 |\n") * 20,
+    ("=" * 199 + "\n") * 200 + ("a: 1\n" * 3),
 ])
 
 

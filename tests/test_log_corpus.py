@@ -53,19 +53,14 @@ def _ids(entries: list[dict[str, Any]]) -> list[str]:
 
 # Pastes the reader refuses outright (no line of them is a format it knows): every figure check of theirs fails
 # for the same reason, said once here.
-_REFUSED_TABLES: dict[str, str] = {
-    "vllm-0271-rtx-pro-6000-qwen38-mtp-baseline-vs-flag-nmax-table.log":
-        "a Markdown table with an empty first header cell (Baseline / With flag / n-max / Acceptance): no line of it is a format the reader knows: refused (see the entry's known_miss)",
-    "sglang-specforge-qwen3-30b-a3b-eagle3-densehead-base-vs-eagle3-bs-tables.log":
-        "two pipe tables without leading pipes (base throughput by bs; EAGLE3 throughput and acc len by bs): no line of it is a format the reader knows: refused (see the entry's known_miss)",
-    "sglang-mimo-v25-multi-layer-eagle-pre-fix-tpot-regression-table.log":
-        "a table of metrics by row (Mean TPOT, Output tok/s) under 'no EAGLE' / 'EAGLE pre-fix' columns: no line of it is a format the reader knows: refused (see the entry's known_miss)",
-    "vllm-glm-ocr-mtp-eager-vs-cuda-graph-speedup-table.log":
-        "a table of no_mtp/mtp tok/s for eager and CUDA-graph paths ('--' rule, leading pipe on the header only): no line of it is a format the reader knows: refused (see the entry's known_miss)",
-}
 _REFUSED_FORK_ROWS: dict[str, str] = {
     "llama.cpp-am17an-mtp-pr7-suspicious-high-acceptance-vs-mtp-clean-rows.log":
         "rows of a fork's bench results in the poster's own layout: no line of it is a format the reader knows (refused; the thread's answer, no cause, is still given)",
+}
+_REFUSED_FOURTH: dict[str, str] = {
+    "vllm-habana-fork-dsr1-mtp-vs-no-spec-acceptance-rate-lists-bs4.log":
+        "a test script's 'Method:' blocks with 'Acceptance rate: [a, b]' count lists: no line of it is a format the "
+        "reader knows: refused (see the entry's known_miss)",
 }
 
 # Pastes whose index figures the reader does not read, each with why (strict xfails: a check that starts to pass is
@@ -78,8 +73,6 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
         "llama.cpp-ik-spec-bench-qwen38-mtp-repeat-summary-healthy.log":
             "llama-spec-bench's repeat summary names its columns 'rate mean/std' and 'a.len mean/std': a bare 'rate' "
             "column is not read as acceptance (too many tables have one), so its rows are not read",
-        "vllm-v0-ngram-qwen2-7b-client-decode-speed-two-servers.log":
-            "client decode-speed lines of two result blocks, no acceptance: not read (see the entry's known_miss)",
         "llama.cpp-spark-qwen36-27b-mtp-llama-benchy-box-table.log":
             "llama-benchy's box-drawing table holds speeds only (pp t/s, tg t/s), no acceptance: nothing to read",
         "koboldcpp-gemma4-12b-no-drafting-launcher-vs-llama-server-tg-compare.log":
@@ -91,27 +84,36 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
         # The third set's set-aside half (issue 42), scored once and then folded in.
         "vllm-v1-eagle3-pr-llama31-8b-h100-bs1-vanilla-eagle1-k-speedup-bullets.log":
             'speeds and speedups in prose bullets (vanilla, EAGLE 1/3 K=n), no acceptance: no metrics line read',
-        "vllm-0271-qwen38-27b-mtp-decode-vs-no-speculation-table.log":
-            "a Markdown table of decode tok/s with a 'no speculation' row and MTP n=1..3 rows: not read as runs (see the entry's known_miss); the index keys are the collector's",
-        "llama.cpp-b9330-metal-qwen35-9b-mtp-vs-baseline-table-head.log":
-            "an indented Markdown table with think ON/OFF tok/s columns and a baseline row: not read as runs (see the entry's known_miss); the index keys are the collector's",
         "vllm-kimi-k25-eagle3-pr-curl-metrics-grep-spec-decode-diff-prefixed.log":
             "a /metrics grep pasted with diff '+' prefixes holding only a drafts counter; the acceptance is in the poster's prose: no metrics line read",
         "llama.cpp-adaptive-mtp-pr-early-version-adaptive-n-accept-lines.log":
             "an early adaptive-MTP fork's 'adaptive n : a -> b' lines are no format the reader knows; the index gives their count and the largest n",
-        "ollama-qwen38-27b-mtp-gguf-apple-silicon-predictable-vs-unpredictable-table.log":
-            "a fixed-width text table of tok/s with an 'MTP heads' column, no acceptance: not read as runs (see the entry's known_miss)",
-        **_REFUSED_TABLES, **_REFUSED_FORK_ROWS,
+        # The fourth set's built-on half (issue 42), folded in with the collector's figures as they came.
+        "vllm-eagle3-minicpm3-pr-test-plan-acceptance-per-token-speedup-block.log":
+            "a PR's test-plan block; the index keys are the collector's (baseline_s, speculative_s, speedup, "
+            "num_draft_proposals), not the reader's figures",
+        "vllm-eagle3-llama4-maverick-verifier-pr-results-bullets.log":
+            "prose bullets of a PR's results; the index gives the per-position rates as numbers in the collector's "
+            "layout, not as the lines print them",
+        "sglang-npu-prefix-cache-pr-bench-serving-command-warning-decode-batch-accept-len.log":
+            "SGLang Decode batch lines; the index also keys the collector's gen_throughput, cached_tokens, time",
+        **_REFUSED_FOURTH,
+        **_REFUSED_FORK_ROWS,
     },
     "totals": {
-        **_REFUSED_TABLES, **_REFUSED_FORK_ROWS,
+        "vllm-eagle3-minicpm3-pr-test-plan-acceptance-per-token-speedup-block.log":
+            "the index's accepted/drafted keys hold the collector's text, not counts",
+        **_REFUSED_FOURTH,
+        **_REFUSED_FORK_ROWS,
     },
     "mtp_bench": {
+        "llama.cpp-mtp-pr-quoted-mtp-bench-rows-unsloth-35b-a3b-draft-mtp-4.log":
+            "two quoted mtp-bench tables, the second cut at 'Aggregate: {': read as one run where the index gives two",
         "llama.cpp-stepfun35-mtp-pr-4xmi50-non-mtp-vs-mtp-bench-rows.log":
             "a fork's bench rows without and with MTP: read as two runs (non-MTP, MTP) where the index gives one set of figures by the collector's keys (non_mtp_tps, mtp_tps, mtp_rates), not mtp-bench totals",
     },
     "cites": {
-        **_REFUSED_TABLES,  # the fork's rows give no cause: nothing to cite
+        **_REFUSED_FOURTH,  # refused: nothing to cite
     },
 }
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS
 from mtpinspect.logread.formats import ENGINES, EngineLog, Figures, LineFormat, Scope, strip_prefixes
+from mtpinspect.logread.tables import TableRun, compares, table_runs
 from mtpinspect.vocabulary import Engine
 
 
@@ -109,12 +110,8 @@ _RUN_COLUMN = re.compile(r"^(?:backend|device|gpu|build|version|release|image|en
 # A run table's decode-speed column, and the units a value column's cell is read by (a speed, "@ 88.2%" acceptance).
 _SPEED_COLUMN = re.compile(r"^(?:decode|gen(?:eration)?|tg|output|eval)?[ _]?(?:tok(?:ens)?/s|t/s|tps|speed)(?:\s*\(t(?:ok(?:ens)?)?/s\))?$",
                            re.IGNORECASE)
-# A column of decode speeds named for the run it times: "Baseline (ts)", "MTP t/s", "With MTP (tok/s)", "no spec tps".
-_PAIRED_SPEED = re.compile(r"^(?P<who>[^()\n]{1,40}?)\s*[(\[]?\s*(?:t/?s|tok(?:en)?s?/s|tps)\s*[)\]]?$", re.IGNORECASE)
-# A column of speeds before and after speculation was turned on, one cell "22.7 → 40.6 (+79%)": by its name a decode
-# speed (or its change: "Decode Δ"), read where the table names drafting (an n_max, MTP, draft or spec column).
-_ARROW_COLUMN = re.compile(r"(?i)\b(?:decode|tg|gen(?:eration)?|speed|throughput|tok/s|t/s|tps)\b")
-_ARROW = re.compile(r"(?P<before>\d{1,6}(?:\.\d{1,6})?)\s*(?:t/s|tok/s|tps)?\s*(?:→|->|=>|⇒)\s*(?P<after>\d{1,6}(?:\.\d{1,6})?)")
+# Tables that set runs with and without speculation side by side (a speed column of each, "Baseline (t/s)" | "MTP (t/s)";
+# a cell of both, "22.7 → 40.6") are tables.py's: it reads any table's runs by their words.
 _SPEED_IN = re.compile(r"(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:(?:\+/-|±)\s*\d{1,6}(?:\.\d{1,6})?\s*)?(?:t/s|tok/s|tokens?/s)\b")
 _RATE_IN = re.compile(r"(?:@|\bat)\s*(?P<value>\d{1,3}(?:\.\d{1,6})?)\s*%")
 _EMPTY_CELL = re.compile(r"^[\s*_`]*(?:—|–|-{1,3}|n/?a|none)?[\s*_`]*$", re.IGNORECASE)
@@ -159,7 +156,6 @@ class _Header:
     columns: tuple[tuple[int, str, bool], ...]  # (index, "rate"/"len"/"speed"/"value", percent)
     format: LineFormat
     first: str = ""  # the first column's name (a run table's rows are "NAME: CELL")
-    paired: bool = False  # a speed column without and one with speculation: each row is two runs
 
 
 def _header(line: str, *, raw_table: bool) -> _Header | None:
@@ -170,41 +166,25 @@ def _header(line: str, *, raw_table: bool) -> _Header | None:
     per_run = _RUN_COLUMN.match(cells[0].strip("*_` ")) is not None
     columns = tuple((i, _column_kind(cell, per_run), "%" in cell or "pct" in cell.lower()) for i, cell in enumerate(cells) if i)
     kinds = {kind for _, kind, _ in columns}
-    drafting = any(_DRAFTING_LABEL.search(cell) for cell in cells)
-    # each row is a run without and one with speculation: two speed columns side by side, or one "before → after"
-    # (an acceptance table's speed column is one run's, not a before and after)
-    arrows = "arrow" in kinds and drafting and not kinds & {"rate", "len"}
-    paired = {"base_speed", "spec_speed"} <= kinds or arrows
-    if "arrow" in kinds and not arrows:
-        columns = tuple((i, "" if kind == "arrow" else kind, pct) for i, kind, pct in columns)
-    if not kinds & {"rate", "len"} and not (per_run and raw_table) and not paired:
+    if not kinds & {"rate", "len"} and not (per_run and raw_table):
         return None
-    return _Header(len(cells), columns, TABLE_RUNS_FORMAT if per_run or paired else TABLE_FORMAT, cells[0].strip("*_` ")[:60],
-                   paired)
+    return _Header(len(cells), columns, TABLE_RUNS_FORMAT if per_run else TABLE_FORMAT, cells[0].strip("*_` ")[:60])
 
 
 def _column_kind(cell: str, per_run: bool) -> str:
-    """What a column holds, by its name: acceptance, mean length, decode speed (a run table's), a speed of a run
-    without or with speculation (a table that sets them side by side: "Baseline (t/s)", "MTP (t/s)"), else a value
-    column whose cells are read by their units (a run table's) or nothing."""
-    paired = _PAIRED_SPEED.match(cell.strip("*_` "))
-    if paired is not None:
-        if _BASELINE_ROW.search(paired["who"]):
-            return "base_speed"
-        if _DRAFTING_LABEL.search(paired["who"]):
-            return "spec_speed"
+    """What a column holds, by its name: acceptance, mean length, decode speed (a run table's), else a value column
+    whose cells are read by their units (a run table's) or nothing."""
     if _RATE_COLUMN.match(cell):
         return "rate"
     if _LENGTH_COLUMN.match(cell):
         return "len"
     if per_run:
         return "speed" if _SPEED_COLUMN.match(cell) else "value"
-    return "arrow" if _ARROW_COLUMN.search(cell) else ""
+    return ""
 
 
-def _row(header: _Header, line: str) -> Figures | list[Figures] | None:
-    """A row's figures (a side-by-side table's row: the run without speculation, then the run with it); None when
-    the row does not fit the header (the table ended)."""
+def _row(header: _Header, line: str) -> Figures | None:
+    """A row's figures; None when the row does not fit the header (the table ended)."""
     cells = _TABLE_CELLS.split(line)
     if len(cells) != header.width:
         return None
@@ -215,18 +195,10 @@ def _row(header: _Header, line: str) -> Figures | list[Figures] | None:
                  _CELL.match(cells[i]) is None and not _EMPTY_CELL.match(cells[i])]
         read["setting"] = ", ".join([f"{header.first}: {cells[0].strip('*_` ')[:200]}", *named])[:300]
         # A row without speculation says so in its first cell or in another column naming it ("Mode: baseline").
-        read["baseline"] = not header.paired and any(_BASELINE_ROW.fullmatch(c.strip(" *_`")) is not None or i == 0 and
-                                                     _BASELINE_ROW.search(c) is not None for i, c in enumerate(cells))
+        read["baseline"] = any(_BASELINE_ROW.fullmatch(c.strip(" *_`")) is not None or i == 0 and
+                               _BASELINE_ROW.search(c) is not None for i, c in enumerate(cells))
     for index, kind, percent in header.columns:
         if not kind or _EMPTY_CELL.match(cells[index]):
-            continue
-        if kind in ("base_speed", "spec_speed"):
-            if (number := _CELL.match(cells[index])) is not None:
-                read[kind] = float(number["value"])
-            continue
-        if kind == "arrow":
-            if (arrow := _ARROW.search(cells[index])) is not None:
-                read["base_speed"], read["spec_speed"] = float(arrow["before"]), float(arrow["after"])
             continue
         if kind in ("speed", "value"):
             speed, rate = _SPEED_IN.search(cells[index]), _RATE_IN.search(cells[index]) if kind == "value" else None
@@ -251,13 +223,6 @@ def _row(header: _Header, line: str) -> Figures | list[Figures] | None:
             read["mean_length"] = value
     if not (read.keys() - {"setting", "baseline"}):
         return Figures()
-    base, spec = read.pop("base_speed", None), read.pop("spec_speed", None)
-    if header.paired and (base is None) != (spec is None):
-        return Figures()  # one side only ("—" for the other): no pair to compare
-    if header.paired and base is not None and spec is not None:
-        read["speed"] = spec
-        return [Figures(speed=base, baseline=True, setting=f"{read['setting']} (without speculation)"),
-                with_ratios(Figures(**read))]
     return with_ratios(Figures(**read))
 
 
@@ -327,9 +292,16 @@ def labelled_samples(text: str) -> list[Sample]:
 
 
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
-    """The acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
+    """The runs of any table that sets runs with and without speculation side by side (tables.py, a sample per run);
+    else the acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
     run a line with their speeds; and whose table it is when its header says (None: no engine named); ([], None)
     when no header names such a column and no line lists a run."""
+    # Any table read by its words (tables.py) where it sets runs with and without speculation side by side: its runs,
+    # each timed under its key, replace what the shapes below read of it.
+    runs, owner = table_runs(text)
+    if compares(runs):
+        engine = Engine.llama_cpp if _LLAMA_TABLE.search(text) else owner
+        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number) for run in runs], engine
     low = text.lower()
     if "acc" not in low and "mean len" not in low and "|" not in text and "/s" not in text:
         return [], None
@@ -347,8 +319,8 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
                 continue
             figures = _row(header, line)
             if figures is not None:
-                samples += [Sample(header.format, f, raw.strip()[:300], number)
-                            for f in (figures if isinstance(figures, list) else [figures]) if f != Figures()]
+                if figures != Figures():
+                    samples.append(Sample(header.format, figures, raw.strip()[:300], number))
                 continue
             header = None
         low = line.lower()
@@ -357,6 +329,12 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
             if header is not None and _LLAMA_TABLE.search(line):
                 engine = Engine.llama_cpp
     return samples or listed or labelled_samples(text), engine
+
+
+def _figures_of(run: TableRun) -> Figures:
+    setting = f"{run.setting} ({run.speed_from})" if run.speed_from else run.setting
+    return Figures(speed=run.speed, setting=setting[:300], baseline=run.baseline, acceptance=run.acceptance,
+                   mean_length=run.mean_length, group=run.key, unit=None if run.unit == "tok/s" else run.unit)
 
 
 def _marked(table: EngineLog, raw: str, line: str) -> bool:
@@ -428,7 +406,7 @@ def _merge_fields(figures: Sequence[Figures]) -> Figures:
         accepted=last("accepted"), drafted=last("drafted"), steps=last("steps"), acceptance=last("acceptance"),
         mean_length=last("mean_length"), per_position=tuple(positions[i] for i in sorted(positions)) or listed,
         spec_tokens=last("spec_tokens"), speed=last("speed"), setting=last("setting"),
-        baseline=any(f.baseline for f in figures),
+        baseline=any(f.baseline for f in figures), group=last("group"), unit=last("unit"),
     ))
 
 

@@ -79,6 +79,8 @@ class Figures:
     speed: float | None = None  # decode tokens per second as the paste prints it (a comparison table's row)
     setting: str | None = None  # what a comparison table's row names (its first cell: a configuration, a backend)
     baseline: bool = False  # that row runs without speculative decoding
+    unit: str | None = None  # the speed's unit where it is not tokens per second ("x": a speed-up, the baseline 1)
+    group: str | None = None  # what the runs compared with this one must share (a table's batch size, prompt); None: one
 
     @classmethod
     def of(cls, groups: Mapping[str, str]) -> Figures:

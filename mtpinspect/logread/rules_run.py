@@ -18,7 +18,10 @@
 - vLLM's "Pipeline parallelism is not supported for this model" with MTP -> ENGINE_LIMITATION: the MTP
   drafter classes do not implement SupportsPP (vllm#52069, PR #46994);
 - the runs of one text compared by their decode speed (a table of configurations with a baseline row): every
-  drafting run under 0.95x the baseline while its drafts are accepted (50% or more) -> SLOWER_THAN_BASELINE; a
+  drafting run under 0.95x the baseline while its drafts are accepted (50% or more) -> SLOWER_THAN_BASELINE; a table
+  read by its words (tables.py) compares its runs within each key (batch size, prompt, a speed column's condition):
+  one key where every drafting run is under 0.95x that key's baseline, its drafts accepted or their rate not
+  shown -> SLOWER_THAN_BASELINE; a
   run that drafts more tokens per step (its n-max) decoding slower than one that drafts fewer ->
   NMAX_TOO_HIGH; both at medium confidence (the paste's own timings, not measured here);
 - llama.cpp crashes with a known place: "invalid vector subscript" while loading a draft or MTP head
@@ -283,6 +286,9 @@ def compared_runs(logs: Sequence[LogEvidence]) -> list[Cause]:
             by_text.setdefault(log.source, []).append(log)
     causes: list[Cause] = []
     for runs in by_text.values():
+        if any(r.group is not None for r in runs):
+            causes += _keyed(runs)
+            continue
         # Several runs without speculation (a side-by-side table's, one a prompt): the slowest is the bar, so "every
         # speculative run is slower" holds against each of them.
         bases = [r for r in runs if _without_drafting(r) and r.speed]
@@ -296,6 +302,29 @@ def compared_runs(logs: Sequence[LogEvidence]) -> list[Cause]:
             if rates and min(rates) >= FINE_ACCEPTANCE:
                 causes.append(_slower(base, drafting))
     return causes
+
+
+def _keyed(runs: list[LogEvidence]) -> list[Cause]:
+    """A table's runs, each compared only with the runs of its key (batch size, prompt, the speed column's condition):
+    where every speculative run of a key decodes slower than that key's run without speculation, and its drafts are
+    accepted (or the table does not say), speculation costs more than it gains there: SLOWER_THAN_BASELINE. Else a run
+    that drafts more tokens and decodes slower than one of its key that drafts fewer: NMAX_TOO_HIGH."""
+    keys: dict[str, list[LogEvidence]] = {}
+    for run in runs:
+        if run.group is not None:  # a table's run; a log's own run beside the table is not one of its keys
+            keys.setdefault(run.group, []).append(run)
+    for key_runs in keys.values():
+        bases = [r.speed for r in key_runs if r.baseline and r.speed]
+        drafting = [r for r in key_runs if not r.baseline and r.speed]
+        if not bases or not drafting:
+            continue
+        base = next(r for r in key_runs if r.baseline and r.speed == min(bases))
+        rates = [r.acceptance for r in drafting if r.acceptance is not None]
+        if all((r.speed or 0) < SLOWER * min(bases) for r in drafting) and (not rates or min(rates) >= FINE_ACCEPTANCE):
+            return [_slower(base, drafting)]
+    # Draft lengths compared within a key too: another model's or batch size's runs are no deeper drafts of these.
+    return next((found for key_runs in keys.values()
+                 if (found := _deeper_is_slower([r for r in key_runs if not r.baseline and _drafting(r)]))), [])
 
 
 def _without_drafting(log: LogEvidence) -> bool:
@@ -317,9 +346,14 @@ def _row(log: LogEvidence) -> str:
 def _slower(base: LogEvidence, drafting: list[LogEvidence]) -> Cause:
     assert base.speed is not None
     best = max(drafting, key=lambda r: r.speed or 0.0)
+    rates = [r.acceptance for r in drafting if r.acceptance is not None]
+    accepted = f"drafts are accepted ({min(rates):.0%} or more), but " if rates else ""
+    key = f" at {base.group}" if base.group else ""
+    unit = " tok/s" if base.speed_unit is None else base.speed_unit
+    shown = (f"best {best.speed:g} against {base.speed:g}{unit}" if unit != "1/s" else  # durations: as pasted
+             f"the fastest took {1 / best.speed:g} s against {1 / base.speed:g} s")
     return Cause("SLOWER_THAN_BASELINE", 0.6,
-                 f"drafts are accepted ({min(r.acceptance or 0.0 for r in drafting):.0%} or more), but every speculative "
-                 f"run decodes slower than the run without it (best {best.speed:g} against {base.speed:g} tok/s, as pasted)",
+                 f"{accepted}every speculative run{key} decodes slower than the run without it ({shown}, as pasted)",
                  (_row(base), *(_row(r) for r in drafting[:4])),
                  "leave speculative decoding off on this machine and model, or measure where it pays: mtpinspect sweep "
                  "MODEL (it times each n-max against the baseline)", (EvidenceSource.log,))

@@ -101,6 +101,8 @@ class LogEvidence:
     speed_line: str | None = json_field(omit=True, default=None)  # "line N: ..." the speed is read from, when not a figure line
     setting: str | None = json_field(omit=True, default=None)
     baseline: bool = json_field(omit=True, default=False)
+    speed_unit: str | None = json_field(omit=True, default=None)  # "x": a table's speed-up (None: tokens per second)
+    group: str | None = json_field(omit=True, default=None)  # a table's key (batch size, prompt): runs compare within it
 
     @property
     def drafted_anything(self) -> bool:
@@ -193,17 +195,32 @@ def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first:
     if lines is None:
         lines = read_lines(spoken.splitlines())
     rows, owner = table_samples(spoken)
+    whole = _Whole(text, spoken)  # what the whole text says, read once however many runs it holds (linear)
+    compared: list[LogEvidence] = []
+    engine = owner or hits.writer or Engine.llama_cpp
     if rows and not any(r.samples for r in lines.readings.values()):
         # A table of acceptance by row (a benchmark's categories): its engine's figures when no line format found any.
-        engine = owner or hits.writer or Engine.llama_cpp
         if engine in lines.readings:
             lines.readings[engine].samples.extend(rows)
             lines.readings[engine].marks += owner is not None
+    elif rows and any(r.figures.group is not None for r in rows):
+        # A table comparing runs with and without speculation beside the engine's own figure lines: the log's run is
+        # judged on its lines, the table's runs apart, after it (never added to the log's figures).
+        main = max(lines.readings.values(), key=lambda r: len(r.samples)).engine.engine
+        readings = {e: replace(r, samples=[]) for e, r in lines.readings.items()}
+        readings[main] = replace(readings[main], samples=list(rows))
+        compared = _runs_of(name, replace(lines, readings=readings), whole, hits, first, source, None, "table run")
+    return _runs_of(name, lines, whole, hits, first, source, crash, "run") + compared
+
+
+def _runs_of(name: str, lines: LogLines, whole: _Whole, hits: Scan, first: int, source: str, crash: Crash | None,
+             what: str) -> list[LogEvidence]:
+    """The runs of one reading: each summary told again is a run of its own (a table's rows), else one (a table's
+    runs are named as such even when there is one)."""
     runs = _summary_runs(lines)
-    whole = _Whole(text, spoken)  # what the whole text says, read once however many runs it holds (linear)
-    if len(runs) > 1:
-        return [evidence for number, (start, part) in enumerate(runs, 1)
-                for evidence in _judged(f"{name} (run {number}, from line {start + first - 1})", whole, part, hits,
+    if len(runs) > 1 or what != "run":
+        return [evidence for number, (start, part) in enumerate(runs or [(1, lines)], 1)
+                for evidence in _judged(f"{name} ({what} {number}, from line {start + first - 1})", whole, part, hits,
                                         crash, first, source)]
     return _judged(name, whole, lines, hits, crash, first, source)
 
@@ -439,6 +456,7 @@ def _take(evidence: LogEvidence, figures: Figures) -> None:
     evidence.per_position = figures.per_position
     evidence.spec_tokens = figures.spec_tokens
     evidence.speed, evidence.setting, evidence.baseline = figures.speed, figures.setting, figures.baseline
+    evidence.group, evidence.speed_unit = figures.group, figures.unit
     evidence.missing = list(figures.missing)
 
 

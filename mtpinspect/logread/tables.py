@@ -1,0 +1,649 @@
+"""Tables as users paste them, read by their words: which cell names the setting, which is a speed, which a key.
+
+A thread compares speculative decoding with a run without it in a table far more often than in a log. The
+tables come in every shape (Markdown pipes with or without outer pipes, box-drawing, columns aligned with
+spaces or tabs, comma-separated rows, several tables in one paste, a table cut after its head) and every
+orientation (a run per row, a run per column with metrics by row). None of that says what a cell means: the
+words do. So a table is first cut into cells (:func:`tables`), then each header cell and each row's first cell
+is classified by its words (:func:`_column_kind`, :func:`_setting`, :func:`_figure`):
+
+- a setting: a run without speculative decoding (baseline, no spec, without MTP, vanilla, off, n-max 0) or with
+  it (MTP, NextN, EAGLE, draft, spec, n-max k, num_speculative_tokens k); a column whose cells say yes/no under
+  a drafter's name ("MTP heads"); a draft-length column (n-max, num_draft, steps, topk);
+- a figure: a speed (tok/s, t/s, tokens/s, throughput: higher is better), a per-token latency (TPOT, ITL,
+  ms/token: lower is better, read as tokens per second), a speed-up (the speculative run over a 1x run without it;
+  other ratios say no whose), a speed before and after ("22.7 → 40.6"), an acceptance rate, an acceptance length
+  (AL, mean len); the prompt's speed (pp512, prefill, TTFT) and requests per second are no decode speed;
+- a key: what the runs compared must share (batch size, concurrency, prompt, dataset, llama-bench's test; a speed
+  column's own words, "think ON", "eager"; the model a row with speculation and one without both name).
+
+Results blocks ("name: value" lines under a label, as a client script or a serving benchmark prints them) are
+tables of one run, metrics by row (:func:`field_blocks`); a field that names its setting and a speed or the time the
+same work took is a run of its own.
+
+Each run becomes a :class:`TableRun`: its setting, whether it ran without speculation, its key, its speed and
+acceptance. Runs are compared only within one key (rules_run.py). A table that has no tie to speculative
+decoding (its words or the paste's) gives no runs: a database's benchmark table with a "baseline" column is
+someone else's. Every step is a pass over the lines or the cells: linear in the text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mtpinspect.logread.catalogue import SPECULATIVE_WORDS
+from mtpinspect.vocabulary import Engine
+
+_MAX_LINE = 2000  # a table's line is short; a longer one is a log line or a payload
+_MAX_CELLS = 24
+_MAX_ROWS = 400  # a table pasted into a thread; thousands of aligned lines are a log's padding
+
+# -- cutting a text into tables ------------------------------------------------------------------------------
+
+_BOX_BARS = str.maketrans({"│": "|", "┃": "|", "║": "|", "┆": "|", "┊": "|"})
+# A rule row of any shape: Markdown's |---|:--:|, "-- | --", box-drawing borders, a row of dashes under aligned columns.
+_RULE = re.compile(r"^[\s|:+=\-\u2500-\u257f]+$")
+_ALIGNED = re.compile(r"\t|\s{2,}")
+# A code fence between a label and its table or block ("```", "~~~text"): not the label.
+_FENCE = re.compile(r"^\s*(?:`{3,}|~{3,})[\w-]*\s*$")
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table of a text: its header cells, its rows' cells, where they stand, and the line above it."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    numbers: tuple[int, ...]  # each row's 1-based line number
+    lines: tuple[str, ...]  # each row's line, as pasted
+    heading: str  # the nearest line above the table that is not part of it ("The base model speed:")
+
+
+def _cells(line: str) -> tuple[str, tuple[str, ...]]:
+    """The line's shape ("pipe", "aligned", "csv" or "") and its cells."""
+    if "|" in line:
+        inner = line.strip()
+        inner = inner[1:] if inner.startswith("|") else inner
+        inner = inner[:-1] if inner.endswith("|") else inner
+        return "pipe", tuple(c.strip() for c in inner.split("|"))
+    aligned = tuple(c for c in _ALIGNED.split(line.strip()) if c)
+    if len(aligned) >= 2:
+        return "aligned", aligned
+    if line.count(",") >= 1 and ": " not in line:
+        return "csv", tuple(c.strip() for c in line.split(","))
+    return "", ()
+
+
+def _by_gaps(block: list[tuple[int, str, tuple[str, ...]]]) -> list[tuple[int, str, tuple[str, ...]]]:
+    """Columns aligned with spaces, cut where every line of the block is blank for two characters or more (a cell may
+    hold one gap of its own: "MLX  nvfp4" under "engine"); tab-separated lines keep their tabs' cells."""
+    if not block or len(block) > _MAX_ROWS or not _is_header(block[0][2]):
+        return []  # a log's padded lines, not a table someone pasted
+    if any("\t" in line for _, line, _ in block):
+        return block
+    texts = [line.translate(_BOX_BARS).rstrip() for _, line, _ in block]
+    width = max(len(t) for t in texts)
+    blank = [True] * width
+    for text in texts:
+        for at, char in enumerate(text):
+            if char != " ":
+                blank[at] = False
+    cuts, at = [0], 0
+    while at < width:
+        if blank[at]:
+            end = at
+            while end < width and blank[end]:
+                end += 1
+            if end - at >= 2 and at > 0:
+                cuts.append(end)
+            at = end
+        else:
+            at += 1
+    if len(cuts) < 2 or len(cuts) > _MAX_CELLS:
+        return []
+    cut = [*cuts, width]
+    return [(n, line, tuple(text[a:b].strip() for a, b in zip(cut, cut[1:]))) for (n, line, _), text in zip(block, texts)]
+
+
+def _padded(block: list[tuple[int, str, tuple[str, ...]]]) -> list[tuple[int, str, tuple[str, ...]]]:
+    """A pipe table's rows at its header's width, as GitHub renders them (a short row's missing cells are empty, a long
+    row's extra ones dropped)."""
+    if not block:
+        return []
+    width = len(block[0][2])
+    return [(n, line, (cells + ("",) * width)[:width]) for n, line, cells in block]
+
+
+def tables(text: str) -> list[Table]:
+    """The tables of ``text``: runs of consecutive lines of one shape and width, the first one the header (its
+    cells mostly words), at least one row below it."""
+    found: list[Table] = []
+    block: list[tuple[int, str, tuple[str, ...]]] = []
+    shape, width, heading, above = "", 0, "", ""
+
+    def close() -> None:
+        lines = _by_gaps(block) if shape == "aligned" else _padded(block) if shape == "pipe" else block
+        if len(lines) >= 2 and _is_header(lines[0][2]):
+            rows = lines[1:]
+            found.append(Table(lines[0][2], tuple(c for _, _, c in rows), tuple(n for n, _, _ in rows),
+                               tuple(line.strip()[:300] for _, line, _ in rows), heading))
+
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.translate(_BOX_BARS) if len(raw) <= _MAX_LINE else ""
+        stripped = line.strip()
+        if block and stripped and _RULE.match(line):
+            continue  # a rule row inside a table (or under its head)
+        kind, cells = _cells(line) if stripped else ("", ())
+        fits = bool(kind) and 2 <= len(cells) <= _MAX_CELLS
+        if fits and block and kind == shape and (kind in ("aligned", "pipe") or len(cells) == width):
+            block.append((number, raw, cells))
+            continue
+        close()
+        block = []
+        if fits:
+            block, shape, width, heading = [(number, raw, cells)], kind, len(cells), above
+        if stripped and not _RULE.match(line) and not _FENCE.match(line):
+            above = stripped[:200]
+    close()
+    return found
+
+
+_NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<unit>%|[a-zA-Zµ/×]{1,12}(?:/s)?)?")
+
+
+# A results block: "name: value" lines under a label ("spec 7b", "**Without MTP**"), as a client script or a
+# benchmark prints them: a table of one run, its metrics by row.
+_FIELD = re.compile(r"^[-*>\s]{0,6}(?P<name>[A-Za-z#(][^:=|\n]{0,70}?)\s*[:=]\s+[*_`]{0,2}(?P<value>[~≈]?\d[^\n]{0,60})$")
+
+
+# Lines inside a results block that are no figure of it: "Backend: sglang" (and a section banner, _banner).
+_WORDED_FIELD = re.compile(r"^[-*>\s]{0,6}[A-Za-z][^:=|\n]{0,70}?:\s+\S[^\n]{0,80}$")
+
+
+def _banner(line: str) -> bool:
+    """A section line of a results block: "============ Serving Benchmark Result ============", "----End-to-End----"."""
+    text = line.strip()
+    return len(text) >= 6 and all(c in "=-#*" for c in text[:3]) and all(c in "=-#*" for c in text[-3:])
+
+
+def field_blocks(text: str) -> list[Table]:
+    """Blocks of two or more "name: value" lines with the label above them (a line of words, not a banner nor a field),
+    each a table of one run (its header: the label), metrics by row; a blank line ends a block."""
+    found: list[Table] = []
+    block: list[tuple[int, str, tuple[str, ...]]] = []
+    above, label = "", ""
+
+    def close() -> None:
+        if len(block) >= 2 and label:
+            found.append(Table(("", label), tuple(c for _, _, c in block), tuple(n for n, _, _ in block),
+                               tuple(line.strip()[:300] for _, line, _ in block), label))
+
+    for number, raw in enumerate(text.splitlines(), 1):
+        short = len(raw) <= 200
+        field = _FIELD.match(raw) if short else None
+        if field is not None:
+            if not block:
+                label = above
+            block.append((number, raw, (field["name"].strip(" *_`"), field["value"].strip())))
+            continue
+        if short and (_WORDED_FIELD.match(raw) or _banner(raw)):
+            continue  # inside a block, or between its label and its first figure
+        close()
+        block = []
+        if raw.strip() and not _FENCE.match(raw):
+            above = raw.strip(" #*_>-:")[:80] if len(raw) <= 120 else ""
+    close()
+    return found
+
+
+def _number(cell: str) -> tuple[float, str] | None:
+    """A cell's leading number and the unit after it ("11.91 tok/s" -> (11.91, "tok/s"), "87%" -> (87, "%"))."""
+    found = _NUMBER.match(cell)
+    if found is None:
+        return None
+    return float(found["value"].replace(",", "")), (found["unit"] or "").lower()  # "1,735.90": thousands
+
+
+def _is_header(cells: tuple[str, ...]) -> bool:
+    """A header row: most of its cells are words (an empty first cell is a header's corner)."""
+    worded = sum(1 for c in cells if c.strip(" *_`") and _number(c) is None)
+    return worded * 2 > len(cells) and not any(c.rstrip().endswith(":") for c in cells[:1])
+
+
+# -- what a cell's words say ----------------------------------------------------------------------------------
+
+# Read on the cell's words with "_" and "-" as spaces: "no_mtp_eager" is "no mtp eager".
+_BASELINE = re.compile(r"\b(?:baseline|base model|no spec(?:ulation|ulative(?: decoding)?)?|without (?:speculation|speculative|spec|"
+                       r"mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|w/o (?:spec\w*|mtp|draft\w*|eagle\d?)|(?:spec(?:ulative)?(?: ?dec(?:oding|ode)?)?|"
+                       r"speculation|mtp|draft(?:ing)?|eagle\d?|nextn) (?:off|disabled)|no (?:mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|"
+                       r"non mtp|vanilla|autoregressive|target (?:model )?only|(?:plain|standard|normal|regular) decoding)\b")
+_SPEC = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|draft(?:ing|er)?|spec(?:ulative|ulation)?|spec ?dec(?:oding|ode)?|medusa|"
+                   r"dflash|ngram|lookahead|n ?max|num speculative tokens)(?![a-z])")
+_WITH = re.compile(r"^(?:with|w/) \w")
+# Words only speculative decoding uses: a table holding one is tied to it on its own. A bare "draft" or "spec" is
+# not (a blog's "draft posts", a build's "spec" target): those tables need the paste's tie (SPECULATIVE_WORDS).
+_TIE = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|medusa|dflash|speculative|speculation|spec ?dec(?:oding|ode)?|n ?max|"
+                  r"num speculative tokens|draft (?:model|tokens?|len(?:gth)?|max)|accept(?:ance|ed)? (?:rate|len(?:gth)?)|"
+                  r"acc len)(?![a-z])")
+# A draft length: "n-max 3", "--spec-draft-n-max 0", "n=2", "k=4", "num_speculative_tokens: 5".
+_DEPTH_IN = re.compile(r"(?:n ?max|draft n ?max|draft max|num speculative tokens|num draft(?: tokens)?|\bn|\bk)\s*[=: ]\s*(?P<n>\d{1,3})\b")
+_DEPTH_COLUMN = re.compile(r"^(?:n ?max|draft n ?max|draft max|num draft(?: tokens)?|num speculative tokens|spec(?:ulative)? tokens|"
+                           r"draft (?:tokens|length|len)|steps|num steps|topk|top k|k|gamma)$")
+# A speed-up column: the speculative run's speed over the run without it ("Speedup", "1.8x"); other ratios say no whose.
+_SPEEDUP = re.compile(r"\bspeed ?ups?\b")
+_RATIO = re.compile(r"\bratio\b|\bgain\b|×|\bvs\b")
+_LATENCY = re.compile(r"\b(?:tpot|itl|tbt|ms ?/ ?tok(?:en)?|ms per token|s ?/ ?tok(?:en)?|inter token latency|(?:per )?token latency|time per output token)\b")
+_SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/ ?s\b|\btps\b|tokens per second|\bthroughput\b")
+# A time of the whole request or its first token: lower is better, and not a speed ("decode time", "TTFT").
+_TIME = re.compile(r"\b(?:time|duration|latency|ttft|e2e|elapsed)\b")
+_NOT_DECODE = re.compile(r"\bpp\d*\b|\bprompt\b|prefill|\binput\b|\breq(?:uests?)?\b|\bttft\b|\btotal tok")
+_SPEED = re.compile(r"\bspeed\b|\bdecode\b|\btg\d*\b|\bgen(?:eration)? rate\b|\beval rate\b")
+_LENGTH = re.compile(r"\baccept(?:ance|ed)? len(?:gth)?\b|\bacc len\b|\bmean len\b|\bavg len\b|\bal\b|\btau\b|τ|acceptance length")
+_RATE = re.compile(r"\baccept(?:ance|ed)?\b|\bacc rate\b|\bacc %|\baccpt\b")
+_KEY = re.compile(r"^(?:bs|batch(?: size)?|concurrency|conc|c|max concurrency|qps|request rate|rps|prompt|prompts|case|dataset|task|"
+                  r"category|input len|output len|isl|osl|ctx|context|seq len|gpu|gpus|tp|scenario|workload|test|depth|hardware|device|"
+                  r"backend|platform|machine)$")
+# One key spelled several ways in one paste's tables ("bs" in one, "batch size" in the next).
+_KEY_NAMES = {"batch": "bs", "batch size": "bs", "c": "concurrency", "conc": "concurrency",
+              "max concurrency": "concurrency", "prompts": "prompt", "gpus": "gpu", "ctx": "context"}
+# A cell of speeds before and after speculation was turned on ("22.7 → 40.6 (+79%)"), under a speed's or a change's name.
+_ARROW = re.compile(r"(?P<before>\d{1,6}(?:\.\d{1,6})?)\s{0,8}(?:t/s|tok/s|tps)?\s{0,8}(?:→|->|=>|⇒)\s{0,8}(?P<after>\d{1,6}(?:\.\d{1,6})?)")
+_CHANGE = re.compile(r"δ|\bdelta\b|\bchange\b")
+_PROMPT_ROW = re.compile(r"\bpp\d*\b|\bprefill\b|\bprompt (?:processing|eval)|\bttft\b|\binput\b")
+_SPEED_UNITS = frozenset({"", "tok/s", "t/s", "tokens/s", "token/s", "tps", "toks/s", "tok/sec", "tokens/sec", "tk/s"})
+_PROMPT_TEST = re.compile(r"^(?:pp\d*|prefill|prompt processing)$")
+_YES = frozenset({"yes", "y", "on", "true", "enabled", "✓", "✔", "x"})
+_NO = frozenset({"no", "n", "off", "false", "disabled", "✗", "✘", "-", "—", "none", "0"})
+_FILLER = re.compile(r"\b(?:mean|avg|average|median|p50|output|total|decode|gen(?:eration)?|token|tokens|tok|per|s|ms|ts|"
+                     r"latency|throughput|tpot|itl|speed|t|tps|sec)\b")
+
+
+def _words(cell: str) -> str:
+    """A cell's words, lowercased, emphasis and code marks dropped, "_" and "-" read as spaces."""
+    return re.sub(r"\s+", " ", re.sub(r"[*`_\-]+", " ", cell.lower())).strip()
+
+
+def _figure(words: str) -> str | None:
+    """The figure a header or row label names: "length", "rate", "ratio", "latency", "speed"; None."""
+    if _LENGTH.search(words):
+        return "length"
+    if _RATE.search(words):
+        return "rate"
+    if _SPEEDUP.search(words):
+        return "speedup"
+    if _RATIO.search(words):
+        return "ratio"
+    if _LATENCY.search(words):
+        return "latency"
+    if (_SPEED_UNIT.search(words) or _SPEED.search(words)) and _NOT_DECODE.search(words):
+        return "time"  # the prompt's speed, requests per second, prompt and output together: not decoding's
+    if _SPEED_UNIT.search(words):
+        return "speed"
+    if _TIME.search(words):
+        return "time"
+    if _SPEED.search(words):
+        return "speed"
+    return None
+
+
+def _setting(words: str) -> bool | None:
+    """True: the words name a run without speculative decoding; False: one with it; None: neither."""
+    if _BASELINE.search(words):
+        return True
+    depth = _DEPTH_IN.search(words)
+    if depth is not None and int(depth["n"]) == 0 and _SPEC.search(words):
+        return True  # "--spec-draft-n-max 0": drafting off (a row's own figures can still show it drafted)
+    if _SPEC.search(words):
+        return False
+    return None
+
+
+def _key_of(words: str) -> str:
+    """What is left of a label once its setting and figure words are taken out: the key runs must share."""
+    words = _BASELINE.sub(" ", words)
+    words = _SPEC.sub(" ", words)
+    words = _FILLER.sub(" ", _LENGTH.sub(" ", _RATE.sub(" ", words)))
+    return " ".join(re.sub(r"[^\w.=]+", " ", words).split())
+
+
+# -- a table's runs --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableRun:
+    """One run a table shows: what it names, whether it ran without speculative decoding, what it measured."""
+
+    setting: str
+    baseline: bool
+    key: str  # what the runs compared must share ("bs=4", "think on"; "" when the table has one condition)
+    line: str
+    number: int
+    speed: float | None = None  # tokens per second (a per-token latency read as its inverse), or a speed-up
+    speed_from: str = ""  # how the speed was read when not as a speed ("from TPOT 14.20 ms")
+    unit: str = "tok/s"  # "x": a speed-up over the run without speculation (1 for that run, implied); "1/s": the inverse
+    # of the time the same work took
+    acceptance: float | None = None
+    mean_length: float | None = None
+
+
+@dataclass
+class _Run:
+    setting: str
+    baseline: bool | None
+    key: str
+    line: str
+    number: int
+    figures: dict[str, float]
+    latency_cell: str = ""
+    identity: str = ""  # what its name says besides the setting: the model, build or engine ("gguf q4 k m")
+
+
+def _put(run: _Run, figure: str, cell: str, percent: bool) -> None:
+    """A cell's value as the figure its column or row names."""
+    read = _number(cell)
+    if read is None:
+        return
+    value, unit = read
+    if figure == "rate":
+        rate = value / 100 if percent or unit == "%" or value > 1 else value
+        if 0 <= rate <= 1:
+            run.figures.setdefault("rate", rate)
+    elif figure == "length":
+        if 1 <= value <= 64:
+            run.figures.setdefault("length", value)
+    elif figure == "latency":
+        seconds = value / 1000 if unit in ("", "ms", "ms/tok", "ms/token") else value if unit in ("s", "s/tok", "s/token") else None
+        if seconds and "latency" not in run.figures:
+            run.figures["latency"] = 1 / seconds
+            run.latency_cell = cell.strip(" *_`")[:40]
+    elif figure == "speed" and "speed" not in run.figures and unit in _SPEED_UNITS:
+        run.figures["speed"] = value  # a bare number or one in tokens per second, never "12 GB" under a speed's name
+    elif figure == "speedup" and 0 < value <= 50 and unit in ("", "x", "×"):
+        run.figures.setdefault("speedup", value)
+
+
+def _cell_figure(cell: str) -> str | None:
+    """The figure a cell's own unit names ("11.91 tok/s", "9.19 ms", "87%")."""
+    read = _number(cell)
+    if read is None:
+        return None
+    unit = read[1]
+    return "speed" if unit in _SPEED_UNITS - {""} else \
+        "latency" if unit in ("ms", "ms/tok", "ms/token") else None
+
+
+def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
+    """A run per row: label and setting columns say what it is, figure columns what it measured."""
+    runs: list[_Run] = []
+    header = [_words(c) for c in table.header]
+    speeds = [i for i, k in enumerate(kinds) if k in ("speed", "latency")]
+    for cells, number, line in zip(table.rows, table.numbers, table.lines):
+        names, keys, baseline, drafting, prompt = [], [], None, False, False
+        for i, cell in enumerate(cells):
+            words = _words(cell)
+            if kinds[i] == "key":
+                keys.append(f"{_KEY_NAMES.get(header[i], header[i])}={words}")
+                prompt = prompt or _PROMPT_TEST.match(words) is not None
+            elif kinds[i] == "depth":
+                read = _number(cell)
+                if read is not None:
+                    names.append(f"{table.header[i]} {cell.strip(' *_`')}")
+                    drafting = drafting or read[0] > 0
+                    baseline = True if read[0] == 0 and baseline is None else baseline
+            elif kinds[i] == "switch" and words:
+                said = True if words in _NO else False if words in _YES else _setting(words)
+                if said is None and _TIE.search(header[i]):
+                    said = False  # a method under a drafter's header ("Speculative method: ngram")
+                if said is True:
+                    baseline = True
+                elif said is False:
+                    drafting = True
+                names.append(f"{table.header[i]}: {cell.strip(' *_`')}")
+            elif kinds[i] is None and words and _number(cell) is None:
+                names.append(cell.strip(" *_`")[:80])
+                said = _setting(words)
+                if said is True:
+                    baseline = True
+                elif said is False:
+                    drafting = True
+        labels = " ".join(_words(cells[i]) for i in range(len(cells)) if kinds[i] is None and _number(cells[i]) is None)
+        if prompt:
+            continue  # a prompt-processing test's row (llama-bench's pp512): its speed is not decoding's
+        run = _Run(", ".join(names)[:200], baseline if baseline else (False if drafting else None), ", ".join(keys), line,
+                   number, {}, identity=_key_of(labels))
+        for i, cell in enumerate(cells):
+            if kinds[i] in ("rate", "length", "speedup"):
+                _put(run, kinds[i] or "", cell, "%" in table.header[i])
+        if ("rate" in run.figures or run.figures.get("length", 1) > 1) and run.baseline is True and not \
+                any(_BASELINE.search(_words(c)) for c in cells):
+            run.baseline = False  # "n-max 0" that still drafted: its acceptance says so
+        arrow = next((found for i, cell in enumerate(cells) if kinds[i] == "arrow" and (found := _ARROW.search(cell))), None)
+        if arrow is not None:  # "22.7 → 40.6 (+79%)": the row's run without speculation, then with it
+            key = ", ".join(filter(None, [run.key, run.setting or run.identity or str(number)]))
+            runs.append(_Run(f"{run.setting} (without speculation)", True, key, line, number,
+                             {"speed": float(arrow["before"])}))
+            runs.append(_Run(run.setting, False, key, line, number, {**run.figures, "speed": float(arrow["after"])}))
+            continue
+        if len(speeds) > 1:  # several speed columns: each its own condition ("think ON", "predictable")
+            for i in speeds:
+                one = _Run(run.setting, run.baseline, ", ".join(filter(None, [run.key, _key_of(header[i]) or header[i]])),
+                           line, number, dict(run.figures), identity=run.identity)
+                _put(one, kinds[i] or "", cells[i], False)
+                runs.append(one)
+        else:
+            for i in speeds:
+                _put(run, kinds[i] or "", cells[i], False)
+            runs.append(run)
+    return runs
+
+
+def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool | None]) -> list[_Run]:
+    """A run per setting column ("Baseline" | "With flag", "no_mtp_graph" | "mtp_graph", "no EAGLE" | "EAGLE"), per
+    row: the row names the key and, where the column does not, the figure (metrics by row)."""
+    runs: dict[tuple[int, str], _Run] = {}
+    header = [_words(c) for c in table.header]
+    label = 0 if settings[0] is None else None
+    # The header's own words are a key only where one setting has several columns ("no_mtp_eager", "no_mtp_graph"):
+    # else they only say more of the setting ("EAGLE pre-fix (--enable-multi-layer-eagle)").
+    families = sum(1 for s in settings if s is True) > 1 or sum(1 for s in settings if s is False) > 1
+    both = True in settings and False in settings
+    for cells, number, line in zip(table.rows, table.numbers, table.lines):
+        timed = {settings[i] for i, cell in enumerate(cells) if settings[i] is not None and _number(cell) is not None}
+        if both and timed != {True, False}:
+            continue  # one side only ("—" for the other): no pair to compare
+        row_words = _words(cells[label]) if label is not None else ""
+        if _PROMPT_ROW.search(row_words):
+            continue  # the prompt's processing (prefill, pp512, TTFT): not decoding, whatever its unit
+        row_figure = _figure(row_words)
+        row_key = _key_of(row_words)
+        extra = {kinds[i]: cell for i, cell in enumerate(cells) if kinds[i] in ("rate", "length")}
+        for i, cell in enumerate(cells):
+            if settings[i] is None:
+                continue
+            figure = kinds[i] if kinds[i] in ("speed", "latency") else row_figure or _cell_figure(cell) or "speed"
+            if figure in ("ratio", "speedup", "time", None):
+                continue
+            key = ", ".join(filter(None, [_key_of(header[i]) if families else "", row_key]))
+            run = runs.setdefault((i, key), _Run(table.header[i].strip(" *_`")[:120], settings[i], key, line, number, {}))
+            _put(run, figure, cell, False)
+            if settings[i] is False:
+                for kind, value in extra.items():
+                    _put(run, kind or "", value, "%" in value)
+    return [run for run in runs.values() if run.figures]
+
+
+def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None, bool | None]:
+    """What a header cell's column holds, and the setting its words name (a run per column when they do)."""
+    words = _words(cell)
+    figure = _figure(words)
+    if figure in ("length", "rate", "ratio", "speedup"):
+        return figure, None
+    if _KEY.match(words):
+        return "key", None
+    if _DEPTH_COLUMN.match(words):
+        return "depth", None
+    if (figure == "speed" or _CHANGE.search(words)) and any(_ARROW.search(c) for c in column):
+        return "arrow", None  # "Decode Δ": "22.7 → 40.6 (+79%)", before and after speculation
+    values = {_words(c) for c in column if c.strip()}
+    numeric = sum(1 for c in column if _number(c) is not None)
+    said = _setting(words) if words else None
+    if said is not None and values and values <= (_YES | _NO):
+        return "switch", None  # "MTP heads": yes / no
+    if said is False and values and numeric * 2 < len(column):
+        return "switch", None  # "spec type": none / draft-mtp, "Speculative method": baseline / ngram
+    if said is not None and not first and numeric * 2 >= len(column):
+        return figure, said  # a column of one setting's figures
+    if figure is not None:
+        return figure, None
+    cell_figures = {_cell_figure(c) for c in column if c.strip()}
+    if numeric * 2 >= len(column) and len(cell_figures) == 1 and None not in cell_figures:
+        return cell_figures.pop(), None  # "predictable": every cell in tok/s
+    return None, None
+
+
+def _runs_of(table: Table, tie: bool) -> list[_Run]:
+    if len(table.header) < 2:
+        return []
+    columns = [[row[i] for row in table.rows] for i in range(len(table.header))]
+    read = [_column_kind(cell, columns[i], i == 0) for i, cell in enumerate(table.header)]
+    kinds, settings = [k for k, _ in read], [s for _, s in read]
+    if not tie and not any(_TIE.search(_words(c)) for c in (*table.header, table.heading, *(r[0] for r in table.rows))):
+        return []
+    if True in settings and False not in settings:
+        # Beside a "Baseline" column, a column of figures named "With <something>" is the setting compared with it
+        # ("With flag", "With the patch"): in a table tied to speculative decoding, its speculation.
+        settings = [False if s is None and kinds[i] in (None, "speed", "latency") and _WITH.match(_words(cell)) else s
+                    for i, (cell, s) in enumerate(zip(table.header, settings))]
+    if any(s is not None for s in settings):
+        return _columns_as_runs(table, kinds, settings)
+    runs = _paired_by_name(_rows_as_runs(table, kinds))
+    # Where a row with speculation names the same model or build as a row without ("GGUF q4_K_M" and "GGUF mtp-q4_K_M"),
+    # what the rows name is part of the key: another engine's row ("MLX nvfp4") has no baseline of its own to beat.
+    plain = {r.identity for r in runs if r.baseline is True and r.identity}
+    if any(r.baseline is False and r.identity in plain for r in runs):
+        for run in runs:
+            run.key = ", ".join(filter(None, [run.key, run.identity]))
+    heading = _setting(_words(table.heading))
+    for run in runs:
+        if run.baseline is None and heading is not None:
+            run.baseline = heading  # "The base model speed:" above a table of speeds
+            run.setting = run.setting or table.heading[:120]
+        if run.baseline is None and ("rate" in run.figures or run.figures.get("length", 1) > 1):
+            run.baseline = False
+    return runs
+
+
+# The words a table borrows from one engine's own output or flags (when no engine line names its writer).
+_ENGINE_WORDS = ((Engine.vllm, re.compile(r"\bvllm\b|mean acceptance length|draft acceptance rate|num speculative tokens|speculative config")),
+                 (Engine.sglang, re.compile(r"\bsglang\b|\bacc(?:ept)? len\b|accept length|speculative num steps|num draft\b|"
+                                            r"enable multi layer eagle|speculative algorithm|\btopk\b")),
+                 (Engine.llama_cpp, re.compile(r"llama server|llama\.cpp|llama cpp|\bn max\b|spec draft|\bgguf\b|\bollama\b")))
+
+
+def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
+    """The run each results block shows, named by its label; an unlabelled block named like a speculative one ("7b"
+    beside "spec 7b") ran without speculation."""
+    runs: list[_Run] = []
+    for block in blocks:
+        words = _words(block.heading)
+        if not tie and not _TIE.search(words):
+            continue
+        run = _Run(block.heading, _setting(words), "", block.lines[0], block.numbers[0], {}, identity=_key_of(words))
+        for (name, value), number, line in zip(block.rows, block.numbers, block.lines):
+            listed = _listed(name, value, line, number)
+            if listed is not None:  # "Baseline (non-speculative): 215.84 s": a run of its own
+                runs.append(listed)
+                continue
+            figure = _figure(_words(name))
+            if figure in ("speed", "latency", "rate", "length"):
+                timed = "speed" in run.figures or "latency" in run.figures
+                _put(run, figure, value, "%" in name)
+                if not timed and ("speed" in run.figures or "latency" in run.figures):
+                    run.line, run.number = line, number  # the line its speed is read from, cited
+        if run.baseline is None and ("rate" in run.figures or run.figures.get("length", 1) > 1):
+            run.baseline = False
+        runs.append(run)
+    return _paired_by_name(runs)
+
+
+_RATE_NOTE = re.compile(r"(?i)(?P<before>\d{1,3}(?:\.\d{1,4})?)\s*%\s*(?:accept|acc\b)|accept\w*\D{0,12}?(?P<after>\d{1,3}(?:\.\d{1,4})?)\s*%")
+_DURATION = {"s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "ms": 1e-3, "min": 60.0, "mins": 60.0, "minutes": 60.0}
+
+
+def _listed(name: str, value: str, line: str, number: int) -> _Run | None:
+    """A field that is a run of its own: its name says the setting, its value a decode speed or the time the same work
+    took ("Speculative decoding model: 133.24 s"); None otherwise."""
+    words = _words(name)
+    said = _setting(words)
+    read = _number(value)
+    if said is None or read is None or _figure(words) in ("length", "rate", "ratio", "speedup", "latency"):
+        return None
+    amount, unit = read
+    run = _Run(name.strip(" *_`")[:120], said, "", line, number, {}, identity=_key_of(words))
+    if _cell_figure(value) == "speed":
+        run.figures["speed"] = amount
+        note = _RATE_NOTE.search(value)  # "19.8 tok/s (acceptance 71%)"
+        if note is not None and not said and float(note["after"] or note["before"]) <= 100:
+            run.figures["rate"] = float(note["after"] or note["before"]) / 100
+    elif unit in _DURATION and amount > 0:
+        run.figures["duration"] = amount * _DURATION[unit]
+        run.latency_cell = value.strip()[:40]
+    else:
+        return None
+    return run
+
+
+def _paired_by_name(runs: list[_Run]) -> list[_Run]:
+    """A run that names no setting but the same model as a speculative one ("Qwen3-8B" beside "Qwen3-8B-MTP", "7b"
+    beside "spec 7b") ran without speculation."""
+    drafting = {r.identity for r in runs if r.baseline is False and r.identity}
+    for run in runs:
+        if run.baseline is None and run.identity in drafting:
+            run.baseline = True
+    return runs
+
+
+def _as_table_runs(run: _Run) -> list[TableRun]:
+    """The runs a read row or column is: itself; a speculative run timed only by its speed-up, with the run without
+    speculation it implies (1x, the same key)."""
+    speed, source = run.figures.get("speed"), ""
+    if speed is None and "latency" in run.figures:
+        speed, source = run.figures["latency"], f"from {run.latency_cell} per token"
+    if speed is None and "duration" in run.figures:  # the time the same work took: lower is better
+        return [] if run.baseline is None else [TableRun(run.setting, bool(run.baseline), run.key, run.line, run.number,
+                                                         1 / run.figures["duration"], f"took {run.latency_cell}", "1/s")]
+    if run.baseline is False and speed is None and "speedup" in run.figures:
+        implied = TableRun("the run without speculation (1x, as the speed-up column implies)", True, run.key, run.line,
+                           run.number, 1.0, unit="x")
+        return [implied, TableRun(run.setting or "(unnamed)", False, run.key, run.line, run.number, run.figures["speedup"],
+                                  "speed-up as pasted", "x", run.figures.get("rate"), run.figures.get("length"))]
+    if run.baseline is None or speed is None and "rate" not in run.figures and "length" not in run.figures:
+        return []
+    return [TableRun(run.setting or "(unnamed)", bool(run.baseline), run.key, run.line, run.number, speed, source,
+                     acceptance=None if run.baseline else run.figures.get("rate"),
+                     mean_length=None if run.baseline else run.figures.get("length"))]
+
+
+def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
+    """The runs of every table and results block in ``text`` tied to speculative decoding, and the engine their words
+    name (None: none)."""
+    tie = SPECULATIVE_WORDS.search(text) is not None
+    found: list[_Run] = []
+    words = []
+    for table in tables(text):
+        found += _runs_of(table, tie)
+        words.append(" ".join(_words(c) for c in (*table.header, table.heading, *(r[0] for r in table.rows))))
+    blocks = field_blocks(text)
+    found += _block_runs(blocks, tie)
+    words += [_words(b.heading) for b in blocks]
+    runs = [table_run for run in found for table_run in _as_table_runs(run)]
+    joined = " ".join(words)
+    engine = next((e for e, pattern in _ENGINE_WORDS if pattern.search(joined)), None)
+    return runs, engine if runs else None
+
+
+def compares(runs: list[TableRun]) -> bool:
+    """Whether the runs hold a comparison: a run without speculation and one with it, timed under one key."""
+    keys = {(r.key, r.baseline) for r in runs if r.speed is not None}
+    return any((key, True) in keys for key, baseline in keys if not baseline)

@@ -1,0 +1,278 @@
+"""Tables as users paste them, read by their words (mtpinspect/logread/tables.py), and the runs they show compared.
+
+The texts are written here from the shapes the engines' and tools' own outputs take, none of them in cases/logs/:
+rich's box-drawing tables (llama-benchy prints its results with rich.table), the `name: value` summary that
+`python -m sglang.bench_serving` and `vllm bench serve` print ("Output token throughput (tok/s):", "Mean TPOT (ms):"),
+Markdown tables with and without outer pipes as GitHub renders them, space-aligned and comma-separated rows. The
+negatives are the same shapes from software that has nothing to do with speculative decoding.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mtpinspect.diagnosis import diagnose
+from mtpinspect.errors import MtpinspectError
+from mtpinspect.logread.tables import compares, table_runs, tables
+from mtpinspect.vocabulary import Engine
+
+
+def _causes(tmp_path: Path, text: str) -> list[str]:
+    path = tmp_path / "paste.log"
+    path.write_text(text, encoding="utf-8")
+    try:
+        report = diagnose(log_files=[path])
+    except MtpinspectError:
+        return []  # refused: no cause
+    return [c.code for c in report.causes]
+
+
+def _cause(tmp_path: Path, text: str, code: str):
+    path = tmp_path / "paste.log"
+    path.write_text(text, encoding="utf-8")
+    report = diagnose(log_files=[path])
+    found = [c for c in report.causes if c.code == code]
+    assert found, [c.code for c in report.causes]
+    return found[0], report
+
+
+# -- shapes ----------------------------------------------------------------------------------------------------
+
+
+def test_pipes_without_outer_pipes_and_an_empty_corner() -> None:
+    found = tables("Results:\n\n| | Baseline | With MTP |\n|---|---|---|\n| run 1 | 40.1 | 55.0 |\n\n"
+                   "bs | throughput\n-- | --\n1 | 222.5\n4 | 566.2\n")
+    assert [t.header for t in found] == [("", "Baseline", "With MTP"), ("bs", "throughput")]
+    assert found[0].rows == (("run 1", "40.1", "55.0"),) and found[0].heading == "Results:"
+    assert found[1].rows == (("1", "222.5"), ("4", "566.2")) and found[1].numbers == (9, 10)
+
+
+def test_box_drawing_table_as_rich_prints_it() -> None:
+    text = ("                 Results\n"
+            "┏━━━━━━━━━━━━┳━━━━━━━━┓\n"
+            "┃ Config     ┃ tg t/s ┃\n"
+            "┡━━━━━━━━━━━━╇━━━━━━━━┩\n"
+            "│ no spec    │   48.2 │\n"
+            "│ MTP n-max 3│   39.1 │\n"
+            "└────────────┴────────┘\n")
+    (table,) = tables(text)
+    assert table.header == ("Config", "tg t/s")
+    assert table.rows == (("no spec", "48.2"), ("MTP n-max 3", "39.1"))
+
+
+def test_aligned_columns_cut_where_every_line_is_blank() -> None:
+    # "MLX  nvfp4" holds a two-space gap of its own; the header's "engine" covers it, so it is one cell.
+    text = ("engine        MTP    decode\n"
+            "------------  -----  ----------\n"
+            "GGUF q4       no     12.0 tok/s\n"
+            "MLX  nvfp4    yes    38.4 tok/s\n")
+    (table,) = tables(text)
+    assert table.header == ("engine", "MTP", "decode")
+    assert table.rows == (("GGUF q4", "no", "12.0 tok/s"), ("MLX  nvfp4", "yes", "38.4 tok/s"))
+
+
+def test_tab_and_comma_separated_rows() -> None:
+    assert tables("metric\tbaseline\tEAGLE3\nMean TPOT (ms)\t9.1\t7.0\n")[0].rows == (("Mean TPOT (ms)", "9.1", "7.0"),)
+    assert tables("concurrency,mode,output_tok_s\n1,baseline,120.5\n")[0].header == ("concurrency", "mode", "output_tok_s")
+
+
+def test_a_table_cut_after_its_head_has_no_rows(tmp_path: Path) -> None:
+    text = "| config | decode tok/s | accept rate |\n|---|---|---|\n"
+    assert tables(text) == []
+    assert _causes(tmp_path, text) == []
+
+
+# -- runs compared within their key -----------------------------------------------------------------------------
+
+
+def test_box_table_with_a_slower_mtp_row_is_slower_than_baseline(tmp_path: Path) -> None:
+    text = ("┏━━━━━━━━━━━━━━┳━━━━━━━━┳━━━━━━━━━━┓\n"
+            "┃ Config       ┃ tg t/s ┃ accept % ┃\n"
+            "┡━━━━━━━━━━━━━━╇━━━━━━━━╇━━━━━━━━━━┩\n"
+            "│ no spec      │   48.2 │        — │\n"
+            "│ MTP n-max 2  │   39.1 │       81 │\n"
+            "│ MTP n-max 3  │   36.0 │       74 │\n"
+            "└──────────────┴────────┴──────────┘\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "48.2" in cause.message and "39.1" in cause.message and "74%" in cause.message
+    assert any("line 4:" in e for e in cause.evidence)
+    # the same table where drafting pays: no cause
+    assert _causes(tmp_path, text.replace("39.1", "61.9").replace("36.0", "66.0")) == []
+
+
+def test_csv_rows_are_compared_at_their_own_concurrency(tmp_path: Path) -> None:
+    # Speculation pays at concurrency 1 and loses at 64: slower there, and the cause says where.
+    text = ("EAGLE-3 vs no speculation\n"
+            "concurrency,mode,output_tok_s\n"
+            "1,baseline,120.5\n1,eagle3,180.2\n64,baseline,2100.0\n64,eagle3,1510.4\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "concurrency=64" in cause.message and "1510.4" in cause.message
+    assert _causes(tmp_path, text.replace("1510.4", "2400.0")) == []
+
+
+def test_metrics_by_row_under_setting_columns(tmp_path: Path) -> None:
+    # Runs are the columns; each row names a figure (sglang.bench_serving's "Mean TPOT (ms)", its output throughput).
+    text = ("| metric | no spec | EAGLE3 (--speculative-num-steps 3) |\n| --- | --- | --- |\n"
+            "| Mean TPOT (ms) | 8.10 | 11.40 |\n| Output token throughput (tok/s) | 123.0 | 88.0 |\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "88" in cause.message and "123" in cause.message
+    # a per-token latency alone is compared as its inverse (lower is better)
+    latency = "| metric | no spec | EAGLE3 |\n| --- | --- | --- |\n| Mean TPOT (ms) | 8.10 | 11.40 |\n"
+    assert _cause(tmp_path, latency, "SLOWER_THAN_BASELINE")[0].message
+    assert _causes(tmp_path, latency.replace("11.40", "5.20")) == []
+
+
+def test_two_results_blocks_under_their_labels(tmp_path: Path) -> None:
+    block = ("============ Serving Benchmark Result ============\n"
+             "Backend:                                 sglang\n"
+             "Successful requests:                     100\n"
+             "Request throughput (req/s):              {req}\n"
+             "Input token throughput (tok/s):          {inp}\n"
+             "Output token throughput (tok/s):         {out}\n"
+             "Mean TPOT (ms):                          {tpot}\n")
+    text = ("Without speculative decoding:\n" + block.format(req=1.9, inp=240.2, out=250.3, tpot=30.1) + "\n"
+            "With EAGLE-3 (num_steps 3, accept length 2.4):\n" + block.format(req=1.3, inp=160.9, out=161.0, tpot=45.0))
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "161" in cause.message and "250.3" in cause.message  # the output throughput, not requests or input
+
+
+def test_a_yes_no_column_and_the_model_both_rows_name(tmp_path: Path) -> None:
+    # The MTP row of the same model is slower than its row without; another engine's row has no baseline of its own.
+    text = ("model               speculative   decode\n"
+            "Qwen3-8B q8         off           80.1 tok/s\n"
+            "Qwen3-8B q8         on            62.0 tok/s\n"
+            "Qwen3-8B mlx        on            95.0 tok/s\n")
+    _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+
+
+def test_the_tables_words_name_its_engine() -> None:
+    runs, _ = table_runs("bs | num_draft | throughput | acc len\n-- | -- | -- | --\n1 | 4 | 150.2 | 2.1\n\n"
+                         "bs | throughput\n-- | --\n1 | 200.0\n")
+    assert not compares(runs)  # the second table names no setting and has no label above it: no baseline
+    runs, engine = table_runs("Base model:\n\nbs | throughput\n-- | --\n1 | 200.0\n\nEAGLE3:\n\n"
+                              "bs | num_draft | throughput | acc len\n-- | -- | -- | --\n1 | 4 | 150.2 | 2.1\n")
+    assert engine is Engine.sglang and [(r.key, r.baseline, r.speed) for r in runs] == [("bs=1", True, 200.0),
+                                                                                         ("bs=1", False, 150.2)]
+
+
+# -- negatives: the same shapes from software not about speculative decoding ----------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    # a database's benchmark (pgbench-like) with a baseline column
+    "| workload | baseline tps | patched tps |\n|---|---|---|\n| read-only | 51234 | 48810 |\n| read-write | 9120 | 8011 |\n",
+    # a compiler's benchmark, aligned columns
+    "benchmark      baseline    -O3 draft\n-----------    --------    ---------\nnbody          1.20 s      1.45 s\nfannkuch       2.31 s      2.90 s\n",
+    # a blog app's load test of its draft posts, comma-separated
+    "endpoint,baseline req/s,draft posts req/s\n/posts,820,640\n/drafts,610,400\n",
+    # a results block of a web benchmark under a "baseline" label
+    "Baseline:\nRequests per sec:    9120.33\nTransfer/sec:        1.20MB\n\nWith cache:\nRequests per sec:    7000.10\n"
+    "Transfer/sec:        0.90MB\n",
+])
+def test_no_cause_for_tables_of_other_software(tmp_path: Path, text: str) -> None:
+    assert table_runs(text) == ([], None)
+    assert _causes(tmp_path, text) == []
+
+
+def test_a_spec_type_column_with_none_and_a_test_key(tmp_path: Path) -> None:
+    # llama-bench-style rows: the prompt tests (pp512) are not decoding and are not compared; tg128 is slower with MTP.
+    text = ("| spec type | test | t/s |\n|---|---|---|\n| none | pp512 | 5000.1 |\n| none | tg128 | 120.5 ± 0.4 |\n"
+            "| draft-mtp | pp512 | 2100.0 |\n| draft-mtp | tg128 | 98.0 ± 0.9 |\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "test=tg128" in cause.message and "98" in cause.message
+    assert _causes(tmp_path, text.replace("98.0", "150.0")) == []  # pp512's drop is not decoding's
+
+
+def test_ollama_verbose_blocks_under_fenced_labels(tmp_path: Path) -> None:
+    # `ollama run --verbose` prints its timings as "eval rate: N tokens/s" (cmd/cmd.go, api.Metrics.Summary).
+    block = ("```\ntotal duration:       {total}s\nload duration:        15.3775ms\nprompt eval count:    14 token(s)\n"
+             "prompt eval duration: 102.26ms\nprompt eval rate:     {prompt} tokens/s\neval count:           538 token(s)\n"
+             "eval duration:        8.33598s\neval rate:            {rate} tokens/s\n```\n")
+    text = ("Without MTP:\n" + block.format(total=8.4, prompt=136.9, rate=64.54) + "\n"
+            "With MTP (draft-mtp, n-max 3):\n" + block.format(total=11.0, prompt=300.0, rate=48.10))
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed) for r in runs] == [(True, 64.54), (False, 48.10)]
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "48.1" in cause.message and "64.54" in cause.message
+
+
+def test_a_speedup_column_implies_the_run_without_speculation(tmp_path: Path) -> None:
+    # A PR's results by batch size: the speed-up is the speculative run over the run without it (1x).
+    text = ("EAGLE-3 results:\n\n| batch size | Speedup | accept length |\n|---|---|---|\n| 1 | 1.82x | 3.1 |\n"
+            "| 16 | 1.21x | 3.0 |\n| 64 | 0.84x | 3.0 |\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "bs=64" in cause.message and "0.84 against 1x" in cause.message
+    assert _causes(tmp_path, text.replace("0.84x", "1.05x")) == []
+
+
+def test_a_pipe_row_short_of_cells_is_padded(tmp_path: Path) -> None:
+    # GitHub renders a row with fewer cells than its header; its missing cells are empty.
+    text = "| config | decode tok/s | accept rate |\n|---|---|---|\n| MTP off | 50.0 |\n| MTP n-max 2 | 41.0 | 72% |\n"
+    assert tables(text)[0].rows[0] == ("MTP off", "50.0", "")
+    _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+
+
+def test_a_row_named_like_a_speculative_one_is_its_baseline(tmp_path: Path) -> None:
+    text = "| model | gen t/s |\n|---|---|\n| Qwen3-8B Q8 | 50.2 |\n| Qwen3-8B-MTP Q8 | 40.1 |\n| Llama-3-8B | 61.0 |\n"
+    runs, _ = table_runs(text)
+    assert [(r.setting, r.baseline) for r in runs] == [("Qwen3-8B Q8", True), ("Qwen3-8B-MTP Q8", False)]
+    _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+
+
+def test_runs_listed_by_the_time_the_same_work_took(tmp_path: Path) -> None:
+    # A PR's test plan: each field names its setting, its value the time the same samples took (lower is better).
+    text = ("EAGLE-3 drafter, 200 samples, 10 concurrency:\n"
+            "Baseline (non-speculative): 133.24 s\nSpeculative decoding model: 215.84 s\nTotal output tokens: 106,678\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "took 215.84 s against 133.24 s" in cause.message
+    assert _causes(tmp_path, text.replace("215.84", "99.10")) == []
+
+
+def test_a_comparison_table_beside_the_engines_own_lines_is_judged_apart(tmp_path: Path) -> None:
+    # vLLM's SpecDecoding line (v1/spec_decode/metrics.py's format) and the poster's table of both runs' speeds.
+    text = ("(APIServer pid=1) INFO 05-06 06:11:23 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 2.61, "
+            "Accepted throughput: 50.10 tokens/s, Drafted throughput: 62.00 tokens/s, Accepted: 5010 tokens, Drafted: "
+            "6200 tokens, Per-position acceptance rate: 0.850, 0.760, Avg Draft acceptance rate: 80.8%\n\n"
+            "| config | output tok/s |\n|---|---|\n| no spec | 100.4 |\n| MTP k=2 | 81.0 |\n")
+    path = tmp_path / "paste.log"
+    path.write_text(text, encoding="utf-8")
+    report = diagnose(log_files=[path])
+    assert report.logs[0].runtime is Engine.vllm and report.logs[0].accepted == 5010  # the log's run, first, as read
+    assert [log.speed for log in report.logs[1:]] == [100.4, 81.0]
+    assert "SLOWER_THAN_BASELINE" in [c.code for c in report.causes]
+
+
+def test_metrics_by_row_leave_out_the_prompts_speed_and_other_units(tmp_path: Path) -> None:
+    # Prefill slows down with a drafter loaded; decoding is what speculation is for. Memory in GB is no speed.
+    text = ("| | baseline | MTP |\n|---|---|---|\n| Prefill | 2400 | 1900 |\n| VRAM | 20 GB | 14 GB |\n"
+            "| Decode | 50.1 | 71.3 |\n")
+    assert _causes(tmp_path, text) == []
+    assert _cause(tmp_path, text.replace("71.3", "40.2"), "SLOWER_THAN_BASELINE")
+
+
+def test_one_key_spelled_two_ways_across_two_tables(tmp_path: Path) -> None:
+    text = ("**Without speculative decoding**\n\n| batch size | throughput |\n|---|---|\n| 1 | 95.0 |\n| 8 | 610.0 |\n\n"
+            "**With MTP (2 draft tokens)**\n\n| bs | throughput | accept len |\n|---|---|---|\n| 1 | 150.0 | 2.4 |\n"
+            "| 8 | 480.0 | 2.3 |\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "bs=8" in cause.message and "480" in cause.message
+
+
+def test_a_serving_benchmark_table_with_thousands_separators(tmp_path: Path) -> None:
+    # `vllm bench serve` metrics set side by side: requests per second and TTFT are no decode speed; "1,200.5" is one
+    # number.
+    text = ("| Metric | baseline | EAGLE-3 (k=3) |\n|---|---|---|\n| Request throughput (req/s) | 2.10 | 2.55 |\n"
+            "| Output token throughput (tok/s) | 1,200.5 | 1,050.2 |\n| Mean TTFT (ms) | 120 | 160 |\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "1050.2 against 1200.5" in cause.message
+
+
+def test_a_with_column_beside_a_baseline_column(tmp_path: Path) -> None:
+    # "With <something>" beside "Baseline" is the setting compared, where the table is tied to speculative decoding.
+    text = "| | Baseline | With the patch | n-max |\n|---|---|---|---|\n| 3090 | 44.0 | 35.2 (-20%) | 3 |\n"
+    _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert _causes(tmp_path, text.replace("35.2 (-20%)", "61.0 (+39%)")) == []
+    # the same shape from a database's changelog: nothing ties it to speculative decoding
+    assert table_runs(text.replace("n-max", "shards")) == ([], None)
