@@ -295,7 +295,7 @@ _V0_FIELDS = (
     _rx(r"Draft acceptance rate: (?P<rate>[\d.]+),"),
     _rx(r"Number of speculative tokens: (?P<k>\d+)"),
     _rx(r"Number of accepted tokens: (?P<acc>\d+)"),
-    _rx(r"Number of draft tokens: (?P<gen>\d+)"),
+    _rx(r"Number of draft tokens(?: tokens)?: (?P<gen>\d+)"),  # vLLM 0.5.x printed "tokens tokens"
 )
 
 VLLM = EngineLog(
