@@ -62,11 +62,6 @@ _REFUSED_FOURTH: dict[str, str] = {
         "a test script's 'Method:' blocks with 'Acceptance rate: [a, b]' count lists: no line of it is a format the "
         "reader knows: refused (see the entry's known_miss)",
 }
-_REFUSED_SET_ASIDE: dict[str, str] = {
-    "llama.cpp-780m-vulkan-qwen38-draft-mtp-context-length-acceptance-table.log":
-        "a bare table of acceptance by context length (a key that is no setting): refused (see the entry's known_miss)",
-}
-
 # Pastes whose index figures the reader does not read, each with why (strict xfails: a check that starts to pass is
 # noticed). Figures the reader cannot honestly read stay here rather than being bent to fit.
 FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
@@ -102,9 +97,6 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
         "sglang-npu-prefix-cache-pr-bench-serving-command-warning-decode-batch-accept-len.log":
             "SGLang Decode batch lines; the index also keys the collector's gen_throughput, cached_tokens, time",
         # The fourth set's set-aside half (issue 42), scored once and then folded in.
-        "llama.cpp-crow-operating-point-draft-mtp-decode-and-mechanism-tables.log":
-            "a mechanism table (metrics by row: passes/s, tokens per pass, 'a / b = x %') beside a decode table: its "
-            "rows are read as speeds and a rate, not as the with-MTP run's mean length and counts (its known_miss)",
         "llama.cpp-rtx-pro-4000-qwen38-27b-probe-baseline-vs-draft-mtp-medians.log":
             "a probe script's 'N tok/s median | runs: [...]' lines and OVERALL line under Baseline / MTP headings: no "
             "format the reader knows, so no run's speed is read",
@@ -116,14 +108,12 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
             "run, and Output throughput is not read as a run's speed",
         **_REFUSED_FOURTH,
         **_REFUSED_FORK_ROWS,
-        **_REFUSED_SET_ASIDE,
     },
     "totals": {
         "vllm-eagle3-minicpm3-pr-test-plan-acceptance-per-token-speedup-block.log":
             "the index's accepted/drafted keys hold the collector's text, not counts",
         **_REFUSED_FOURTH,
         **_REFUSED_FORK_ROWS,
-        **_REFUSED_SET_ASIDE,
     },
     "mtp_bench": {
         "llama.cpp-mtp-pr-quoted-mtp-bench-rows-unsloth-35b-a3b-draft-mtp-4.log":
@@ -133,7 +123,6 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
     },
     "cites": {
         **_REFUSED_FOURTH,  # refused: nothing to cite
-        **_REFUSED_SET_ASIDE,
     },
 }
 

@@ -276,3 +276,43 @@ def test_a_with_column_beside_a_baseline_column(tmp_path: Path) -> None:
     assert _causes(tmp_path, text.replace("35.2 (-20%)", "61.0 (+39%)")) == []
     # the same shape from a database's changelog: nothing ties it to speculative decoding
     assert table_runs(text.replace("n-max", "shards")) == ([], None)
+
+
+def test_a_mechanism_table_is_the_drafting_runs_figures(tmp_path: Path) -> None:
+    # Metrics by row of how drafting works, beside the speeds: the target's passes per second are no decode speed
+    # (fewer passes is the point of drafting), tokens per pass is the mean acceptance length (llama-server's
+    # "draft acceptance rate = ... ( N accepted / M generated)" as a fraction cell), not a rate in percent.
+    text = ("## How it works\n\n| | no MTP | MTP (n-max 3) |\n|---|---|---|\n| target forward passes/s | 48 | 22 |\n"
+            "| tokens accepted per step | 1.00 | 2.41 |\n| draft acceptance | n/a | 912 / 1,530 = 60 % |\n")
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed, r.mean_length) for r in runs] == [(True, None, None), (False, None, 2.41)]
+    assert runs[1].acceptance == pytest.approx(912 / 1530)
+    assert _causes(tmp_path, text) == []
+    # the decode speeds beside it are still compared
+    slower = text + "\n| prompt | no MTP | MTP (n-max 3) |\n|---|---|---|\n| chat | 61.0 tok/s | 40.5 tok/s |\n"
+    _cause(tmp_path, slower, "SLOWER_THAN_BASELINE")
+
+
+def test_a_table_of_acceptance_by_context_length(tmp_path: Path) -> None:
+    # One drafter's acceptance by a key that is no setting (the context length), cells as posters write them ("~61%",
+    # a range): each row with one figure is a run with speculation, none compared with a baseline.
+    text = ("| Context | Accept rate | MTP vs no MTP |\n|---|---|---|\n| 2K | 70-85% | +90% |\n| 32K | ~61% | +35% |\n"
+            "| 128K | ~48% | +5% |\n")
+    runs, _ = table_runs(text)
+    assert [(r.key, r.acceptance) for r in runs] == [("context=32k", 0.61), ("context=128k", 0.48)]
+    path = tmp_path / "paste.log"
+    path.write_text(text, encoding="utf-8")
+    report = diagnose(log_files=[path])
+    assert [log.acceptance for log in report.logs] == [0.61, 0.48] and report.causes == []
+
+
+@pytest.mark.parametrize("text", [
+    # a payments dashboard's card acceptance by region, drawn as a table with "~" cells
+    "| Region | Acceptance rate | Volume |\n|---|---|---|\n| EU | ~23% | 1.2M |\n| US | 10-30% | 3.4M |\n",
+    # a physics code's mechanism table: passes per second and a fraction cell, nothing of drafting
+    "| | baseline | patched |\n|---|---|---|\n| solver passes/s | 48 | 22 |\n| accepted moves per step | 1.00 | 2.41 |\n"
+    "| Metropolis acceptance | n/a | 912 / 1,530 = 60 % |\n",
+])
+def test_no_cause_for_acceptance_tables_of_other_software(tmp_path: Path, text: str) -> None:
+    assert not compares(table_runs(text)[0])
+    assert _causes(tmp_path, text) == []

@@ -17,7 +17,7 @@ from typing import Any
 
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS
 from mtpinspect.logread.formats import ENGINES, EngineLog, Figures, LineFormat, Scope, strip_prefixes
-from mtpinspect.logread.tables import TableRun, compares, table_runs
+from mtpinspect.logread.tables import TableRun, compares, drawn_row, table_runs
 from mtpinspect.vocabulary import Engine
 
 
@@ -328,7 +328,19 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
             header = _header(line, raw_table=raw.lstrip().startswith("|"))
             if header is not None and _LLAMA_TABLE.search(line):
                 engine = Engine.llama_cpp
-    return samples or listed or labelled_samples(text), engine
+    if samples or listed:
+        return samples or listed, engine
+    labelled = labelled_samples(text)
+    if not labelled and SPECULATIVE_WORDS.search(text) is not None:
+        # A table of acceptance by a key that is no setting (context length, prompt, category) where no shape above
+        # reads it (a cell of a range, "~53%"): the runs tables.py reads of it, each with speculation, none compared.
+        # The paste must name a drafter: an acceptance rate alone is also a card payment's or a survey's.
+        # Only rows drawn as a table's (pipes, aligned columns): a comma-separated "row" is as often code or prose.
+        drafting = [run for run in runs if not run.baseline and (run.acceptance is not None or run.mean_length is not None)
+                    and drawn_row(run.line)]
+        if drafting and len(drafting) == len(runs):
+            return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number) for run in runs], owner
+    return labelled, engine
 
 
 def _figures_of(run: TableRun) -> Figures:

@@ -75,6 +75,11 @@ def _cells(line: str) -> tuple[str, tuple[str, ...]]:
     return "", ()
 
 
+def drawn_row(line: str) -> bool:
+    """Whether a table's row is drawn as one (cells between pipes or aligned with tabs or spaces), not comma-separated."""
+    return "|" in line or _ALIGNED.search(line.strip()) is not None
+
+
 def _by_gaps(block: list[tuple[int, str, tuple[str, ...]]]) -> list[tuple[int, str, tuple[str, ...]]]:
     """Columns aligned with spaces, cut where every line of the block is blank for two characters or more (a cell may
     hold one gap of its own: "MLX  nvfp4" under "engine"); tab-separated lines keep their tabs' cells."""
@@ -239,7 +244,11 @@ _SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/
 _TIME = re.compile(r"\b(?:time|duration|latency|ttft|e2e|elapsed)\b")
 _NOT_DECODE = re.compile(r"\bpp\d*\b|\bprompt\b|prefill|\binput\b|\breq(?:uests?)?\b|\bttft\b|\btotal tok")
 _SPEED = re.compile(r"\bspeed\b|\bdecode\b|\btg\d*\b|\bgen(?:eration)? rate\b|\beval rate\b")
-_LENGTH = re.compile(r"\baccept(?:ance|ed)? len(?:gth)?\b|\bacc len\b|\bmean len\b|\bavg len\b|\bal\b|\btau\b|τ|acceptance length")
+_LENGTH = re.compile(r"\baccept(?:ance|ed)? len(?:gth)?\b|\bacc len\b|\bmean len\b|\bavg len\b|\bal\b|\btau\b|τ|acceptance length|"
+                     r"\btok(?:en)?s? (?:accepted |emitted |generated )?per (?:pass|step|forward|verif\w*|iteration|target (?:pass|step))\b")
+# A count per second of something other than tokens ("main-model passes/s", "steps/s", "req/s"): no decode speed.
+_OTHER_PER_SECOND = re.compile(r"\b(?:pass(?:es)?|steps?|forwards?|iterations?|iters?|batch(?:es)?|calls?|rounds?|images?|frames?|ops|"
+                               r"quer(?:y|ies))\s?(?:/\s?s(?:ec)?|per s(?:ec(?:ond)?)?)\b")
 _RATE = re.compile(r"\baccept(?:ance|ed)?\b|\bacc rate\b|\bacc %|\baccpt\b")
 _KEY = re.compile(r"^(?:bs|batch(?: size)?|concurrency|conc|c|max concurrency|qps|request rate|rps|prompt|prompts|case|dataset|task|"
                   r"category|input len|output len|isl|osl|ctx|context|seq len|gpu|gpus|tp|scenario|workload|test|depth|hardware|device|"
@@ -274,6 +283,8 @@ def _figure(words: str) -> str | None:
         return "speedup"
     if _RATIO.search(words):
         return "ratio"
+    if _OTHER_PER_SECOND.search(words):
+        return "time"  # the mechanism's own pace (passes, steps per second): not the tokens a user gets
     if _LATENCY.search(words):
         return "latency"
     if (_SPEED_UNIT.search(words) or _SPEED.search(words)) and _NOT_DECODE.search(words):
@@ -339,6 +350,10 @@ class _Run:
     identity: str = ""  # what its name says besides the setting: the model, build or engine ("gguf q4 k m")
 
 
+# An acceptance cell written as the counts it comes from ("4,379 / 6,630 = 66 %", "282/453").
+_FRACTION = re.compile(r"(?P<acc>\d{1,3}(?:,\d{3}){0,4}|\d{1,12})\s?/\s?(?P<gen>\d{1,3}(?:,\d{3}){0,4}|\d{1,12})(?![\d.,])")
+
+
 def _put(run: _Run, figure: str, cell: str, percent: bool) -> None:
     """A cell's value as the figure its column or row names."""
     read = _number(cell)
@@ -346,6 +361,10 @@ def _put(run: _Run, figure: str, cell: str, percent: bool) -> None:
         return
     value, unit = read
     if figure == "rate":
+        fraction = _FRACTION.match(cell.strip(" *_`~≈"))
+        if fraction is not None:  # "4,379 / 6,630 = 66 %": accepted over drafted, the counts say the rate
+            value, unit = int(fraction["acc"].replace(",", "")) / max(int(fraction["gen"].replace(",", "")), 1), ""
+            percent = False
         rate = value / 100 if percent or unit == "%" or value > 1 else value
         if 0 <= rate <= 1:
             run.figures.setdefault("rate", rate)
@@ -449,14 +468,16 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
     families = sum(1 for s in settings if s is True) > 1 or sum(1 for s in settings if s is False) > 1
     both = True in settings and False in settings
     for cells, number, line in zip(table.rows, table.numbers, table.lines):
-        timed = {settings[i] for i, cell in enumerate(cells) if settings[i] is not None and _number(cell) is not None}
-        if both and timed != {True, False}:
-            continue  # one side only ("—" for the other): no pair to compare
         row_words = _words(cells[label]) if label is not None else ""
         if _PROMPT_ROW.search(row_words):
             continue  # the prompt's processing (prefill, pp512, TTFT): not decoding, whatever its unit
         row_figure = _figure(row_words)
-        row_key = _key_of(row_words)
+        timed = {settings[i] for i, cell in enumerate(cells) if settings[i] is not None and _number(cell) is not None}
+        if both and timed != {True, False} and row_figure not in ("rate", "length"):
+            continue  # a speed on one side only ("—" for the other): no pair to compare
+        # A row of acceptance (a mechanism table: "accepted tokens per pass", "draft acceptance, whole turn") is a figure
+        # of its column's run, whatever else its label says; a row of speeds names its condition (the key).
+        row_key = "" if row_figure in ("rate", "length") else _key_of(row_words)
         extra = {kinds[i]: cell for i, cell in enumerate(cells) if kinds[i] in ("rate", "length")}
         for i, cell in enumerate(cells):
             if settings[i] is None:
