@@ -316,3 +316,17 @@ def test_a_table_of_acceptance_by_context_length(tmp_path: Path) -> None:
 def test_no_cause_for_acceptance_tables_of_other_software(tmp_path: Path, text: str) -> None:
     assert not compares(table_runs(text)[0])
     assert _causes(tmp_path, text) == []
+
+
+def test_headings_that_name_each_run_and_its_speed(tmp_path: Path) -> None:
+    # A docs PR's results: each heading names a run and its speed, the run without speculation by the decoding it does
+    # ("Normal decoding"), each command in a fence below it (sglang.launch_server's flags).
+    text = ("## Normal decoding speed (SGLang): 140 token/s\n```\npython3 -m sglang.launch_server --model m\n```\n\n"
+            "## EAGLE decoding speed (SGLang): 121 token/s, 70% accepted\n```\npython3 -m sglang.launch_server --model m "
+            "--speculative-algorithm EAGLE\n```\n")
+    _, report = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert [(log.speed, log.baseline, log.acceptance) for log in report.logs] == [(140.0, True, None), (121.0, False, 0.7)]
+    assert _causes(tmp_path, text.replace("121 token/s", "260 token/s")) == []
+    # a tokenizer's benchmark in the same shape: no run names a drafter, nothing is compared
+    other = "## Normal decoding speed (HF tokenizers): 156 tokens/s\n\n## Fast decoding speed (Rust): 97 tokens/s\n"
+    assert _causes(tmp_path, other) == []

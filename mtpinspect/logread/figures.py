@@ -141,7 +141,8 @@ _HEADING = re.compile(r"^(?:#{1,6}\s+(?P<h>[^\n]{1,80})|[*_]{2}(?P<b>[^*_\n]{1,8
 LABELLED_FORMAT = LineFormat("acceptance figures by their words", Scope.summary, ("accept", "accpt", "acc "), re.compile(r"acc"))
 # A row that runs without speculative decoding, by its name.
 _BASELINE_ROW = re.compile(r"\b(?:baseline|no[ -]?spec(?:ulation|ulative(?: decoding)?)?|without (?:speculation|speculative|spec|mtp|"
-                           r"draft)|(?:spec(?:ulation)?|mtp|draft(?:ing)?) off|no[ -]mtp|no[ -]draft|vanilla|autoregressive)\b",
+                           r"draft)|(?:spec(?:ulation)?|mtp|draft(?:ing)?) off|no[ -]mtp|no[ -]draft|vanilla|autoregressive|"
+                           r"(?:plain|standard|normal|regular) decoding)\b",
                            re.IGNORECASE)
 _RULE_ROW = re.compile(r"^[\s|:+-]+$")
 # A cell's number (Markdown emphasis and code marks around it), in percent when it says so, and "(accepted/drafted)".
