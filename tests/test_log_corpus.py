@@ -100,9 +100,6 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
         "llama.cpp-rtx-pro-4000-qwen38-27b-probe-baseline-vs-draft-mtp-medians.log":
             "a probe script's 'N tok/s median | runs: [...]' lines and OVERALL line under Baseline / MTP headings: no "
             "format the reader knows, so no run's speed is read",
-        "sglang-glm4-moe-eagle3-pr-no-spec-vs-chain-vs-tree-gsm8k-block.log":
-            "bench summary blocks under a label line: the block without an Accept length (no spec) is not read as a "
-            "run, and Output throughput is not read as a run's speed",
         **_REFUSED_FOURTH,
         **_REFUSED_FORK_ROWS,
     },

@@ -330,3 +330,18 @@ def test_headings_that_name_each_run_and_its_speed(tmp_path: Path) -> None:
     # a tokenizer's benchmark in the same shape: no run names a drafter, nothing is compared
     other = "## Normal decoding speed (HF tokenizers): 156 tokens/s\n\n## Fast decoding speed (Rust): 97 tokens/s\n"
     assert _causes(tmp_path, other) == []
+
+
+def test_results_blocks_tied_by_an_accept_length_field(tmp_path: Path) -> None:
+    # sglang/benchmark/gsm8k/bench_sglang.py prints "Latency: ... s", "Output throughput: ... token/s" and, with
+    # speculation, "Accept length: ..." per run; a PR pastes one block per setting under its label. The block without an
+    # accept length is the run without speculation; the engine's own summary lines inside the blocks are read once.
+    text = ("baseline\nLatency: 90.500 s\nOutput throughput: 70.100 token/s\n\n"
+            "topk 4 steps 3\nLatency: 120.250 s\nOutput throughput: 52.400 token/s\nAccept length: 2.310\n")
+    _, report = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert [(log.speed, log.baseline, log.mean_length) for log in report.logs] == [(70.1, True, None), (52.4, False, 2.31)]
+    assert _causes(tmp_path, text.replace("52.400", "95.000")) == []
+    # a web benchmark's blocks in the same shape: no field of speculative decoding's, nothing compared
+    other = ("baseline\nLatency: 90.500 s\nOutput throughput: 70.100 token/s\n\n"
+             "gzip on\nLatency: 120.250 s\nOutput throughput: 52.400 token/s\nCache hit rate: 0.31\n")
+    assert table_runs(other) == ([], None) and _causes(tmp_path, other) == []

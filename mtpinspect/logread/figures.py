@@ -29,6 +29,7 @@ class Sample:
     figures: Figures
     line: str
     number: int = 0  # 1-based line number in the text read (0: not known)
+    span: tuple[int, int] = (0, 0)  # a table's run: the lines of the table or block it was read from
 
 
 @dataclass
@@ -302,7 +303,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     runs, owner = table_runs(text)
     if compares(runs):
         engine = Engine.llama_cpp if _LLAMA_TABLE.search(text) else owner
-        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number) for run in runs], engine
+        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], engine
     low = text.lower()
     if "acc" not in low and "mean len" not in low and "|" not in text and "/s" not in text:
         return [], None
@@ -340,7 +341,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
         drafting = [run for run in runs if not run.baseline and (run.acceptance is not None or run.mean_length is not None)
                     and drawn_row(run.line)]
         if drafting and len(drafting) == len(runs):
-            return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number) for run in runs], owner
+            return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
     return labelled, engine
 
 

@@ -203,6 +203,13 @@ def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first:
         if engine in lines.readings:
             lines.readings[engine].samples.extend(rows)
             lines.readings[engine].marks += owner is not None
+    elif rows and _within(rows, lines):
+        # Results blocks that hold the engine's own summary lines ("Accept length:" under "chain spec") and more (the
+        # block without speculation, each block's speed): the blocks' runs are the text's, read once.
+        main = max(lines.readings.values(), key=lambda r: len(r.samples)).engine.engine
+        readings = {e: replace(r, samples=[]) for e, r in lines.readings.items()}
+        readings[main] = replace(readings[main], samples=list(rows))
+        lines = replace(lines, readings=readings)
     elif rows and any(r.figures.group is not None for r in rows):
         # A table comparing runs with and without speculation beside the engine's own figure lines: the log's run is
         # judged on its lines, the table's runs apart, after it (never added to the log's figures).
@@ -211,6 +218,13 @@ def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first:
         readings[main] = replace(readings[main], samples=list(rows))
         compared = _runs_of(name, replace(lines, readings=readings), whole, hits, first, source, None, "table run")
     return _runs_of(name, lines, whole, hits, first, source, crash, "run") + compared
+
+
+def _within(rows: list[Sample], lines: LogLines) -> bool:
+    """Whether every figure line the engines' formats read lies inside the tables or blocks whose runs ``rows`` are."""
+    spans = [row.span for row in rows if row.span != (0, 0)]
+    own = [sample.number for reading in lines.readings.values() for sample in reading.samples]
+    return bool(spans) and all(any(first <= number <= last for first, last in spans) for number in own)
 
 
 def _runs_of(name: str, lines: LogLines, whole: _Whole, hits: Scan, first: int, source: str, crash: Crash | None,

@@ -30,7 +30,7 @@ someone else's. Every step is a pass over the lines or the cells: linear in the 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS
 from mtpinspect.vocabulary import Engine
@@ -336,6 +336,7 @@ class TableRun:
     # of the time the same work took
     acceptance: float | None = None
     mean_length: float | None = None
+    span: tuple[int, int] = (0, 0)  # the first and last line of the table or block it was read from
 
 
 @dataclass
@@ -348,6 +349,7 @@ class _Run:
     figures: dict[str, float]
     latency_cell: str = ""
     identity: str = ""  # what its name says besides the setting: the model, build or engine ("gguf q4 k m")
+    span: tuple[int, int] = (0, 0)
 
 
 # An acceptance cell written as the counts it comes from ("4,379 / 6,630 = 66 %", "282/453").
@@ -566,6 +568,9 @@ def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
     """The run each results block shows, named by its label; an unlabelled block named like a speculative one ("7b"
     beside "spec 7b") ran without speculation."""
     runs: list[_Run] = []
+    # A block that prints speculative decoding's own figure ("Accept length: 2.03") ties the blocks beside it: the
+    # run without speculation is the block that lacks it ("no spec").
+    tie = tie or any(_TIE.search(_words(name)) for block in blocks for name, _ in block.rows)
     for block in blocks:
         words = _words(block.heading)
         if not tie and not _TIE.search(words):
@@ -584,6 +589,7 @@ def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
                     run.line, run.number = line, number  # the line its speed is read from, cited
         if run.baseline is None and ("rate" in run.figures or run.figures.get("length", 1) > 1):
             run.baseline = False
+        run.span = (block.numbers[0], block.numbers[-1])
         runs.append(run)
     return _paired_by_name(runs)
 
@@ -626,6 +632,10 @@ def _paired_by_name(runs: list[_Run]) -> list[_Run]:
 
 
 def _as_table_runs(run: _Run) -> list[TableRun]:
+    return [replace(table_run, span=run.span) for table_run in _table_runs_of(run)]
+
+
+def _table_runs_of(run: _Run) -> list[TableRun]:
     """The runs a read row or column is: itself; a speculative run timed only by its speed-up, with the run without
     speculation it implies (1x, the same key)."""
     speed, source = run.figures.get("speed"), ""
@@ -653,7 +663,10 @@ def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
     found: list[_Run] = []
     words = []
     for table in tables(text):
-        found += _runs_of(table, tie)
+        read = _runs_of(table, tie)
+        for run in read:
+            run.span = (table.numbers[0], table.numbers[-1])
+        found += read
         words.append(" ".join(_words(c) for c in (*table.header, table.heading, *(r[0] for r in table.rows))))
     blocks = field_blocks(text)
     found += _block_runs(blocks, tie)
