@@ -20,9 +20,11 @@ mean length and per-position rates only when they cover exactly the same tokens.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from itertools import accumulate
 from pathlib import Path
 
 from mtpinspect.errors import FormatError, shown
@@ -222,9 +224,13 @@ def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first:
 
 def _within(rows: list[Sample], lines: LogLines) -> bool:
     """Whether every figure line the engines' formats read lies inside the tables or blocks whose runs ``rows`` are."""
-    spans = [row.span for row in rows if row.span != (0, 0)]
-    own = [sample.number for reading in lines.readings.values() for sample in reading.samples]
-    return bool(spans) and all(any(first <= number <= last for first, last in spans) for number in own)
+    spans = sorted(row.span for row in rows if row.span != (0, 0))
+    if not spans:
+        return False
+    starts = [first for first, _ in spans]
+    reach = list(accumulate((last for _, last in spans), max))  # the furthest line any span up to here covers
+    own = (sample.number for reading in lines.readings.values() for sample in reading.samples)
+    return all((at := bisect_right(starts, number) - 1) >= 0 and reach[at] >= number for number in own)  # n log n
 
 
 def _runs_of(name: str, lines: LogLines, whole: _Whole, hits: Scan, first: int, source: str, crash: Crash | None,
