@@ -17,7 +17,7 @@ from typing import Any
 
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS
 from mtpinspect.logread.formats import ENGINES, EngineLog, Figures, LineFormat, Scope, strip_prefixes
-from mtpinspect.logread.tables import TableRun, compares, drawn_row, table_runs
+from mtpinspect.logread.tables import TableRun, compares, drawn_row, names_drafting, table_runs, without_speculation
 from mtpinspect.vocabulary import Engine
 
 
@@ -117,10 +117,9 @@ _SPEED_IN = re.compile(r"(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:(?:\+/-|±)\s*\d{
 _RATE_IN = re.compile(r"(?:@|\bat)\s*(?P<value>\d{1,3}(?:\.\d{1,6})?)\s*%")
 _EMPTY_CELL = re.compile(r"^[\s*_`]*(?:—|–|-{1,3}|n/?a|none)?[\s*_`]*$", re.IGNORECASE)
 # A poster's line of results, one run a line: "Without MTP: 25.3 t/s", "- MTP n-max 3: **19.8 tok/s** (acceptance 71%)".
-# Read only where its label names speculation or its absence (_BASELINE_ROW, _DRAFTING_LABEL).
+# Read only where its label names speculation or its absence (tables.py's words: one place for them).
 _LISTED_RUN = re.compile(r"^[-*>#\s]{0,6}(?P<label>[^:|=\n]{1,80}?)\s*[:=]\s*[*_`]{0,2}(?P<value>\d{1,6}(?:\.\d{1,4})?)[*_`]{0,2}\s*"
                          r"(?:t/s|tok/s|tokens?/s|tps)\b(?P<rest>[^\n]{0,160})$", re.IGNORECASE)
-_DRAFTING_LABEL = re.compile(r"(?i)(?<![a-z])(?:mtp|spec(?:ulative|ulation)?|draft(?:ing|er)?|eagle\d?|nextn|dflash|n[-_ ]?max)(?![a-z])")
 _RATE_AFTER = re.compile(r"(?i)(?P<value>\d{1,3}(?:\.\d{1,4})?)\s*%\s*(?:accept|acc\b)|accept\w*\D{0,12}?(?P<after>\d{1,3}(?:\.\d{1,4})?)\s*%|@\s*(?P<at>\d{1,3}(?:\.\d{1,4})?)\s*%")
 LISTED_RUNS_FORMAT = LineFormat("results listed one run a line", Scope.summary, ("/s",), re.compile(r"/s"))
 # Acceptance figures read by their words wherever they stand (a benchmark's summary, a bullet, a bold "**Accpt Len:
@@ -141,10 +140,6 @@ _LINE_LABEL = re.compile(r"^[-*>#\s]{0,6}(?P<label>[^:\[\]|=\n]{1,80}?(?:=\s*\d{
 _HEADING = re.compile(r"^(?:#{1,6}\s+(?P<h>[^\n]{1,80})|[*_]{2}(?P<b>[^*_\n]{1,80})[*_]{2}:?|(?P<c>[^:\n]{1,80}):)$")
 LABELLED_FORMAT = LineFormat("acceptance figures by their words", Scope.summary, ("accept", "accpt", "acc "), re.compile(r"acc"))
 # A row that runs without speculative decoding, by its name.
-_BASELINE_ROW = re.compile(r"\b(?:baseline|no[ -]?spec(?:ulation|ulative(?: decoding)?)?|without (?:speculation|speculative|spec|mtp|"
-                           r"draft)|(?:spec(?:ulation)?|mtp|draft(?:ing)?) off|no[ -]mtp|no[ -]draft|vanilla|autoregressive|"
-                           r"(?:plain|standard|normal|regular) decoding)\b",
-                           re.IGNORECASE)
 _RULE_ROW = re.compile(r"^[\s|:+-]+$")
 # A cell's number (Markdown emphasis and code marks around it), in percent when it says so, and "(accepted/drafted)".
 _CELL = re.compile(r"^[*_`~\s]*(?P<value>\d{1,6}(?:\.\d{1,24})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<pct>%)?[*_`~\sx]*(?:\(\s*(?P<acc>\d{1,15})\s*/\s*(?P<gen>\d{1,15})\s*\))?")
@@ -197,8 +192,7 @@ def _row(header: _Header, line: str) -> Figures | None:
                  _CELL.match(cells[i]) is None and not _EMPTY_CELL.match(cells[i])]
         read["setting"] = ", ".join([f"{header.first}: {cells[0].strip('*_` ')[:200]}", *named])[:300]
         # A row without speculation says so in its first cell or in another column naming it ("Mode: baseline").
-        read["baseline"] = any(_BASELINE_ROW.fullmatch(c.strip(" *_`")) is not None or i == 0 and
-                               _BASELINE_ROW.search(c) is not None for i, c in enumerate(cells))
+        read["baseline"] = any(without_speculation(c, whole=i > 0) for i, c in enumerate(cells))
     for index, kind, percent in header.columns:
         if not kind or _EMPTY_CELL.match(cells[index]):
             continue
@@ -234,8 +228,8 @@ def _listed_run(line: str) -> Figures | None:
     if found is None:
         return None
     label = found["label"].strip(" *_`")
-    baseline = _BASELINE_ROW.search(label) is not None
-    if not baseline and _DRAFTING_LABEL.search(label) is None:
+    baseline = without_speculation(label)
+    if not baseline and not names_drafting(label):
         return None
     rate = _RATE_AFTER.search(found["rest"])
     value = next((float(v) for v in (rate.group("value", "after", "at") if rate else ()) if v is not None), None)
@@ -255,7 +249,7 @@ def _labelled(line: str, above: str) -> Figures | None:
     label = named["label"].strip(" *_`") if named else ""
     if above and (not label or _FIGURE_NAME.search(label)):  # "#questions: 80, ...": the heading names the run
         label = above
-    baseline = bool(label) and _BASELINE_ROW.search(label) is not None
+    baseline = bool(label) and without_speculation(label)
     if length is None and rate is None or baseline:  # a baseline's "acceptance" (acc_length=1.00) is no drafter's
         return Figures(speed=float(speed["value"]), setting=label[:200], baseline=True) if baseline and speed else None
     mean_length = float(length["len"]) if length is not None and 1 <= float(length["len"]) <= 64 else None
@@ -288,7 +282,7 @@ def labelled_samples(text: str) -> list[Sample]:
     # A mean length is speculative decoding's own figure; an acceptance rate alone is read where the text drafts.
     lengths = any(s.figures.mean_length is not None for s in samples)
     if not lengths and SPECULATIVE_WORDS.search(text) is None and \
-            not any(_DRAFTING_LABEL.search(s.figures.setting or "") for s in samples):
+            not any(names_drafting(s.figures.setting or "") for s in samples):
         return []
     return samples if any(not s.figures.baseline for s in samples) else []
 

@@ -310,6 +310,18 @@ def _setting(words: str) -> bool | None:
     return None
 
 
+def without_speculation(text: str, whole: bool = False) -> bool:
+    """Whether a label names a run without speculative decoding ("Baseline", "no MTP", "Normal decoding speed");
+    ``whole``: the label is nothing else (a cell "baseline", not "baseline vs MTP")."""
+    words = _words(text)
+    return (_BASELINE.fullmatch(words) if whole else _BASELINE.search(words)) is not None
+
+
+def names_drafting(text: str) -> bool:
+    """Whether a label names a drafter or speculative decoding ("MTP n-max 3", "EAGLE-3", "ngram")."""
+    return _SPEC.search(_words(text)) is not None
+
+
 def _key_of(words: str) -> str:
     """What is left of a label once its setting and figure words are taken out: the key runs must share."""
     words = _BASELINE.sub(" ", words)
