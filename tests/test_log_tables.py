@@ -345,3 +345,13 @@ def test_results_blocks_tied_by_an_accept_length_field(tmp_path: Path) -> None:
     other = ("baseline\nLatency: 90.500 s\nOutput throughput: 70.100 token/s\n\n"
              "gzip on\nLatency: 120.250 s\nOutput throughput: 52.400 token/s\nCache hit rate: 0.31\n")
     assert table_runs(other) == ([], None) and _causes(tmp_path, other) == []
+
+
+def test_acceptance_rows_join_the_speed_rows_condition() -> None:
+    # Metrics by row per batch size: "bs=8 accept rate" is bs=8's drafting run's acceptance; a row of acceptance that
+    # names no speed row's condition is its column's run's (the mechanism table above).
+    text = ("| | no spec | MTP |\n|---|---|---|\n| bs=1 tok/s | 50 | 70 |\n| bs=1 accept rate | - | 60% |\n"
+            "| bs=8 tok/s | 300 | 200 |\n| bs=8 accept rate | - | 20% |\n")
+    runs, _ = table_runs(text)
+    assert [(r.key, r.baseline, r.speed, r.acceptance) for r in runs] == [
+        ("bs=1", True, 50.0, None), ("bs=1", False, 70.0, 0.6), ("bs=8", True, 300.0, None), ("bs=8", False, 200.0, 0.2)]

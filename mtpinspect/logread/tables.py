@@ -481,6 +481,10 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
     # else they only say more of the setting ("EAGLE pre-fix (--enable-multi-layer-eagle)").
     families = sum(1 for s in settings if s is True) > 1 or sum(1 for s in settings if s is False) > 1
     both = True in settings and False in settings
+    # The conditions the table's speed rows name ("bs=1 tok/s"): a row of acceptance naming one of them ("bs=1 accept
+    # rate") is that condition's; one naming none ("draft acceptance, whole turn") is its column's run's.
+    timed_keys = {_key_of(words) for row in table.rows if label is not None and
+                  _figure(words := _words(row[label])) not in ("rate", "length", "ratio", "speedup", "time")}
     for cells, number, line in zip(table.rows, table.numbers, table.lines):
         row_words = _words(cells[label]) if label is not None else ""
         if _PROMPT_ROW.search(row_words):
@@ -489,9 +493,10 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
         timed = {settings[i] for i, cell in enumerate(cells) if settings[i] is not None and _number(cell) is not None}
         if both and timed != {True, False} and row_figure not in ("rate", "length"):
             continue  # a speed on one side only ("—" for the other): no pair to compare
-        # A row of acceptance (a mechanism table: "accepted tokens per pass", "draft acceptance, whole turn") is a figure
-        # of its column's run, whatever else its label says; a row of speeds names its condition (the key).
-        row_key = "" if row_figure in ("rate", "length") else _key_of(row_words)
+        row_key = _key_of(row_words)
+        if row_figure in ("rate", "length"):  # "bs=1 accept rate": bs=1's; "accepted tokens per pass": its column's run's
+            row_key = " ".join(w for w in row_key.split() if w not in ("rate", "pct", "%"))
+            row_key = row_key if row_key in timed_keys else ""
         extra = {kinds[i]: cell for i, cell in enumerate(cells) if kinds[i] in ("rate", "length")}
         for i, cell in enumerate(cells):
             if settings[i] is None:
