@@ -355,3 +355,14 @@ def test_acceptance_rows_join_the_speed_rows_condition() -> None:
     runs, _ = table_runs(text)
     assert [(r.key, r.baseline, r.speed, r.acceptance) for r in runs] == [
         ("bs=1", True, 50.0, None), ("bs=1", False, 70.0, 0.6), ("bs=8", True, 300.0, None), ("bs=8", False, 200.0, 0.2)]
+
+
+def test_rows_of_other_quantities_beside_the_speeds_are_no_speed(tmp_path: Path) -> None:
+    # A poster's table of what else changed with MTP on (nvidia-smi's utilisation, memory, power): lower utilisation or
+    # power with MTP is no slowdown; the decode row is the speed compared.
+    text = ("| | without MTP | with MTP |\n|---|---|---|\n| GPU util (%) | 95 | 80 |\n| VRAM (GB) | 20 | 22 |\n"
+            "| power draw (W) | 300 | 260 |\n| decode tok/s | 40 | 61 |\n")
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed) for r in runs] == [(True, 40.0), (False, 61.0)]
+    assert _causes(tmp_path, text) == []
+    _cause(tmp_path, text.replace("| 40 | 61 |", "| 40 | 31 |"), "SLOWER_THAN_BASELINE")

@@ -246,6 +246,9 @@ _NOT_DECODE = re.compile(r"\bpp\d*\b|\bprompt\b|prefill|\binput\b|\breq(?:uests?
 _SPEED = re.compile(r"\bspeed\b|\bdecode\b|\btg\d*\b|\bgen(?:eration)? rate\b|\beval rate\b")
 _LENGTH = re.compile(r"\baccept(?:ance|ed)? len(?:gth)?\b|\bacc len\b|\bmean len\b|\bavg len\b|\bal\b|\btau\b|τ|acceptance length|"
                      r"\btok(?:en)?s? (?:accepted |emitted |generated )?per (?:pass|step|forward|verif\w*|iteration|target (?:pass|step))\b")
+# A quantity a table sets beside the speeds that is none ("GPU util (%)", "VRAM (GB)", "power draw (W)").
+_OTHER_QUANTITY = re.compile(r"%|°c|\(w\)|\b(?:util(?:i[sz]ation)?|power|watts?|memory|mem|vram|ram|gb|gib|mb|mib|"
+                             r"temp(?:erature)?|energy|joules?|cost|price|size|params|parameters)\b")
 # A count per second of something other than tokens ("main-model passes/s", "steps/s", "req/s"): no decode speed.
 _OTHER_PER_SECOND = re.compile(r"\b(?:pass(?:es)?|steps?|forwards?|iterations?|iters?|batch(?:es)?|calls?|rounds?|images?|frames?|ops|"
                                r"quer(?:y|ies))\s?(?:/\s?s(?:ec)?|per s(?:ec(?:ond)?)?)\b")
@@ -291,6 +294,8 @@ def _figure(words: str) -> str | None:
         return "time"  # the prompt's speed, requests per second, prompt and output together: not decoding's
     if _SPEED_UNIT.search(words):
         return "speed"
+    if _OTHER_QUANTITY.search(words) and not _SPEED.search(words):
+        return "time"  # a row or column of GPU utilisation, memory, power: not decoding's pace, whatever its numbers
     if _TIME.search(words):
         return "time"
     if _SPEED.search(words):
