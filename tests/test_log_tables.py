@@ -366,3 +366,15 @@ def test_rows_of_other_quantities_beside_the_speeds_are_no_speed(tmp_path: Path)
     assert [(r.baseline, r.speed) for r in runs] == [(True, 40.0), (False, 61.0)]
     assert _causes(tmp_path, text) == []
     _cause(tmp_path, text.replace("| 40 | 61 |", "| 40 | 31 |"), "SLOWER_THAN_BASELINE")
+
+
+def test_a_mechanism_table_of_counts_alone(tmp_path: Path) -> None:
+    # Counts of the mechanism's work (forward passes, output tokens) are no speeds: fewer passes with MTP is the point.
+    # Tokens per forward pass is the mean acceptance length; with nothing else, the drafting run is read from it.
+    text = ("| | no MTP | MTP |\n|---|---|---|\n| tokens per forward | 1 | 2.4 |\n| forward passes | 1000 | 420 |\n"
+            "| output tokens | 1000 | 1000 |\n")
+    path = tmp_path / "paste.log"
+    path.write_text(text, encoding="utf-8")
+    report = diagnose(log_files=[path])
+    assert [(log.baseline, log.speed, log.mean_length) for log in report.logs] == [(True, None, None), (False, None, 2.4)]
+    assert report.causes == []

@@ -329,12 +329,13 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     labelled = labelled_samples(text)
     if not labelled and SPECULATIVE_WORDS.search(text) is not None:
         # A table of acceptance by a key that is no setting (context length, prompt, category) where no shape above
-        # reads it (a cell of a range, "~53%"): the runs tables.py reads of it, each with speculation, none compared.
+        # reads it (a cell of a range, "~53%"), or a mechanism table (tokens per forward pass with and without MTP): the
+        # runs tables.py reads of it, none compared (a run without speculation there carries no speed).
         # The paste must name a drafter: an acceptance rate alone is also a card payment's or a survey's.
         # Only rows drawn as a table's (pipes, aligned columns): a comma-separated "row" is as often code or prose.
         drafting = [run for run in runs if not run.baseline and (run.acceptance is not None or run.mean_length is not None)
                     and drawn_row(run.line)]
-        if drafting and len(drafting) == len(runs):
+        if drafting and all(run in drafting or run.baseline and run.speed is None for run in runs):
             return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
     return labelled, engine
 

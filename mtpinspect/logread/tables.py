@@ -248,7 +248,10 @@ _LENGTH = re.compile(r"\baccept(?:ance|ed)? len(?:gth)?\b|\bacc len\b|\bmean len
                      r"\btok(?:en)?s? (?:accepted |emitted |generated )?per (?:pass|step|forward|verif\w*|iteration|target (?:pass|step))\b")
 # A quantity a table sets beside the speeds that is none ("GPU util (%)", "VRAM (GB)", "power draw (W)").
 _OTHER_QUANTITY = re.compile(r"%|°c|\(w\)|\b(?:util(?:i[sz]ation)?|power|watts?|memory|mem|vram|ram|gb|gib|mb|mib|"
-                             r"temp(?:erature)?|energy|joules?|cost|price|size|params|parameters)\b")
+                             r"temp(?:erature)?|energy|joules?|cost|price|size|params|parameters|"
+                             # counts of the mechanism's work ("forward passes", "drafted tokens"): fewer is the point
+                             r"pass(?:es)?|forwards?|iterations?|calls|requests|"
+                             r"(?:draft(?:ed)?|output|generated|total|prompt|input) tokens|tokens (?:drafted|generated))\b")
 # A count per second of something other than tokens ("main-model passes/s", "steps/s", "req/s"): no decode speed.
 _OTHER_PER_SECOND = re.compile(r"\b(?:pass(?:es)?|steps?|forwards?|iterations?|iters?|batch(?:es)?|calls?|rounds?|images?|frames?|ops|"
                                r"quer(?:y|ies))\s?(?:/\s?s(?:ec)?|per s(?:ec(?:ond)?)?)\b")
@@ -295,7 +298,7 @@ def _figure(words: str) -> str | None:
     if _SPEED_UNIT.search(words):
         return "speed"
     if _OTHER_QUANTITY.search(words) and not _SPEED.search(words):
-        return "time"  # a row or column of GPU utilisation, memory, power: not decoding's pace, whatever its numbers
+        return "time"  # a row or column of GPU utilisation, memory, power, a count: not decoding's pace, whatever its numbers
     if _TIME.search(words):
         return "time"
     if _SPEED.search(words):
