@@ -378,3 +378,24 @@ def test_a_mechanism_table_of_counts_alone(tmp_path: Path) -> None:
     report = diagnose(log_files=[path])
     assert [(log.baseline, log.speed, log.mean_length) for log in report.logs] == [(True, None, None), (False, None, 2.4)]
     assert report.causes == []
+
+
+@pytest.mark.parametrize("text", [
+    # the "baseline" is the build before a fix, and its drafts were accepted: two drafting runs, no run without drafting
+    "| | baseline (pre-fix) | MTP fix |\n|---|---|---|\n| decode tok/s | 80 | 70 |\n| acceptance | 70% | 72% |\n",
+    "All runs with --spec-type draft-mtp.\n\n| build | tok/s | accept |\n|---|---|---|\n| baseline b8000 | 70.1 | 75% |\n"
+    "| PR #123 | 60.2 | 74% |\n",
+])
+def test_a_baseline_whose_drafts_were_accepted_is_no_run_without_speculation(tmp_path: Path, text: str) -> None:
+    runs, _ = table_runs(text)
+    assert runs and not any(r.baseline for r in runs) and not compares(runs)
+    assert _causes(tmp_path, text) == []
+
+
+def test_a_draft_length_column_spelled_as_its_flag(tmp_path: Path) -> None:
+    # llama-server's --spec-draft-n-max as a column: 0 is the run without drafting.
+    text = "| spec-draft-n-max | tok/s | acceptance |\n|---|---|---|\n| 0 | 50.0 | - |\n| 2 | 41.0 | 81% |\n"
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed) for r in runs] == [(True, 50.0), (False, 41.0)]
+    _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert _causes(tmp_path, text.replace("41.0", "71.0")) == []

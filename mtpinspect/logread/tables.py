@@ -233,7 +233,7 @@ _TIE = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|medusa|dflash|speculative|sp
                   r"acc len)(?![a-z])")
 # A draft length: "n-max 3", "--spec-draft-n-max 0", "n=2", "k=4", "num_speculative_tokens: 5".
 _DEPTH_IN = re.compile(r"(?:n ?max|draft n ?max|draft max|num speculative tokens|num draft(?: tokens)?|\bn|\bk)\s*[=: ]\s*(?P<n>\d{1,3})\b")
-_DEPTH_COLUMN = re.compile(r"^(?:n ?max|draft n ?max|draft max|num draft(?: tokens)?|num speculative tokens|spec(?:ulative)? tokens|"
+_DEPTH_COLUMN = re.compile(r"^(?:spec(?:ulative)? )?(?:n ?max|draft n ?max|draft max|num draft(?: tokens)?|num speculative tokens|spec(?:ulative)? tokens|"
                            r"draft (?:tokens|length|len)|steps|num steps|topk|top k|k|gamma)$")
 # A speed-up column: the speculative run's speed over the run without it ("Speedup", "1.8x"); other ratios say no whose.
 _SPEEDUP = re.compile(r"\bspeed ?ups?\b")
@@ -456,9 +456,9 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
         for i, cell in enumerate(cells):
             if kinds[i] in ("rate", "length", "speedup"):
                 _put(run, kinds[i] or "", cell, "%" in table.header[i])
-        if ("rate" in run.figures or run.figures.get("length", 1) > 1) and run.baseline is True and not \
-                any(_BASELINE.search(_words(c)) for c in cells):
-            run.baseline = False  # "n-max 0" that still drafted: its acceptance says so
+        if run.figures.get("rate", 0) > 0 or run.figures.get("length", 1) > 1:
+            run.baseline = False if run.baseline is True else run.baseline  # "n-max 0" or a "baseline" build that
+            # drafted: its acceptance says so (an earlier build with MTP, not a run without speculation)
         arrow = next((found for i, cell in enumerate(cells) if kinds[i] == "arrow" and (found := _ARROW.search(cell))), None)
         if arrow is not None:  # "22.7 → 40.6 (+79%)": the row's run without speculation, then with it
             key = ", ".join(filter(None, [run.key, run.setting or run.identity or str(number)]))
@@ -518,6 +518,9 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
             if settings[i] is False:
                 for kind, value in extra.items():
                     _put(run, kind or "", value, "%" in value)
+    for run in runs.values():
+        if run.baseline is True and (run.figures.get("rate", 0) > 0 or run.figures.get("length", 1) > 1):
+            run.baseline = False  # a "baseline (pre-fix)" column whose drafts were accepted: an earlier build drafting
     return [run for run in runs.values() if run.figures]
 
 
