@@ -288,6 +288,8 @@ def test_a_mechanism_table_is_the_drafting_runs_figures(tmp_path: Path) -> None:
     assert [(r.baseline, r.speed, r.mean_length) for r in runs] == [(True, None, None), (False, None, 2.41)]
     assert runs[1].acceptance == pytest.approx(912 / 1530)
     assert _causes(tmp_path, text) == []
+    # counts that are no share of drafts ("8/4": tokens per step over the draft length) are no rate
+    assert table_runs(text.replace("912 / 1,530 = 60 %", "8/4"))[0][1].acceptance is None
     # the decode speeds beside it are still compared
     slower = text + "\n| prompt | no MTP | MTP (n-max 3) |\n|---|---|---|\n| chat | 61.0 tok/s | 40.5 tok/s |\n"
     _cause(tmp_path, slower, "SLOWER_THAN_BASELINE")

@@ -385,8 +385,10 @@ def _put(run: _Run, figure: str, cell: str, percent: bool) -> None:
     if figure == "rate":
         fraction = _FRACTION.match(cell.strip(" *_`~≈"))
         if fraction is not None:  # "4,379 / 6,630 = 66 %": accepted over drafted, the counts say the rate
-            value, unit = int(fraction["acc"].replace(",", "")) / max(int(fraction["gen"].replace(",", "")), 1), ""
-            percent = False
+            accepted, drafted = (int(fraction[g].replace(",", "")) for g in ("acc", "gen"))
+            if not 0 <= accepted <= drafted or not drafted:
+                return  # "3/2": no share of drafts
+            value, unit, percent = accepted / drafted, "", False
         rate = value / 100 if percent or unit == "%" or value > 1 else value
         if 0 <= rate <= 1:
             run.figures.setdefault("rate", rate)
