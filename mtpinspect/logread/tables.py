@@ -12,8 +12,10 @@ is classified by its words (:func:`_column_kind`, :func:`_setting`, :func:`_figu
   a drafter's name ("MTP heads"); a draft-length column (n-max, num_draft, steps, topk);
 - a figure: a speed (tok/s, t/s, tokens/s, throughput: higher is better), a per-token latency (TPOT, ITL,
   ms/token: lower is better, read as tokens per second), a speed-up (the speculative run over a 1x run without it;
-  other ratios say no whose), a speed before and after ("22.7 → 40.6"), an acceptance rate, an acceptance length
-  (AL, mean len); the prompt's speed (pp512, prefill, TTFT) and requests per second are no decode speed;
+  other ratios say no whose), a speed before and after ("22.7 → 40.6"), an acceptance rate (a cell of counts,
+  "4,379 / 6,630", is accepted over drafted), an acceptance length (AL, mean len, tokens accepted per pass); the
+  prompt's speed (pp512, prefill, TTFT), requests per second, the mechanism's own pace and counts (passes/s, forward
+  passes, drafted tokens) and other quantities (GPU util %, VRAM GB, power W) are no decode speed;
 - a key: what the runs compared must share (batch size, concurrency, prompt, dataset, llama-bench's test; a speed
   column's own words, "think ON", "eager"; the model a row with speculation and one without both name).
 
@@ -22,7 +24,9 @@ tables of one run, metrics by row (:func:`field_blocks`); a field that names its
 same work took is a run of its own.
 
 Each run becomes a :class:`TableRun`: its setting, whether it ran without speculation, its key, its speed and
-acceptance. Runs are compared only within one key (rules_run.py). A table that has no tie to speculative
+acceptance. A "baseline" whose drafts were accepted (an earlier build with MTP) ran with speculation: a table of such
+runs is settings side by side, no comparison against a run without it. A row of acceptance in a table of metrics by
+row is the figure of the key a speed row names ("bs=8 accept rate"), else of its column's run (a mechanism table). Runs are compared only within one key (rules_run.py). A table that has no tie to speculative
 decoding (its words or the paste's) gives no runs: a database's benchmark table with a "baseline" column is
 someone else's. Every step is a pass over the lines or the cells: linear in the text.
 """
