@@ -289,10 +289,15 @@ CATALOGUE: tuple[Message, ...] = (
        "llama.cpp's loader could not load the model", engine=_LLAMA),
     # llama.cpp refuses a draft whose vocabulary size differs from the target's by more than it allows (padding, or
     # another model): whose line it is; what it means is the speculative-error rule's (rules_message.py).
-    _m("draft vocab size", Meaning.writer, ("vocab must closely match",),
-       r"draft model vocab must closely match target model",
+    # Every wording the check has had: examples/speculative/speculative.cpp in 2023 ("%s: error: draft model vocab must
+    # match target model to use speculation but target vocab size %d does not match draft vocab size %d", then "token %d
+    # content differs - target '%s', draft '%s'"), "closely" from the size tolerance on, LOG_ERR / SPC_DBG since.
+    _m("draft vocab size", Meaning.writer, ("vocab must closely match", "vocab must match target", "content differs - target"),
+       r"draft model vocab must (?:closely )?match target model|\btoken \d{1,9} content differs - target '",
        "common/speculative.cpp:109 (\"draft model vocab must closely match target model to use speculation but \"); "
-       "examples/speculative/speculative.cpp before it", "llama.cpp's check of a draft model's vocabulary size", engine=_LLAMA),
+       "examples/speculative/speculative.cpp before it (2023: \"draft model vocab must match target model to use "
+       "speculation but \", \"token %d content differs - target '%s', draft '%s'\")",
+       "llama.cpp's check of a draft model's vocabulary against the target's", engine=_LLAMA),
     # The draft (or mtp-) file's vocabulary is not the target's: made from another model.
     _m("draft vocab mismatch", Meaning.mtp_failure, ("vocabs are not compatible", "vocab type must match"),
        r"the target and draft vocabs are not compatible|draft model vocab type must match target model",
