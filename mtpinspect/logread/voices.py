@@ -123,6 +123,7 @@ _REF_OPERAND = re.compile(r"\b(?:ref|refspec|branch|pathspec|revision|tag)\s+(?P
 _MODEL_FILE = re.compile(r"(?i)\.(?:gguf|safetensors)(?::\d+)?$")
 _CODE_FILE = re.compile(r"(?i)\.(?:py|pyx|cpp|cc|cxx|c|h|hpp|cu|cuh|rs|go|js|ts)(?::\d+)*$")
 _FILE_NAME = re.compile(r"^[\w.+~@%-]{1,200}\.(?:[A-Za-z][A-Za-z0-9]{0,5})$")
+_DOTTED = re.compile(r"^[A-Za-z_]\w{0,100}(?:\.[A-Za-z_]\w{0,100}){1,20}$")
 _ROOTED = re.compile(r"^(?:[/~]|\.{1,2}[/\\]|[A-Za-z]:[/\\]|\\\\)")
 
 
@@ -136,6 +137,8 @@ def _operand(token: str, quoted: bool, os_error: bool) -> bool:
         # Rooted, deep, quoted or named as an operand: a path. One slash between two words ("MTP/EAGLE") is prose.
         return bool(_ROOTED.match(token) or token.count("/") + token.count("\\") > 1 or quoted or os_error
                     or _FILE_NAME.match(token.rsplit("/", 1)[-1].rsplit("\\", 1)[-1]))
+    if _DOTTED.match(token) and not os_error:  # a module path ('vllm.v1.spec_decode.eagle'), not a file, but in an OS error
+        return False
     return bool(_FILE_NAME.match(token)) or (quoted and os_error)
 
 
