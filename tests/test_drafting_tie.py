@@ -256,3 +256,66 @@ def test_print_infos_layer_counts_show_the_mtp_block(tmp_path: Path) -> None:
     assert _causes(tmp_path, paste) == [("NO_MTP_GRAPH", "high")]
     # n_layer equal to n_layer_all: no nextn layers, and block 40 is the last trunk block: a broken GGUF.
     assert _causes(tmp_path, paste.replace("= 40\n", "= 41\n", 1)) == []
+
+
+# -- issue 42, round 2: the fourth set's misses as classes ----------------------------------------------------------
+
+def test_a_vllm_platform_plugins_drafter_frame_is_the_speculative_path(tmp_path: Path) -> None:
+    # vllm-ascend's MTP proposer (vllm_ascend/spec_decode/mtp_proposer.py) and vllm-gaudi's EAGLE (vllm_gaudi/v1/
+    # spec_decode/hpu_eagle.py), in Python's traceback format; a pasted path that lost its separator keeps the folder.
+    for frame in ('  File "/usr/local/python3.11/site-packages/vllm_ascend/spec_decode/mtp_proposer.py", line 412, in '
+                  'dummy_run',
+                  '  File "/opt/venv/lib/python3.10/site-packages/vllm_gaudi/v1/spec_decode/hpu_eagle.py", line 88, in '
+                  'prepare_inputs',
+                  '  File "/root/.venv/lib/python3.11/site-packages/vllm_ascend/spec_decodeXmtp_proposer.py", line 412'):
+        text = f"Traceback (most recent call last):\n{frame}\n    hidden = self.model(x)\nRuntimeError: shape mismatch\n"
+        assert _causes(tmp_path, text) == [("MTP_ENGINE_CRASH", "medium")], frame
+        assert _runtime(tmp_path, text) is Engine.vllm
+    # The same shape from a package that is no vLLM plugin (a voting app's proposer modules, a "vllm_" prefix of
+    # another word), and vllm_ascend's own module outside its drafters.
+    for frame in ('  File "/srv/app/voting/ballot_proposer.py", line 30, in propose',
+                  '  File "/srv/app/voting/draft_proposer.py", line 30, in propose',
+                  '  File "/usr/local/python3.11/site-packages/vllm_ascend/worker/model_runner_v1.py", line 9, in load'):
+        text = f"Traceback (most recent call last):\n{frame}\n    x = y[3]\nRuntimeError: shape mismatch\n"
+        assert _causes(tmp_path, text) == [], frame
+
+
+def test_an_attention_backends_speculative_metadata_ties_an_assert(tmp_path: Path) -> None:
+    # vllm/v1/attention/backends/gdn_attn.py fills spec_sequence_masks / num_spec_decodes only when use_spec_decode is
+    # on and the step has drafts: an assert on them is the speculative step's, a cut traceback as pasted.
+    text = ('Traceback (most recent call last):\n'
+            '  File "/usr/lib/python3/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 1200, in execute_model\n'
+            '    attn_metadata = self._build_attention_metadata(\n'
+            '  File "/usr/lib/python3/dist-packages/vllm/v1/attention/backends/mamba_attn.py", line 210, in build\n'
+            '    assert spec_sequence_masks is not None and num_spec_decode_tokens > 0\n')
+    assert _causes(tmp_path, text) == [("MTP_ENGINE_CRASH", "medium")]
+    assert _runtime(tmp_path, text) is Engine.vllm
+    # A Python assert of another program on its own "spec" counts names nothing of vLLM's.
+    other = ('Traceback (most recent call last):\n  File "/srv/shop/catalog/specs.py", line 40, in build\n'
+             '    assert num_specs_decoded > 0 and spec_sequence is not None\nAssertionError\n')
+    assert _causes(tmp_path, other) == []
+
+
+def test_ggmls_assert_on_the_drafted_tokens_is_a_crash_on_the_speculative_path(tmp_path: Path) -> None:
+    # common/sampling.cpp's check of the verified draft, and common/speculative.cpp's n_draft, as ggml prints them.
+    for line in ('/src/llama.cpp/common/sampling.cpp:612: GGML_ASSERT(idxs.size() == draft.size() + 1 && "idxs.size() '
+                 'must be draft.size() + 1") failed',
+                 'common/speculative.cpp:301: GGML_ASSERT(n_draft <= params.n_max) failed'):
+        assert _causes(tmp_path, line + "\n") == [("MTP_ENGINE_CRASH", "medium")], line
+        assert _runtime(tmp_path, line + "\n") is Engine.llama_cpp
+    # ggml's assert with nothing of the draft (whisper.cpp), and a C blog engine's assert on its draft post.
+    for line in ('whisper.cpp:4100: GGML_ASSERT(n_tokens <= n_ctx) failed',
+                 "blogd: post.c:88: save_post: Assertion `draft != NULL' failed.\nAborted (core dumped)"):
+        assert [c for c, _ in _causes(tmp_path, line + "\n") if c.startswith("MTP")] == [], line
+
+
+def test_every_wording_of_llama_cpps_draft_vocabulary_check_is_llama_cpps(tmp_path: Path) -> None:
+    # examples/speculative/speculative.cpp (2023), indented as a quoted block, and its token check.
+    for text in ("    main: error: draft model vocab must match target model to use speculation but target vocab size "
+                 "32000 does not match draft vocab size 32001\n",
+                 "  main: error: draft model vocab must match target model to use speculation but token 5 content "
+                 "differs - target 'a', draft 'b'\n"):
+        assert _causes(tmp_path, text) == [("ENGINE_LIMITATION", "medium")]
+        assert _runtime(tmp_path, text) is Engine.llama_cpp
+    # A translation tool's vocabulary check names no draft model: no cause.
+    assert _causes(tmp_path, "error: source vocab must match target vocab (32000 vs 32001)\n") == []

@@ -31,7 +31,7 @@ from functools import cached_property
 from mtpinspect.logread.drafters import TABLE as DRAFTER_TABLE
 from mtpinspect.logread.formats import strip_prefixes
 from mtpinspect.logread.run_facts import LogApp, MtpUse
-from mtpinspect.logread.voices import MAX_LINE, content_lines, lines_with
+from mtpinspect.logread.voices import MAX_LINE, content_lines, lines_with, without_operands
 from mtpinspect.vocabulary import Engine, Word
 
 
@@ -69,6 +69,7 @@ class Message:
     on_path: bool = False  # the line itself is on the speculative path (a failure of the draft context): its own tie
     names_writer: bool = False  # the line names the program that printed it (argparse's "prog: error:"): whose it is
     raw: bool = False  # matched on the line as printed, its prefixes kept (the prefix says who printed it)
+    words_only: bool = False  # matched with the files, paths and branches the line names blanked (voices.without_operands)
 
 
 @dataclass(frozen=True)
@@ -288,10 +289,15 @@ CATALOGUE: tuple[Message, ...] = (
        "llama.cpp's loader could not load the model", engine=_LLAMA),
     # llama.cpp refuses a draft whose vocabulary size differs from the target's by more than it allows (padding, or
     # another model): whose line it is; what it means is the speculative-error rule's (rules_message.py).
-    _m("draft vocab size", Meaning.writer, ("vocab must closely match",),
-       r"draft model vocab must closely match target model",
+    # Every wording the check has had: examples/speculative/speculative.cpp in 2023 ("%s: error: draft model vocab must
+    # match target model to use speculation but target vocab size %d does not match draft vocab size %d", then "token %d
+    # content differs - target '%s', draft '%s'"), "closely" from the size tolerance on, LOG_ERR / SPC_DBG since.
+    _m("draft vocab size", Meaning.writer, ("vocab must closely match", "vocab must match target", "content differs - target"),
+       r"draft model vocab must (?:closely )?match target model|\btoken \d{1,9} content differs - target '",
        "common/speculative.cpp:109 (\"draft model vocab must closely match target model to use speculation but \"); "
-       "examples/speculative/speculative.cpp before it", "llama.cpp's check of a draft model's vocabulary size", engine=_LLAMA),
+       "examples/speculative/speculative.cpp before it (2023: \"draft model vocab must match target model to use "
+       "speculation but \", \"token %d content differs - target '%s', draft '%s'\")",
+       "llama.cpp's check of a draft model's vocabulary against the target's", engine=_LLAMA),
     # The draft (or mtp-) file's vocabulary is not the target's: made from another model.
     _m("draft vocab mismatch", Meaning.mtp_failure, ("vocabs are not compatible", "vocab type must match"),
        r"the target and draft vocabs are not compatible|draft model vocab type must match target model",
@@ -540,7 +546,9 @@ CATALOGUE: tuple[Message, ...] = (
        r"worker|implementation|batch|step|head)|\bdraft(?:er|ing|[ _-]?(?:models?|tokens?|heads?|files?|gguf))\b|\bMTP\b|mtp-[\w.-]*\.gguf|"
        r"multi[- ]token))",
        "the class of app and engine errors about speculative decoding (LM Studio, Ollama, forks, llama.rn)",
-       "an error about speculative decoding, in the app's or engine's own words"),
+       "an error about speculative decoding, in the app's or engine's own words",
+       # Its words, not the names it quotes: git's branch 'draft/mtp-export', tar's mtp-phone-backup.tar.gz.
+       words_only=True),
     # -- backends ----------------------------------------------------------------------------------------------
     _m("Level Zero error", Meaning.engine_gap, ("ZE_RESULT_ERROR", "UR_RESULT_ERROR"),
        r"\b(?:ZE|UR)_RESULT_ERROR_\w+", "Intel Level Zero / Unified Runtime status codes (XPU, SYCL)",
@@ -605,7 +613,8 @@ def scan(text: str) -> Scan:
             for start, raw in lines_with(text, key):
                 if start in mine or start in content:
                     continue
-                match = message.pattern.search(raw if message.raw else strip_prefixes(raw))
+                said = raw if message.raw else strip_prefixes(raw)
+                match = message.pattern.search(without_operands(said) if message.words_only else said)
                 if match is not None:
                     mine[start] = (raw, match)
                     if len(mine) >= _MAX_PER_MESSAGE * len(message.keys):

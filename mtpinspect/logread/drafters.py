@@ -6,14 +6,16 @@ drafter builds. This is the one table of those places, per engine, read from the
 catalogue (catalogue.py) turns each row into a message, and the tie (rules_run.py) asks :func:`drafting_place`
 of a crash's lines. Each row is read by structure, not by a word alone:
 
-- a Python module only under its engine's package path (``vllm/v1/spec_decode/``, ``sglang/srt/speculative/``):
-  a blog app's ``draft.py`` or another program's ``speculative_*.py`` is no engine's drafter;
+- a Python module only under its engine's package path (``vllm/v1/spec_decode/``, ``sglang/srt/speculative/``) or a
+  platform plugin's (``vllm_ascend/spec_decode/``, ``vllm_gaudi/v1/spec_decode/``): a blog app's ``draft.py`` or
+  another program's ``speculative_*.py`` is no engine's drafter;
 - a native frame by its namespace or its function's full name (``sglang::ngram::Trie``, llama.cpp's
   ``common_speculative_draft``, ``llama_context::extract_layer_inputs``), whatever prints it: gdb's ``#N 0x.. in
   f (...)``, glibc's ``backtrace_symbols`` (``lib.so(_Z..f..+0x1f)``, the mangled name holds the plain one), a
   Windows or Metal dump; KenLM's ``lm::ngram::`` is no drafter;
 - a graph tensor or context field that only a drafter builds or reads, in an assert's or abort's text
-  (``t_layer_inp``: the target's layer inputs, extracted only for EAGLE3 / DFlash features).
+  (``t_layer_inp``: the target's layer inputs, extracted only for EAGLE3 / DFlash features; vLLM's attention
+  metadata of a speculative step, ``num_spec_decodes``; ggml's own assert on the drafted tokens, ``draft.size()``).
 
 Every pattern is linear (no nested repetition) and tried only on lines holding one of its keys.
 """
@@ -65,6 +67,19 @@ TABLE: tuple[DrafterCode, ...] = (
                 "draft_model_runner.py); vllm/v1/spec_decode/ (V1: eagle.py, ngram_proposer.py, medusa.py, "
                 "draft_model.py, suffix_decoding.py, mtp_proposer.py)",
                 "vLLM's speculative decoding code"),
+    # The platform plugins' own drafters, in their packages: vllm-ascend (vllm_ascend/spec_decode/: eagle_proposer.py,
+    # mtp_proposer.py, llm_base_proposer.py, ngram_proposer.py, dflash_proposer.py ...), vllm-gaudi (vllm_gaudi/v1/
+    # spec_decode/hpu_eagle.py), and any vllm_<platform> plugin laid out the same way. Read up to the folder's name
+    # (no boundary after it: a paste that lost a path's separator, "spec_decodejeagle_proposer.py", keeps it), or a
+    # proposer module's file name under a vLLM-family package. HabanaAI's vllm-fork keeps the vllm package (above).
+    DrafterCode("vLLM plugin's drafter module", _V, Place.module, ("vllm_",),
+                r"\bvllm_[a-z]{2,20}[/\\.](?:v1[/\\.])?spec_decode|"
+                r"\bvllm(?:_[a-z]{2,20})?[/\\.][^\s\"']{0,200}?(?<![A-Za-z])(?:eagle\d?|mtp|ngram|medusa|draft|dflash|suffix|"
+                r"llm_base)_proposer(?:_\w{1,10})?\.py\b",
+                "vllm-ascend vllm_ascend/spec_decode/ (eagle_proposer.py, mtp_proposer.py, llm_base_proposer.py, "
+                "ngram_proposer.py, dflash_proposer.py, draft_proposer.py, suffix_proposer.py); vllm-gaudi "
+                "vllm_gaudi/v1/spec_decode/ (hpu_eagle.py)",
+                "a vLLM platform plugin's speculative decoding code"),
     # vLLM's logger names the module that printed a line ("INFO 09-18 12:03:11 [eagle.py:644] ...", V0 without the
     # bracket: "INFO 08-06 17:55:14 spec_decode_worker.py:57] ..."): a line its drafter printed is the drafter's voice.
     DrafterCode("vLLM drafter's own line", _V, Place.module, (".py:",),
@@ -95,6 +110,19 @@ TABLE: tuple[DrafterCode, ...] = (
                 "vllm/model_executor/models/ (llama_eagle3.py, deepseek_eagle.py, medusa.py, mlp_speculator.py, "
                 "deepseek_mtp.py, glm4_moe_mtp.py)",
                 "a vLLM drafter model's module"),
+    # The target's verification metadata, which vLLM's attention backends fill only while speculative decoding: the
+    # GDN / Mamba builders set num_spec_decodes, spec_sequence_masks and the spec_* index tensors from
+    # num_decode_draft_tokens_cpu only when use_spec_decode is on and the step has draft tokens (else None and 0). An
+    # assert or error on them is the speculative step's batch breaking the target's side, a crash on the speculative path.
+    DrafterCode("vLLM speculative attention metadata", _V, Place.tensor,
+                ("num_spec_decode", "spec_sequence_masks", "spec_state_indices", "spec_query_start_loc", "spec_token_ind",
+                 "num_decode_draft_tokens"),
+                r"\bnum_spec_decode(?:s|_tokens)\b|\bspec_sequence_masks\w{0,10}\b|\bspec_state_indices\w{0,20}\b|"
+                r"\bspec_query_start_loc\b|\bspec_token_ind(?:x|ices)\b|\bnum_decode_draft_tokens\w{0,10}\b",
+                "vllm/v1/attention/backends/gdn_attn.py (GDNAttentionMetadataBuilder.build: num_spec_decodes = "
+                "spec_sequence_masks.sum() only when self.use_spec_decode and num_decode_draft_tokens_cpu; spec_state_indices"
+                "_tensor, spec_query_start_loc, spec_token_indx), vllm/v1/attention/backends/mamba_attn.py",
+                "vLLM's attention metadata of a speculative step (the drafts the target verifies)"),
     # -- SGLang ----------------------------------------------------------------------------------------------
     DrafterCode("SGLang speculative path", _S, Place.module, ("speculative",),
                 r"sglang[/\\.](?:python[/\\.])?(?:sglang[/\\.])?srt[/\\.]speculative\b|srt[/\\]speculative[/\\]",
@@ -156,6 +184,15 @@ TABLE: tuple[DrafterCode, ...] = (
                 "src/llama-graph.h (t_layer_inp), src/llama-context.cpp:2278 (extract_layer_inputs: \"layer input tensor "
                 "not found\"), src/models/eagle3.cpp (ctx_other, d2t), common/speculative.cpp:543 (target_layer_ids)",
                 "a tensor only llama.cpp's EAGLE3 / DFlash / MTP drafters build or read"),
+    # An assert of ggml's whose condition or message names the draft (common/sampling.cpp common_sampler_sample_and_accept_n:
+    # GGML_ASSERT(idxs.size() == draft.size() + 1 && "idxs.size() must be draft.size() + 1"); common/speculative.cpp's
+    # n_draft checks): llama.cpp's verification of drafted tokens, whichever drafter made them (MTP, a draft model,
+    # n-gram). Only in ggml's own assert (who said it): a C program's assert(draft != NULL) about a blog post is no drafter.
+    DrafterCode("llama.cpp draft assert", _L, Place.tensor, ("GGML_ASSERT",),
+                r"GGML_ASSERT\([^\n]{0,400}?(?<![A-Za-z0-9])draft\w{0,40}\b",
+                "common/sampling.cpp (common_sampler_sample_and_accept_n: GGML_ASSERT(idxs.size() == draft.size() + 1)), "
+                "common/speculative.cpp (asserts on n_draft)",
+                "a llama.cpp assert on the drafted tokens (the speculative verification path)"),
     # -- vLLM or SGLang: a Python frame in the engine's package whose function is a drafter's ----------------------
     # SGLang's maybe_init_draft_worker, forward_batch_speculative_generation, _draft_preprocess_decode; vLLM's
     # propose_draft_token_ids: the drafter's words, never a bare "draft" (a web app's save_draft_model is no drafter).

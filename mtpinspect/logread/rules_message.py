@@ -44,6 +44,7 @@ from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Hit, Meaning, Scan, 
 from mtpinspect.logread.drafters import DRAFTING_CODE
 from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
+from mtpinspect.logread.voices import without_operands
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE
 from mtpinspect.runtime.pin import FIRST_MTP_RELEASE
 from mtpinspect.vocabulary import App, Engine, EvidenceSource, LogKind
@@ -271,7 +272,8 @@ def _backend_gap(log: LogEvidence, hit: Hit, path: Hit) -> Cause:
 
 def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     text = hit.match.group("text") or ""
-    said = SPECULATIVE_WORDS.search(text) is not None
+    # Its words, not a file it names (FileNotFoundError on '/data/mtp/x.json' is about the user's file).
+    said = SPECULATIVE_WORDS.search(without_operands(text)) is not None
     around = hits.mtp_sign or hits.first(Meaning.speculation)
     if log.mtp_use is MtpUse.off:  # another drafter on: its code must place the exception, not its setting alone
         around = next((h for h in hits.hits if h.message.name in DRAFTING_CODE), None)

@@ -41,6 +41,7 @@ from mtpinspect.logread.drafters import DRAFTING_CODE, drafting_place
 from mtpinspect.logread.rules_loader import loader_cause
 from mtpinspect.logread.run_facts import LogApp, MtpUse
 from mtpinspect.logread.runs import LogEvidence
+from mtpinspect.logread.voices import without_operands
 from mtpinspect.runtime.crash import CrashKind
 from mtpinspect.vocabulary import Engine, EvidenceSource
 
@@ -113,7 +114,7 @@ def mtp_tie(log: LogEvidence) -> str | None:
                                                            or _MTP_WEIGHT.search(hit.line)):
                 return f"line {hit.number}: {hit.line[:200]}"
             if message.meaning in (Meaning.exception, Meaning.app_refusal, Meaning.engine_gap) and \
-                    SPECULATIVE_WORDS.search(hit.line):
+                    SPECULATIVE_WORDS.search(without_operands(hit.line)):  # its words, not a file or branch it names
                 return f"line {hit.number}: {hit.line[:200]}"
     crash = log.crash
     if crash is not None:
@@ -122,7 +123,7 @@ def mtp_tie(log: LogEvidence) -> str | None:
         found = drafting_place(said)
         if place is not None or found is not None:
             return (place or found.line)[:200]
-    if log.failure and SPECULATIVE_WORDS.search(log.failure) and not _REJECTED_ARGUMENT.search(log.failure):
+    if log.failure and SPECULATIVE_WORDS.search(without_operands(log.failure)) and not _REJECTED_ARGUMENT.search(log.failure):
         return log.failure[:200]
     return None
 

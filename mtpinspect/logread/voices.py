@@ -12,6 +12,10 @@ traceback or a shell printed can establish a cause. Content is recognised by its
   llama-server's ``request:`` / ``response:`` bodies;
 - chat-template text: the turn markers of the common templates (``<|im_start|>``, ``[INST]``, ...).
 
+Another program's error line speaks of the files, paths, archives and branches it names (tar's missing
+``mtp-phone-backup.tar.gz``, git's pathspec ``'draft/mtp-export'``): :func:`without_operands` blanks those names, so a
+word inside one is read as a name, not as the program's words about speculative decoding.
+
 Each test is a literal key found with str.find, then one linear pattern on that line alone: the cost is one
 pass per key over the text, whatever its size.
 """
@@ -98,3 +102,63 @@ def last_command(text: str) -> str | None:
 def engine_command(command: str) -> bool:
     """Whether a shell command runs an engine, an app or a container (else the program is someone else's)."""
     return _ENGINES.search(command) is not None
+
+
+# -- Other programs' operands --------------------------------------------------------------------------------------
+# A shell tool's, git's or an OS error's line names the file, path, archive or branch it acted on: `tar (child):
+# mtp-phone-backup-2026-11.tar.gz: Cannot open`, `error: pathspec 'draft/mtp-export' did not match`, Python's
+# `[Errno 2] No such file or directory: '/data/mtp/x.json'`, rsync's `link_stat "/home/u/mtp-backup" failed`. A word
+# inside such a name (a phone backup over Media Transfer Protocol, a branch of draft posts) is the user's name for
+# their data, not the program saying anything about speculative decoding. A model file (.gguf, .safetensors) stays: an
+# mtp- GGUF is the head itself; so does an engine's code file (.py, .cpp) outside an OS error: its path says where.
+_TOKEN = re.compile(r"\S+")
+_EDGES = "'\"`()[]{}<>,;:=|"
+# The strerror texts and the operand errors of coreutils, tar, rsync, scp, unzip, git and Python's OSError.
+_OS_ERROR = re.compile(r"(?i)No such file|cannot (?:stat|access|open|find|remove|create|read|move|copy|overwrite)|"
+                       r"Permission denied|Not a directory|Is a directory|File exists|Directory not empty|"
+                       r"(?:did|does) not match any|unknown revision|not a valid (?:ref|object|branch)|couldn't find remote ref|"
+                       r"\[Errno \d{1,4}\]|\blink_stat\b|\bchange_dir\b|not found in archive|End-of-central-directory")
+# A branch, ref or pathspec named after git's words (unquoted: "couldn't find remote ref mtp-draft").
+_REF_OPERAND = re.compile(r"\b(?:ref|refspec|branch|pathspec|revision|tag)\s+(?P<name>[^\s'\"`]{1,200})")
+_MODEL_FILE = re.compile(r"(?i)\.(?:gguf|safetensors)(?::\d+)?$")
+_CODE_FILE = re.compile(r"(?i)\.(?:py|pyx|cpp|cc|cxx|c|h|hpp|cu|cuh|rs|go|js|ts)(?::\d+)*$")
+_FILE_NAME = re.compile(r"^[\w.+~@%-]{1,200}\.(?:[A-Za-z][A-Za-z0-9]{0,5})$")
+_DOTTED = re.compile(r"^[A-Za-z_]\w{0,100}(?:\.[A-Za-z_]\w{0,100}){1,20}$")
+_ROOTED = re.compile(r"^(?:[/~]|\.{1,2}[/\\]|[A-Za-z]:[/\\]|\\\\)")
+
+
+def _operand(token: str, quoted: bool, os_error: bool) -> bool:
+    """Is this token (its quotes and punctuation stripped) a name of a file, path or archive, not words?"""
+    if not token or _MODEL_FILE.search(token):
+        return False
+    if _CODE_FILE.search(token) and not os_error:
+        return False
+    if "/" in token or "\\" in token:
+        # Rooted, deep, quoted or named as an operand: a path. One slash between two words ("MTP/EAGLE") is prose.
+        return bool(_ROOTED.match(token) or token.count("/") + token.count("\\") > 1 or quoted or os_error
+                    or _FILE_NAME.match(token.rsplit("/", 1)[-1].rsplit("\\", 1)[-1]))
+    if _DOTTED.match(token) and not os_error:  # a module path ('vllm.v1.spec_decode.eagle'), not a file, but in an OS error
+        return False
+    return bool(_FILE_NAME.match(token)) or (quoted and os_error)
+
+
+def without_operands(line: str) -> str:
+    """``line`` with the files, paths, archives and branches it names blanked (same length; see above): what the
+    program said about them, not their names. Linear: one pass over the line's tokens."""
+    os_error = _OS_ERROR.search(line) is not None
+    spans: list[tuple[int, int]] = []
+    for found in _TOKEN.finditer(line):
+        raw = found.group(0)
+        token = raw.strip(_EDGES).rstrip(".")  # a sentence's full stop after a name
+        quoted = raw[:1] in "'\"`" or raw[:2] in ("(\"", "('", "[\"", "['")
+        if _operand(token, quoted, os_error):
+            spans.append(found.span())
+    if os_error:
+        spans += [m.span("name") for m in _REF_OPERAND.finditer(line)]
+    if not spans:
+        return line
+    chars = list(line)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
+
