@@ -62,6 +62,67 @@ _REFUSED_FOURTH: dict[str, str] = {
         "a test script's 'Method:' blocks with 'Acceptance rate: [a, b]' count lists: no line of it is a format the "
         "reader knows: refused (see the entry's known_miss)",
 }
+# The fifth set (issue 42, round 3), folded in with the collector's figures as they came: its figure keys are the
+# collector's (baseline and per-setting speeds, table rows by the poster's labels), not yet each checked against the
+# reader's figures; refused pastes have nothing to read or cite (see each entry's known_miss).
+_FIFTH_NOT_CHECKED = ("the fifth set's figures as the collector keyed them (the poster's table labels and runs), not "
+                      "the reader's figures; a table the reader refuses or does not compare reads none of them")
+_FIFTH_REFUSED = "refused (no line of it is a format the reader knows): nothing to cite (see the entry's known_miss)"
+_FIFTH_FIGURES: dict[str, str] = {
+    "llama.cpp-b9117-metal-m1-pro-qwen36-35b-self-mtp-eval-time-and-statistics.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-ik-gemma4-31b-mtp-pr-baseline-vs-q8-draft-max-table.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-ik-qwen38-flash-next-a100-sweep-bench-baseline-no-mtp-table.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-mtp-cleanup-pr-router-chained-ngram-mod-draft-mtp-statistics-release.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-rejection-sampling-pr-qwen36-27b-draft-mtp-temp-sweep-relative-table.log": _FIFTH_NOT_CHECKED,
+    "sglang-club3090-qwen38-27b-mtp-dual-decode-batch-accept-len-lines-quoted.log": _FIFTH_NOT_CHECKED,
+    "sglang-ngram-batch-threshold-pr-serving-benchmark-accept-length.log": _FIFTH_NOT_CHECKED,
+    "vllm-ngram-benchmark-speculative-script-with-without-speculation-batches.log": _FIFTH_NOT_CHECKED,
+    "vllm-spec-decode-example-ngram-blazedit-summary-per-token-acceptance.log": _FIFTH_NOT_CHECKED,
+    "vllm-suffix-port-pr-spec-decode-example-k1-mtbench-summary.log": _FIFTH_NOT_CHECKED,
+    "vllm-v0-qwen2-1.5b-medusa-vs-naive-concurrency-latency-table.log": _FIFTH_NOT_CHECKED,
+    "vllm-v1-eagle1-vs-eagle3-llama31-8b-al-and-tpot-spreadsheet-tables.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-2024-llama-cli-baseline-then-llama-speculative-8b-1b-summary.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-2024-llama-speculative-example-qwen25-coder-32b-encoded-decoded-lines.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-b9279-hip-7900xtx-qwen36-27b-draft-off-vs-n-max-table.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-eagle3-pr-dgx-spark-gemma4-31b-26b-baseline-vs-eagle3-tables.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-ik-spec-bench-pr-rtx4070-cpu-moe-no-spec-vs-mtp-nmax-tables.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-mainline-dspark-dsv4-flash-0731-baseline-vs-draft-dspark-table.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-mtp-pr-sm-layer-mtp-clean-vs-old-bench-rows.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _FIFTH_NOT_CHECKED,
+    "sglang-llama4-maverick-eagle3-pr-batch1-output-throughput-rows.log": _FIFTH_NOT_CHECKED,
+    "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _FIFTH_NOT_CHECKED,
+    "vllm-sm12x-dsv4-flash-dspark-num-spec-7-vs-5-specdecoding-blocks.log": _FIFTH_NOT_CHECKED,
+    "vllm-spark-docker-dspark-log-summary-script-pos-acceptance-recommendation.log": _FIFTH_NOT_CHECKED,
+    "vllm-v050-qwen15-1.8b-ngram-8-tokens-metrics-vs-plain-server.log": _FIFTH_NOT_CHECKED,
+    "vllm-v0901-qwen3-32b-fp8-ngram-specdecoding-metrics-loggers-lines.log": _FIFTH_NOT_CHECKED,
+}
+_FIFTH_TOTALS: dict[str, str] = {
+    "llama.cpp-ik-qwen38-flash-next-a100-sweep-bench-baseline-no-mtp-table.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-mtp-cleanup-pr-router-chained-ngram-mod-draft-mtp-statistics-release.log": _FIFTH_NOT_CHECKED,
+    "vllm-v1-eagle1-vs-eagle3-llama31-8b-al-and-tpot-spreadsheet-tables.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-2024-llama-cli-baseline-then-llama-speculative-8b-1b-summary.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-ik-spec-bench-pr-rtx4070-cpu-moe-no-spec-vs-mtp-nmax-tables.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-mtp-pr-sm-layer-mtp-clean-vs-old-bench-rows.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _FIFTH_NOT_CHECKED,
+    "sglang-llama4-maverick-eagle3-pr-batch1-output-throughput-rows.log": _FIFTH_NOT_CHECKED,
+    "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _FIFTH_NOT_CHECKED,
+    "vllm-v0901-qwen3-32b-fp8-ngram-specdecoding-metrics-loggers-lines.log": _FIFTH_NOT_CHECKED,
+}
+_FIFTH_MTP_BENCH: dict[str, str] = {
+    "llama.cpp-mtp-cleanup-pr-chained-ngram-mtp-bench-first-run-rows.log": _FIFTH_NOT_CHECKED,
+}
+_FIFTH_CITES: dict[str, str] = {
+    "llama.cpp-ik-qwen38-flash-next-a100-sweep-bench-baseline-no-mtp-table.log": _FIFTH_REFUSED,
+    "vllm-ascend-qwen36-35b-mtp-num-accepted-tokens-exceeds-varlen-segment.log": _FIFTH_REFUSED,
+    "vllm-v1-eagle1-vs-eagle3-llama31-8b-al-and-tpot-spreadsheet-tables.log": _FIFTH_REFUSED,
+    "llama.cpp-ik-spec-bench-pr-rtx4070-cpu-moe-no-spec-vs-mtp-nmax-tables.log": _FIFTH_REFUSED,
+    "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _FIFTH_REFUSED,
+    "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _FIFTH_REFUSED,
+    "sglang-llama4-maverick-eagle3-pr-batch1-output-throughput-rows.log": _FIFTH_REFUSED,
+    "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _FIFTH_REFUSED,
+}
 # Pastes whose index figures the reader does not read, each with why (strict xfails: a check that starts to pass is
 # noticed). Figures the reader cannot honestly read stay here rather than being bent to fit.
 FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
@@ -102,21 +163,25 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
             "format the reader knows, so no run's speed is read",
         **_REFUSED_FOURTH,
         **_REFUSED_FORK_ROWS,
+        **_FIFTH_FIGURES,
     },
     "totals": {
         "vllm-eagle3-minicpm3-pr-test-plan-acceptance-per-token-speedup-block.log":
             "the index's accepted/drafted keys hold the collector's text, not counts",
         **_REFUSED_FOURTH,
         **_REFUSED_FORK_ROWS,
+        **_FIFTH_TOTALS,
     },
     "mtp_bench": {
         "llama.cpp-mtp-pr-quoted-mtp-bench-rows-unsloth-35b-a3b-draft-mtp-4.log":
             "two quoted mtp-bench tables, the second cut at 'Aggregate: {': read as one run where the index gives two",
         "llama.cpp-stepfun35-mtp-pr-4xmi50-non-mtp-vs-mtp-bench-rows.log":
             "a fork's bench rows without and with MTP: read as two runs (non-MTP, MTP) where the index gives one set of figures by the collector's keys (non_mtp_tps, mtp_tps, mtp_rates), not mtp-bench totals",
+        **_FIFTH_MTP_BENCH,
     },
     "cites": {
         **_REFUSED_FOURTH,  # refused: nothing to cite
+        **_FIFTH_CITES,
     },
 }
 
