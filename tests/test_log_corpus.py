@@ -100,13 +100,10 @@ _FIFTH_FIGURES: dict[str, str] = {
 _FIFTH_TOTALS: dict[str, str] = {
     "llama.cpp-ik-qwen38-flash-next-a100-sweep-bench-baseline-no-mtp-table.log": _FIFTH_NOT_CHECKED,
     "llama.cpp-mtp-cleanup-pr-router-chained-ngram-mod-draft-mtp-statistics-release.log": _FIFTH_NOT_CHECKED,
-    "vllm-v1-eagle1-vs-eagle3-llama31-8b-al-and-tpot-spreadsheet-tables.log": _FIFTH_NOT_CHECKED,
     "llama.cpp-2024-llama-cli-baseline-then-llama-speculative-8b-1b-summary.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-ik-spec-bench-pr-rtx4070-cpu-moe-no-spec-vs-mtp-nmax-tables.log": _FIFTH_NOT_CHECKED,
     "llama.cpp-mtp-pr-sm-layer-mtp-clean-vs-old-bench-rows.log": _FIFTH_NOT_CHECKED,
     "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _FIFTH_NOT_CHECKED,
     "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _FIFTH_NOT_CHECKED,
-    "sglang-llama4-maverick-eagle3-pr-batch1-output-throughput-rows.log": _FIFTH_NOT_CHECKED,
     "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _FIFTH_NOT_CHECKED,
     "vllm-v0901-qwen3-32b-fp8-ngram-specdecoding-metrics-loggers-lines.log": _FIFTH_NOT_CHECKED,
 }
@@ -116,11 +113,8 @@ _FIFTH_MTP_BENCH: dict[str, str] = {
 _FIFTH_CITES: dict[str, str] = {
     "llama.cpp-ik-qwen38-flash-next-a100-sweep-bench-baseline-no-mtp-table.log": _FIFTH_REFUSED,
     "vllm-ascend-qwen36-35b-mtp-num-accepted-tokens-exceeds-varlen-segment.log": _FIFTH_REFUSED,
-    "vllm-v1-eagle1-vs-eagle3-llama31-8b-al-and-tpot-spreadsheet-tables.log": _FIFTH_REFUSED,
-    "llama.cpp-ik-spec-bench-pr-rtx4070-cpu-moe-no-spec-vs-mtp-nmax-tables.log": _FIFTH_REFUSED,
     "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _FIFTH_REFUSED,
     "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _FIFTH_REFUSED,
-    "sglang-llama4-maverick-eagle3-pr-batch1-output-throughput-rows.log": _FIFTH_REFUSED,
     "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _FIFTH_REFUSED,
 }
 # Pastes whose index figures the reader does not read, each with why (strict xfails: a check that starts to pass is

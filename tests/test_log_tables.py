@@ -401,3 +401,79 @@ def test_a_draft_length_column_spelled_as_its_flag(tmp_path: Path) -> None:
     assert [(r.baseline, r.speed) for r in runs] == [(True, 50.0), (False, 41.0)]
     _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
     assert _causes(tmp_path, text.replace("41.0", "71.0")) == []
+
+
+# -- round 3: shapes of the fifth set's tables, written anew -----------------------------------------------------
+
+# A spreadsheet pasted into GitHub: the merged title cell is a row of its own above the header ("| ITL ms |  |"),
+# and it says what the cells measure (here a per-token latency: lower is better).
+_SPREADSHEET = """\
+ | ITL ms |   |   |
+-- | -- | -- | --
+concurrency 4 | autoregressive | MTP 2 | MTP 2 over autoregressive
+Q1 | 12.4 | 8.1 | 1.53
+Q2 | 12.6 | 8.4 | 1.50
+"""
+
+
+def test_a_spreadsheets_title_row_is_the_tables_heading_and_its_figure() -> None:
+    found = tables(_SPREADSHEET)
+    assert [t.header for t in found] == [("concurrency 4", "autoregressive", "MTP 2", "MTP 2 over autoregressive")]
+    assert found[0].heading == "ITL ms"
+    runs, _ = table_runs(_SPREADSHEET)
+    by = {(r.key, r.baseline): r.speed for r in runs}
+    # read as per-token latencies (ms), not speeds: 12.4 ms is 80.6 tok/s, 8.1 ms is 123 tok/s; the ratio column is no run
+    assert round(by[("q1", True)], 1) == 80.6 and round(by[("q1", False)], 1) == 123.5
+    assert compares(runs) and len(runs) == 4
+
+
+def test_a_spreadsheet_of_latencies_faster_with_drafting_is_healthy(tmp_path: Path) -> None:
+    assert _causes(tmp_path, _SPREADSHEET) == []
+
+
+def test_a_spreadsheet_title_row_of_a_database_benchmark_gives_no_runs() -> None:
+    text = " | p99 ms |   |\n-- | -- | --\nquery | baseline | patched\nselect | 4.2 | 3.9\n"
+    assert [t.heading for t in tables(text)] == ["p99 ms"]
+    assert table_runs(text)[0] == []
+
+
+# Two drafters beside one run without speculation: each is compared with it, not keyed apart by its own name.
+def test_two_drafter_columns_beside_one_baseline_share_its_key() -> None:
+    text = "| prompt | no spec | EAGLE | EAGLE-3 |\n|---|---|---|---|\n| chat | 40 t/s | 30 t/s | 31 t/s |\n"
+    runs, _ = table_runs(text)
+    assert {r.key for r in runs} == {"chat"} and compares(runs)
+
+
+# llama-spec-bench style cells "mean/std": the speed is the mean.
+def test_a_cell_of_mean_over_std_is_its_mean(tmp_path: Path) -> None:
+    text = ("| task | no-spec | n_max=2 |\n|---|---|---|\n| math | 22.10/0.05 | 18.40/0.11 (0.83x) |\n"
+            "| chat | 22.30/0.02 | 17.95/0.20 (0.80x) |\n")
+    runs, owner = table_runs(text)
+    assert {(r.key, r.baseline, r.speed) for r in runs} >= {("math", True, 22.1), ("math", False, 18.4)}
+    assert owner is Engine.llama_cpp
+    assert "SLOWER_THAN_BASELINE" in _causes(tmp_path, text)
+
+
+def test_a_fraction_in_a_database_table_is_still_no_run() -> None:
+    assert table_runs("| table | baseline | patched |\n|---|---|---|\n| orders | 120/3 | 98/2 |\n")[0] == []
+
+
+# A header cell "batch size=1" is the table's one condition over a column of labels, not a quantity.
+def test_a_header_cell_naming_the_tables_condition_is_a_label_column() -> None:
+    text = "batch size=1 | Output throughput\n-- | --\nQwen3-8B +MTP | 150.2 token/s\nQwen3-8B | 98.7 token/s\n"
+    runs, _ = table_runs(text)
+    assert {(r.baseline, r.speed) for r in runs} == {(False, 150.2), (True, 98.7)}
+    assert compares(runs)
+
+
+def test_a_header_cell_naming_a_condition_in_a_web_server_table_gives_no_runs() -> None:
+    text = "batch size=1 | Requests served\n-- | --\nnginx +gzip | 1520 req/s\nnginx | 1610 req/s\n"
+    assert table_runs(text)[0] == []
+
+
+# "Draft off" in an n-max column: the run without drafting, compared with the drafting rows.
+def test_a_worded_cell_in_a_draft_length_column_names_its_setting() -> None:
+    text = "| n-max | tok/s |\n|---|---|\n| Draft off | 30.0 |\n| 2 | 24.0 |\n| 4 | 20.0 |\n"
+    runs, _ = table_runs(text)
+    assert [(r.setting, r.baseline) for r in runs] == [("Draft off", True), ("n-max 2", False), ("n-max 4", False)]
+    assert compares(runs)

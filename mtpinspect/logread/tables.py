@@ -19,6 +19,13 @@ is classified by its words (:func:`_column_kind`, :func:`_setting`, :func:`_figu
 - a key: what the runs compared must share (batch size, concurrency, prompt, dataset, llama-bench's test; a speed
   column's own words, "think ON", "eager"; the model a row with speculation and one without both name).
 
+A spreadsheet pasted as pipes may carry a title row of merged cells above its header ("| TPOT ms |  |"): it is the
+table's heading, and the figure it names is that of cells whose row and unit name none. A cell "31.00/0.07" (a mean
+over its std) is its mean; a header cell "batch size=1" is the table's one condition over a column of labels; a worded
+cell in a draft-length column ("Draft off") names its row's setting; "X over Y" is a ratio; two drafters' columns
+beside one baseline ("vanilla", "EAGLE 1", "EAGLE 3") are each compared with it (a header's words key a column only
+where both sides name them).
+
 Results blocks ("name: value" lines under a label, as a client script or a serving benchmark prints them) are
 tables of one run, metrics by row (:func:`field_blocks`); a field that names its setting and a speed or the time the
 same work took is a run of its own.
@@ -132,11 +139,17 @@ def tables(text: str) -> list[Table]:
     shape, width, heading, above = "", 0, "", ""
 
     def close() -> None:
+        above_header = heading
+        if shape == "pipe" and len(block) >= 3 and not _is_header(block[0][2]) and _is_header(block[1][2]):
+            # A spreadsheet pasted as pipes: a title row of merged cells ("| TPOT ms |   |   |") above the header
+            # row. It says what the table's cells measure: the table's heading, the header the row below it.
+            above_header = " ".join(c for c in block[0][2] if c)[:200] or heading
+            del block[0]
         lines = _by_gaps(block) if shape == "aligned" else _padded(block) if shape == "pipe" else block
         if len(lines) >= 2 and _is_header(lines[0][2]):
             rows = lines[1:]
             found.append(Table(lines[0][2], tuple(c for _, _, c in rows), tuple(n for n, _, _ in rows),
-                               tuple(line.strip()[:300] for _, line, _ in rows), heading))
+                               tuple(line.strip()[:300] for _, line, _ in rows), above_header))
 
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.translate(_BOX_BARS) if len(raw) <= _MAX_LINE else ""
@@ -158,7 +171,7 @@ def tables(text: str) -> list[Table]:
     return found
 
 
-_NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<unit>%|[a-zA-Zµ/×]{1,12}(?:/s)?)?")
+_NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<unit>(?!/\s?\d)(?:%|[a-zA-Zµ/×]{1,12}(?:/s)?))?")  # "31.00/0.07": a mean over its std
 
 
 # A results block: "name: value" lines under a label ("spec 7b", "**Without MTP**"), as a client script or a
@@ -241,7 +254,7 @@ _DEPTH_COLUMN = re.compile(r"^(?:spec(?:ulative)? )?(?:n ?max|draft n ?max|draft
                            r"draft (?:tokens|length|len)|steps|num steps|topk|top k|k|gamma)$")
 # A speed-up column: the speculative run's speed over the run without it ("Speedup", "1.8x"); other ratios say no whose.
 _SPEEDUP = re.compile(r"\bspeed ?ups?\b")
-_RATIO = re.compile(r"\bratio\b|\bgain\b|×|\bvs\b")
+_RATIO = re.compile(r"\bratio\b|\bgain\b|×|\bvs\b|\w \bover\b \w")  # "E1 over vanilla": one run's over another's
 _LATENCY = re.compile(r"\b(?:tpot|itl|tbt|ms ?/ ?tok(?:en)?|ms per token|s ?/ ?tok(?:en)?|inter token latency|(?:per )?token latency|time per output token)\b")
 _SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/ ?s\b|\btps\b|tokens per second|\bthroughput\b")
 # A time of the whole request or its first token: lower is better, and not a speed ("decode time", "TTFT").
@@ -438,6 +451,11 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
                     names.append(f"{table.header[i]} {cell.strip(' *_`')}")
                     drafting = drafting or read[0] > 0
                     baseline = True if read[0] == 0 and baseline is None else baseline
+                elif words:  # "Draft off" in an n-max column: the row's setting in words
+                    names.append(cell.strip(" *_`")[:80])
+                    said = _setting(words)
+                    baseline = True if said is True else baseline
+                    drafting = drafting or said is False
             elif kinds[i] == "switch" and words:
                 said = True if words in _NO else False if words in _YES else _setting(words)
                 if said is None and _TIE.search(header[i]):
@@ -495,8 +513,16 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
     # else they only say more of the setting ("EAGLE pre-fix (--enable-multi-layer-eagle)").
     families = sum(1 for s in settings if s is True) > 1 or sum(1 for s in settings if s is False) > 1
     both = True in settings and False in settings
+    # A header's own words are a key only where both sides name it ("no_mtp_eager" and "mtp_eager"): "EAGLE 1" and
+    # "EAGLE 3" beside one "vanilla" are two drafters, each compared with it.
+    sides = {side: {_key_of(header[i]) for i, s in enumerate(settings) if s is side} for side in (True, False)}
+    shared = sides[True] & sides[False] if both else sides[True] | sides[False]
     # The conditions the table's speed rows name ("bs=1 tok/s"): a row of acceptance naming one of them ("bs=1 accept
     # rate") is that condition's; one naming none ("draft acceptance, whole turn") is its column's run's.
+    # A title naming what every cell measures ("TPOT ms" above a spreadsheet's header): the figure of a row that names
+    # none and of a cell without its own unit.
+    titled = _figure(_words(table.heading))
+    titled = titled if titled in ("latency", "length", "rate") else None
     timed_keys = {_key_of(words) for row in table.rows if label is not None and
                   _figure(words := _words(row[label])) not in ("rate", "length", "ratio", "speedup", "time")}
     for cells, number, line in zip(table.rows, table.numbers, table.lines):
@@ -515,10 +541,10 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
         for i, cell in enumerate(cells):
             if settings[i] is None:
                 continue
-            figure = kinds[i] if kinds[i] in ("speed", "latency") else row_figure or _cell_figure(cell) or "speed"
+            figure = kinds[i] if kinds[i] in ("speed", "latency") else row_figure or _cell_figure(cell) or titled or "speed"
             if figure in ("ratio", "speedup", "time", None):
                 continue
-            key = ", ".join(filter(None, [_key_of(header[i]) if families else "", row_key]))
+            key = ", ".join(filter(None, [_key_of(header[i]) if families and _key_of(header[i]) in shared else "", row_key]))
             run = runs.setdefault((i, key), _Run(table.header[i].strip(" *_`")[:120], settings[i], key, line, number, {}))
             _put(run, figure, cell, False)
             if settings[i] is False:
@@ -533,6 +559,9 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
 def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None, bool | None]:
     """What a header cell's column holds, and the setting its words name (a run per column when they do)."""
     words = _words(cell)
+    named = words.partition("=")
+    if named[1] and named[2].strip() and _KEY.match(named[0].strip()):
+        return None, None  # "batch size=1": the table's one condition over a column of labels, not a figure
     figure = _figure(words)
     if figure in ("length", "rate", "ratio", "speedup"):
         return figure, None
