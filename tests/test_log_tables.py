@@ -15,7 +15,7 @@ import pytest
 
 from mtpinspect.diagnosis import diagnose
 from mtpinspect.errors import MtpinspectError
-from mtpinspect.logread.tables import compares, table_runs, tables
+from mtpinspect.logread.tables import compares, table_runs, tables, without_speculation
 from mtpinspect.vocabulary import Engine
 
 
@@ -477,3 +477,26 @@ def test_a_worded_cell_in_a_draft_length_column_names_its_setting() -> None:
     runs, _ = table_runs(text)
     assert [(r.setting, r.baseline) for r in runs] == [("Draft off", True), ("n-max 2", False), ("n-max 4", False)]
     assert compares(runs)
+
+
+# A table of the time the same work took, a column per run named with its unit ("Naive(s)", "EAGLE(s)"), as vLLM's
+# V0 threads time a batch of requests: lower is better; "naive" decoding is the run without speculation.
+_TIMED = ("| Batch | Naive(s) | EAGLE(s) |\n|---|---|---|\n| 1 | 400 | 300 |\n| 8 | 120 | 150 |\n| 16 | 90 | 110 |\n")
+
+
+def test_columns_of_the_time_each_run_took_are_compared_lower_is_better(tmp_path: Path) -> None:
+    runs, _ = table_runs(_TIMED)
+    by = {(r.key, r.baseline): r for r in runs}
+    assert by[("1", True)].unit == "1/s" and by[("1", True)].speed == pytest.approx(1 / 400)
+    assert by[("8", False)].speed == pytest.approx(1 / 150) and compares(runs)
+    cause, _ = _cause(tmp_path, _TIMED, "SLOWER_THAN_BASELINE")
+    assert "at 8 " in cause.message and "150 s against 120 s" in cause.message
+
+
+def test_naive_drafting_is_no_run_without_speculation() -> None:
+    assert not without_speculation("naive drafting") and without_speculation("Naive(s)")
+
+
+def test_a_database_table_of_times_by_naive_and_indexed_joins_gives_no_runs() -> None:
+    text = "| Rows | Naive(s) | Indexed(s) |\n|---|---|---|\n| 1000 | 4 | 1 |\n| 100000 | 400 | 9 |\n"
+    assert table_runs(text)[0] == []

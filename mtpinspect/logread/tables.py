@@ -24,7 +24,9 @@ table's heading, and the figure it names is that of cells whose row and unit nam
 over its std) is its mean; a header cell "batch size=1" is the table's one condition over a column of labels; a worded
 cell in a draft-length column ("Draft off") names its row's setting; "X over Y" is a ratio; two drafters' columns
 beside one baseline ("vanilla", "EAGLE 1", "EAGLE 3") are each compared with it (a header's words key a column only
-where both sides name them).
+where both sides name them); a column named by a run and a time unit ("Naive(s)",
+"Medusa(s)") is the time its work took, per key (lower is better), and "naive" decoding is the run without
+speculation.
 
 Results blocks ("name: value" lines under a label, as a client script or a serving benchmark prints them) are
 tables of one run, metrics by row (:func:`field_blocks`); a field that names its setting and a speed or the time the
@@ -239,7 +241,7 @@ def _is_header(cells: tuple[str, ...]) -> bool:
 _BASELINE = re.compile(r"\b(?:baseline|base model|no spec(?:ulation|ulative(?: decoding)?)?|without (?:speculation|speculative|spec|"
                        r"mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|w/o (?:spec\w*|mtp|draft\w*|eagle\d?)|(?:spec(?:ulative)?(?: ?dec(?:oding|ode)?)?|"
                        r"speculation|mtp|draft(?:ing)?|eagle\d?|nextn) (?:off|disabled)|no (?:mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|"
-                       r"non mtp|vanilla|autoregressive|target (?:model )?only|(?:plain|standard|normal|regular) decoding)\b")
+                       r"non mtp|vanilla|naive(?! (?:draft|spec|mtp|eagle|ngram|medusa))|autoregressive|target (?:model )?only|(?:plain|standard|normal|regular) decoding)\b")
 _SPEC = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|draft(?:ing|er)?|spec(?:ulative|ulation)?|spec ?dec(?:oding|ode)?|medusa|"
                    r"dflash|ngram|lookahead|n ?max|num speculative tokens)(?![a-z])")
 _WITH = re.compile(r"^(?:with|w/) \w")
@@ -259,6 +261,8 @@ _LATENCY = re.compile(r"\b(?:tpot|itl|tbt|ms ?/ ?tok(?:en)?|ms per token|s ?/ ?t
 _SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/ ?s\b|\btps\b|tokens per second|\bthroughput\b")
 # A time of the whole request or its first token: lower is better, and not a speed ("decode time", "TTFT").
 _TIME = re.compile(r"\b(?:time|duration|latency|ttft|e2e|elapsed)\b")
+# A column named by a run and the unit of the time its work took ("Naive(s)", "Medusa (ms)"): lower is better.
+_DURATION_HEAD = re.compile(r"\((?P<unit>s|sec|secs|seconds|ms|min|mins|minutes)\)$")
 _NOT_DECODE = re.compile(r"\bpp\d*\b|\bprompt\b|prefill|\binput\b|\breq(?:uests?)?\b|\bttft\b|\btotal tok")
 _SPEED = re.compile(r"\bspeed\b|\bdecode\b|\btg\d*\b|\bgen(?:eration)? rate\b|\beval rate\b")
 _LENGTH = re.compile(r"\baccept(?:ance|ed)? len(?:gth)?\b|\bacc len\b|\bmean len\b|\bavg len\b|\bal\b|\btau\b|τ|acceptance length|"
@@ -318,6 +322,8 @@ def _figure(words: str) -> str | None:
         return "time"  # a row or column of GPU utilisation, memory, power, a count: not decoding's pace, whatever its numbers
     if _TIME.search(words):
         return "time"
+    if _DURATION_HEAD.search(words) and _setting(words) is not None:
+        return "duration"  # the time a run's work took, per key (each key the same work for every run)
     if _SPEED.search(words):
         return "speed"
     return None
@@ -421,6 +427,15 @@ def _put(run: _Run, figure: str, cell: str, percent: bool) -> None:
         run.figures["speed"] = value  # a bare number or one in tokens per second, never "12 GB" under a speed's name
     elif figure == "speedup" and 0 < value <= 50 and unit in ("", "x", "×"):
         run.figures.setdefault("speedup", value)
+
+
+def _put_duration(run: _Run, cell: str, head: re.Match[str] | None) -> None:
+    """A cell of the time a run's work took, in its header's unit ("785" under "Naive(s)")."""
+    read = _number(cell)
+    if read is None or head is None or read[0] <= 0 or read[1]:
+        return
+    run.figures.setdefault("duration", read[0] * _DURATION[head["unit"]])
+    run.latency_cell = run.latency_cell or f"{cell.strip(' *_`')} {head['unit']}"
 
 
 def _cell_figure(cell: str) -> str | None:
@@ -541,12 +556,16 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
         for i, cell in enumerate(cells):
             if settings[i] is None:
                 continue
-            figure = kinds[i] if kinds[i] in ("speed", "latency") else row_figure or _cell_figure(cell) or titled or "speed"
+            figure = kinds[i] if kinds[i] in ("speed", "latency", "duration") else \
+                row_figure or _cell_figure(cell) or titled or "speed"
             if figure in ("ratio", "speedup", "time", None):
                 continue
             key = ", ".join(filter(None, [_key_of(header[i]) if families and _key_of(header[i]) in shared else "", row_key]))
             run = runs.setdefault((i, key), _Run(table.header[i].strip(" *_`")[:120], settings[i], key, line, number, {}))
-            _put(run, figure, cell, False)
+            if figure == "duration":
+                _put_duration(run, cell, _DURATION_HEAD.search(header[i]))
+            else:
+                _put(run, figure, cell, False)
             if settings[i] is False:
                 for kind, value in extra.items():
                     _put(run, kind or "", value, "%" in value)
