@@ -98,7 +98,6 @@ _FIFTH_FIGURES: dict[str, str] = {
     "vllm-v0901-qwen3-32b-fp8-ngram-specdecoding-metrics-loggers-lines.log": _FIFTH_NOT_CHECKED,
 }
 _FIFTH_TOTALS: dict[str, str] = {
-    "llama.cpp-ik-qwen38-flash-next-a100-sweep-bench-baseline-no-mtp-table.log": _FIFTH_NOT_CHECKED,
     "llama.cpp-mtp-cleanup-pr-router-chained-ngram-mod-draft-mtp-statistics-release.log": _FIFTH_NOT_CHECKED,
     "llama.cpp-2024-llama-cli-baseline-then-llama-speculative-8b-1b-summary.log": _FIFTH_NOT_CHECKED,
     "llama.cpp-mtp-pr-sm-layer-mtp-clean-vs-old-bench-rows.log": _FIFTH_NOT_CHECKED,
@@ -111,7 +110,6 @@ _FIFTH_MTP_BENCH: dict[str, str] = {
     "llama.cpp-mtp-cleanup-pr-chained-ngram-mtp-bench-first-run-rows.log": _FIFTH_NOT_CHECKED,
 }
 _FIFTH_CITES: dict[str, str] = {
-    "llama.cpp-ik-qwen38-flash-next-a100-sweep-bench-baseline-no-mtp-table.log": _FIFTH_REFUSED,
     "vllm-ascend-qwen36-35b-mtp-num-accepted-tokens-exceeds-varlen-segment.log": _FIFTH_REFUSED,
     "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _FIFTH_REFUSED,
     "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _FIFTH_REFUSED,

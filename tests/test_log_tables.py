@@ -500,3 +500,31 @@ def test_naive_drafting_is_no_run_without_speculation() -> None:
 def test_a_database_table_of_times_by_naive_and_indexed_joins_gives_no_runs() -> None:
     text = "| Rows | Naive(s) | Indexed(s) |\n|---|---|---|\n| 1000 | 4 | 1 |\n| 100000 | 400 | 9 |\n"
     assert table_runs(text)[0] == []
+
+
+# llama-sweep-bench's table (ik_llama.cpp's examples/sweep-bench prints it: PP, TG, N_KV, T_PP s, S_PP t/s, T_TG s,
+# S_TG t/s): one run's decode speed at each depth of its context. Without any drafter's word it is a run without
+# speculation: read (not refused), no cause.
+_SWEEP = ("|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+          "|-------|--------|--------|----------|----------|----------|----------|\n"
+          "|   512 |    128 |      0 |    0.412 |  1242.72 |    3.101 |    41.28 |\n"
+          "|   512 |    128 |    512 |    0.430 |  1190.70 |    3.187 |    40.16 |\n")
+
+
+def test_a_sweep_bench_table_is_a_run_read_by_its_decode_speed(tmp_path: Path) -> None:
+    from mtpinspect.logread.runs import read_runs
+
+    path = tmp_path / "sweep.log"
+    path.write_text(_SWEEP, encoding="utf-8")
+    runs = read_runs(path)
+    assert [r.speed for r in runs] == [41.28, 40.16]  # S_TG t/s, not the prompt's S_PP t/s
+    assert {r.runtime for r in runs} == {Engine.llama_cpp}
+    assert _causes(tmp_path, _SWEEP) == []
+
+
+def test_a_table_of_another_programs_columns_without_the_sweep_bench_header_is_refused(tmp_path: Path) -> None:
+    text = "| PP | TG | rows | T_TG s |\n|---|---|---|---|\n| 3 | 1 | 1200 | 0.2 |\n"
+    path = tmp_path / "paste.log"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(MtpinspectError):
+        diagnose(log_files=[path])

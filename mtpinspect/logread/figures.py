@@ -109,8 +109,9 @@ _RUN_COLUMN = re.compile(r"^(?:backend|device|gpu|build|version|release|image|en
                          r"bs|qps|n[-_ ]?max|k|num[-_ ]spec(?:ulative)?[-_ ]tokens|draft[-_ ](?:length|tokens|max))s?$",
                          re.IGNORECASE)
 # A run table's decode-speed column, and the units a value column's cell is read by (a speed, "@ 88.2%" acceptance).
-_SPEED_COLUMN = re.compile(r"^(?:decode|gen(?:eration)?|tg|output|eval)?[ _]?(?:tok(?:ens)?/s|t/s|tps|speed)(?:\s*\(t(?:ok(?:ens)?)?/s\))?$",
+_SPEED_COLUMN = re.compile(r"^(?:s[ _]tg[ _]|(?:decode|gen(?:eration)?|tg|output|eval)?[ _]?)(?:tok(?:ens)?/s|t/s|tps|speed)(?:\s*\(t(?:ok(?:ens)?)?/s\))?$",
                            re.IGNORECASE)
+_SWEEP_BENCH = re.compile(r"^\|?\s*PP\s*\|\s*TG\s*\|\s*N_KV\s*\|.*\bS_TG t/s\s*\|?$")
 # Tables that set runs with and without speculation side by side (a speed column of each, "Baseline (t/s)" | "MTP (t/s)";
 # a cell of both, "22.7 → 40.6") are tables.py's: it reads any table's runs by their words.
 _SPEED_IN = re.compile(r"(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:(?:\+/-|±)\s*\d{1,6}(?:\.\d{1,6})?\s*)?(?:t/s|tok/s|tokens?/s)\b")
@@ -161,6 +162,9 @@ def _header(line: str, *, raw_table: bool) -> _Header | None:
     if len(cells) < 2:
         return None
     per_run = _RUN_COLUMN.match(cells[0].strip("*_` ")) is not None
+    # llama-sweep-bench's table (PP | TG | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s): one run's decode speed
+    # ("S_TG t/s", S for speed) at each depth of its context, a row per depth.
+    per_run = per_run or _SWEEP_BENCH.match(line.strip()) is not None
     columns = tuple((i, _column_kind(cell, per_run), "%" in cell or "pct" in cell.lower()) for i, cell in enumerate(cells) if i)
     kinds = {kind for _, kind, _ in columns}
     if not kinds & {"rate", "len"} and not (per_run and raw_table):
