@@ -528,3 +528,40 @@ def test_a_table_of_another_programs_columns_without_the_sweep_bench_header_is_r
     path.write_text(text, encoding="utf-8")
     with pytest.raises(MtpinspectError):
         diagnose(log_files=[path])
+
+
+# Results blocks each under the server command it measured, as a poster pastes them (SGLang's launch_server flags,
+# python -m sglang.launch_server --help; a client's "name: value" summary): the command's drafter flag says the setting.
+_COMMANDED = """\
+python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --port 30000
+
+Result:
+output throughput: 210.5 tok/s
+mean tpot: 4.7 ms
+
+python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --port 30000 \\
+  --speculative-algorithm EAGLE3 --speculative-draft-model-path AngelSlim/Qwen3-8B_eagle3
+
+Result:
+output throughput: 160.2 tok/s
+mean tpot: 6.2 ms
+"""
+
+
+def test_a_results_block_takes_its_setting_from_the_command_above_it(tmp_path: Path) -> None:
+    runs, _ = table_runs(_COMMANDED)
+    assert [(r.baseline, r.speed) for r in runs] == [(True, 210.5), (False, 160.2)]
+    assert "SLOWER_THAN_BASELINE" in _causes(tmp_path, _COMMANDED)
+
+
+def test_two_commands_above_two_blocks_say_neither_whose() -> None:
+    first, second = _COMMANDED.split("\n\n")[0], _COMMANDED.split("\n\n")[2]
+    text = f"{first}\n{second}\n\nResult:\noutput throughput: 210.5 tok/s\n\nResult:\noutput throughput: 160.2 tok/s\n"
+    assert not compares(table_runs(text)[0])
+
+
+def test_a_block_under_another_programs_command_takes_no_setting_from_it() -> None:
+    text = ("python3 -m http.server 8000 --directory drafts\n\nResult:\nrequests: 120 per s\nmean latency: 4.7 ms\n\n"
+            "python3 -m http.server 8000 --directory drafts --speculative\n\nResult:\nrequests: 90 per s\n"
+            "mean latency: 6.2 ms\n")
+    assert table_runs(text)[0] == []

@@ -30,7 +30,8 @@ speculation.
 
 Results blocks ("name: value" lines under a label, as a client script or a serving benchmark prints them) are
 tables of one run, metrics by row (:func:`field_blocks`); a field that names its setting and a speed or the time the
-same work took is a run of its own.
+same work took is a run of its own. A block under the one engine command pasted since the block before it is that command's
+run: with a drafter's flag (--speculative-model, --speculative-algorithm, --spec-type, -md) or without one.
 
 Each run becomes a :class:`TableRun`: its setting, whether it ran without speculation, its key, its speed and
 acceptance. A "baseline" whose drafts were accepted (an earlier build with MTP) ran with speculation: a table of such
@@ -71,6 +72,7 @@ class Table:
     numbers: tuple[int, ...]  # each row's 1-based line number
     lines: tuple[str, ...]  # each row's line, as pasted
     heading: str  # the nearest line above the table that is not part of it ("The base model speed:")
+    command: str = ""  # a results block's: the engine's command pasted above it (its flags say the run's setting)
 
 
 def _cells(line: str) -> tuple[str, tuple[str, ...]]:
@@ -191,20 +193,37 @@ def _banner(line: str) -> bool:
     return len(text) >= 6 and all(c in "=-#*" for c in text[:3]) and all(c in "=-#*" for c in text[-3:])
 
 
+# An engine's server command as pasted (environment settings before it, a line's "\\" continuing it), and the flags
+# of one that drafts: the results block below such a command is that run's.
+_ENGINE_COMMAND = re.compile(r"^\s*(?:\$\s+)?(?:[A-Z_]{2,40}=\S{0,80}\s+){0,4}(?:python3?\s+-m\s+(?:vllm\.entrypoints\.openai\.api_server|"
+                             r"sglang\.launch_server)|vllm\s+serve|\S{0,80}llama-server)\b")
+_DRAFTING_FLAG = re.compile(r"\s--?(?:speculative[-_](?:model|config|algorithm|draft[-_]model[-_]path)|spec[-_](?:type|draft[-_]n[-_]max)|"
+                            r"model[-_]draft|md)\b")
+
+
 def field_blocks(text: str) -> list[Table]:
     """Blocks of two or more "name: value" lines with the label above them (a line of words, not a banner nor a field),
-    each a table of one run (its header: the label), metrics by row; a blank line ends a block."""
+    each a table of one run (its header: the label), metrics by row; a blank line ends a block. A block keeps the
+    engine's command pasted above it: the one command since the block before it (two commands above two blocks say
+    neither which is whose)."""
     found: list[Table] = []
     block: list[tuple[int, str, tuple[str, ...]]] = []
-    above, label = "", ""
+    above, label, command, continued, commands = "", "", "", False, 0
 
     def close() -> None:
+        nonlocal commands
         if len(block) >= 2 and label:
             found.append(Table(("", label), tuple(c for _, _, c in block), tuple(n for n, _, _ in block),
-                               tuple(line.strip()[:300] for _, line, _ in block), label))
+                               tuple(line.strip()[:300] for _, line, _ in block), label,
+                               command[:2000] if commands == 1 else ""))
+            commands = 0
 
     for number, raw in enumerate(text.splitlines(), 1):
         short = len(raw) <= 200
+        if _ENGINE_COMMAND.match(raw[:300]) or continued:
+            commands += not continued
+            command = raw if not continued else command + " " + raw[:300]
+            continued = raw.rstrip().endswith("\\")
         field = _FIELD.match(raw) if short else None
         if field is not None:
             if not block:
@@ -657,7 +676,10 @@ def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
         words = _words(block.heading)
         if not tie and not _TIE.search(words):
             continue
-        run = _Run(block.heading, _setting(words), "", block.lines[0], block.numbers[0], {}, identity=_key_of(words))
+        said = _setting(words)
+        if said is None and block.command:  # the command above it: with a drafter's flag or without one
+            said = _DRAFTING_FLAG.search(block.command) is None
+        run = _Run(block.heading, said, "", block.lines[0], block.numbers[0], {}, identity=_key_of(words))
         for (name, value), number, line in zip(block.rows, block.numbers, block.lines):
             listed = _listed(name, value, line, number)
             if listed is not None:  # "Baseline (non-speculative): 215.84 s": a run of its own
