@@ -526,6 +526,16 @@ CATALOGUE: tuple[Message, ...] = (
        r"\bscheduled_spec_decode_tokens=\{[^}\s]|\bnum_spec_tokens\w{0,40}=\s?[1-9]",
        "vllm/v1/core/sched/output.py (SchedulerOutput.scheduled_spec_decode_tokens: the draft tokens of the step)",
        "draft tokens scheduled for verification: the run was drafting", engine=_VLLM),
+    # The count of draft tokens the verify step accepted, per request, exists only while speculative decoding (vLLM's
+    # GDN / Mamba metadata num_accepted_tokens, filled from the rejection sampler's output; vllm-ascend's kernels take it
+    # as numAcceptedTokens): a bounds check on it failing is the speculative step's batch breaking a kernel.
+    _m("accepted-token count check", Meaning.engine_gap, ("numAcceptedTokens", "num_accepted_tokens"),
+       r"(?<![A-Za-z_])(?:numAcceptedTokens|num_accepted_tokens)\b[^\n]{0,200}?\b(?:exceeds?|exceeded|out of (?:range|bounds)|"
+       r"must be|should be|mismatch|invalid|greater than|larger than)\b",
+       "vllm/v1/attention/backends/gdn_attn.py and mamba_attn.py (num_accepted_tokens, set only with spec decode); "
+       "vllm-ascend's Ascend kernels (numAcceptedTokens; vllm-ascend#9956 \"numAcceptedTokens[0]=4 exceeds varlen segment "
+       "length=3\")",
+       "a kernel's check on the draft tokens the verify step accepted failed", engine=_VLLM, on_path=True),
     # The same, quoted inline in a poster's sentence ("However, I got `AssertionError: ... not yet supported`").
     _m("Python exception (quoted)", Meaning.exception, ("Error: ", "Exception: "),
        r"`(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception)):\s*(?P<text>[^`]{1,2000})`",
