@@ -94,9 +94,9 @@ def classify_failure(
 
 # ggml's loader cannot open the file the command names (ggml/src/gguf.cpp gguf_init_from_file: "failed to open GGUF file
 # '%s' (%s)" with strerror; older builds "failed to open '%s': '%s'"): a path that does not exist, whichever model it is.
-# Unbounded on the left: a log view may glue its stream name to the line ("stderrgguf_init_from_file: ...").
-_NO_SUCH_FILE = re.compile(r"gguf_init_from_file\w{0,10}: failed to open (?:GGUF file )?'[^'\n]{1,600}'[:\s(']{1,4}"
-                           r"No such file or directory\b")
+# The line as the log's failure (its function prefix stripped), or glued to a log view's stream name.
+_NO_SUCH_FILE = re.compile(r"failed to open GGUF file '[^'\n]{1,600}' \(No such file or directory\)|"
+                           r"gguf_init_from_file\w{0,10}: failed to open '[^'\n]{1,600}': '?No such file or directory")
 # The loaded model has no MTP layers: llama.cpp's own words (src/llama-context.cpp:3883) or its print_info count.
 _NO_HEAD = re.compile(r"doesn't contain MTP layers|n_layer_nextn\s*=\s*0\b")
 # common/speculative.cpp:2552/2564 (and llama.rn's "failed to create MTP draft context"): the MTP context was not
