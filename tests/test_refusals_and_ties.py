@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mtpinspect.diagnosis import diagnose
 from mtpinspect.errors import FormatError
+from mtpinspect.logread.catalogue import scan
 from mtpinspect.logread.drafters import drafting_place
 from mtpinspect.vocabulary import Engine
 
@@ -117,3 +118,10 @@ def test_a_draft_file_that_is_not_there_is_the_users_path(tmp_path: Path) -> Non
               "llama_model_load_from_file_impl: failed to load model\n"
               "srv    load_model: failed to load draft model, '/models/draft-1b-q4.gguf'\n")
     assert _read(tmp_path, loaded)[0] == ["MTP_FAILED"]
+
+
+def test_vllms_speculative_config_is_read_by_its_module_and_class_not_a_settings_word() -> None:
+    names = {h.message.name for h in scan("  File \"/x/vllm/config/speculative.py\", line 9, in _verify_args\n").hits}
+    assert "vLLM speculative config" in names
+    other = scan('  File "/srv/app/views.py", line 9, in save\n    config.speculative = True\n')
+    assert "vLLM speculative config" not in {h.message.name for h in other.hits}

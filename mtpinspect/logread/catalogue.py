@@ -371,7 +371,8 @@ CATALOGUE: tuple[Message, ...] = (
     # hf_config_override; vllm/engine/arg_utils.py create_speculative_config): a frame or an arrow summary through it is
     # the speculative settings being checked.
     _m("vLLM speculative config", Meaning.speculation, ("SpeculativeConfig", "speculative.py", "create_speculative_config"),
-       r"\bSpeculativeConfig\b|\bconfig[/\\.]speculative(?:\.py)?\b|\bcreate_speculative_config\b",
+       # the module by its file or vLLM's dotted name: another program's "config.speculative = True" is no engine's
+       r"\bSpeculativeConfig\b|\bconfig[/\\]speculative\.py\b|\bvllm\.config\.speculative\b|\bcreate_speculative_config\b",
        "vllm/config/speculative.py (class SpeculativeConfig: _verify_args, hf_config_override); vllm/engine/arg_utils.py "
        "(EngineArgs.create_speculative_config)", "vLLM's speculative configuration being built or checked", engine=_VLLM),
     # vLLM's executors refusing speculative decoding on Ray, in each wording it had (vllm/executor/ray_gpu_executor.py
