@@ -86,10 +86,17 @@ def classify_failure(
                      "use a llama.cpp build with MTP support for this architecture, or leave MTP off", (source,))
     if crash is not None:
         return _crash_cause(crash, static, source)
+    if _NO_SUCH_FILE.search(text):  # the file the command names is not there: the user's path, nothing of MTP's
+        return None
     return Cause("MTP_FAILED", 0.7, f"the MTP configuration failed: {telling}", evidence, failed_start_fix(engine),
                  (source,))
 
 
+# ggml's loader cannot open the file the command names (ggml/src/gguf.cpp gguf_init_from_file: "failed to open GGUF file
+# '%s' (%s)" with strerror; older builds "failed to open '%s': '%s'"): a path that does not exist, whichever model it is.
+# The line as the log's failure (its function prefix stripped), or glued to a log view's stream name.
+_NO_SUCH_FILE = re.compile(r"failed to open GGUF file '[^'\n]{1,600}' \(No such file or directory\)|"
+                           r"gguf_init_from_file\w{0,10}: failed to open '[^'\n]{1,600}': '?No such file or directory")
 # The loaded model has no MTP layers: llama.cpp's own words (src/llama-context.cpp:3883) or its print_info count.
 _NO_HEAD = re.compile(r"doesn't contain MTP layers|n_layer_nextn\s*=\s*0\b")
 # common/speculative.cpp:2552/2564 (and llama.rn's "failed to create MTP draft context"): the MTP context was not

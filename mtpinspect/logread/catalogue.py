@@ -367,6 +367,22 @@ CATALOGUE: tuple[Message, ...] = (
        engine=_VLLM),
     _m("vLLM drafter loading", Meaning.speculation, ("Loading drafter model",), r"Loading drafter model",
        "vllm/v1/worker/gpu_model_runner.py (\"Loading drafter model...\")", "vLLM loading the drafter", engine=_VLLM),
+    # vLLM's speculative configuration (vllm/config/speculative.py: SpeculativeConfig, its _verify_args and
+    # hf_config_override; vllm/engine/arg_utils.py create_speculative_config): a frame or an arrow summary through it is
+    # the speculative settings being checked.
+    _m("vLLM speculative config", Meaning.speculation, ("SpeculativeConfig", "speculative.py", "create_speculative_config"),
+       # the module by its file or vLLM's dotted name: another program's "config.speculative = True" is no engine's
+       r"\bSpeculativeConfig\b|\bconfig[/\\]speculative\.py\b|\bvllm\.config\.speculative\b|\bcreate_speculative_config\b",
+       "vllm/config/speculative.py (class SpeculativeConfig: _verify_args, hf_config_override); vllm/engine/arg_utils.py "
+       "(EngineArgs.create_speculative_config)", "vLLM's speculative configuration being built or checked", engine=_VLLM),
+    # vLLM's executors refusing speculative decoding on Ray, in each wording it had (vllm/executor/ray_gpu_executor.py
+    # 0.4: assert self.speculative_config is None, "Speculative decoding not yet supported for RayGPU backend."; the
+    # draft-model PR's branch (vllm#3029): "Speculative decoding is not supported with Ray."): whose line it is.
+    _m("vLLM Ray executor refusal", Meaning.writer, ("with Ray", "for Ray", "RayGPU"),
+       r"\bSpeculative decoding (?:is )?not (?:yet )?supported (?:with|for) Ray(?:GPU)?\b",
+       "vllm/executor/ray_gpu_executor.py (0.4: \"Speculative decoding not yet supported for RayGPU backend.\"); vllm#3029's "
+       "branch (\"Speculative decoding is not supported with Ray.\")", "vLLM's Ray executor refusing speculative decoding",
+       engine=_VLLM),
     # vLLM's drafters (vllm/v1/spec_decode/: EagleProposer, NgramProposer, MedusaProposer, ...) and the architecture
     # names its EAGLE config gives a draft model ("Eagle" before the checkpoint's: EagleLlamaForCausalLM).
     _m("vLLM drafter class", Meaning.speculation, ("Proposer", "Eagle"),
@@ -438,6 +454,14 @@ CATALOGUE: tuple[Message, ...] = (
        "python/sglang/srt/speculative/ (eagle_worker.py EAGLEWorker, eagle_worker_v2.py EagleDraftWorker, ngram_worker.py; "
        "spec_info.py SpeculativeAlgorithm)",
        "SGLang's drafter worker", engine=_SGLANG),
+    # SGLang's drafter captures its own CUDA graphs (python/sglang/srt/speculative/eagle_draft_cuda_graph_runner.py and
+    # eagle_draft_extend_cuda_graph_runner.py log "Capture draft cuda graph begin" / "Capture draft extend cuda graph
+    # begin"): a failure right there is the drafter's graph failing.
+    _m("SGLang draft graph capture", Meaning.speculation, ("Capture draft",),
+       r"\bCapture draft(?: extend)? cuda graph (?:begin|end)\b",
+       "python/sglang/srt/speculative/eagle_draft_cuda_graph_runner.py, eagle_draft_extend_cuda_graph_runner.py "
+       "(\"Capture draft cuda graph begin\", \"Capture draft extend cuda graph begin\")",
+       "SGLang capturing its drafter's CUDA graphs", engine=_SGLANG),
     _m("SGLang NextN class", Meaning.mtp_on, ("NextN", "ForCausalLMMTP"), r"\b\w+(?:Model|ForCausalLM)NextN\b|\b\w+ForCausalLMMTP\b",
        "python/sglang/srt/models/deepseek_nextn.py (DeepseekModelNextN, DeepseekV3ForCausalLMNextN), glm4_moe_nextn.py, "
        "qwen3_next_mtp.py (Qwen3NextForCausalLMMTP)",
@@ -503,6 +527,16 @@ CATALOGUE: tuple[Message, ...] = (
        r"\bscheduled_spec_decode_tokens=\{[^}\s]|\bnum_spec_tokens\w{0,40}=\s?[1-9]",
        "vllm/v1/core/sched/output.py (SchedulerOutput.scheduled_spec_decode_tokens: the draft tokens of the step)",
        "draft tokens scheduled for verification: the run was drafting", engine=_VLLM),
+    # The count of draft tokens the verify step accepted, per request, exists only while speculative decoding (vLLM's
+    # GDN / Mamba metadata num_accepted_tokens, filled from the rejection sampler's output; vllm-ascend's kernels take it
+    # as numAcceptedTokens): a bounds check on it failing is the speculative step's batch breaking a kernel.
+    _m("accepted-token count check", Meaning.engine_gap, ("numAcceptedTokens", "num_accepted_tokens"),
+       r"(?<![A-Za-z_])(?:numAcceptedTokens|num_accepted_tokens)\b[^\n]{0,200}?\b(?:exceeds?|exceeded|out of (?:range|bounds)|"
+       r"must be|should be|mismatch|invalid|greater than|larger than)\b",
+       "vllm/v1/attention/backends/gdn_attn.py and mamba_attn.py (num_accepted_tokens, set only with spec decode); "
+       "vllm-ascend's Ascend kernels (numAcceptedTokens; vllm-ascend#9956 \"numAcceptedTokens[0]=4 exceeds varlen segment "
+       "length=3\")",
+       "a kernel's check on the draft tokens the verify step accepted failed", engine=_VLLM, on_path=True),
     # The same, quoted inline in a poster's sentence ("However, I got `AssertionError: ... not yet supported`").
     _m("Python exception (quoted)", Meaning.exception, ("Error: ", "Exception: "),
        r"`(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception)):\s*(?P<text>[^`]{1,2000})`",
@@ -541,7 +575,10 @@ CATALOGUE: tuple[Message, ...] = (
     _m("speculative error", Meaning.app_refusal,
        ("error", "Error", "ERROR", "fail", "Fail", "FAIL", "annot", "can't", "nable to", "upported", "ompatible",
         "nvalid", "efus", "not found", "No matching", "no matching", "ould not", "ouldn't"),
-       r"(?i)^(?!.*Dumping input data)(?=.*(?:\berror\b|\bfail(?:ed|s|ure)?\b|\bcannot\b|\bcan't\b|\bunable\b|not supported|unsupported|"
+       # argparse's "argument --x: invalid <type> value: '...'" is a value the parser could not convert (a JSON quoting
+       # error of the command line): the user's typing, not a refusal of the method.
+       r"(?i)^(?!.*Dumping input data)(?!.*\bargument [-\w/]{1,80}: invalid \w{1,40} value: )"
+       r"(?=.*(?:\berror\b|\bfail(?:ed|s|ure)?\b|\bcannot\b|\bcan't\b|\bunable\b|not (?:yet )?supported|unsupported|"
        r"incompatible|not compatible|\binvalid\b|\brefus|\bnot found\b|\bno matching\b|could not|couldn't))(?=.*(?:(?<![A-Za-z])[Ss]peculative[ _-]?(?:decod|draft|model|config|algo|method|token|type|stage|sampl|"
        r"worker|implementation|batch|step|head)|\bdraft(?:er|ing|[ _-]?(?:models?|tokens?|heads?|files?|gguf))\b|\bMTP\b|mtp-[\w.-]*\.gguf|"
        r"multi[- ]token))",
@@ -550,6 +587,14 @@ CATALOGUE: tuple[Message, ...] = (
        # Its words, not the names it quotes: git's branch 'draft/mtp-export', tar's mtp-phone-backup.tar.gz.
        words_only=True),
     # -- backends ----------------------------------------------------------------------------------------------
+    # A CUDA kernel that cannot run on this device (no image for its architecture: a Hopper-only kernel on Blackwell)
+    # as the kernel's launch check prints it ("CUDA error (file:line): no kernel image is available for execution on the
+    # device"): a backend gap, on the speculative path only where the text ties it (rules_message.py).
+    _m("CUDA kernel image missing", Meaning.engine_gap, ("no kernel image",),
+       r"\bCUDA error\b[^\n]{0,400}?: no kernel image is available for execution on the device",
+       "CUDA's cudaErrorNoKernelImageForDevice (\"no kernel image is available for execution on the device\"), as "
+       "flash-attention's and sgl-kernel's launch checks print it (\"CUDA error (%s:%d): %s\")",
+       "a CUDA kernel has no image for this GPU's architecture"),
     _m("Level Zero error", Meaning.engine_gap, ("ZE_RESULT_ERROR", "UR_RESULT_ERROR"),
        r"\b(?:ZE|UR)_RESULT_ERROR_\w+", "Intel Level Zero / Unified Runtime status codes (XPU, SYCL)",
        "the XPU backend failed to build or run a kernel"),

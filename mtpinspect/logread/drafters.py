@@ -62,7 +62,11 @@ _ENGINE_FRAME = r"^File \"[^\"\n]{0,300}?(?:vllm|sglang)[/\\][^\"\n]{1,300}\", l
 
 TABLE: tuple[DrafterCode, ...] = (
     # -- vLLM ------------------------------------------------------------------------------------------------
-    DrafterCode("vLLM spec decode path", _V, Place.module, ("spec_decode",), r"\bspec_decode\b",
+    # Only under the vllm package (a path "vllm/spec_decode/", "vllm/v1/spec_decode/", its dotted module name) or
+    # in vLLM's own metric names (vllm/v1/metrics/loggers.py: "vllm:spec_decode_num_drafts", ...): another program's
+    # specsheet/spec_decode/ folder is no vLLM drafter.
+    DrafterCode("vLLM spec decode path", _V, Place.module, ("spec_decode",),
+                r"\bvllm(?:[/\\.]v1)?[/\\.]spec_decode\b|\bvllm:spec_decode_\w",
                 "vllm/spec_decode/ (V0: spec_decode_worker.py, multi_step_worker.py, top1_proposer.py, "
                 "draft_model_runner.py); vllm/v1/spec_decode/ (V1: eagle.py, ngram_proposer.py, medusa.py, "
                 "draft_model.py, suffix_decoding.py, mtp_proposer.py)",
