@@ -110,7 +110,6 @@ _FIFTH_MTP_BENCH: dict[str, str] = {
     "llama.cpp-mtp-cleanup-pr-chained-ngram-mtp-bench-first-run-rows.log": _FIFTH_NOT_CHECKED,
 }
 _FIFTH_CITES: dict[str, str] = {
-    "vllm-ascend-qwen36-35b-mtp-num-accepted-tokens-exceeds-varlen-segment.log": _FIFTH_REFUSED,
     "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _FIFTH_REFUSED,
     "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _FIFTH_REFUSED,
     "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _FIFTH_REFUSED,
