@@ -85,6 +85,10 @@ class Example:
     keep: Callable[[list[str]], list[str]] | None = None  # an excerpt of the output; None: all of it
     volatile: tuple[str, ...] = ()  # regexes of what changes from run to run: masked when compared
     stable: str | None = None  # regex: only shown lines that match it are compared (the rest are measurements)
+    # Section headings printed only when the run measured something (drift's table of where texts part exists
+    # only if a trigger changed a text, and whether batching does depends on how the requests met the server):
+    # a shown section whose heading the run did not print is not compared.
+    measured_sections: tuple[str, ...] = ()
     needs: Callable[[], str | None] = lambda: None  # why it cannot run here, or None
     timeout: float = 300
     columns: int = 120  # the terminal width tables are wrapped to
@@ -328,6 +332,7 @@ EXAMPLES = [
     # table of where texts part, which is there only when something flipped.
     Example("drift-code", ("drift", "--prompts", "code", "--n-max", "1"), 0, server=True, own_cache=False,
             needs=_no_trained_model, timeout=TIMEOUT, volatile=(r"\b0\.\d{3}\b",),
+            measured_sections=("Where the texts part",),
             stable=r"^(Temperature-0 drift of|Triggers|trigger +change|the same server twice|MTP n-max 1 vs baseline|"
                    r"a restart|Answer|Files|answers:|report:|server logs:)"),
     # The serving-condition axes (issue 33), each on the built-in model with short settings.
@@ -601,11 +606,24 @@ def _mask(line: str, volatile: tuple[str, ...]) -> str:
     return " ".join(line.split())  # column widths follow the values
 
 
+def _unprinted_sections(example: Example, shown: list[str], actual: list[str]) -> set[int]:
+    """The shown lines of each Example.measured_sections section the run did not print: from its heading to the
+    next heading (a line above a rule of dashes only; a table's rule has gaps between its columns)."""
+    skipped: set[int] = set()
+    for i, line in enumerate(shown[:-1]):
+        if not any(line.startswith(name) for name in example.measured_sections) or line in actual:
+            continue
+        end = next((j for j in range(i + 2, len(shown) - 1) if shown[j] and set(shown[j + 1]) == {"-"}), len(shown))
+        skipped.update(range(i, end))
+    return skipped
+
+
 def missing_lines(example: Example, shown: list[str], actual: list[str]) -> list[str]:
     """The shown lines that do not appear in the actual output, in order ("..." skips; volatile parts and,
     with Example.stable, lines that are measurements are not compared)."""
     have = [_mask(line, example.volatile) for line in actual]
     missing, at = [], 0
+    unprinted = _unprinted_sections(example, shown, actual)
     # A table's header row (the line above its rule of dashed columns) is always compared, also where
     # Example.stable skips measurements: a column the tool prints must not be missing from an example.
     headers = {i for i, line in enumerate(shown[:-1]) if TABLE_RULE.match(shown[i + 1]) and line.strip()}
@@ -613,7 +631,7 @@ def missing_lines(example: Example, shown: list[str], actual: list[str]) -> list
         # A table's rule is as long as its widest value (a path that differs between machines): layout, not content.
         rule = set(line) <= {"-", " "}
         measured = example.stable and not re.search(example.stable, line) and i not in headers
-        if line == "..." or not line.strip() or rule or measured:
+        if line == "..." or not line.strip() or rule or measured or i in unprinted:
             continue
         want = _mask(line, example.volatile)
         try:

@@ -36,6 +36,19 @@ def test_comparison_finds_a_changed_line_and_masks_only_what_is_volatile() -> No
     assert examples.missing_lines(find, list(reversed(actual)), actual) != []
 
 
+def test_a_section_printed_only_when_measured_is_compared_only_when_printed() -> None:
+    # drift prints where texts part only when a trigger changed a text; batching's does depending on how the
+    # requests met the server (a loaded machine sends them apart). Printed, its header is compared as always.
+    drift = examples.BY_NAME["drift-code"]
+    part = ["Where the texts part (the baseline's two best candidates at that token)", "-" * 20,
+            "trigger                  prompt     char", "-----------------------  ---------  ------", "x  code  1"]
+    shown = ["Triggers", "--------", "", *part, "", "Answer", "------", "text"]
+    assert examples.missing_lines(drift, shown, ["Triggers", "--------", "", "Answer", "------", "other"]) == []
+    printed = ["Triggers", "--------", "", part[0], part[1], "trigger   prompt", "", "Answer", "------", "other"]
+    assert examples.missing_lines(drift, shown, printed) == [part[2]]
+    assert examples.missing_lines(drift, shown, ["Triggers", "--------", "", "other"]) == ["Answer"]
+
+
 def test_excerpts_keep_the_verdict_and_the_named_sections() -> None:
     lines = ["verdict", "source", "", "Summary", "-------", "a", "", "Runtimes", "--------", "r1", "r2", "", "Commands",
              "--------", "c"]
