@@ -120,3 +120,25 @@ def test_a_wrapped_table_cell_keeps_its_line_breaks(monkeypatch: pytest.MonkeyPa
     assert any(line.rstrip().endswith("(0.0%)") for line in lines), lines
     assert any(line.split("  ")[-1].strip().startswith("SpecDecoding metrics:") for line in lines), lines
     assert max(len(line) for line in lines) <= 60, lines
+
+
+_UNUSED_HEAD = ("load_tensors: loading model tensors, this can take a while... (mmap = true)\n"
+                "model has unused tensor blk.48.nextn.eh_proj.weight (size = 67108864 bytes) -- ignoring\n"
+                "model has unused tensor blk.48.nextn.enorm.weight (size = 16384 bytes) -- ignoring\n"
+                "model has unused tensor blk.48.nextn.hnorm.weight (size = 16384 bytes) -- ignoring\n")
+
+
+def test_unused_nextn_tensors_without_a_command_line_give_both_readings(tmp_path: Path) -> None:
+    # A loader's lines alone do not show whether MTP was asked for: no run without MTP at high confidence, but
+    # both readings (MTP off, or a build without the graph) and the run that decides.
+    bare = tmp_path / "bare.log"
+    bare.write_text(_UNUSED_HEAD, encoding="utf-8")
+    causes = diagnose(log_files=[bare]).causes
+    assert [c.code for c in causes[:2]] == ["MTP_NOT_ENABLED", "NO_MTP_GRAPH"]
+    assert all(c.confidence_word != "high" for c in causes)
+    assert any("--spec-type draft-mtp" in line and "decides" in line for line in causes[0].evidence)
+    # The command line shows the run without MTP: then the reading is certain.
+    shown = tmp_path / "shown.log"
+    shown.write_text("$ llama-server -m mimo-v2.5-Q4_K_M.gguf -c 8192\n" + _UNUSED_HEAD, encoding="utf-8")
+    (first, *_) = diagnose(log_files=[shown]).causes
+    assert first.code == "MTP_NOT_ENABLED" and first.confidence_word == "high"

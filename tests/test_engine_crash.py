@@ -248,9 +248,11 @@ def test_diagnose_log_recognises_real_crash_reports(case: dict) -> None:
     (log,) = report.logs
     # A native crash (signal, assert, abort, C++ exception, GPU fault), or a Python engine's exception, a backend's
     # kernel failure or the engine's own line that its scheduler or worker died, read from the catalogue of messages;
-    # or, where the paste stops before the exception line, the traceback's own frames through the drafting code.
+    # or, where the paste stops before the exception line, the traceback's own frames through the drafting code;
+    # or an assert whose own words name a known MTP failure (a QWEN35_MTP graph on a GGUF without nextn layers).
     meanings = {m.meaning for m in log.messages}
-    assert log.crash is not None or meanings & {Meaning.exception, Meaning.engine_gap, Meaning.engine_death} \
+    assert log.crash is not None or meanings & {Meaning.exception, Meaning.engine_gap, Meaning.engine_death,
+                                                Meaning.mtp_failure} \
         or {Meaning.traceback, Meaning.speculation} <= meanings
 
 

@@ -151,8 +151,8 @@ _SIXTH_CITES: dict[str, str] = {
     "vllm-v026-dflash-16-spec-tokens-negative-scheduled-budget.log": _SIXTH_REFUSED,
     "lmstudio-runtime-2282-nemotron35-lightning-mxfp4-wrong-number-of-tensors.log": _SIXTH_REFUSED,
     "llama.cpp-mimo-v25-conversion-pr-unused-nextn-tensors-ignoring.log":
-        "WRONG AT HIGH CONFIDENCE (see the entry's known_miss): MTP_NOT_ENABLED read from the loader's unused-tensor "
-        "lines of a conversion check cites no line; the thread's is no cause, so there is nothing it should cite",
+        "MTP_NOT_ENABLED (medium) read from the loader's unused-tensor lines of a conversion check cites no line; the "
+        "thread's is no cause, so there is nothing it should cite (see the entry's known_miss)",
 }
 # Pastes whose index figures the reader does not read, each with why (strict xfails: a check that starts to pass is
 # noticed). Figures the reader cannot honestly read stay here rather than being bent to fit.

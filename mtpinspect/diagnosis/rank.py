@@ -7,7 +7,8 @@ Evidence comes from three places: static (`check` and the run's flags, static.py
   catalogue line's cause (logread/rules_message.py);
 - a failed start or a crash names its cause (failures.py);
 - ``model has unused tensor blk.N.nextn...`` with no draft lines -> MTP_NOT_ENABLED, or NO_MTP_GRAPH
-  when draft-mtp was asked for (or the architecture has no graph);
+  when draft-mtp was asked for (or the architecture has no graph); a log that shows no command line gives both
+  at medium and low confidence, with the run that decides;
 - acceptance at most 5% while the baseline runs (from a log: its acceptance, or without one a mean
   length of at most 1.05, which is at most 0.05 accepted tokens per step and so at most 5% at any
   draft length) -> HEAD_QUANTIZED when static evidence shows a quantized or damaged head (check's
@@ -193,6 +194,18 @@ def _unused_head_causes(
         return [Cause("NO_MTP_GRAPH", 0.85,
                       f"the server keeps the nextn tensors unused{f' for {arch}' if arch else ''}: this build has no MTP "
                       "graph for the architecture", (*evidence, f"architecture: {arch or 'unknown'}"),
+                      "use a llama.cpp build whose MTP support covers this architecture, or serve it with vLLM/SGLang",
+                      (source,))]
+    if source is EvidenceSource.log and log.mtp_use is MtpUse.not_shown:
+        # A bare excerpt (a loader's lines, no command line): nothing says whether MTP was asked for, so the same
+        # unused tensors are either a run without MTP or a build without the graph; the next run decides.
+        check = ("the check that decides: start it with --spec-type draft-mtp; draft lines mean MTP was only off, "
+                 "the nextn tensors still unused mean this build has no MTP graph for the architecture")
+        return [Cause("MTP_NOT_ENABLED", 0.5, "the head is in the file and unused, and the paste shows no command "
+                      "line: MTP was not switched on, or (below) the build cannot run it", (*evidence, check),
+                      fix_command(static, settings), (source,)),
+                Cause("NO_MTP_GRAPH", 0.45, f"or this build has no MTP graph for {arch or 'the architecture'}: it "
+                      "keeps the nextn tensors unused even with MTP asked for", (*evidence, check),
                       "use a llama.cpp build whose MTP support covers this architecture, or serve it with vLLM/SGLang",
                       (source,))]
     return [Cause("MTP_NOT_ENABLED", 0.9 if source is EvidenceSource.log else 0.95,
