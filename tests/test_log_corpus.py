@@ -62,94 +62,88 @@ _REFUSED_FOURTH: dict[str, str] = {
         "a test script's 'Method:' blocks with 'Acceptance rate: [a, b]' count lists: no line of it is a format the "
         "reader knows: refused (see the entry's known_miss)",
 }
-# The fifth set (issue 42, round 3), folded in with the collector's figures as they came: its figure keys are the
+# The fifth and sixth sets (issue 42), folded in with the collectors' figures as they came: their figure keys are the
 # collector's (baseline and per-setting speeds, table rows by the poster's labels), not yet each checked against the
 # reader's figures; refused pastes have nothing to read or cite (see each entry's known_miss).
-_FIFTH_NOT_CHECKED = ("the fifth set's figures as the collector keyed them (the poster's table labels and runs), not "
-                      "the reader's figures; a table the reader refuses or does not compare reads none of them")
-_FIFTH_REFUSED = "refused (no line of it is a format the reader knows): nothing to cite (see the entry's known_miss)"
+_COLLECTOR_KEYED = ("the set's figures as its collector keyed them (the poster's table labels and runs), not the "
+                    "reader's figures; a paste the reader refuses or does not compare reads none of them")
+_REFUSED_NO_CITE = "refused (no line of it is a format the reader knows): nothing to cite (see the entry's known_miss)"
 _FIFTH_FIGURES: dict[str, str] = {
-    "llama.cpp-b9117-metal-m1-pro-qwen36-35b-self-mtp-eval-time-and-statistics.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-ik-gemma4-31b-mtp-pr-baseline-vs-q8-draft-max-table.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-ik-qwen38-flash-next-a100-sweep-bench-baseline-no-mtp-table.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-mtp-cleanup-pr-router-chained-ngram-mod-draft-mtp-statistics-release.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-rejection-sampling-pr-qwen36-27b-draft-mtp-temp-sweep-relative-table.log": _FIFTH_NOT_CHECKED,
-    "sglang-club3090-qwen38-27b-mtp-dual-decode-batch-accept-len-lines-quoted.log": _FIFTH_NOT_CHECKED,
-    "sglang-ngram-batch-threshold-pr-serving-benchmark-accept-length.log": _FIFTH_NOT_CHECKED,
-    "vllm-ngram-benchmark-speculative-script-with-without-speculation-batches.log": _FIFTH_NOT_CHECKED,
-    "vllm-spec-decode-example-ngram-blazedit-summary-per-token-acceptance.log": _FIFTH_NOT_CHECKED,
-    "vllm-suffix-port-pr-spec-decode-example-k1-mtbench-summary.log": _FIFTH_NOT_CHECKED,
-    "vllm-v0-qwen2-1.5b-medusa-vs-naive-concurrency-latency-table.log": _FIFTH_NOT_CHECKED,
-    "vllm-v1-eagle1-vs-eagle3-llama31-8b-al-and-tpot-spreadsheet-tables.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-2024-llama-cli-baseline-then-llama-speculative-8b-1b-summary.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-2024-llama-speculative-example-qwen25-coder-32b-encoded-decoded-lines.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-b9279-hip-7900xtx-qwen36-27b-draft-off-vs-n-max-table.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-eagle3-pr-dgx-spark-gemma4-31b-26b-baseline-vs-eagle3-tables.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-ik-spec-bench-pr-rtx4070-cpu-moe-no-spec-vs-mtp-nmax-tables.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-mainline-dspark-dsv4-flash-0731-baseline-vs-draft-dspark-table.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-mtp-pr-sm-layer-mtp-clean-vs-old-bench-rows.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _FIFTH_NOT_CHECKED,
-    "sglang-llama4-maverick-eagle3-pr-batch1-output-throughput-rows.log": _FIFTH_NOT_CHECKED,
-    "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _FIFTH_NOT_CHECKED,
-    "vllm-sm12x-dsv4-flash-dspark-num-spec-7-vs-5-specdecoding-blocks.log": _FIFTH_NOT_CHECKED,
-    "vllm-spark-docker-dspark-log-summary-script-pos-acceptance-recommendation.log": _FIFTH_NOT_CHECKED,
-    "vllm-v050-qwen15-1.8b-ngram-8-tokens-metrics-vs-plain-server.log": _FIFTH_NOT_CHECKED,
-    "vllm-v0901-qwen3-32b-fp8-ngram-specdecoding-metrics-loggers-lines.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-b9117-metal-m1-pro-qwen36-35b-self-mtp-eval-time-and-statistics.log": _COLLECTOR_KEYED,
+    "llama.cpp-ik-gemma4-31b-mtp-pr-baseline-vs-q8-draft-max-table.log": _COLLECTOR_KEYED,
+    "llama.cpp-ik-qwen38-flash-next-a100-sweep-bench-baseline-no-mtp-table.log": _COLLECTOR_KEYED,
+    "llama.cpp-mtp-cleanup-pr-router-chained-ngram-mod-draft-mtp-statistics-release.log": _COLLECTOR_KEYED,
+    "llama.cpp-rejection-sampling-pr-qwen36-27b-draft-mtp-temp-sweep-relative-table.log": _COLLECTOR_KEYED,
+    "sglang-club3090-qwen38-27b-mtp-dual-decode-batch-accept-len-lines-quoted.log": _COLLECTOR_KEYED,
+    "sglang-ngram-batch-threshold-pr-serving-benchmark-accept-length.log": _COLLECTOR_KEYED,
+    "vllm-ngram-benchmark-speculative-script-with-without-speculation-batches.log": _COLLECTOR_KEYED,
+    "vllm-spec-decode-example-ngram-blazedit-summary-per-token-acceptance.log": _COLLECTOR_KEYED,
+    "vllm-suffix-port-pr-spec-decode-example-k1-mtbench-summary.log": _COLLECTOR_KEYED,
+    "vllm-v0-qwen2-1.5b-medusa-vs-naive-concurrency-latency-table.log": _COLLECTOR_KEYED,
+    "vllm-v1-eagle1-vs-eagle3-llama31-8b-al-and-tpot-spreadsheet-tables.log": _COLLECTOR_KEYED,
+    "llama.cpp-2024-llama-cli-baseline-then-llama-speculative-8b-1b-summary.log": _COLLECTOR_KEYED,
+    "llama.cpp-2024-llama-speculative-example-qwen25-coder-32b-encoded-decoded-lines.log": _COLLECTOR_KEYED,
+    "llama.cpp-b9279-hip-7900xtx-qwen36-27b-draft-off-vs-n-max-table.log": _COLLECTOR_KEYED,
+    "llama.cpp-eagle3-pr-dgx-spark-gemma4-31b-26b-baseline-vs-eagle3-tables.log": _COLLECTOR_KEYED,
+    "llama.cpp-ik-spec-bench-pr-rtx4070-cpu-moe-no-spec-vs-mtp-nmax-tables.log": _COLLECTOR_KEYED,
+    "llama.cpp-mainline-dspark-dsv4-flash-0731-baseline-vs-draft-dspark-table.log": _COLLECTOR_KEYED,
+    "llama.cpp-mtp-pr-sm-layer-mtp-clean-vs-old-bench-rows.log": _COLLECTOR_KEYED,
+    "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _COLLECTOR_KEYED,
+    "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _COLLECTOR_KEYED,
+    "sglang-llama4-maverick-eagle3-pr-batch1-output-throughput-rows.log": _COLLECTOR_KEYED,
+    "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _COLLECTOR_KEYED,
+    "vllm-sm12x-dsv4-flash-dspark-num-spec-7-vs-5-specdecoding-blocks.log": _COLLECTOR_KEYED,
+    "vllm-spark-docker-dspark-log-summary-script-pos-acceptance-recommendation.log": _COLLECTOR_KEYED,
+    "vllm-v050-qwen15-1.8b-ngram-8-tokens-metrics-vs-plain-server.log": _COLLECTOR_KEYED,
+    "vllm-v0901-qwen3-32b-fp8-ngram-specdecoding-metrics-loggers-lines.log": _COLLECTOR_KEYED,
 }
 _FIFTH_TOTALS: dict[str, str] = {
-    "llama.cpp-mtp-cleanup-pr-router-chained-ngram-mod-draft-mtp-statistics-release.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-2024-llama-cli-baseline-then-llama-speculative-8b-1b-summary.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-mtp-pr-sm-layer-mtp-clean-vs-old-bench-rows.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _FIFTH_NOT_CHECKED,
-    "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _FIFTH_NOT_CHECKED,
-    "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _FIFTH_NOT_CHECKED,
-    "vllm-v0901-qwen3-32b-fp8-ngram-specdecoding-metrics-loggers-lines.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-mtp-cleanup-pr-router-chained-ngram-mod-draft-mtp-statistics-release.log": _COLLECTOR_KEYED,
+    "llama.cpp-2024-llama-cli-baseline-then-llama-speculative-8b-1b-summary.log": _COLLECTOR_KEYED,
+    "llama.cpp-mtp-pr-sm-layer-mtp-clean-vs-old-bench-rows.log": _COLLECTOR_KEYED,
+    "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _COLLECTOR_KEYED,
+    "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _COLLECTOR_KEYED,
+    "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _COLLECTOR_KEYED,
+    "vllm-v0901-qwen3-32b-fp8-ngram-specdecoding-metrics-loggers-lines.log": _COLLECTOR_KEYED,
 }
 _FIFTH_MTP_BENCH: dict[str, str] = {
-    "llama.cpp-mtp-cleanup-pr-chained-ngram-mtp-bench-first-run-rows.log": _FIFTH_NOT_CHECKED,
+    "llama.cpp-mtp-cleanup-pr-chained-ngram-mtp-bench-first-run-rows.log": _COLLECTOR_KEYED,
 }
 _FIFTH_CITES: dict[str, str] = {
-    "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _FIFTH_REFUSED,
-    "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _FIFTH_REFUSED,
-    "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _FIFTH_REFUSED,
+    "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _REFUSED_NO_CITE,
+    "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _REFUSED_NO_CITE,
+    "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _REFUSED_NO_CITE,
 }
-# The sixth set (issue 42), folded in with the collector's figures as they came: its figure keys are the collector's
-# (the poster's labels and runs), not yet each checked against the reader's figures; refused pastes have nothing to read
-# or cite (see each entry's known_miss).
-_SIXTH_NOT_CHECKED = ("the sixth set's figures as the collector keyed them (the poster's table labels and runs), not "
-                      "the reader's figures; a paste the reader refuses or does not compare reads none of them")
-_SIXTH_REFUSED = "refused (no line of it is a format the reader knows): nothing to cite (see the entry's known_miss)"
 _SIXTH_FIGURES: dict[str, str] = {
-    "sglang-glm47-flash-eagle3-community-model-mtbench-baseline-table.log": _SIXTH_NOT_CHECKED,
-    "ik_llama.cpp-cli-spec-pr-baseline-mtp-draft-prompt-table.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-glm45-air-mtp-pr-3090s-command-and-print-timing.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-club3090-4x3090-dsv4-flash-iq2xxs-bench-draft-acceptance-mean-len.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-server-dsv4-mtp-n-max-8-vs-1-vs-no-mtp-table.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-server-devstral-draft-verbose-accepted-over-zero-lines.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-club3090-beellama-qwen36-27b-dflash-short-request-acceptance-020.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-mtp-pr-m5-max-app-wrapper-process-lines-acceptance-048-long-context.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-ngram-mod-pr-qwen30b-eval-time-statistics-lines.log": _SIXTH_NOT_CHECKED,
-    "vllm-gpt-oss-eagle3-postnorm-pr-per-position-acceptance-two-blocks.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-gemma4-12b-qat-mtp-draft-n-max-sweep-rtx3060-table.log": _SIXTH_NOT_CHECKED,
-    "vllm-ascend-v010-deepseek-r1-torchair-mtp-tok-s-two-rows.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-dflash-qwen35-122b-drafter-target-quant-ladder-acceptance-table.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-eagle3-qwen36-branch-quoted-command-and-print-timing.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-2024-llama-speculative-qwen25-coder-32b-3b-draft-m4-pro-summary.log": _SIXTH_NOT_CHECKED,
-    "sglang-eagle3-llama33-70b-mtbench-with-without-spec-throughput-lines.log": _SIXTH_NOT_CHECKED,
+    "sglang-glm47-flash-eagle3-community-model-mtbench-baseline-table.log": _COLLECTOR_KEYED,
+    "ik_llama.cpp-cli-spec-pr-baseline-mtp-draft-prompt-table.log": _COLLECTOR_KEYED,
+    "llama.cpp-glm45-air-mtp-pr-3090s-command-and-print-timing.log": _COLLECTOR_KEYED,
+    "llama.cpp-club3090-4x3090-dsv4-flash-iq2xxs-bench-draft-acceptance-mean-len.log": _COLLECTOR_KEYED,
+    "llama.cpp-server-dsv4-mtp-n-max-8-vs-1-vs-no-mtp-table.log": _COLLECTOR_KEYED,
+    "llama.cpp-server-devstral-draft-verbose-accepted-over-zero-lines.log": _COLLECTOR_KEYED,
+    "llama.cpp-club3090-beellama-qwen36-27b-dflash-short-request-acceptance-020.log": _COLLECTOR_KEYED,
+    "llama.cpp-mtp-pr-m5-max-app-wrapper-process-lines-acceptance-048-long-context.log": _COLLECTOR_KEYED,
+    "llama.cpp-ngram-mod-pr-qwen30b-eval-time-statistics-lines.log": _COLLECTOR_KEYED,
+    "vllm-gpt-oss-eagle3-postnorm-pr-per-position-acceptance-two-blocks.log": _COLLECTOR_KEYED,
+    "llama.cpp-gemma4-12b-qat-mtp-draft-n-max-sweep-rtx3060-table.log": _COLLECTOR_KEYED,
+    "vllm-ascend-v010-deepseek-r1-torchair-mtp-tok-s-two-rows.log": _COLLECTOR_KEYED,
+    "llama.cpp-dflash-qwen35-122b-drafter-target-quant-ladder-acceptance-table.log": _COLLECTOR_KEYED,
+    "llama.cpp-eagle3-qwen36-branch-quoted-command-and-print-timing.log": _COLLECTOR_KEYED,
+    "llama.cpp-2024-llama-speculative-qwen25-coder-32b-3b-draft-m4-pro-summary.log": _COLLECTOR_KEYED,
+    "sglang-eagle3-llama33-70b-mtbench-with-without-spec-throughput-lines.log": _COLLECTOR_KEYED,
 }
 _SIXTH_TOTALS: dict[str, str] = {
-    "llama.cpp-club3090-4x3090-dsv4-flash-iq2xxs-bench-draft-acceptance-mean-len.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-ngram-mod-pr-qwen30b-eval-time-statistics-lines.log": _SIXTH_NOT_CHECKED,
-    "vllm-ascend-v010-deepseek-r1-torchair-mtp-tok-s-two-rows.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-dflash-qwen35-122b-drafter-target-quant-ladder-acceptance-table.log": _SIXTH_NOT_CHECKED,
-    "llama.cpp-2024-llama-speculative-qwen25-coder-32b-3b-draft-m4-pro-summary.log": _SIXTH_NOT_CHECKED,
+    "llama.cpp-club3090-4x3090-dsv4-flash-iq2xxs-bench-draft-acceptance-mean-len.log": _COLLECTOR_KEYED,
+    "llama.cpp-ngram-mod-pr-qwen30b-eval-time-statistics-lines.log": _COLLECTOR_KEYED,
+    "vllm-ascend-v010-deepseek-r1-torchair-mtp-tok-s-two-rows.log": _COLLECTOR_KEYED,
+    "llama.cpp-dflash-qwen35-122b-drafter-target-quant-ladder-acceptance-table.log": _COLLECTOR_KEYED,
+    "llama.cpp-2024-llama-speculative-qwen25-coder-32b-3b-draft-m4-pro-summary.log": _COLLECTOR_KEYED,
 }
 _SIXTH_CITES: dict[str, str] = {
-    "vllm-ascend-v010-deepseek-r1-torchair-mtp-tok-s-two-rows.log": _SIXTH_REFUSED,
-    "llama.cpp-dflash-qwen35-122b-drafter-target-quant-ladder-acceptance-table.log": _SIXTH_REFUSED,
-    "vllm-v026-dflash-16-spec-tokens-negative-scheduled-budget.log": _SIXTH_REFUSED,
-    "lmstudio-runtime-2282-nemotron35-lightning-mxfp4-wrong-number-of-tensors.log": _SIXTH_REFUSED,
+    "vllm-ascend-v010-deepseek-r1-torchair-mtp-tok-s-two-rows.log": _REFUSED_NO_CITE,
+    "llama.cpp-dflash-qwen35-122b-drafter-target-quant-ladder-acceptance-table.log": _REFUSED_NO_CITE,
+    "vllm-v026-dflash-16-spec-tokens-negative-scheduled-budget.log": _REFUSED_NO_CITE,
+    "lmstudio-runtime-2282-nemotron35-lightning-mxfp4-wrong-number-of-tensors.log": _REFUSED_NO_CITE,
     "llama.cpp-mimo-v25-conversion-pr-unused-nextn-tensors-ignoring.log":
         "MTP_NOT_ENABLED (medium) read from the loader's unused-tensor lines of a conversion check cites no line; the "
         "thread's is no cause, so there is nothing it should cite (see the entry's known_miss)",
