@@ -41,7 +41,7 @@ import re
 from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.causes import Cause
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
-from mtpinspect.logread.drafters import DRAFTING_CODE
+from mtpinspect.logread.drafters import DRAFTING_CODE, drafter_architecture
 from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.logread.voices import without_operands
@@ -273,13 +273,17 @@ def _backend_gap(log: LogEvidence, hit: Hit, path: Hit) -> Cause:
 def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     text = hit.match.group("text") or ""
     # Its words, not a file it names (FileNotFoundError on '/data/mtp/x.json' is about the user's file).
-    said = SPECULATIVE_WORDS.search(without_operands(text)) is not None
+    unknown = unknown_drafter(hits, hit, text)
+    if unknown is not None:
+        return _no_drafter_graph(log, hit, *unknown)
+    # Its words, or the engine's speculative configuration it names (a "validation error for SpeculativeConfig").
+    said = SPECULATIVE_WORDS.search(without_operands(text)) is not None or _SPEC_CONFIG_NAMED.search(text) is not None
     around = hits.mtp_sign or hits.first(Meaning.speculation)
     if log.mtp_use is MtpUse.off:  # another drafter on: its code must place the exception, not its setting alone
         around = next((h for h in hits.hits if h.message.name in DRAFTING_CODE), None)
     if not said and around is None:
         return None
-    kind = hit.match.group("type")
+    kind = hit.match.groupdict().get("type") or "AttributeError"  # a line of an AttributeError's own words has no type
     evidence = [_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"]
     if around is not None:
         evidence.append(f"{log.path}: line {around.number}: {around.message.means}")
@@ -299,9 +303,102 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
         return Cause("ENGINE_LIMITATION", confidence,
                      f"{where} speculative / MTP code refuses this model or setting ({kind}): an engine gap, not the head",
                      tuple(evidence), gap_remedy(engine), (EvidenceSource.log,))
+    stage = _configuration_stage(hits, hit, kind, text)
+    if stage is not None:
+        return _failed_configuration(log, hit, kind, text, stage, evidence, confidence)
     return Cause("MTP_ENGINE_CRASH", confidence,
                  f"{where} speculative / MTP code breaks ({kind}: {text[:160]}): an engine bug, not the head",
                  tuple(evidence), gap_remedy(engine), (EvidenceSource.log,))
+
+
+_SPEC_CONFIG_NAMED = re.compile(r"\bSpeculativeConfig\b")
+# A lookup of a model's type or architecture, as a traceback's frames show it: transformers' auto classes
+# (models/auto/configuration_auto.py CONFIG_MAPPING[model_type], modeling_auto.py), the engines' model registries
+# (vllm/model_executor/models/registry.py, vllm/transformers_utils/config.py get_config; python/sglang/srt/models/
+# registry.py, sglang/srt/utils/hf_transformers_utils.py get_config).
+_TYPE_LOOKUP = re.compile(r"[/\\](?:configuration_auto|modeling_auto|registry|hf_transformers_utils)\.py\b|"
+                          r"transformers_utils[/\\]config\.py\b|\bin (?:get_config|resolve_model_cls|_get_model_architecture|"
+                          r"get_model_architecture|inspect_model_cls|_normalize_archs)\b")
+# An exception's words that a model type or architecture is unknown to the engine or its transformers.
+_TYPE_UNKNOWN = re.compile(r"(?i)\b(?:architectures?|model[ _]type)\b[^\n]{0,300}?(?:\bnot (?:yet )?supported|\bnot recogni[sz]ed|"
+                           r"does not recogni[sz]e|\bunrecognized|\bunknown|\bnot registered)|\bUnrecognized model\b")
+_QUOTED_NAME = re.compile(r"['\"`]([\w.-]{1,100})['\"`]")
+
+
+def unknown_drafter(hits: Scan, hit: Hit, text: str) -> tuple[str, str] | None:
+    """(the drafter's name, what places the lookup) where an exception says the engine does not know a model type or
+    architecture that is a drafter's (drafters.drafter_architecture): a KeyError on the name under a type lookup's
+    frames, or the words "architecture ... not supported" naming it. None otherwise (a web app's KeyError on
+    'customer_assistant' has no type lookup)."""
+    names = [m.group(1) for m in _QUOTED_NAME.finditer(text[:2000])]
+    drafter = next((n for n in names if drafter_architecture(n)), None)
+    if drafter is None:
+        return None
+    if _TYPE_UNKNOWN.search(text):
+        return drafter, f"line {hit.number}: the exception's own words: the engine does not know this architecture"
+    if hit.match.groupdict().get("type") == "KeyError" and text.strip().strip("'\"") == drafter:
+        frame = next((h for h in hits.of(Meaning.traceback) if h.number < hit.number and _TYPE_LOOKUP.search(h.line)), None)
+        if frame is not None:
+            return drafter, f"line {frame.number}: a lookup of the model's type: {frame.line[:200]}"
+    return None
+
+
+def _no_drafter_graph(log: LogEvidence, hit: Hit, drafter: str, place: str) -> Cause:
+    """The engine (or the transformers under it) does not know the drafter's architecture: it predates drafting with it."""
+    engine = _engine(log)
+    who = engine.value if engine is not Engine.unknown else "the engine"
+    return Cause("NO_MTP_GRAPH", _confidence(log, 0.7) if log.mtp_use is MtpUse.on else 0.7,
+                 f"{who} does not know the drafter's architecture '{drafter}': this version (or the transformers it "
+                 "loads configs with) predates drafting with it, so it has no graph for the drafter",
+                 (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}", f"{log.path}: {place}"),
+                 f"use a {who} release (and the transformers it asks for) whose model registry knows '{drafter}' (its "
+                 "release notes or supported-models list name the drafter); serve without the drafter meanwhile",
+                 (EvidenceSource.log,))
+
+
+# Where an exception says it comes from the engine's configuration being built or checked (before any model loads):
+# a validation error of a config class (pydantic's "1 validation error for SpeculativeConfig"), a check that asks for a
+# setting to change ("please adjust num_speculative_tokens"), or a frame of the engines' config code (vllm/engine/
+# arg_utils.py create_engine_config / create_speculative_config, vllm/config/*.py __post_init__ / _verify_args,
+# python/sglang/srt/server_args.py check_server_args / __post_init__).
+_CONFIG_WORDS = re.compile(r"\bvalidation errors? for [A-Z]\w{0,80}|\bplease (?:adjust|set|change|reduce|increase|lower|raise|"
+                           r"specify|disable|enable|provide|pass)\b", re.IGNORECASE)
+_CONFIG_FRAME = re.compile(r"[/\\](?:arg_utils|server_args|config)\.py\b|[/\\]config[/\\]\w{1,60}\.py\b|"
+                           r"\bin (?:_verify_\w{1,60}|__post_init__|create_engine_config|create_speculative_config|from_cli_args|"
+                           r"check_server_args|verify_with_parallel_config)\b")
+
+
+def _configuration_stage(hits: Scan, hit: Hit, kind: str, text: str) -> str | None:
+    """The words or frame that place an exception in the engine's configuration stage, None where the text shows the run
+    got past it before the exception (a model loading, a graph capture, the server serving: catalogue.Meaning.past_config)
+    or nothing places it there. Read from the text's structure: what came before the exception, not its name alone."""
+    if any(h.number < hit.number for h in hits.of(Meaning.past_config)):
+        return None
+    if kind.endswith("ValidationError"):
+        return f"line {hit.number}: a validation error of the configuration ({kind})"
+    said = _CONFIG_WORDS.search(text)
+    if said is not None:
+        return f"line {hit.number}: the check's own words: \"{said.group(0)}\""
+    frame = next((h for h in hits.of(Meaning.traceback) if h.number < hit.number and _CONFIG_FRAME.search(h.line)), None)
+    if frame is not None:
+        return f"line {frame.number}: a frame of the engine's configuration code: {frame.line[:200]}"
+    return None
+
+
+def _failed_configuration(log: LogEvidence, hit: Hit, kind: str, text: str, stage: str, evidence: list[str],
+                          confidence: float) -> Cause:
+    """An exception of the engine's configuration stage on the speculative settings: the start failed (MTP_FAILED),
+    before any model loaded; a setting to change, not the drafter breaking while it drafts."""
+    engine = _engine(log)
+    who = engine.value if engine is not Engine.unknown else "the engine"
+    return Cause("MTP_FAILED", confidence,
+                 f"{who}'s start failed while its speculative settings were checked ({kind}: {text[:160]}), before any "
+                 "model loaded: a setting the check refuses, not a crash while drafting",
+                 (*evidence, f"{log.path}: {stage}"),
+                 "change the speculative setting the message names (its check says which: the number of speculative "
+                 "tokens, the method, the draft model, a setting it conflicts with), as the engine's documentation for "
+                 "speculative decoding spells it; the head is not at issue until the server starts",
+                 (EvidenceSource.log,))
 
 
 def _engine(log: LogEvidence) -> Engine:

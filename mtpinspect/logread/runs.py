@@ -391,7 +391,7 @@ def _engine(readings: dict[Engine, Reading], text: str, *, crashed: bool, writer
 def _fragment(file: str, hits: Scan, lines: int) -> LogEvidence:
     """A text no engine's log format recognises, read from the lines that mean something (a traceback's tail,
     an app's error line): whose it is when they say, else unknown."""
-    runtime = Engine.unknown
+    runtime = hits.writer or Engine.unknown  # its lines' words weighed (catalogue.Scan.writer): unknown when none names one
     evidence = LogEvidence(path=file, kind=LogKind.fragment, runtime=runtime,
                            skipped_lines=max(lines - len({h.number for h in hits.hits}), 0))
     failing = hits.first(Meaning.mtp_failure) or hits.first(Meaning.app_refusal) or hits.first(Meaning.engine_gap) \

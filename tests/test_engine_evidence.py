@@ -1,0 +1,158 @@
+"""Who ran it and what kind of fault (issue 42, round 4): the engine read from every sign of a paste, weighed; a start
+that fails while the engine's settings are checked told from a crash by the phases before it; a drafter architecture
+the engine does not know. Texts written here in the engines' real formats (each cites its source), not corpus pastes,
+each with a negative of the same shape from software that does not draft."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mtpinspect.diagnosis import diagnose
+from mtpinspect.errors import FormatError
+from mtpinspect.logread.catalogue import scan
+from mtpinspect.logread.drafters import drafter_architecture
+from mtpinspect.vocabulary import Engine
+
+
+def _read(tmp_path: Path, text: str) -> tuple[list[str], Engine | None]:
+    """The causes' codes and the engine; a text refused (no line means anything) names none."""
+    paste = tmp_path / "paste.log"
+    paste.write_text(text, encoding="utf-8")
+    try:
+        report = diagnose(log_files=[paste])
+    except FormatError:
+        return [], None
+    return [c.code for c in report.causes], report.logs[0].runtime
+
+
+# -- the engine by evidence ---------------------------------------------------------------------------------------
+
+def test_the_names_of_an_engines_code_name_the_engine() -> None:
+    # vllm/engine/arg_utils.py (EngineArgs: max_num_seqs, gpu_memory_utilization); vllm/v1/worker/gpu_model_runner.py.
+    assert scan("batch (max_num_seqs): 16\ngpu_memory_utilization = 0.92\n").writer is Engine.vllm
+    assert scan("'GPUModelRunner' object has no attribute 'kv_caches'\n").writer is Engine.vllm
+    # python/sglang/srt/server_args.py ServerArgs, managers/tp_worker.py TpModelWorker.
+    assert scan("server_args=ServerArgs(model_path='Qwen/Qwen3-8B', mem_fraction_static=0.85, tp_size=1)\n").writer \
+        is Engine.sglang
+    # Another program's worker: a Temporal job's log line is no vLLM RuntimeError.
+    assert scan("2026-01-03 10:00:01 ERROR Worker failed with error: activity timed out\n").writer is None
+
+
+def test_an_engines_own_line_outweighs_mentions_of_another(tmp_path: Path) -> None:
+    # One vLLM traceback frame under a poster's two mentions of GGUF files: the frame says who ran it.
+    text = ("tried the GGUF first, then the safetensors; the GGUF loads in llama.cpp fine\n"
+            "the Q4 GGUF is 18 GB\n"
+            '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_worker.py", line 212, in load_model\n'
+            "RuntimeError: CUDA out of memory\n")
+    found = scan(text)
+    assert found.writer is Engine.vllm
+    assert found.writer_line is not None and "vllm/v1/worker" in found.writer_line.line
+
+
+def test_a_fragment_names_the_engine_its_lines_name(tmp_path: Path) -> None:
+    # vllm/v1/executor/multiproc_executor.py collective_rpc: raise RuntimeError(f"Worker failed with error '{result}',
+    # please check the stack trace above for the root cause"); a fragment of it alone is vLLM's, no cause (no tie).
+    codes, engine = _read(tmp_path, "RuntimeError: Worker failed with error 'CUDA error: an illegal memory access was "
+                                    "encountered', please check the stack trace above for the root cause\n")
+    assert (codes, engine) == ([], Engine.vllm)
+    # The wrapped error on its own line (Python's AttributeError words): the drafter's attribute ties it.
+    codes, engine = _read(tmp_path, "RuntimeError: Worker failed with error:\n"
+                                    "'GPUModelRunner' object has no attribute 'drafter'\n")
+    assert (codes, engine) == (["MTP_ENGINE_CRASH"], Engine.vllm)
+    # A web app's AttributeError words: nothing of an engine's, nothing of a drafter's.
+    assert _read(tmp_path, "ERROR in views: 'NoneType' object has no attribute 'title'\n"
+                           "'NoneType' object has no attribute 'title'\n")[0] == []
+
+
+# -- a start failure is not a crash -------------------------------------------------------------------------------
+
+_SPEC_VALIDATION = (
+    # vllm/engine/arg_utils.py create_speculative_config -> SpeculativeConfig (a pydantic dataclass, vllm/config/speculative.py)
+    "$ vllm serve Qwen/Qwen3-8B --speculative-config '{\"method\": \"eagle3\", \"model\": \"org/qwen3-8b-eagle3\"}'\n"
+    "Traceback (most recent call last):\n"
+    '  File "/opt/venv/lib/python3.12/site-packages/vllm/engine/arg_utils.py", line 1460, in create_engine_config\n'
+    "    speculative_config = self.create_speculative_config(\n"
+    '  File "/opt/venv/lib/python3.12/site-packages/pydantic/_internal/_dataclasses.py", line 121, in __init__\n'
+    "    s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)\n"
+    "pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig\n"
+    "  Value error, num_speculative_tokens is required for this method [type=value_error]\n")
+
+
+def test_a_check_of_the_speculative_settings_at_start_is_a_failed_start(tmp_path: Path) -> None:
+    assert _read(tmp_path, _SPEC_VALIDATION) == (["MTP_FAILED"], Engine.vllm)
+    # A check that asks for a setting to change, under the command alone (vllm/config/compilation.py's words).
+    text = ("vllm serve meta-llama/Llama-3.1-8B-Instruct -tp 2 --speculative-config '{\"method\": \"ngram\", "
+            "\"num_speculative_tokens\": 4}'\n"
+            "ValueError: cudagraph capture sizes must cover num_speculative_tokens + 1 = 5 tokens per request, please "
+            "adjust cudagraph_capture_sizes or num_speculative_tokens\n")
+    assert _read(tmp_path, text) == (["MTP_FAILED"], Engine.vllm)
+
+
+def test_the_same_words_after_the_model_loaded_and_served_are_a_crash(tmp_path: Path) -> None:
+    # The phases before it decide: the model loaded, graphs captured, requests served (vllm/v1/metrics/loggers.py).
+    served = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config '{\"method\": \"eagle\", \"model\": "
+              "\"yuhuili/EAGLE-LLaMA3.1-Instruct-8B\", \"num_speculative_tokens\": 3}'\n"
+              "INFO 01-03 10:00:05 [gpu_model_runner.py:1800] Model loading took 15.0 GiB and 9.1 seconds\n"
+              "INFO 01-03 10:00:40 [gpu_model_runner.py:2300] Graph capturing finished in 20 secs\n"
+              "INFO 01-03 10:01:10 [loggers.py:120] Engine 000: Avg prompt throughput: 120.0 tokens/s, Avg generation "
+              "throughput: 80.0 tokens/s, Running: 4 reqs\n"
+              "Traceback (most recent call last):\n"
+              '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/spec_decode/eagle.py", line 240, in propose\n'
+              "RuntimeError: draft token buffer overflow, please reduce max_num_seqs\n")
+    assert _read(tmp_path, served)[0] == ["MTP_ENGINE_CRASH"]
+
+
+def test_a_web_apps_validation_error_gives_no_cause(tmp_path: Path) -> None:
+    # A FastAPI app's pydantic error through its own config module: no engine, no drafter.
+    text = ("Traceback (most recent call last):\n"
+            '  File "/srv/app/config.py", line 40, in load\n'
+            "    return Settings(**raw)\n"
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for Settings\n"
+            "  Value error, smtp_port must be set, please set SMTP_PORT [type=value_error]\n")
+    assert _read(tmp_path, text)[0] == []
+
+
+# -- a drafter architecture the engine does not know ----------------------------------------------------------------
+
+def test_drafter_architectures_by_their_parts() -> None:
+    for name in ("gemma4_assistant", "Gemma4AssistantForCausalLM", "Glm4MoeMTP", "DeepseekV3ForCausalLMNextN",
+                 "EagleLlamaForCausalLM", "LlamaForCausalLMEagle3", "qwen3_5_mtp"):
+        assert drafter_architecture(name), name
+    for name in ("Qwen3NextForCausalLM", "llama4", "beagle_model", "SMTPHandler", "Gemma3ForCausalLM"):
+        assert not drafter_architecture(name), name
+
+
+def test_a_type_lookup_that_does_not_know_a_drafter_is_no_graph_for_it(tmp_path: Path) -> None:
+    # transformers models/auto/configuration_auto.py (CONFIG_MAPPING[config_dict["model_type"]] -> KeyError) under
+    # vLLM's config loading; the drafter named nowhere else.
+    text = ("Traceback (most recent call last):\n"
+            '  File "/opt/venv/lib/python3.12/site-packages/transformers/models/auto/configuration_auto.py", line 1120, '
+            "in from_pretrained\n"
+            '    config_class = CONFIG_MAPPING[config_dict["model_type"]]\n'
+            '  File "/opt/venv/lib/python3.12/site-packages/transformers/models/auto/configuration_auto.py", line 815, '
+            "in __getitem__\n"
+            "    raise KeyError(key)\n"
+            "KeyError: 'glm4_moe_mtp'\n"
+            '  File "/opt/venv/lib/python3.12/site-packages/vllm/transformers_utils/config.py", line 480, in get_config\n')
+    assert _read(tmp_path, text) == (["NO_MTP_GRAPH"], Engine.vllm)
+    # vllm/model_executor/models/registry.py _raise_for_unsupported: "Model architectures %s are not supported for now."
+    words = ("vllm serve google/gemma-4-31b-it --speculative-config '{\"method\": \"draft_model\", "
+             "\"model\": \"google/gemma-4-31b-it-assistant\", \"num_speculative_tokens\": 4}'\n"
+             "ValueError: Model architectures ['Gemma4AssistantForCausalLM'] are not supported for now. Supported "
+             "architectures: dict_keys(['LlamaForCausalLM', 'Gemma3ForCausalLM'])\n")
+    assert _read(tmp_path, words)[0] == ["NO_MTP_GRAPH"]
+
+
+def test_a_keyerror_on_an_assistant_elsewhere_gives_no_cause(tmp_path: Path) -> None:
+    # A Django view's KeyError on a template context name: no type lookup, no engine.
+    django = ("Traceback (most recent call last):\n"
+              '  File "/srv/site/shop/views.py", line 88, in checkout\n'
+              "    helper = context['customer_assistant']\n"
+              "KeyError: 'customer_assistant'\n")
+    assert _read(tmp_path, django)[0] == []
+    # transformers not knowing a plain model type: no drafter, not NO_MTP_GRAPH.
+    plain = ("Traceback (most recent call last):\n"
+             '  File "/opt/venv/lib/python3.12/site-packages/transformers/models/auto/configuration_auto.py", line 1120, '
+             "in from_pretrained\n"
+             "KeyError: 'qwen3_5_moe'\n")
+    assert "NO_MTP_GRAPH" not in _read(tmp_path, plain)[0]
