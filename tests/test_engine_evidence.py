@@ -156,3 +156,42 @@ def test_a_keyerror_on_an_assistant_elsewhere_gives_no_cause(tmp_path: Path) -> 
              "in from_pretrained\n"
              "KeyError: 'qwen3_5_moe'\n")
     assert "NO_MTP_GRAPH" not in _read(tmp_path, plain)[0]
+
+
+# -- a death while serving a run that drafts ----------------------------------------------------------------------
+
+_SGLANG_STEP_DEATH = (
+    # python/sglang/srt/managers/scheduler.py run_scheduler_process ("Scheduler hit an exception"), event_loop_normal ->
+    # run_batch -> tp_worker.py forward_batch_generation.
+    "[2026-01-05 09:12:40 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2980, in run_scheduler_process\n'
+    "    scheduler.event_loop_normal()\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1002, in event_loop_normal\n'
+    "    result = self.run_batch(batch)\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1950, in run_batch\n'
+    "    batch_result = self.model_worker.forward_batch_generation(model_worker_batch)\n")
+
+
+def test_an_engine_dying_in_its_step_under_a_drafters_command_is_the_speculative_paths(tmp_path: Path) -> None:
+    command = ("python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --speculative-algorithm "
+               "EAGLE3 --speculative-draft-model-path jamesliu1/sglang-EAGLE3-Llama-3.1-Instruct-8B --port 30000\n")
+    assert _read(tmp_path, command + _SGLANG_STEP_DEATH) == (["MTP_ENGINE_CRASH"], Engine.sglang)
+    # vLLM V0's drafter flag (--speculative-model "[ngram]") under V1's engine core dying in its step.
+    vllm = ('vllm serve Qwen/Qwen2.5-7B-Instruct --speculative-model "[ngram]" --num-speculative-tokens 4 '
+            "--ngram-prompt-lookup-max 3\n"
+            "ERROR 02-01 08:00:00 [core.py:340] EngineCore hit an exception: Traceback (most recent call last):\n"
+            'ERROR 02-01 08:00:00 [core.py:340]   File "/opt/vllm/vllm/v1/engine/core.py", line 333, in run_engine_core\n'
+            'ERROR 02-01 08:00:00 [core.py:340]   File "/opt/vllm/vllm/v1/engine/core.py", line 367, in run_busy_loop\n'
+            'ERROR 02-01 08:00:00 [core.py:340]   File "/opt/vllm/vllm/v1/engine/core.py", line 195, in step\n')
+    assert _read(tmp_path, vllm)[0] == ["MTP_ENGINE_CRASH"]
+
+
+def test_the_same_death_without_a_drafter_is_no_speculative_cause(tmp_path: Path) -> None:
+    command = "python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --port 30000\n"
+    assert _read(tmp_path, command + _SGLANG_STEP_DEATH)[0] == []
+    # A Ray job's worker dying in its own step function: no engine, no drafter.
+    ray = ("ray job submit -- python train.py --speculative-model none\n"
+           "Traceback (most recent call last):\n"
+           '  File "/home/ray/jobs/train/loop.py", line 88, in step\n'
+           "RuntimeError: worker died\n")
+    assert _read(tmp_path, ray)[0] == []

@@ -366,7 +366,8 @@ CATALOGUE: tuple[Message, ...] = (
        r"\bvllm serve\b|--speculative-config|speculative_config", "vllm/engine/arg_utils.py (--speculative-config)",
        "a vLLM command line or its configuration", engine=_VLLM),
     _m("vLLM speculative flags", Meaning.speculation, ("--speculative", "num_speculative_tokens", "num-speculative-tokens"),
-       r"--speculative[-_](?:config|model)\b|num[_-]speculative[_-]tokens",
+       # a flag set to none ("--speculative-model none") asks for no drafter
+       r"--speculative[-_](?:config|model)\b(?![ =][\"']?(?i:none|null)\b)|num[_-]speculative[_-]tokens",
        "vllm/engine/arg_utils.py (--speculative-config; --speculative-model in V0)", "vLLM's speculative settings",
        engine=_VLLM),
     _m("vLLM drafter loading", Meaning.speculation, ("Loading drafter model",), r"Loading drafter model",

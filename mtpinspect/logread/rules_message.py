@@ -91,8 +91,11 @@ def message_cause(log: LogEvidence) -> Cause | None:
     death = hits.first(Meaning.engine_death)
     drafting = log.drafted or log.mean_length is not None or log.acceptance is not None or hits.mtp_sign is not None \
         or hits.first(Meaning.speculation) is not None
-    if log.mtp_use is MtpUse.off:  # another drafter's setting alone does not put a death on its path: its code or figures
-        drafting = log.drafted or log.acceptance is not None or any(h.message.name in DRAFTING_CODE for h in hits.hits)
+    if log.mtp_use is MtpUse.off:  # another drafter's setting alone does not put a death on its path: its code or figures,
+        # or the engine's step executing (every step of a run that drafts drafts and verifies: the frames say it died
+        # serving, past its start)
+        drafting = log.drafted or log.acceptance is not None or any(h.message.name in DRAFTING_CODE for h in hits.hits) \
+            or (log.run is not None and log.run.other_drafting and _serving_step(hits) is not None)
     if death is not None and drafting and not hits.of(Meaning.exception):
         return _death_after_drafting(log, death)
     # A failure of the draft context is its own tie; the target's decode failing needs another line that ties the run.
@@ -122,6 +125,19 @@ def message_cause(log: LogEvidence) -> Cause | None:
     if error is not None and log.crash is None and not framed:
         return _speculative_error(log, error)
     return None
+
+
+# A frame of an engine's serving step (vllm/v1/engine/core.py step / run_busy_loop, vllm/v1/executor's execute_model,
+# vllm/v1/worker/gpu_model_runner.py execute_model / sample_tokens; python/sglang/srt/managers/scheduler.py
+# run_batch / event_loop_*, tp_worker.py forward_batch_generation): the engine was executing a step of the run.
+_STEP_FRAME = re.compile(r"[/\\](?:vllm|sglang)[/\\][^\"\n]{1,300}\", line \d{1,7},? in (?:step|step_with_batch_queue|execute_model|"
+                         r"run_busy_loop|_process_engine_step|sample_tokens|forward_batch_generation|run_batch|"
+                         r"event_loop_\w{1,40})\b")
+
+
+def _serving_step(hits: Scan) -> Hit | None:
+    """The first frame of the engine's serving step in the text's tracebacks, None when none shows."""
+    return next((h for h in hits.of(Meaning.traceback) if _STEP_FRAME.search(h.line)), None)
 
 
 def _death_after_drafting(log: LogEvidence, hit: Hit) -> Cause:
