@@ -195,3 +195,17 @@ def test_the_same_death_without_a_drafter_is_no_speculative_cause(tmp_path: Path
            '  File "/home/ray/jobs/train/loop.py", line 88, in step\n'
            "RuntimeError: worker died\n")
     assert _read(tmp_path, ray)[0] == []
+
+
+def test_the_report_cites_the_line_that_named_the_engine(tmp_path: Path) -> None:
+    paste = tmp_path / "paste.log"
+    paste.write_text("the GGUF loads fine elsewhere\n"
+                     "$ python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --port 30000\n"
+                     "RuntimeError: CUDA error: out of memory\n", encoding="utf-8")
+    log = diagnose(log_files=[paste]).logs[0]
+    assert log.runtime is Engine.sglang
+    assert log.engine_line is not None and log.engine_line.startswith("line 2: $ python3 -m sglang.launch_server")
+    # Nothing names an engine: no line is cited.
+    paste.write_text("RuntimeError: CUDA error: out of memory\n", encoding="utf-8")
+    log = diagnose(log_files=[paste]).logs[0]
+    assert (log.runtime, log.engine_line) == (Engine.unknown, None)

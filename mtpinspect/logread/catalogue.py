@@ -428,6 +428,30 @@ CATALOGUE: tuple[Message, ...] = (
        "vllm/entrypoints/openai/api_server.py", "vLLM's command line refusing or listing its arguments", engine=_VLLM,
        names_writer=True),
     # vLLM's offline LLM.generate progress bar (vllm/entrypoints/llm.py _run_engine: "est. speed input: %.2f toks/s, output: ...").
+    # The engines' own commands, container images and packages, wherever a paste shows them (a shell line, a compose
+    # file, a pip listing): vLLM's `python -m vllm.entrypoints...`, `vllm bench`, its images vllm/vllm-openai and its
+    # platform plugins' packages (vllm-ascend / vllm_ascend, vllm-gaudi, vllm-xpu); SGLang's `python -m sglang.
+    # launch_server`, `sglang serve`, its image lmsysorg/sglang; llama.cpp's images (ghcr.io/ggml-org/llama.cpp) and
+    # its Python binding (llama-cpp-python, llama_cpp). Each is the engine's own name for what ran, not a mention.
+    _m("vLLM command or package", Meaning.writer, ("vllm",),
+       r"\bpython3?\s+-m\s+vllm\.|\bvllm (?:bench|serve|complete|chat|run-batch)\b|\bvllm/vllm-openai\b|"
+       r"\bvllm[-_](?:ascend|gaudi|xpu|rocm|tpu|neuron|spyre|metal)\b|\bfrom vllm import\b",
+       "vLLM's CLI (vllm/entrypoints/cli: serve, bench, complete, chat, run-batch), its images (docker.io/vllm/vllm-openai) "
+       "and platform plugins (vllm-project/vllm-ascend, vllm-gaudi)", "vLLM's command, image or package", engine=_VLLM),
+    _m("SGLang command or package", Meaning.writer, ("sglang",),
+       r"\bpython3?\s+-m\s+sglang\.|\bsglang\.launch_server\b|\bsglang serve\b|\blmsysorg/sglang\b|\bfrom sglang import\b",
+       "SGLang's server entry (python -m sglang.launch_server; the sglang CLI's serve) and image (docker.io/lmsysorg/sglang)",
+       "SGLang's command, image or package", engine=_SGLANG),
+    _m("llama.cpp image or package", Meaning.writer, ("llama.cpp", "llama-cpp-python", "llama_cpp"),
+       r"\bggml-org/llama\.cpp:|\bggerganov/llama\.cpp:|\bllama-cpp-python\b|\bllama_cpp\.(?:server|Llama)\b|\bfrom llama_cpp import\b",
+       "llama.cpp's images (ghcr.io/ggml-org/llama.cpp:server-cuda and kin) and its Python binding (abetlen/llama-cpp-python)",
+       "llama.cpp's image or Python package", engine=_LLAMA),
+    # Apps that run llama.cpp (or a fork of it) as their engine, by their own names: a mention, weighed as one.
+    _m("llama.cpp app named", Meaning.writer, ("obold", "OBOLD", "llamafile", "GPT4All", "gpt4all", "Unsloth Studio",
+                                               "ik_llama", "Jan.ai", "jan.ai"),
+       r"\b(?:[Kk]obold[Cc]pp|KOBOLDCPP|llamafile|GPT4All|gpt4all|Unsloth Studio|ik_llama(?:\.cpp)?|[Jj]an\.ai)\b",
+       "the apps' own names (KoboldCpp, llamafile, GPT4All, Unsloth Studio and Jan run llama.cpp; ik_llama.cpp is its fork)",
+       "an app or fork that runs llama.cpp", engine=_LLAMA, weight=1),
     # The names of vLLM's own code and output where a paste shows no module path or command: its worker and engine
     # classes, its multiproc executor's RPC failure (vllm/v1/executor/multiproc_executor.py: raise RuntimeError(f"Worker
     # failed with error '{result}', please check the stack trace above ...")), its config and summary keys
