@@ -209,3 +209,18 @@ def test_the_report_cites_the_line_that_named_the_engine(tmp_path: Path) -> None
     paste.write_text("RuntimeError: CUDA error: out of memory\n", encoding="utf-8")
     log = diagnose(log_files=[paste]).logs[0]
     assert (log.runtime, log.engine_line) == (Engine.unknown, None)
+
+
+# -- an error the run survived ------------------------------------------------------------------------------------
+
+def test_an_error_line_the_server_went_past_to_set_up_its_drafter_is_no_refusal(tmp_path: Path) -> None:
+    # llama-server's memory fit (tools/server/server-context.cpp load_model) probes the draft context before the drafter
+    # exists; common/speculative.cpp then prints "adding speculative implementation '%s'": the run went on to draft.
+    start = ("0.00.170.000 I srv    load_model: loading model 'Llama-3.1-8B-Q4_K_M.gguf'\n"
+             "0.00.520.000 W srv    load_model: [spec] failed to measure draft model memory: failed to create "
+             "llama_context from model\n")
+    went_on = ("0.08.100.000 I srv    load_model: initializing, n_slots = 1, n_ctx_slot = 8192\n"
+               "0.08.100.020 I common_speculative_impl_draft_eagle3: adding speculative implementation 'draft-eagle3'\n")
+    assert _read(tmp_path, start + went_on)[0] == []
+    # The same error where nothing after it shows the drafter: the error stands.
+    assert _read(tmp_path, start)[0] != []

@@ -220,6 +220,12 @@ CATALOGUE: tuple[Message, ...] = (
        r"adding speculative implementation 'draft-mtp'|common_speculative_impl_draft_mtp",
        "common/speculative.cpp:1380 (\"adding speculative implementation 'draft-mtp'\"), 1331 (common_speculative_impl_draft_mtp)",
        "the server set up the MTP drafter", engine=_LLAMA, mtp=_ON),
+    # Any drafter set up (common/speculative.cpp: "adding speculative implementation '%s'" for draft-mtp, draft-dflash,
+    # draft-eagle3, ngram-*): the server went on to draft; an error before it was survived (a memory-fit probe's).
+    _m("drafter added", Meaning.speculation, ("adding speculative implementation",),
+       r"adding speculative implementation '[\w-]{1,40}'",
+       "common/speculative.cpp:1380 (\"adding speculative implementation '%s'\")", "the server set up a drafter",
+       engine=_LLAMA),
     _m("MTP draft context", Meaning.mtp_on, ("creating MTP draft context", "context type MTP requested"),
        r"creating MTP draft context|context type MTP requested", "common/speculative.cpp:2558; src/llama-context.cpp:3883",
        "the server created (or asked for) the MTP draft context", engine=_LLAMA, mtp=_ON),

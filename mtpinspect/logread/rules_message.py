@@ -121,7 +121,7 @@ def message_cause(log: LogEvidence) -> Cause | None:
         return _death_after_drafting(log, death)
     # Only where no engine's own failure line or crash is there to explain (diagnosis/failures.py reads those better).
     framed = log.kind is not LogKind.fragment and log.failure is not None
-    error = next((h for h in hits.of(Meaning.app_refusal) if h.message.cause is None), None)
+    error = next((h for h in hits.of(Meaning.app_refusal) if h.message.cause is None and _survived(hits, h) is None), None)
     if error is not None and log.crash is None and not framed:
         return _speculative_error(log, error)
     return None
@@ -138,6 +138,17 @@ _STEP_FRAME = re.compile(r"[/\\](?:vllm|sglang)[/\\][^\"\n]{1,300}\", line \d{1,
 def _serving_step(hits: Scan) -> Hit | None:
     """The first frame of the engine's serving step in the text's tracebacks, None when none shows."""
     return next((h for h in hits.of(Meaning.traceback) if _STEP_FRAME.search(h.line)), None)
+
+
+# The lines that show a drafter set up or drafting (llama.cpp's "adding speculative implementation", its drafting
+# statistics): after an error line, the run went on to draft.
+_DRAFTER_UP = frozenset({"drafter added", "MTP drafter added", "MTP statistics"})
+
+
+def _survived(hits: Scan, error: Hit) -> Hit | None:
+    """The line after ``error`` that shows the server went on to set up its drafter or draft (an error the run survived,
+    such as llama-server's memory-fit probe failing before the drafter loads), None when none does."""
+    return next((h for h in hits.hits if h.number > error.number and h.message.name in _DRAFTER_UP), None)
 
 
 def _death_after_drafting(log: LogEvidence, hit: Hit) -> Cause:
