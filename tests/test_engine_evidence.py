@@ -224,3 +224,19 @@ def test_an_error_line_the_server_went_past_to_set_up_its_drafter_is_no_refusal(
     assert _read(tmp_path, start + went_on)[0] == []
     # The same error where nothing after it shows the drafter: the error stands.
     assert _read(tmp_path, start)[0] != []
+
+
+# -- a refusal read for what it says about the model ---------------------------------------------------------------
+
+def test_an_engines_refusal_that_says_the_model_has_no_mtp_layers_is_the_missing_head(tmp_path: Path) -> None:
+    # vllm/config/speculative.py checks the target's MTP layer count (num_nextn_predict_layers) for the mtp methods.
+    head = ("$ vllm serve my-org/qwen3-next-sft --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'\n"
+            "Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/config/speculative.py", line 310, in __post_init__\n')
+    said = head + "ValueError: The target model has no MTP layers: the 'mtp' method is not supported for it\n"
+    assert _read(tmp_path, said)[0][:1] == ["MTP_WEIGHTS_MISSING"]
+    counted = head + "ValueError: num_nextn_predict_layers = 0 in the config; mtp is not supported for this model\n"
+    assert _read(tmp_path, counted)[0][:1] == ["MTP_WEIGHTS_MISSING"]
+    # A refusal that names MTP without saying anything of the model's layers stays the engine's limit.
+    setting = head + "NotImplementedError: Pipeline parallelism is not supported without MTP support in the drafter\n"
+    assert _read(tmp_path, setting)[0][:1] == ["ENGINE_LIMITATION"]

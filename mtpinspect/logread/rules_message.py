@@ -185,15 +185,31 @@ _NO_MTP_IN_MODEL = re.compile(r"(?i)\b(?:no|without|missing|lacks?|lacking|(?:do
                               r"modules?| blocks?)?\b|\bnot an? MTP model\b")
 
 
+# An exception's words that the model has no MTP layers (a noun required: "not supported without MTP" says nothing of the
+# model).
+_MODEL_WITHOUT_LAYERS = re.compile(r"(?i)\b(?:has no|have no|no|without|missing|lacks?|does ?n[o']t (?:have|contain))\s+"
+                                   r"(?:an? |any )?(?:MTP|NextN|multi[- ]token[- ]prediction)\s+(?:head|layers?|weights|"
+                                   r"tensors|modules?|blocks?)\b")
+# A count of the model's MTP layers given as zero, in the names the configs use (DeepSeek's num_nextn_predict_layers,
+# Qwen3-Next's mtp_num_hidden_layers, MiMo's num_mtp_layers; llama.cpp's nextn_predict_layers, n_layer_nextn).
+_NO_NEXTN_LAYERS = re.compile(r"\b(?:num_nextn_predict_layers|nextn_predict_layers|n_layer_nextn|mtp_num_hidden_layers|"
+                              r"num_mtp_layers|n_mtp_layers)\b\s{0,3}(?:=|:|is)\s{0,3}0\b")
+
+
+def _without_head(log: LogEvidence, hit: Hit) -> Cause:
+    """The app's or engine's words that the model has no MTP layer: read for what they say about the model first."""
+    return Cause("MTP_WEIGHTS_MISSING", _confidence(log, 0.6),
+                 "the app or engine says the model has no MTP layer: a GGUF or checkpoint without the head (or one "
+                 "whose family has none)", (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"),
+                 "run `mtpinspect check MODEL`: no MTP head (NO_MTP, MTP_WEIGHTS_MISSING) means this file cannot draft "
+                 "with MTP: use one that keeps the head (the maker's, or a GGUF converted without --no-mtp, or its mtp- "
+                 "file with -md); with the head present, the app's engine is too old for it", (EvidenceSource.log,))
+
+
 def _speculative_error(log: LogEvidence, hit: Hit) -> Cause:
     engine = _engine(log)
     if _NO_MTP_IN_MODEL.search(hit.line):  # what it says about the model comes first (issue 42, rule 3)
-        return Cause("MTP_WEIGHTS_MISSING", _confidence(log, 0.6),
-                     "the app or engine says the model has no MTP layer: a GGUF or checkpoint without the head (or one "
-                     "whose family has none)", (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"),
-                     "run `mtpinspect check MODEL`: no MTP head (NO_MTP, MTP_WEIGHTS_MISSING) means this file cannot draft "
-                     "with MTP: use one that keeps the head (the maker's, or a GGUF converted without --no-mtp, or its mtp- "
-                     "file with -md); with the head present, the app's engine is too old for it", (EvidenceSource.log,))
+        return _without_head(log, hit)
     if engine in (Engine.vllm, Engine.sglang):  # a Python engine's own refusal: its terms, no llama-server advice
         return Cause("ENGINE_LIMITATION", _confidence(log, 0.7),
                      f"{engine.value} refuses this speculative configuration: an engine limit, not the head",
@@ -326,6 +342,8 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
                      "update the engine (or go back to the last release that loaded this checkpoint's MTP layer) and "
                      "report the KeyError with the version; `mtpinspect check REPO` confirms the checkpoint has the head; "
                      "serve without speculative decoding meanwhile", (EvidenceSource.log,))
+    if _MODEL_WITHOUT_LAYERS.search(text) or _NO_NEXTN_LAYERS.search(text):  # what it says about the model comes first
+        return _without_head(log, hit)
     if kind in _REFUSALS or _REFUSAL_WORDS.search(text):
         return Cause("ENGINE_LIMITATION", confidence,
                      f"{where} speculative / MTP code refuses this model or setting ({kind}): an engine gap, not the head",
