@@ -240,3 +240,38 @@ def test_an_engines_refusal_that_says_the_model_has_no_mtp_layers_is_the_missing
     # A refusal that names MTP without saying anything of the model's layers stays the engine's limit.
     setting = head + "NotImplementedError: Pipeline parallelism is not supported without MTP support in the drafter\n"
     assert _read(tmp_path, setting)[0][:1] == ["ENGINE_LIMITATION"]
+
+
+# -- other programs' tracebacks -------------------------------------------------------------------------------------
+
+def test_other_programs_tracebacks_give_no_cause_and_name_no_engine(tmp_path: Path) -> None:
+    # A CMS's view (Django) whose attribute is named after its drafts: its frames are Django's and the CMS's.
+    django = ("Traceback (most recent call last):\n"
+              '  File "/srv/cms/venv/lib/python3.11/site-packages/django/core/handlers/exception.py", line 55, in inner\n'
+              "    response = get_response(request)\n"
+              '  File "/srv/cms/editor/views.py", line 120, in publish\n'
+              "    self.draft_model.save()\n"
+              "AttributeError: 'PublishView' object has no attribute 'draft_model'\n")
+    assert _read(tmp_path, django) == ([], Engine.unknown)
+    # A Ray training job (no vLLM) whose script trains speculative heads, dying on PyTorch's CUDA error.
+    ray = ("2026-03-01 10:00:00,123 INFO worker.py:1800 -- Started a local Ray instance.\n"
+           "(TrainWorker pid=3311) Traceback (most recent call last):\n"
+           '(TrainWorker pid=3311)   File "/home/ray/anaconda3/lib/python3.11/site-packages/ray/train/_internal/utils.py", '
+           "line 57, in check_for_failure\n"
+           '(TrainWorker pid=3311)   File "/home/ray/jobs/train_speculative_heads.py", line 88, in train_loop\n'
+           "(TrainWorker pid=3311) RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert _read(tmp_path, ray) == ([], Engine.unknown)
+    # A blog's KeyError on its drafts, a web app's pydantic error on a draft's fields.
+    blog = ("Traceback (most recent call last):\n"
+            '  File "/srv/blog/app/views/posts.py", line 52, in edit\n'
+            "    post = session['drafts'][post_id]\n"
+            "KeyError: 'drafts'\n")
+    assert _read(tmp_path, blog)[0] == []
+    web = ("pydantic_core._pydantic_core.ValidationError: 2 validation errors for DraftCreate\n"
+           "title\n  Field required [type=missing, input_value={'body': 'x'}, input_type=dict]\n")
+    assert _read(tmp_path, web)[0] == []
+    # The same AttributeError under vLLM's worker frames is the engine's drafter breaking.
+    vllm = ("Traceback (most recent call last):\n"
+            '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 2410, in execute_model\n'
+            "AttributeError: 'GPUModelRunner' object has no attribute 'draft_model'\n")
+    assert _read(tmp_path, vllm) == (["MTP_ENGINE_CRASH"], Engine.vllm)

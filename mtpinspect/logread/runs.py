@@ -370,13 +370,16 @@ def unreadable_note(lines: list[str]) -> str:
 
 
 # A Python exception's line ("RuntimeError: CUDA error: out of memory", PyTorch's): a Python program's crash, not ggml's.
-_PYTHON_EXCEPTION = re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):")
+_PYTHON_EXCEPTION = re.compile(r"^\s*(?:\([^()\n]{1,80}\)\s*|\[[^\[\]\n]{1,80}\]:?\s*){0,2}(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):")
 
 
 def _python_crash(crash: Crash) -> bool:
-    """A crash whose every line is a Python exception's text (PyTorch's CUDA errors): no sign of llama.cpp, which is
-    not a Python program (its GPU errors carry ggml's own lines: "current device: 0, in function ... at ggml-cuda.cu")."""
-    return bool(crash.lines) and all(_PYTHON_EXCEPTION.match(line) for line in crash.lines)
+    """A crash told only by a Python exception's text (PyTorch's "RuntimeError: CUDA error: ..."): every line that holds
+    its message is a Python exception's, and none is ggml's own (its GPU errors go on "current device: 0, in function
+    ... at ggml-cuda.cu"): no sign of llama.cpp, which is not a Python program."""
+    telling = [line for line in crash.lines if crash.message and crash.message in line]
+    return bool(telling) and all(_PYTHON_EXCEPTION.match(line) for line in telling) and \
+        not any("ggml" in line for line in crash.lines)
 
 
 def _engine(readings: dict[Engine, Reading], text: str, *, crashed: bool, writer: Engine | None) -> Reading | None:
