@@ -275,3 +275,16 @@ def test_other_programs_tracebacks_give_no_cause_and_name_no_engine(tmp_path: Pa
             '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 2410, in execute_model\n'
             "AttributeError: 'GPUModelRunner' object has no attribute 'draft_model'\n")
     assert _read(tmp_path, vllm) == (["MTP_ENGINE_CRASH"], Engine.vllm)
+
+
+def test_an_engine_that_says_its_start_failed_before_loading_a_model_failed_to_start(tmp_path: Path) -> None:
+    # vllm/v1/engine/core.py run_engine_core: "EngineCore failed to start." with the exception under it.
+    failed = ("ERROR 05-01 12:00:05 [core.py:400] EngineCore failed to start.\n"
+              "ValueError: the draft model's max_model_len (4096) is smaller than the target's (32768); raise "
+              "speculative_max_model_len\n")
+    assert _read(tmp_path, "INFO 05-01 12:00:00 [__init__.py:239] Automatically detected platform cuda.\n" + failed) == \
+        (["MTP_FAILED"], Engine.vllm)
+    # The same after the drafter was loading: a crash at load, as the corpus's loading-drafter threads have it.
+    loading = ("INFO 05-01 12:00:01 [gpu_model_runner.py:1900] Loading drafter model...\n"
+               "INFO 05-01 12:00:03 [default_loader.py:270] Loading weights took 2.10 seconds\n")
+    assert _read(tmp_path, loading + failed)[0] == ["MTP_ENGINE_CRASH"]

@@ -408,6 +408,7 @@ def _no_drafter_graph(log: LogEvidence, hit: Hit, drafter: str, place: str) -> C
 # python/sglang/srt/server_args.py check_server_args / __post_init__).
 _CONFIG_WORDS = re.compile(r"\bvalidation errors? for [A-Z]\w{0,80}|\bplease (?:adjust|set|change|reduce|increase|lower|raise|"
                            r"specify|disable|enable|provide|pass)\b", re.IGNORECASE)
+_FAILED_START = re.compile(r"\b(?:EngineCore|WorkerProc|Engine core initialization) failed(?: to start)?\b|\bfailed to start\b")
 _CONFIG_FRAME = re.compile(r"[/\\](?:arg_utils|server_args|config)\.py\b|[/\\]config[/\\]\w{1,60}\.py\b|"
                            r"\bin (?:_verify_\w{1,60}|__post_init__|create_engine_config|create_speculative_config|from_cli_args|"
                            r"check_server_args|verify_with_parallel_config)\b")
@@ -427,6 +428,11 @@ def _configuration_stage(hits: Scan, hit: Hit, kind: str, text: str) -> str | No
     frame = next((h for h in hits.of(Meaning.traceback) if h.number < hit.number and _CONFIG_FRAME.search(h.line)), None)
     if frame is not None:
         return f"line {frame.number}: a frame of the engine's configuration code: {frame.line[:200]}"
+    # The engine's own word that its start failed (vLLM's "EngineCore failed to start.", "WorkerProc failed to start."),
+    # with nothing before the exception showing a model loading: it failed on its settings.
+    start = next((h for h in hits.of(Meaning.engine_death) if _FAILED_START.search(h.line)), None)
+    if start is not None:
+        return f"line {start.number}: the engine says its start failed: {start.line[:200]}"
     return None
 
 
@@ -437,8 +443,8 @@ def _failed_configuration(log: LogEvidence, hit: Hit, kind: str, text: str, stag
     engine = _engine(log)
     who = engine.value if engine is not Engine.unknown else "the engine"
     return Cause("MTP_FAILED", confidence,
-                 f"{who}'s start failed while its speculative settings were checked ({kind}: {text[:160]}), before any "
-                 "model loaded: a setting the check refuses, not a crash while drafting",
+                 f"{who}'s start failed ({kind}: {text[:160]}) before any line shows a model loading or the server "
+                 "serving: a speculative setting the start refuses, not a crash while drafting",
                  (*evidence, f"{log.path}: {stage}"),
                  "change the speculative setting the message names (its check says which: the number of speculative "
                  "tokens, the method, the draft model, a setting it conflicts with), as the engine's documentation for "
