@@ -288,3 +288,13 @@ def test_an_engine_that_says_its_start_failed_before_loading_a_model_failed_to_s
     loading = ("INFO 05-01 12:00:01 [gpu_model_runner.py:1900] Loading drafter model...\n"
                "INFO 05-01 12:00:03 [default_loader.py:270] Loading weights took 2.10 seconds\n")
     assert _read(tmp_path, loading + failed)[0] == ["MTP_ENGINE_CRASH"]
+
+
+def test_a_failed_mtp_context_on_a_gguf_whose_dump_shows_no_nextn_layers_is_the_missing_head(tmp_path: Path) -> None:
+    # src/llama-model-loader.cpp's metadata dump, then the memory fit's draft context failing (an app's stderr).
+    dump = ("llama_model_loader: - kv  20:                 qwen35.nextn_predict_layers u32              = 0\n"
+            "srv    load_model: [spec] failed to measure MTP context memory: failed to create llama_context from model\n"
+            "srv  llama_server: exiting due to model loading error\n")
+    assert _read(tmp_path, dump)[0][:1] == ["MTP_WEIGHTS_MISSING"]
+    # Without the dump both readings stay (no head, or no memory): a failed MTP start.
+    assert _read(tmp_path, dump.split("\n", 1)[1])[0][:1] == ["MTP_FAILED"]

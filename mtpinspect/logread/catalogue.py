@@ -155,8 +155,11 @@ CATALOGUE: tuple[Message, ...] = (
        r"error loading model: .*(?:\bdraft\b|\bMTP\b|\bmtp\b|nextn)",
        "src/llama-model.cpp's loader (\"error loading model: %s\"), forks' draft-head loaders",
        "the loader fails on the draft / MTP head", engine=_LLAMA, mtp=_ON),
-    _m("no nextn layers", Meaning.no_head, ("n_layer_nextn",), r"n_layer_nextn\s*=\s*0\b",
-       "src/llama-model.cpp:2236 (print_info)", "the model loaded has no MTP (nextn) layers", engine=_LLAMA),
+    # print_info's count, or the loader's metadata dump giving the GGUF's nextn layer count as 0.
+    _m("no nextn layers", Meaning.no_head, ("n_layer_nextn", "nextn_predict_layers"),
+       r"n_layer_nextn\s*=\s*0\b|\.nextn_predict_layers\s+u32\s+=\s+0\b",
+       "src/llama-model.cpp:2236 (print_info); src/llama-model-loader.cpp (the metadata dump: \"- kv N: "
+       "<arch>.nextn_predict_layers u32 = 0\")", "the model loaded has no MTP (nextn) layers", engine=_LLAMA),
     _m("sidecar width", Meaning.mtp_failure, ("MTP input row width",), r"MTP input row width",
        "common/speculative.cpp:1377", "the MTP head's input width differs from the target's", engine=_LLAMA, mtp=_ON),
     _m("failed to add token", Meaning.mtp_failure, ("failed to add token",), r"failed to add token",
