@@ -298,3 +298,15 @@ def test_a_failed_mtp_context_on_a_gguf_whose_dump_shows_no_nextn_layers_is_the_
     assert _read(tmp_path, dump)[0][:1] == ["MTP_WEIGHTS_MISSING"]
     # Without the dump both readings stay (no head, or no memory): a failed MTP start.
     assert _read(tmp_path, dump.split("\n", 1)[1])[0][:1] == ["MTP_FAILED"]
+
+
+def test_an_exception_in_the_serving_step_of_a_run_that_drafts_is_the_speculative_paths(tmp_path: Path) -> None:
+    frames = ("Traceback (most recent call last):\n"
+              '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 2410, in '
+              "execute_model\n"
+              "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    eagle = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config '{\"method\": \"eagle3\", \"model\": "
+             "\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\", \"num_speculative_tokens\": 3}'\n")
+    assert _read(tmp_path, eagle + frames) == (["MTP_ENGINE_CRASH"], Engine.vllm)
+    # The same step failing in a run without a drafter: no speculative cause.
+    assert _read(tmp_path, "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192\n" + frames)[0] == []

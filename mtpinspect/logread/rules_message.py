@@ -322,8 +322,10 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     # Its words, or the engine's speculative configuration it names (a "validation error for SpeculativeConfig").
     said = SPECULATIVE_WORDS.search(without_operands(text)) is not None or _SPEC_CONFIG_NAMED.search(text) is not None
     around = hits.mtp_sign or hits.first(Meaning.speculation)
-    if log.mtp_use is MtpUse.off:  # another drafter on: its code must place the exception, not its setting alone
-        around = next((h for h in hits.hits if h.message.name in DRAFTING_CODE), None)
+    if log.mtp_use is MtpUse.off:  # another drafter on: its code must place the exception, not its setting alone, or
+        # the engine's serving step (every step of a run that drafts drafts and verifies)
+        around = next((h for h in hits.hits if h.message.name in DRAFTING_CODE), None) or \
+            (_serving_step(hits) if log.run is not None and log.run.other_drafting else None)
     if not said and around is None:
         return None
     kind = hit.match.groupdict().get("type") or "AttributeError"  # a line of an AttributeError's own words has no type
