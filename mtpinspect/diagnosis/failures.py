@@ -98,7 +98,7 @@ def classify_failure(
 _NO_SUCH_FILE = re.compile(r"failed to open GGUF file '[^'\n]{1,600}' \(No such file or directory\)|"
                            r"gguf_init_from_file\w{0,10}: failed to open '[^'\n]{1,600}': '?No such file or directory")
 # The loaded model has no MTP layers: llama.cpp's own words (src/llama-context.cpp:3883) or its print_info count.
-_NO_HEAD = re.compile(r"doesn't contain MTP layers|n_layer_nextn\s*=\s*0\b")
+_NO_HEAD = re.compile(r"doesn't contain MTP layers|n_layer_nextn\s*=\s*0\b|\.nextn_predict_layers\s+u32\s+=\s+0\b")
 # common/speculative.cpp:2552/2564 (and llama.rn's "failed to create MTP draft context"): the MTP context was not
 # created, for want of nextn layers or of memory; the lines before say which when the log has them.
 _CONTEXT_FAILED = re.compile(r"failed to (?:create|measure|initialize|init) (?:the )?MTP (?:draft )?context")

@@ -50,6 +50,7 @@ class Meaning(Word):
     usage = "usage"  # a usage listing (the build's --spec-type values)
     engine_death = "engine death"  # the engine's scheduler or worker died (its own line, whatever killed it)
     layout = "layout"  # the model's block layout as llama.cpp's loader prints it (block count, nextn layers, a missing tensor)
+    past_config = "past config"  # the run got past its configuration: a model loading, a graph capture, the server serving
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,9 @@ class Message:
     names_writer: bool = False  # the line names the program that printed it (argparse's "prog: error:"): whose it is
     raw: bool = False  # matched on the line as printed, its prefixes kept (the prefix says who printed it)
     words_only: bool = False  # matched with the files, paths and branches the line names blanked (voices.without_operands)
+    # How much the line says about who wrote the text (Scan.writer): 3 an engine's own line (its log prefix, module
+    # path, command, metrics words), 2 the names of its code (a class, a config key), 1 a mention of its name.
+    weight: int = 3
 
 
 @dataclass(frozen=True)
@@ -151,8 +155,11 @@ CATALOGUE: tuple[Message, ...] = (
        r"error loading model: .*(?:\bdraft\b|\bMTP\b|\bmtp\b|nextn)",
        "src/llama-model.cpp's loader (\"error loading model: %s\"), forks' draft-head loaders",
        "the loader fails on the draft / MTP head", engine=_LLAMA, mtp=_ON),
-    _m("no nextn layers", Meaning.no_head, ("n_layer_nextn",), r"n_layer_nextn\s*=\s*0\b",
-       "src/llama-model.cpp:2236 (print_info)", "the model loaded has no MTP (nextn) layers", engine=_LLAMA),
+    # print_info's count, or the loader's metadata dump giving the GGUF's nextn layer count as 0.
+    _m("no nextn layers", Meaning.no_head, ("n_layer_nextn", "nextn_predict_layers"),
+       r"n_layer_nextn\s*=\s*0\b|\.nextn_predict_layers\s+u32\s+=\s+0\b",
+       "src/llama-model.cpp:2236 (print_info); src/llama-model-loader.cpp (the metadata dump: \"- kv N: "
+       "<arch>.nextn_predict_layers u32 = 0\")", "the model loaded has no MTP (nextn) layers", engine=_LLAMA),
     _m("sidecar width", Meaning.mtp_failure, ("MTP input row width",), r"MTP input row width",
        "common/speculative.cpp:1377", "the MTP head's input width differs from the target's", engine=_LLAMA, mtp=_ON),
     _m("failed to add token", Meaning.mtp_failure, ("failed to add token",), r"failed to add token",
@@ -216,6 +223,12 @@ CATALOGUE: tuple[Message, ...] = (
        r"adding speculative implementation 'draft-mtp'|common_speculative_impl_draft_mtp",
        "common/speculative.cpp:1380 (\"adding speculative implementation 'draft-mtp'\"), 1331 (common_speculative_impl_draft_mtp)",
        "the server set up the MTP drafter", engine=_LLAMA, mtp=_ON),
+    # Any drafter set up (common/speculative.cpp: "adding speculative implementation '%s'" for draft-mtp, draft-dflash,
+    # draft-eagle3, ngram-*): the server went on to draft; an error before it was survived (a memory-fit probe's).
+    _m("drafter added", Meaning.speculation, ("adding speculative implementation",),
+       r"adding speculative implementation '[\w-]{1,40}'",
+       "common/speculative.cpp:1380 (\"adding speculative implementation '%s'\")", "the server set up a drafter",
+       engine=_LLAMA),
     _m("MTP draft context", Meaning.mtp_on, ("creating MTP draft context", "context type MTP requested"),
        r"creating MTP draft context|context type MTP requested", "common/speculative.cpp:2558; src/llama-context.cpp:3883",
        "the server created (or asked for) the MTP draft context", engine=_LLAMA, mtp=_ON),
@@ -332,7 +345,7 @@ CATALOGUE: tuple[Message, ...] = (
        "llama.cpp's MTP drafter, by its type name", engine=_LLAMA, mtp=_ON),
     _m("GGUF named", Meaning.writer, ("GGUF", ".gguf"), r"\bGGUF\b|\.gguf\b",
        "GGUF is llama.cpp's file format (ggml/include/gguf.h)", "a text about a GGUF: the llama.cpp family",
-       engine=_LLAMA),
+       engine=_LLAMA, weight=1),
     _m("draft model load failed", Meaning.mtp_failure, ("draft model",),
        r"failed to load (?:the )?draft model|\[spec\] failed to measure draft model memory: failed to load model",
        "common/speculative.cpp:2543 (\"failed to load draft model\"); later builds' memory fit: \"[spec] failed to "
@@ -362,7 +375,8 @@ CATALOGUE: tuple[Message, ...] = (
        r"\bvllm serve\b|--speculative-config|speculative_config", "vllm/engine/arg_utils.py (--speculative-config)",
        "a vLLM command line or its configuration", engine=_VLLM),
     _m("vLLM speculative flags", Meaning.speculation, ("--speculative", "num_speculative_tokens", "num-speculative-tokens"),
-       r"--speculative[-_](?:config|model)\b|num[_-]speculative[_-]tokens",
+       # a flag set to none ("--speculative-model none") asks for no drafter
+       r"--speculative[-_](?:config|model)\b(?![ =][\"']?(?i:none|null)\b)|num[_-]speculative[_-]tokens",
        "vllm/engine/arg_utils.py (--speculative-config; --speculative-model in V0)", "vLLM's speculative settings",
        engine=_VLLM),
     _m("vLLM drafter loading", Meaning.speculation, ("Loading drafter model",), r"Loading drafter model",
@@ -423,6 +437,50 @@ CATALOGUE: tuple[Message, ...] = (
        "vllm/entrypoints/openai/api_server.py", "vLLM's command line refusing or listing its arguments", engine=_VLLM,
        names_writer=True),
     # vLLM's offline LLM.generate progress bar (vllm/entrypoints/llm.py _run_engine: "est. speed input: %.2f toks/s, output: ...").
+    # The engines' own commands, container images and packages, wherever a paste shows them (a shell line, a compose
+    # file, a pip listing): vLLM's `python -m vllm.entrypoints...`, `vllm bench`, its images vllm/vllm-openai and its
+    # platform plugins' packages (vllm-ascend / vllm_ascend, vllm-gaudi, vllm-xpu); SGLang's `python -m sglang.
+    # launch_server`, `sglang serve`, its image lmsysorg/sglang; llama.cpp's images (ghcr.io/ggml-org/llama.cpp) and
+    # its Python binding (llama-cpp-python, llama_cpp). Each is the engine's own name for what ran, not a mention.
+    _m("vLLM command or package", Meaning.writer, ("vllm",),
+       r"\bpython3?\s+-m\s+vllm\.|\bvllm (?:bench|serve|complete|chat|run-batch)\b|\bvllm/vllm-openai\b|"
+       r"\bvllm[-_](?:ascend|gaudi|xpu|rocm|tpu|neuron|spyre|metal)\b|\bfrom vllm import\b",
+       "vLLM's CLI (vllm/entrypoints/cli: serve, bench, complete, chat, run-batch), its images (docker.io/vllm/vllm-openai) "
+       "and platform plugins (vllm-project/vllm-ascend, vllm-gaudi)", "vLLM's command, image or package", engine=_VLLM),
+    _m("SGLang command or package", Meaning.writer, ("sglang",),
+       r"\bpython3?\s+-m\s+sglang\.|\bsglang\.launch_server\b|\bsglang serve\b|\blmsysorg/sglang\b|\bfrom sglang import\b",
+       "SGLang's server entry (python -m sglang.launch_server; the sglang CLI's serve) and image (docker.io/lmsysorg/sglang)",
+       "SGLang's command, image or package", engine=_SGLANG),
+    _m("llama.cpp image or package", Meaning.writer, ("llama.cpp", "llama-cpp-python", "llama_cpp"),
+       r"\bggml-org/llama\.cpp:|\bggerganov/llama\.cpp:|\bllama-cpp-python\b|\bllama_cpp\.(?:server|Llama)\b|\bfrom llama_cpp import\b",
+       "llama.cpp's images (ghcr.io/ggml-org/llama.cpp:server-cuda and kin) and its Python binding (abetlen/llama-cpp-python)",
+       "llama.cpp's image or Python package", engine=_LLAMA),
+    # Apps that run llama.cpp (or a fork of it) as their engine, by their own names: a mention, weighed as one.
+    _m("llama.cpp app named", Meaning.writer, ("obold", "OBOLD", "llamafile", "GPT4All", "gpt4all", "Unsloth Studio",
+                                               "ik_llama", "Jan.ai", "jan.ai"),
+       r"\b(?:[Kk]obold[Cc]pp|KOBOLDCPP|llamafile|GPT4All|gpt4all|Unsloth Studio|ik_llama(?:\.cpp)?|[Jj]an\.ai)\b",
+       "the apps' own names (KoboldCpp, llamafile, GPT4All, Unsloth Studio and Jan run llama.cpp; ik_llama.cpp is its fork)",
+       "an app or fork that runs llama.cpp", engine=_LLAMA, weight=1),
+    # The names of vLLM's own code and output where a paste shows no module path or command: its worker and engine
+    # classes, its multiproc executor's RPC failure (vllm/v1/executor/multiproc_executor.py: raise RuntimeError(f"Worker
+    # failed with error '{result}', please check the stack trace above ...")), its config and summary keys
+    # (examples/offline_inference/spec_decode.py prints num_drafts, num_draft_tokens, num_accepted_tokens;
+    # EngineArgs' max_num_seqs, gpu_memory_utilization), and its name for speculative decoding in its own messages
+    # ("spec decode is not supported", vllm/v1/worker/cpu_model_runner.py). A paste of another program's worker
+    # ("Worker failed with error:" of a Temporal job) is no Python RuntimeError line.
+    _m("vLLM code names", Meaning.writer,
+       ("ModelRunner", "EngineCore", "MultiprocExecutor", "RuntimeError: Worker failed", "num_drafts", "num_draft_tokens",
+        "num_accepted_tokens", "num_spec_tokens", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
+        "pec decode"),
+       r"\b(?:GPU|CPU|TPU|XPU|NPU)ModelRunner\b|\bEngineCore(?:Proc|Client|_DP\d{1,4})?\b|\bMultiprocExecutor\b|"
+       r"^(?:\w+\.)?RuntimeError: Worker failed with error\b|"
+       r"\b(?:num_drafts|num_draft_tokens|num_accepted_tokens|num_spec_tokens|max_num_seqs|max_num_batched_tokens|"
+       r"gpu_memory_utilization)\b|\b[Ss]pec decode\b",
+       "vllm/v1/worker/gpu_model_runner.py (GPUModelRunner), vllm/v1/engine/core.py (EngineCore, EngineCoreProc), "
+       "vllm/v1/executor/multiproc_executor.py (\"Worker failed with error '%s', please check the stack trace above\"), "
+       "examples/offline_inference/spec_decode.py (num_drafts, num_draft_tokens, num_accepted_tokens), vllm/engine/"
+       "arg_utils.py (max_num_seqs, max_num_batched_tokens, gpu_memory_utilization), vllm/v1/worker/cpu_model_runner.py "
+       "(\"spec decode is not supported\")", "the names of vLLM's own code and output", engine=_VLLM, weight=2),
     _m("vLLM progress bar", Meaning.writer, ("est. speed input:",), r"est\. speed input: [\d.]+ toks/s, output: [\d.]+ toks/s",
        "vllm/entrypoints/llm.py (_run_engine's tqdm postfix)", "vLLM's offline generation progress bar", engine=_VLLM),
     # -- SGLang ----------------------------------------------------------------------------------------------
@@ -436,6 +494,19 @@ CATALOGUE: tuple[Message, ...] = (
        "python/sglang/bench_serving.py (\"Accept length:\"); benchmark/mtbench/bench_sglang_eagle.py (\"#questions: ..., "
        "Throughput: ... token/s, Acceptance length: ...\"); SpecForge's benchmarks (\"Average Accept length:\")",
        "an SGLang benchmark's summary", engine=_SGLANG),
+    # The names of SGLang's own code where a paste shows no module path or command: its scheduler's batch and worker
+    # classes and its server arguments (python/sglang/srt/managers/tp_worker.py TpModelWorker, schedule_batch.py
+    # ScheduleBatch, model_executor/forward_batch_info.py ForwardBatch, server_args.py ServerArgs: mem_fraction_static,
+    # max_running_requests, cuda_graph_max_bs).
+    _m("SGLang code names", Meaning.writer,
+       ("TpModelWorker", "ScheduleBatch", "ForwardBatch", "ServerArgs", "mem_fraction_static", "max_running_requests",
+        "cuda_graph_max_bs", "forward_batch_generation"),
+       r"\b(?:TpModelWorker\w{0,20}|ScheduleBatch|ForwardBatch|ServerArgs|mem_fraction_static|max_running_requests|"
+       r"cuda_graph_max_bs|forward_batch_generation)\b",
+       "python/sglang/srt/managers/tp_worker.py (TpModelWorker.forward_batch_generation), managers/schedule_batch.py "
+       "(ScheduleBatch), model_executor/forward_batch_info.py (ForwardBatch), server_args.py (ServerArgs: "
+       "mem_fraction_static, max_running_requests, cuda_graph_max_bs)", "the names of SGLang's own code",
+       engine=_SGLANG, weight=2),
     _m("SGLang module path", Meaning.writer, ("sglang",), r"[/\\]sglang[/\\][\w/\\.]+\.py|\bsglang\.srt\.",
        "SGLang's package layout (sglang/srt/...)", "an SGLang traceback or log", engine=_SGLANG),
     # argparse takes any unambiguous prefix: "--speculative-algo NEXTN" is --speculative-algorithm.
@@ -486,6 +557,13 @@ CATALOGUE: tuple[Message, ...] = (
        ("Error:", "Error(", "Exception:", "AssertionError"),
        r"^(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))(?::\s*(?P<text>.*)|\s*$)",
        "Python's traceback format", "a Python exception (its text and its traceback say where)"),
+    # An AttributeError's own words without its type, where a wrapper printed them on a line of their own (vLLM's
+    # collective_rpc: "RuntimeError: Worker failed with error:" then the worker's error): Python's wording
+    # (Objects/object.c: "'%.100s' object has no attribute '%U'"), its text read as the exception's.
+    _m("Python attribute error text", Meaning.exception, ("object has no attribute",),
+       r"^(?P<text>'\w{1,100}' object has no attribute '\w{1,100}')\s*$",
+       "CPython Objects/object.c (PyObject_GetAttr: \"'%.100s' object has no attribute '%U'\")",
+       "an AttributeError's words, printed under the exception that wrapped it"),
     _m("Python traceback", Meaning.traceback, ("Traceback (most recent call last)",), r"Traceback \(most recent call last\)",
        "Python's traceback format", "a Python traceback: its frames say where it failed"),
     # faulthandler's dump when the interpreter dies on a signal (a GPU fault, an abort in native code): "Fatal Python
@@ -541,6 +619,32 @@ CATALOGUE: tuple[Message, ...] = (
     _m("Python exception (quoted)", Meaning.exception, ("Error: ", "Exception: "),
        r"`(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception)):\s*(?P<text>[^`]{1,2000})`",
        "Python's traceback format, quoted in a sentence", "a Python exception, quoted (its text says where)"),
+    # -- any engine: the run got past its configuration ---------------------------------------------------------
+    # The phases after an engine's settings are checked: a model loading, CUDA graphs captured, the server up and
+    # serving. An exception after one of these lines is no configuration check failing (rules_message.py: a start
+    # failure only before them). Each engine's own wording; the web server's lines name no engine.
+    _m("run past its configuration", Meaning.past_config,
+       ("Starting to load model", "Loading weights took", "Model loading took", "Loading safetensors", "Loading drafter",
+        "Load weight", "apturing CUDA graph", "apture cuda graph", "Capture draft", "Graph capturing finished",
+        "Application startup complete", "Started server process", "Uvicorn running", "fired up and ready",
+        "Avg prompt throughput", "Decode batch", "Prefill batch", "server is listening", "launch_slot_", "load_tensors:",
+        "in load_model", "in load_weights", "in capture_model", "in execute_model", "in propose", "in forward_batch_generation",
+        "in _dummy_run", "in profile_run"),
+       r"\b(?:Starting to load model|Loading weights took|Model loading took|Loading safetensors checkpoint shards|"
+       r"Loading drafter model|Load weight (?:begin|end)|[Cc]apturing CUDA graphs?|Capture (?:draft )?(?:extend )?cuda graph|"
+       r"Graph capturing finished|Application startup complete|Started server process|Uvicorn running on|"
+       r"fired up and ready to roll|Avg prompt throughput|(?:Decode|Prefill) batch\b|server is listening on|"
+       r"launch_slot_|load_tensors:)|"
+       r"^File \"[^\"\n]{1,400}\", line \d{1,7}, in (?:load_model|load_weights|capture_model|execute_model|propose|"
+       r"forward_batch_generation|_dummy_run|profile_run)\b",
+       "vllm/model_executor/model_loader (\"Starting to load model\", \"Loading weights took\"), vllm/v1/worker/"
+       "gpu_model_runner.py (\"Model loading took\", \"Loading drafter model...\", \"Graph capturing finished\"), "
+       "vllm/v1/metrics/loggers.py (\"Avg prompt throughput\"); python/sglang/srt/model_executor/model_runner.py (\"Load "
+       "weight begin\"), cuda_graph_runner.py (\"Capture cuda graph begin\"), managers/scheduler.py (\"Decode batch\"), "
+       "entrypoints/http_server.py (\"The server is fired up and ready to roll!\"); llama.cpp tools/server (\"server is "
+       "listening on\", launch_slot_), src/llama-model.cpp (load_tensors:); uvicorn (\"Started server process\", "
+       "\"Application startup complete\")",
+       "the run got past its configuration: a model loading, a graph capture, the server serving"),
     # -- desktop apps ------------------------------------------------------------------------------------------
     _m("Ollama engine layer", Meaning.app_refusal, ("failed to initialize model",),
        r"failed to initialize model: (?P<arch>\w+): layer (?P<layer>\d+) (?:missing|expected)",
@@ -565,11 +669,11 @@ CATALOGUE: tuple[Message, ...] = (
        "vllm/v1/spec_decode/metrics.py (SpecDecodingLogging.log: \"Mean acceptance length\", \"Per-position acceptance "
        "rate\", \"Avg Draft acceptance rate\")", "vLLM's words for its drafting figures", engine=_VLLM),
     _m("vLLM named", Meaning.writer, ("vLLM", "VLLM"), r"\b(?:vLLM|VLLM)\b(?![-_./\\])",
-       "vLLM's own name, as its docs and PRs write it", "a text about a vLLM run", engine=_VLLM),
+       "vLLM's own name, as its docs and PRs write it", "a text about a vLLM run", engine=_VLLM, weight=1),
     _m("SGLang named", Meaning.writer, ("SGLang", "SGLANG"), r"\b(?:SGLang|SGLANG)\b(?![-_./\\])",
-       "SGLang's own name, as its docs and PRs write it", "a text about an SGLang run", engine=_SGLANG),
+       "SGLang's own name, as its docs and PRs write it", "a text about an SGLang run", engine=_SGLANG, weight=1),
     _m("Ollama named", Meaning.writer, ("ollama", "Ollama"), r"\b[Oo]llama\b", "Ollama's own wording and paths",
-       "Ollama (it runs llama.cpp, or its own engine)", app=LogApp.ollama, engine=_LLAMA),
+       "Ollama (it runs llama.cpp, or its own engine)", app=LogApp.ollama, engine=_LLAMA, weight=1),
     # An error line that names speculative decoding, in whatever words an app or fork chose: the class, not the
     # wordings seen so far (rules_message.py says what it establishes).
     _m("speculative error", Meaning.app_refusal,
@@ -631,16 +735,28 @@ class Scan:
 
     @cached_property
     def writer(self) -> Engine | None:
-        """The program a line names as its own (argparse's "prog: error:"), else the engine most hits name (ties: the
-        first named), None when no hit names one."""
-        named = next((h.message.engine for h in self.hits if h.message.names_writer), None)
+        """The program a line names as its own (argparse's "prog: error:"), else the engine the hits name, each weighed
+        by what it says of the writer (an engine's own line over the names of its code over a mention of its name; ties:
+        the first named), None when no hit names one."""
+        line = self.writer_line
+        return line.message.engine if line is not None else None
+
+    @cached_property
+    def writer_line(self) -> Hit | None:
+        """The line that names the writer (:attr:`writer`): the program's own, else the weightiest of the engine
+        the weighed hits name."""
+        named = next((h for h in self.hits if h.message.names_writer and h.message.engine is not None), None)
         if named is not None:
             return named
-        votes = Counter(h.message.engine for h in self.hits if h.message.engine is not None)
+        votes: Counter[Engine] = Counter()
+        for h in self.hits:
+            if h.message.engine is not None:
+                votes[h.message.engine] += h.message.weight
         if not votes:
             return None
         order = [h.message.engine for h in self.hits if h.message.engine is not None]
-        return max(votes, key=lambda e: (votes[e], -order.index(e)))
+        engine = max(votes, key=lambda e: (votes[e], -order.index(e)))
+        return max((h for h in self.hits if h.message.engine is engine), key=lambda h: h.message.weight)
 
     @cached_property
     def app(self) -> LogApp | None:

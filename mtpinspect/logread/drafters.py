@@ -231,3 +231,21 @@ def drafting_place(lines: tuple[str, ...] | list[str]) -> Found | None:
             if any(key in text for key in row.keys) and pattern.search(text):
                 return Found(row, text)
     return None
+
+
+# The words a drafter's own architecture or model type is named by, as one part of the name: Gemma 4's assistant
+# drafter (transformers' model_type "gemma4_assistant", class Gemma4AssistantForCausalLM), the engines' MTP and NextN
+# drafter classes (DeepSeekMTP, Glm4MoeMTP, DeepseekV3ForCausalLMNextN), EAGLE heads (EagleLlamaForCausalLM,
+# LlamaForCausalLMEagle3), Medusa, DFlash / DSpark drafters. A part, not a substring: "beagle", "SMTP" are no drafter.
+_DRAFTER_PARTS = frozenset({"assistant", "mtp", "nextn", "eagle", "eagle3", "medusa", "dflash", "dspark", "drafter"})
+_NEXTN = re.compile(r"(?<![a-z])Next[Nn](?![a-z])|(?<![A-Za-z])nextn(?![a-z])")
+_NAME_PARTS = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z]|\d|\b|_)|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def drafter_architecture(name: str) -> bool:
+    """Whether an architecture or model type's name is a drafter's (one of its parts, split at ``_ - .`` and case
+    changes, is a drafter's word: "gemma4_assistant", "Glm4MoeMTP", "EagleLlamaForCausalLM")."""
+    if len(name) > 200:
+        return False
+    parts = {p.lower() for p in _NAME_PARTS.findall(name)}
+    return bool(parts & _DRAFTER_PARTS) or _NEXTN.search(name) is not None

@@ -41,7 +41,7 @@ import re
 from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.causes import Cause
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
-from mtpinspect.logread.drafters import DRAFTING_CODE
+from mtpinspect.logread.drafters import DRAFTING_CODE, drafter_architecture
 from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.logread.voices import without_operands
@@ -91,8 +91,11 @@ def message_cause(log: LogEvidence) -> Cause | None:
     death = hits.first(Meaning.engine_death)
     drafting = log.drafted or log.mean_length is not None or log.acceptance is not None or hits.mtp_sign is not None \
         or hits.first(Meaning.speculation) is not None
-    if log.mtp_use is MtpUse.off:  # another drafter's setting alone does not put a death on its path: its code or figures
-        drafting = log.drafted or log.acceptance is not None or any(h.message.name in DRAFTING_CODE for h in hits.hits)
+    if log.mtp_use is MtpUse.off:  # another drafter's setting alone does not put a death on its path: its code or figures,
+        # or the engine's step executing (every step of a run that drafts drafts and verifies: the frames say it died
+        # serving, past its start)
+        drafting = log.drafted or log.acceptance is not None or any(h.message.name in DRAFTING_CODE for h in hits.hits) \
+            or (log.run is not None and log.run.other_drafting and _serving_step(hits) is not None)
     if death is not None and drafting and not hits.of(Meaning.exception):
         return _death_after_drafting(log, death)
     # A failure of the draft context is its own tie; the target's decode failing needs another line that ties the run.
@@ -118,10 +121,34 @@ def message_cause(log: LogEvidence) -> Cause | None:
         return _death_after_drafting(log, death)
     # Only where no engine's own failure line or crash is there to explain (diagnosis/failures.py reads those better).
     framed = log.kind is not LogKind.fragment and log.failure is not None
-    error = next((h for h in hits.of(Meaning.app_refusal) if h.message.cause is None), None)
+    error = next((h for h in hits.of(Meaning.app_refusal) if h.message.cause is None and _survived(hits, h) is None), None)
     if error is not None and log.crash is None and not framed:
         return _speculative_error(log, error)
     return None
+
+
+# A frame of an engine's serving step (vllm/v1/engine/core.py step / run_busy_loop, vllm/v1/executor's execute_model,
+# vllm/v1/worker/gpu_model_runner.py execute_model / sample_tokens; python/sglang/srt/managers/scheduler.py
+# run_batch / event_loop_*, tp_worker.py forward_batch_generation): the engine was executing a step of the run.
+_STEP_FRAME = re.compile(r"[/\\](?:vllm|sglang)[/\\][^\"\n]{1,300}\", line \d{1,7},? in (?:step|step_with_batch_queue|execute_model|"
+                         r"run_busy_loop|_process_engine_step|sample_tokens|forward_batch_generation|run_batch|"
+                         r"event_loop_\w{1,40})\b")
+
+
+def _serving_step(hits: Scan) -> Hit | None:
+    """The first frame of the engine's serving step in the text's tracebacks, None when none shows."""
+    return next((h for h in hits.of(Meaning.traceback) if _STEP_FRAME.search(h.line)), None)
+
+
+# The lines that show a drafter set up or drafting (llama.cpp's "adding speculative implementation", its drafting
+# statistics): after an error line, the run went on to draft.
+_DRAFTER_UP = frozenset({"drafter added", "MTP drafter added", "MTP statistics"})
+
+
+def _survived(hits: Scan, error: Hit) -> Hit | None:
+    """The line after ``error`` that shows the server went on to set up its drafter or draft (an error the run survived,
+    such as llama-server's memory-fit probe failing before the drafter loads), None when none does."""
+    return next((h for h in hits.hits if h.number > error.number and h.message.name in _DRAFTER_UP), None)
 
 
 def _death_after_drafting(log: LogEvidence, hit: Hit) -> Cause:
@@ -158,15 +185,31 @@ _NO_MTP_IN_MODEL = re.compile(r"(?i)\b(?:no|without|missing|lacks?|lacking|(?:do
                               r"modules?| blocks?)?\b|\bnot an? MTP model\b")
 
 
+# An exception's words that the model has no MTP layers (a noun required: "not supported without MTP" says nothing of the
+# model).
+_MODEL_WITHOUT_LAYERS = re.compile(r"(?i)\b(?:has no|have no|no|without|missing|lacks?|does ?n[o']t (?:have|contain))\s+"
+                                   r"(?:an? |any )?(?:MTP|NextN|multi[- ]token[- ]prediction)\s+(?:head|layers?|weights|"
+                                   r"tensors|modules?|blocks?)\b")
+# A count of the model's MTP layers given as zero, in the names the configs use (DeepSeek's num_nextn_predict_layers,
+# Qwen3-Next's mtp_num_hidden_layers, MiMo's num_mtp_layers; llama.cpp's nextn_predict_layers, n_layer_nextn).
+_NO_NEXTN_LAYERS = re.compile(r"\b(?:num_nextn_predict_layers|nextn_predict_layers|n_layer_nextn|mtp_num_hidden_layers|"
+                              r"num_mtp_layers|n_mtp_layers)\b\s{0,3}(?:=|:|is)\s{0,3}0\b")
+
+
+def _without_head(log: LogEvidence, hit: Hit) -> Cause:
+    """The app's or engine's words that the model has no MTP layer: read for what they say about the model first."""
+    return Cause("MTP_WEIGHTS_MISSING", _confidence(log, 0.6),
+                 "the app or engine says the model has no MTP layer: a GGUF or checkpoint without the head (or one "
+                 "whose family has none)", (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"),
+                 "run `mtpinspect check MODEL`: no MTP head (NO_MTP, MTP_WEIGHTS_MISSING) means this file cannot draft "
+                 "with MTP: use one that keeps the head (the maker's, or a GGUF converted without --no-mtp, or its mtp- "
+                 "file with -md); with the head present, the app's engine is too old for it", (EvidenceSource.log,))
+
+
 def _speculative_error(log: LogEvidence, hit: Hit) -> Cause:
     engine = _engine(log)
     if _NO_MTP_IN_MODEL.search(hit.line):  # what it says about the model comes first (issue 42, rule 3)
-        return Cause("MTP_WEIGHTS_MISSING", _confidence(log, 0.6),
-                     "the app or engine says the model has no MTP layer: a GGUF or checkpoint without the head (or one "
-                     "whose family has none)", (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"),
-                     "run `mtpinspect check MODEL`: no MTP head (NO_MTP, MTP_WEIGHTS_MISSING) means this file cannot draft "
-                     "with MTP: use one that keeps the head (the maker's, or a GGUF converted without --no-mtp, or its mtp- "
-                     "file with -md); with the head present, the app's engine is too old for it", (EvidenceSource.log,))
+        return _without_head(log, hit)
     if engine in (Engine.vllm, Engine.sglang):  # a Python engine's own refusal: its terms, no llama-server advice
         return Cause("ENGINE_LIMITATION", _confidence(log, 0.7),
                      f"{engine.value} refuses this speculative configuration: an engine limit, not the head",
@@ -273,13 +316,19 @@ def _backend_gap(log: LogEvidence, hit: Hit, path: Hit) -> Cause:
 def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     text = hit.match.group("text") or ""
     # Its words, not a file it names (FileNotFoundError on '/data/mtp/x.json' is about the user's file).
-    said = SPECULATIVE_WORDS.search(without_operands(text)) is not None
+    unknown = unknown_drafter(hits, hit, text)
+    if unknown is not None:
+        return _no_drafter_graph(log, hit, *unknown)
+    # Its words, or the engine's speculative configuration it names (a "validation error for SpeculativeConfig").
+    said = SPECULATIVE_WORDS.search(without_operands(text)) is not None or _SPEC_CONFIG_NAMED.search(text) is not None
     around = hits.mtp_sign or hits.first(Meaning.speculation)
-    if log.mtp_use is MtpUse.off:  # another drafter on: its code must place the exception, not its setting alone
-        around = next((h for h in hits.hits if h.message.name in DRAFTING_CODE), None)
+    if log.mtp_use is MtpUse.off:  # another drafter on: its code must place the exception, not its setting alone, or
+        # the engine's serving step (every step of a run that drafts drafts and verifies)
+        around = next((h for h in hits.hits if h.message.name in DRAFTING_CODE), None) or \
+            (_serving_step(hits) if log.run is not None and log.run.other_drafting else None)
     if not said and around is None:
         return None
-    kind = hit.match.group("type")
+    kind = hit.match.groupdict().get("type") or "AttributeError"  # a line of an AttributeError's own words has no type
     evidence = [_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"]
     if around is not None:
         evidence.append(f"{log.path}: line {around.number}: {around.message.means}")
@@ -295,13 +344,114 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
                      "update the engine (or go back to the last release that loaded this checkpoint's MTP layer) and "
                      "report the KeyError with the version; `mtpinspect check REPO` confirms the checkpoint has the head; "
                      "serve without speculative decoding meanwhile", (EvidenceSource.log,))
+    if _MODEL_WITHOUT_LAYERS.search(text) or _NO_NEXTN_LAYERS.search(text):  # what it says about the model comes first
+        return _without_head(log, hit)
     if kind in _REFUSALS or _REFUSAL_WORDS.search(text):
         return Cause("ENGINE_LIMITATION", confidence,
                      f"{where} speculative / MTP code refuses this model or setting ({kind}): an engine gap, not the head",
                      tuple(evidence), gap_remedy(engine), (EvidenceSource.log,))
+    stage = _configuration_stage(hits, hit, kind, text)
+    if stage is not None:
+        return _failed_configuration(log, hit, kind, text, stage, evidence, confidence)
     return Cause("MTP_ENGINE_CRASH", confidence,
                  f"{where} speculative / MTP code breaks ({kind}: {text[:160]}): an engine bug, not the head",
                  tuple(evidence), gap_remedy(engine), (EvidenceSource.log,))
+
+
+_SPEC_CONFIG_NAMED = re.compile(r"\bSpeculativeConfig\b")
+# A lookup of a model's type or architecture, as a traceback's frames show it: transformers' auto classes
+# (models/auto/configuration_auto.py CONFIG_MAPPING[model_type], modeling_auto.py), the engines' model registries
+# (vllm/model_executor/models/registry.py, vllm/transformers_utils/config.py get_config; python/sglang/srt/models/
+# registry.py, sglang/srt/utils/hf_transformers_utils.py get_config).
+_TYPE_LOOKUP = re.compile(r"[/\\](?:configuration_auto|modeling_auto|registry|hf_transformers_utils)\.py\b|"
+                          r"transformers_utils[/\\]config\.py\b|\bin (?:get_config|resolve_model_cls|_get_model_architecture|"
+                          r"get_model_architecture|inspect_model_cls|_normalize_archs)\b")
+# An exception's words that a model type or architecture is unknown to the engine or its transformers.
+_TYPE_UNKNOWN = re.compile(r"(?i)\b(?:architectures?|model[ _]type)\b[^\n]{0,300}?(?:\bnot (?:yet )?supported|\bnot recogni[sz]ed|"
+                           r"does not recogni[sz]e|\bunrecognized|\bunknown|\bnot registered)|\bUnrecognized model\b")
+_QUOTED_NAME = re.compile(r"['\"`]([\w.-]{1,100})['\"`]")
+
+
+def unknown_drafter(hits: Scan, hit: Hit, text: str) -> tuple[str, str] | None:
+    """(the drafter's name, what places the lookup) where an exception says the engine does not know a model type or
+    architecture that is a drafter's (drafters.drafter_architecture): a KeyError on the name under a type lookup's
+    frames, or the words "architecture ... not supported" naming it. None otherwise (a web app's KeyError on
+    'customer_assistant' has no type lookup)."""
+    names = [m.group(1) for m in _QUOTED_NAME.finditer(text[:2000])]
+    drafter = next((n for n in names if drafter_architecture(n)), None)
+    if drafter is None:
+        return None
+    if _TYPE_UNKNOWN.search(text):
+        return drafter, f"line {hit.number}: the exception's own words: the engine does not know this architecture"
+    if hit.match.groupdict().get("type") == "KeyError" and text.strip().strip("'\"") == drafter:
+        frame = next((h for h in hits.of(Meaning.traceback) if h.number < hit.number and _TYPE_LOOKUP.search(h.line)), None)
+        if frame is not None:
+            return drafter, f"line {frame.number}: a lookup of the model's type: {frame.line[:200]}"
+    return None
+
+
+def _no_drafter_graph(log: LogEvidence, hit: Hit, drafter: str, place: str) -> Cause:
+    """The engine (or the transformers under it) does not know the drafter's architecture: it predates drafting with it."""
+    engine = _engine(log)
+    who = engine.value if engine is not Engine.unknown else "the engine"
+    return Cause("NO_MTP_GRAPH", _confidence(log, 0.7) if log.mtp_use is MtpUse.on else 0.7,
+                 f"{who} does not know the drafter's architecture '{drafter}': this version (or the transformers it "
+                 "loads configs with) predates drafting with it, so it has no graph for the drafter",
+                 (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}", f"{log.path}: {place}"),
+                 f"use a {who} release (and the transformers it asks for) whose model registry knows '{drafter}' (its "
+                 "release notes or supported-models list name the drafter); serve without the drafter meanwhile",
+                 (EvidenceSource.log,))
+
+
+# Where an exception says it comes from the engine's configuration being built or checked (before any model loads):
+# a validation error of a config class (pydantic's "1 validation error for SpeculativeConfig"), a check that asks for a
+# setting to change ("please adjust num_speculative_tokens"), or a frame of the engines' config code (vllm/engine/
+# arg_utils.py create_engine_config / create_speculative_config, vllm/config/*.py __post_init__ / _verify_args,
+# python/sglang/srt/server_args.py check_server_args / __post_init__).
+_CONFIG_WORDS = re.compile(r"\bvalidation errors? for [A-Z]\w{0,80}|\bplease (?:adjust|set|change|reduce|increase|lower|raise|"
+                           r"specify|disable|enable|provide|pass)\b", re.IGNORECASE)
+_FAILED_START = re.compile(r"\b(?:EngineCore|WorkerProc|Engine core initialization) failed(?: to start)?\b|\bfailed to start\b")
+_CONFIG_FRAME = re.compile(r"[/\\](?:arg_utils|server_args|config)\.py\b|[/\\]config[/\\]\w{1,60}\.py\b|"
+                           r"\bin (?:_verify_\w{1,60}|__post_init__|create_engine_config|create_speculative_config|from_cli_args|"
+                           r"check_server_args|verify_with_parallel_config)\b")
+
+
+def _configuration_stage(hits: Scan, hit: Hit, kind: str, text: str) -> str | None:
+    """The words or frame that place an exception in the engine's configuration stage, None where the text shows the run
+    got past it before the exception (a model loading, a graph capture, the server serving: catalogue.Meaning.past_config)
+    or nothing places it there. Read from the text's structure: what came before the exception, not its name alone."""
+    if any(h.number < hit.number for h in hits.of(Meaning.past_config)):
+        return None
+    if kind.endswith("ValidationError"):
+        return f"line {hit.number}: a validation error of the configuration ({kind})"
+    said = _CONFIG_WORDS.search(text)
+    if said is not None:
+        return f"line {hit.number}: the check's own words: \"{said.group(0)}\""
+    frame = next((h for h in hits.of(Meaning.traceback) if h.number < hit.number and _CONFIG_FRAME.search(h.line)), None)
+    if frame is not None:
+        return f"line {frame.number}: a frame of the engine's configuration code: {frame.line[:200]}"
+    # The engine's own word that its start failed (vLLM's "EngineCore failed to start.", "WorkerProc failed to start."),
+    # with nothing before the exception showing a model loading: it failed on its settings.
+    start = next((h for h in hits.of(Meaning.engine_death) if _FAILED_START.search(h.line)), None)
+    if start is not None:
+        return f"line {start.number}: the engine says its start failed: {start.line[:200]}"
+    return None
+
+
+def _failed_configuration(log: LogEvidence, hit: Hit, kind: str, text: str, stage: str, evidence: list[str],
+                          confidence: float) -> Cause:
+    """An exception of the engine's configuration stage on the speculative settings: the start failed (MTP_FAILED),
+    before any model loaded; a setting to change, not the drafter breaking while it drafts."""
+    engine = _engine(log)
+    who = engine.value if engine is not Engine.unknown else "the engine"
+    return Cause("MTP_FAILED", confidence,
+                 f"{who}'s start failed ({kind}: {text[:160]}) before any line shows a model loading or the server "
+                 "serving: a speculative setting the start refuses, not a crash while drafting",
+                 (*evidence, f"{log.path}: {stage}"),
+                 "change the speculative setting the message names (its check says which: the number of speculative "
+                 "tokens, the method, the draft model, a setting it conflicts with), as the engine's documentation for "
+                 "speculative decoding spells it; the head is not at issue until the server starts",
+                 (EvidenceSource.log,))
 
 
 def _engine(log: LogEvidence) -> Engine:

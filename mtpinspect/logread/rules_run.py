@@ -39,6 +39,7 @@ from mtpinspect.causes import FINE_ACCEPTANCE, SLOWER, Cause
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Meaning
 from mtpinspect.logread.drafters import DRAFTING_CODE, drafting_place
 from mtpinspect.logread.rules_loader import loader_cause
+from mtpinspect.logread.rules_message import unknown_drafter
 from mtpinspect.logread.run_facts import LogApp, MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.logread.voices import without_operands
@@ -96,6 +97,8 @@ def mtp_tie(log: LogEvidence) -> str | None:
         return log.draft_lines[0] if log.draft_lines else "the drafter's figures"
     if log.mtp_use is MtpUse.on and log.run is not None:
         return log.run.evidence
+    if _foreign_traceback(log):  # another program's traceback: its words about drafts are its own (a CMS's draft_model)
+        return None
     if log.mtp_context or log.unused_nextn or log.offered_spec_types:
         return log.mtp_context or (log.unused_nextn[0] if log.unused_nextn else "the build's --spec-type listing")
     hits = log.scan
@@ -116,6 +119,9 @@ def mtp_tie(log: LogEvidence) -> str | None:
             if message.meaning in (Meaning.exception, Meaning.app_refusal, Meaning.engine_gap) and \
                     SPECULATIVE_WORDS.search(without_operands(hit.line)):  # its words, not a file or branch it names
                 return f"line {hit.number}: {hit.line[:200]}"
+            # A drafter's architecture the engine's type lookup does not know (KeyError: 'gemma4_assistant').
+            if message.meaning is Meaning.exception and unknown_drafter(hits, hit, hit.match.groupdict().get("text") or ""):
+                return f"line {hit.number}: {hit.line[:200]}"
     crash = log.crash
     if crash is not None:
         said = (crash.message, crash.where or "", *crash.lines)
@@ -126,6 +132,23 @@ def mtp_tie(log: LogEvidence) -> str | None:
     if log.failure and SPECULATIVE_WORDS.search(without_operands(log.failure)) and not _REJECTED_ARGUMENT.search(log.failure):
         return log.failure[:200]
     return None
+
+
+# A frame in an engine's code: its Python package (vllm/, sglang/, vLLM's platform plugins vllm_ascend/..., the
+# llama.cpp binding llama_cpp/) or the engine's own binary.
+_ENGINE_FRAME = re.compile(r"[/\\](?:vllm|sglang|vllm_[a-z]{2,12}|llama_cpp|tensorrt_llm|lmdeploy|ktransformers)[/\\]|"
+                           r"\bllama-(?:server|cli)\b")
+
+
+def _foreign_traceback(log: LogEvidence) -> bool:
+    """A Python traceback of another program: its frames are shown, none is an engine's, and no line of the text names
+    an engine (catalogue.Scan.writer). Its exception names no MTP cause, whatever words it uses (a CMS's
+    ``draft_model`` attribute, a training script's ``train_speculative_heads.py``)."""
+    hits = log.scan
+    if hits is None or hits.writer is not None:
+        return False
+    frames = [h for h in hits.of(Meaning.traceback) if 'File "' in h.line]
+    return bool(frames) and not any(_ENGINE_FRAME.search(h.line) for h in frames)
 
 
 def drafter_crash(log: LogEvidence) -> str | None:

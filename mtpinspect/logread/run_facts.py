@@ -53,6 +53,11 @@ _DRAFT_FILE = re.compile(r"(?:^|\s)(?:-md|--model-draft|--spec-draft-model|--dra
 # vLLM: "--speculative-config '{\"method\": \"mtp\", ...}'", "speculative_config=SpeculativeConfig(method='mtp'",
 # "'speculative_config': {'method': 'dspark', ...}".
 _VLLM_METHOD = re.compile(r"speculative[_-]config\W[^\n]*?\bmethod\W+(?P<method>[\w-]+)")
+# The other engines' drafter settings on a command line: vLLM V0's --speculative-model ("[ngram]", a draft model's repo;
+# vllm/engine/arg_utils.py before V1), SGLang's --speculative-algorithm (EAGLE, EAGLE3, STANDALONE, NGRAM; NEXTN is MTP,
+# python/sglang/srt/server_args.py). argparse takes an unambiguous prefix ("--speculative-algo").
+_ENGINE_DRAFTER = re.compile(r"--speculative[-_]model[ =][\"']?(?P<model>[^\s\"']{1,300})|"
+                             r"--speculative-algo\w{0,10}[ =][\"']?(?P<algo>[A-Za-z0-9_]{1,40})")
 _MTP_FILE = re.compile(r"(?:^|[/\\'\" ])mtp-[\w.-]+\.gguf|-MTP\.gguf|assistant[\w.-]*\.gguf", re.IGNORECASE)
 _OTHER_FILE = re.compile(r"dflash|eagle|dspark", re.IGNORECASE)
 _MTP_TYPES = frozenset({MTP_SPEC_TYPE, "mtp"})
@@ -113,6 +118,10 @@ def read_run(text: str) -> RunFacts:
     methods = [m["method"].lower() for m in _VLLM_METHOD.finditer(text)]
     others = [t for t in types if t.startswith("draft-") and t not in _MTP_TYPES]
     others += [m for m in methods if "mtp" not in m]
+    for found in _ENGINE_DRAFTER.finditer(text):
+        named = found["model"] or found["algo"]
+        if named.lower() not in ("none", "null") and "mtp" not in named.lower() and "nextn" not in named.lower():
+            others.append(named)
     if draft_file and _OTHER_FILE.search(draft_file):
         others.append(draft_file)
     other = others[0] if others else None

@@ -72,6 +72,7 @@ class LogEvidence:
     mtp_context: str | None = json_field(omit=True, default=None)  # the line that shows MTP was set up, if any
     offered_spec_types: tuple[str, ...] | None = json_field(omit=True, default=None)  # the build's --spec-type list
     failure: str | None = None
+    engine_line: str | None = None  # "line N: ..." that named the engine (its own line, a figure line of its format)
     architecture: str | None = json_field(omit=True, default=None)
     n_ctx: int | None = json_field(omit=True, default=None)
     max_tokens: int | None = json_field(omit=True, default=None)  # the most tokens a slot held when a request finished
@@ -277,7 +278,8 @@ class _Whole:
 def _judged(name: str, whole: _Whole, lines: LogLines, hits: Scan, crash: Crash | None,
             first: int, source: str) -> list[LogEvidence]:
     spoken = whole.spoken
-    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None, hits=hits, first=first, whole=whole), whole,
+    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None and not _python_crash(crash), hits=hits,
+                                first=first, whole=whole), whole,
                          hits, crash, source)
     if crash is not None:  # its first line, else (a backtrace read from its frames) the frame that placed it
         frame = hits.mtp_sign or hits.first(Meaning.speculation)
@@ -327,6 +329,7 @@ def _summary_runs(lines: LogLines) -> list[tuple[int, LogLines]]:
 def _with_reading(evidence: LogEvidence, whole: _Whole, hits: Scan, crash: Crash | None, source: str) -> LogEvidence:
     text = whole.text
     evidence.scan, evidence.messages = hits, [h.seen() for h in hits.hits[:_SHOWN_MESSAGES]]
+    evidence.engine_line = _engine_line(evidence, hits)
     evidence.source = source
     evidence.run = _with_signs(whole.run, hits)
     evidence.mtp_use, evidence.app = evidence.run.mtp, evidence.run.app or hits.app
@@ -366,6 +369,19 @@ def unreadable_note(lines: list[str]) -> str:
     return f"{len(lines)} metrics line(s) whose figures are not numbers, as {shown(lines[0].strip())}"
 
 
+# A Python exception's line ("RuntimeError: CUDA error: out of memory", PyTorch's): a Python program's crash, not ggml's.
+_PYTHON_EXCEPTION = re.compile(r"^\s*(?:\([^()\n]{1,80}\)\s*|\[[^\[\]\n]{1,80}\]:?\s*){0,2}(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):")
+
+
+def _python_crash(crash: Crash) -> bool:
+    """A crash told only by a Python exception's text (PyTorch's "RuntimeError: CUDA error: ..."): every line that holds
+    its message is a Python exception's, and none is ggml's own (its GPU errors go on "current device: 0, in function
+    ... at ggml-cuda.cu"): no sign of llama.cpp, which is not a Python program."""
+    telling = [line for line in crash.lines if crash.message and crash.message in line]
+    return bool(telling) and all(_PYTHON_EXCEPTION.match(line) for line in telling) and \
+        not any("ggml" in line for line in crash.lines)
+
+
 def _engine(readings: dict[Engine, Reading], text: str, *, crashed: bool, writer: Engine | None) -> Reading | None:
     """The engine whose metrics lines the log holds, else whose own lines it shows, else the one the catalogue's
     lines name (catalogue.py); llama.cpp by default for a text that names llama or crashed."""
@@ -391,13 +407,25 @@ def _engine(readings: dict[Engine, Reading], text: str, *, crashed: bool, writer
 def _fragment(file: str, hits: Scan, lines: int) -> LogEvidence:
     """A text no engine's log format recognises, read from the lines that mean something (a traceback's tail,
     an app's error line): whose it is when they say, else unknown."""
-    runtime = Engine.unknown
+    runtime = hits.writer or Engine.unknown  # its lines' words weighed (catalogue.Scan.writer): unknown when none names one
     evidence = LogEvidence(path=file, kind=LogKind.fragment, runtime=runtime,
                            skipped_lines=max(lines - len({h.number for h in hits.hits}), 0))
     failing = hits.first(Meaning.mtp_failure) or hits.first(Meaning.app_refusal) or hits.first(Meaning.engine_gap) \
         or hits.first(Meaning.exception)
     evidence.failure = failing.line if failing is not None else None
     return evidence
+
+
+def _engine_line(evidence: LogEvidence, hits: Scan) -> str | None:
+    """The line that named the run's engine: the weightiest line of the engine the text's hits name (catalogue.Scan), else
+    the first figure line of the engine's own format; None where the engine is a default (a bare table) or unknown."""
+    line = hits.writer_line
+    if line is not None and line.message.engine is evidence.runtime:
+        return f"line {line.number}: {line.line[:200]} ({line.message.means})"
+    if evidence.draft_lines and evidence.formats and evidence.runtime is not Engine.unknown and \
+            not evidence.formats[0].startswith(("acceptance figures by their words", "table with", "results listed")):
+        return f"{evidence.draft_lines[0][:200]} ({evidence.formats[0]})"
+    return None
 
 
 def _with_signs(run: RunFacts, hits: Scan) -> RunFacts:
