@@ -565,3 +565,61 @@ def test_a_block_under_another_programs_command_takes_no_setting_from_it() -> No
             "python3 -m http.server 8000 --directory drafts --speculative\n\nResult:\nrequests: 90 per s\n"
             "mean latency: 6.2 ms\n")
     assert table_runs(text)[0] == []
+
+
+# -- round 4: any grid of figures (issue 42) --------------------------------------------------------------------------
+
+
+def test_the_metric_named_in_a_label_column_that_is_not_the_first(tmp_path: Path) -> None:
+    # The batch in the first column, the metric in the second: the TPOT row is a latency (lower is better), never a
+    # speed of 6.1 tok/s beside 9.4.
+    text = ("| Batch | Metric | no spec | EAGLE-3 | Speedup |\n|---|---|---|---|---|\n"
+            "| bs=1 | TPOT (ms) | 9.4 | 6.1 | 1.54x |\n| bs=1 | Output throughput (tok/s) | 106.0 | 163.1 | 1.54x |\n"
+            "| bs=16 | Output throughput (tok/s) | 810.2 | 1102.9 | 1.36x |\n")
+    runs, _ = table_runs(text)
+    assert [(r.key, r.baseline, r.speed) for r in runs] == [("bs=1", True, 106.0), ("bs=1", False, 163.1),
+                                                            ("bs=16", True, 810.2), ("bs=16", False, 1102.9)]
+    assert _causes(tmp_path, text) == []
+
+
+def test_chinese_headers_name_the_run_without_mtp(tmp_path: Path) -> None:
+    # Headers as vllm-ascend users write them: "关闭MTP" (MTP off) and "开启MTP" (MTP on), concurrency "并发" beside.
+    text = "并发\tparallel\t关闭MTP (tok/s)\t开启MTP (tok/s)\n1\t4\t21.50\t19.02\n"
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed) for r in runs] == [(True, 21.5), (False, 19.02)]
+    assert _causes(tmp_path, text) == ["SLOWER_THAN_BASELINE"]
+
+
+def test_a_draft_rate_column_and_a_none_row_in_an_n_max_column(tmp_path: Path) -> None:
+    # llama.cpp's own "draft rate"; "none" in the n-max column is the run without drafting; past n-max 2 the speed falls
+    # below the shorter drafts' (and below the run without drafting at n-max 6).
+    text = ("| n-max | T/s (Vulkan) | draft rate |\n|---|---|---|\n| none | 30.0 | N/A |\n| 1 | 36.1 | 0.61 |\n"
+            "| 2 | 38.4 | 0.52 |\n| 4 | 33.0 | 0.31 |\n| 6 | 27.5 | 0.18 |\n")
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed, r.acceptance) for r in runs][:2] == [(True, 30.0, None), (False, 36.1, 0.61)]
+    assert _causes(tmp_path, text) == ["NMAX_TOO_HIGH"]
+
+
+def test_a_row_whose_acceptance_is_marked_empty_is_the_run_without_drafting(tmp_path: Path) -> None:
+    # Methods no rule names ("prompt-lookup", "suffix"), tied by their acceptance column beside tokens' pace; the
+    # model's own row, its acceptance "-", is the run without speculation: both methods are faster, no cause.
+    text = ("| method | ttft (ms) | tpot (ms) | accept ratio |\n|---|---|---|---|\n| qwen2.5-32b | 310.2 | 41.0 | - |\n"
+            "| prompt-lookup | 300.8 | 30.5 | 68.1% |\n| suffix | 305.1 | 28.9 | 72.6% |\n")
+    runs, _ = table_runs(text)
+    assert [(r.setting, r.baseline) for r in runs] == [("qwen2.5-32b", True), ("prompt-lookup", False), ("suffix", False)]
+    assert _causes(tmp_path, text) == []
+    slower = text.replace("| 30.5 |", "| 45.5 |").replace("| 28.9 |", "| 44.0 |")
+    assert _causes(tmp_path, slower) == ["SLOWER_THAN_BASELINE"]
+
+
+@pytest.mark.parametrize("text", [
+    # a web server's benchmark: an accept rate beside requests per second, a row without one
+    "| server | req/s | p99 (ms) | accept rate |\n|---|---|---|---|\n| nginx | 41000 | 3.1 | - |\n| haproxy | 38000 | 3.4 | 97% |\n",
+    # an email app's drafts: an acceptance column beside a throughput of messages
+    "| queue | throughput (msg/s) | draft acceptance |\n|---|---|---|\n| baseline | 1200 | - |\n| drafts | 900 | 81% |\n",
+    # a Chinese database benchmark: "关闭缓存" (cache off) vs "开启缓存" (cache on)
+    "并发\t关闭缓存 (qps)\t开启缓存 (qps)\n16\t5120\t4410\n",
+])
+def test_no_cause_for_grids_of_other_software(tmp_path: Path, text: str) -> None:
+    assert not compares(table_runs(text)[0])
+    assert _causes(tmp_path, text) == []

@@ -260,7 +260,9 @@ def _is_header(cells: tuple[str, ...]) -> bool:
 _BASELINE = re.compile(r"\b(?:baseline|base model|no spec(?:ulation|ulative(?: decoding)?)?|without (?:speculation|speculative|spec|"
                        r"mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|w/o (?:spec\w*|mtp|draft\w*|eagle\d?)|(?:spec(?:ulative)?(?: ?dec(?:oding|ode)?)?|"
                        r"speculation|mtp|draft(?:ing)?|eagle\d?|nextn) (?:off|disabled)|no (?:mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|"
-                       r"non mtp|vanilla|naive(?! (?:draft|spec|mtp|eagle|ngram|medusa))|autoregressive|target (?:model )?only|(?:plain|standard|normal|regular) decoding)\b")
+                       r"non mtp|vanilla|naive(?! (?:draft|spec|mtp|eagle|ngram|medusa))|autoregressive|target (?:model )?only|(?:plain|standard|normal|regular) decoding|"
+                       # Chinese headers: "不开mtp" (MTP not on), "关闭投机" (speculation off), "基线" (baseline)
+                       r"(?:不开启?|未开启?|关闭|不使用|不用|禁用|无|没有) ?(?:mtp|eagle\d?|nextn|draft|投机|推测|草稿)|基线)\b")
 _SPEC = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|draft(?:ing|er)?|spec(?:ulative|ulation)?|spec ?dec(?:oding|ode)?|medusa|"
                    r"dflash|ngram|lookahead|n ?max|num speculative tokens)(?![a-z])")
 _WITH = re.compile(r"^(?:with|w/) \w")
@@ -295,8 +297,8 @@ _OTHER_QUANTITY = re.compile(r"%|°c|\(w\)|\b(?:util(?:i[sz]ation)?|power|watts?
 # A count per second of something other than tokens ("main-model passes/s", "steps/s", "req/s"): no decode speed.
 _OTHER_PER_SECOND = re.compile(r"\b(?:pass(?:es)?|steps?|forwards?|iterations?|iters?|batch(?:es)?|calls?|rounds?|images?|frames?|ops|"
                                r"quer(?:y|ies))\s?(?:/\s?s(?:ec)?|per s(?:ec(?:ond)?)?)\b")
-_RATE = re.compile(r"\baccept(?:ance|ed)?\b|\bacc rate\b|\bacc %|\baccpt\b")
-_KEY = re.compile(r"^(?:bs|batch(?: size)?|concurrency|conc|c|max concurrency|qps|request rate|rps|prompt|prompts|case|dataset|task|"
+_RATE = re.compile(r"\baccept(?:ance|ed)?\b|\bacc rate\b|\bacc %|\baccpt\b|\bdraft (?:rate|acc)\b")  # "draft rate": llama.cpp's own words
+_KEY = re.compile(r"^(?:bs|batch(?: size)?|concurrency|conc|c|max concurrency|parallel|np|qps|request rate|rps|prompt|prompts|case|dataset|task|"
                   r"category|input len|output len|isl|osl|ctx|context|seq len|gpu|gpus|tp|scenario|workload|test|depth|hardware|device|"
                   r"backend|platform|machine)$")
 # One key spelled several ways in one paste's tables ("bs" in one, "batch size" in the next).
@@ -308,6 +310,7 @@ _CHANGE = re.compile(r"δ|\bdelta\b|\bchange\b")
 _PROMPT_ROW = re.compile(r"\bpp\d*\b|\bprefill\b|\bprompt (?:processing|eval)|\bttft\b|\binput\b")
 _SPEED_UNITS = frozenset({"", "tok/s", "t/s", "tokens/s", "token/s", "tps", "toks/s", "tok/sec", "tokens/sec", "tk/s"})
 _PROMPT_TEST = re.compile(r"^(?:pp\d*|prefill|prompt processing)$")
+_ABSENT = frozenset({"-", "—", "–", "n/a", "na", "none", "", "/"})  # a cell left empty on purpose (words: "_" and "-" read as spaces)
 _YES = frozenset({"yes", "y", "on", "true", "enabled", "✓", "✔", "x"})
 _NO = frozenset({"no", "n", "off", "false", "disabled", "✗", "✘", "-", "—", "none", "0"})
 _FILLER = re.compile(r"\b(?:mean|avg|average|median|p50|output|total|decode|gen(?:eration)?|token|tokens|tok|per|s|ms|ts|"
@@ -411,6 +414,7 @@ class _Run:
     figures: dict[str, float]
     latency_cell: str = ""
     identity: str = ""  # what its name says besides the setting: the model, build or engine ("gguf q4 k m")
+    unaccepted: bool = False  # its acceptance cells are marked empty ("-", "N/A") in a table that has acceptance
     span: tuple[int, int] = (0, 0)
 
 
@@ -485,9 +489,9 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
                     names.append(f"{table.header[i]} {cell.strip(' *_`')}")
                     drafting = drafting or read[0] > 0
                     baseline = True if read[0] == 0 and baseline is None else baseline
-                elif words:  # "Draft off" in an n-max column: the row's setting in words
+                elif words:  # "Draft off" in an n-max column: the row's setting in words; "none": no draft length
                     names.append(cell.strip(" *_`")[:80])
-                    said = _setting(words)
+                    said = True if words in _NO else _setting(words)
                     baseline = True if said is True else baseline
                     drafting = drafting or said is False
             elif kinds[i] == "switch" and words:
@@ -511,6 +515,8 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
             continue  # a prompt-processing test's row (llama-bench's pp512): its speed is not decoding's
         run = _Run(", ".join(names)[:200], baseline if baseline else (False if drafting else None), ", ".join(keys), line,
                    number, {}, identity=_key_of(labels))
+        accepting = [cells[i] for i in range(len(cells)) if kinds[i] in ("rate", "length")]
+        run.unaccepted = bool(accepting) and all(_words(c) in _ABSENT for c in accepting)
         for i, cell in enumerate(cells):
             if kinds[i] in ("rate", "length", "speedup"):
                 _put(run, kinds[i] or "", cell, "%" in table.header[i])
@@ -527,13 +533,19 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
         if len(speeds) > 1:  # several speed columns: each its own condition ("think ON", "predictable")
             for i in speeds:
                 one = _Run(run.setting, run.baseline, ", ".join(filter(None, [run.key, _key_of(header[i]) or header[i]])),
-                           line, number, dict(run.figures), identity=run.identity)
+                           line, number, dict(run.figures), identity=run.identity, unaccepted=run.unaccepted)
                 _put(one, kinds[i] or "", cells[i], False)
                 runs.append(one)
         else:
             for i in speeds:
                 _put(run, kinds[i] or "", cells[i], False)
             runs.append(run)
+    # A row that names no setting and whose acceptance is marked empty ("-", "N/A") beside rows whose drafts were
+    # accepted drafted nothing: the run without speculation ("llama3.1-70B" above "suffix", "lstm").
+    if any(r.figures.get("rate", 0) > 0 or r.figures.get("length", 1) > 1 for r in runs):
+        for run in runs:
+            if run.baseline is None and run.unaccepted and not run.figures.keys() & {"rate", "length"}:
+                run.baseline = True
     return runs
 
 
@@ -542,7 +554,10 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
     row: the row names the key and, where the column does not, the figure (metrics by row)."""
     runs: dict[tuple[int, str], _Run] = {}
     header = [_words(c) for c in table.header]
-    label = 0 if settings[0] is None else None
+    # The row's label: every cell outside the setting columns that is no figure ("B=1" under "Batch", "TPOT (ms)" under
+    # "Metric"): the metric a row measures may stand in any of them, not only in the first.
+    labels = [i for i, s in enumerate(settings) if s is None and (i == 0 or kinds[i] in (None, "key"))] \
+        if settings[0] is None else []
     # The header's own words are a key only where one setting has several columns ("no_mtp_eager", "no_mtp_graph"):
     # else they only say more of the setting ("EAGLE pre-fix (--enable-multi-layer-eagle)").
     families = sum(1 for s in settings if s is True) > 1 or sum(1 for s in settings if s is False) > 1
@@ -557,10 +572,10 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
     # none and of a cell without its own unit.
     titled = _figure(_words(table.heading))
     titled = titled if titled in ("latency", "length", "rate") else None
-    timed_keys = {_key_of(words) for row in table.rows if label is not None and
-                  _figure(words := _words(row[label])) not in ("rate", "length", "ratio", "speedup", "time")}
+    timed_keys = {_key_of(words) for row in table.rows if labels and
+                  _figure(words := _label_words(row, labels)) not in ("rate", "length", "ratio", "speedup", "time")}
     for cells, number, line in zip(table.rows, table.numbers, table.lines):
-        row_words = _words(cells[label]) if label is not None else ""
+        row_words = _label_words(cells, labels)
         if _PROMPT_ROW.search(row_words):
             continue  # the prompt's processing (prefill, pp512, TTFT): not decoding, whatever its unit
         row_figure = _figure(row_words)
@@ -592,6 +607,10 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
         if run.baseline is True and (run.figures.get("rate", 0) > 0 or run.figures.get("length", 1) > 1):
             run.baseline = False  # a "baseline (pre-fix)" column whose drafts were accepted: an earlier build drafting
     return [run for run in runs.values() if run.figures]
+
+
+def _label_words(cells: tuple[str, ...], labels: list[int]) -> str:
+    return " ".join(filter(None, (_words(cells[i]) for i in labels)))
 
 
 def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None, bool | None]:
@@ -626,13 +645,26 @@ def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None,
     return None, None
 
 
+# A column of tokens' pace: a speed in tokens or a per-token latency (not a request's or a connection's).
+_TOKEN_PACE = re.compile(r"\btok(?:en)?s?\b|\btpot\b|\bitl\b|\bt ?/ ?s\b|\btps\b|time per output token")
+
+
+def _accepts_tokens(table: Table, kinds: list[str | None]) -> bool:
+    """Whether a table ties itself to speculative decoding by its columns: an acceptance column beside a column of
+    tokens' pace (tokens per second, TPOT) is drafts accepted while decoding, whatever the header calls the methods
+    ("suffix", "lstm"). An acceptance rate beside requests or connections per second is a server's."""
+    return any(k in ("rate", "length") for k in kinds) and any(
+        k in ("speed", "latency") and _TOKEN_PACE.search(_words(cell)) for k, cell in zip(kinds, table.header))
+
+
 def _runs_of(table: Table, tie: bool) -> list[_Run]:
     if len(table.header) < 2:
         return []
     columns = [[row[i] for row in table.rows] for i in range(len(table.header))]
     read = [_column_kind(cell, columns[i], i == 0) for i, cell in enumerate(table.header)]
     kinds, settings = [k for k, _ in read], [s for _, s in read]
-    if not tie and not any(_TIE.search(_words(c)) for c in (*table.header, table.heading, *(r[0] for r in table.rows))):
+    if not tie and not any(_TIE.search(_words(c)) for c in (*table.header, table.heading, *(r[0] for r in table.rows))) \
+            and not _accepts_tokens(table, kinds):
         return []
     if True in settings and False not in settings:
         # Beside a "Baseline" column, a column of figures named "With <something>" is the setting compared with it
