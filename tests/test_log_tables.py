@@ -623,3 +623,15 @@ def test_a_row_whose_acceptance_is_marked_empty_is_the_run_without_drafting(tmp_
 def test_no_cause_for_grids_of_other_software(tmp_path: Path, text: str) -> None:
     assert not compares(table_runs(text)[0])
     assert _causes(tmp_path, text) == []
+
+
+def test_a_line_accepting_nothing_beside_one_that_accepts_is_the_run_without_speculation(tmp_path: Path) -> None:
+    # A benchmark script's two result lines, as bench_sglang-style scripts print them: acceptance length 1.00 is what
+    # the run without a drafter prints; the drafting run is faster: no cause (never HEAD_DISAGREES for the first).
+    text = ("#prompts: 120, Throughput: 61.20 token/s, Acceptance length: 1.00\n"
+            "#prompts: 120, Throughput: 140.75 token/s, Acceptance length: 3.41\n")
+    assert _causes(tmp_path, text) == []
+    # Where each line names its drafter, a 1.00 is a head that drafted and had nothing accepted: a fault stays one.
+    named = ("EAGLE-3 head v1: Throughput: 61.20 token/s, Acceptance length: 1.00\n"
+             "EAGLE-3 head v2: Throughput: 140.75 token/s, Acceptance length: 3.41\n")
+    assert _causes(tmp_path, named) != []

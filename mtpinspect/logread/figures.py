@@ -283,12 +283,33 @@ def labelled_samples(text: str) -> list[Sample]:
             samples.append(Sample(LABELLED_FORMAT, figures, line[:300], number))
         elif (head := _HEADING.match(line)) is not None:
             heading = next(g for g in head.group("h", "b", "c") if g).strip(" *_`#")
+    samples = _unaccepted_as_baseline(samples)
     # A mean length is speculative decoding's own figure; an acceptance rate alone is read where the text drafts.
     lengths = any(s.figures.mean_length is not None for s in samples)
     if not lengths and SPECULATIVE_WORDS.search(text) is None and \
             not any(names_drafting(s.figures.setting or "") for s in samples):
         return []
     return samples if any(not s.figures.baseline for s in samples) else []
+
+
+def _unaccepted_as_baseline(samples: list[Sample]) -> list[Sample]:
+    """Lines of one shape, none naming its setting, one accepting nothing (mean length exactly 1.00, acceptance 0) and
+    another accepting drafts: the one accepting nothing is the run without speculation, as a benchmark script prints it
+    ("Throughput: 88.61 token/s, Acceptance length: 1.00" above "... 234.54 token/s, Acceptance length: 5.88"). A line
+    whose label names a drafter keeps its zero: that is a head that drafted and was refused."""
+    def unnamed(sample: Sample) -> bool:
+        label = sample.figures.setting or ""
+        return not names_drafting(label) and not without_speculation(label)
+
+    def nothing(f: Figures) -> bool:
+        return (f.mean_length == 1.0 or f.mean_length is None) and f.acceptance in (0.0, None) and \
+            (f.mean_length, f.acceptance) != (None, None)
+
+    accepting = [s for s in samples if not s.figures.baseline and ((s.figures.mean_length or 1.0) > 1 or (s.figures.acceptance or 0) > 0)]
+    if not accepting or not all(unnamed(s) for s in samples):
+        return samples
+    return [replace(s, figures=replace(s.figures, baseline=True, mean_length=None, acceptance=None))
+            if not s.figures.baseline and nothing(s.figures) and s.figures.speed is not None else s for s in samples]
 
 
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
