@@ -15,6 +15,7 @@ import pytest
 
 from mtpinspect.diagnosis import diagnose
 from mtpinspect.errors import MtpinspectError
+from mtpinspect.logread.runs import read_log
 from mtpinspect.logread.tables import compares, table_runs, tables, without_speculation
 from mtpinspect.vocabulary import Engine
 
@@ -635,3 +636,41 @@ def test_a_line_accepting_nothing_beside_one_that_accepts_is_the_run_without_spe
     named = ("EAGLE-3 head v1: Throughput: 61.20 token/s, Acceptance length: 1.00\n"
              "EAGLE-3 head v2: Throughput: 140.75 token/s, Acceptance length: 3.41\n")
     assert _causes(tmp_path, named) != []
+
+
+# -- lists of figures in any layout: a wrapped metrics line, one position a line -------------------------------------
+
+
+def test_a_metrics_line_wrapped_after_its_label_is_read_whole(tmp_path: Path) -> None:
+    # vLLM's SpecDecodingLogging line (vllm/v1/spec_decode/metrics.py) as a narrow terminal wraps it: the per-position
+    # rates on the next line are the line's own; the deepest positions are rarely accepted.
+    text = ("SpecDecoding metrics: Mean acceptance length: 1.58, Accepted throughput: 9.10 tokens/s,\n"
+            "Drafted throughput: 62.40 tokens/s, Per-position acceptance rate:\n"
+            "0.420, 0.120, 0.030, 0.010, Avg Draft acceptance rate: 14.6%\n")
+    log = read_log(_write(tmp_path, text))
+    assert log.per_position == (0.42, 0.12, 0.03, 0.01) and log.mean_length == 1.58
+    assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]
+
+
+def test_positions_listed_one_a_line_under_acceptance_figures(tmp_path: Path) -> None:
+    # A log-summary script's output: its mean length and one position a line ("Pos k: share of steps").
+    text = "Mean acceptance length: 2.05\n\nPos 1: 0.610\nPos 2: 0.290\nPos 3: 0.110\nPos 4: 0.040\n"
+    log = read_log(_write(tmp_path, text))
+    assert log.per_position == (0.61, 0.29, 0.11, 0.04)
+    assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]
+
+
+@pytest.mark.parametrize("text", [
+    # an aligner's read statistics, one position a line: no acceptance figure above them
+    "Reads aligned by mapping quality\nPos 1: 0.912\nPos 2: 0.540\nPos 3: 0.210\nPos 4: 0.050\n",
+    # a web benchmark's summary wrapped after its labels
+    "Throughput summary: requests per second,\n1200, 1180, 1175\nMean latency per request:\n12.5 ms\n",
+])
+def test_no_cause_for_lists_of_other_software(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "list.log"
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -69,7 +69,7 @@ def read_lines(lines: Iterable[str]) -> LogLines:
     """Every engine's table over the lines, in one pass."""
     result = LogLines({table.engine: Reading(table) for table in ENGINES})
     marks = 0
-    for number, raw in enumerate(lines, 1):
+    for number, raw in _unwrapped(lines):
         line = strip_prefixes(raw)
         if not line:
             continue
@@ -87,6 +87,37 @@ def read_lines(lines: Iterable[str]) -> LogLines:
                 _read_line(reading, line, number)
         result.unread += not known
     return result
+
+
+# A figure line a terminal or a thread wrapped after a label or a comma ("..., Per-position acceptance rate:" and the
+# rates on the next line): its next lines, while they go on with a figure or a field, are its own.
+_WRAPPED_END = re.compile(r"(?i)(?:accept|throughput|metrics|per.position|drafted|mean|rate)[^\n]{0,80}[,:]\s*$")
+# (A line that opens a metrics line of its own, "SpecDecoding metrics: ...", is the next line, not the rest of this one.)
+_GOES_ON = re.compile(r"^\s{0,8}(?:\d|(?![A-Za-z ]{0,40}metrics:)[A-Z][A-Za-z -]{2,40}: )")
+_MAX_WRAPS = 4  # a wrapped line is a few lines of a terminal, not a paragraph
+
+
+def _unwrapped(lines: Iterable[str]) -> Iterable[tuple[int, str]]:
+    """The lines with their numbers, a wrapped figure line joined into one (its first line's number; the lines it
+    took in are not read again)."""
+    held: tuple[int, str] | None = None
+    wraps = 0
+    for number, raw in enumerate(lines, 1):
+        if held is not None:
+            if wraps < _MAX_WRAPS and len(raw) <= 400 and len(held[1]) <= 1600 and _GOES_ON.match(raw):
+                held, wraps = (held[0], f"{held[1].rstrip()} {raw.strip()}"), wraps + 1
+                if _WRAPPED_END.search(held[1][-200:]) is None:
+                    yield held
+                    held = None
+                continue
+            yield held
+            held = None
+        if len(raw) <= 1600 and _WRAPPED_END.search(raw[-200:]) is not None:
+            held, wraps = (number, raw), 0
+            continue
+        yield number, raw
+    if held is not None:
+        yield held
 
 
 # A table whose header names an acceptance column (llama.cpp server-bench's speed-bench "accept_rate", a
@@ -378,6 +409,9 @@ def _marked(table: EngineLog, raw: str, line: str) -> bool:
     return False
 
 
+_BARE_POSITION = re.compile(r"^Pos\.? \d")
+
+
 def _read_line(reading: Reading, line: str, number: int) -> None:
     table = reading.engine
     for fmt in table.figures:
@@ -388,6 +422,8 @@ def _read_line(reading: Reading, line: str, number: int) -> None:
                 reading.unreadable.append(line)
             break
         if figures is not None:
+            if not reading.samples and _BARE_POSITION.match(line):
+                break  # "Pos 2: 0.54" says whose only under acceptance figures of the same run: alone, a share of anything
             _add(reading.samples, Sample(fmt, figures, line, number))
             break
     for setting in table.settings:

@@ -349,9 +349,11 @@ VLLM = EngineLog(
         # examples/offline_inference/spec_decode.py's summary (and test scripts that print its keys with acc_rate).
         LineFormat("vLLM spec_decode.py summary", Scope.summary,
                    ("num_drafts:", "num_draft_tokens:", "num_accepted_tokens:", "mean acceptance length:", "acceptance at token",
-                    "acc_rate:"),
+                    "acc_rate:", "Pos "),
+                   # A summary script's one position a line ("Pos 3: 0.266", a share of steps) is the same list.
                    _rx(r"^(?:num_drafts: (?P<steps>\d+)|num_draft_tokens: (?P<gen>\d+)|num_accepted_tokens: (?P<acc>\d+)|"
-                       r"mean acceptance length: (?P<len>[\d.]+)|acceptance at token (?P<at>\d+): (?P<at_rate>[\d.]+)|"
+                       r"mean acceptance length: (?P<len>[\d.]+)|(?:acceptance at token|Pos\.?) (?P<at>\d{1,2}): "
+                       r"(?P<at_rate>0(?:\.\d{1,12})?|1(?:\.0{1,12})?|\.\d{1,12})|"
                        r"acc_rate: (?P<rate>0(?:\.\d{1,20})?|1(?:\.0{1,20})?))$")),
     ),
     settings=(
