@@ -674,3 +674,44 @@ def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "list.log"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+# -- runs under the commands that made them ---------------------------------------------------------------------------
+
+_SCRIPT_RUNS = """$ python bench_offline.py --model Qwen/Qwen3-8B
+Processed prompts: 100%|██████████| 16/16 [00:20<00:00,  1.25s/it, est. speed input: 51.20 toks/s, output: 410.33 toks/s]
+Processed prompts: 100%|██████████| 16/16 [00:21<00:00,  1.31s/it, est. speed input: 49.80 toks/s, output: 398.10 toks/s]
+
+$ python bench_offline.py --model Qwen/Qwen3-8B --speculative-config '{"method": "ngram", "num_speculative_tokens": 5}'
+Processed prompts: 100%|██████████| 16/16 [00:41<00:00,  2.60s/it, est. speed input: 25.01 toks/s, output: 190.72 toks/s]
+Processed prompts: 100%|██████████| 16/16 [00:39<00:00,  2.44s/it, est. speed input: 26.40 toks/s, output: 201.94 toks/s]
+"""
+
+
+def test_progress_bars_under_a_command_with_and_without_a_drafters_flag(tmp_path: Path) -> None:
+    # vLLM's LLM.generate progress bar (vllm/entrypoints/llm.py: "est. speed input: %.2f toks/s, output: %.2f toks/s")
+    # under the same script run without and with --speculative-config: each batch compared with the same batch.
+    runs, _ = table_runs(_SCRIPT_RUNS)
+    assert [(r.baseline, r.speed) for r in runs] == [(True, 410.33), (True, 398.1), (False, 190.72), (False, 201.94)]
+    assert _causes(tmp_path, _SCRIPT_RUNS)[:1] == ["SLOWER_THAN_BASELINE"]
+    faster = _SCRIPT_RUNS.replace("190.72", "610.72").replace("201.94", "630.94")
+    assert _causes(tmp_path, faster) == []
+    # The flag turned off ("num_speculative_tokens" 0 is still a config; "--num-speculative-tokens 0" is off): both
+    # commands without a drafter, nothing compared.
+    off = _SCRIPT_RUNS.replace("""--speculative-config '{"method": "ngram", "num_speculative_tokens": 5}'""",
+                               "--num-speculative-tokens 0")
+    assert not compares(table_runs(off)[0])
+
+
+@pytest.mark.parametrize("text", [
+    # a blog app's seeder, with and without its draft posts: a bare "draft" flag is no drafter's
+    "$ python seed.py\nwrote 900 rows, output: 412.5 tokens/s\n\n$ python seed.py --with-draft-posts\n"
+    "wrote 1400 rows, output: 300.1 tokens/s\n",
+    # a lexer's benchmark with an inspection flag ("--inspect" holds "spec" inside a word)
+    "$ ./lexbench corpus.txt\noutput: 1200.0 tok/s\n$ ./lexbench corpus.txt --inspect\noutput: 950.0 tok/s\n",
+    # two different programs, one with a speculative flag: nothing says the first is its baseline
+    "$ python serve_a.py\noutput: 80.0 tok/s\n$ python serve_b.py --speculative-model x\noutput: 60.0 tok/s\n",
+])
+def test_no_comparison_for_commands_that_are_not_a_drafters_pair(tmp_path: Path, text: str) -> None:
+    assert not compares(table_runs(text)[0])
+    assert "SLOWER_THAN_BASELINE" not in _causes(tmp_path, text)

@@ -792,6 +792,56 @@ def _table_runs_of(run: _Run) -> list[TableRun]:
                      mean_length=None if run.baseline else run.figures.get("length"))]
 
 
+# -- runs under the commands that made them ------------------------------------------------------------------------
+
+# A command as pasted under a shell prompt or on its own: a script, an engine, a benchmark (environment settings first).
+_COMMAND = re.compile(r"^\s{0,4}(?:[$#>]\s{1,4})?(?:[A-Z_][A-Z0-9_]{0,40}=\S{0,80}\s+){0,4}(?P<program>(?:python3?(?:\.\d+)?|uv run|"
+                      r"torchrun|accelerate launch)\s+(?:-m\s+)?[\w./-]{1,120}|\./[\w./-]{1,120}|[\w./-]{0,80}(?:llama-[\w-]{1,40}|"
+                      r"vllm(?:\s+(?:serve|bench\s+\w+))?|sglang\.\w+))(?=\s|$)")
+# A flag that turns a drafter on ("--with_speculation True", "--speculative-model ...", "--spec-type draft-mtp", "-md
+# f.gguf"), and the values that turn it off ("--num-speculative-tokens 0", "--use-mtp false").
+# A bare "draft" is a blog's too ("--with-draft-posts"): only the drafter's own flags (--draft-max, --model-draft).
+_COMMAND_DRAFTING = re.compile(r"\s--?(?P<flag>[\w-]{0,30}(?<![a-z])(?:spec(?:ulati\w{0,8})?|mtp|eagle\d?|ngram|nextn|medusa|lookahead)"
+                               r"(?![a-z])[\w-]{0,30}|(?:model[-_])?draft(?:[-_](?:max|min|n|p|model|tokens?)[\w-]{0,20})?|md)"
+                               r"(?:[ =](?P<value>[^\s-]\S{0,200})|(?=\s|$))", re.IGNORECASE)
+_OFF_VALUES = frozenset({"0", "false", "no", "none", "off", "disabled", "0.0"})
+# A line's decode speed as a script or engine prints it under its command: the output's or the decode's tokens per
+# second ("est. speed input: 40.85 toks/s, output: 305.54 toks/s", "eval rate: 41.2 tokens/s"); a unit cut at the
+# line's end ("toks/") still says tokens per second.
+_OUTPUT_SPEED = re.compile(r"(?i)\b(?:output|decode|decoding|generation|gen|eval rate)\b[^\n\d]{0,12}?(?P<value>\d{1,6}(?:\.\d{1,6})?)\s?"
+                           r"(?:tok(?:en)?s?\s?/\s?s(?:ec)?\b|tok(?:en)?s?/$|t/s\b|tps\b|tokens per second)")
+_MAX_COMMANDS = 64  # commands pasted one under another in a thread; more are a log's own lines
+
+
+def _command_runs(text: str) -> list[_Run]:
+    """Runs under the commands that made them: the lines of a command's output that time its decoding (a benchmark
+    script's progress bars, one a batch), the command's flags its setting. A command with a drafter's flag beside the
+    same program's command without one: the second ran without speculation; each one's k-th timed line is compared with
+    the other's k-th (the same batch of the same script). Commands of different programs say nothing of each other."""
+    commands: list[tuple[str, bool, list[tuple[int, str, float]]]] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        if len(raw) > 2000:
+            continue
+        command = _COMMAND.match(raw)
+        if command is not None and len(commands) < _MAX_COMMANDS:
+            drafting = any((m["value"] or "").strip("'\"").lower() not in _OFF_VALUES for m in _COMMAND_DRAFTING.finditer(raw))
+            commands.append((" ".join(command["program"].split()), drafting, []))
+            continue
+        speed = _OUTPUT_SPEED.search(raw) if commands and not _FIELD.match(raw) else None
+        if speed is not None:
+            commands[-1][2].append((number, raw.strip()[:300], float(speed["value"])))
+    programs = {(program, drafting) for program, drafting, timed in commands if timed}
+    runs: list[_Run] = []
+    for program, drafting, timed in commands:
+        if (program, not drafting) not in programs:
+            continue  # no run of the same program on the other side: nothing to compare with
+        for at, (number, line, value) in enumerate(timed, 1):
+            runs.append(_Run(f"{program} ({'with' if drafting else 'without'} a drafter's flag)", not drafting,
+                             f"timed line {at} under its command", line, number, {"speed": value},
+                             span=(timed[0][0], timed[-1][0])))
+    return runs
+
+
 def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
     """The runs of every table and results block in ``text`` tied to speculative decoding, and the engine their words
     name (None: none)."""
@@ -807,6 +857,7 @@ def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
     blocks = field_blocks(text)
     found += _block_runs(blocks, tie)
     words += [_words(b.heading) for b in blocks]
+    found += _command_runs(text)
     runs = [table_run for run in found for table_run in _as_table_runs(run)]
     joined = " ".join(words)
     engine = next((e for e, pattern in _ENGINE_WORDS if pattern.search(joined)), None)
