@@ -715,3 +715,40 @@ def test_progress_bars_under_a_command_with_and_without_a_drafters_flag(tmp_path
 def test_no_comparison_for_commands_that_are_not_a_drafters_pair(tmp_path: Path, text: str) -> None:
     assert not compares(table_runs(text)[0])
     assert "SLOWER_THAN_BASELINE" not in _causes(tmp_path, text)
+
+
+# -- a run without speculation given in a sentence of the paste ---------------------------------------------------------
+
+_SERVER_RUN = """slot print_timing: id  0 | task 12 |
+prompt eval time =    1187.45 ms /   780 tokens (    1.52 ms per token,   656.87 tokens per second)
+       eval time =   25447.71 ms /   812 tokens (   31.34 ms per token,    31.91 tokens per second)
+      total time =   26635.16 ms /  1592 tokens
+draft acceptance rate = 0.71234 (  578 accepted /   811 generated)
+"""
+
+
+def test_a_baseline_in_a_sentence_is_compared_with_the_logs_run(tmp_path: Path) -> None:
+    # llama-server's own lines (tools/server/server.cpp print_timing, the draft acceptance line) and the poster's
+    # sentence beside them: the sentence's speed is the run without MTP.
+    text = "Without MTP I get 41.5 t/s on the same prompt, with it:\n\n" + _SERVER_RUN
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    assert _causes(tmp_path, "Baseline (no MTP) is about 25 t/s. With MTP:\n\n" + _SERVER_RUN) == []
+    assert _causes(tmp_path, _SERVER_RUN) == []  # nothing to compare with
+
+
+@pytest.mark.parametrize("sentence", [
+    "Baseline vs MTP: 41.5 t/s",  # the figure is the comparison's, not the baseline's
+    "Our baseline web server handles 9000 req/s; the app below is unrelated.",  # someone else's baseline, not tokens
+    "With MTP I get 41.5 t/s on the other box.",  # a run with speculation
+])
+def test_sentences_that_are_no_baseline(tmp_path: Path, sentence: str) -> None:
+    assert _causes(tmp_path, sentence + "\n\n" + _SERVER_RUN) == []
+
+
+def test_an_engines_padded_statements_are_no_table_and_no_results_block(tmp_path: Path) -> None:
+    # llama-server's print_timing lines line up with spaces and read "name = value": the engine's own lines, read by its
+    # formats (the request's acceptance, its decode speed), never an aligned table nor a results block.
+    log = read_log(_write(tmp_path, _SERVER_RUN))
+    assert log.formats[0] == "llama.cpp draft acceptance (per request)"
+    assert (log.accepted, log.drafted) == (578, 811) and log.speed == pytest.approx(31.91)
+    assert tables(_SERVER_RUN) == [] and table_runs(_SERVER_RUN)[0] == []

@@ -272,6 +272,34 @@ def _listed_run(line: str) -> Figures | None:
                    acceptance=value / 100 if value is not None and value <= 100 and not baseline else None)
 
 
+# A speed in a sentence of the paste ("without MTP I get 41 t/s", "baseline is ~52 tok/s", "no spec: 30.1 tokens/s"): the
+# words since the figure before it say whose.
+_SPOKEN_SPEED = re.compile(r"(?i)(?<![\d.])(?<!\+/-\s)(?<!±\s)(?<!±)(?P<value>\d{1,6}(?:\.\d{1,4})?)\s?(?:t/s|tok/s|toks/s|tokens?/s(?:ec)?|tokens per second|tps)\b")
+_SENTENCE_REACH = 60  # the words before a figure that can name its run: one clause
+
+
+def sentence_baselines(text: str) -> list[Sample]:
+    """Runs without speculation the poster gives in a sentence of the paste ("Without MTP I get 41 t/s"): a speed whose
+    clause names the absence of drafting and no drafter after it ("MTP off: 41 t/s", never "baseline vs MTP: 30 t/s").
+    A line an engine printed ("eval time = ...") is the engine's run, not a sentence."""
+    found: list[Sample] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if len(line) > 400 or "/s" not in line and "per second" not in line and "tps" not in line.lower():
+            continue
+        if "|" in line or re.search(r"(?i)\beval time\b|\bslot\b|\bsrv\b|\bINFO\b|throughput:", line):
+            continue  # a table's row (tables.py reads it) or an engine's own line
+        start = 0
+        for speed in _SPOKEN_SPEED.finditer(line):
+            clause = line[max(start, speed.start() - _SENTENCE_REACH):speed.start()]
+            start = speed.end()
+            words = re.split(r"[,;(]|\b(?:and|but|while|vs\.?|versus)\b", clause)[-1]
+            if without_speculation(words) and not names_drafting(re.sub(r"(?i)\b(?:without|w/o|no|non)[ -](?:\w+)|\w+[ -](?:off|disabled)", "", words)):
+                found.append(Sample(LISTED_RUNS_FORMAT, Figures(speed=float(speed["value"]), setting=words.strip(" :=-*_`")[:200],
+                                                                baseline=True), line[:300], number))
+    return found
+
+
 def _labelled(line: str, above: str) -> Figures | None:
     """A line's acceptance figures by their words, its speed and its run's label (the line's own, else the line above
     it when that one ends in a colon: "EAGLE-3 (num_steps=8):"); a line without speculation that times a baseline

@@ -31,7 +31,16 @@ from mtpinspect.errors import FormatError, shown
 from mtpinspect.files import pasted_text, read_bounded
 from mtpinspect.jsonable import json_field
 from mtpinspect.logread.catalogue import Meaning, Scan, Seen, kinds_read, scan
-from mtpinspect.logread.figures import LogLines, Reading, Sample, combine, read_lines, table_samples, with_ratios
+from mtpinspect.logread.figures import (
+    LogLines,
+    Reading,
+    Sample,
+    combine,
+    read_lines,
+    sentence_baselines,
+    table_samples,
+    with_ratios,
+)
 from mtpinspect.logread.formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
 from mtpinspect.logread.run_facts import LogApp, MtpUse, RunFacts, read_run
 from mtpinspect.logread.voices import without_content
@@ -219,6 +228,15 @@ def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first:
         readings = {e: replace(r, samples=[]) for e, r in lines.readings.items()}
         readings[main] = replace(readings[main], samples=list(rows))
         compared = _runs_of(name, replace(lines, readings=readings), whole, hits, first, source, None, "table run")
+    if not rows and any(r.samples for r in lines.readings.values()):
+        # The run without speculation the poster gives in a sentence beside the engine's own lines ("without MTP I get
+        # 41 t/s"): a run of its own, compared with the log's (never added to its figures).
+        spoken_bases = sentence_baselines(spoken)
+        if spoken_bases:
+            main = max(lines.readings.values(), key=lambda r: len(r.samples)).engine.engine
+            readings = {e: replace(r, samples=[]) for e, r in lines.readings.items()}
+            readings[main] = replace(readings[main], samples=spoken_bases)
+            compared = _runs_of(name, replace(lines, readings=readings), whole, hits, first, source, None, "run in a sentence")
     return _runs_of(name, lines, whole, hits, first, source, crash, "run") + compared
 
 

@@ -75,6 +75,9 @@ class Table:
     command: str = ""  # a results block's: the engine's command pasted above it (its flags say the run's setting)
 
 
+_ASSIGNMENT = re.compile(r"^\s*[A-Za-z_][\w .()/#-]{0,60}?\s=\s")
+
+
 def _cells(line: str) -> tuple[str, tuple[str, ...]]:
     """The line's shape ("pipe", "aligned", "csv" or "") and its cells."""
     if "|" in line:
@@ -149,6 +152,8 @@ def tables(text: str) -> list[Table]:
             # row. It says what the table's cells measure: the table's heading, the header the row below it.
             above_header = " ".join(c for c in block[0][2] if c)[:200] or heading
             del block[0]
+        if shape == "aligned" and sum(1 for _, line, _ in block if _ASSIGNMENT.match(line)) * 2 > len(block):
+            return  # "eval time =   25447.71 ms / ...": an engine's statements padded to line up, not a table's rows
         lines = _by_gaps(block) if shape == "aligned" else _padded(block) if shape == "pipe" else block
         if len(lines) >= 2 and _is_header(lines[0][2]):
             rows = lines[1:]
@@ -235,7 +240,8 @@ def field_blocks(text: str) -> list[Table]:
         close()
         block = []
         if raw.strip() and not _FENCE.match(raw):
-            above = raw.strip(" #*_>-:")[:80] if len(raw) <= 120 else ""
+            # A statement an engine printed ("eval time = 25447.71 ms / 812 tokens (...)") names no run below it.
+            above = raw.strip(" #*_>-:")[:80] if len(raw) <= 120 and not _ASSIGNMENT.match(raw) else ""
     close()
     return found
 
