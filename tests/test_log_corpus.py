@@ -133,11 +133,9 @@ _SIXTH_FIGURES: dict[str, str] = {
 _SIXTH_TOTALS: dict[str, str] = {
     "llama.cpp-club3090-4x3090-dsv4-flash-iq2xxs-bench-draft-acceptance-mean-len.log": _COLLECTOR_KEYED,
     "llama.cpp-ngram-mod-pr-qwen30b-eval-time-statistics-lines.log": _COLLECTOR_KEYED,
-    "llama.cpp-dflash-qwen35-122b-drafter-target-quant-ladder-acceptance-table.log": _COLLECTOR_KEYED,
     "llama.cpp-2024-llama-speculative-qwen25-coder-32b-3b-draft-m4-pro-summary.log": _COLLECTOR_KEYED,
 }
 _SIXTH_CITES: dict[str, str] = {
-    "llama.cpp-dflash-qwen35-122b-drafter-target-quant-ladder-acceptance-table.log": _REFUSED_NO_CITE,
     "vllm-v026-dflash-16-spec-tokens-negative-scheduled-budget.log": _REFUSED_NO_CITE,
     "lmstudio-runtime-2282-nemotron35-lightning-mxfp4-wrong-number-of-tensors.log": _REFUSED_NO_CITE,
     "llama.cpp-mimo-v25-conversion-pr-unused-nextn-tensors-ignoring.log":

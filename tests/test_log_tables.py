@@ -752,3 +752,19 @@ def test_an_engines_padded_statements_are_no_table_and_no_results_block(tmp_path
     assert log.formats[0] == "llama.cpp draft acceptance (per request)"
     assert (log.accepted, log.drafted) == (578, 811) and log.speed == pytest.approx(31.91)
     assert tables(_SERVER_RUN) == [] and table_runs(_SERVER_RUN)[0] == []
+
+
+def test_a_ladder_of_draft_acceptance_by_quant_is_read(tmp_path: Path) -> None:
+    # A drafter's acceptance by its target's quantization ("mean draft acceptance", cells "a% / b%" of two prompts):
+    # read as acceptance; at 6-9% the existing rules name nothing from a log (HEAD_DISAGREES only at 5% or less).
+    text = ("| target quant | mean draft acceptance |\n|---|---:|\n| Q4_K_M (~4.8 bpw) | 6.2% / 7.0% |\n"
+            "| Q6_K (~6.6 bpw) | 8.8% / 9.1% |\n")
+    log = read_log(_write(tmp_path, text))
+    assert log.acceptance is not None and 0.06 <= log.acceptance <= 0.092
+    assert _causes(tmp_path, text) == []
+
+
+def test_a_newsrooms_draft_acceptance_table_is_no_drafters(tmp_path: Path) -> None:
+    # Editors accepting reporters' drafts: no drafter's word, no tokens, no model in the paste (it was HEAD_DISAGREES).
+    text = "| desk | draft acceptance |\n|---|---|\n| metro | 3% |\n| sports | 4% |\n"
+    assert _causes(tmp_path, text) == []

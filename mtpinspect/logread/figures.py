@@ -130,7 +130,7 @@ TABLE_RUNS_FORMAT = LineFormat("table with an acceptance column, a run per row",
 _TABLE_CELLS = re.compile(r"\s*\|\s*|\s{2,}|\t")
 # An acceptance column says whose: "accept rate", "acceptance rate", "draft acceptance" (never a bare "acceptance",
 # which a test plan's table has); a mean length column "accept len", "acceptance length" or llama.cpp's "mean len".
-_RATE_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:draft[ _]accept(?:ance)?(?:[ _]rate)?|accept(?:ance)?[ _]rate|acc(?:ept)?_?rate)"
+_RATE_COLUMN = re.compile(r"^(?:avg[ _]?|mean[ _]?)?(?:draft[ _]accept(?:ance)?(?:[ _]rate)?|accept(?:ance)?[ _]rate|acc(?:ept)?_?rate)"
                           r"(?:\s*\(%\)|_pct|\s*%)?$|^(?:draft[ _])?accept(?:ance|ed)?\s*(?:%|\(%\))$", re.IGNORECASE)
 _LENGTH_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _](?:length|len))$|^mean[ _](?:acc(?:ept(?:ance)?)?[ _])?len$",
                             re.IGNORECASE)
@@ -371,6 +371,10 @@ def _unaccepted_as_baseline(samples: list[Sample]) -> list[Sample]:
             if not s.figures.baseline and nothing(s.figures) and s.figures.speed is not None else s for s in samples]
 
 
+# Words of a language model's runs (tokens, a GGUF's quantization): a table of acceptance beside them is a drafter's.
+_MODEL_WORDS = re.compile(r"(?i)\btok(?:en)?s?\b|\bt/s\b|\btps\b|\b(?:ollama|llama[.-]?\w*|vllm|sglang|lm ?studio)\b|\bgguf\b|\bbpw\b|\b(?:ud-)?i?q\d(?:_[a-z0-9]{1,4}){1,3}\b")
+
+
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     """The runs of any table that sets runs with and without speculation side by side (tables.py, a sample per run);
     else the acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
@@ -408,6 +412,8 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
             header = _header(line, raw_table=raw.lstrip().startswith("|"))
             if header is not None and _LLAMA_TABLE.search(line):
                 engine = Engine.llama_cpp
+    if samples and engine is None and SPECULATIVE_WORDS.search(text) is None and _MODEL_WORDS.search(text) is None:
+        samples = []  # a "draft acceptance" column alone is also a newsroom's: the paste must name a drafter or a model's units
     if samples or listed:
         return samples or listed, engine
     labelled = labelled_samples(text)
