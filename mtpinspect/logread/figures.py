@@ -371,8 +371,10 @@ def _unaccepted_as_baseline(samples: list[Sample]) -> list[Sample]:
             if not s.figures.baseline and nothing(s.figures) and s.figures.speed is not None else s for s in samples]
 
 
-# Words of a language model's runs (tokens, a GGUF's quantization): a table of acceptance beside them is a drafter's.
-_MODEL_WORDS = re.compile(r"(?i)\btok(?:en)?s?\b|\bt/s\b|\btps\b|\b(?:ollama|llama[.-]?\w*|vllm|sglang|lm ?studio)\b|\bgguf\b|\bbpw\b|\b(?:ud-)?i?q\d(?:_[a-z0-9]{1,4}){1,3}\b")
+# Words of a language model's runs (tokens, a GGUF's quantization) or a drafter's own figures ("mean len", a program's
+# "accept_rate" key): a table of acceptance beside them is a drafter's.
+_MODEL_WORDS = re.compile(r"(?i)\bmean[ _]len\b|\baccept(?:ance)?[ _]len|\bacc(?:ept)?_rate\b|\btok(?:en)?s?\b|\bt/s\b|\btps\b|"
+                          r"\b(?:ollama|llama[.-]?\w*|vllm|sglang|lm ?studio)\b|\bgguf\b|\bbpw\b|\b(?:ud-)?i?q\d(?:_[a-z0-9]{1,4}){1,3}\b")
 
 
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
