@@ -768,3 +768,14 @@ def test_a_newsrooms_draft_acceptance_table_is_no_drafters(tmp_path: Path) -> No
     # Editors accepting reporters' drafts: no drafter's word, no tokens, no model in the paste (it was HEAD_DISAGREES).
     text = "| desk | draft acceptance |\n|---|---|\n| metro | 3% |\n| sports | 4% |\n"
     assert _causes(tmp_path, text) == []
+
+
+def test_a_scripts_padded_keys_and_positions_with_their_counts(tmp_path: Path) -> None:
+    # vLLM's spec_decode.py summary keys (examples/offline_inference/spec_decode.py: num_drafts, mean acceptance length,
+    # acceptance at token i) as a script pads them into a column, its positions as "accept@pos i : rate  (count)".
+    text = ("num_spec_tokens     : 4\nnum_drafts          : 5120\nmean acceptance len : 2.104\n"
+            "  accept@pos 0      : 0.640  (3277)\n  accept@pos 1      : 0.301  (1541)\n"
+            "  accept@pos 2      : 0.121  (620)\n  accept@pos 3      : 0.042  (215)\n")
+    log = read_log(_write(tmp_path, text))
+    assert log.runtime is Engine.vllm and log.per_position == (0.64, 0.301, 0.121, 0.042) and log.mean_length == 2.104
+    assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]
