@@ -779,3 +779,21 @@ def test_a_scripts_padded_keys_and_positions_with_their_counts(tmp_path: Path) -
     log = read_log(_write(tmp_path, text))
     assert log.runtime is Engine.vllm and log.per_position == (0.64, 0.301, 0.121, 0.042) and log.mean_length == 2.104
     assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]
+
+
+def test_a_line_of_speeds_before_and_after_a_drafter(tmp_path: Path) -> None:
+    # A poster's results outside a table: the speed before the arrow is the run without speculation.
+    text = "Results on the 4090:\n- Qwen3-8B with MTP: 52.4 → 41.0 tok/s\n- Qwen3-32B with MTP: 21.3 → 17.9 tok/s\n"
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed) for r in runs] == [(True, 52.4), (False, 41.0), (True, 21.3), (False, 17.9)]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    assert _causes(tmp_path, text.replace("41.0", "71.0").replace("17.9", "29.9")) == []
+
+
+@pytest.mark.parametrize("text", [
+    "n-max 2 -> 4: 40.2 -> 35.1 t/s with MTP\n",  # one drafting setting against another
+    "Upgrade v1 -> v2 of the draft posts: 30 -> 20 tok/s\n",  # a blog's draft posts, no drafter
+    "build 5.1 -> 5.2: 40 -> 45 t/s\n",  # a build against a build
+])
+def test_arrows_that_are_no_drafters_before_and_after(text: str) -> None:
+    assert table_runs(text)[0] == []

@@ -848,6 +848,36 @@ def _command_runs(text: str) -> list[_Run]:
     return runs
 
 
+# A line of speeds before and after a drafter was turned on, outside a table ("MTP: 22.7 → 40.6 tok/s", "decode 41 t/s
+# -> 33 t/s with n-gram"): the unit after the second speed says they are decode speeds.
+_ARROW_LINE = re.compile(_ARROW.pattern + r"\s{0,4}(?:t/s|tok/s|toks/s|tokens?/s|tps)\b", re.IGNORECASE)
+_ARROWS = re.compile(r"→|->|=>|⇒")
+
+
+def _arrow_runs(text: str) -> list[_Run]:
+    """Runs a line gives as its speed before and after speculation ("MTP: 22.7 → 40.6 tok/s"): the line must name a
+    drafter; an arrow between two settings ("n-max 2 -> 4: 40 -> 35 t/s") is a run without speculation only where its
+    left side names none ("no spec -> MTP: 41 -> 33 t/s")."""
+    runs: list[_Run] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if len(line) > 300 or "|" in line or not names_drafting(line):
+            continue
+        arrow = _ARROW_LINE.search(line)
+        if arrow is None:
+            continue
+        label = line[:arrow.start()] + " " + line[arrow.end():]
+        sides = _ARROWS.split(label, maxsplit=1)
+        if len(sides) > 1 and not without_speculation(sides[0]):
+            continue  # one setting against another ("n-max 2 -> 4"): no run without speculation here
+        key = " ".join(re.sub(r"[^\w.=]+", " ", _words(label)).split())[:120] or f"line {number}"
+        runs.append(_Run(f"{label.strip(' :-*_`')[:100]} (before)", True, key, line, number,
+                         {"speed": float(arrow["before"])}, span=(number, number)))
+        runs.append(_Run(f"{label.strip(' :-*_`')[:100]} (after)", False, key, line, number,
+                         {"speed": float(arrow["after"])}, span=(number, number)))
+    return runs
+
+
 def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
     """The runs of every table and results block in ``text`` tied to speculative decoding, and the engine their words
     name (None: none)."""
@@ -864,6 +894,7 @@ def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
     found += _block_runs(blocks, tie)
     words += [_words(b.heading) for b in blocks]
     found += _command_runs(text)
+    found += _arrow_runs(text)
     runs = [table_run for run in found for table_run in _as_table_runs(run)]
     joined = " ".join(words)
     engine = next((e for e, pattern in _ENGINE_WORDS if pattern.search(joined)), None)
