@@ -797,3 +797,11 @@ def test_a_line_of_speeds_before_and_after_a_drafter(tmp_path: Path) -> None:
 ])
 def test_arrows_that_are_no_drafters_before_and_after(text: str) -> None:
     assert table_runs(text)[0] == []
+
+
+def test_tab_separated_rows_short_of_cells_are_padded(tmp_path: Path) -> None:
+    # A manual's tab-separated table whose rows leave cells out (dpkg's triggers.txt): read at its header's width, never
+    # a traceback; nothing speculative in it.
+    text = "Command line\tTrigproc\tTrigproc\tConfigure\nthese\t\tany triggered\n--unpack\t\tno\t\tusually[1]\tnone\n"
+    assert all(len(row) == 4 for table in tables(text) for row in table.rows)
+    assert _causes(tmp_path, text) == []

@@ -154,7 +154,8 @@ def tables(text: str) -> list[Table]:
             del block[0]
         if shape == "aligned" and sum(1 for _, line, _ in block if _ASSIGNMENT.match(line)) * 2 > len(block):
             return  # "eval time =   25447.71 ms / ...": an engine's statements padded to line up, not a table's rows
-        lines = _by_gaps(block) if shape == "aligned" else _padded(block) if shape == "pipe" else block
+        # Tab-separated rows may hold fewer cells than their header (an empty cell is no tab): at the header's width too.
+        lines = _padded(_by_gaps(block)) if shape == "aligned" else _padded(block) if shape == "pipe" else block
         if len(lines) >= 2 and _is_header(lines[0][2]):
             rows = lines[1:]
             found.append(Table(lines[0][2], tuple(c for _, _, c in rows), tuple(n for n, _, _ in rows),
