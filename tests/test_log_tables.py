@@ -805,3 +805,13 @@ def test_tab_separated_rows_short_of_cells_are_padded(tmp_path: Path) -> None:
     text = "Command line\tTrigproc\tTrigproc\tConfigure\nthese\t\tany triggered\n--unpack\t\tno\t\tusually[1]\tnone\n"
     assert all(len(row) == 4 for table in tables(text) for row in table.rows)
     assert _causes(tmp_path, text) == []
+
+
+def test_an_ar_column_is_the_run_without_speculation(tmp_path: Path) -> None:
+    # Papers and PRs name plain decoding "AR" (autoregressive): a whole cell, beside the drafters' columns.
+    text = "| dataset | AR (tok/s) | EAGLE-3 (tok/s) |\n|---|---|---|\n| MT-bench | 38.2 | 30.1 |\n| GSM8K | 37.9 | 29.4 |\n"
+    runs, _ = table_runs(text.replace(" (tok/s)", ""))
+    assert [(r.baseline, r.key) for r in runs][:2] == [(True, "mt bench"), (False, "mt bench")]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    # "AR" inside other words ("AR glasses", "VAR") names nothing.
+    assert table_runs("| device | AR glasses tok/s | MTP tok/s |\n|---|---|---|\n| a | 3.1 | 2.0 |\n")[0][0].baseline is not True

@@ -358,9 +358,12 @@ def _figure(words: str) -> str | None:
     return None
 
 
+_AR_CELL = re.compile(r"^ar(?: decoding| baseline)?(?: ?[(\[][^)\]]{0,30}[)\]])?$")
+
+
 def _setting(words: str) -> bool | None:
     """True: the words name a run without speculative decoding; False: one with it; None: neither."""
-    if _BASELINE.search(words):
+    if _BASELINE.search(words) or _AR_CELL.match(words):  # "AR (tok/s)": autoregressive decoding, the whole cell
         return True
     depth = _DEPTH_IN.search(words)
     if depth is not None and int(depth["n"]) == 0 and _SPEC.search(words):
