@@ -732,6 +732,7 @@ def test_a_baseline_in_a_sentence_is_compared_with_the_logs_run(tmp_path: Path) 
     # sentence beside them: the sentence's speed is the run without MTP.
     text = "Without MTP I get 41.5 t/s on the same prompt, with it:\n\n" + _SERVER_RUN
     assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    assert _causes(tmp_path, "I get 41.5 t/s without MTP, and this with it:\n\n" + _SERVER_RUN)[:1] == ["SLOWER_THAN_BASELINE"]
     assert _causes(tmp_path, "Baseline (no MTP) is about 25 t/s. With MTP:\n\n" + _SERVER_RUN) == []
     assert _causes(tmp_path, _SERVER_RUN) == []  # nothing to compare with
 
