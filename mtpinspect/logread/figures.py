@@ -390,6 +390,20 @@ _MODEL_WORDS = re.compile(r"(?i)\bmean[ _]len\b|\baccept(?:ance)?[ _]len|\bacc(?
                           r"\b(?:ollama|llama[.-]?\w*|vllm|sglang|lm ?studio)\b|\bgguf\b|\bbpw\b|\b(?:ud-)?i?q\d(?:_[a-z0-9]{1,4}){1,3}\b")
 
 
+def _with_spoken_baseline(runs: list[TableRun], text: str) -> list[TableRun]:
+    """A table of drafting runs under one condition, timed in tokens per second, and the run without speculation the
+    poster gives in a sentence ("Without MTP: 30.7 t/s" above an n-max table): the sentence's run joins the table's."""
+    timed = [r for r in runs if r.speed is not None]
+    if not timed or any(r.key or r.unit != "tok/s" or r.speed_from or r.baseline for r in timed):
+        return runs
+    spoken = sentence_baselines(text)
+    if len(spoken) != 1:
+        return runs  # none, or several: which is this table's is not said
+    base = spoken[0]
+    return [*runs, TableRun(base.figures.setting or "(a sentence)", True, "", base.line, base.number, base.figures.speed,
+                            span=(base.number, base.number))]
+
+
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     """The runs of any table that sets runs with and without speculation side by side (tables.py, a sample per run);
     else the acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
@@ -398,6 +412,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     # Any table read by its words (tables.py) where it sets runs with and without speculation side by side: its runs,
     # each timed under its key, replace what the shapes below read of it.
     runs, owner = table_runs(text)
+    runs = runs if compares(runs) else _with_spoken_baseline(runs, text)
     if compares(runs):
         engine = Engine.llama_cpp if _LLAMA_TABLE.search(text) else owner
         return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], engine
