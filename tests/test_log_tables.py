@@ -826,3 +826,13 @@ def test_a_sentences_baseline_joins_a_table_of_drafting_runs(tmp_path: Path) -> 
     # Two sentences' baselines: which is this table's is not said.
     two = "Without MTP I get 30.0 t/s here and without MTP 18.0 t/s on the laptop.\n" + text.split("\n", 1)[1]
     assert "SLOWER_THAN_BASELINE" not in _causes(tmp_path, two)
+
+
+def test_runs_compared_within_their_quant_and_context(tmp_path: Path) -> None:
+    # A run per row, the quant and the context length their keys: Q8_0 loses at 32k, whatever Q4_K_M does.
+    text = ("| quant | context length | mode | tok/s |\n|---|---|---|---|\n| Q4_K_M | 4096 | baseline | 40.0 |\n"
+            "| Q4_K_M | 4096 | MTP | 52.0 |\n| Q8_0 | 32768 | baseline | 30.0 |\n| Q8_0 | 32768 | MTP | 26.0 |\n")
+    runs, _ = table_runs(text)
+    assert {r.key for r in runs} == {"quant=q4 k m, context=4096", "quant=q8 0, context=32768"}
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "quant=q8 0" in cause.message

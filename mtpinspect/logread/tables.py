@@ -307,10 +307,13 @@ _OTHER_PER_SECOND = re.compile(r"\b(?:pass(?:es)?|steps?|forwards?|iterations?|i
 _RATE = re.compile(r"\baccept(?:ance|ed)?\b|\bacc rate\b|\bacc %|\baccpt\b|\bdraft (?:rate|acc)\b")  # "draft rate": llama.cpp's own words
 _KEY = re.compile(r"^(?:bs|batch(?: size)?|concurrency|conc|c|max concurrency|parallel|np|qps|request rate|rps|prompt|prompts|case|dataset|task|"
                   r"category|input len|output len|isl|osl|ctx|context|seq len|gpu|gpus|tp|scenario|workload|test|depth|hardware|device|"
-                  r"backend|platform|machine)$")
+                  r"backend|platform|machine|quant|quants|quantization|quant type|dtype|precision|context length|ctx len|n ctx|"
+                  r"context size|kv cache|kv type|prompt length|input length|output length|max tokens|temperature|temp)$")
 # One key spelled several ways in one paste's tables ("bs" in one, "batch size" in the next).
 _KEY_NAMES = {"batch": "bs", "batch size": "bs", "c": "concurrency", "conc": "concurrency",
-              "max concurrency": "concurrency", "prompts": "prompt", "gpus": "gpu", "ctx": "context"}
+              "max concurrency": "concurrency", "prompts": "prompt", "gpus": "gpu", "ctx": "context",
+              "context length": "context", "ctx len": "context", "n ctx": "context", "context size": "context",
+              "quants": "quant", "quantization": "quant", "quant type": "quant", "temp": "temperature"}
 # A cell of speeds before and after speculation was turned on ("22.7 → 40.6 (+79%)"), under a speed's or a change's name.
 _ARROW = re.compile(r"(?P<before>\d{1,6}(?:\.\d{1,6})?)\s{0,8}(?:t/s|tok/s|tps)?\s{0,8}(?:→|->|=>|⇒)\s{0,8}(?P<after>\d{1,6}(?:\.\d{1,6})?)")
 _CHANGE = re.compile(r"δ|\bdelta\b|\bchange\b")
