@@ -836,3 +836,11 @@ def test_runs_compared_within_their_quant_and_context(tmp_path: Path) -> None:
     assert {r.key for r in runs} == {"quant=q4 k m, context=4096", "quant=q8 0, context=32768"}
     cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
     assert "quant=q8 0" in cause.message
+
+
+def test_setting_words_with_an_equals_sign_and_an_ar_column_of_rates(tmp_path: Path) -> None:
+    text = "| prompt | MTP=off tk/s | MTP=on tk/s |\n|---|---|---|\n| code | 44.0 | 39.0 |\n"
+    assert [(r.baseline, r.speed) for r in table_runs(text)[0]] == [(True, 44.0), (False, 39.0)]
+    # "AR" over shares of 1 is an acceptance rate column, not autoregressive decoding's speeds.
+    rates = "| n-max | tok/s | AR |\n|---|---|---|\n| 1 | 40.1 | 0.81 |\n| 3 | 44.0 | 0.62 |\n"
+    assert [(r.baseline, r.acceptance) for r in table_runs(rates)[0]] == [(False, 0.81), (False, 0.62)]

@@ -266,7 +266,7 @@ def _is_header(cells: tuple[str, ...]) -> bool:
 # Read on the cell's words with "_" and "-" as spaces: "no_mtp_eager" is "no mtp eager".
 _BASELINE = re.compile(r"\b(?:baseline|base model|no spec(?:ulation|ulative(?: decoding)?)?|without (?:speculation|speculative|spec|"
                        r"mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|w/o (?:spec\w*|mtp|draft\w*|eagle\d?)|(?:spec(?:ulative)?(?: ?dec(?:oding|ode)?)?|"
-                       r"speculation|mtp|draft(?:ing)?|eagle\d?|nextn) (?:off|disabled)|no (?:mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|"
+                       r"speculation|mtp|draft(?:ing)?|eagle\d?|nextn) ?[=:]? ?(?:off|disabled|false|0)(?![\w.])|no (?:mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|"
                        r"non mtp|vanilla|naive(?! (?:draft|spec|mtp|eagle|ngram|medusa))|autoregressive|target (?:model )?only|(?:plain|standard|normal|regular) decoding|"
                        # Chinese headers: "不开mtp" (MTP not on), "关闭投机" (speculation off), "基线" (baseline)
                        r"(?:不开启?|未开启?|关闭|不使用|不用|禁用|无|没有) ?(?:mtp|eagle\d?|nextn|draft|投机|推测|草稿)|基线)\b")
@@ -286,7 +286,7 @@ _DEPTH_COLUMN = re.compile(r"^(?:spec(?:ulative)? )?(?:n ?max|draft n ?max|draft
 _SPEEDUP = re.compile(r"\bspeed ?ups?\b")
 _RATIO = re.compile(r"\bratio\b|\bgain\b|×|\bvs\b|\w \bover\b \w")  # "E1 over vanilla": one run's over another's
 _LATENCY = re.compile(r"\b(?:tpot|itl|tbt|ms ?/ ?tok(?:en)?|ms per token|s ?/ ?tok(?:en)?|inter token latency|(?:per )?token latency|time per output token)\b")
-_SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/ ?s\b|\btps\b|tokens per second|\bthroughput\b")
+_SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/ ?s\b|\btk ?/ ?s\b|\btps\b|tokens per second|\bthroughput\b")
 # A time of the whole request or its first token: lower is better, and not a speed ("decode time", "TTFT").
 _TIME = re.compile(r"\b(?:time|duration|latency|ttft|e2e|elapsed)\b")
 # A column named by a run and the unit of the time its work took ("Naive(s)", "Medusa (ms)"): lower is better.
@@ -644,6 +644,8 @@ def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None,
     values = {_words(c) for c in column if c.strip()}
     numeric = sum(1 for c in column if _number(c) is not None)
     said = _setting(words) if words else None
+    if said and _AR_CELL.match(words) and numeric and all((n := _number(c)) is None or n[0] <= 1 for c in column):
+        return "rate", None  # "AR" over shares of 1: an acceptance rate, not autoregressive decoding's speeds
     if said is not None and values and values <= (_YES | _NO):
         return "switch", None  # "MTP heads": yes / no
     if said is False and values and numeric * 2 < len(column):
