@@ -5,7 +5,9 @@ its metrics lines become :class:`Sample`\s, its settings and failure lines are k
 one format add up is their :class:`~mtpinspect.logread.formats.Scope`'s (:func:`combine`): per
 request and per interval they are summed, running totals take the last, per-server totals the last of
 each drafting implementation, a summary's fields merge; acceptance and mean length are worked out from
-the counts where the counts are there (:func:`with_ratios`).
+the counts where the counts are there (:func:`with_ratios`). A figure line wrapped after its label or a comma is read
+whole (:func:`_unwrapped`); a run without speculation the poster gives in a sentence is a run of its own
+(:func:`sentence_baselines`).
 """
 
 from __future__ import annotations

@@ -33,6 +33,13 @@ tables of one run, metrics by row (:func:`field_blocks`); a field that names its
 same work took is a run of its own. A block under the one engine command pasted since the block before it is that command's
 run: with a drafter's flag (--speculative-model, --speculative-algorithm, --spec-type, -md) or without one.
 
+Beyond tables and blocks (issue 42, round 4): a row's metric may stand in any label column ("Batch" | "Metric"); a row
+whose acceptance is marked empty ("-", "N/A") beside rows that accept drafts ran without speculation, and an acceptance
+column beside a column of tokens' pace ties a table whatever its methods are called; Chinese setting words ("不开mtp");
+runs under the commands that made them (a script's timed output lines under the same program's command with a
+drafter's flag and without one, compared batch by batch); a line of speeds before and after a drafter ("MTP: 22.7 →
+40.6 tok/s"). An engine's padded "name = value" statements (llama-server's print_timing) are no table.
+
 Each run becomes a :class:`TableRun`: its setting, whether it ran without speculation, its key, its speed and
 acceptance. A "baseline" whose drafts were accepted (an earlier build with MTP) ran with speculation: a table of such
 runs is settings side by side, no comparison against a run without it. A row of acceptance in a table of metrics by
