@@ -789,6 +789,10 @@ def test_a_line_of_speeds_before_and_after_a_drafter(tmp_path: Path) -> None:
     assert [(r.baseline, r.speed) for r in runs] == [(True, 52.4), (False, 41.0), (True, 21.3), (False, 17.9)]
     assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
     assert _causes(tmp_path, text.replace("41.0", "71.0").replace("17.9", "29.9")) == []
+    # Two conditions in one line, each its own key: speculation loses at batch 32.
+    one_line = "batch=1: 41.2 -> 58.1 tok/s (MTP), batch=32: 900 -> 610 tok/s (MTP)\n"
+    assert {r.key for r in table_runs(one_line)[0]} == {"batch=1 mtp", "batch=32 mtp"}
+    assert _causes(tmp_path, one_line)[:1] == ["SLOWER_THAN_BASELINE"]
 
 
 @pytest.mark.parametrize("text", [
