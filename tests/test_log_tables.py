@@ -848,3 +848,13 @@ def test_setting_words_with_an_equals_sign_and_an_ar_column_of_rates(tmp_path: P
     # "AR" over shares of 1 is an acceptance rate column, not autoregressive decoding's speeds.
     rates = "| n-max | tok/s | AR |\n|---|---|---|\n| 1 | 40.1 | 0.81 |\n| 3 | 44.0 | 0.62 |\n"
     assert [(r.baseline, r.acceptance) for r in table_runs(rates)[0]] == [(False, 0.81), (False, 0.62)]
+
+
+def test_json_fields_whose_names_carry_the_setting_and_the_unit(tmp_path: Path) -> None:
+    # A script's JSON result, pretty-printed: "baseline_tps" and "mtp_tps" are two runs timed in tokens per second.
+    text = '{\n  "baseline_tps": 41.2,\n  "mtp_tps": 35.0,\n  "acceptance": 0.71\n}\n'
+    assert [(r.baseline, r.speed) for r in table_runs(text)[0] if r.speed] == [(True, 41.2), (False, 35.0)]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    # A database's benchmark JSON: transactions per second, a blog's "draft" table: no drafter.
+    db = '{\n  "baseline_tps": 5120.4,\n  "draft_tps": 4810.2,\n  "p99_ms": 3.1\n}\n'
+    assert not compares(table_runs(db)[0]) and _causes(tmp_path, db) == []

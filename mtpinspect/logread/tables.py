@@ -193,7 +193,7 @@ _NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20
 
 # A results block: "name: value" lines under a label ("spec 7b", "**Without MTP**"), as a client script or a
 # benchmark prints them: a table of one run, its metrics by row.
-_FIELD = re.compile(r"^[-*>\s]{0,6}(?P<name>[A-Za-z#(][^:=|\n]{0,70}?)\s*[:=]\s+[*_`]{0,2}(?P<value>[~≈]?\d[^\n]{0,60})$")
+_FIELD = re.compile(r"^[-*>\s]{0,6}[\"']?(?P<name>[A-Za-z#(][^:=|\n\"']{0,70}?)[\"']?\s*[:=]\s+[*_`]{0,2}(?P<value>[~≈]?\d[^\n]{0,60})$")
 
 
 # Lines inside a results block that are no figure of it: "Backend: sglang" (and a section banner, _banner).
@@ -766,7 +766,7 @@ def _listed(name: str, value: str, line: str, number: int) -> _Run | None:
         return None
     amount, unit = read
     run = _Run(name.strip(" *_`")[:120], said, "", line, number, {}, identity=_key_of(words))
-    if _cell_figure(value) == "speed":
+    if _cell_figure(value) == "speed" or not unit and _figure(words) == "speed":  # "baseline_tps": 41.2 (the name's unit)
         run.figures["speed"] = amount
         note = _RATE_NOTE.search(value)  # "19.8 tok/s (acceptance 71%)"
         if note is not None and not said and float(note["after"] or note["before"]) <= 100:
