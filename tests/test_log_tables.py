@@ -858,3 +858,19 @@ def test_json_fields_whose_names_carry_the_setting_and_the_unit(tmp_path: Path) 
     # A database's benchmark JSON: transactions per second, a blog's "draft" table: no drafter.
     db = '{\n  "baseline_tps": 5120.4,\n  "draft_tps": 4810.2,\n  "p99_ms": 3.1\n}\n'
     assert not compares(table_runs(db)[0]) and _causes(tmp_path, db) == []
+
+
+def test_a_sentence_that_gives_both_runs(tmp_path: Path) -> None:
+    text = "Qwen3.6 27B Q4_K_M on a 3090: 58 t/s without MTP, 52 t/s with MTP (accept 78%).\n"
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    assert _causes(tmp_path, text.replace("58 t/s", "38 t/s")) == []
+
+
+@pytest.mark.parametrize("text", [
+    # a typing test: "draft suggestions" beside no run without drafting
+    "Typing test: 38 t/s without autocorrect, 52 t/s with draft suggestions on.\n",
+    # a marketing line: speeds of two products, no drafter's absence named
+    "The spec sheet says 52 tokens/s for the Pro and 38 tokens/s for the Air.\n",
+])
+def test_sentences_of_other_software_name_no_runs_to_compare(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []

@@ -284,6 +284,13 @@ def sentence_baselines(text: str) -> list[Sample]:
     """Runs without speculation the poster gives in a sentence of the paste ("Without MTP I get 41 t/s"): a speed whose
     clause names the absence of drafting and no drafter after it ("MTP off: 41 t/s", never "baseline vs MTP: 30 t/s").
     A line an engine printed ("eval time = ...") is the engine's run, not a sentence."""
+    return [s for s in sentence_runs(text) if s.figures.baseline]
+
+
+def sentence_runs(text: str) -> list[Sample]:
+    """The runs sentences of the paste give, a speed each, whose clause (the words before it, else after it, up to the
+    next figure or clause) names the absence of drafting (a run without speculation) or a drafter ("52 t/s with MTP
+    (accept 78%)": a run with it, its acceptance when the clause gives one)."""
     found: list[Sample] = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -299,10 +306,16 @@ def sentence_baselines(text: str) -> list[Sample]:
             before = _CLAUSE_CUT.split(clause)[-1]
             # Or the words right after it, up to the next figure or clause: "41 t/s without MTP, 33 t/s with it".
             after = _CLAUSE_CUT.split(line[speed.end():speeds[at + 1].start() if at + 1 < len(speeds) else len(line)][:_SENTENCE_REACH])[0]
-            words = next((w for w in (before, after) if _names_only_absence(w)), None)
-            if words is not None:
-                found.append(Sample(LISTED_RUNS_FORMAT, Figures(speed=float(speed["value"]), setting=words.strip(" :=-*_`")[:200],
-                                                                baseline=True), line[:300], number))
+            figures: Figures | None = None
+            if (words := next((w for w in (before, after) if _names_only_absence(w)), None)) is not None:
+                figures = Figures(speed=float(speed["value"]), setting=words.strip(" :=-*_`")[:200], baseline=True)
+            elif (words := next((w for w in (before, after) if names_drafting(w) and not without_speculation(w)), None)):
+                rate = _RATE_AFTER.search(words)
+                value = next((float(v) for v in (rate.group("value", "after", "at") if rate else ()) if v is not None), None)
+                figures = Figures(speed=float(speed["value"]), setting=words.strip(" :=-*_`")[:200], baseline=False,
+                                  acceptance=value / 100 if value is not None and value <= 100 else None)
+            if figures is not None:
+                found.append(Sample(LISTED_RUNS_FORMAT, figures, line[:300], number))
     return found
 
 
@@ -423,6 +436,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
         return [], None
     listed = [Sample(LISTED_RUNS_FORMAT, figures, raw.strip()[:300], number)
               for number, raw in enumerate(text.splitlines(), 1) if (figures := _listed_run(raw.strip())) is not None]
+    listed += [s for s in sentence_runs(text) if s.number not in {run.number for run in listed}]
     if len(listed) < 2 or not any(s.figures.baseline for s in listed):
         listed = []  # a run is compared with one without speculation, or it is only a speed
     samples: list[Sample] = []
