@@ -874,3 +874,10 @@ def test_a_sentence_that_gives_both_runs(tmp_path: Path) -> None:
 ])
 def test_sentences_of_other_software_name_no_runs_to_compare(tmp_path: Path, text: str) -> None:
     assert _causes(tmp_path, text) == []
+
+
+def test_runs_listed_with_tabs_or_aligned_spaces(tmp_path: Path) -> None:
+    text = "MTP off\t52.1 tok/s\nMTP on (n-max 2)\t47.3 tok/s (acceptance 77%)\n"
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    aligned = "baseline          52.1 t/s\nMTP n-max 2       47.3 t/s  (acceptance 77%)\n"
+    assert _causes(tmp_path, aligned)[:1] == ["SLOWER_THAN_BASELINE"]
