@@ -881,3 +881,11 @@ def test_runs_listed_with_tabs_or_aligned_spaces(tmp_path: Path) -> None:
     assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
     aligned = "baseline          52.1 t/s\nMTP n-max 2       47.3 t/s  (acceptance 77%)\n"
     assert _causes(tmp_path, aligned)[:1] == ["SLOWER_THAN_BASELINE"]
+
+
+def test_the_draft_length_column_gives_each_row_its_depth(tmp_path: Path) -> None:
+    # "draft tokens" 0 is the run without drafting; 4 drafts a step and decodes slower than 2: NMAX_TOO_HIGH.
+    text = ("| draft tokens | tok/s | accept |\n|---|---|---|\n| 0 | 40.0 | - |\n| 2 | 47.0 | 0.71 |\n"
+            "| 4 | 41.5 | 0.52 |\n")
+    assert [(r.baseline, r.depth) for r in table_runs(text)[0]] == [(True, None), (False, 2), (False, 4)]
+    assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]

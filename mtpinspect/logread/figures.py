@@ -479,7 +479,8 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
 def _figures_of(run: TableRun) -> Figures:
     setting = f"{run.setting} ({run.speed_from})" if run.speed_from else run.setting
     return Figures(speed=run.speed, setting=setting[:300], baseline=run.baseline, acceptance=run.acceptance,
-                   mean_length=run.mean_length, group=run.key, unit=None if run.unit == "tok/s" else run.unit)
+                   mean_length=run.mean_length, group=run.key, unit=None if run.unit == "tok/s" else run.unit,
+                   spec_tokens=run.depth)
 
 
 def _marked(table: EngineLog, raw: str, line: str) -> bool:

@@ -422,6 +422,7 @@ class TableRun:
     acceptance: float | None = None
     mean_length: float | None = None
     span: tuple[int, int] = (0, 0)  # the first and last line of the table or block it was read from
+    depth: int | None = None  # its draft length, where a draft-length column gives it
 
 
 @dataclass
@@ -435,6 +436,7 @@ class _Run:
     latency_cell: str = ""
     identity: str = ""  # what its name says besides the setting: the model, build or engine ("gguf q4 k m")
     unaccepted: bool = False  # its acceptance cells are marked empty ("-", "N/A") in a table that has acceptance
+    depth: int | None = None  # the draft length its table's draft-length column gives ("n-max", "draft tokens")
     span: tuple[int, int] = (0, 0)
 
 
@@ -498,6 +500,7 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
     speeds = [i for i, k in enumerate(kinds) if k in ("speed", "latency")]
     for cells, number, line in zip(table.rows, table.numbers, table.lines):
         names, keys, baseline, drafting, prompt = [], [], None, False, False
+        depth: int | None = None
         for i, cell in enumerate(cells):
             words = _words(cell)
             if kinds[i] == "key":
@@ -508,6 +511,7 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
                 if read is not None:
                     names.append(f"{table.header[i]} {cell.strip(' *_`')}")
                     drafting = drafting or read[0] > 0
+                    depth = int(read[0]) if read[0] == int(read[0]) and 0 < read[0] <= 64 else depth
                     baseline = True if read[0] == 0 and baseline is None else baseline
                 elif words:  # "Draft off" in an n-max column: the row's setting in words; "none": no draft length
                     names.append(cell.strip(" *_`")[:80])
@@ -534,7 +538,7 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
         if prompt:
             continue  # a prompt-processing test's row (llama-bench's pp512): its speed is not decoding's
         run = _Run(", ".join(names)[:200], baseline if baseline else (False if drafting else None), ", ".join(keys), line,
-                   number, {}, identity=_key_of(labels))
+                   number, {}, identity=_key_of(labels), depth=depth)
         accepting = [cells[i] for i in range(len(cells)) if kinds[i] in ("rate", "length")]
         run.unaccepted = bool(accepting) and all(_words(c) in _ABSENT for c in accepting)
         for i, cell in enumerate(cells):
@@ -553,7 +557,7 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
         if len(speeds) > 1:  # several speed columns: each its own condition ("think ON", "predictable")
             for i in speeds:
                 one = _Run(run.setting, run.baseline, ", ".join(filter(None, [run.key, _key_of(header[i]) or header[i]])),
-                           line, number, dict(run.figures), identity=run.identity, unaccepted=run.unaccepted)
+                           line, number, dict(run.figures), identity=run.identity, unaccepted=run.unaccepted, depth=run.depth)
                 _put(one, kinds[i] or "", cells[i], False)
                 runs.append(one)
         else:
@@ -811,7 +815,7 @@ def _table_runs_of(run: _Run) -> list[TableRun]:
         return []
     return [TableRun(run.setting or "(unnamed)", bool(run.baseline), run.key, run.line, run.number, speed, source,
                      acceptance=None if run.baseline else run.figures.get("rate"),
-                     mean_length=None if run.baseline else run.figures.get("length"))]
+                     mean_length=None if run.baseline else run.figures.get("length"), depth=run.depth)]
 
 
 # -- runs under the commands that made them ------------------------------------------------------------------------
