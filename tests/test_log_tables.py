@@ -889,3 +889,11 @@ def test_the_draft_length_column_gives_each_row_its_depth(tmp_path: Path) -> Non
             "| 4 | 41.5 | 0.52 |\n")
     assert [(r.baseline, r.depth) for r in table_runs(text)[0]] == [(True, None), (False, 2), (False, 4)]
     assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]
+
+
+def test_a_blocks_label_gives_the_unit_of_its_bare_values(tmp_path: Path) -> None:
+    text = "Results (tok/s):\n  no-spec : 40.1\n  eagle3  : 36.2  (accept len 2.9)\n"
+    assert [(r.baseline, r.speed) for r in table_runs(text)[0] if r.speed] == [(True, 40.1), (False, 36.2)]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    # A label naming no speed: bare values say nothing ("Results:" over scores).
+    assert not compares(table_runs("Results:\n  no-spec : 40.1\n  eagle3  : 36.2\n")[0])

@@ -739,7 +739,7 @@ def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
             said = _DRAFTING_FLAG.search(block.command) is None
         run = _Run(block.heading, said, "", block.lines[0], block.numbers[0], {}, identity=_key_of(words))
         for (name, value), number, line in zip(block.rows, block.numbers, block.lines):
-            listed = _listed(name, value, line, number)
+            listed = _listed(name, value, line, number, _figure(words) == "speed")
             if listed is not None:  # "Baseline (non-speculative): 215.84 s": a run of its own
                 runs.append(listed)
                 continue
@@ -760,9 +760,10 @@ _RATE_NOTE = re.compile(r"(?i)(?P<before>\d{1,3}(?:\.\d{1,4})?)\s*%\s*(?:accept|
 _DURATION = {"s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "ms": 1e-3, "min": 60.0, "mins": 60.0, "minutes": 60.0}
 
 
-def _listed(name: str, value: str, line: str, number: int) -> _Run | None:
+def _listed(name: str, value: str, line: str, number: int, in_speed: bool = False) -> _Run | None:
     """A field that is a run of its own: its name says the setting, its value a decode speed or the time the same work
-    took ("Speculative decoding model: 133.24 s"); None otherwise."""
+    took ("Speculative decoding model: 133.24 s"); None otherwise. ``in_speed``: the block's label gives the unit of its
+    bare values ("Results (tok/s):")."""
     words = _words(name)
     said = _setting(words)
     read = _number(value)
@@ -770,7 +771,7 @@ def _listed(name: str, value: str, line: str, number: int) -> _Run | None:
         return None
     amount, unit = read
     run = _Run(name.strip(" *_`")[:120], said, "", line, number, {}, identity=_key_of(words))
-    if _cell_figure(value) == "speed" or not unit and _figure(words) == "speed":  # "baseline_tps": 41.2 (the name's unit)
+    if _cell_figure(value) == "speed" or not unit and (_figure(words) == "speed" or in_speed):  # "baseline_tps": 41.2
         run.figures["speed"] = amount
         note = _RATE_NOTE.search(value)  # "19.8 tok/s (acceptance 71%)"
         if note is not None and not said and float(note["after"] or note["before"]) <= 100:
