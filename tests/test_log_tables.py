@@ -897,3 +897,25 @@ def test_a_blocks_label_gives_the_unit_of_its_bare_values(tmp_path: Path) -> Non
     assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
     # A label naming no speed: bare values say nothing ("Results:" over scores).
     assert not compares(table_runs("Results:\n  no-spec : 40.1\n  eagle3  : 36.2\n")[0])
+
+
+_BANNERED = """=== baseline ===
+INFO 06-06 14:20:34 [loggers.py:116] Engine 000: Avg prompt throughput: 1124.6 tokens/s, Avg generation throughput: 867.6 tokens/s, Running: 64 reqs, Waiting: 0 reqs, GPU KV cache usage: 9.5%, Prefix cache hit rate: 0.5%
+INFO 06-06 14:20:44 [loggers.py:116] Engine 000: Avg prompt throughput: 1152.5 tokens/s, Avg generation throughput: 826.0 tokens/s, Running: 64 reqs, Waiting: 0 reqs, GPU KV cache usage: 16.3%, Prefix cache hit rate: 0.6%
+
+=== ngram, num_speculative_tokens=4 ===
+INFO 06-06 15:20:34 [loggers.py:116] Engine 000: Avg prompt throughput: 1124.6 tokens/s, Avg generation throughput: 610.6 tokens/s, Running: 64 reqs, Waiting: 0 reqs, GPU KV cache usage: 9.5%, Prefix cache hit rate: 0.5%
+INFO 06-06 15:20:34 [metrics.py:86] SpecDecoding metrics: Draft acceptance rate: 58.8%, Mean acceptance length: 2.96, Accepted: 750 tokens, Drafted: 1276 tokens, Per-position acceptance rate: 0.743, 0.657, 0.564, 0.387
+"""
+
+
+def test_runs_under_a_posters_bannered_labels(tmp_path: Path) -> None:
+    # vLLM's own interval lines (vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/metrics.py) under "=== baseline ===" and
+    # "=== ngram ... ===": two runs, the first without speculation, compared by vLLM's generation throughput.
+    runs = diagnose(log_files=[_write(tmp_path, _BANNERED)]).logs
+    assert [(r.baseline, round(r.speed or 0, 1)) for r in runs] == [(True, 846.8), (False, 610.6)]
+    assert _causes(tmp_path, _BANNERED)[:1] == ["SLOWER_THAN_BASELINE"]
+    # A field line ("- spec_decode_acceptance_length: 2.73") is no label: one run.
+    fields = ("- spec_decode_acceptance_length: 2.73\n- spec_decode_num_drafts: 23975\n- spec_decode_draft_tokens: 71925\n"
+              "- spec_decode_accepted_tokens: 41570\n")
+    assert len(diagnose(log_files=[_write(tmp_path, fields)]).logs) == 1
