@@ -103,7 +103,6 @@ _FIFTH_TOTALS: dict[str, str] = {
     "llama.cpp-mtp-pr-sm-layer-mtp-clean-vs-old-bench-rows.log": _COLLECTOR_KEYED,
     "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _COLLECTOR_KEYED,
     "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _COLLECTOR_KEYED,
-    "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _COLLECTOR_KEYED,
     "vllm-v0901-qwen3-32b-fp8-ngram-specdecoding-metrics-loggers-lines.log": _COLLECTOR_KEYED,
 }
 _FIFTH_MTP_BENCH: dict[str, str] = {
@@ -112,7 +111,6 @@ _FIFTH_MTP_BENCH: dict[str, str] = {
 _FIFTH_CITES: dict[str, str] = {
     "llama.cpp-qwen38-mtp-repo-apple-m4-metal-code-vs-prose-two-pass-table.log": _REFUSED_NO_CITE,
     "llama.cpp-qwen38-mtp-repo-rx7900xtx-n-max-sweep-table.log": _REFUSED_NO_CITE,
-    "vllm-ascend-arctic-lstm-pr-llama31-70b-humaneval-suffix-lstm-table.log": _REFUSED_NO_CITE,
 }
 _SIXTH_FIGURES: dict[str, str] = {
     "sglang-glm47-flash-eagle3-community-model-mtbench-baseline-table.log": _COLLECTOR_KEYED,
@@ -135,13 +133,9 @@ _SIXTH_FIGURES: dict[str, str] = {
 _SIXTH_TOTALS: dict[str, str] = {
     "llama.cpp-club3090-4x3090-dsv4-flash-iq2xxs-bench-draft-acceptance-mean-len.log": _COLLECTOR_KEYED,
     "llama.cpp-ngram-mod-pr-qwen30b-eval-time-statistics-lines.log": _COLLECTOR_KEYED,
-    "vllm-ascend-v010-deepseek-r1-torchair-mtp-tok-s-two-rows.log": _COLLECTOR_KEYED,
-    "llama.cpp-dflash-qwen35-122b-drafter-target-quant-ladder-acceptance-table.log": _COLLECTOR_KEYED,
     "llama.cpp-2024-llama-speculative-qwen25-coder-32b-3b-draft-m4-pro-summary.log": _COLLECTOR_KEYED,
 }
 _SIXTH_CITES: dict[str, str] = {
-    "vllm-ascend-v010-deepseek-r1-torchair-mtp-tok-s-two-rows.log": _REFUSED_NO_CITE,
-    "llama.cpp-dflash-qwen35-122b-drafter-target-quant-ladder-acceptance-table.log": _REFUSED_NO_CITE,
     "vllm-v026-dflash-16-spec-tokens-negative-scheduled-budget.log": _REFUSED_NO_CITE,
     "lmstudio-runtime-2282-nemotron35-lightning-mxfp4-wrong-number-of-tensors.log": _REFUSED_NO_CITE,
     "llama.cpp-mimo-v25-conversion-pr-unused-nextn-tensors-ignoring.log":

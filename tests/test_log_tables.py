@@ -15,6 +15,7 @@ import pytest
 
 from mtpinspect.diagnosis import diagnose
 from mtpinspect.errors import MtpinspectError
+from mtpinspect.logread.runs import read_log
 from mtpinspect.logread.tables import compares, table_runs, tables, without_speculation
 from mtpinspect.vocabulary import Engine
 
@@ -565,3 +566,356 @@ def test_a_block_under_another_programs_command_takes_no_setting_from_it() -> No
             "python3 -m http.server 8000 --directory drafts --speculative\n\nResult:\nrequests: 90 per s\n"
             "mean latency: 6.2 ms\n")
     assert table_runs(text)[0] == []
+
+
+# -- round 4: any grid of figures (issue 42) --------------------------------------------------------------------------
+
+
+def test_the_metric_named_in_a_label_column_that_is_not_the_first(tmp_path: Path) -> None:
+    # The batch in the first column, the metric in the second: the TPOT row is a latency (lower is better), never a
+    # speed of 6.1 tok/s beside 9.4.
+    text = ("| Batch | Metric | no spec | EAGLE-3 | Speedup |\n|---|---|---|---|---|\n"
+            "| bs=1 | TPOT (ms) | 9.4 | 6.1 | 1.54x |\n| bs=1 | Output throughput (tok/s) | 106.0 | 163.1 | 1.54x |\n"
+            "| bs=16 | Output throughput (tok/s) | 810.2 | 1102.9 | 1.36x |\n")
+    runs, _ = table_runs(text)
+    assert [(r.key, r.baseline, r.speed) for r in runs] == [("bs=1", True, 106.0), ("bs=1", False, 163.1),
+                                                            ("bs=16", True, 810.2), ("bs=16", False, 1102.9)]
+    assert _causes(tmp_path, text) == []
+
+
+def test_chinese_headers_name_the_run_without_mtp(tmp_path: Path) -> None:
+    # Headers as vllm-ascend users write them: "关闭MTP" (MTP off) and "开启MTP" (MTP on), concurrency "并发" beside.
+    text = "并发\tparallel\t关闭MTP (tok/s)\t开启MTP (tok/s)\n1\t4\t21.50\t19.02\n"
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed) for r in runs] == [(True, 21.5), (False, 19.02)]
+    assert _causes(tmp_path, text) == ["SLOWER_THAN_BASELINE"]
+
+
+def test_a_draft_rate_column_and_a_none_row_in_an_n_max_column(tmp_path: Path) -> None:
+    # llama.cpp's own "draft rate"; "none" in the n-max column is the run without drafting; past n-max 2 the speed falls
+    # below the shorter drafts' (and below the run without drafting at n-max 6).
+    text = ("| n-max | T/s (Vulkan) | draft rate |\n|---|---|---|\n| none | 30.0 | N/A |\n| 1 | 36.1 | 0.61 |\n"
+            "| 2 | 38.4 | 0.52 |\n| 4 | 33.0 | 0.31 |\n| 6 | 27.5 | 0.18 |\n")
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed, r.acceptance) for r in runs][:2] == [(True, 30.0, None), (False, 36.1, 0.61)]
+    assert _causes(tmp_path, text) == ["NMAX_TOO_HIGH"]
+
+
+def test_a_row_whose_acceptance_is_marked_empty_is_the_run_without_drafting(tmp_path: Path) -> None:
+    # Methods no rule names ("prompt-lookup", "suffix"), tied by their acceptance column beside tokens' pace; the
+    # model's own row, its acceptance "-", is the run without speculation: both methods are faster, no cause.
+    text = ("| method | ttft (ms) | tpot (ms) | accept ratio |\n|---|---|---|---|\n| qwen2.5-32b | 310.2 | 41.0 | - |\n"
+            "| prompt-lookup | 300.8 | 30.5 | 68.1% |\n| suffix | 305.1 | 28.9 | 72.6% |\n")
+    runs, _ = table_runs(text)
+    assert [(r.setting, r.baseline) for r in runs] == [("qwen2.5-32b", True), ("prompt-lookup", False), ("suffix", False)]
+    assert _causes(tmp_path, text) == []
+    slower = text.replace("| 30.5 |", "| 45.5 |").replace("| 28.9 |", "| 44.0 |")
+    assert _causes(tmp_path, slower) == ["SLOWER_THAN_BASELINE"]
+
+
+@pytest.mark.parametrize("text", [
+    # a web server's benchmark: an accept rate beside requests per second, a row without one
+    "| server | req/s | p99 (ms) | accept rate |\n|---|---|---|---|\n| nginx | 41000 | 3.1 | - |\n| haproxy | 38000 | 3.4 | 97% |\n",
+    # an email app's drafts: an acceptance column beside a throughput of messages
+    "| queue | throughput (msg/s) | draft acceptance |\n|---|---|---|\n| baseline | 1200 | - |\n| drafts | 900 | 81% |\n",
+    # a Chinese database benchmark: "关闭缓存" (cache off) vs "开启缓存" (cache on)
+    "并发\t关闭缓存 (qps)\t开启缓存 (qps)\n16\t5120\t4410\n",
+])
+def test_no_cause_for_grids_of_other_software(tmp_path: Path, text: str) -> None:
+    assert not compares(table_runs(text)[0])
+    assert _causes(tmp_path, text) == []
+
+
+def test_a_line_accepting_nothing_beside_one_that_accepts_is_the_run_without_speculation(tmp_path: Path) -> None:
+    # A benchmark script's two result lines, as bench_sglang-style scripts print them: acceptance length 1.00 is what
+    # the run without a drafter prints; the drafting run is faster: no cause (never HEAD_DISAGREES for the first).
+    text = ("#prompts: 120, Throughput: 61.20 token/s, Acceptance length: 1.00\n"
+            "#prompts: 120, Throughput: 140.75 token/s, Acceptance length: 3.41\n")
+    assert _causes(tmp_path, text) == []
+    # Where each line names its drafter, a 1.00 is a head that drafted and had nothing accepted: a fault stays one.
+    named = ("EAGLE-3 head v1: Throughput: 61.20 token/s, Acceptance length: 1.00\n"
+             "EAGLE-3 head v2: Throughput: 140.75 token/s, Acceptance length: 3.41\n")
+    assert _causes(tmp_path, named) != []
+
+
+# -- lists of figures in any layout: a wrapped metrics line, one position a line -------------------------------------
+
+
+def test_a_metrics_line_wrapped_after_its_label_is_read_whole(tmp_path: Path) -> None:
+    # vLLM's SpecDecodingLogging line (vllm/v1/spec_decode/metrics.py) as a narrow terminal wraps it: the per-position
+    # rates on the next line are the line's own; the deepest positions are rarely accepted.
+    text = ("SpecDecoding metrics: Mean acceptance length: 1.58, Accepted throughput: 9.10 tokens/s,\n"
+            "Drafted throughput: 62.40 tokens/s, Per-position acceptance rate:\n"
+            "0.420, 0.120, 0.030, 0.010, Avg Draft acceptance rate: 14.6%\n")
+    log = read_log(_write(tmp_path, text))
+    assert log.per_position == (0.42, 0.12, 0.03, 0.01) and log.mean_length == 1.58
+    assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]
+
+
+def test_positions_listed_one_a_line_under_acceptance_figures(tmp_path: Path) -> None:
+    # A log-summary script's output: its mean length and one position a line ("Pos k: share of steps").
+    text = "Mean acceptance length: 2.05\n\nPos 1: 0.610\nPos 2: 0.290\nPos 3: 0.110\nPos 4: 0.040\n"
+    log = read_log(_write(tmp_path, text))
+    assert log.per_position == (0.61, 0.29, 0.11, 0.04)
+    assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]
+
+
+@pytest.mark.parametrize("text", [
+    # an aligner's read statistics, one position a line: no acceptance figure above them
+    "Reads aligned by mapping quality\nPos 1: 0.912\nPos 2: 0.540\nPos 3: 0.210\nPos 4: 0.050\n",
+    # a web benchmark's summary wrapped after its labels
+    "Throughput summary: requests per second,\n1200, 1180, 1175\nMean latency per request:\n12.5 ms\n",
+])
+def test_no_cause_for_lists_of_other_software(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "list.log"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- runs under the commands that made them ---------------------------------------------------------------------------
+
+_SCRIPT_RUNS = """$ python bench_offline.py --model Qwen/Qwen3-8B
+Processed prompts: 100%|██████████| 16/16 [00:20<00:00,  1.25s/it, est. speed input: 51.20 toks/s, output: 410.33 toks/s]
+Processed prompts: 100%|██████████| 16/16 [00:21<00:00,  1.31s/it, est. speed input: 49.80 toks/s, output: 398.10 toks/s]
+
+$ python bench_offline.py --model Qwen/Qwen3-8B --speculative-config '{"method": "ngram", "num_speculative_tokens": 5}'
+Processed prompts: 100%|██████████| 16/16 [00:41<00:00,  2.60s/it, est. speed input: 25.01 toks/s, output: 190.72 toks/s]
+Processed prompts: 100%|██████████| 16/16 [00:39<00:00,  2.44s/it, est. speed input: 26.40 toks/s, output: 201.94 toks/s]
+"""
+
+
+def test_progress_bars_under_a_command_with_and_without_a_drafters_flag(tmp_path: Path) -> None:
+    # vLLM's LLM.generate progress bar (vllm/entrypoints/llm.py: "est. speed input: %.2f toks/s, output: %.2f toks/s")
+    # under the same script run without and with --speculative-config: each batch compared with the same batch.
+    runs, _ = table_runs(_SCRIPT_RUNS)
+    assert [(r.baseline, r.speed) for r in runs] == [(True, 410.33), (True, 398.1), (False, 190.72), (False, 201.94)]
+    assert _causes(tmp_path, _SCRIPT_RUNS)[:1] == ["SLOWER_THAN_BASELINE"]
+    faster = _SCRIPT_RUNS.replace("190.72", "610.72").replace("201.94", "630.94")
+    assert _causes(tmp_path, faster) == []
+    # The flag turned off ("num_speculative_tokens" 0 is still a config; "--num-speculative-tokens 0" is off): both
+    # commands without a drafter, nothing compared.
+    off = _SCRIPT_RUNS.replace("""--speculative-config '{"method": "ngram", "num_speculative_tokens": 5}'""",
+                               "--num-speculative-tokens 0")
+    assert not compares(table_runs(off)[0])
+
+
+@pytest.mark.parametrize("text", [
+    # a blog app's seeder, with and without its draft posts: a bare "draft" flag is no drafter's
+    "$ python seed.py\nwrote 900 rows, output: 412.5 tokens/s\n\n$ python seed.py --with-draft-posts\n"
+    "wrote 1400 rows, output: 300.1 tokens/s\n",
+    # a lexer's benchmark with an inspection flag ("--inspect" holds "spec" inside a word)
+    "$ ./lexbench corpus.txt\noutput: 1200.0 tok/s\n$ ./lexbench corpus.txt --inspect\noutput: 950.0 tok/s\n",
+    # two different programs, one with a speculative flag: nothing says the first is its baseline
+    "$ python serve_a.py\noutput: 80.0 tok/s\n$ python serve_b.py --speculative-model x\noutput: 60.0 tok/s\n",
+])
+def test_no_comparison_for_commands_that_are_not_a_drafters_pair(tmp_path: Path, text: str) -> None:
+    assert not compares(table_runs(text)[0])
+    assert "SLOWER_THAN_BASELINE" not in _causes(tmp_path, text)
+
+
+# -- a run without speculation given in a sentence of the paste ---------------------------------------------------------
+
+_SERVER_RUN = """slot print_timing: id  0 | task 12 |
+prompt eval time =    1187.45 ms /   780 tokens (    1.52 ms per token,   656.87 tokens per second)
+       eval time =   25447.71 ms /   812 tokens (   31.34 ms per token,    31.91 tokens per second)
+      total time =   26635.16 ms /  1592 tokens
+draft acceptance rate = 0.71234 (  578 accepted /   811 generated)
+"""
+
+
+def test_a_baseline_in_a_sentence_is_compared_with_the_logs_run(tmp_path: Path) -> None:
+    # llama-server's own lines (tools/server/server.cpp print_timing, the draft acceptance line) and the poster's
+    # sentence beside them: the sentence's speed is the run without MTP.
+    text = "Without MTP I get 41.5 t/s on the same prompt, with it:\n\n" + _SERVER_RUN
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    assert _causes(tmp_path, "I get 41.5 t/s without MTP, and this with it:\n\n" + _SERVER_RUN)[:1] == ["SLOWER_THAN_BASELINE"]
+    assert _causes(tmp_path, "Baseline (no MTP) is about 25 t/s. With MTP:\n\n" + _SERVER_RUN) == []
+    assert _causes(tmp_path, _SERVER_RUN) == []  # nothing to compare with
+
+
+@pytest.mark.parametrize("sentence", [
+    "Baseline vs MTP: 41.5 t/s",  # the figure is the comparison's, not the baseline's
+    "Our baseline web server handles 9000 req/s; the app below is unrelated.",  # someone else's baseline, not tokens
+    "With MTP I get 41.5 t/s on the other box.",  # a run with speculation
+])
+def test_sentences_that_are_no_baseline(tmp_path: Path, sentence: str) -> None:
+    assert _causes(tmp_path, sentence + "\n\n" + _SERVER_RUN) == []
+
+
+def test_an_engines_padded_statements_are_no_table_and_no_results_block(tmp_path: Path) -> None:
+    # llama-server's print_timing lines line up with spaces and read "name = value": the engine's own lines, read by its
+    # formats (the request's acceptance, its decode speed), never an aligned table nor a results block.
+    log = read_log(_write(tmp_path, _SERVER_RUN))
+    assert log.formats[0] == "llama.cpp draft acceptance (per request)"
+    assert (log.accepted, log.drafted) == (578, 811) and log.speed == pytest.approx(31.91)
+    assert tables(_SERVER_RUN) == [] and table_runs(_SERVER_RUN)[0] == []
+
+
+def test_a_ladder_of_draft_acceptance_by_quant_is_read(tmp_path: Path) -> None:
+    # A drafter's acceptance by its target's quantization ("mean draft acceptance", cells "a% / b%" of two prompts):
+    # read as acceptance; at 6-9% the existing rules name nothing from a log (HEAD_DISAGREES only at 5% or less).
+    text = ("| target quant | mean draft acceptance |\n|---|---:|\n| Q4_K_M (~4.8 bpw) | 6.2% / 7.0% |\n"
+            "| Q6_K (~6.6 bpw) | 8.8% / 9.1% |\n")
+    log = read_log(_write(tmp_path, text))
+    assert log.acceptance is not None and 0.06 <= log.acceptance <= 0.092
+    assert _causes(tmp_path, text) == []
+
+
+def test_a_newsrooms_draft_acceptance_table_is_no_drafters(tmp_path: Path) -> None:
+    # Editors accepting reporters' drafts: no drafter's word, no tokens, no model in the paste (it was HEAD_DISAGREES).
+    text = "| desk | draft acceptance |\n|---|---|\n| metro | 3% |\n| sports | 4% |\n"
+    assert _causes(tmp_path, text) == []
+
+
+def test_a_scripts_padded_keys_and_positions_with_their_counts(tmp_path: Path) -> None:
+    # vLLM's spec_decode.py summary keys (examples/offline_inference/spec_decode.py: num_drafts, mean acceptance length,
+    # acceptance at token i) as a script pads them into a column, its positions as "accept@pos i : rate  (count)".
+    text = ("num_spec_tokens     : 4\nnum_drafts          : 5120\nmean acceptance len : 2.104\n"
+            "  accept@pos 0      : 0.640  (3277)\n  accept@pos 1      : 0.301  (1541)\n"
+            "  accept@pos 2      : 0.121  (620)\n  accept@pos 3      : 0.042  (215)\n")
+    log = read_log(_write(tmp_path, text))
+    assert log.runtime is Engine.vllm and log.per_position == (0.64, 0.301, 0.121, 0.042) and log.mean_length == 2.104
+    assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]
+
+
+def test_a_line_of_speeds_before_and_after_a_drafter(tmp_path: Path) -> None:
+    # A poster's results outside a table: the speed before the arrow is the run without speculation.
+    text = "Results on the 4090:\n- Qwen3-8B with MTP: 52.4 → 41.0 tok/s\n- Qwen3-32B with MTP: 21.3 → 17.9 tok/s\n"
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed) for r in runs] == [(True, 52.4), (False, 41.0), (True, 21.3), (False, 17.9)]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    assert _causes(tmp_path, text.replace("41.0", "71.0").replace("17.9", "29.9")) == []
+    # Two conditions in one line, each its own key: speculation loses at batch 32.
+    one_line = "batch=1: 41.2 -> 58.1 tok/s (MTP), batch=32: 900 -> 610 tok/s (MTP)\n"
+    assert {r.key for r in table_runs(one_line)[0]} == {"batch=1 mtp", "batch=32 mtp"}
+    assert _causes(tmp_path, one_line)[:1] == ["SLOWER_THAN_BASELINE"]
+
+
+@pytest.mark.parametrize("text", [
+    "n-max 2 -> 4: 40.2 -> 35.1 t/s with MTP\n",  # one drafting setting against another
+    "Upgrade v1 -> v2 of the draft posts: 30 -> 20 tok/s\n",  # a blog's draft posts, no drafter
+    "build 5.1 -> 5.2: 40 -> 45 t/s\n",  # a build against a build
+])
+def test_arrows_that_are_no_drafters_before_and_after(text: str) -> None:
+    assert table_runs(text)[0] == []
+
+
+def test_tab_separated_rows_short_of_cells_are_padded(tmp_path: Path) -> None:
+    # A manual's tab-separated table whose rows leave cells out (dpkg's triggers.txt): read at its header's width, never
+    # a traceback; nothing speculative in it.
+    text = "Command line\tTrigproc\tTrigproc\tConfigure\nthese\t\tany triggered\n--unpack\t\tno\t\tusually[1]\tnone\n"
+    assert all(len(row) == 4 for table in tables(text) for row in table.rows)
+    assert _causes(tmp_path, text) == []
+
+
+def test_an_ar_column_is_the_run_without_speculation(tmp_path: Path) -> None:
+    # Papers and PRs name plain decoding "AR" (autoregressive): a whole cell, beside the drafters' columns.
+    text = "| dataset | AR (tok/s) | EAGLE-3 (tok/s) |\n|---|---|---|\n| MT-bench | 38.2 | 30.1 |\n| GSM8K | 37.9 | 29.4 |\n"
+    runs, _ = table_runs(text.replace(" (tok/s)", ""))
+    assert [(r.baseline, r.key) for r in runs][:2] == [(True, "mt bench"), (False, "mt bench")]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    # "AR" inside other words ("AR glasses", "VAR") names nothing.
+    assert table_runs("| device | AR glasses tok/s | MTP tok/s |\n|---|---|---|\n| a | 3.1 | 2.0 |\n")[0][0].baseline is not True
+
+
+def test_a_sentences_baseline_joins_a_table_of_drafting_runs(tmp_path: Path) -> None:
+    text = ("Without MTP I get 30.0 t/s on this box. With draft-mtp:\n\n| n-max | tok/s | acceptance |\n|---|---|---|\n"
+            "| 1 | 27.5 | 0.71 |\n| 2 | 26.0 | 0.62 |\n| 3 | 24.1 | 0.55 |\n")
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    assert "SLOWER_THAN_BASELINE" not in _causes(tmp_path, text.replace("30.0 t/s", "20.0 t/s"))
+    # Two sentences' baselines: which is this table's is not said.
+    two = "Without MTP I get 30.0 t/s here and without MTP 18.0 t/s on the laptop.\n" + text.split("\n", 1)[1]
+    assert "SLOWER_THAN_BASELINE" not in _causes(tmp_path, two)
+
+
+def test_runs_compared_within_their_quant_and_context(tmp_path: Path) -> None:
+    # A run per row, the quant and the context length their keys: Q8_0 loses at 32k, whatever Q4_K_M does.
+    text = ("| quant | context length | mode | tok/s |\n|---|---|---|---|\n| Q4_K_M | 4096 | baseline | 40.0 |\n"
+            "| Q4_K_M | 4096 | MTP | 52.0 |\n| Q8_0 | 32768 | baseline | 30.0 |\n| Q8_0 | 32768 | MTP | 26.0 |\n")
+    runs, _ = table_runs(text)
+    assert {r.key for r in runs} == {"quant=q4 k m, context=4096", "quant=q8 0, context=32768"}
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "quant=q8 0" in cause.message
+
+
+def test_setting_words_with_an_equals_sign_and_an_ar_column_of_rates(tmp_path: Path) -> None:
+    text = "| prompt | MTP=off tk/s | MTP=on tk/s |\n|---|---|---|\n| code | 44.0 | 39.0 |\n"
+    assert [(r.baseline, r.speed) for r in table_runs(text)[0]] == [(True, 44.0), (False, 39.0)]
+    # "AR" over shares of 1 is an acceptance rate column, not autoregressive decoding's speeds.
+    rates = "| n-max | tok/s | AR |\n|---|---|---|\n| 1 | 40.1 | 0.81 |\n| 3 | 44.0 | 0.62 |\n"
+    assert [(r.baseline, r.acceptance) for r in table_runs(rates)[0]] == [(False, 0.81), (False, 0.62)]
+
+
+def test_json_fields_whose_names_carry_the_setting_and_the_unit(tmp_path: Path) -> None:
+    # A script's JSON result, pretty-printed: "baseline_tps" and "mtp_tps" are two runs timed in tokens per second.
+    text = '{\n  "baseline_tps": 41.2,\n  "mtp_tps": 35.0,\n  "acceptance": 0.71\n}\n'
+    assert [(r.baseline, r.speed) for r in table_runs(text)[0] if r.speed] == [(True, 41.2), (False, 35.0)]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    # A database's benchmark JSON: transactions per second, a blog's "draft" table: no drafter.
+    db = '{\n  "baseline_tps": 5120.4,\n  "draft_tps": 4810.2,\n  "p99_ms": 3.1\n}\n'
+    assert not compares(table_runs(db)[0]) and _causes(tmp_path, db) == []
+
+
+def test_a_sentence_that_gives_both_runs(tmp_path: Path) -> None:
+    text = "Qwen3.6 27B Q4_K_M on a 3090: 58 t/s without MTP, 52 t/s with MTP (accept 78%).\n"
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    assert _causes(tmp_path, text.replace("58 t/s", "38 t/s")) == []
+
+
+@pytest.mark.parametrize("text", [
+    # a typing test: "draft suggestions" beside no run without drafting
+    "Typing test: 38 t/s without autocorrect, 52 t/s with draft suggestions on.\n",
+    # a marketing line: speeds of two products, no drafter's absence named
+    "The spec sheet says 52 tokens/s for the Pro and 38 tokens/s for the Air.\n",
+])
+def test_sentences_of_other_software_name_no_runs_to_compare(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []
+
+
+def test_runs_listed_with_tabs_or_aligned_spaces(tmp_path: Path) -> None:
+    text = "MTP off\t52.1 tok/s\nMTP on (n-max 2)\t47.3 tok/s (acceptance 77%)\n"
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    aligned = "baseline          52.1 t/s\nMTP n-max 2       47.3 t/s  (acceptance 77%)\n"
+    assert _causes(tmp_path, aligned)[:1] == ["SLOWER_THAN_BASELINE"]
+
+
+def test_the_draft_length_column_gives_each_row_its_depth(tmp_path: Path) -> None:
+    # "draft tokens" 0 is the run without drafting; 4 drafts a step and decodes slower than 2: NMAX_TOO_HIGH.
+    text = ("| draft tokens | tok/s | accept |\n|---|---|---|\n| 0 | 40.0 | - |\n| 2 | 47.0 | 0.71 |\n"
+            "| 4 | 41.5 | 0.52 |\n")
+    assert [(r.baseline, r.depth) for r in table_runs(text)[0]] == [(True, None), (False, 2), (False, 4)]
+    assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]
+
+
+def test_a_blocks_label_gives_the_unit_of_its_bare_values(tmp_path: Path) -> None:
+    text = "Results (tok/s):\n  no-spec : 40.1\n  eagle3  : 36.2  (accept len 2.9)\n"
+    assert [(r.baseline, r.speed) for r in table_runs(text)[0] if r.speed] == [(True, 40.1), (False, 36.2)]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    # A label naming no speed: bare values say nothing ("Results:" over scores).
+    assert not compares(table_runs("Results:\n  no-spec : 40.1\n  eagle3  : 36.2\n")[0])
+
+
+_BANNERED = """=== baseline ===
+INFO 06-06 14:20:34 [loggers.py:116] Engine 000: Avg prompt throughput: 1124.6 tokens/s, Avg generation throughput: 867.6 tokens/s, Running: 64 reqs, Waiting: 0 reqs, GPU KV cache usage: 9.5%, Prefix cache hit rate: 0.5%
+INFO 06-06 14:20:44 [loggers.py:116] Engine 000: Avg prompt throughput: 1152.5 tokens/s, Avg generation throughput: 826.0 tokens/s, Running: 64 reqs, Waiting: 0 reqs, GPU KV cache usage: 16.3%, Prefix cache hit rate: 0.6%
+
+=== ngram, num_speculative_tokens=4 ===
+INFO 06-06 15:20:34 [loggers.py:116] Engine 000: Avg prompt throughput: 1124.6 tokens/s, Avg generation throughput: 610.6 tokens/s, Running: 64 reqs, Waiting: 0 reqs, GPU KV cache usage: 9.5%, Prefix cache hit rate: 0.5%
+INFO 06-06 15:20:34 [metrics.py:86] SpecDecoding metrics: Draft acceptance rate: 58.8%, Mean acceptance length: 2.96, Accepted: 750 tokens, Drafted: 1276 tokens, Per-position acceptance rate: 0.743, 0.657, 0.564, 0.387
+"""
+
+
+def test_runs_under_a_posters_bannered_labels(tmp_path: Path) -> None:
+    # vLLM's own interval lines (vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/metrics.py) under "=== baseline ===" and
+    # "=== ngram ... ===": two runs, the first without speculation, compared by vLLM's generation throughput.
+    runs = diagnose(log_files=[_write(tmp_path, _BANNERED)]).logs
+    assert [(r.baseline, round(r.speed or 0, 1)) for r in runs] == [(True, 846.8), (False, 610.6)]
+    assert _causes(tmp_path, _BANNERED)[:1] == ["SLOWER_THAN_BASELINE"]
+    # A field line ("- spec_decode_acceptance_length: 2.73") is no label: one run.
+    fields = ("- spec_decode_acceptance_length: 2.73\n- spec_decode_num_drafts: 23975\n- spec_decode_draft_tokens: 71925\n"
+              "- spec_decode_accepted_tokens: 41570\n")
+    assert len(diagnose(log_files=[_write(tmp_path, fields)]).logs) == 1

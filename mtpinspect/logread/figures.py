@@ -5,7 +5,9 @@ its metrics lines become :class:`Sample`\s, its settings and failure lines are k
 one format add up is their :class:`~mtpinspect.logread.formats.Scope`'s (:func:`combine`): per
 request and per interval they are summed, running totals take the last, per-server totals the last of
 each drafting implementation, a summary's fields merge; acceptance and mean length are worked out from
-the counts where the counts are there (:func:`with_ratios`).
+the counts where the counts are there (:func:`with_ratios`). A figure line wrapped after its label or a comma is read
+whole (:func:`_unwrapped`); a run without speculation the poster gives in a sentence is a run of its own
+(:func:`sentence_baselines`).
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def read_lines(lines: Iterable[str]) -> LogLines:
     """Every engine's table over the lines, in one pass."""
     result = LogLines({table.engine: Reading(table) for table in ENGINES})
     marks = 0
-    for number, raw in enumerate(lines, 1):
+    for number, raw in _unwrapped(lines):
         line = strip_prefixes(raw)
         if not line:
             continue
@@ -89,6 +91,37 @@ def read_lines(lines: Iterable[str]) -> LogLines:
     return result
 
 
+# A figure line a terminal or a thread wrapped after a label or a comma ("..., Per-position acceptance rate:" and the
+# rates on the next line): its next lines, while they go on with a figure or a field, are its own.
+_WRAPPED_END = re.compile(r"(?i)(?:accept|throughput|metrics|per.position|drafted|mean|rate)[^\n]{0,80}[,:]\s*$")
+# (A line that opens a metrics line of its own, "SpecDecoding metrics: ...", is the next line, not the rest of this one.)
+_GOES_ON = re.compile(r"^\s{0,8}(?:\d|(?![A-Za-z ]{0,40}metrics:)[A-Z][A-Za-z -]{2,40}: )")
+_MAX_WRAPS = 4  # a wrapped line is a few lines of a terminal, not a paragraph
+
+
+def _unwrapped(lines: Iterable[str]) -> Iterable[tuple[int, str]]:
+    """The lines with their numbers, a wrapped figure line joined into one (its first line's number; the lines it
+    took in are not read again)."""
+    held: tuple[int, str] | None = None
+    wraps = 0
+    for number, raw in enumerate(lines, 1):
+        if held is not None:
+            if wraps < _MAX_WRAPS and len(raw) <= 400 and len(held[1]) <= 1600 and _GOES_ON.match(raw):
+                held, wraps = (held[0], f"{held[1].rstrip()} {raw.strip()}"), wraps + 1
+                if _WRAPPED_END.search(held[1][-200:]) is None:
+                    yield held
+                    held = None
+                continue
+            yield held
+            held = None
+        if len(raw) <= 1600 and _WRAPPED_END.search(raw[-200:]) is not None:
+            held, wraps = (number, raw), 0
+            continue
+        yield number, raw
+    if held is not None:
+        yield held
+
+
 # A table whose header names an acceptance column (llama.cpp server-bench's speed-bench "accept_rate", a
 # Markdown table of a thread): the columns are read by their names, row by row, while rows keep the header's width.
 # What a row is, its first column's name says: a category of one run's prompts (coding, math: the rows add up), or
@@ -99,7 +132,7 @@ TABLE_RUNS_FORMAT = LineFormat("table with an acceptance column, a run per row",
 _TABLE_CELLS = re.compile(r"\s*\|\s*|\s{2,}|\t")
 # An acceptance column says whose: "accept rate", "acceptance rate", "draft acceptance" (never a bare "acceptance",
 # which a test plan's table has); a mean length column "accept len", "acceptance length" or llama.cpp's "mean len".
-_RATE_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:draft[ _]accept(?:ance)?(?:[ _]rate)?|accept(?:ance)?[ _]rate|acc(?:ept)?_?rate)"
+_RATE_COLUMN = re.compile(r"^(?:avg[ _]?|mean[ _]?)?(?:draft[ _]accept(?:ance)?(?:[ _]rate)?|accept(?:ance)?[ _]rate|acc(?:ept)?_?rate)"
                           r"(?:\s*\(%\)|_pct|\s*%)?$|^(?:draft[ _])?accept(?:ance|ed)?\s*(?:%|\(%\))$", re.IGNORECASE)
 _LENGTH_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _](?:length|len))$|^mean[ _](?:acc(?:ept(?:ance)?)?[ _])?len$",
                             re.IGNORECASE)
@@ -119,7 +152,7 @@ _RATE_IN = re.compile(r"(?:@|\bat)\s*(?P<value>\d{1,3}(?:\.\d{1,6})?)\s*%")
 _EMPTY_CELL = re.compile(r"^[\s*_`]*(?:—|–|-{1,3}|n/?a|none)?[\s*_`]*$", re.IGNORECASE)
 # A poster's line of results, one run a line: "Without MTP: 25.3 t/s", "- MTP n-max 3: **19.8 tok/s** (acceptance 71%)".
 # Read only where its label names speculation or its absence (tables.py's words: one place for them).
-_LISTED_RUN = re.compile(r"^[-*>#\s]{0,6}(?P<label>[^:|=\n]{1,80}?)\s*[:=]\s*[*_`]{0,2}(?P<value>\d{1,6}(?:\.\d{1,4})?)[*_`]{0,2}\s*"
+_LISTED_RUN = re.compile(r"^[-*>#\s]{0,6}(?P<label>[^:|=\t\n]{1,80}?)(?:\s*[:=]\s*|\t\s*|\s{2,})[*_`]{0,2}(?P<value>\d{1,6}(?:\.\d{1,4})?)[*_`]{0,2}\s*"
                          r"(?:t/s|tok/s|tokens?/s|tps)\b(?P<rest>[^\n]{0,160})$", re.IGNORECASE)
 _RATE_AFTER = re.compile(r"(?i)(?P<value>\d{1,3}(?:\.\d{1,4})?)\s*%\s*(?:accept|acc\b)|accept\w*\D{0,12}?(?P<after>\d{1,3}(?:\.\d{1,4})?)\s*%|@\s*(?P<at>\d{1,3}(?:\.\d{1,4})?)\s*%")
 LISTED_RUNS_FORMAT = LineFormat("results listed one run a line", Scope.summary, ("/s",), re.compile(r"/s"))
@@ -241,6 +274,60 @@ def _listed_run(line: str) -> Figures | None:
                    acceptance=value / 100 if value is not None and value <= 100 and not baseline else None)
 
 
+# A speed in a sentence of the paste ("without MTP I get 41 t/s", "baseline is ~52 tok/s", "no spec: 30.1 tokens/s"): the
+# words since the figure before it say whose.
+_SPOKEN_SPEED = re.compile(r"(?i)(?<![\d.])(?<!\+/-\s)(?<!±\s)(?<!±)(?P<value>\d{1,6}(?:\.\d{1,4})?)\s?(?:t/s|tok/s|toks/s|tokens?/s(?:ec)?|tokens per second|tps)\b")
+_SENTENCE_REACH = 60  # the words before a figure that can name its run: one clause
+
+
+def sentence_baselines(text: str) -> list[Sample]:
+    """Runs without speculation the poster gives in a sentence of the paste ("Without MTP I get 41 t/s"): a speed whose
+    clause names the absence of drafting and no drafter after it ("MTP off: 41 t/s", never "baseline vs MTP: 30 t/s").
+    A line an engine printed ("eval time = ...") is the engine's run, not a sentence."""
+    return [s for s in sentence_runs(text) if s.figures.baseline]
+
+
+def sentence_runs(text: str) -> list[Sample]:
+    """The runs sentences of the paste give, a speed each, whose clause (the words before it, else after it, up to the
+    next figure or clause) names the absence of drafting (a run without speculation) or a drafter ("52 t/s with MTP
+    (accept 78%)": a run with it, its acceptance when the clause gives one)."""
+    found: list[Sample] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if len(line) > 400 or "/s" not in line and "per second" not in line and "tps" not in line.lower():
+            continue
+        if "|" in line or re.search(r"(?i)\beval time\b|\bslot\b|\bsrv\b|\bINFO\b|throughput:", line):
+            continue  # a table's row (tables.py reads it) or an engine's own line
+        start = 0
+        speeds = list(_SPOKEN_SPEED.finditer(line))
+        for at, speed in enumerate(speeds):
+            clause = line[max(start, speed.start() - _SENTENCE_REACH):speed.start()]
+            start = speed.end()
+            before = _CLAUSE_CUT.split(clause)[-1]
+            # Or the words right after it, up to the next figure or clause: "41 t/s without MTP, 33 t/s with it".
+            after = _CLAUSE_CUT.split(line[speed.end():speeds[at + 1].start() if at + 1 < len(speeds) else len(line)][:_SENTENCE_REACH])[0]
+            figures: Figures | None = None
+            if (words := next((w for w in (before, after) if _names_only_absence(w)), None)) is not None:
+                figures = Figures(speed=float(speed["value"]), setting=words.strip(" :=-*_`")[:200], baseline=True)
+            elif (words := next((w for w in (before, after) if names_drafting(w) and not without_speculation(w)), None)):
+                rate = _RATE_AFTER.search(words)
+                value = next((float(v) for v in (rate.group("value", "after", "at") if rate else ()) if v is not None), None)
+                figures = Figures(speed=float(speed["value"]), setting=words.strip(" :=-*_`")[:200], baseline=False,
+                                  acceptance=value / 100 if value is not None and value <= 100 else None)
+            if figures is not None:
+                found.append(Sample(LISTED_RUNS_FORMAT, figures, line[:300], number))
+    return found
+
+
+_CLAUSE_CUT = re.compile(r"[,;(.]\s|\b(?:and|but|while|vs\.?|versus|whereas)\b")
+_NEGATED = re.compile(r"(?i)\b(?:without|w/o|no|non)[ -]\w+|\w+[ -](?:off|disabled)\b")
+
+
+def _names_only_absence(words: str) -> bool:
+    """Whether a clause names a run without drafting and no drafter besides the one it negates ("without MTP I get")."""
+    return without_speculation(words) and not names_drafting(_NEGATED.sub("", words))
+
+
 def _labelled(line: str, above: str) -> Figures | None:
     """A line's acceptance figures by their words, its speed and its run's label (the line's own, else the line above
     it when that one ends in a colon: "EAGLE-3 (num_steps=8):"); a line without speculation that times a baseline
@@ -283,12 +370,53 @@ def labelled_samples(text: str) -> list[Sample]:
             samples.append(Sample(LABELLED_FORMAT, figures, line[:300], number))
         elif (head := _HEADING.match(line)) is not None:
             heading = next(g for g in head.group("h", "b", "c") if g).strip(" *_`#")
+    samples = _unaccepted_as_baseline(samples)
     # A mean length is speculative decoding's own figure; an acceptance rate alone is read where the text drafts.
     lengths = any(s.figures.mean_length is not None for s in samples)
     if not lengths and SPECULATIVE_WORDS.search(text) is None and \
             not any(names_drafting(s.figures.setting or "") for s in samples):
         return []
     return samples if any(not s.figures.baseline for s in samples) else []
+
+
+def _unaccepted_as_baseline(samples: list[Sample]) -> list[Sample]:
+    """Lines of one shape, none naming its setting, one accepting nothing (mean length exactly 1.00, acceptance 0) and
+    another accepting drafts: the one accepting nothing is the run without speculation, as a benchmark script prints it
+    ("Throughput: 88.61 token/s, Acceptance length: 1.00" above "... 234.54 token/s, Acceptance length: 5.88"). A line
+    whose label names a drafter keeps its zero: that is a head that drafted and was refused."""
+    def unnamed(sample: Sample) -> bool:
+        label = sample.figures.setting or ""
+        return not names_drafting(label) and not without_speculation(label)
+
+    def nothing(f: Figures) -> bool:
+        return (f.mean_length == 1.0 or f.mean_length is None) and f.acceptance in (0.0, None) and \
+            (f.mean_length, f.acceptance) != (None, None)
+
+    accepting = [s for s in samples if not s.figures.baseline and ((s.figures.mean_length or 1.0) > 1 or (s.figures.acceptance or 0) > 0)]
+    if not accepting or not all(unnamed(s) for s in samples):
+        return samples
+    return [replace(s, figures=replace(s.figures, baseline=True, mean_length=None, acceptance=None))
+            if not s.figures.baseline and nothing(s.figures) and s.figures.speed is not None else s for s in samples]
+
+
+# Words of a language model's runs (tokens, a GGUF's quantization) or a drafter's own figures ("mean len", a program's
+# "accept_rate" key): a table of acceptance beside them is a drafter's.
+_MODEL_WORDS = re.compile(r"(?i)\bmean[ _]len\b|\baccept(?:ance)?[ _]len|\bacc(?:ept)?_rate\b|\btok(?:en)?s?\b|\bt/s\b|\btps\b|"
+                          r"\b(?:ollama|llama[.-]?\w*|vllm|sglang|lm ?studio)\b|\bgguf\b|\bbpw\b|\b(?:ud-)?i?q\d(?:_[a-z0-9]{1,4}){1,3}\b")
+
+
+def _with_spoken_baseline(runs: list[TableRun], text: str) -> list[TableRun]:
+    """A table of drafting runs under one condition, timed in tokens per second, and the run without speculation the
+    poster gives in a sentence ("Without MTP: 30.7 t/s" above an n-max table): the sentence's run joins the table's."""
+    timed = [r for r in runs if r.speed is not None]
+    if not timed or any(r.key or r.unit != "tok/s" or r.speed_from or r.baseline for r in timed):
+        return runs
+    spoken = sentence_baselines(text)
+    if len(spoken) != 1:
+        return runs  # none, or several: which is this table's is not said
+    base = spoken[0]
+    return [*runs, TableRun(base.figures.setting or "(a sentence)", True, "", base.line, base.number, base.figures.speed,
+                            span=(base.number, base.number))]
 
 
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
@@ -299,6 +427,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     # Any table read by its words (tables.py) where it sets runs with and without speculation side by side: its runs,
     # each timed under its key, replace what the shapes below read of it.
     runs, owner = table_runs(text)
+    runs = runs if compares(runs) else _with_spoken_baseline(runs, text)
     if compares(runs):
         engine = Engine.llama_cpp if _LLAMA_TABLE.search(text) else owner
         return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], engine
@@ -307,6 +436,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
         return [], None
     listed = [Sample(LISTED_RUNS_FORMAT, figures, raw.strip()[:300], number)
               for number, raw in enumerate(text.splitlines(), 1) if (figures := _listed_run(raw.strip())) is not None]
+    listed += [s for s in sentence_runs(text) if s.number not in {run.number for run in listed}]
     if len(listed) < 2 or not any(s.figures.baseline for s in listed):
         listed = []  # a run is compared with one without speculation, or it is only a speed
     samples: list[Sample] = []
@@ -328,6 +458,8 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
             header = _header(line, raw_table=raw.lstrip().startswith("|"))
             if header is not None and _LLAMA_TABLE.search(line):
                 engine = Engine.llama_cpp
+    if samples and engine is None and SPECULATIVE_WORDS.search(text) is None and _MODEL_WORDS.search(text) is None:
+        samples = []  # a "draft acceptance" column alone is also a newsroom's: the paste must name a drafter or a model's units
     if samples or listed:
         return samples or listed, engine
     labelled = labelled_samples(text)
@@ -347,7 +479,8 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
 def _figures_of(run: TableRun) -> Figures:
     setting = f"{run.setting} ({run.speed_from})" if run.speed_from else run.setting
     return Figures(speed=run.speed, setting=setting[:300], baseline=run.baseline, acceptance=run.acceptance,
-                   mean_length=run.mean_length, group=run.key, unit=None if run.unit == "tok/s" else run.unit)
+                   mean_length=run.mean_length, group=run.key, unit=None if run.unit == "tok/s" else run.unit,
+                   spec_tokens=run.depth)
 
 
 def _marked(table: EngineLog, raw: str, line: str) -> bool:
@@ -355,6 +488,9 @@ def _marked(table: EngineLog, raw: str, line: str) -> bool:
         if mark.search(raw) or mark.search(line):
             return True
     return False
+
+
+_BARE_POSITION = re.compile(r"^Pos\.? \d")
 
 
 def _read_line(reading: Reading, line: str, number: int) -> None:
@@ -367,6 +503,8 @@ def _read_line(reading: Reading, line: str, number: int) -> None:
                 reading.unreadable.append(line)
             break
         if figures is not None:
+            if not reading.samples and _BARE_POSITION.match(line):
+                break  # "Pos 2: 0.54" says whose only under acceptance figures of the same run: alone, a share of anything
             _add(reading.samples, Sample(fmt, figures, line, number))
             break
     for setting in table.settings:

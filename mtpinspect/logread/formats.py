@@ -348,10 +348,14 @@ VLLM = EngineLog(
                    ))),
         # examples/offline_inference/spec_decode.py's summary (and test scripts that print its keys with acc_rate).
         LineFormat("vLLM spec_decode.py summary", Scope.summary,
-                   ("num_drafts:", "num_draft_tokens:", "num_accepted_tokens:", "mean acceptance length:", "acceptance at token",
-                    "acc_rate:"),
-                   _rx(r"^(?:num_drafts: (?P<steps>\d+)|num_draft_tokens: (?P<gen>\d+)|num_accepted_tokens: (?P<acc>\d+)|"
-                       r"mean acceptance length: (?P<len>[\d.]+)|acceptance at token (?P<at>\d+): (?P<at_rate>[\d.]+)|"
+                   ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "mean acceptance len", "acceptance at token",
+                    "acc_rate:", "Pos ", "@pos"),
+                   # The same keys as a script pads them into a column ("num_drafts          : 6590"), and its one position a
+                   # line ("Pos 3: 0.266", "accept@pos 0 : 0.622  (4098)": a share of steps, its count after it): one list.
+                   _rx(r"^(?:num_drafts\s{0,24}: (?P<steps>\d+)|num_draft_tokens\s{0,24}: (?P<gen>\d+)|"
+                       r"num_accepted_tokens\s{0,24}: (?P<acc>\d+)|mean acceptance len(?:gth)?\s{0,24}: (?P<len>[\d.]+)|"
+                       r"(?:acceptance at token |Pos\.? |accept(?:ance)?@pos ?)(?P<at>\d{1,2})\s{0,24}: "
+                       r"(?P<at_rate>0(?:\.\d{1,12})?|1(?:\.0{1,12})?|\.\d{1,12})(?:\s{1,8}\(\d{1,12}\))?|"
                        r"acc_rate: (?P<rate>0(?:\.\d{1,20})?|1(?:\.0{1,20})?))$")),
     ),
     settings=(

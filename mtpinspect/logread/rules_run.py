@@ -388,6 +388,8 @@ def _deeper_is_slower(drafting: list[LogEvidence]) -> list[Cause]:
     # The draft length a run names: its table row or listed label, else its command line (the run's MTP evidence).
     depth = {id(r): int(m["n"]) for r in drafting
              if (m := _N_MAX.search(r.setting or (r.run.evidence if r.run is not None else ""))) is not None}
+    # Else the draft length a table's draft-length column gave the run ("draft tokens" 4).
+    depth.update({id(r): r.spec_tokens for r in drafting if id(r) not in depth and r.group is not None and r.spec_tokens})
     sized = [r for r in drafting if id(r) in depth and r.speed is not None]
     # The fastest run at each draft length, then the fastest at any shorter one (linear in the runs, a table may hold
     # thousands).

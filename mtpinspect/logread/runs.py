@@ -31,9 +31,19 @@ from mtpinspect.errors import FormatError, shown
 from mtpinspect.files import pasted_text, read_bounded
 from mtpinspect.jsonable import json_field
 from mtpinspect.logread.catalogue import Meaning, Scan, Seen, kinds_read, scan
-from mtpinspect.logread.figures import LogLines, Reading, Sample, combine, read_lines, table_samples, with_ratios
+from mtpinspect.logread.figures import (
+    LogLines,
+    Reading,
+    Sample,
+    combine,
+    read_lines,
+    sentence_baselines,
+    table_samples,
+    with_ratios,
+)
 from mtpinspect.logread.formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
 from mtpinspect.logread.run_facts import LogApp, MtpUse, RunFacts, read_run
+from mtpinspect.logread.tables import names_drafting, without_speculation
 from mtpinspect.logread.voices import without_content
 from mtpinspect.runtime.crash import Crash, crash_in_log
 from mtpinspect.runtime.logs import unused_nextn_tensors
@@ -138,7 +148,9 @@ def read_runs(path: str | Path) -> list[LogEvidence]:
         runs = []
         for number, (first, piece, lines) in enumerate(segments, 1):
             found = _read_text(f"{file} (run {number}, from line {first})", piece, piece, lines, first, str(file))
-            if _WITHOUT_LABEL.match(piece.lstrip("\n")) and found[0].drafted is None and found[0].acceptance is None \
+            first_line = piece.lstrip("\n").split("\n", 1)[0]
+            said = _WITHOUT_LABEL.match(first_line) or (label := _LABEL_LINE.match(first_line)) and without_speculation(label["label"])
+            if said and found[0].drafted is None and found[0].acceptance is None \
                     and found[0].mean_length is None:
                 found[0].baseline = True  # the poster's label says this run had no speculation
             runs += found
@@ -162,10 +174,29 @@ _RUN_START = re.compile(
 _WITHOUT_LABEL = re.compile(r"^[ \t]{0,4}[#*_>-]{0,4}[ \t]{0,2}(?:without|w/o|no)[ \t]", re.IGNORECASE)
 
 
+# A label line set apart by banners, a heading's marks or a closing colon ("=== baseline ===", "## ngram, k=4",
+# "**EAGLE-3:**"), the label alone (no "name: value" field): a run starts there when its words name a setting
+# (tables.py's words: one place for them).
+_LABEL_LINE = re.compile(r"^[ \t]{0,4}(?:(?P<open>[#=*_>~-]{1,8})[ \t]{0,2})?(?P<label>[^\n#*~|:]{2,80}?)[ \t]{0,2}"
+                         r"(?P<close>[=*_~-]{1,8}|:[*_]{0,2})?[ \t]*$", re.MULTILINE)
+_MAX_LABELS = 256  # label lines looked at; a text of thousands is no poster's runs
+
+
+def _label_starts(spoken: str) -> list[int]:
+    """Where a poster's decorated label line naming a setting opens a run (bare prose lines do not)."""
+    starts: list[int] = []
+    for found in _LABEL_LINE.finditer(spoken):
+        if len(starts) >= _MAX_LABELS:
+            break
+        if (found["open"] or found["close"]) and (without_speculation(found["label"]) or names_drafting(found["label"])):
+            starts.append(found.start())
+    return starts
+
+
 def _segments(spoken: str) -> list[tuple[int, str, LogLines]]:
     """The runs of a text that holds several, each with its first line number and its lines read; one entry (the
     whole text) when it holds one or none."""
-    starts = [m.start() for m in _RUN_START.finditer(spoken)]
+    starts = sorted({*(m.start() for m in _RUN_START.finditer(spoken)), *_label_starts(spoken)})
     if len(starts) < 2:
         return []
     bounds = [0, *[s for s in starts if s > 0], len(spoken)]
@@ -220,6 +251,15 @@ def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first:
         readings = {e: replace(r, samples=[]) for e, r in lines.readings.items()}
         readings[main] = replace(readings[main], samples=list(rows))
         compared = _runs_of(name, replace(lines, readings=readings), whole, hits, first, source, None, "table run")
+    if not rows and any(r.samples for r in lines.readings.values()):
+        # The run without speculation the poster gives in a sentence beside the engine's own lines ("without MTP I get
+        # 41 t/s"): a run of its own, compared with the log's (never added to its figures).
+        spoken_bases = sentence_baselines(spoken)
+        if spoken_bases:
+            main = max(lines.readings.values(), key=lambda r: len(r.samples)).engine.engine
+            readings = {e: replace(r, samples=[]) for e, r in lines.readings.items()}
+            readings[main] = replace(readings[main], samples=spoken_bases)
+            compared = _runs_of(name, replace(lines, readings=readings), whole, hits, first, source, None, "run in a sentence")
     return _runs_of(name, lines, whole, hits, first, source, crash, "run") + compared
 
 

@@ -33,6 +33,13 @@ tables of one run, metrics by row (:func:`field_blocks`); a field that names its
 same work took is a run of its own. A block under the one engine command pasted since the block before it is that command's
 run: with a drafter's flag (--speculative-model, --speculative-algorithm, --spec-type, -md) or without one.
 
+Beyond tables and blocks (issue 42, round 4): a row's metric may stand in any label column ("Batch" | "Metric"); a row
+whose acceptance is marked empty ("-", "N/A") beside rows that accept drafts ran without speculation, and an acceptance
+column beside a column of tokens' pace ties a table whatever its methods are called; Chinese setting words ("不开mtp");
+runs under the commands that made them (a script's timed output lines under the same program's command with a
+drafter's flag and without one, compared batch by batch); a line of speeds before and after a drafter ("MTP: 22.7 →
+40.6 tok/s"). An engine's padded "name = value" statements (llama-server's print_timing) are no table.
+
 Each run becomes a :class:`TableRun`: its setting, whether it ran without speculation, its key, its speed and
 acceptance. A "baseline" whose drafts were accepted (an earlier build with MTP) ran with speculation: a table of such
 runs is settings side by side, no comparison against a run without it. A row of acceptance in a table of metrics by
@@ -73,6 +80,9 @@ class Table:
     lines: tuple[str, ...]  # each row's line, as pasted
     heading: str  # the nearest line above the table that is not part of it ("The base model speed:")
     command: str = ""  # a results block's: the engine's command pasted above it (its flags say the run's setting)
+
+
+_ASSIGNMENT = re.compile(r"^\s*[A-Za-z_][\w .()/#-]{0,60}?\s=\s")
 
 
 def _cells(line: str) -> tuple[str, tuple[str, ...]]:
@@ -149,7 +159,10 @@ def tables(text: str) -> list[Table]:
             # row. It says what the table's cells measure: the table's heading, the header the row below it.
             above_header = " ".join(c for c in block[0][2] if c)[:200] or heading
             del block[0]
-        lines = _by_gaps(block) if shape == "aligned" else _padded(block) if shape == "pipe" else block
+        if shape == "aligned" and sum(1 for _, line, _ in block if _ASSIGNMENT.match(line)) * 2 > len(block):
+            return  # "eval time =   25447.71 ms / ...": an engine's statements padded to line up, not a table's rows
+        # Tab-separated rows may hold fewer cells than their header (an empty cell is no tab): at the header's width too.
+        lines = _padded(_by_gaps(block)) if shape == "aligned" else _padded(block) if shape == "pipe" else block
         if len(lines) >= 2 and _is_header(lines[0][2]):
             rows = lines[1:]
             found.append(Table(lines[0][2], tuple(c for _, _, c in rows), tuple(n for n, _, _ in rows),
@@ -180,7 +193,7 @@ _NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20
 
 # A results block: "name: value" lines under a label ("spec 7b", "**Without MTP**"), as a client script or a
 # benchmark prints them: a table of one run, its metrics by row.
-_FIELD = re.compile(r"^[-*>\s]{0,6}(?P<name>[A-Za-z#(][^:=|\n]{0,70}?)\s*[:=]\s+[*_`]{0,2}(?P<value>[~≈]?\d[^\n]{0,60})$")
+_FIELD = re.compile(r"^[-*>\s]{0,6}[\"']?(?P<name>[A-Za-z#(][^:=|\n\"']{0,70}?)[\"']?\s*[:=]\s+[*_`]{0,2}(?P<value>[~≈]?\d[^\n]{0,60})$")
 
 
 # Lines inside a results block that are no figure of it: "Backend: sglang" (and a section banner, _banner).
@@ -235,7 +248,8 @@ def field_blocks(text: str) -> list[Table]:
         close()
         block = []
         if raw.strip() and not _FENCE.match(raw):
-            above = raw.strip(" #*_>-:")[:80] if len(raw) <= 120 else ""
+            # A statement an engine printed ("eval time = 25447.71 ms / 812 tokens (...)") names no run below it.
+            above = raw.strip(" #*_>-:")[:80] if len(raw) <= 120 and not _ASSIGNMENT.match(raw) else ""
     close()
     return found
 
@@ -259,8 +273,10 @@ def _is_header(cells: tuple[str, ...]) -> bool:
 # Read on the cell's words with "_" and "-" as spaces: "no_mtp_eager" is "no mtp eager".
 _BASELINE = re.compile(r"\b(?:baseline|base model|no spec(?:ulation|ulative(?: decoding)?)?|without (?:speculation|speculative|spec|"
                        r"mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|w/o (?:spec\w*|mtp|draft\w*|eagle\d?)|(?:spec(?:ulative)?(?: ?dec(?:oding|ode)?)?|"
-                       r"speculation|mtp|draft(?:ing)?|eagle\d?|nextn) (?:off|disabled)|no (?:mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|"
-                       r"non mtp|vanilla|naive(?! (?:draft|spec|mtp|eagle|ngram|medusa))|autoregressive|target (?:model )?only|(?:plain|standard|normal|regular) decoding)\b")
+                       r"speculation|mtp|draft(?:ing)?|eagle\d?|nextn) ?[=:]? ?(?:off|disabled|false|0)(?![\w.])|no (?:mtp|draft(?:ing|er)?|eagle\d?|nextn|ngram)|"
+                       r"non mtp|vanilla|naive(?! (?:draft|spec|mtp|eagle|ngram|medusa))|autoregressive|target (?:model )?only|(?:plain|standard|normal|regular) decoding|"
+                       # Chinese headers: "不开mtp" (MTP not on), "关闭投机" (speculation off), "基线" (baseline)
+                       r"(?:不开启?|未开启?|关闭|不使用|不用|禁用|无|没有) ?(?:mtp|eagle\d?|nextn|draft|投机|推测|草稿)|基线)\b")
 _SPEC = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|draft(?:ing|er)?|spec(?:ulative|ulation)?|spec ?dec(?:oding|ode)?|medusa|"
                    r"dflash|ngram|lookahead|n ?max|num speculative tokens)(?![a-z])")
 _WITH = re.compile(r"^(?:with|w/) \w")
@@ -277,7 +293,7 @@ _DEPTH_COLUMN = re.compile(r"^(?:spec(?:ulative)? )?(?:n ?max|draft n ?max|draft
 _SPEEDUP = re.compile(r"\bspeed ?ups?\b")
 _RATIO = re.compile(r"\bratio\b|\bgain\b|×|\bvs\b|\w \bover\b \w")  # "E1 over vanilla": one run's over another's
 _LATENCY = re.compile(r"\b(?:tpot|itl|tbt|ms ?/ ?tok(?:en)?|ms per token|s ?/ ?tok(?:en)?|inter token latency|(?:per )?token latency|time per output token)\b")
-_SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/ ?s\b|\btps\b|tokens per second|\bthroughput\b")
+_SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/ ?s\b|\btk ?/ ?s\b|\btps\b|tokens per second|\bthroughput\b")
 # A time of the whole request or its first token: lower is better, and not a speed ("decode time", "TTFT").
 _TIME = re.compile(r"\b(?:time|duration|latency|ttft|e2e|elapsed)\b")
 # A column named by a run and the unit of the time its work took ("Naive(s)", "Medusa (ms)"): lower is better.
@@ -295,19 +311,23 @@ _OTHER_QUANTITY = re.compile(r"%|°c|\(w\)|\b(?:util(?:i[sz]ation)?|power|watts?
 # A count per second of something other than tokens ("main-model passes/s", "steps/s", "req/s"): no decode speed.
 _OTHER_PER_SECOND = re.compile(r"\b(?:pass(?:es)?|steps?|forwards?|iterations?|iters?|batch(?:es)?|calls?|rounds?|images?|frames?|ops|"
                                r"quer(?:y|ies))\s?(?:/\s?s(?:ec)?|per s(?:ec(?:ond)?)?)\b")
-_RATE = re.compile(r"\baccept(?:ance|ed)?\b|\bacc rate\b|\bacc %|\baccpt\b")
-_KEY = re.compile(r"^(?:bs|batch(?: size)?|concurrency|conc|c|max concurrency|qps|request rate|rps|prompt|prompts|case|dataset|task|"
+_RATE = re.compile(r"\baccept(?:ance|ed)?\b|\bacc rate\b|\bacc %|\baccpt\b|\bdraft (?:rate|acc)\b")  # "draft rate": llama.cpp's own words
+_KEY = re.compile(r"^(?:bs|batch(?: size)?|concurrency|conc|c|max concurrency|parallel|np|qps|request rate|rps|prompt|prompts|case|dataset|task|"
                   r"category|input len|output len|isl|osl|ctx|context|seq len|gpu|gpus|tp|scenario|workload|test|depth|hardware|device|"
-                  r"backend|platform|machine)$")
+                  r"backend|platform|machine|quant|quants|quantization|quant type|dtype|precision|context length|ctx len|n ctx|"
+                  r"context size|kv cache|kv type|prompt length|input length|output length|max tokens|temperature|temp)$")
 # One key spelled several ways in one paste's tables ("bs" in one, "batch size" in the next).
 _KEY_NAMES = {"batch": "bs", "batch size": "bs", "c": "concurrency", "conc": "concurrency",
-              "max concurrency": "concurrency", "prompts": "prompt", "gpus": "gpu", "ctx": "context"}
+              "max concurrency": "concurrency", "prompts": "prompt", "gpus": "gpu", "ctx": "context",
+              "context length": "context", "ctx len": "context", "n ctx": "context", "context size": "context",
+              "quants": "quant", "quantization": "quant", "quant type": "quant", "temp": "temperature"}
 # A cell of speeds before and after speculation was turned on ("22.7 → 40.6 (+79%)"), under a speed's or a change's name.
 _ARROW = re.compile(r"(?P<before>\d{1,6}(?:\.\d{1,6})?)\s{0,8}(?:t/s|tok/s|tps)?\s{0,8}(?:→|->|=>|⇒)\s{0,8}(?P<after>\d{1,6}(?:\.\d{1,6})?)")
 _CHANGE = re.compile(r"δ|\bdelta\b|\bchange\b")
 _PROMPT_ROW = re.compile(r"\bpp\d*\b|\bprefill\b|\bprompt (?:processing|eval)|\bttft\b|\binput\b")
 _SPEED_UNITS = frozenset({"", "tok/s", "t/s", "tokens/s", "token/s", "tps", "toks/s", "tok/sec", "tokens/sec", "tk/s"})
 _PROMPT_TEST = re.compile(r"^(?:pp\d*|prefill|prompt processing)$")
+_ABSENT = frozenset({"-", "—", "–", "n/a", "na", "none", "", "/"})  # a cell left empty on purpose (words: "_" and "-" read as spaces)
 _YES = frozenset({"yes", "y", "on", "true", "enabled", "✓", "✔", "x"})
 _NO = frozenset({"no", "n", "off", "false", "disabled", "✗", "✘", "-", "—", "none", "0"})
 _FILLER = re.compile(r"\b(?:mean|avg|average|median|p50|output|total|decode|gen(?:eration)?|token|tokens|tok|per|s|ms|ts|"
@@ -348,9 +368,12 @@ def _figure(words: str) -> str | None:
     return None
 
 
+_AR_CELL = re.compile(r"^ar(?: decoding| baseline)?(?: ?[(\[][^)\]]{0,30}[)\]])?$")
+
+
 def _setting(words: str) -> bool | None:
     """True: the words name a run without speculative decoding; False: one with it; None: neither."""
-    if _BASELINE.search(words):
+    if _BASELINE.search(words) or _AR_CELL.match(words):  # "AR (tok/s)": autoregressive decoding, the whole cell
         return True
     depth = _DEPTH_IN.search(words)
     if depth is not None and int(depth["n"]) == 0 and _SPEC.search(words):
@@ -399,6 +422,7 @@ class TableRun:
     acceptance: float | None = None
     mean_length: float | None = None
     span: tuple[int, int] = (0, 0)  # the first and last line of the table or block it was read from
+    depth: int | None = None  # its draft length, where a draft-length column gives it
 
 
 @dataclass
@@ -411,6 +435,8 @@ class _Run:
     figures: dict[str, float]
     latency_cell: str = ""
     identity: str = ""  # what its name says besides the setting: the model, build or engine ("gguf q4 k m")
+    unaccepted: bool = False  # its acceptance cells are marked empty ("-", "N/A") in a table that has acceptance
+    depth: int | None = None  # the draft length its table's draft-length column gives ("n-max", "draft tokens")
     span: tuple[int, int] = (0, 0)
 
 
@@ -474,6 +500,7 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
     speeds = [i for i, k in enumerate(kinds) if k in ("speed", "latency")]
     for cells, number, line in zip(table.rows, table.numbers, table.lines):
         names, keys, baseline, drafting, prompt = [], [], None, False, False
+        depth: int | None = None
         for i, cell in enumerate(cells):
             words = _words(cell)
             if kinds[i] == "key":
@@ -484,10 +511,11 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
                 if read is not None:
                     names.append(f"{table.header[i]} {cell.strip(' *_`')}")
                     drafting = drafting or read[0] > 0
+                    depth = int(read[0]) if read[0] == int(read[0]) and 0 < read[0] <= 64 else depth
                     baseline = True if read[0] == 0 and baseline is None else baseline
-                elif words:  # "Draft off" in an n-max column: the row's setting in words
+                elif words:  # "Draft off" in an n-max column: the row's setting in words; "none": no draft length
                     names.append(cell.strip(" *_`")[:80])
-                    said = _setting(words)
+                    said = True if words in _NO else _setting(words)
                     baseline = True if said is True else baseline
                     drafting = drafting or said is False
             elif kinds[i] == "switch" and words:
@@ -510,7 +538,9 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
         if prompt:
             continue  # a prompt-processing test's row (llama-bench's pp512): its speed is not decoding's
         run = _Run(", ".join(names)[:200], baseline if baseline else (False if drafting else None), ", ".join(keys), line,
-                   number, {}, identity=_key_of(labels))
+                   number, {}, identity=_key_of(labels), depth=depth)
+        accepting = [cells[i] for i in range(len(cells)) if kinds[i] in ("rate", "length")]
+        run.unaccepted = bool(accepting) and all(_words(c) in _ABSENT for c in accepting)
         for i, cell in enumerate(cells):
             if kinds[i] in ("rate", "length", "speedup"):
                 _put(run, kinds[i] or "", cell, "%" in table.header[i])
@@ -527,13 +557,19 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
         if len(speeds) > 1:  # several speed columns: each its own condition ("think ON", "predictable")
             for i in speeds:
                 one = _Run(run.setting, run.baseline, ", ".join(filter(None, [run.key, _key_of(header[i]) or header[i]])),
-                           line, number, dict(run.figures), identity=run.identity)
+                           line, number, dict(run.figures), identity=run.identity, unaccepted=run.unaccepted, depth=run.depth)
                 _put(one, kinds[i] or "", cells[i], False)
                 runs.append(one)
         else:
             for i in speeds:
                 _put(run, kinds[i] or "", cells[i], False)
             runs.append(run)
+    # A row that names no setting and whose acceptance is marked empty ("-", "N/A") beside rows whose drafts were
+    # accepted drafted nothing: the run without speculation ("llama3.1-70B" above "suffix", "lstm").
+    if any(r.figures.get("rate", 0) > 0 or r.figures.get("length", 1) > 1 for r in runs):
+        for run in runs:
+            if run.baseline is None and run.unaccepted and not run.figures.keys() & {"rate", "length"}:
+                run.baseline = True
     return runs
 
 
@@ -542,7 +578,10 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
     row: the row names the key and, where the column does not, the figure (metrics by row)."""
     runs: dict[tuple[int, str], _Run] = {}
     header = [_words(c) for c in table.header]
-    label = 0 if settings[0] is None else None
+    # The row's label: every cell outside the setting columns that is no figure ("B=1" under "Batch", "TPOT (ms)" under
+    # "Metric"): the metric a row measures may stand in any of them, not only in the first.
+    labels = [i for i, s in enumerate(settings) if s is None and (i == 0 or kinds[i] in (None, "key"))] \
+        if settings[0] is None else []
     # The header's own words are a key only where one setting has several columns ("no_mtp_eager", "no_mtp_graph"):
     # else they only say more of the setting ("EAGLE pre-fix (--enable-multi-layer-eagle)").
     families = sum(1 for s in settings if s is True) > 1 or sum(1 for s in settings if s is False) > 1
@@ -557,10 +596,10 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
     # none and of a cell without its own unit.
     titled = _figure(_words(table.heading))
     titled = titled if titled in ("latency", "length", "rate") else None
-    timed_keys = {_key_of(words) for row in table.rows if label is not None and
-                  _figure(words := _words(row[label])) not in ("rate", "length", "ratio", "speedup", "time")}
+    timed_keys = {_key_of(words) for row in table.rows if labels and
+                  _figure(words := _label_words(row, labels)) not in ("rate", "length", "ratio", "speedup", "time")}
     for cells, number, line in zip(table.rows, table.numbers, table.lines):
-        row_words = _words(cells[label]) if label is not None else ""
+        row_words = _label_words(cells, labels)
         if _PROMPT_ROW.search(row_words):
             continue  # the prompt's processing (prefill, pp512, TTFT): not decoding, whatever its unit
         row_figure = _figure(row_words)
@@ -594,6 +633,10 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
     return [run for run in runs.values() if run.figures]
 
 
+def _label_words(cells: tuple[str, ...], labels: list[int]) -> str:
+    return " ".join(filter(None, (_words(cells[i]) for i in labels)))
+
+
 def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None, bool | None]:
     """What a header cell's column holds, and the setting its words name (a run per column when they do)."""
     words = _words(cell)
@@ -612,6 +655,8 @@ def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None,
     values = {_words(c) for c in column if c.strip()}
     numeric = sum(1 for c in column if _number(c) is not None)
     said = _setting(words) if words else None
+    if said and _AR_CELL.match(words) and numeric and all((n := _number(c)) is None or n[0] <= 1 for c in column):
+        return "rate", None  # "AR" over shares of 1: an acceptance rate, not autoregressive decoding's speeds
     if said is not None and values and values <= (_YES | _NO):
         return "switch", None  # "MTP heads": yes / no
     if said is False and values and numeric * 2 < len(column):
@@ -626,13 +671,26 @@ def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None,
     return None, None
 
 
+# A column of tokens' pace: a speed in tokens or a per-token latency (not a request's or a connection's).
+_TOKEN_PACE = re.compile(r"\btok(?:en)?s?\b|\btpot\b|\bitl\b|\bt ?/ ?s\b|\btps\b|time per output token")
+
+
+def _accepts_tokens(table: Table, kinds: list[str | None]) -> bool:
+    """Whether a table ties itself to speculative decoding by its columns: an acceptance column beside a column of
+    tokens' pace (tokens per second, TPOT) is drafts accepted while decoding, whatever the header calls the methods
+    ("suffix", "lstm"). An acceptance rate beside requests or connections per second is a server's."""
+    return any(k in ("rate", "length") for k in kinds) and any(
+        k in ("speed", "latency") and _TOKEN_PACE.search(_words(cell)) for k, cell in zip(kinds, table.header))
+
+
 def _runs_of(table: Table, tie: bool) -> list[_Run]:
     if len(table.header) < 2:
         return []
     columns = [[row[i] for row in table.rows] for i in range(len(table.header))]
     read = [_column_kind(cell, columns[i], i == 0) for i, cell in enumerate(table.header)]
     kinds, settings = [k for k, _ in read], [s for _, s in read]
-    if not tie and not any(_TIE.search(_words(c)) for c in (*table.header, table.heading, *(r[0] for r in table.rows))):
+    if not tie and not any(_TIE.search(_words(c)) for c in (*table.header, table.heading, *(r[0] for r in table.rows))) \
+            and not _accepts_tokens(table, kinds):
         return []
     if True in settings and False not in settings:
         # Beside a "Baseline" column, a column of figures named "With <something>" is the setting compared with it
@@ -681,7 +739,7 @@ def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
             said = _DRAFTING_FLAG.search(block.command) is None
         run = _Run(block.heading, said, "", block.lines[0], block.numbers[0], {}, identity=_key_of(words))
         for (name, value), number, line in zip(block.rows, block.numbers, block.lines):
-            listed = _listed(name, value, line, number)
+            listed = _listed(name, value, line, number, _figure(words) == "speed")
             if listed is not None:  # "Baseline (non-speculative): 215.84 s": a run of its own
                 runs.append(listed)
                 continue
@@ -702,9 +760,10 @@ _RATE_NOTE = re.compile(r"(?i)(?P<before>\d{1,3}(?:\.\d{1,4})?)\s*%\s*(?:accept|
 _DURATION = {"s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "ms": 1e-3, "min": 60.0, "mins": 60.0, "minutes": 60.0}
 
 
-def _listed(name: str, value: str, line: str, number: int) -> _Run | None:
+def _listed(name: str, value: str, line: str, number: int, in_speed: bool = False) -> _Run | None:
     """A field that is a run of its own: its name says the setting, its value a decode speed or the time the same work
-    took ("Speculative decoding model: 133.24 s"); None otherwise."""
+    took ("Speculative decoding model: 133.24 s"); None otherwise. ``in_speed``: the block's label gives the unit of its
+    bare values ("Results (tok/s):")."""
     words = _words(name)
     said = _setting(words)
     read = _number(value)
@@ -712,7 +771,7 @@ def _listed(name: str, value: str, line: str, number: int) -> _Run | None:
         return None
     amount, unit = read
     run = _Run(name.strip(" *_`")[:120], said, "", line, number, {}, identity=_key_of(words))
-    if _cell_figure(value) == "speed":
+    if _cell_figure(value) == "speed" or not unit and (_figure(words) == "speed" or in_speed):  # "baseline_tps": 41.2
         run.figures["speed"] = amount
         note = _RATE_NOTE.search(value)  # "19.8 tok/s (acceptance 71%)"
         if note is not None and not said and float(note["after"] or note["before"]) <= 100:
@@ -757,7 +816,98 @@ def _table_runs_of(run: _Run) -> list[TableRun]:
         return []
     return [TableRun(run.setting or "(unnamed)", bool(run.baseline), run.key, run.line, run.number, speed, source,
                      acceptance=None if run.baseline else run.figures.get("rate"),
-                     mean_length=None if run.baseline else run.figures.get("length"))]
+                     mean_length=None if run.baseline else run.figures.get("length"), depth=run.depth)]
+
+
+# -- runs under the commands that made them ------------------------------------------------------------------------
+
+# A command as pasted under a shell prompt or on its own: a script, an engine, a benchmark (environment settings first).
+_COMMAND = re.compile(r"^\s{0,4}(?:[$#>]\s{1,4})?(?:[A-Z_][A-Z0-9_]{0,40}=\S{0,80}\s+){0,4}(?P<program>(?:python3?(?:\.\d+)?|uv run|"
+                      r"torchrun|accelerate launch)\s+(?:-m\s+)?[\w./-]{1,120}|\./[\w./-]{1,120}|[\w./-]{0,80}(?:llama-[\w-]{1,40}|"
+                      r"vllm(?:\s+(?:serve|bench\s+\w+))?|sglang\.\w+))(?=\s|$)")
+# A flag that turns a drafter on ("--with_speculation True", "--speculative-model ...", "--spec-type draft-mtp", "-md
+# f.gguf"), and the values that turn it off ("--num-speculative-tokens 0", "--use-mtp false").
+# A bare "draft" is a blog's too ("--with-draft-posts"): only the drafter's own flags (--draft-max, --model-draft).
+_COMMAND_DRAFTING = re.compile(r"\s--?(?P<flag>[\w-]{0,30}(?<![a-z])(?:spec(?:ulati\w{0,8})?|mtp|eagle\d?|ngram|nextn|medusa|lookahead)"
+                               r"(?![a-z])[\w-]{0,30}|(?:model[-_])?draft(?:[-_](?:max|min|n|p|model|tokens?)[\w-]{0,20})?|md)"
+                               r"(?:[ =](?P<value>[^\s-]\S{0,200})|(?=\s|$))", re.IGNORECASE)
+_OFF_VALUES = frozenset({"0", "false", "no", "none", "off", "disabled", "0.0"})
+# A line's decode speed as a script or engine prints it under its command: the output's or the decode's tokens per
+# second ("est. speed input: 40.85 toks/s, output: 305.54 toks/s", "eval rate: 41.2 tokens/s"); a unit cut at the
+# line's end ("toks/") still says tokens per second.
+_OUTPUT_SPEED = re.compile(r"(?i)\b(?:output|decode|decoding|generation|gen|eval rate)\b[^\n\d]{0,12}?(?P<value>\d{1,6}(?:\.\d{1,6})?)\s?"
+                           r"(?:tok(?:en)?s?\s?/\s?s(?:ec)?\b|tok(?:en)?s?/$|t/s\b|tps\b|tokens per second)")
+_MAX_COMMANDS = 64  # commands pasted one under another in a thread; more are a log's own lines
+
+
+def _command_runs(text: str) -> list[_Run]:
+    """Runs under the commands that made them: the lines of a command's output that time its decoding (a benchmark
+    script's progress bars, one a batch), the command's flags its setting. A command with a drafter's flag beside the
+    same program's command without one: the second ran without speculation; each one's k-th timed line is compared with
+    the other's k-th (the same batch of the same script). Commands of different programs say nothing of each other."""
+    commands: list[tuple[str, bool, list[tuple[int, str, float]]]] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        if len(raw) > 2000:
+            continue
+        command = _COMMAND.match(raw)
+        if command is not None and len(commands) < _MAX_COMMANDS:
+            drafting = any((m["value"] or "").strip("'\"").lower() not in _OFF_VALUES for m in _COMMAND_DRAFTING.finditer(raw))
+            commands.append((" ".join(command["program"].split()), drafting, []))
+            continue
+        speed = _OUTPUT_SPEED.search(raw) if commands and not _FIELD.match(raw) else None
+        if speed is not None:
+            commands[-1][2].append((number, raw.strip()[:300], float(speed["value"])))
+    programs = {(program, drafting) for program, drafting, timed in commands if timed}
+    runs: list[_Run] = []
+    for program, drafting, timed in commands:
+        if (program, not drafting) not in programs:
+            continue  # no run of the same program on the other side: nothing to compare with
+        for at, (number, line, value) in enumerate(timed, 1):
+            runs.append(_Run(f"{program} ({'with' if drafting else 'without'} a drafter's flag)", not drafting,
+                             f"timed line {at} under its command", line, number, {"speed": value},
+                             span=(timed[0][0], timed[-1][0])))
+    return runs
+
+
+# A line of speeds before and after a drafter was turned on, outside a table ("MTP: 22.7 → 40.6 tok/s", "decode 41 t/s
+# -> 33 t/s with n-gram"): the unit after the second speed says they are decode speeds.
+_ARROW_LINE = re.compile(_ARROW.pattern + r"\s{0,4}(?:t/s|tok/s|toks/s|tokens?/s|tps)\b", re.IGNORECASE)
+_ARROWS = re.compile(r"→|->|=>|⇒")
+
+
+def _arrow_runs(text: str) -> list[_Run]:
+    """Runs a line gives as its speed before and after speculation ("MTP: 22.7 → 40.6 tok/s"): the line must name a
+    drafter; an arrow between two settings ("n-max 2 -> 4: 40 -> 35 t/s") is a run without speculation only where its
+    left side names none ("no spec -> MTP: 41 -> 33 t/s")."""
+    runs: list[_Run] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        whole = raw.strip()
+        if len(whole) > 300 or "|" in whole or not names_drafting(whole):
+            continue
+        # Several conditions in one line ("batch=1: 41 -> 58 tok/s (MTP), batch=32: 900 -> 610 tok/s (MTP)"): each its own.
+        clauses = _CLAUSES.split(whole) if len(_ARROW_LINE.findall(whole)) > 1 else [whole]
+        for clause in clauses:
+            runs += _arrow_run(clause, number)
+    return runs
+
+
+_CLAUSES = re.compile(r"[;,]\s+(?=\D)")
+
+
+def _arrow_run(line: str, number: int) -> list[_Run]:
+    """The two runs one clause gives as its speeds before and after a drafter; none where it names no drafter or its
+    arrow is between two settings."""
+    arrow = _ARROW_LINE.search(line)
+    if arrow is None or not names_drafting(line):
+        return []
+    label = line[:arrow.start()] + " " + line[arrow.end():]
+    sides = _ARROWS.split(label, maxsplit=1)
+    if len(sides) > 1 and not without_speculation(sides[0]):
+        return []  # one setting against another ("n-max 2 -> 4"): no run without speculation here
+    key = " ".join(re.sub(r"[^\w.=]+", " ", _words(label)).split())[:60] or f"line {number}"
+    name = label.strip(" :-*_`")[:100]
+    return [_Run(f"{name} (before)", True, key, line, number, {"speed": float(arrow["before"])}, span=(number, number)),
+            _Run(f"{name} (after)", False, key, line, number, {"speed": float(arrow["after"])}, span=(number, number))]
 
 
 def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
@@ -775,6 +925,8 @@ def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
     blocks = field_blocks(text)
     found += _block_runs(blocks, tie)
     words += [_words(b.heading) for b in blocks]
+    found += _command_runs(text)
+    found += _arrow_runs(text)
     runs = [table_run for run in found for table_run in _as_table_runs(run)]
     joined = " ".join(words)
     engine = next((e for e, pattern in _ENGINE_WORDS if pattern.search(joined)), None)
