@@ -919,3 +919,29 @@ def test_runs_under_a_posters_bannered_labels(tmp_path: Path) -> None:
     fields = ("- spec_decode_acceptance_length: 2.73\n- spec_decode_num_drafts: 23975\n- spec_decode_draft_tokens: 71925\n"
               "- spec_decode_accepted_tokens: 41570\n")
     assert len(diagnose(log_files=[_write(tmp_path, fields)]).logs) == 1
+
+
+# -- a column's unit as its name's last word; "speculative" as another field's technique ----------------------------
+# (the seventh set's negative: `column -t` over a database benchmark's baseline_ms / speculative_prefetch_ms columns
+# was read as tokens per second of a speculative decoder, SLOWER_THAN_BASELINE)
+
+
+def test_a_field_names_last_word_gives_its_time_unit(tmp_path: Path) -> None:
+    # Lower is better: 388.9 ms is the faster run, 1012.4 ms the slower one, read in seconds, never as tok/s.
+    text = ("workload    baseline_ms  mtp_ms  speedup\n"
+            "btree-scan  412.3        388.9   1.06\n"
+            "hash-join   958.1        1012.4  0.95\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "1.0124 s against 0.9581 s" in cause.message and "tok/s" not in cause.message
+
+
+@pytest.mark.parametrize("text", [
+    # a database benchmark as `column -t` aligns it
+    "workload    baseline_ms  speculative_prefetch_ms  speedup\nbtree-scan  412.3        388.9                    1.06\n"
+    "hash-join   958.1        1012.4                   0.95\n",
+    # a CPU simulator's results: speculative execution and loads
+    "| benchmark | baseline IPC | speculative execution IPC |\n|---|---|---|\n| mcf | 0.41 | 0.38 |\n| gcc | 1.12 | 1.05 |\n",
+    "kernel, no_spec_loads_ns, speculative_loads_ns\nstream, 812, 790\nchase, 2210, 2305\n",
+])
+def test_speculative_as_another_fields_technique_ties_nothing(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []

@@ -277,12 +277,15 @@ _BASELINE = re.compile(r"\b(?:baseline|base model|no spec(?:ulation|ulative(?: d
                        r"non mtp|vanilla|naive(?! (?:draft|spec|mtp|eagle|ngram|medusa))|autoregressive|target (?:model )?only|(?:plain|standard|normal|regular) decoding|"
                        # Chinese headers: "不开mtp" (MTP not on), "关闭投机" (speculation off), "基线" (baseline)
                        r"(?:不开启?|未开启?|关闭|不使用|不用|禁用|无|没有) ?(?:mtp|eagle\d?|nextn|draft|投机|推测|草稿)|基线)\b")
-_SPEC = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|draft(?:ing|er)?|spec(?:ulative|ulation)?|spec ?dec(?:oding|ode)?|medusa|"
+# "Speculative" naming another field's technique (a CPU's or a database's speculative execution, prefetch, loads,
+# stores or reads; a parser's speculative parsing): not speculative decoding, so no run setting and no tie.
+_OTHER_SPECULATION = r"(?! (?:prefetch|execut|exec\b|load|stor|fetch|read|branch|retriev|pag|pars|compil|lock|writ)\w*)"
+_SPEC = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|draft(?:ing|er)?|spec(?:ulative" + _OTHER_SPECULATION + r"|ulation)?|spec ?dec(?:oding|ode)?|medusa|"
                    r"dflash|ngram|lookahead|n ?max|num speculative tokens)(?![a-z])")
 _WITH = re.compile(r"^(?:with|w/) \w")
 # Words only speculative decoding uses: a table holding one is tied to it on its own. A bare "draft" or "spec" is
 # not (a blog's "draft posts", a build's "spec" target): those tables need the paste's tie (SPECULATIVE_WORDS).
-_TIE = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|medusa|dflash|speculative|speculation|spec ?dec(?:oding|ode)?|n ?max|"
+_TIE = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|medusa|dflash|speculative" + _OTHER_SPECULATION + r"|speculation|spec ?dec(?:oding|ode)?|n ?max|"
                   r"num speculative tokens|draft (?:model|tokens?|len(?:gth)?|max)|accept(?:ance|ed)? (?:rate|len(?:gth)?)|"
                   r"acc len)(?![a-z])")
 # A draft length: "n-max 3", "--spec-draft-n-max 0", "n=2", "k=4", "num_speculative_tokens: 5".
@@ -297,7 +300,9 @@ _SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/
 # A time of the whole request or its first token: lower is better, and not a speed ("decode time", "TTFT").
 _TIME = re.compile(r"\b(?:time|duration|latency|ttft|e2e|elapsed)\b")
 # A column named by a run and the unit of the time its work took ("Naive(s)", "Medusa (ms)"): lower is better.
-_DURATION_HEAD = re.compile(r"\((?P<unit>s|sec|secs|seconds|ms|min|mins|minutes)\)$")
+# A field name may carry it as its last word instead ("baseline_ms", "speculative_sec"): never a bare "s" or "min",
+# which end other words' abbreviations.
+_DURATION_HEAD = re.compile(r"(?:\((?P<unit>s|sec|secs|seconds|ms|min|mins|minutes)\)|(?<= )(?P<word>ms|msec|sec|secs|seconds|mins|minutes))$")
 _NOT_DECODE = re.compile(r"\bpp\d*\b|\bprompt\b|prefill|\binput\b|\breq(?:uests?)?\b|\bttft\b|\btotal tok")
 _SPEED = re.compile(r"\bspeed\b|\bdecode\b|\btg\d*\b|\bgen(?:eration)? rate\b|\beval rate\b")
 _LENGTH = re.compile(r"\baccept(?:ance|ed)? len(?:gth)?\b|\bacc len\b|\bmean len\b|\bavg len\b|\bal\b|\btau\b|τ|acceptance length|"
@@ -479,8 +484,9 @@ def _put_duration(run: _Run, cell: str, head: re.Match[str] | None) -> None:
     read = _number(cell)
     if read is None or head is None or read[0] <= 0 or read[1]:
         return
-    run.figures.setdefault("duration", read[0] * _DURATION[head["unit"]])
-    run.latency_cell = run.latency_cell or f"{cell.strip(' *_`')} {head['unit']}"
+    unit = head["unit"] or head["word"]
+    run.figures.setdefault("duration", read[0] * _DURATION[unit])
+    run.latency_cell = run.latency_cell or f"{cell.strip(' *_`')} {unit}"
 
 
 def _cell_figure(cell: str) -> str | None:
@@ -757,7 +763,7 @@ def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
 
 
 _RATE_NOTE = re.compile(r"(?i)(?P<before>\d{1,3}(?:\.\d{1,4})?)\s*%\s*(?:accept|acc\b)|accept\w*\D{0,12}?(?P<after>\d{1,3}(?:\.\d{1,4})?)\s*%")
-_DURATION = {"s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "ms": 1e-3, "min": 60.0, "mins": 60.0, "minutes": 60.0}
+_DURATION = {"s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "ms": 1e-3, "msec": 1e-3, "min": 60.0, "mins": 60.0, "minutes": 60.0}
 
 
 def _listed(name: str, value: str, line: str, number: int, in_speed: bool = False) -> _Run | None:
