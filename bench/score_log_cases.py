@@ -12,6 +12,10 @@ lists the halves):
     python bench/score_log_cases.py cases/logs                      # the whole corpus
     python bench/score_log_cases.py cases/logs-negative             # the negative corpus
     python bench/score_log_cases.py cases/logs --files A.log B.log   # some of it
+
+Where a set's collector judged, entry by entry, whether the paste alone shows the thread's answer (the eighth set's
+``paste_alone``: "shows both", "cause only in the thread", "engine only in the thread", "neither"), a second line
+scores the entries a reader of the paste alone can get right.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ def main() -> None:
     if args.files:
         entries = [e for e in entries if e["file"] in set(args.files)]
     right = wrong_high = 0
+    shown = [0, 0]  # entries whose paste alone shows the answer, by the collector's "paste_alone" judgement: right, all
     for entry in entries:
         expect = entry.get("expect")
         try:
@@ -60,10 +65,19 @@ def main() -> None:
         high = [c.code for c in report.causes if confidence_word(c.confidence) == "high" and c.code not in allowed]
         wrong_high += bool(high)
         right += ok
+        # An untied entry's answer is "no cause" (nothing in the paste ties its crash to drafting), which the paste
+        # shows whenever it names the engine, though the thread's own cause is only in the thread.
+        if entry.get("paste_alone") == "shows both" or \
+                "untied" in expect and entry.get("paste_alone") == "cause only in the thread":
+            shown[0] += ok
+            shown[1] += 1
         print(f"{'ok  ' if ok else 'MISS'}  {entry['file']}: expected {expected or 'no cause'} ({expect['runtime']}); "
               f"got {codes[:2] or 'no cause'} ({log.runtime})"
               + (f"  WRONG AT HIGH CONFIDENCE: {high}" if high else ""))
     print(f"{right} of {len(entries)} right; {wrong_high} with a wrong cause at high confidence")
+    if shown[1]:
+        print(f"{shown[0]} of the {shown[1]} whose paste alone shows the expected cause and engine (the collector's "
+              f"'paste_alone' judgement) right")
 
 
 if __name__ == "__main__":
