@@ -29,7 +29,8 @@ Evidence comes from three places: static (`check` and the run's flags, static.py
   exactly 0: a cliff, not a decay);
 - acceptance 50% or more and every MTP configuration under 0.95x the baseline -> SLOWER_THAN_BASELINE;
 - a request that filled 90% of the slot's context, or was truncated -> CONTEXT_NEAR_LIMIT;
-- the runs of one pasted text compared by their decode speed (logread/rules_run.py: compared_runs).
+- the runs of one pasted text compared by their decode speed (logread/rules_run.py: compared_runs): every drafting
+  run no faster than the run without it -> SLOWER_THAN_BASELINE.
 
 Merging: one cause per code; confidences from independent sources combine as 1 - prod(1 - c);
 evidence lines are concatenated; a log cause's evidence names the figures the log lacks. Ranking: by

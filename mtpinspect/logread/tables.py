@@ -172,6 +172,12 @@ def tables(text: str) -> list[Table]:
         line = raw.translate(_BOX_BARS) if len(raw) <= _MAX_LINE else ""
         stripped = line.strip()
         if block and stripped and _RULE.match(line):
+            if shape == "pipe" and len(block) >= 2 and _new_head(block[-1][2], line):
+                # Markdown's delimiter row under a row of words: that row heads a second table pasted right below the
+                # first (the prose between them dropped), "| Model | MTP Disabled | MTP Enabled |" under a table of runs.
+                head = block.pop()
+                close()
+                block, width, heading = [head], len(head[2]), ""  # the table above is no heading of this one
             continue  # a rule row inside a table (or under its head)
         kind, cells = _cells(line) if stripped else ("", ())
         fits = bool(kind) and 2 <= len(cells) <= _MAX_CELLS
@@ -186,6 +192,18 @@ def tables(text: str) -> list[Table]:
             above = stripped[:200]
     close()
     return found
+
+
+# Markdown's delimiter row (GFM): a cell of dashes, colons for alignment, a cell per column of the row it heads.
+_DELIMITER_CELL = re.compile(r"^:?-{3,}:?$")
+
+
+def _new_head(cells: tuple[str, ...], rule: str) -> bool:
+    """Whether a Markdown delimiter row makes the row above it a new table's header: as many cells as that row, and
+    that row words (a table drawn with a rule between every row has figures in them)."""
+    _, rule_cells = _cells(rule)
+    return (len(rule_cells) == len(cells) and all(_DELIMITER_CELL.match(c) for c in rule_cells)
+            and _is_header(cells))
 
 
 _NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<unit>(?!/\s?\d)(?:%|[a-zA-Zµ/×]{1,12}(?:/s)?))?")  # "31.00/0.07": a mean over its std
@@ -278,8 +296,8 @@ _BASELINE = re.compile(r"\b(?:baseline|base model|no spec(?:ulation|ulative(?: d
                        # Chinese headers: "不开mtp" (MTP not on), "关闭投机" (speculation off), "基线" (baseline)
                        r"(?:不开启?|未开启?|关闭|不使用|不用|禁用|无|没有) ?(?:mtp|eagle\d?|nextn|draft|投机|推测|草稿)|基线)\b")
 # "Speculative" naming another field's technique (a CPU's or a database's speculative execution, prefetch, loads,
-# stores or reads; a parser's speculative parsing): not speculative decoding, so no run setting and no tie.
-_OTHER_SPECULATION = r"(?! (?:prefetch|execut|exec\b|load|stor|fetch|read|branch|retriev|pag|pars|compil|lock|writ)\w*)"
+# stores or reads, a CPU's measured in instructions per cycle, "speculative_ipc"; a parser's speculative parsing): not speculative decoding, so no run setting and no tie.
+_OTHER_SPECULATION = r"(?! (?:prefetch|execut|exec\b|load|stor|fetch|read|branch|retriev|pag|pars|compil|lock|writ|ipc\b|cycl|instr)\w*)"
 _SPEC = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|draft(?:ing|er)?|spec(?:ulative" + _OTHER_SPECULATION + r"|ulation)?|spec ?dec(?:oding|ode)?|medusa|"
                    r"dflash|ngram|lookahead|n ?max|num speculative tokens)(?![a-z])")
 _WITH = re.compile(r"^(?:with|w/) \w")
