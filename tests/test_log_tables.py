@@ -989,3 +989,54 @@ def test_a_drafting_run_faster_than_the_run_without_it_names_nothing(tmp_path: P
 ])
 def test_other_softwares_tables_as_fast_either_way_name_nothing(tmp_path: Path, text: str) -> None:
     assert _causes(tmp_path, text) == []
+
+
+# -- round 5: pastes that hold a drafter's figures or a drafting run are read, never refused ---------------------------
+
+
+def test_an_apps_footer_with_the_share_of_draft_tokens_accepted(tmp_path: Path) -> None:
+    # LM Studio's message footer shape ("tok/sec", "N% draft tokens accepted"), as apps that copy it print it.
+    path = _write(tmp_path, "`⌾ 41 tok/sec · ab 388 tokens · 67.5% draft tokens accepted`\n")
+    report = diagnose(log_files=[path])
+    assert report.causes == [] and report.logs[0].acceptance == pytest.approx(0.675)
+
+
+def test_a_vllm_serving_benchmark_without_speculation_is_a_reading(tmp_path: Path) -> None:
+    # benchmarks/benchmark_serving.py's block (no "Backend:" line, no Speculative Decoding section): vLLM, no cause.
+    text = ("============ Serving Benchmark Result ============\nSuccessful requests:                     200\n"
+            "Benchmark duration (s):                  61.04\nTotal input tokens:                      40960\n"
+            "Total generated tokens:                  51200\nRequest throughput (req/s):              3.28\n"
+            "Output token throughput (tok/s):         838.80\nTotal Token throughput (tok/s):          1509.80\n"
+            "---------------Time to First Token----------------\nMean TTFT (ms):                          95.12\n")
+    report = diagnose(log_files=[_write(tmp_path, text)])
+    assert report.causes == [] and str(report.logs[0].runtime) == "vllm"
+
+
+def test_sglangs_serving_benchmark_under_the_same_banner_stays_sglangs(tmp_path: Path) -> None:
+    text = ("============ Serving Benchmark Result ============\nBackend:                                 sglang\n"
+            "Traffic request rate:                    inf\nSuccessful requests:                     200\n"
+            "Output token throughput (tok/s):         838.80\n")
+    assert str(diagnose(log_files=[_write(tmp_path, text)]).logs[0].runtime) == "sglang"
+
+
+def test_acceptance_by_n_max_in_a_table_is_read(tmp_path: Path) -> None:
+    # A PR's Markdown table of acceptance by the draft length, before and after the change: healthy drafting runs.
+    text = "| n_max | acceptance (before) | acceptance (after) |\n|---:|---:|---:|\n| 1 | 91.2% | 93.0% |\n| 2 | 78.4% | 80.1% |\n"
+    report = diagnose(log_files=[_write(tmp_path, text)])
+    assert report.causes == [] and [round(log.acceptance or 0, 3) for log in report.logs] == [0.912, 0.784]
+
+
+@pytest.mark.parametrize("text", [
+    # a newsroom's editorial stats
+    "`12 drafts · 4 editors · 82.0% draft posts accepted`\n",
+    # an MCMC sampler's acceptance by its number of steps
+    "| steps | acceptance rate |\n|---:|---:|\n| 1000 | 23.4% |\n| 5000 | 24.1% |\n",
+])
+def test_other_softwares_acceptance_figures_are_no_drafters(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []
+    path = _write(tmp_path, text)
+    try:
+        logs = diagnose(log_files=[path]).logs
+    except MtpinspectError:
+        return  # refused: nothing read
+    assert all(log.acceptance is None for log in logs)
