@@ -40,6 +40,10 @@ runs under the commands that made them (a script's timed output lines under the 
 drafter's flag and without one, compared batch by batch); a line of speeds before and after a drafter ("MTP: 22.7 →
 40.6 tok/s"). An engine's padded "name = value" statements (llama-server's print_timing) are no table.
 
+Round 5: a Markdown delimiter row under a row of words starts the next table (two tables pasted back to back, the prose
+between them dropped); several acceptance columns without a speed are each a condition of their own ("acceptance
+(main)" | "acceptance (PR)").
+
 Each run becomes a :class:`TableRun`: its setting, whether it ran without speculation, its key, its speed and
 acceptance. A "baseline" whose drafts were accepted (an earlier build with MTP) ran with speculation: a table of such
 runs is settings side by side, no comparison against a run without it. A row of acceptance in a table of metrics by
@@ -522,6 +526,8 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
     runs: list[_Run] = []
     header = [_words(c) for c in table.header]
     speeds = [i for i, k in enumerate(kinds) if k in ("speed", "latency")]
+    # Several acceptance columns and no speed: each column its own condition ("acceptance (main)" | "acceptance (PR)").
+    rates = [i for i, k in enumerate(kinds) if k == "rate"] if not speeds else []
     for cells, number, line in zip(table.rows, table.numbers, table.lines):
         names, keys, baseline, drafting, prompt = [], [], None, False, False
         depth: int | None = None
@@ -583,6 +589,13 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
                 one = _Run(run.setting, run.baseline, ", ".join(filter(None, [run.key, _key_of(header[i]) or header[i]])),
                            line, number, dict(run.figures), identity=run.identity, unaccepted=run.unaccepted, depth=run.depth)
                 _put(one, kinds[i] or "", cells[i], False)
+                runs.append(one)
+        elif len(rates) > 1:
+            for i in rates:
+                one = _Run(run.setting, run.baseline, ", ".join(filter(None, [run.key, _key_of(header[i]) or header[i]])),
+                           line, number, {k: v for k, v in run.figures.items() if k != "rate"}, identity=run.identity,
+                           unaccepted=run.unaccepted, depth=run.depth)
+                _put(one, "rate", cells[i], "%" in table.header[i])
                 runs.append(one)
         else:
             for i in speeds:
