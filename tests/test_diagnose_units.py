@@ -142,3 +142,31 @@ def test_unused_nextn_tensors_without_a_command_line_give_both_readings(tmp_path
     shown.write_text("$ llama-server -m mimo-v2.5-Q4_K_M.gguf -c 8192\n" + _UNUSED_HEAD, encoding="utf-8")
     (first, *_) = diagnose(log_files=[shown]).causes
     assert first.code == "MTP_NOT_ENABLED" and first.confidence_word == "high"
+
+
+# vLLM V1's SpecDecoding line (vllm/v1/spec_decode/metrics.py, SpecDecodingLogging.log): per-position rates are the
+# accepted tokens each draft position adds per step. Figures written for these tests (not in cases/logs).
+_SPEC_LINE = ("INFO 03-02 10:11:12 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: {mean:.2f}, "
+              "Accepted throughput: 40.00 tokens/s, Drafted throughput: 80.00 tokens/s, Accepted: {acc} tokens, "
+              "Drafted: {drafted} tokens, Per-position acceptance rate: {rates}, Avg Draft acceptance rate: {pct:.1f}%\n")
+
+
+def _spec_log(tmp_path: Path, rates: list[float], drafts: int = 400) -> Path:
+    accepted = round(sum(rates) * drafts)
+    path = tmp_path / "vllm.log"
+    path.write_text(_SPEC_LINE.format(mean=1 + sum(rates), acc=accepted, drafted=drafts * len(rates),
+                                      rates=", ".join(f"{r:.3f}" for r in rates),
+                                      pct=100 * accepted / (drafts * len(rates))), encoding="utf-8")
+    return path
+
+
+def test_deepest_position_just_under_the_floor_is_no_nmax_cause(tmp_path: Path) -> None:
+    # The last position adds 0.33 tokens a step, the two deepest 0.38 on average: cutting the draft gains nothing.
+    assert diagnose(log_files=[_spec_log(tmp_path, [0.86, 0.64, 0.43, 0.33])]).causes == []
+
+
+def test_a_tail_under_the_floor_is_nmax_too_high(tmp_path: Path) -> None:
+    # The two deepest positions add 0.25 tokens per drafted token: n-max past the pay-off.
+    report = diagnose(log_files=[_spec_log(tmp_path, [0.78, 0.52, 0.30, 0.20])])
+    assert [c.code for c in report.causes] == ["NMAX_TOO_HIGH"]
+    assert report.causes[0].fix.startswith("num_speculative_tokens 2 ")

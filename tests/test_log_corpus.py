@@ -165,17 +165,11 @@ _SEVENTH_FIGURES: dict[str, str] = {
 }
 _SEVENTH_TOTALS: dict[str, str] = {
     "vllm-ascend-glm5-w4a8-mtp3-flashcomm-dp-loggers-specdecoding-lines.log": _COLLECTOR_KEYED,
-    "atomic-chat-message-footer-tok-sec-draft-tokens-accepted.log": _COLLECTOR_KEYED,
     "vllm-backport-sm89-glm53-flash-fp8-mtp-slow-decode-specdecoding-lines.log": _COLLECTOR_KEYED,
     "llama.cpp-speculative-simple-eagle3-qwen3-235b-q2k-draft-summary.log": _COLLECTOR_KEYED,
-    "vllm-v06-llama33-70b-base-concurrency1-serving-benchmark-no-spec.log": _COLLECTOR_KEYED,
-    "llama.cpp-ik-glm45-air-mtp-warmup-fix-acceptance-main-vs-pr-table.log": _COLLECTOR_KEYED,
 }
 _SEVENTH_CITES: dict[str, str] = {
     "vllm-eagle3-qwen3-target-only-llama-models-value-error.log": _REFUSED_NO_CITE,
-    "atomic-chat-message-footer-tok-sec-draft-tokens-accepted.log": _REFUSED_NO_CITE,
-    "vllm-v06-llama33-70b-base-concurrency1-serving-benchmark-no-spec.log": _REFUSED_NO_CITE,
-    "llama.cpp-ik-glm45-air-mtp-warmup-fix-acceptance-main-vs-pr-table.log": _REFUSED_NO_CITE,
 }
 # Pastes whose index figures the reader does not read, each with why (strict xfails: a check that starts to pass is
 # noticed). Figures the reader cannot honestly read stay here rather than being bent to fit.

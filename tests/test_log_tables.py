@@ -945,3 +945,100 @@ def test_a_field_names_last_word_gives_its_time_unit(tmp_path: Path) -> None:
 ])
 def test_speculative_as_another_fields_technique_ties_nothing(tmp_path: Path, text: str) -> None:
     assert _causes(tmp_path, text) == []
+
+
+# -- round 5: two Markdown tables pasted back to back; a drafting run no faster than the run without it ---------------
+# (GFM: a delimiter row makes the row above it a header, so a second header row under a table's rows starts a new
+# table; an app user's "MTP Disabled" / "MTP Enabled" rows, as LM Studio names its toggle)
+
+
+def test_a_delimiter_row_under_a_row_of_words_starts_the_next_table() -> None:
+    text = ("| Setting | Decode |\n|---|---|\n| MTP Disabled | ~21 tokens/s |\n| MTP Enabled | ~20 tokens/s |\n"
+            "| Model | MTP Disabled | MTP Enabled |\n|:---|---:|---:|\n| Gemma-4-12B-MTP-GGUF | ~30 tokens/s | ~52 tokens/s |\n")
+    found = tables(text)
+    assert [t.header for t in found] == [("Setting", "Decode"), ("Model", "MTP Disabled", "MTP Enabled")]
+    assert [len(t.rows) for t in found] == [2, 1] and found[1].heading == ""
+
+
+def test_a_table_with_a_rule_under_every_row_stays_one_table() -> None:
+    # Rows of figures between rules are the same table's rows (no row of words above a rule but the header).
+    text = "| run | tok/s |\n|---|---|\n| baseline | 30.1 |\n|---|---|\n| mtp n-max 2 | 41.7 |\n|---|---|\n"
+    assert [len(t.rows) for t in tables(text)] == [2]
+
+
+def test_a_drafting_run_as_fast_as_the_run_without_it_is_no_gain(tmp_path: Path) -> None:
+    # One model's runs no faster with MTP (the other model of the second table gains: one key is enough).
+    text = ("| Setting | Decode |\n|---|---|\n| MTP Disabled | ~21 tokens/s |\n| MTP Enabled | ~21 tokens/s |\n"
+            "| Model | MTP Disabled | MTP Enabled |\n|---|---|---|\n| Gemma-4-12B-MTP-GGUF | ~30 tokens/s | ~52 tokens/s |\n")
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "no faster" in cause.message and "best 21 against 21" in cause.message
+
+
+def test_a_drafting_run_faster_than_the_run_without_it_names_nothing(tmp_path: Path) -> None:
+    text = "| Setting | Decode |\n|---|---|\n| MTP Disabled | ~21 tokens/s |\n| MTP Enabled | ~23 tokens/s |\n"
+    assert _causes(tmp_path, text) == []
+
+
+@pytest.mark.parametrize("text", [
+    # two benchmark tables of a web framework pasted back to back, "disabled" / "enabled" naming a cache
+    "| Setting | Throughput |\n|---|---|\n| Cache Disabled | 1200 req/s |\n| Cache Enabled | 1200 req/s |\n"
+    "| Route | Cache Disabled | Cache Enabled |\n|---|---|---|\n| /api/users | 900 req/s | 2400 req/s |\n",
+    # a CPU simulator: a branch predictor's speculative IPC no better than its baseline
+    "trace    predictor  baseline_ipc  speculative_ipc  speedup\n-------  ---------  ------------  ---------------  -------\n"
+    "mcf      gshare     0.62          0.62             1.00\ngcc      tage       1.21          1.21             1.00\n",
+])
+def test_other_softwares_tables_as_fast_either_way_name_nothing(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []
+
+
+# -- round 5: pastes that hold a drafter's figures or a drafting run are read, never refused ---------------------------
+
+
+def test_an_apps_footer_with_the_share_of_draft_tokens_accepted(tmp_path: Path) -> None:
+    # LM Studio's message footer shape ("tok/sec", "N% draft tokens accepted"), as apps that copy it print it.
+    path = _write(tmp_path, "`⌾ 41 tok/sec · ab 388 tokens · 67.5% draft tokens accepted`\n")
+    report = diagnose(log_files=[path])
+    assert report.causes == [] and report.logs[0].acceptance == pytest.approx(0.675)
+
+
+def test_a_vllm_serving_benchmark_without_speculation_is_a_reading(tmp_path: Path) -> None:
+    # benchmarks/benchmark_serving.py's block (no "Backend:" line, no Speculative Decoding section): vLLM, no cause.
+    text = ("============ Serving Benchmark Result ============\nSuccessful requests:                     200\n"
+            "Benchmark duration (s):                  61.04\nTotal input tokens:                      40960\n"
+            "Total generated tokens:                  51200\nRequest throughput (req/s):              3.28\n"
+            "Output token throughput (tok/s):         838.80\nTotal Token throughput (tok/s):          1509.80\n"
+            "---------------Time to First Token----------------\nMean TTFT (ms):                          95.12\n")
+    report = diagnose(log_files=[_write(tmp_path, text)])
+    assert report.causes == [] and str(report.logs[0].runtime) == "vllm"
+
+
+def test_sglangs_serving_benchmark_under_the_same_banner_stays_sglangs(tmp_path: Path) -> None:
+    text = ("============ Serving Benchmark Result ============\nBackend:                                 sglang\n"
+            "Traffic request rate:                    inf\nSuccessful requests:                     200\n"
+            "Output token throughput (tok/s):         838.80\n")
+    assert str(diagnose(log_files=[_write(tmp_path, text)]).logs[0].runtime) == "sglang"
+
+
+def test_acceptance_by_n_max_in_a_table_is_read(tmp_path: Path) -> None:
+    # A PR's Markdown table of acceptance by the draft length, before and after the change: healthy drafting runs.
+    text = "| n_max | acceptance (before) | acceptance (after) |\n|---:|---:|---:|\n| 1 | 91.2% | 93.0% |\n| 2 | 78.4% | 80.1% |\n"
+    report = diagnose(log_files=[_write(tmp_path, text)])
+    assert report.causes == []
+    # Each acceptance column is its own condition: a run per row and column.
+    assert [round(log.acceptance or 0, 3) for log in report.logs] == [0.912, 0.93, 0.784, 0.801]
+
+
+@pytest.mark.parametrize("text", [
+    # a newsroom's editorial stats
+    "`12 drafts · 4 editors · 82.0% draft posts accepted`\n",
+    # an MCMC sampler's acceptance by its number of steps
+    "| steps | acceptance rate |\n|---:|---:|\n| 1000 | 23.4% |\n| 5000 | 24.1% |\n",
+])
+def test_other_softwares_acceptance_figures_are_no_drafters(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []
+    path = _write(tmp_path, text)
+    try:
+        logs = diagnose(log_files=[path]).logs
+    except MtpinspectError:
+        return  # refused: nothing read
+    assert all(log.acceptance is None for log in logs)

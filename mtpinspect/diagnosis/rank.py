@@ -24,12 +24,13 @@ Evidence comes from three places: static (`check` and the run's flags, static.py
 - without copy figures (its runs failed), classes whose n-max 1 acceptance
   differ by 0.3 or more, one below 0.5 -> PROMPT_CLASS;
 - going from n-max 1 to 3 gains under 0.35 accepted tokens per extra drafted token (confidence 0.7
-  when n-max 3 also measured slower, 0.45 otherwise), or the deepest position of a log is accepted
-  under 35% of steps -> NMAX_TOO_HIGH (with a known engine bug when the deepest positions fall to
+  when n-max 3 also measured slower, 0.45 otherwise), or a log's deepest two positions accepted under 35% of
+  steps on average (the same gain per extra drafted token, read from the per-position list) -> NMAX_TOO_HIGH (with a known engine bug when the deepest positions fall to
   exactly 0: a cliff, not a decay);
 - acceptance 50% or more and every MTP configuration under 0.95x the baseline -> SLOWER_THAN_BASELINE;
 - a request that filled 90% of the slot's context, or was truncated -> CONTEXT_NEAR_LIMIT;
-- the runs of one pasted text compared by their decode speed (logread/rules_run.py: compared_runs).
+- the runs of one pasted text compared by their decode speed (logread/rules_run.py: compared_runs): every drafting
+  run no faster than the run without it -> SLOWER_THAN_BASELINE.
 
 Merging: one cause per code; confidences from independent sources combine as 1 - prod(1 - c);
 evidence lines are concatenated; a log cause's evidence names the figures the log lacks. Ranking: by
@@ -477,8 +478,11 @@ def _lacks(log: LogEvidence) -> tuple[str, ...]:
 
 
 def _decay_causes(log: LogEvidence) -> list[Cause]:
+    # The probe's rule read from the list: a per-position rate is the tokens that position adds per step, so the
+    # deepest two positions' mean is what going from n-max N-2 to N gains per extra drafted token. One deepest
+    # position just under the floor is not the cause: dropping it gives back its cost less its yield, about nothing.
     rates = log.per_position
-    if len(rates) < 2 or rates[-1] >= WORTH_DRAFTING:
+    if len(rates) < 2 or sum(rates[-2:]) / 2 >= WORTH_DRAFTING:
         return []
     keep = max(1, sum(1 for r in rates if r >= FINE_ACCEPTANCE))
     bugs = known_bugs(log)

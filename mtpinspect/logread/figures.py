@@ -166,6 +166,9 @@ _LABELLED_LENGTH = re.compile(r"(?i)" + _OPENS + r"(?:(?:avg\.?|average|mean)[ _
                               r"[*_`\s\"']{0,3}[:=][*_`\s]{0,3}(?P<len>\d{1,3}(?:\.\d{1,12})?)(?![\d.]*\s*%)")
 _LABELLED_RATE = re.compile(r"(?i)" + _OPENS + r"(?:(?:avg\.?|average|mean|draft)[ _])?(?:accept(?:ance)?|accpt)[ _.-]?rate\b"
                             r"[*_`\s\"']{0,3}[:=][*_`\s]{0,3}(?P<rate>\d{1,3}(?:\.\d{1,12})?)\s*(?P<pct>%)?")
+# The share of drafted tokens accepted written before its words, as an app's footer shows it (LM Studio's "82.0% draft
+# tokens accepted", apps that copy it): "draft tokens" is speculative decoding's own phrase.
+_RATE_BEFORE = re.compile(r"(?i)(?<![\d.])(?P<rate>\d{1,3}(?:\.\d{1,6})?)\s?%\s(?:of\s)?(?:the\s)?draft(?:ed)?\stokens?\s(?:were\s)?accepted\b")
 # The line's decode speed: its output or throughput figure where it names one (a tqdm line also times the input).
 _LINE_SPEED = re.compile(r"(?i)(?:output|throughput)\W{0,4}(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:tokens?/s|toks/s|tok/s|t/s)\b")
 # A label that names a figure, not a run ("Average Accept length", "#questions", "Throughput").
@@ -334,7 +337,7 @@ def _labelled(line: str, above: str) -> Figures | None:
     run ("* vanilla, [...] output: 128.64 toks/s") too; None otherwise."""
     if len(line) > 400:
         return None
-    length, rate = _LABELLED_LENGTH.search(line), _LABELLED_RATE.search(line)
+    length, rate = _LABELLED_LENGTH.search(line), _LABELLED_RATE.search(line) or _RATE_BEFORE.search(line)
     speed = _LINE_SPEED.search(line)
     named = _LINE_LABEL.match(line)
     label = named["label"].strip(" *_`") if named else ""
@@ -345,7 +348,8 @@ def _labelled(line: str, above: str) -> Figures | None:
         return Figures(speed=float(speed["value"]), setting=label[:200], baseline=True) if baseline and speed else None
     mean_length = float(length["len"]) if length is not None and 1 <= float(length["len"]) <= 64 else None
     value = float(rate["rate"]) if rate is not None else None
-    acceptance = (value / 100 if rate["pct"] or value > 1 else value) if rate is not None and value is not None else None
+    percent = rate is not None and (rate.re is _RATE_BEFORE or rate["pct"])
+    acceptance = (value / 100 if percent or value > 1 else value) if rate is not None and value is not None else None
     if acceptance is not None and not 0 <= acceptance <= 1:
         acceptance = None
     if mean_length is None and acceptance is None:
@@ -419,6 +423,11 @@ def _with_spoken_baseline(runs: list[TableRun], text: str) -> list[TableRun]:
                             span=(base.number, base.number))]
 
 
+# A draft length by speculative decoding's own names for it (llama.cpp's n_max / --draft-max, vLLM's
+# num_speculative_tokens); never a bare "steps", "k" or "n", which other tables use.
+_DRAFT_LENGTH = re.compile(r"(?i)(?<![A-Za-z])n[ _-]?max\b|\bnum[ _]speculative[ _]tokens\b|\bdraft[ _-](?:n[ _-]?)?max\b")
+
+
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     """The runs of any table that sets runs with and without speculation side by side (tables.py, a sample per run);
     else the acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
@@ -463,11 +472,12 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     if samples or listed:
         return samples or listed, engine
     labelled = labelled_samples(text)
-    if not labelled and SPECULATIVE_WORDS.search(text) is not None:
+    if not labelled and (SPECULATIVE_WORDS.search(text) is not None or _DRAFT_LENGTH.search(text) is not None):
         # A table of acceptance by a key that is no setting (context length, prompt, category) where no shape above
         # reads it (a cell of a range, "~53%"), or a mechanism table (tokens per forward pass with and without MTP): the
         # runs tables.py reads of it, none compared (a run without speculation there carries no speed).
-        # The paste must name a drafter: an acceptance rate alone is also a card payment's or a survey's.
+        # The paste must name a drafter or the draft length ("n_max", acceptance by n_max in a main-vs-PR table): an
+        # acceptance rate alone is also a card payment's, a survey's or a sampler's (MCMC's by its "steps").
         # Only rows drawn as a table's (pipes, aligned columns): a comma-separated "row" is as often code or prose.
         drafting = [run for run in runs if not run.baseline and (run.acceptance is not None or run.mean_length is not None)
                     and drawn_row(run.line)]

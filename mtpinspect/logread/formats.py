@@ -307,6 +307,9 @@ VLLM = EngineLog(
         Mark(("LLM engine", "vLLM API server"), _rx(r"Initializing a V\d LLM engine|vLLM API server version")),
         Mark(("Speculative Decoding",), _rx(r"^-+Speculative Decoding-+$")),
         Mark(("vllm serve",), _rx(r"\bvllm serve\b")),
+        # benchmarks/benchmark_serving.py's (and `vllm bench serve`'s) result banner; SGLang's bench_serving prints the
+        # same banner over its "Backend:" and "Traffic request rate:" lines, two marks of its own (below).
+        Mark(("Serving Benchmark Result",), _rx(r"^=+ Serving Benchmark Result =+$")),
         # vllm/model_executor/model_loader/default_loader.py raises this after loading; vllm/config/model.py
         # (verify_with_parallel_config) the other, for a model class without SupportsPP.
         Mark(("not initialized from checkpoint",), _rx(r"Following weights were not initialized from checkpoint")),
@@ -395,6 +398,8 @@ SGLANG = EngineLog(
     marks=(Mark((" batch",), _rx(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] (?:Decode|Prefill) batch[.,] #")),
            # bench_serving's block names its backend; the scheduler's exception line (srt/managers/scheduler.py).
            Mark(("Backend:", "sglang."), _rx(r"^Backend:\s+sglang\b|\bsglang\.(?:bench_serving|launch_server)\b")),
+           # bench_serving's rate line (vLLM's benchmark prints "Request rate configured (RPS):" instead).
+           Mark(("Traffic request rate:",), _rx(r"^Traffic request rate:\s")),
            Mark(("Scheduler hit an exception",), _rx(r"Scheduler hit an exception")),
            # Its log prefix with the tensor-parallel rank: "[2025-10-22 10:27:57 TP0] " (vLLM writes "INFO mm-dd").
            Mark((" TP",), _rx(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP\d+)? TP\d+(?: EP\d+)?\] "))),

@@ -18,9 +18,9 @@
 - vLLM's "Pipeline parallelism is not supported for this model" with MTP -> ENGINE_LIMITATION: the MTP
   drafter classes do not implement SupportsPP (vllm#52069, PR #46994);
 - the runs of one text compared by their decode speed (a table of configurations with a baseline row): every
-  drafting run under 0.95x the baseline while its drafts are accepted (50% or more) -> SLOWER_THAN_BASELINE; a table
+  drafting run no faster than the baseline while its drafts are accepted (50% or more) -> SLOWER_THAN_BASELINE; a table
   read by its words (tables.py) compares its runs within each key (batch size, prompt, a speed column's condition):
-  one key where every drafting run is under 0.95x that key's baseline, its drafts accepted or their rate not
+  one key where every drafting run is no faster than that key's baseline (as fast is no gain), its drafts accepted or their rate not
   shown -> SLOWER_THAN_BASELINE; a
   run that drafts more tokens per step (its n-max) decoding slower than one that drafts fewer ->
   NMAX_TOO_HIGH; both at medium confidence (the paste's own timings, not measured here);
@@ -321,7 +321,7 @@ def compared_runs(logs: Sequence[LogEvidence]) -> list[Cause]:
         if not drafting:
             continue
         causes += _deeper_is_slower(drafting)
-        if base is not None and base.speed and all((r.speed or 0) < SLOWER * base.speed for r in drafting):
+        if base is not None and base.speed and all((r.speed or 0) <= base.speed for r in drafting):
             rates = [r.acceptance for r in drafting if r.acceptance is not None]
             if rates and min(rates) >= FINE_ACCEPTANCE:
                 causes.append(_slower(base, drafting))
@@ -330,7 +330,7 @@ def compared_runs(logs: Sequence[LogEvidence]) -> list[Cause]:
 
 def _keyed(runs: list[LogEvidence]) -> list[Cause]:
     """A table's runs, each compared only with the runs of its key (batch size, prompt, the speed column's condition):
-    where every speculative run of a key decodes slower than that key's run without speculation, and its drafts are
+    where every speculative run of a key decodes no faster than that key's run without speculation, and its drafts are
     accepted (or the table does not say), speculation costs more than it gains there: SLOWER_THAN_BASELINE. Else a run
     that drafts more tokens and decodes slower than one of its key that drafts fewer: NMAX_TOO_HIGH."""
     keys: dict[str, list[LogEvidence]] = {}
@@ -344,7 +344,7 @@ def _keyed(runs: list[LogEvidence]) -> list[Cause]:
             continue
         base = next(r for r in key_runs if r.baseline and r.speed == min(bases))
         rates = [r.acceptance for r in drafting if r.acceptance is not None]
-        if all((r.speed or 0) < SLOWER * min(bases) for r in drafting) and (not rates or min(rates) >= FINE_ACCEPTANCE):
+        if all((r.speed or 0) <= min(bases) for r in drafting) and (not rates or min(rates) >= FINE_ACCEPTANCE):
             return [_slower(base, drafting)]
     # Draft lengths compared within a key too: another model's or batch size's runs are no deeper drafts of these.
     return next((found for key_runs in keys.values()
@@ -377,7 +377,7 @@ def _slower(base: LogEvidence, drafting: list[LogEvidence]) -> Cause:
     shown = (f"best {best.speed:g} against {base.speed:g}{unit}" if unit != "1/s" else  # durations: as pasted
              f"the fastest took {1 / best.speed:g} s against {1 / base.speed:g} s")
     return Cause("SLOWER_THAN_BASELINE", 0.6,
-                 f"{accepted}every speculative run{key} decodes slower than the run without it ({shown}, as pasted)",
+                 f"{accepted}every speculative run{key} decodes no faster than the run without it ({shown}, as pasted)",
                  (_row(base), *(_row(r) for r in drafting[:4])),
                  "leave speculative decoding off on this machine and model, or measure where it pays: mtpinspect sweep "
                  "MODEL (it times each n-max against the baseline)", (EvidenceSource.log,))

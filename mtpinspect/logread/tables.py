@@ -40,6 +40,10 @@ runs under the commands that made them (a script's timed output lines under the 
 drafter's flag and without one, compared batch by batch); a line of speeds before and after a drafter ("MTP: 22.7 →
 40.6 tok/s"). An engine's padded "name = value" statements (llama-server's print_timing) are no table.
 
+Round 5: a Markdown delimiter row under a row of words starts the next table (two tables pasted back to back, the prose
+between them dropped); several acceptance columns without a speed are each a condition of their own ("acceptance
+(main)" | "acceptance (PR)").
+
 Each run becomes a :class:`TableRun`: its setting, whether it ran without speculation, its key, its speed and
 acceptance. A "baseline" whose drafts were accepted (an earlier build with MTP) ran with speculation: a table of such
 runs is settings side by side, no comparison against a run without it. A row of acceptance in a table of metrics by
@@ -172,6 +176,12 @@ def tables(text: str) -> list[Table]:
         line = raw.translate(_BOX_BARS) if len(raw) <= _MAX_LINE else ""
         stripped = line.strip()
         if block and stripped and _RULE.match(line):
+            if shape == "pipe" and len(block) >= 2 and _new_head(block[-1][2], line):
+                # Markdown's delimiter row under a row of words: that row heads a second table pasted right below the
+                # first (the prose between them dropped), "| Model | MTP Disabled | MTP Enabled |" under a table of runs.
+                head = block.pop()
+                close()
+                block, width, heading = [head], len(head[2]), ""  # the table above is no heading of this one
             continue  # a rule row inside a table (or under its head)
         kind, cells = _cells(line) if stripped else ("", ())
         fits = bool(kind) and 2 <= len(cells) <= _MAX_CELLS
@@ -186,6 +196,18 @@ def tables(text: str) -> list[Table]:
             above = stripped[:200]
     close()
     return found
+
+
+# Markdown's delimiter row (GFM): a cell of dashes, colons for alignment, a cell per column of the row it heads.
+_DELIMITER_CELL = re.compile(r"^:?-{3,}:?$")
+
+
+def _new_head(cells: tuple[str, ...], rule: str) -> bool:
+    """Whether a Markdown delimiter row makes the row above it a new table's header: as many cells as that row, and
+    that row words (a table drawn with a rule between every row has figures in them)."""
+    _, rule_cells = _cells(rule)
+    return (len(rule_cells) == len(cells) and all(_DELIMITER_CELL.match(c) for c in rule_cells)
+            and _is_header(cells))
 
 
 _NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<unit>(?!/\s?\d)(?:%|[a-zA-Zµ/×]{1,12}(?:/s)?))?")  # "31.00/0.07": a mean over its std
@@ -278,8 +300,8 @@ _BASELINE = re.compile(r"\b(?:baseline|base model|no spec(?:ulation|ulative(?: d
                        # Chinese headers: "不开mtp" (MTP not on), "关闭投机" (speculation off), "基线" (baseline)
                        r"(?:不开启?|未开启?|关闭|不使用|不用|禁用|无|没有) ?(?:mtp|eagle\d?|nextn|draft|投机|推测|草稿)|基线)\b")
 # "Speculative" naming another field's technique (a CPU's or a database's speculative execution, prefetch, loads,
-# stores or reads; a parser's speculative parsing): not speculative decoding, so no run setting and no tie.
-_OTHER_SPECULATION = r"(?! (?:prefetch|execut|exec\b|load|stor|fetch|read|branch|retriev|pag|pars|compil|lock|writ)\w*)"
+# stores or reads, a CPU's measured in instructions per cycle, "speculative_ipc"; a parser's speculative parsing): not speculative decoding, so no run setting and no tie.
+_OTHER_SPECULATION = r"(?! (?:prefetch|execut|exec\b|load|stor|fetch|read|branch|retriev|pag|pars|compil|lock|writ|ipc\b|cycl|instr)\w*)"
 _SPEC = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|draft(?:ing|er)?|spec(?:ulative" + _OTHER_SPECULATION + r"|ulation)?|spec ?dec(?:oding|ode)?|medusa|"
                    r"dflash|ngram|lookahead|n ?max|num speculative tokens)(?![a-z])")
 _WITH = re.compile(r"^(?:with|w/) \w")
@@ -504,6 +526,8 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
     runs: list[_Run] = []
     header = [_words(c) for c in table.header]
     speeds = [i for i, k in enumerate(kinds) if k in ("speed", "latency")]
+    # Several acceptance columns and no speed: each column its own condition ("acceptance (main)" | "acceptance (PR)").
+    rates = [i for i, k in enumerate(kinds) if k == "rate"] if not speeds else []
     for cells, number, line in zip(table.rows, table.numbers, table.lines):
         names, keys, baseline, drafting, prompt = [], [], None, False, False
         depth: int | None = None
@@ -565,6 +589,13 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
                 one = _Run(run.setting, run.baseline, ", ".join(filter(None, [run.key, _key_of(header[i]) or header[i]])),
                            line, number, dict(run.figures), identity=run.identity, unaccepted=run.unaccepted, depth=run.depth)
                 _put(one, kinds[i] or "", cells[i], False)
+                runs.append(one)
+        elif len(rates) > 1:
+            for i in rates:
+                one = _Run(run.setting, run.baseline, ", ".join(filter(None, [run.key, _key_of(header[i]) or header[i]])),
+                           line, number, {k: v for k, v in run.figures.items() if k != "rate"}, identity=run.identity,
+                           unaccepted=run.unaccepted, depth=run.depth)
+                _put(one, "rate", cells[i], "%" in table.header[i])
                 runs.append(one)
         else:
             for i in speeds:
