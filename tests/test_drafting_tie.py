@@ -403,3 +403,22 @@ def test_other_programs_cut_tracebacks_under_draft_flags_name_nothing(tmp_path: 
                  "Traceback (most recent call last):\n"
                  '  File "/srv/blog/venv/lib/python3.11/site-packages/billiard/pool.py", line 1265, in mark_as_worker_lost\n'):
         assert _causes(tmp_path, text) == [], text[:60]
+
+
+def test_a_kernels_device_side_assert_under_a_drafter_setting_is_a_crash_on_the_speculative_path(tmp_path: Path) -> None:
+    # CUDA's device-side assert as the runtime prints it (an Inductor-generated kernel's bounds check), under a
+    # docker-compose command list that sets a DFlash drafter (vllm/engine/arg_utils.py --speculative-config).
+    command = ("    command:\n      - Qwen/Qwen3-8B\n      - --max-num-seqs\n      - '8'\n"
+               "      - --speculative-config\n"
+               "      - '{\"method\": \"dflash\", \"model\": \"org/Qwen3-8B-DFlash\", \"num_speculative_tokens\": 6}'\n")
+    kernel = ("/root/.cache/vllm/torch_compile_cache/ab12/inductor_cache/xy/cxyz.py:41: unknown: block: [7,0,0], "
+              "thread: [64,0,0] Assertion `index out of bounds: 0 <= tmp3 < 151936` failed.\n")
+    assert _causes(tmp_path, command + kernel) == [("MTP_ENGINE_CRASH", "medium")]
+    # The same assert in a training script's output, and under the same command list without the drafter: no cause.
+    train = ("$ python train.py --epochs 3 --data drafts.jsonl\n"
+             "/opt/conda/lib/python3.11/site-packages/torch/nn/functional.py:2210: indexSelectLargeIndex: block: [12,0,0], "
+             "thread: [5,0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n")
+    assert _causes(tmp_path, train) == []
+    plain = command.replace("      - --speculative-config\n", "").replace(
+        "      - '{\"method\": \"dflash\", \"model\": \"org/Qwen3-8B-DFlash\", \"num_speculative_tokens\": 6}'\n", "")
+    assert _causes(tmp_path, plain + kernel) == []
