@@ -422,3 +422,16 @@ def test_a_kernels_device_side_assert_under_a_drafter_setting_is_a_crash_on_the_
     plain = command.replace("      - --speculative-config\n", "").replace(
         "      - '{\"method\": \"dflash\", \"model\": \"org/Qwen3-8B-DFlash\", \"num_speculative_tokens\": 6}'\n", "")
     assert _causes(tmp_path, plain + kernel) == []
+
+
+def test_vllms_loader_failing_on_a_drafters_model_class_is_a_loader_bug(tmp_path: Path) -> None:
+    # vllm/model_executor/models/utils.py AutoWeightsLoader._load_module: "There is no module or parameter named
+    # '{prefix}' in {type(self.module).__name__}", here in a DFlash drafter's class (its capitals split "D" + "Flash").
+    for model in ("DFlashQwen3Model", "DeepSeekMTP"):
+        text = f"ValueError: There is no module or parameter named 'layers.0.fusion_proj' in {model}\n"
+        assert _causes(tmp_path, text) == [("MTP_LOADER_BUG", "medium")], model
+        assert _runtime(tmp_path, text) is Engine.vllm
+    # The same loader error in the target's class (a multimodal checkpoint under a text-only class), and a chat app's
+    # own error naming an AssistantMessage: nothing of a drafter's.
+    assert _causes(tmp_path, "ValueError: There is no module or parameter named 'visual' in Qwen3_5Model\n") == []
+    assert _causes(tmp_path, "ValueError: no field named 'tool_calls' in AssistantMessage\n") == []

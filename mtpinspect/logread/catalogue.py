@@ -371,6 +371,11 @@ CATALOGUE: tuple[Message, ...] = (
        r"[/\\]vllm[/\\][\w/\\.]+\.py|\bvllm\.(?:v1|model_executor|engine|entrypoints)\.|\bVllmConfig\b",
        "vLLM's package layout (vllm/...) and its configuration class (vllm/config/vllm.py: VllmConfig)",
        "a vLLM traceback or log", engine=_VLLM),
+    # vLLM's weight loader naming a checkpoint tensor its model class lacks (vllm/model_executor/models/utils.py
+    # AutoWeightsLoader._load_module: "There is no module or parameter named '{prefix}' in {type(self.module).__name__}").
+    _m("vLLM weight loader", Meaning.writer, ("no module or parameter named",),
+       r"\bThere is no module or parameter named\b",
+       "vllm/model_executor/models/utils.py (AutoWeightsLoader._load_module)", "vLLM's weight loader", engine=_VLLM),
     _m("vLLM command", Meaning.writer, ("vllm serve", "--speculative-config", "speculative_config"),
        r"\bvllm serve\b|--speculative-config|speculative_config", "vllm/engine/arg_utils.py (--speculative-config)",
        "a vLLM command line or its configuration", engine=_VLLM),

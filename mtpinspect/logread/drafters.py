@@ -253,7 +253,9 @@ def drafting_place(lines: tuple[str, ...] | list[str]) -> Found | None:
 # drafter classes (DeepSeekMTP, Glm4MoeMTP, DeepseekV3ForCausalLMNextN), EAGLE heads (EagleLlamaForCausalLM,
 # LlamaForCausalLMEagle3), Medusa, DFlash / DSpark drafters. A part, not a substring: "beagle", "SMTP" are no drafter.
 _DRAFTER_PARTS = frozenset({"assistant", "mtp", "nextn", "eagle", "eagle3", "medusa", "dflash", "dspark", "drafter"})
-_NEXTN = re.compile(r"(?<![a-z])Next[Nn](?![a-z])|(?<![A-Za-z])nextn(?![a-z])")
+# NextN, and DFlash / DSpark in their own capitals (DFlash2Qwen3Model, DFlashQwen3DecoderLayer), which the split into
+# parts below cuts as "D" + "Flash".
+_NEXTN = re.compile(r"(?<![a-z])Next[Nn](?![a-z])|(?<![A-Za-z])nextn(?![a-z])|(?<![A-Za-z])D(?:Flash|Spark)(?![a-z])")
 _NAME_PARTS = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z]|\d|\b|_)|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 

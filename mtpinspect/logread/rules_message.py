@@ -357,6 +357,9 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
         return _no_drafter_graph(log, hit, *unknown)
     # Its words, or the engine's speculative configuration it names (a "validation error for SpeculativeConfig").
     said = SPECULATIVE_WORDS.search(without_operands(text)) is not None or _SPEC_CONFIG_NAMED.search(text) is not None
+    # The loader's words name the model class it loads into: a drafter's class (DFlash2Qwen3Model, DeepSeekMTP) puts the
+    # exception in the drafter's loading.
+    said = said or drafter_loading(text)
     around = hits.mtp_sign or hits.first(Meaning.speculation)
     if log.mtp_use is MtpUse.off:  # another drafter on: its code must place the exception, not its setting alone, or
         # the engine's serving step (every step of a run that drafts drafts and verifies)
@@ -395,6 +398,15 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
 
 
 _SPEC_CONFIG_NAMED = re.compile(r"\bSpeculativeConfig\b")
+# The class vLLM's loader names after the tensor it cannot place ("... named 'x.y' in DFlash2Qwen3Model").
+_LOADER_CLASS = re.compile(r"\bno module or parameter named\b[^\n]{0,400}?\bin ([A-Za-z]\w{1,100})")
+
+
+def drafter_loading(text: str) -> bool:
+    """Whether an exception's text is vLLM's loader failing to place a tensor in a drafter's model class (its class
+    name is a drafter's architecture: DFlash2Qwen3Model, DeepSeekMTP, EagleLlamaForCausalLM)."""
+    loading = _LOADER_CLASS.search(text)
+    return loading is not None and drafter_architecture(loading.group(1))
 # A lookup of a model's type or architecture, as a traceback's frames show it: transformers' auto classes
 # (models/auto/configuration_auto.py CONFIG_MAPPING[model_type], modeling_auto.py), the engines' model registries
 # (vllm/model_executor/models/registry.py, vllm/transformers_utils/config.py get_config; python/sglang/srt/models/
