@@ -319,3 +319,119 @@ def test_every_wording_of_llama_cpps_draft_vocabulary_check_is_llama_cpps(tmp_pa
         assert _runtime(tmp_path, text) is Engine.llama_cpp
     # A translation tool's vocabulary check names no draft model: no cause.
     assert _causes(tmp_path, "error: source vocab must match target vocab (32000 vs 32001)\n") == []
+
+
+# -- issue 42, round 5: tracebacks a paste shows only in part, on the speculative path -------------------------------
+
+# vLLM's worker prefix (vllm/v1/executor/multiproc_executor.py logs a worker's traceback line by line, each under the
+# "(Worker_TP0 pid=N) ERROR mm-dd hh:mm:ss [multiproc_executor.py:N]" prefix).
+_WORKER = "(Worker_TP1 pid=2231) ERROR 03-14 09:12:41 [multiproc_executor.py:703] "
+
+
+def test_a_drafter_call_in_a_tracebacks_source_line_places_it(tmp_path: Path) -> None:
+    # vllm/v1/worker/gpu_model_runner.py _dummy_run calls self.drafter.dummy_run(num_tokens); vllm-ascend's
+    # model_runner_v1.py sample_tokens calls propose_draft_token_ids(...); the drafter's frames are cut off below.
+    for frame, code in (('File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 3301, '
+                         'in _dummy_run', "self.drafter.dummy_run(num_tokens)"),
+                        ('File "/workspace/vllm-ascend/vllm_ascend/worker/model_runner_v1.py", line 2210, in sample_tokens',
+                         "propose_draft_token_ids(sampler_output.sampled_token_ids)"),
+                        ('File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 2950, '
+                         "in propose_draft_token_ids", "draft_token_ids = self.drafter.propose(")):
+        text = (f'{_WORKER}  File "/opt/venv/lib/python3.12/site-packages/torch/utils/_contextlib.py", line 120, in '
+                f"decorate_context\n{_WORKER}    return func(*args, **kwargs)\n{_WORKER}  {frame}\n{_WORKER}    {code}\n")
+        assert _causes(tmp_path, text) == [("MTP_ENGINE_CRASH", "medium")], code
+        assert _runtime(tmp_path, text) is Engine.vllm
+    # A DFlash drafter's model file (vllm/model_executor/models/qwen3_dflash.py) in the frames.
+    dflash = (f'{_WORKER}  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/qwen3_dflash.py", '
+              f"line 702, in forward\n{_WORKER}    return self.model(input_ids, positions, inputs_embeds)\n")
+    assert _causes(tmp_path, dflash) == [("MTP_ENGINE_CRASH", "medium")]
+    # A Celery worker's traceback through a blog app's drafter object and its drafter.py module: no drafter of an engine.
+    for code in ("self.drafter.save_post(post)", "self.drafter.publish(post_id)", "drafts = propose_drafts(user)"):
+        blog = ("[2026-03-14 09:12:41,118: ERROR/ForkPoolWorker-2] Task blog.tasks.autosave[8f1c] raised unexpected: "
+                "Traceback (most recent call last):\n"
+                '  File "/srv/blog/venv/lib/python3.11/site-packages/celery/app/trace.py", line 453, in trace_task\n'
+                "    R = retval = fun(*args, **kwargs)\n"
+                '  File "/srv/blog/blog/drafter.py", line 41, in autosave\n'
+                f"    {code}\n")
+        assert _causes(tmp_path, blog) == [], code
+
+
+def test_a_cut_traceback_under_a_drafter_setting_is_a_crash_on_the_speculative_path(tmp_path: Path) -> None:
+    # A traceback head (vLLM's API server, the entry point's frame only) under a command that sets a drafter
+    # (vllm/engine/arg_utils.py --speculative-config; SGLang's --speculative-algorithm), the exception line cut off.
+    vllm = ("vllm serve Qwen/Qwen3-32B --tensor-parallel-size 4 \\\n"
+            "  --speculative-config '{\"method\": \"eagle3\", \"model\": \"org/Qwen3-32B-EAGLE3\", "
+            "\"num_speculative_tokens\": 4}'\n"
+            "(APIServer pid=5120) Traceback (most recent call last):\n"
+            '(APIServer pid=5120)   File "/opt/venv/bin/vllm", line 10, in <module>\n'
+            "(APIServer pid=5120)     sys.exit(main())\n")
+    assert _causes(tmp_path, vllm) == [("MTP_ENGINE_CRASH", "medium")]
+    # SGLang's scheduler dying (python/sglang/srt/managers/scheduler.py run_scheduler_process logs "Scheduler hit an
+    # exception" with the traceback), cut after its first frame, under --speculative-algorithm EAGLE3 and NEXTN.
+    for algorithm in ("EAGLE3", "NEXTN"):
+        sglang = (f"python3 -m sglang.launch_server --model-path org/model --tp 2 --speculative-algorithm {algorithm} "
+                  "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4\n"
+                  "[2026-03-14 09:12:41] Received sigquit from a child process. It usually means the child failed.\n"
+                  "[2026-03-14 09:12:41 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+                  '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 2410, in run_scheduler_process\n')
+        assert _causes(tmp_path, sglang) == [("MTP_ENGINE_CRASH", "medium")], algorithm
+        # The same run without the drafter: a crash nothing ties to the speculative path.
+        plain = sglang.replace(f"--speculative-algorithm {algorithm} --speculative-num-steps 3 --speculative-eagle-topk "
+                               "1 --speculative-num-draft-tokens 4", "--mem-fraction-static 0.8")
+        assert _causes(tmp_path, plain) == [], algorithm
+    assert _causes(tmp_path, vllm.replace("  --speculative-config '{\"method\": \"eagle3\", \"model\": "
+                                          "\"org/Qwen3-32B-EAGLE3\", \"num_speculative_tokens\": 4}'\n",
+                                          "  --max-model-len 32768\n")) == []
+
+
+def test_other_programs_cut_tracebacks_under_draft_flags_name_nothing(tmp_path: Path) -> None:
+    # A Ray job's traceback head under a command with a --draft-model flag of its own, a Django traceback head under a
+    # management command with --draft, a Celery worker's: no engine's traceback, whatever their flags say.
+    for text in ("$ ray job submit --working-dir . -- python distill.py --draft-model small --speculative 1\n"
+                 "Traceback (most recent call last):\n"
+                 '  File "/home/ray/distill.py", line 88, in <module>\n'
+                 "    main(args)\n",
+                 "$ python manage.py publish_posts --draft --speculative-publish\n"
+                 "Traceback (most recent call last):\n"
+                 '  File "/srv/site/manage.py", line 22, in <module>\n'
+                 "    main()\n"
+                 '  File "/srv/site/venv/lib/python3.12/site-packages/django/core/management/__init__.py", line 442, '
+                 "in execute_from_command_line\n",
+                 "$ celery -A blog worker --loglevel=INFO -Q drafts\n"
+                 "[2026-03-14 09:12:41,118: ERROR/MainProcess] Process 'ForkPoolWorker-3' pid:7721 exited with "
+                 "'signal 9 (SIGKILL)'\n"
+                 "Traceback (most recent call last):\n"
+                 '  File "/srv/blog/venv/lib/python3.11/site-packages/billiard/pool.py", line 1265, in mark_as_worker_lost\n'):
+        assert _causes(tmp_path, text) == [], text[:60]
+
+
+def test_a_kernels_device_side_assert_under_a_drafter_setting_is_a_crash_on_the_speculative_path(tmp_path: Path) -> None:
+    # CUDA's device-side assert as the runtime prints it (an Inductor-generated kernel's bounds check), under a
+    # docker-compose command list that sets a DFlash drafter (vllm/engine/arg_utils.py --speculative-config).
+    command = ("    command:\n      - Qwen/Qwen3-8B\n      - --max-num-seqs\n      - '8'\n"
+               "      - --speculative-config\n"
+               "      - '{\"method\": \"dflash\", \"model\": \"org/Qwen3-8B-DFlash\", \"num_speculative_tokens\": 6}'\n")
+    kernel = ("/root/.cache/vllm/torch_compile_cache/ab12/inductor_cache/xy/cxyz.py:41: unknown: block: [7,0,0], "
+              "thread: [64,0,0] Assertion `index out of bounds: 0 <= tmp3 < 151936` failed.\n")
+    assert _causes(tmp_path, command + kernel) == [("MTP_ENGINE_CRASH", "medium")]
+    # The same assert in a training script's output, and under the same command list without the drafter: no cause.
+    train = ("$ python train.py --epochs 3 --data drafts.jsonl\n"
+             "/opt/conda/lib/python3.11/site-packages/torch/nn/functional.py:2210: indexSelectLargeIndex: block: [12,0,0], "
+             "thread: [5,0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n")
+    assert _causes(tmp_path, train) == []
+    plain = command.replace("      - --speculative-config\n", "").replace(
+        "      - '{\"method\": \"dflash\", \"model\": \"org/Qwen3-8B-DFlash\", \"num_speculative_tokens\": 6}'\n", "")
+    assert _causes(tmp_path, plain + kernel) == []
+
+
+def test_vllms_loader_failing_on_a_drafters_model_class_is_a_loader_bug(tmp_path: Path) -> None:
+    # vllm/model_executor/models/utils.py AutoWeightsLoader._load_module: "There is no module or parameter named
+    # '{prefix}' in {type(self.module).__name__}", here in a DFlash drafter's class (its capitals split "D" + "Flash").
+    for model in ("DFlashQwen3Model", "DeepSeekMTP"):
+        text = f"ValueError: There is no module or parameter named 'layers.0.fusion_proj' in {model}\n"
+        assert _causes(tmp_path, text) == [("MTP_LOADER_BUG", "medium")], model
+        assert _runtime(tmp_path, text) is Engine.vllm
+    # The same loader error in the target's class (a multimodal checkpoint under a text-only class), and a chat app's
+    # own error naming an AssistantMessage: nothing of a drafter's.
+    assert _causes(tmp_path, "ValueError: There is no module or parameter named 'visual' in Qwen3_5Model\n") == []
+    assert _causes(tmp_path, "ValueError: no field named 'tool_calls' in AssistantMessage\n") == []

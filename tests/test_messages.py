@@ -184,8 +184,9 @@ def test_a_cut_traceback_through_speculative_code_is_a_crash_on_that_path(tmp_pa
     assert (cause.code, cause.confidence_word) == ("MTP_ENGINE_CRASH", "medium")
     assert "exception itself is not in the paste" in cause.message and any("line 4:" in e for e in cause.evidence)
     # The same traceback through code that does not draft names nothing.
-    plain = frames.replace("forward_batch_speculative_generate", "forward_batch_generation").replace(
-        "forward_draft_extend", "forward_extend")
+    # (SGLang's scheduler calls the target alone as self.tp_worker; self.draft_worker is its speculative worker.)
+    plain = frames.replace("self.draft_worker.forward_batch_speculative_generate", "self.tp_worker.forward_batch_generation"
+                           ).replace("forward_draft_extend", "forward_extend")
     paste.write_text(plain.format("managers/tp_worker"), encoding="utf-8")
     assert diagnose(log_files=[paste]).causes == []
 

@@ -371,6 +371,11 @@ CATALOGUE: tuple[Message, ...] = (
        r"[/\\]vllm[/\\][\w/\\.]+\.py|\bvllm\.(?:v1|model_executor|engine|entrypoints)\.|\bVllmConfig\b",
        "vLLM's package layout (vllm/...) and its configuration class (vllm/config/vllm.py: VllmConfig)",
        "a vLLM traceback or log", engine=_VLLM),
+    # vLLM's weight loader naming a checkpoint tensor its model class lacks (vllm/model_executor/models/utils.py
+    # AutoWeightsLoader._load_module: "There is no module or parameter named '{prefix}' in {type(self.module).__name__}").
+    _m("vLLM weight loader", Meaning.writer, ("no module or parameter named",),
+       r"\bThere is no module or parameter named\b",
+       "vllm/model_executor/models/utils.py (AutoWeightsLoader._load_module)", "vLLM's weight loader", engine=_VLLM),
     _m("vLLM command", Meaning.writer, ("vllm serve", "--speculative-config", "speculative_config"),
        r"\bvllm serve\b|--speculative-config|speculative_config", "vllm/engine/arg_utils.py (--speculative-config)",
        "a vLLM command line or its configuration", engine=_VLLM),
@@ -585,6 +590,15 @@ CATALOGUE: tuple[Message, ...] = (
        "vllm/v1/executor/multiproc_executor.py (MultiprocWorkerMonitor; \"WorkerProc failed to start.\"), "
        "vllm/v1/engine/core_client.py, vllm/v1/engine/core.py (run_engine_core: \"EngineCore failed to start.\")",
        "a vLLM worker or engine core died", engine=_VLLM),
+    # CUDA's device-side assert (the assert() of a kernel: PyTorch's ATen kernels, Triton and Inductor's generated
+    # ones, "index out of bounds: 0 <= tmp1 < N" in an inductor_cache file) as the CUDA runtime prints it to stderr:
+    # "FILE:LINE: FUNC: block: [x,y,z], thread: [x,y,z] Assertion `COND` failed.". The kernel, not the program, died;
+    # only a tie of the run to the speculative path (a drafter's setting, its lines) makes it that path's.
+    _m("CUDA device-side assert", Meaning.engine_death, ("block: [",),
+       r"\bblock: \[\d{1,6}, ?\d{1,6}, ?\d{1,6}\], thread: \[\d{1,6}, ?\d{1,6}, ?\d{1,6}\] Assertion `",
+       "CUDA's device-side assert (the runtime's \"%s:%d: %s: block: [%d,%d,%d], thread: [%d,%d,%d] Assertion `%s` "
+       "failed.\"), as PyTorch's and Triton/Inductor's kernels print it",
+       "a GPU kernel's device-side assert failed (the process dies with a CUDA error)"),
     _m("SGLang scheduler exception", Meaning.engine_death, ("Scheduler hit an exception",), r"Scheduler hit an exception",
        "python/sglang/srt/managers/scheduler.py (run_scheduler_process)", "SGLang's scheduler died on an exception",
        engine=_SGLANG),

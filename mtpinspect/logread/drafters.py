@@ -110,9 +110,10 @@ TABLE: tuple[DrafterCode, ...] = (
     # The drafter models' own files (vllm/model_executor/models/: llama_eagle.py, llama_eagle3.py, deepseek_eagle.py,
     # medusa.py, mlp_speculator.py, deepseek_mtp.py, qwen3_next_mtp.py ...), only in the engine's models folder.
     DrafterCode("vLLM drafter model module", _V, Place.module, ("model_executor",),
-                r"model_executor[/\\.]models[/\\.](?:\w{1,40}_)?(?:eagle\d?|medusa|mlp_speculator|mtp)(?:_\w{1,40})?\.py\b",
+                r"model_executor[/\\.]models[/\\.](?:\w{1,40}_)?(?:eagle\d?|medusa|mlp_speculator|mtp|dflash|dspark)"
+                r"(?:_\w{1,40})?\.py\b",
                 "vllm/model_executor/models/ (llama_eagle3.py, deepseek_eagle.py, medusa.py, mlp_speculator.py, "
-                "deepseek_mtp.py, glm4_moe_mtp.py)",
+                "deepseek_mtp.py, glm4_moe_mtp.py, qwen3_dflash.py)",
                 "a vLLM drafter model's module"),
     # The target's verification metadata, which vLLM's attention backends fill only while speculative decoding: the
     # GDN / Mamba builders set num_spec_decodes, spec_sequence_masks and the spec_* index tensors from
@@ -134,7 +135,7 @@ TABLE: tuple[DrafterCode, ...] = (
                 "ngram_worker.py, standalone_worker.py, cpp_ngram/)",
                 "SGLang's speculative decoding code"),
     DrafterCode("SGLang drafter model module", _S, Place.module, ("srt",),
-                r"srt[/\\.]models[/\\.](?:\w{1,40}_)?(?:eagle\d?|nextn|mtp)(?:_\w{1,40})?\.py\b",
+                r"srt[/\\.]models[/\\.](?:\w{1,40}_)?(?:eagle\d?|nextn|mtp|dflash)(?:_\w{1,40})?\.py\b",
                 "python/sglang/srt/models/ (llama_eagle.py, llama_eagle3.py, deepseek_nextn.py, glm4_moe_nextn.py, "
                 "qwen3_next_mtp.py)",
                 "an SGLang drafter model's module"),
@@ -208,6 +209,20 @@ TABLE: tuple[DrafterCode, ...] = (
                 "eagle_worker.py: _draft_preprocess_decode, forward_batch_speculative_generation; vLLM "
                 "gpu_model_runner.py: propose_draft_token_ids)",
                 "a traceback frame in the engine's drafting code"),
+    # The source line a traceback prints under a frame of the engine's model runner, where it calls into its drafter:
+    # vLLM's GPUModelRunner holds it as self.drafter (gpu_model_runner.py _dummy_run: self.drafter.dummy_run(num_tokens);
+    # propose_draft_token_ids: self.drafter.propose(...)) and vllm-ascend's model_runner_v1.py sample_tokens calls
+    # propose_draft_token_ids(...); SGLang's EAGLEWorker holds self.draft_worker. Only these methods of the drafter
+    # object (a blog app's self.drafter.save_post(...) is no drafter), as the code line starts.
+    DrafterCode("drafter call", None, Place.function, ("drafter.", "draft_worker.", "propose_draft_token_ids("),
+                r"^(?:[\w.\[\], ]{1,80}=\s{0,4})?(?:return\s{1,4})?(?:self\.)?(?:model_runner\.)?(?:drafter|draft_worker)\."
+                r"(?:dummy_run|propose|load_model|prepare_inputs\w{0,30}|prepare_next_token_ids\w{0,30}|forward_batch_generation|"
+                r"forward_draft_extend\w{0,30}|capture_model|draft|verify)\(|"
+                r"^(?:[\w.\[\], ]{1,80}=\s{0,4})?(?:return\s{1,4})?(?:self\.)?(?:\w{1,40}\.)?propose_draft_token_ids\(",
+                "vllm/v1/worker/gpu_model_runner.py (_dummy_run: self.drafter.dummy_run; propose_draft_token_ids: "
+                "self.drafter.propose), vllm_ascend/worker/model_runner_v1.py (sample_tokens: propose_draft_token_ids), "
+                "python/sglang/srt/speculative/eagle_worker.py (self.draft_worker)",
+                "a traceback's source line calling the engine's drafter"),
 )
 
 _COMPILED = tuple((row, re.compile(row.pattern)) for row in TABLE)
@@ -238,7 +253,9 @@ def drafting_place(lines: tuple[str, ...] | list[str]) -> Found | None:
 # drafter classes (DeepSeekMTP, Glm4MoeMTP, DeepseekV3ForCausalLMNextN), EAGLE heads (EagleLlamaForCausalLM,
 # LlamaForCausalLMEagle3), Medusa, DFlash / DSpark drafters. A part, not a substring: "beagle", "SMTP" are no drafter.
 _DRAFTER_PARTS = frozenset({"assistant", "mtp", "nextn", "eagle", "eagle3", "medusa", "dflash", "dspark", "drafter"})
-_NEXTN = re.compile(r"(?<![a-z])Next[Nn](?![a-z])|(?<![A-Za-z])nextn(?![a-z])")
+# NextN, and DFlash / DSpark in their own capitals (DFlash2Qwen3Model, DFlashQwen3DecoderLayer), which the split into
+# parts below cuts as "D" + "Flash".
+_NEXTN = re.compile(r"(?<![a-z])Next[Nn](?![a-z])|(?<![A-Za-z])nextn(?![a-z])|(?<![A-Za-z])D(?:Flash|Spark)(?![a-z])")
 _NAME_PARTS = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z]|\d|\b|_)|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 

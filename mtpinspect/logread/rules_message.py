@@ -95,7 +95,9 @@ def message_cause(log: LogEvidence) -> Cause | None:
         # or the engine's step executing (every step of a run that drafts drafts and verifies: the frames say it died
         # serving, past its start)
         drafting = log.drafted or log.acceptance is not None or any(h.message.name in DRAFTING_CODE for h in hits.hits) \
-            or (log.run is not None and log.run.other_drafting and _serving_step(hits) is not None)
+            or (log.run is not None and log.run.other_drafting and _serving_step(hits) is not None) \
+            or (death is not None and not hits.of(Meaning.exception) and _drafter_setting(log, hits) is not None)
+        # (a death whose exception the paste holds says where it died: that, not the setting, decides)
     if death is not None and drafting and not hits.of(Meaning.exception):
         return _death_after_drafting(log, death)
     # A failure of the draft context is its own tie; the target's decode failing needs another line that ties the run.
@@ -117,6 +119,9 @@ def message_cause(log: LogEvidence) -> Cause | None:
                       (h.message.meaning is Meaning.speculation or h.message.mtp is MtpUse.on)), None)
         if frame is not None:
             return _cut_traceback(log, trace, frame)
+        setting = _drafter_setting(log, hits)
+        if setting is not None:
+            return _cut_under_setting(log, hits, trace, setting)
     if death is not None and drafting:  # an exception no rule above ties, in a run that drafted
         return _death_after_drafting(log, death)
     # Only where no engine's own failure line or crash is there to explain (diagnosis/failures.py reads those better).
@@ -177,6 +182,37 @@ def _cut_traceback(log: LogEvidence, trace: Hit, frame: Hit) -> Cause:
                  (f"{log.path}: line {trace.number}: {_quoted(trace)}", f"{log.path}: line {frame.number}: {_quoted(frame)}",
                   f"{log.path}: line {frame.number}: {_source(frame)}"),
                  f"{gap_remedy(engine)}; the traceback's last lines (the exception) say which", (EvidenceSource.log,))
+
+
+def _drafter_setting(log: LogEvidence, hits: Scan) -> Hit | None:
+    """The line that sets a drafter on a Python engine's run (vLLM's --speculative-config with a method, SGLang's
+    --speculative-algorithm EAGLE3 / NEXTN, the engine's MTP class), None when the run sets none or the text is not
+    vLLM's or SGLang's. Every step a run with a drafter serves drafts and verifies, and its start builds and profiles
+    the drafter: a traceback or a scheduler's death under that setting is on the speculative path (issue 42, rule 2:
+    the setting in the command ties it), though only its frames or exception could say where, so at most medium."""
+    if _engine(log) not in (Engine.vllm, Engine.sglang):
+        return None
+    if log.mtp_use is MtpUse.on:
+        return hits.mtp_sign or hits.first(Meaning.speculation)
+    if log.run is not None and log.run.other_drafting:
+        return hits.first(Meaning.speculation)
+    return None
+
+
+def _cut_under_setting(log: LogEvidence, hits: Scan, trace: Hit, setting: Hit) -> Cause:
+    """A vLLM or SGLang traceback cut before its exception (a head, a slice of frames, one frame) in a run whose
+    command sets a drafter: a failure on the speculative path; which part failed the paste does not hold."""
+    engine = _engine(log)
+    last = max(hits.of(Meaning.traceback), key=lambda h: h.number)
+    frames = (trace,) if last is trace else (trace, last)
+    return Cause("MTP_ENGINE_CRASH", min(_confidence(log, 0.7), 0.6),
+                 f"{engine.value}'s traceback, cut before its exception, in a run whose command sets a drafter "
+                 f"({setting.message.means}): a failure on the speculative path; the paste does not show where it failed",
+                 (*(f"{log.path}: line {h.number}: {_quoted(h)}" for h in frames),
+                  f"{log.path}: line {setting.number}: {_quoted(setting)}",
+                  f"{log.path}: line {setting.number}: {_source(setting)}"),
+                 f"{gap_remedy(engine)}; the traceback's last lines (the exception) say which part failed; run the same "
+                 "command without the speculative setting to confirm the drafter is the trigger", (EvidenceSource.log,))
 
 
 # An app's or fork's words that the model itself has no MTP layer (read before the engine is blamed).
@@ -321,6 +357,9 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
         return _no_drafter_graph(log, hit, *unknown)
     # Its words, or the engine's speculative configuration it names (a "validation error for SpeculativeConfig").
     said = SPECULATIVE_WORDS.search(without_operands(text)) is not None or _SPEC_CONFIG_NAMED.search(text) is not None
+    # The loader's words name the model class it loads into: a drafter's class (DFlash2Qwen3Model, DeepSeekMTP) puts the
+    # exception in the drafter's loading.
+    said = said or drafter_loading(text)
     around = hits.mtp_sign or hits.first(Meaning.speculation)
     if log.mtp_use is MtpUse.off:  # another drafter on: its code must place the exception, not its setting alone, or
         # the engine's serving step (every step of a run that drafts drafts and verifies)
@@ -359,6 +398,15 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
 
 
 _SPEC_CONFIG_NAMED = re.compile(r"\bSpeculativeConfig\b")
+# The class vLLM's loader names after the tensor it cannot place ("... named 'x.y' in DFlash2Qwen3Model").
+_LOADER_CLASS = re.compile(r"\bno module or parameter named\b[^\n]{0,400}?\bin ([A-Za-z]\w{1,100})")
+
+
+def drafter_loading(text: str) -> bool:
+    """Whether an exception's text is vLLM's loader failing to place a tensor in a drafter's model class (its class
+    name is a drafter's architecture: DFlash2Qwen3Model, DeepSeekMTP, EagleLlamaForCausalLM)."""
+    loading = _LOADER_CLASS.search(text)
+    return loading is not None and drafter_architecture(loading.group(1))
 # A lookup of a model's type or architecture, as a traceback's frames show it: transformers' auto classes
 # (models/auto/configuration_auto.py CONFIG_MAPPING[model_type], modeling_auto.py), the engines' model registries
 # (vllm/model_executor/models/registry.py, vllm/transformers_utils/config.py get_config; python/sglang/srt/models/
