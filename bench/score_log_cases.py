@@ -29,6 +29,14 @@ from mtpinspect.diagnosis import diagnose
 from mtpinspect.errors import MtpinspectError
 
 
+def _shows_answer(entry: dict) -> bool:
+    """Whether the entry's collector judged that its paste alone shows the expected cause and engine. An untied
+    entry's answer is "no cause" (nothing in the paste ties its crash to drafting): the paste shows it wherever it
+    names the engine, though the thread's own cause is only in the thread."""
+    judged = entry.get("paste_alone")
+    return judged == "shows both" or judged == "cause only in the thread" and "untied" in entry.get("expect", {})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="a folder with index.json (cases/logs/'s format) and the pastes")
@@ -46,6 +54,7 @@ def main() -> None:
         except MtpinspectError as exc:
             ok = expect is None
             right += ok
+            shown[1] += _shows_answer(entry)  # a refused entry is a miss, whatever its paste shows
             print(f"{'ok  ' if ok else 'MISS'}  {entry['file']}: refused: {str(exc)[:200]}")
             continue
         codes = [c.code for c in report.causes]
@@ -65,10 +74,7 @@ def main() -> None:
         high = [c.code for c in report.causes if confidence_word(c.confidence) == "high" and c.code not in allowed]
         wrong_high += bool(high)
         right += ok
-        # An untied entry's answer is "no cause" (nothing in the paste ties its crash to drafting), which the paste
-        # shows whenever it names the engine, though the thread's own cause is only in the thread.
-        if entry.get("paste_alone") == "shows both" or \
-                "untied" in expect and entry.get("paste_alone") == "cause only in the thread":
+        if _shows_answer(entry):
             shown[0] += ok
             shown[1] += 1
         print(f"{'ok  ' if ok else 'MISS'}  {entry['file']}: expected {expected or 'no cause'} ({expect['runtime']}); "
