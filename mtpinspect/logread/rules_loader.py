@@ -21,6 +21,12 @@ reads otherwise, hence the low confidence of the line alone). Block 0 is never a
 draft model's load is the sidecar's failure (diagnosis/failures.py), so both are left to the other rules. Older builds
 and forks word the same failure ``check_tensor_dims: tensor '%s' not found``; the corpus labels that wording's one paste
 untied (cases/logs/README.md), so it is not read here.
+
+The same line for a tensor of the MTP block itself (``missing tensor 'blk.N.nextn.X'``) is read here too
+(:func:`missing_nextn`): the GGUF lacks its MTP block, or the loader requires a tensor the checkpoint shares with the
+trunk (``embed_tokens``, ``shared_head_head``: GLM 4.6, llama.cpp#16359). The line alone gives both readings at medium,
+the tensor's kind ordering them, with the check that decides (the GGUF's tensor list); a tensor list in the paste that
+holds block N's MTP block decides.
 """
 
 from __future__ import annotations

@@ -27,7 +27,9 @@
 - llama.cpp crashes with a known place: "invalid vector subscript" while loading a draft or MTP head
   (the device split of src/llama-model.cpp: llama.cpp#22337, #27454; Gemma 4 assistants #24795,
   #25873) and "Gemma4Assistant requires ctx_other" (a drafter context created without the target's:
-  llama-cli, LM Studio; llama.cpp#24343) -> MTP_ENGINE_CRASH with where, the flag and the change to try.
+  llama-cli, LM Studio; llama.cpp#24343) -> MTP_ENGINE_CRASH with where, the flag and the change to try; but the
+  ctx_other line followed by an allocation failure (out of device memory) is the memory fit's probe before the
+  drafter's real context ran out of memory: the start failing -> MTP_FAILED at medium (llama.cpp#24758).
 """
 
 from __future__ import annotations
