@@ -440,7 +440,7 @@ def test_vllms_loader_failing_on_a_drafters_model_class_is_a_loader_bug(tmp_path
 # src/llama.cpp:375 ("%s: error loading model: %s") around src/llama-model-loader.cpp:1159 ("missing tensor '%s'") for a
 # blk.%d.nextn.* tensor (src/llama-arch.cpp:588-593); gguf-py/gguf/scripts/gguf_dump.py:66 rows for the file's tensors.
 _NEXTN_MISSING = "llama_model_load: error loading model: missing tensor 'blk.46.nextn.{tensor}.weight'\n"
-_DUMP = ("* Dumping 3 tensor(s)\n"
+_TENSOR_LIST = ("* Dumping 3 tensor(s)\n"
          "  1101:   10485760 |  4096, 2560,     1,     1 | BF16    | blk.{block}.nextn.eh_proj.weight\n"
          "  1102:       2048 |  2048,     1,     1,     1 | F32     | blk.{block}.nextn.enorm.weight\n"
          "  1103:       2048 |  2048,     1,     1,     1 | F32     | blk.{block}.nextn.hnorm.weight\n")
@@ -459,14 +459,14 @@ def test_a_missing_nextn_tensor_alone_gives_both_readings_with_the_tensor_list_a
 
 
 def test_a_tensor_list_holding_the_mtp_block_decides_the_missing_nextn_tensor(tmp_path: Path) -> None:
-    listed = _DUMP.format(block=46)
+    listed = _TENSOR_LIST.format(block=46)
     # The block is in the file: a missing shared tensor is the loader's requirement.
     assert _causes(tmp_path, listed + _NEXTN_MISSING.format(tensor="embed_tokens")) == [("MTP_LOADER_BUG", "high")]
     # A missing own tensor of a listed block: a partial block, the file's (medium).
     assert _causes(tmp_path, listed + _NEXTN_MISSING.format(tensor="shared_head_norm")) == \
         [("MTP_WEIGHTS_MISSING", "medium")]
     # Another block's tensors listed decide nothing about block 46.
-    assert _causes(tmp_path, _DUMP.format(block=3) + _NEXTN_MISSING.format(tensor="embed_tokens")) == \
+    assert _causes(tmp_path, _TENSOR_LIST.format(block=3) + _NEXTN_MISSING.format(tensor="embed_tokens")) == \
         [("MTP_LOADER_BUG", "medium")]
 
 

@@ -174,15 +174,15 @@ CATALOGUE: tuple[Message, ...] = (
     # with the trunk (embed_tokens, shared_head_head: llama.cpp#16359); rules_loader.py reads it against the layout.
     _m("missing nextn tensor", Meaning.mtp_failure, ("missing tensor '",),
        r"missing tensor '(?P<name>(?:blk\.(?P<block>\d{1,5})\.)?nextn\.(?P<tensor>[\w.]{1,100}))'",
-       "src/llama-model-loader.cpp:1159 (\"missing tensor '%s'\"), for a blk.%d.nextn.* tensor (src/llama-arch.cpp:588-593) "
-       "the architecture's loader requires", "llama.cpp's loader lacks a tensor of the GGUF's MTP (nextn) block",
+       "src/llama-model-loader.cpp:1159 (\"missing tensor '%s'\"), for a blk.%d.nextn.* tensor the architecture's loader "
+       "requires (src/llama-arch.cpp:589 (\"blk.%d.nextn.embed_tokens\"))", "llama.cpp's loader lacks a tensor of the GGUF's MTP (nextn) block",
        engine=_LLAMA, mtp=_ON),
     # A listing of the GGUF's tensors (the loader's "- tensor split" lines, gguf-dump's rows) naming an MTP block's
     # tensor: the file holds that block (rules_loader.py).
     _m("nextn tensor listed", Meaning.layout, ("nextn.",),
        r"(?:- tensor(?: split)?\s{0,4}\d{1,6}:\s{1,40}|\|\s{0,4}[A-Z][\w]{0,10}\s{0,8}\|\s{0,4})"
        r"blk\.(?P<listed_block>\d{1,5})\.nextn\.(?P<listed>[\w.]{1,100})",
-       "src/llama-model-loader.cpp:748 (\"%s: - tensor split %2d: %32s ...\"); gguf-py/gguf/scripts/gguf_dump.py:66 (rows \"N: COUNT | "
+       "src/llama-model-loader.cpp:748 (\"%s: - tensor split %2d: %32s\"); gguf-py/gguf/scripts/gguf_dump.py:66 (rows \"N: COUNT | "
        "SHAPE | TYPE | NAME\")", "the GGUF's tensor listing names an MTP (nextn) block's tensor", engine=_LLAMA),
     # The loader's failure on one block's trunk tensor (not a nextn.* one: "missing nextn tensor" above), and the layout
     # lines the paste may show around it; rules_loader.py reads them together (is block N the GGUF's MTP block?).
