@@ -435,3 +435,71 @@ def test_vllms_loader_failing_on_a_drafters_model_class_is_a_loader_bug(tmp_path
     # own error naming an AssistantMessage: nothing of a drafter's.
     assert _causes(tmp_path, "ValueError: There is no module or parameter named 'visual' in Qwen3_5Model\n") == []
     assert _causes(tmp_path, "ValueError: no field named 'tool_calls' in AssistantMessage\n") == []
+
+
+# src/llama.cpp:375 ("%s: error loading model: %s") around src/llama-model-loader.cpp:1159 ("missing tensor '%s'") for a
+# blk.%d.nextn.* tensor (src/llama-arch.cpp:588-593); gguf-py/gguf/scripts/gguf_dump.py:66 rows for the file's tensors.
+_NEXTN_MISSING = "llama_model_load: error loading model: missing tensor 'blk.46.nextn.{tensor}.weight'\n"
+_TENSOR_LIST = ("* Dumping 3 tensor(s)\n"
+         "  1101:   10485760 |  4096, 2560,     1,     1 | BF16    | blk.{block}.nextn.eh_proj.weight\n"
+         "  1102:       2048 |  2048,     1,     1,     1 | F32     | blk.{block}.nextn.enorm.weight\n"
+         "  1103:       2048 |  2048,     1,     1,     1 | F32     | blk.{block}.nextn.hnorm.weight\n")
+
+
+def test_a_missing_nextn_tensor_alone_gives_both_readings_with_the_tensor_list_as_the_check(tmp_path: Path) -> None:
+    # A tensor MTP blocks share with the trunk (the pinned loaders make it optional): the loader's requirement first.
+    shared = _NEXTN_MISSING.format(tensor="shared_head_head")
+    assert _causes(tmp_path, shared) == [("MTP_LOADER_BUG", "medium")]
+    paste = tmp_path / "alone.log"
+    paste.write_text(shared, encoding="utf-8")
+    cause = diagnose(log_files=[paste]).causes[0]
+    assert any("two readings" in e and "gguf-dump" in e for e in cause.evidence)
+    # One of the block's own tensors: the file's gap first; never high from the line alone.
+    assert _causes(tmp_path, _NEXTN_MISSING.format(tensor="eh_proj")) == [("MTP_WEIGHTS_MISSING", "medium")]
+
+
+def test_a_tensor_list_holding_the_mtp_block_decides_the_missing_nextn_tensor(tmp_path: Path) -> None:
+    listed = _TENSOR_LIST.format(block=46)
+    # The block is in the file: a missing shared tensor is the loader's requirement.
+    assert _causes(tmp_path, listed + _NEXTN_MISSING.format(tensor="embed_tokens")) == [("MTP_LOADER_BUG", "high")]
+    # A missing own tensor of a listed block: a partial block, the file's (medium).
+    assert _causes(tmp_path, listed + _NEXTN_MISSING.format(tensor="shared_head_norm")) == \
+        [("MTP_WEIGHTS_MISSING", "medium")]
+    # Another block's tensors listed decide nothing about block 46.
+    assert _causes(tmp_path, _TENSOR_LIST.format(block=3) + _NEXTN_MISSING.format(tensor="embed_tokens")) == \
+        [("MTP_LOADER_BUG", "medium")]
+
+
+def test_other_programs_missing_weights_name_no_mtp_cause(tmp_path: Path) -> None:
+    # PyTorch's load_state_dict and TensorFlow's checkpoint reader on a model of their own.
+    torch = ('RuntimeError: Error(s) in loading state_dict for Encoder:\n\tMissing key(s) in state_dict: '
+             '"next_layer.weight", "embed_tokens.weight".\n')
+    tf = "NotFoundError: Key next_token/embed_tokens/kernel not found in checkpoint\n"
+    assert _causes(tmp_path, torch) == []
+    assert _causes(tmp_path, tf) == []
+
+
+# src/llama-context.cpp:150's refusal of a Gemma 4 assistant's context without the target's, then ggml's CUDA/HIP
+# allocation failure and src/llama-context.cpp:684 / src/llama-kv-cache.cpp:288 (llama.cpp#24758's shape, on ROCm).
+_CTX_OTHER_LINE = "llama_init_from_model: failed to initialize the context: Gemma4Assistant requires ctx_other to be set\n"
+_OOM = ("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 1830.00 MiB on device 1: hipMalloc failed: out of memory\n"
+        "llama_kv_cache: failed to allocate buffer for kv cache\n"
+        "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache\n")
+
+
+def test_a_drafter_context_out_of_memory_is_the_start_failing_not_a_crash(tmp_path: Path) -> None:
+    causes = _causes(tmp_path, _CTX_OTHER_LINE + _OOM)
+    assert causes[:1] == [("MTP_FAILED", "medium")]
+    assert all(word != "high" for _, word in causes)
+    # The ctx_other refusal alone (llama-cli, an app loading the assistant on its own) stays the crash on the draft path.
+    assert _causes(tmp_path, _CTX_OTHER_LINE)[:1] == [("MTP_ENGINE_CRASH", "high")]
+    # Memory that ran out before the drafter's context (the target's own) is not the drafter's.
+    assert [c for c, _ in _causes(tmp_path, _OOM + _CTX_OTHER_LINE)][:1] == ["MTP_ENGINE_CRASH"]
+
+
+def test_out_of_memory_without_a_drafter_names_no_mtp_cause(tmp_path: Path) -> None:
+    # A plain llama-server start that runs out of memory, and PyTorch's OOM in a training script.
+    assert _causes(tmp_path, _OOM) == []
+    torch = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; "
+             "21.10 GiB already allocated)\n")
+    assert _causes(tmp_path, torch) == []

@@ -139,7 +139,7 @@ def test_each_cited_llama_cpp_line_is_in_the_pinned_sources() -> None:
     # Words once cited that the pinned sources do not hold: said as such, never as a line.
     sourced = {m.name: m.source for m in CATALOGUE}
     assert "not in the pinned sources" in sourced["draft memory not measured"]
-    assert "src/llama-model-loader.cpp:1159" in sourced["MTP block missing"]
+    assert "src/llama-model-loader.cpp:1159" in sourced["missing nextn tensor"]
 
 
 def test_a_scheduler_death_after_drafting_is_a_crash_on_the_mtp_path(tmp_path: Path) -> None:

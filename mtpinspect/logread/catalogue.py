@@ -50,6 +50,7 @@ class Meaning(Word):
     usage = "usage"  # a usage listing (the build's --spec-type values)
     engine_death = "engine death"  # the engine's scheduler or worker died (its own line, whatever killed it)
     layout = "layout"  # the model's block layout as llama.cpp's loader prints it (block count, nextn layers, a missing tensor)
+    memory = "memory"  # the engine could not allocate a buffer (out of memory while it sets up a model or a context)
     past_config = "past config"  # the run got past its configuration: a model loading, a graph capture, the server serving
 
 
@@ -164,10 +165,26 @@ CATALOGUE: tuple[Message, ...] = (
        "common/speculative.cpp:1377", "the MTP head's input width differs from the target's", engine=_LLAMA, mtp=_ON),
     _m("failed to add token", Meaning.mtp_failure, ("failed to add token",), r"failed to add token",
        "common/common.cpp:2158 (GGML_ABORT in common_batch_add)", "a draft batch overflowed", engine=_LLAMA),
-    _m("MTP block missing", Meaning.mtp_failure, ("MTP block missing", "nextn"),
-       r"MTP block missing nextn|missing tensor '[^']*nextn", "src/models/deepseek32.cpp:507; src/llama-model-loader.cpp:1159 "
-       "(\"missing tensor '%s'\")", "the GGUF lacks an MTP block's tensors", engine=_LLAMA, mtp=_ON),
-    # The loader's failure on one block's trunk tensor (not a nextn.* one: "MTP block missing" above), and the layout
+    # The graph builder's assert on the MTP block's own tensors (eh_proj, enorm, hnorm), which the loader made optional:
+    # the GGUF has no MTP block's weights.
+    _m("MTP block missing", Meaning.mtp_failure, ("MTP block missing",),
+       r"MTP block missing nextn", "src/models/deepseek32.cpp:507 (GGML_ASSERT(layer.nextn.eh_proj && \"MTP block missing "
+       "nextn.eh_proj\"))", "the GGUF lacks an MTP block's tensors", engine=_LLAMA, mtp=_ON),
+    # The loader's failure on one nextn tensor: the GGUF lacks it, or the loader requires a tensor the checkpoint shares
+    # with the trunk (embed_tokens, shared_head_head: llama.cpp#16359); rules_loader.py reads it against the layout.
+    _m("missing nextn tensor", Meaning.mtp_failure, ("missing tensor '",),
+       r"missing tensor '(?P<name>(?:blk\.(?P<block>\d{1,5})\.)?nextn\.(?P<tensor>[\w.]{1,100}))'",
+       "src/llama-model-loader.cpp:1159 (\"missing tensor '%s'\"), for a blk.%d.nextn.* tensor the architecture's loader "
+       "requires (src/llama-arch.cpp:589 (\"blk.%d.nextn.embed_tokens\"))", "llama.cpp's loader lacks a tensor of the GGUF's MTP (nextn) block",
+       engine=_LLAMA, mtp=_ON),
+    # A listing of the GGUF's tensors (the loader's "- tensor split" lines, gguf-dump's rows) naming an MTP block's
+    # tensor: the file holds that block (rules_loader.py).
+    _m("nextn tensor listed", Meaning.layout, ("nextn.",),
+       r"(?:- tensor(?: split)?\s{0,4}\d{1,6}:\s{1,40}|\|\s{0,4}[A-Z][\w]{0,10}\s{0,8}\|\s{0,4})"
+       r"blk\.(?P<listed_block>\d{1,5})\.nextn\.(?P<listed>[\w.]{1,100})",
+       "src/llama-model-loader.cpp:748 (\"%s: - tensor split %2d: %32s\"); gguf-py/gguf/scripts/gguf_dump.py:66 (rows \"N: COUNT | "
+       "SHAPE | TYPE | NAME\")", "the GGUF's tensor listing names an MTP (nextn) block's tensor", engine=_LLAMA),
+    # The loader's failure on one block's trunk tensor (not a nextn.* one: "missing nextn tensor" above), and the layout
     # lines the paste may show around it; rules_loader.py reads them together (is block N the GGUF's MTP block?).
     _m("missing block tensor", Meaning.layout, ("missing tensor 'blk.",),
        r"missing tensor 'blk\.(?P<block>\d{1,5})\.(?P<tensor>(?!nextn\.)[\w.]{1,100})'",
@@ -182,6 +199,16 @@ CATALOGUE: tuple[Message, ...] = (
        "src/llama-model-loader.cpp (the metadata dump: \"- kv N: <arch>.block_count u32 = ...\"), src/llama-model.cpp "
        "print_info (n_layer, n_layer_all), tools/server (\"loading model '%s'\")",
        "the model's block layout as llama.cpp's loader prints it", engine=_LLAMA),
+    # The engine could not allocate a buffer while it sets up a context (the compute buffers, the KV cache) or a model's
+    # weights: the device is out of memory. Whose context it was, the lines before say (rules_run.py).
+    _m("allocation failed", Meaning.memory, ("failed to allocate", "out of memory", "Malloc failed",
+                                             "ErrorOutOfDeviceMemory"),
+       r"\bfailed to allocate (?:compute (?:pp |tg )?buffers|buffer for kv cache|\w{1,20} buffer of size)\b|"
+       r"\b(?:cuda|hip|musa)Malloc failed: out of memory\b|\bErrorOutOfDeviceMemory\b",
+       "src/llama-context.cpp:684, 702 (\"failed to allocate compute pp buffers\", \"... tg buffers\"), "
+       "src/llama-kv-cache.cpp:288 (\"failed to allocate buffer for kv cache\"); ggml's allocator (\"failed to allocate %s "
+       "buffer of size %zu\") and CUDA backend (\"allocating %.2f MiB on device %d: cudaMalloc failed: %s\")",
+       "the engine ran out of device memory allocating a buffer", engine=_LLAMA),
     _m("NextN graph missing", Meaning.mtp_failure, ("graph not implemented",), r"NextN graph not implemented",
        "src/models/glm5-next.cpp:190", "this build has no MTP graph for the architecture", engine=_LLAMA, mtp=_ON),
     _m("nextn layers required", Meaning.mtp_failure, ("requires nextn_predict_layers",),

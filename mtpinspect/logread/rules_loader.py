@@ -21,6 +21,12 @@ reads otherwise, hence the low confidence of the line alone). Block 0 is never a
 draft model's load is the sidecar's failure (diagnosis/failures.py), so both are left to the other rules. Older builds
 and forks word the same failure ``check_tensor_dims: tensor '%s' not found``; the corpus labels that wording's one paste
 untied (cases/logs/README.md), so it is not read here.
+
+The same line for a tensor of the MTP block itself (``missing tensor 'blk.N.nextn.X'``) is read here too
+(:func:`missing_nextn`): the GGUF lacks its MTP block, or the loader requires a tensor the checkpoint shares with the
+trunk (``embed_tokens``, ``shared_head_head``: GLM 4.6, llama.cpp#16359). The line alone gives both readings at medium,
+the tensor's kind ordering them, with the check that decides (the GGUF's tensor list); a tensor list in the paste that
+holds block N's MTP block decides.
 """
 
 from __future__ import annotations
@@ -82,8 +88,11 @@ def missing_block(log: LogEvidence) -> MissingBlock | None:
 
 
 def loader_cause(log: LogEvidence) -> Cause | None:
-    """NO_MTP_GRAPH when the missing block may be the GGUF's MTP block (see the module docstring); None when the paste
-    shows it is not (a broken GGUF) or holds no such line."""
+    """NO_MTP_GRAPH when the missing block may be the GGUF's MTP block; for a missing nextn tensor, the GGUF's gap or the
+    loader's (see the module docstring); None when the paste shows it is not (a broken GGUF) or holds no such line."""
+    nextn = missing_nextn(log)
+    if nextn is not None:
+        return nextn
     miss = missing_block(log)
     if miss is None or miss.last is False or miss.carries_mtp is False:
         return None
@@ -112,3 +121,58 @@ def loader_cause(log: LogEvidence) -> Cause | None:
                  "use a build whose loader knows this architecture's MTP block (llama.cpp with MTP support for it, e.g. the "
                  "pinned build: mtpinspect runtime build; an app release that bundles it), or a GGUF without the MTP block "
                  f"(the publisher's non-MTP file, or convert with --no-mtp); {check}", (EvidenceSource.log,))
+
+
+# The nextn tensors an MTP block shares with the trunk: a checkpoint may tie them to the trunk's embedding and output
+# (GLM 4.6 ships neither: llama.cpp#16359); the pinned loaders create them TENSOR_NOT_REQUIRED and fall back to
+# tok_embd / output (src/models/deepseek32.cpp:148-149, 539). The block's own tensors (eh_proj, enorm, hnorm,
+# shared_head_norm) no checkpoint with the head lacks.
+_SHARED_NEXTN = re.compile(r"^(?:embed_tokens|shared_head_head)\.")
+_LIST_CHECK = ("the GGUF's tensor list decides (`mtpinspect check FILE.gguf`, or gguf-dump FILE.gguf): blk.{b}.nextn.* "
+               "tensors there (eh_proj, enorm, hnorm) mean the file has the MTP block and this build's loader requires "
+               "one the checkpoint shares with the trunk: use a build that makes it optional (llama.cpp PR #16359 or "
+               "later; the pinned build: mtpinspect runtime build); none there means the GGUF has no MTP block: use one "
+               "converted with it (convert_hf_to_gguf.py reads model*.safetensors: an mtp.safetensors beside them is "
+               "skipped) or serve without MTP")
+
+
+def missing_nextn(log: LogEvidence) -> Cause | None:
+    """The loader's ``missing tensor 'blk.N.nextn.X'``: a GGUF without (all of) its MTP block, or a loader that requires
+    a tensor the checkpoint shares with the trunk. The line alone cannot tell them: both readings at medium confidence,
+    the likelier first (a shared tensor: the loader's; one of the block's own: the file's), with the check that decides.
+    The paste decides where it lists the file's tensors: other tensors of block N's MTP block there mean the file has
+    the block, so a missing shared tensor is the loader's requirement (MTP_LOADER_BUG, high); a missing own tensor of a
+    listed block is a file converted without it (MTP_WEIGHTS_MISSING, medium: a partial block)."""
+    if log.scan is None:
+        return None
+    hit = next((h for h in log.scan.of(Meaning.mtp_failure) if h.message.name == "missing nextn tensor"), None)
+    if hit is None:
+        return None
+    tensor, block = hit.match["tensor"], hit.match["block"]
+    shared = _SHARED_NEXTN.match(tensor) is not None
+    listed = [h for h in log.scan.of(Meaning.layout) if h.message.name == "nextn tensor listed"
+              and (block is None or h.match["listed_block"] == block)]
+    line = f"{log.path}: line {hit.number}: {hit.line[:300]}"
+    check = _LIST_CHECK.format(b=block if block is not None else "N")
+    if listed:
+        shown = f"{log.path}: line {listed[0].number}: the GGUF's tensor list holds its MTP block ({listed[0].line[:200]})"
+        if shared:
+            return Cause("MTP_LOADER_BUG", 0.85,
+                         f"llama.cpp's loader requires nextn.{tensor}, which the checkpoint shares with the trunk: the "
+                         "GGUF has its MTP block, the loader asks for a tensor it need not have", (line, shown),
+                         "use a llama.cpp build whose loader makes the shared nextn tensors optional (PR #16359 or later; "
+                         "the pinned build: mtpinspect runtime build); the GGUF is fine", (EvidenceSource.log,))
+        return Cause("MTP_WEIGHTS_MISSING", 0.7,
+                     f"the GGUF's MTP block lacks its own nextn.{tensor}: a conversion or quantization that dropped part "
+                     "of the head", (line, shown),
+                     f"re-convert or re-download the GGUF with its whole MTP block, or serve without MTP; {check}",
+                     (EvidenceSource.log,))
+    reading = ("the loader requires a tensor the checkpoint shares with the trunk (llama.cpp#16359), or the GGUF lacks "
+               "its MTP block" if shared else
+               "the GGUF lacks (part of) its MTP block, or the loader names a tensor the checkpoint holds otherwise")
+    evidence = (line, f"{log.path}: two readings remain (the paste does not list the GGUF's tensors): {reading}; {check}")
+    if shared:
+        return Cause("MTP_LOADER_BUG", 0.6, f"llama.cpp's loader stops at nextn.{tensor}, a tensor MTP blocks share with "
+                     "the trunk: " + reading, evidence, check, (EvidenceSource.log,))
+    return Cause("MTP_WEIGHTS_MISSING", 0.6, f"llama.cpp's loader finds no nextn.{tensor} in the GGUF: " + reading,
+                 evidence, check, (EvidenceSource.log,))

@@ -27,7 +27,9 @@
 - llama.cpp crashes with a known place: "invalid vector subscript" while loading a draft or MTP head
   (the device split of src/llama-model.cpp: llama.cpp#22337, #27454; Gemma 4 assistants #24795,
   #25873) and "Gemma4Assistant requires ctx_other" (a drafter context created without the target's:
-  llama-cli, LM Studio; llama.cpp#24343) -> MTP_ENGINE_CRASH with where, the flag and the change to try.
+  llama-cli, LM Studio; llama.cpp#24343) -> MTP_ENGINE_CRASH with where, the flag and the change to try; but the
+  ctx_other line followed by an allocation failure (out of device memory) is the memory fit's probe before the
+  drafter's real context ran out of memory: the start failing -> MTP_FAILED at medium (llama.cpp#24758).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import re
 from collections.abc import Sequence
 
 from mtpinspect.causes import FINE_ACCEPTANCE, SLOWER, Cause
-from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Meaning
+from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Hit, Meaning
 from mtpinspect.logread.drafters import DRAFTING_CODE, drafting_place
 from mtpinspect.logread.rules_loader import loader_cause
 from mtpinspect.logread.rules_message import drafter_loading, unknown_drafter
@@ -206,6 +208,8 @@ def run_cause(log: LogEvidence, head_found: bool | None) -> Cause | None:
         return _not_initialized(log, names["names"] or "", head_found)
     if _PIPELINE in text:
         return _pipeline(log)
+    if _CTX_OTHER in text and (memory := _context_memory(log)) is not None:
+        return _draft_context_memory(log, memory)
     if _CTX_OTHER in text or _SUBSCRIPT in text:
         return _draft_context_crash(log, ctx_other=_CTX_OTHER in text)
     return None
@@ -280,6 +284,33 @@ def _pipeline(log: LogEvidence) -> Cause:
                  "use --tensor-parallel-size instead of --pipeline-parallel-size with MTP, or a vLLM with MTP under PP "
                  "(PR #46994, V2 model runner); or drop --speculative-config",
                  (EvidenceSource.log,))
+
+
+def _context_memory(log: LogEvidence) -> Hit | None:
+    """The allocation failure after a drafter's context line (its ctx_other refusal), None when the text shows none."""
+    if log.scan is None:
+        return None
+    start = next((h for h in log.scan.hits if h.message.name == "assistant without ctx_other"), None)
+    return next((h for h in log.scan.of(Meaning.memory) if start is not None and h.number > start.number), None)
+
+
+def _draft_context_memory(log: LogEvidence, memory: Hit) -> Cause:
+    """A drafter's context that cannot allocate its buffers: the start failing for memory (MTP_FAILED), not a crash.
+    llama-server's memory fit creates the drafter's context once without the target's (its ctx_other line, "normal
+    during memory fitting" in later builds), then for real; an allocation failure after it is the real context's. At
+    medium: which context ran out the lines do not name, and whether the server went on without MTP the paste may not
+    show."""
+    line = _line(log, _CTX_OTHER)
+    return Cause("MTP_FAILED", 0.7,
+                 "the drafter's context could not allocate its buffers (out of device memory) after the memory fit's "
+                 "ctx_other probe: the MTP start fails for memory (llama-server then serves without MTP), not a crash",
+                 (f"{log.path}: line {memory.number}: {memory.line[:300]}", line,
+                  f"{log.path}: the ctx_other line is the memory fit's probe; a crash reading (the drafter's context "
+                  "created without the target's) holds only if no allocation failed: a smaller -c deciding it (MTP "
+                  "loads, llama.cpp#24758)"),
+                 "give the drafter's context memory: a smaller context (-c), fewer layers on the GPU (-ngl), a quantized "
+                 "KV cache (-ctk/-ctv q8_0), or the drafter on another device; check the log for \"adding speculative "
+                 "implementation\" to see whether MTP started", (EvidenceSource.log,))
 
 
 def _draft_context_crash(log: LogEvidence, *, ctx_other: bool) -> Cause:
