@@ -114,24 +114,27 @@ def test_engine_lines_with_a_path_still_read(text: str, tmp_path: Path) -> None:
 
 
 # "MTP" as the Media Transfer Protocol of phones, in its programs' own message formats (none is in the corpus):
-# libmtp's libmtp.c (LIBMTP_ERROR "LIBMTP PANIC: ..." and the error stack's "Error %d: %s"), mtp-detect
-# (examples/detect.c: "Device %d (VID=%04x and PID=%04x) is a %s %s."), udev's mtp-probe (util/mtp-probe.c),
-# go-mtpfs (mtp/detect.go: fmt.Errorf("no MTP devices found") under main.go's log.Fatalf("detect failed: %v")),
-# jmtpfs ("No mtp devices found."), gvfs's mtp backend (daemon/gvfsbackendmtp.c: "Unable to open MTP device “%s”"),
-# KDE's kio-mtp worker (category kf.kio.workers.mtp), android-file-transfer-linux's aft-mtp-cli.
+# libmtp's libmtp.c (LIBMTP_ERROR("LIBMTP PANIC: Unable to initialize device\n"), its error stack's "Error %d: %s",
+# ptp.c's "PTP Layer error %04x: %s"), mtp-detect (examples/detect.c: "Device %d (VID=%04x and PID=%04x) is a %s %s.",
+# "Unable to open raw device %d"), udev's mtp-probe (util/mtp-probe.c: "bus: %d, device: %d was not an MTP device", as
+# journald prints it), go-mtpfs (mtp/detect.go: fmt.Errorf("no MTP devices found") under main.go's log.Fatalf("detect
+# failed: %v")), jmtpfs (its MtpErrorCantOpenDevice thrown after libmtp's panic, as pasted in public threads), gvfs's mtp
+# backend through gio (daemon/gvfsbackendmtp.c: "Unable to open MTP device “%s”").
 TRANSFER_LINES = [
-    "gvfsd[4121]: LIBMTP PANIC: Unable to initialize device 0 on bus 1: MTP extensions could not be read",
-    "gvfsd-mtp[3388]: Error 2: PTP Layer error 02ff: get_all_metadata_fast(): could not get proplist of all objects.",
+    "gvfsd[4121]: Device 0 (VID=04e8 and PID=6860) is a Samsung Galaxy models (MTP).\n"
+    "gvfsd[4121]: error returned by libusb_claim_interface() = -6LIBMTP PANIC: Unable to initialize device",
+    "gvfsd[3388]: Error 2: PTP Layer error 02ff: get_all_metadata_fast(): could not get proplist of all objects.\n"
+    "gvfsd[3388]: LIBMTP PANIC: MTP device storage failed, trying to continue",
     "Dec 04 21:13:07 lap mtp-probe[9021]: checking bus 3, device 12: \"/sys/devices/pci0000:00/0000:00:14.0/usb3/3-2\"\n"
     "Dec 04 21:13:07 lap mtp-probe[9021]: bus: 3, device: 12 was not an MTP device",
-    "$ jmtpfs ~/phone\nNo mtp devices found.",
+    "$ go-mtpfs ~/phone\n2026/12/04 21:13:09 detect failed: no MTP devices found",
     "kim@lap:~$ mtp-detect\nlibmtp version: 1.1.21\n\nListing raw device(s)\n"
     "Device 0 (VID=04e8 and PID=6860) is a Samsung Galaxy models (MTP).\n   Found 1 device(s):\n"
-    "LIBMTP_Get_Storage(): failed to get storage info\nError 1: Get Storage information failed.\nMTP failure: no storage",
+    "error returned by libusb_claim_interface() = -6LIBMTP PANIC: Unable to initialize device\nUnable to open raw device 0",
     "gio: mtp://SAMSUNG_Android_R58N123/: Unable to open MTP device “003,012”",
-    "kiod5[2201]: kf.kio.workers.mtp: MTP device not found, failed to open session",
-    "$ aft-mtp-cli\nerror: no MTP device found; is the phone unlocked and set to File Transfer?",
-    "Error: Android File Transfer could not connect to the device: MTP session failed",
+    "kim@lap:~$ jmtpfs ~/phone\nDevice 0 (VID=0e8d and PID=201d) is a MediaTek Inc Elephone P8000 (MTP).\n"
+    "error returned by libusb_claim_interface() = -6LIBMTP PANIC: Unable to initialize device\n"
+    "terminate called after throwing an instance of 'MtpErrorCantOpenDevice'\n  what():  Can't open device\nAborted (core dumped)",
 ]
 
 
@@ -155,7 +158,7 @@ DRAFTER_LINES = [
 
 
 @pytest.mark.parametrize("drafter", DRAFTER_LINES)
-@pytest.mark.parametrize("transfer", [TRANSFER_LINES[0], TRANSFER_LINES[3], TRANSFER_LINES[4]], ids=["gvfsd", "jmtpfs", "mtp-detect"])
+@pytest.mark.parametrize("transfer", [TRANSFER_LINES[0], TRANSFER_LINES[3], TRANSFER_LINES[4]], ids=["gvfsd", "go-mtpfs", "mtp-detect"])
 def test_a_drafter_beside_the_media_transfer_protocol_keeps_its_cause(transfer: str, drafter: str, tmp_path: Path) -> None:
     path = tmp_path / "paste.log"
     alone = tmp_path / "alone.log"

@@ -219,3 +219,20 @@ def without_transfer(line: str) -> str:
     """``line`` with each "MTP" (any case, inside a name too: LIBMTP, go-mtpfs) blanked, same length: on a line of the
     Media Transfer Protocol (:func:`transfer_lines`) the word names a phone's protocol, not a drafter."""
     return _MTP_WORD.sub("   ", line)
+
+
+def without_transfer_words(text: str) -> str:
+    """``text`` with "MTP" blanked on each line of the Media Transfer Protocol (:func:`transfer_lines`), same length:
+    what a crash or failure reader may take as a tie to MTP."""
+    starts = sorted(transfer_lines(text))
+    if not starts:
+        return text
+    parts: list[str] = []
+    at = 0
+    for start in starts:
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        parts += [text[at:start], without_transfer(text[start:end])]
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
