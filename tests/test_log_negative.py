@@ -111,3 +111,74 @@ def test_engine_lines_with_a_path_still_read(text: str, tmp_path: Path) -> None:
     path.write_text(text + "\n", encoding="utf-8")
     report = diagnose(log_files=[path])
     assert report.causes and text.strip() in report.causes[0].evidence[0]
+
+
+# "MTP" as the Media Transfer Protocol of phones, in its programs' own message formats (none is in the corpus):
+# libmtp's libmtp.c (LIBMTP_ERROR("LIBMTP PANIC: Unable to initialize device\n"), its error stack's "Error %d: %s",
+# ptp.c's "PTP Layer error %04x: %s"), mtp-detect (examples/detect.c: "Device %d (VID=%04x and PID=%04x) is a %s %s.",
+# "Unable to open raw device %d"), udev's mtp-probe (util/mtp-probe.c: "bus: %d, device: %d was not an MTP device", as
+# journald prints it), go-mtpfs (mtp/detect.go: fmt.Errorf("no MTP devices found") under main.go's log.Fatalf("detect
+# failed: %v")), jmtpfs (its MtpErrorCantOpenDevice thrown after libmtp's panic, as pasted in public threads), gvfs's mtp
+# backend through gio (daemon/gvfsbackendmtp.c: "Unable to open MTP device “%s”").
+TRANSFER_LINES = [
+    "gvfsd[4121]: Device 0 (VID=04e8 and PID=6860) is a Samsung Galaxy models (MTP).\n"
+    "gvfsd[4121]: error returned by libusb_claim_interface() = -6LIBMTP PANIC: Unable to initialize device",
+    "gvfsd[3388]: Error 2: PTP Layer error 02ff: get_all_metadata_fast(): could not get proplist of all objects.\n"
+    "gvfsd[3388]: LIBMTP PANIC: MTP device storage failed, trying to continue",
+    "Dec 04 21:13:07 lap mtp-probe[9021]: checking bus 3, device 12: \"/sys/devices/pci0000:00/0000:00:14.0/usb3/3-2\"\n"
+    "Dec 04 21:13:07 lap mtp-probe[9021]: bus: 3, device: 12 was not an MTP device",
+    "$ go-mtpfs ~/phone\n2026/12/04 21:13:09 detect failed: no MTP devices found",
+    "kim@lap:~$ mtp-detect\nlibmtp version: 1.1.21\n\nListing raw device(s)\n"
+    "Device 0 (VID=04e8 and PID=6860) is a Samsung Galaxy models (MTP).\n   Found 1 device(s):\n"
+    "error returned by libusb_claim_interface() = -6LIBMTP PANIC: Unable to initialize device\nUnable to open raw device 0",
+    "gio: mtp://SAMSUNG_Android_R58N123/: Unable to open MTP device “003,012”",
+    "kim@lap:~$ jmtpfs ~/phone\nDevice 0 (VID=0e8d and PID=201d) is a MediaTek Inc Elephone P8000 (MTP).\n"
+    "error returned by libusb_claim_interface() = -6LIBMTP PANIC: Unable to initialize device\n"
+    "terminate called after throwing an instance of 'MtpErrorCantOpenDevice'\n  what():  Can't open device\nAborted (core dumped)",
+]
+
+
+@pytest.mark.parametrize("text", TRANSFER_LINES, ids=[t.split(":")[0][:24] for t in TRANSFER_LINES])
+def test_the_media_transfer_protocol_is_no_drafter(text: str, tmp_path: Path) -> None:
+    path = tmp_path / "paste.log"
+    path.write_text(text + "\n", encoding="utf-8")
+    try:
+        report = diagnose(log_files=[path])
+    except FormatError:
+        return
+    assert report.causes == [], [(c.code, c.confidence, c.evidence[:1]) for c in report.causes]
+
+
+# The same texts beside a real drafter's failure (llama-server's own load_model lines): the drafter keeps its cause,
+# whether the phone's lines come first (a journal), or a shell shows a protocol program's output and then the engine's.
+DRAFTER_LINES = [
+    "srv    load_model: failed to load MTP head from '/models/Qwen3.6-35B-A3B-MTP-UD-Q4_K_XL.gguf'",
+    "E srv    load_model: failed to load draft model, '/models/unsloth/mtp-Qwen3.6-27B-Q8_0.gguf'",
+]
+
+
+@pytest.mark.parametrize("drafter", DRAFTER_LINES)
+@pytest.mark.parametrize("transfer", [TRANSFER_LINES[0], TRANSFER_LINES[3], TRANSFER_LINES[4]], ids=["gvfsd", "go-mtpfs", "mtp-detect"])
+def test_a_drafter_beside_the_media_transfer_protocol_keeps_its_cause(transfer: str, drafter: str, tmp_path: Path) -> None:
+    path = tmp_path / "paste.log"
+    alone = tmp_path / "alone.log"
+    alone.write_text(drafter + "\n", encoding="utf-8")
+    path.write_text(transfer + "\n$ llama-server -m /models/q.gguf --spec-type draft-mtp\n" + drafter + "\n", encoding="utf-8")
+    expected = diagnose(log_files=[alone]).causes
+    report = diagnose(log_files=[path])
+    assert expected and [c.code for c in report.causes] == [c.code for c in expected]
+    assert drafter.strip() in report.causes[0].evidence[0]
+
+
+def test_only_the_protocol_lines_are_blanked() -> None:
+    from mtpinspect.logread.voices import transfer_lines, without_transfer
+
+    text = "$ go-mtpfs ~/phone\n2013/06/06 12:17:53 detect failed: no MTP devices found\n$ llama-server --spec-type draft-mtp\n" \
+           "srv load_model: failed to load MTP head\ngvfsd[1]: LIBMTP PANIC: x\nerror: MTP/EAGLE not supported for this model\n"
+    starts = transfer_lines(text)
+    at, marked = 0, []
+    for line in text.splitlines():
+        marked.append(at in starts)
+        at += len(line) + 1
+    assert marked == [True, True, False, False, True, False]
+    assert without_transfer("LIBMTP PANIC: no MTP devices") == "LIB    PANIC: no     devices"

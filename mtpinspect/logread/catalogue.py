@@ -31,7 +31,7 @@ from functools import cached_property
 from mtpinspect.logread.drafters import TABLE as DRAFTER_TABLE
 from mtpinspect.logread.formats import strip_prefixes
 from mtpinspect.logread.run_facts import LogApp, MtpUse
-from mtpinspect.logread.voices import MAX_LINE, content_lines, lines_with, without_operands
+from mtpinspect.logread.voices import MAX_LINE, content_lines, lines_with, transfer_lines, without_operands, without_transfer
 from mtpinspect.vocabulary import Engine, Word
 
 
@@ -809,6 +809,7 @@ def scan(text: str) -> Scan:
     str.find (one C-speed pass per key; a regex alternation of every key is several times slower on a large log)."""
     found: dict[int, list[tuple[Message, str, re.Match[str]]]] = {}
     content = content_lines(text)  # request bodies, prompts, chat text: the user's words, never a message (voices.py)
+    transfer = transfer_lines(text)  # lines where "MTP" is the Media Transfer Protocol of phones: blanked there (voices.py)
     for message in CATALOGUE:
         mine: dict[int, tuple[str, re.Match[str]]] = {}
         for key in message.keys:
@@ -816,6 +817,7 @@ def scan(text: str) -> Scan:
                 if start in mine or start in content:
                     continue
                 said = raw if message.raw else strip_prefixes(raw)
+                said = without_transfer(said) if start in transfer else said
                 match = message.pattern.search(without_operands(said) if message.words_only else said)
                 if match is not None:
                     mine[start] = (raw, match)

@@ -44,7 +44,7 @@ from mtpinspect.logread.figures import (
 from mtpinspect.logread.formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
 from mtpinspect.logread.run_facts import LogApp, MtpUse, RunFacts, read_run
 from mtpinspect.logread.tables import names_drafting, without_speculation
-from mtpinspect.logread.voices import without_content
+from mtpinspect.logread.voices import without_content, without_transfer_words
 from mtpinspect.runtime.crash import Crash, crash_in_log
 from mtpinspect.runtime.logs import unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
@@ -141,8 +141,9 @@ def read_runs(path: str | Path) -> list[LogEvidence]:
     if not text.strip():
         raise FormatError(f"{file}: empty log")
     # What the engines, apps, tracebacks and shell said: request bodies, prompts and chat text emptied (voices.py).
-    # The run's settings are still read from the whole text (a request's "speculative.types" is a setting).
-    spoken = without_content(text)
+    # The run's settings are still read from the whole text (a request's "speculative.types" is a setting). "MTP" on a
+    # line of the Media Transfer Protocol (a phone's libmtp, go-mtpfs, gvfsd) is blanked: no tie to a drafter.
+    spoken = without_transfer_words(without_content(text))
     segments = _segments(spoken)
     if len(segments) > 1:
         runs = []

@@ -14,7 +14,9 @@ traceback or a shell printed can establish a cause. Content is recognised by its
 
 Another program's error line speaks of the files, paths, archives and branches it names (tar's missing
 ``mtp-phone-backup.tar.gz``, git's pathspec ``'draft/mtp-export'``): :func:`without_operands` blanks those names, so a
-word inside one is read as a name, not as the program's words about speculative decoding.
+word inside one is read as a name, not as the program's words about speculative decoding. "MTP" on a line of the
+Media Transfer Protocol (libmtp, go-mtpfs, gvfsd-mtp, ...: :func:`transfer_lines`) is a phone's protocol:
+:func:`without_transfer` blanks it there.
 
 Each test is a literal key found with str.find, then one linear pattern on that line alone: the cost is one
 pass per key over the text, whatever its size.
@@ -162,3 +164,75 @@ def without_operands(line: str) -> str:
         chars[start:end] = " " * (end - start)
     return "".join(chars)
 
+
+
+# -- The Media Transfer Protocol -----------------------------------------------------------------------------------
+# "MTP" is also the Media Transfer Protocol of phones and cameras over USB: libmtp ("LIBMTP PANIC: ...", libmtp.c's
+# LIBMTP_ERROR and its "Error %d: %s" error stack), its mtp-detect / mtp-files tools, udev's mtp-probe, the FUSE mounts
+# go-mtpfs ("detect failed: %v" over mtp/detect.go's "no MTP devices found"), jmtpfs and simple-mtpfs, GNOME's gvfsd-mtp
+# (gvfsbackendmtp.c: "Unable to open MTP device “%s”", mtp://host URIs, gvfs/mtp:host= mount points), KDE's kio-mtp
+# worker, android-file-transfer-linux's aft-mtp-cli. A line such a program printed, or whose words are the protocol's
+# (an MTP device, MTP storage, PTP/MTP, "MTP+ADB", a USB VID), or what a shell shows under one of their commands, uses
+# "MTP" for a phone, never for a drafter: :func:`without_transfer` blanks the word there (voices, not the cause rules).
+_TRANSFER = re.compile(
+    r"(?i:\blibmtp|\b(?:go-|j|simple-)?mtpfs\b|\bgvfsd(?:-mtp)?\b|\bkio[_-]?mtp\b|\bkio\.workers\.mtp\b|"
+    r"\bmtp-(?:detect|probe|files|folders|tracks|connect|getfile|sendfile|sendtr|albums|hotplug|filetree|newfolder|"
+    r"delfile|emptyfolders|format|reset|trexist|playlists|getplaylist)\b|\baft-mtp-\w+|android[- ]file[- ]transfer|"
+    r"\bmtp://|\bmtp:host=|media transfer protocol)|"
+    r"\bMTP[ _-]?(?:[Dd]evices?|[Ss]torages?|[Oo]bjects?|[Rr]esponder|[Ii]nitiator|[Ee]xtensions?)\b|"
+    r"\bPTP ?/ ?MTP\b|\bMTP ?/ ?PTP\b|\bMTP ?\+ ?ADB\b|\bADB ?\+ ?MTP\b|\(MTP\)|\bUSB\b|\bVID=|\bPTP_[A-Z]|\bidVendor\b")
+# A shell command running one of those programs (or naming an mtp:// location): the lines under it are its output.
+_TRANSFER_COMMAND = re.compile(r"(?i)^(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?(?:(?:go-|j|simple-)?mtpfs|mtp-[\w-]+|aft-mtp-[\w-]+)(?:\s|$)"
+                               r"|\bmtp://")
+_TRANSFER_KEYS = ("mtp", "MTP", "Mtp")
+_MTP_WORD = re.compile(r"(?i)mtp")
+
+
+def transfer_lines(text: str) -> frozenset[int]:
+    """The start offsets of the lines where "MTP" is the Media Transfer Protocol (see above): a line holding MTP in
+    the protocol's words or a protocol program's voice, and every line a shell shows under a protocol program's
+    command, up to the next prompt. Linear: one find pass per key, and each line under a command is walked once."""
+    found: set[int] = set()
+    for key in _TRANSFER_KEYS:
+        walked = 0  # the output of a protocol command is walked up to here (once per key: linear)
+        for start, line in lines_with(text, key):
+            if _TRANSFER.search(line):
+                found.add(start)
+            shell = _SHELL.match(line)
+            if shell is None or start < walked or not _TRANSFER_COMMAND.search(shell["command"]) \
+                    or engine_command(shell["command"]):
+                continue
+            found.add(start)
+            at = text.find("\n", start)
+            while at >= 0:
+                end = text.find("\n", at + 1)
+                end = len(text) if end < 0 else end
+                if _SHELL.match(text[at + 1 : min(end, at + 1 + MAX_LINE)]):
+                    break
+                found.add(at + 1)
+                at = end if end < len(text) else -1
+            walked = len(text) if at < 0 else at
+    return frozenset(found)
+
+
+def without_transfer(line: str) -> str:
+    """``line`` with each "MTP" (any case, inside a name too: LIBMTP, go-mtpfs) blanked, same length: on a line of the
+    Media Transfer Protocol (:func:`transfer_lines`) the word names a phone's protocol, not a drafter."""
+    return _MTP_WORD.sub("   ", line)
+
+
+def without_transfer_words(text: str) -> str:
+    """``text`` with "MTP" blanked on each line of the Media Transfer Protocol (:func:`transfer_lines`), same length:
+    what a crash or failure reader may take as a tie to MTP."""
+    starts = sorted(transfer_lines(text))
+    if not starts:
+        return text
+    parts: list[str] = []
+    at = 0
+    for start in starts:
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        parts += [text[at:start], without_transfer(text[start:end])]
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
