@@ -64,11 +64,6 @@ def content_lines(text: str) -> frozenset[int]:
     return frozenset(found)
 
 
-def is_content(line: str) -> bool:
-    """One line, on its own: is it content (see the module docstring)?"""
-    return any(key in line for key in _CONTENT_KEYS) and _CONTENT.search(line[:MAX_LINE]) is not None
-
-
 def without_content(text: str) -> str:
     """``text`` with its content lines emptied (line numbers kept): what the engines and the shell said."""
     starts = sorted(content_lines(text))
@@ -89,16 +84,6 @@ def without_content(text: str) -> str:
 _SHELL = re.compile(r"^\s*(?:[\w.-]+@[\w.-]+:\S*[$#]|\$|PS [A-Za-z]:\\[^>\n]{0,200}>|[A-Za-z]:\\[^>\n]{0,200}>|>>>?)\s+(?P<command>\S.*)$")
 _ENGINES = re.compile(r"llama[-_](?:server|cli|bench|speculative)|\bmain(?:\.exe)?\b|\bvllm\b|\bsglang\b|\bollama\b|"
                       r"\blms\b|LM ?Studio|llama_cpp|koboldcpp|ik_llama|mtp-bench|docker|podman|\bpython3?\s+-m\s+(?:vllm|sglang)")
-
-
-def last_command(text: str) -> str | None:
-    """The last command a shell prompt in ``text`` shows (the program a shell's crash line is about)."""
-    command = None
-    for line in text.splitlines()[-400:]:
-        found = _SHELL.match(line[:MAX_LINE])
-        if found is not None:
-            command = found["command"].strip()
-    return command
 
 
 def engine_command(command: str) -> bool:

@@ -45,10 +45,6 @@ def is_sidecar(path: str) -> bool:
     return p.name.lower().startswith("mtp-") or any(part.lower() == "mtp" for part in p.parts[:-1])
 
 
-def is_sidecar_gguf(path: str) -> bool:
-    return is_gguf(path) and is_sidecar(path)
-
-
 def is_main_gguf(path: str) -> bool:
     """A GGUF that holds a model: not an MTP sidecar, not a vision projector (mmproj)."""
     return is_gguf(path) and not is_sidecar(path) and "mmproj" not in path.lower()
