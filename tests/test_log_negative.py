@@ -182,3 +182,6 @@ def test_only_the_protocol_lines_are_blanked() -> None:
         at += len(line) + 1
     assert marked == [True, True, False, False, True, False]
     assert without_transfer("LIBMTP PANIC: no MTP devices") == "LIB    PANIC: no     devices"
+    # A drafting result annotated "(MTP)" and a host's line naming USB are no protocol lines: only the protocol's own
+    # words (a VID, "MTP device", PTP/MTP) make them one.
+    assert transfer_lines("batch=32: 900 -> 610 tok/s (MTP)\nUSB hub found; MTP head loaded\n") == frozenset()

@@ -157,7 +157,8 @@ def without_operands(line: str) -> str:
 # go-mtpfs ("detect failed: %v" over mtp/detect.go's "no MTP devices found"), jmtpfs and simple-mtpfs, GNOME's gvfsd-mtp
 # (gvfsbackendmtp.c: "Unable to open MTP device “%s”", mtp://host URIs, gvfs/mtp:host= mount points), KDE's kio-mtp
 # worker, android-file-transfer-linux's aft-mtp-cli. A line such a program printed, or whose words are the protocol's
-# (an MTP device, MTP storage, PTP/MTP, "MTP+ADB", a USB VID), or what a shell shows under one of their commands, uses
+# (an MTP device, MTP storage, PTP/MTP, "MTP+ADB", a USB VID; never a bare "(MTP)" or "USB", which drafting results
+# and hosts' logs hold too), or what a shell shows under one of their commands, uses
 # "MTP" for a phone, never for a drafter: :func:`without_transfer` blanks the word there (voices, not the cause rules).
 _TRANSFER = re.compile(
     r"(?i:\blibmtp|\b(?:go-|j|simple-)?mtpfs\b|\bgvfsd(?:-mtp)?\b|\bkio[_-]?mtp\b|\bkio\.workers\.mtp\b|"
@@ -165,7 +166,7 @@ _TRANSFER = re.compile(
     r"delfile|emptyfolders|format|reset|trexist|playlists|getplaylist)\b|\baft-mtp-\w+|android[- ]file[- ]transfer|"
     r"\bmtp://|\bmtp:host=|media transfer protocol)|"
     r"\bMTP[ _-]?(?:[Dd]evices?|[Ss]torages?|[Oo]bjects?|[Rr]esponder|[Ii]nitiator|[Ee]xtensions?)\b|"
-    r"\bPTP ?/ ?MTP\b|\bMTP ?/ ?PTP\b|\bMTP ?\+ ?ADB\b|\bADB ?\+ ?MTP\b|\(MTP\)|\bUSB\b|\bVID=|\bPTP_[A-Z]|\bidVendor\b")
+    r"\bPTP ?/ ?MTP\b|\bMTP ?/ ?PTP\b|\bMTP ?\+ ?ADB\b|\bADB ?\+ ?MTP\b|\bVID=|\bPTP_[A-Z]|\bidVendor\b")
 # A shell command running one of those programs (or naming an mtp:// location): the lines under it are its output.
 _TRANSFER_COMMAND = re.compile(r"(?i)^(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?(?:(?:go-|j|simple-)?mtpfs|mtp-[\w-]+|aft-mtp-[\w-]+)(?:\s|$)"
                                r"|\bmtp://")
