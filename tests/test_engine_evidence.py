@@ -7,23 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pastes import read_paste
+
 from mtpinspect.diagnosis import diagnose
-from mtpinspect.errors import FormatError
 from mtpinspect.logread.catalogue import scan
 from mtpinspect.logread.drafters import drafter_architecture
 from mtpinspect.vocabulary import Engine
-
-
-def _read(tmp_path: Path, text: str) -> tuple[list[str], Engine | None]:
-    """The causes' codes and the engine; a text refused (no line means anything) names none."""
-    paste = tmp_path / "paste.log"
-    paste.write_text(text, encoding="utf-8")
-    try:
-        report = diagnose(log_files=[paste])
-    except FormatError:
-        return [], None
-    return [c.code for c in report.causes], report.logs[0].runtime
-
 
 # -- the engine by evidence ---------------------------------------------------------------------------------------
 
@@ -52,15 +41,15 @@ def test_an_engines_own_line_outweighs_mentions_of_another(tmp_path: Path) -> No
 def test_a_fragment_names_the_engine_its_lines_name(tmp_path: Path) -> None:
     # vllm/v1/executor/multiproc_executor.py collective_rpc: raise RuntimeError(f"Worker failed with error '{result}',
     # please check the stack trace above for the root cause"); a fragment of it alone is vLLM's, no cause (no tie).
-    codes, engine = _read(tmp_path, "RuntimeError: Worker failed with error 'CUDA error: an illegal memory access was "
+    codes, engine = read_paste(tmp_path, "RuntimeError: Worker failed with error 'CUDA error: an illegal memory access was "
                                     "encountered', please check the stack trace above for the root cause\n")
     assert (codes, engine) == ([], Engine.vllm)
     # The wrapped error on its own line (Python's AttributeError words): the drafter's attribute ties it.
-    codes, engine = _read(tmp_path, "RuntimeError: Worker failed with error:\n"
+    codes, engine = read_paste(tmp_path, "RuntimeError: Worker failed with error:\n"
                                     "'GPUModelRunner' object has no attribute 'drafter'\n")
     assert (codes, engine) == (["MTP_ENGINE_CRASH"], Engine.vllm)
     # A web app's AttributeError words: nothing of an engine's, nothing of a drafter's.
-    assert _read(tmp_path, "ERROR in views: 'NoneType' object has no attribute 'title'\n"
+    assert read_paste(tmp_path, "ERROR in views: 'NoneType' object has no attribute 'title'\n"
                            "'NoneType' object has no attribute 'title'\n")[0] == []
 
 
@@ -79,13 +68,13 @@ _SPEC_VALIDATION = (
 
 
 def test_a_check_of_the_speculative_settings_at_start_is_a_failed_start(tmp_path: Path) -> None:
-    assert _read(tmp_path, _SPEC_VALIDATION) == (["MTP_FAILED"], Engine.vllm)
+    assert read_paste(tmp_path, _SPEC_VALIDATION) == (["MTP_FAILED"], Engine.vllm)
     # A check that asks for a setting to change, under the command alone (vllm/config/compilation.py's words).
     text = ("vllm serve meta-llama/Llama-3.1-8B-Instruct -tp 2 --speculative-config '{\"method\": \"ngram\", "
             "\"num_speculative_tokens\": 4}'\n"
             "ValueError: cudagraph capture sizes must cover num_speculative_tokens + 1 = 5 tokens per request, please "
             "adjust cudagraph_capture_sizes or num_speculative_tokens\n")
-    assert _read(tmp_path, text) == (["MTP_FAILED"], Engine.vllm)
+    assert read_paste(tmp_path, text) == (["MTP_FAILED"], Engine.vllm)
 
 
 def test_the_same_words_after_the_model_loaded_and_served_are_a_crash(tmp_path: Path) -> None:
@@ -99,7 +88,7 @@ def test_the_same_words_after_the_model_loaded_and_served_are_a_crash(tmp_path: 
               "Traceback (most recent call last):\n"
               '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/spec_decode/eagle.py", line 240, in propose\n'
               "RuntimeError: draft token buffer overflow, please reduce max_num_seqs\n")
-    assert _read(tmp_path, served)[0] == ["MTP_ENGINE_CRASH"]
+    assert read_paste(tmp_path, served)[0] == ["MTP_ENGINE_CRASH"]
 
 
 def test_a_web_apps_validation_error_gives_no_cause(tmp_path: Path) -> None:
@@ -109,7 +98,7 @@ def test_a_web_apps_validation_error_gives_no_cause(tmp_path: Path) -> None:
             "    return Settings(**raw)\n"
             "pydantic_core._pydantic_core.ValidationError: 1 validation error for Settings\n"
             "  Value error, smtp_port must be set, please set SMTP_PORT [type=value_error]\n")
-    assert _read(tmp_path, text)[0] == []
+    assert read_paste(tmp_path, text)[0] == []
 
 
 # -- a drafter architecture the engine does not know ----------------------------------------------------------------
@@ -134,13 +123,13 @@ def test_a_type_lookup_that_does_not_know_a_drafter_is_no_graph_for_it(tmp_path:
             "    raise KeyError(key)\n"
             "KeyError: 'glm4_moe_mtp'\n"
             '  File "/opt/venv/lib/python3.12/site-packages/vllm/transformers_utils/config.py", line 480, in get_config\n')
-    assert _read(tmp_path, text) == (["NO_MTP_GRAPH"], Engine.vllm)
+    assert read_paste(tmp_path, text) == (["NO_MTP_GRAPH"], Engine.vllm)
     # vllm/model_executor/models/registry.py _raise_for_unsupported: "Model architectures %s are not supported for now."
     words = ("vllm serve google/gemma-4-31b-it --speculative-config '{\"method\": \"draft_model\", "
              "\"model\": \"google/gemma-4-31b-it-assistant\", \"num_speculative_tokens\": 4}'\n"
              "ValueError: Model architectures ['Gemma4AssistantForCausalLM'] are not supported for now. Supported "
              "architectures: dict_keys(['LlamaForCausalLM', 'Gemma3ForCausalLM'])\n")
-    assert _read(tmp_path, words)[0] == ["NO_MTP_GRAPH"]
+    assert read_paste(tmp_path, words)[0] == ["NO_MTP_GRAPH"]
 
 
 def test_a_keyerror_on_an_assistant_elsewhere_gives_no_cause(tmp_path: Path) -> None:
@@ -149,13 +138,13 @@ def test_a_keyerror_on_an_assistant_elsewhere_gives_no_cause(tmp_path: Path) -> 
               '  File "/srv/site/shop/views.py", line 88, in checkout\n'
               "    helper = context['customer_assistant']\n"
               "KeyError: 'customer_assistant'\n")
-    assert _read(tmp_path, django)[0] == []
+    assert read_paste(tmp_path, django)[0] == []
     # transformers not knowing a plain model type: no drafter, not NO_MTP_GRAPH.
     plain = ("Traceback (most recent call last):\n"
              '  File "/opt/venv/lib/python3.12/site-packages/transformers/models/auto/configuration_auto.py", line 1120, '
              "in from_pretrained\n"
              "KeyError: 'qwen3_5_moe'\n")
-    assert "NO_MTP_GRAPH" not in _read(tmp_path, plain)[0]
+    assert "NO_MTP_GRAPH" not in read_paste(tmp_path, plain)[0]
 
 
 # -- a death while serving a run that drafts ----------------------------------------------------------------------
@@ -175,7 +164,7 @@ _SGLANG_STEP_DEATH = (
 def test_an_engine_dying_in_its_step_under_a_drafters_command_is_the_speculative_paths(tmp_path: Path) -> None:
     command = ("python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --speculative-algorithm "
                "EAGLE3 --speculative-draft-model-path jamesliu1/sglang-EAGLE3-Llama-3.1-Instruct-8B --port 30000\n")
-    assert _read(tmp_path, command + _SGLANG_STEP_DEATH) == (["MTP_ENGINE_CRASH"], Engine.sglang)
+    assert read_paste(tmp_path, command + _SGLANG_STEP_DEATH) == (["MTP_ENGINE_CRASH"], Engine.sglang)
     # vLLM V0's drafter flag (--speculative-model "[ngram]") under V1's engine core dying in its step.
     vllm = ('vllm serve Qwen/Qwen2.5-7B-Instruct --speculative-model "[ngram]" --num-speculative-tokens 4 '
             "--ngram-prompt-lookup-max 3\n"
@@ -183,18 +172,18 @@ def test_an_engine_dying_in_its_step_under_a_drafters_command_is_the_speculative
             'ERROR 02-01 08:00:00 [core.py:340]   File "/opt/vllm/vllm/v1/engine/core.py", line 333, in run_engine_core\n'
             'ERROR 02-01 08:00:00 [core.py:340]   File "/opt/vllm/vllm/v1/engine/core.py", line 367, in run_busy_loop\n'
             'ERROR 02-01 08:00:00 [core.py:340]   File "/opt/vllm/vllm/v1/engine/core.py", line 195, in step\n')
-    assert _read(tmp_path, vllm)[0] == ["MTP_ENGINE_CRASH"]
+    assert read_paste(tmp_path, vllm)[0] == ["MTP_ENGINE_CRASH"]
 
 
 def test_the_same_death_without_a_drafter_is_no_speculative_cause(tmp_path: Path) -> None:
     command = "python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --port 30000\n"
-    assert _read(tmp_path, command + _SGLANG_STEP_DEATH)[0] == []
+    assert read_paste(tmp_path, command + _SGLANG_STEP_DEATH)[0] == []
     # A Ray job's worker dying in its own step function: no engine, no drafter.
     ray = ("ray job submit -- python train.py --speculative-model none\n"
            "Traceback (most recent call last):\n"
            '  File "/home/ray/jobs/train/loop.py", line 88, in step\n'
            "RuntimeError: worker died\n")
-    assert _read(tmp_path, ray)[0] == []
+    assert read_paste(tmp_path, ray)[0] == []
 
 
 def test_the_report_cites_the_line_that_named_the_engine(tmp_path: Path) -> None:
@@ -221,9 +210,9 @@ def test_an_error_line_the_server_went_past_to_set_up_its_drafter_is_no_refusal(
              "llama_context from model\n")
     went_on = ("0.08.100.000 I srv    load_model: initializing, n_slots = 1, n_ctx_slot = 8192\n"
                "0.08.100.020 I common_speculative_impl_draft_eagle3: adding speculative implementation 'draft-eagle3'\n")
-    assert _read(tmp_path, start + went_on)[0] == []
+    assert read_paste(tmp_path, start + went_on)[0] == []
     # The same error where nothing after it shows the drafter: the error stands.
-    assert _read(tmp_path, start)[0] != []
+    assert read_paste(tmp_path, start)[0] != []
 
 
 # -- a refusal read for what it says about the model ---------------------------------------------------------------
@@ -234,12 +223,12 @@ def test_an_engines_refusal_that_says_the_model_has_no_mtp_layers_is_the_missing
             "Traceback (most recent call last):\n"
             '  File "/usr/local/lib/python3.12/dist-packages/vllm/config/speculative.py", line 310, in __post_init__\n')
     said = head + "ValueError: The target model has no MTP layers: the 'mtp' method is not supported for it\n"
-    assert _read(tmp_path, said)[0][:1] == ["MTP_WEIGHTS_MISSING"]
+    assert read_paste(tmp_path, said)[0][:1] == ["MTP_WEIGHTS_MISSING"]
     counted = head + "ValueError: num_nextn_predict_layers = 0 in the config; mtp is not supported for this model\n"
-    assert _read(tmp_path, counted)[0][:1] == ["MTP_WEIGHTS_MISSING"]
+    assert read_paste(tmp_path, counted)[0][:1] == ["MTP_WEIGHTS_MISSING"]
     # A refusal that names MTP without saying anything of the model's layers stays the engine's limit.
     setting = head + "NotImplementedError: Pipeline parallelism is not supported without MTP support in the drafter\n"
-    assert _read(tmp_path, setting)[0][:1] == ["ENGINE_LIMITATION"]
+    assert read_paste(tmp_path, setting)[0][:1] == ["ENGINE_LIMITATION"]
 
 
 # -- other programs' tracebacks -------------------------------------------------------------------------------------
@@ -252,7 +241,7 @@ def test_other_programs_tracebacks_give_no_cause_and_name_no_engine(tmp_path: Pa
               '  File "/srv/cms/editor/views.py", line 120, in publish\n'
               "    self.draft_model.save()\n"
               "AttributeError: 'PublishView' object has no attribute 'draft_model'\n")
-    assert _read(tmp_path, django) == ([], Engine.unknown)
+    assert read_paste(tmp_path, django) == ([], Engine.unknown)
     # A Ray training job (no vLLM) whose script trains speculative heads, dying on PyTorch's CUDA error.
     ray = ("2026-03-01 10:00:00,123 INFO worker.py:1800 -- Started a local Ray instance.\n"
            "(TrainWorker pid=3311) Traceback (most recent call last):\n"
@@ -260,21 +249,21 @@ def test_other_programs_tracebacks_give_no_cause_and_name_no_engine(tmp_path: Pa
            "line 57, in check_for_failure\n"
            '(TrainWorker pid=3311)   File "/home/ray/jobs/train_speculative_heads.py", line 88, in train_loop\n'
            "(TrainWorker pid=3311) RuntimeError: CUDA error: an illegal memory access was encountered\n")
-    assert _read(tmp_path, ray) == ([], Engine.unknown)
+    assert read_paste(tmp_path, ray) == ([], Engine.unknown)
     # A blog's KeyError on its drafts, a web app's pydantic error on a draft's fields.
     blog = ("Traceback (most recent call last):\n"
             '  File "/srv/blog/app/views/posts.py", line 52, in edit\n'
             "    post = session['drafts'][post_id]\n"
             "KeyError: 'drafts'\n")
-    assert _read(tmp_path, blog)[0] == []
+    assert read_paste(tmp_path, blog)[0] == []
     web = ("pydantic_core._pydantic_core.ValidationError: 2 validation errors for DraftCreate\n"
            "title\n  Field required [type=missing, input_value={'body': 'x'}, input_type=dict]\n")
-    assert _read(tmp_path, web)[0] == []
+    assert read_paste(tmp_path, web)[0] == []
     # The same AttributeError under vLLM's worker frames is the engine's drafter breaking.
     vllm = ("Traceback (most recent call last):\n"
             '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 2410, in execute_model\n'
             "AttributeError: 'GPUModelRunner' object has no attribute 'draft_model'\n")
-    assert _read(tmp_path, vllm) == (["MTP_ENGINE_CRASH"], Engine.vllm)
+    assert read_paste(tmp_path, vllm) == (["MTP_ENGINE_CRASH"], Engine.vllm)
 
 
 def test_an_engine_that_says_its_start_failed_before_loading_a_model_failed_to_start(tmp_path: Path) -> None:
@@ -282,12 +271,12 @@ def test_an_engine_that_says_its_start_failed_before_loading_a_model_failed_to_s
     failed = ("ERROR 05-01 12:00:05 [core.py:400] EngineCore failed to start.\n"
               "ValueError: the draft model's max_model_len (4096) is smaller than the target's (32768); raise "
               "speculative_max_model_len\n")
-    assert _read(tmp_path, "INFO 05-01 12:00:00 [__init__.py:239] Automatically detected platform cuda.\n" + failed) == \
+    assert read_paste(tmp_path, "INFO 05-01 12:00:00 [__init__.py:239] Automatically detected platform cuda.\n" + failed) == \
         (["MTP_FAILED"], Engine.vllm)
     # The same after the drafter was loading: a crash at load, as the corpus's loading-drafter threads have it.
     loading = ("INFO 05-01 12:00:01 [gpu_model_runner.py:1900] Loading drafter model...\n"
                "INFO 05-01 12:00:03 [default_loader.py:270] Loading weights took 2.10 seconds\n")
-    assert _read(tmp_path, loading + failed)[0] == ["MTP_ENGINE_CRASH"]
+    assert read_paste(tmp_path, loading + failed)[0] == ["MTP_ENGINE_CRASH"]
 
 
 def test_a_failed_mtp_context_on_a_gguf_whose_dump_shows_no_nextn_layers_is_the_missing_head(tmp_path: Path) -> None:
@@ -295,9 +284,9 @@ def test_a_failed_mtp_context_on_a_gguf_whose_dump_shows_no_nextn_layers_is_the_
     dump = ("llama_model_loader: - kv  20:                 qwen35.nextn_predict_layers u32              = 0\n"
             "srv    load_model: [spec] failed to measure MTP context memory: failed to create llama_context from model\n"
             "srv  llama_server: exiting due to model loading error\n")
-    assert _read(tmp_path, dump)[0][:1] == ["MTP_WEIGHTS_MISSING"]
+    assert read_paste(tmp_path, dump)[0][:1] == ["MTP_WEIGHTS_MISSING"]
     # Without the dump both readings stay (no head, or no memory): a failed MTP start.
-    assert _read(tmp_path, dump.split("\n", 1)[1])[0][:1] == ["MTP_FAILED"]
+    assert read_paste(tmp_path, dump.split("\n", 1)[1])[0][:1] == ["MTP_FAILED"]
 
 
 def test_an_exception_in_the_serving_step_of_a_run_that_drafts_is_the_speculative_paths(tmp_path: Path) -> None:
@@ -307,6 +296,6 @@ def test_an_exception_in_the_serving_step_of_a_run_that_drafts_is_the_speculativ
               "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     eagle = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config '{\"method\": \"eagle3\", \"model\": "
              "\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\", \"num_speculative_tokens\": 3}'\n")
-    assert _read(tmp_path, eagle + frames) == (["MTP_ENGINE_CRASH"], Engine.vllm)
+    assert read_paste(tmp_path, eagle + frames) == (["MTP_ENGINE_CRASH"], Engine.vllm)
     # The same step failing in a run without a drafter: no speculative cause.
-    assert _read(tmp_path, "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192\n" + frames)[0] == []
+    assert read_paste(tmp_path, "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192\n" + frames)[0] == []

@@ -72,8 +72,8 @@ OPERAND_LINES = [
 ]
 
 
-@pytest.mark.parametrize("text", OPERAND_LINES, ids=[t.split(":")[0][:24] for t in OPERAND_LINES])
-def test_a_name_another_program_quotes_is_no_cause(text: str, tmp_path: Path) -> None:
+def _no_cause(tmp_path: Path, text: str) -> None:
+    """A pasted text is refused in one line or read with no cause."""
     path = tmp_path / "paste.log"
     path.write_text(text + "\n", encoding="utf-8")
     try:
@@ -81,6 +81,11 @@ def test_a_name_another_program_quotes_is_no_cause(text: str, tmp_path: Path) ->
     except FormatError:
         return
     assert report.causes == [], [(c.code, c.confidence, c.evidence[:1]) for c in report.causes]
+
+
+@pytest.mark.parametrize("text", OPERAND_LINES, ids=[t.split(":")[0][:24] for t in OPERAND_LINES])
+def test_a_name_another_program_quotes_is_no_cause(text: str, tmp_path: Path) -> None:
+    _no_cause(tmp_path, text)
 
 
 def test_the_names_are_blanked_not_the_words() -> None:
@@ -140,13 +145,7 @@ TRANSFER_LINES = [
 
 @pytest.mark.parametrize("text", TRANSFER_LINES, ids=[t.split(":")[0][:24] for t in TRANSFER_LINES])
 def test_the_media_transfer_protocol_is_no_drafter(text: str, tmp_path: Path) -> None:
-    path = tmp_path / "paste.log"
-    path.write_text(text + "\n", encoding="utf-8")
-    try:
-        report = diagnose(log_files=[path])
-    except FormatError:
-        return
-    assert report.causes == [], [(c.code, c.confidence, c.evidence[:1]) for c in report.causes]
+    _no_cause(tmp_path, text)
 
 
 # The same texts beside a real drafter's failure (llama-server's own load_model lines): the drafter keeps its cause,

@@ -6,22 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mtpinspect.diagnosis import diagnose
-from mtpinspect.errors import FormatError
+from pastes import read_paste
+
 from mtpinspect.logread.catalogue import scan
 from mtpinspect.logread.drafters import drafting_place
 from mtpinspect.vocabulary import Engine
-
-
-def _read(tmp_path: Path, text: str) -> tuple[list[str], Engine | None]:
-    """The causes' codes and the engine; a text refused (no line means anything) names none."""
-    paste = tmp_path / "paste.log"
-    paste.write_text(text, encoding="utf-8")
-    try:
-        report = diagnose(log_files=[paste])
-    except FormatError:
-        return [], None
-    return [c.code for c in report.causes], report.logs[0].runtime
 
 
 def test_vllms_speculative_config_check_in_a_traceback_or_an_arrow_summary_is_a_refusal(tmp_path: Path) -> None:
@@ -33,42 +22,42 @@ def test_vllms_speculative_config_check_in_a_traceback_or_an_arrow_summary_is_a_
                  '  File "/opt/venv/lib/python3.12/site-packages/vllm/config/speculative.py", line 388, in __post_init__\n'
                  '    self._verify_args()\n'
                  'NotImplementedError: Encoder-decoder models are not handled here.\n')
-    assert _read(tmp_path, traceback) == (["ENGINE_LIMITATION"], Engine.vllm)
+    assert read_paste(tmp_path, traceback) == (["ENGINE_LIMITATION"], Engine.vllm)
     arrows = ("create_engine_config → create_speculative_config (arg_utils.py:1701)\n"
               "  → SpeculativeConfig._verify_args (config/speculative.py:977)\n"
               "    NotImplementedError: Chunked prefill is not handled for this model.\n")
-    assert _read(tmp_path, arrows)[0] == ["ENGINE_LIMITATION"]
+    assert read_paste(tmp_path, arrows)[0] == ["ENGINE_LIMITATION"]
     # The same arrows through a report app's config: nothing of a drafter's.
     other = ("build_report → load_settings (app.py:88)\n"
              "  → ReportConfig._verify_args (config/report.py:120)\n"
              "    NotImplementedError: Export to this format is not supported for this model.\n")
-    assert _read(tmp_path, other)[0] == []
+    assert read_paste(tmp_path, other)[0] == []
 
 
 def test_not_yet_supported_quoted_alone_is_an_engine_refusal(tmp_path: Path) -> None:
-    assert _read(tmp_path, '"Draft model speculation is not yet supported for multimodal inputs"\n')[0] == \
+    assert read_paste(tmp_path, '"Draft model speculation is not yet supported for multimodal inputs"\n')[0] == \
         ["ENGINE_LIMITATION"]
     # A CMS's words: its draft posts are no drafter; Spark's speculative execution is no speculative decoding.
-    assert _read(tmp_path, '"Error: draft posts are not yet supported by the API"\n')[0] == []
-    assert _read(tmp_path, '"Speculative execution is not yet supported on this cluster"\n')[0] == []
+    assert read_paste(tmp_path, '"Error: draft posts are not yet supported by the API"\n')[0] == []
+    assert read_paste(tmp_path, '"Speculative execution is not yet supported on this cluster"\n')[0] == []
 
 
 def test_vllms_ray_refusal_backticked_is_vllms(tmp_path: Path) -> None:
     # vllm/executor/ray_gpu_executor.py (0.4): assert self.speculative_config is None, "Speculative decoding not yet
     # supported for RayGPU backend."
     quoted = "`AssertionError: Speculative decoding not yet supported for RayGPU backend.`\n"
-    assert _read(tmp_path, quoted) == (["ENGINE_LIMITATION"], Engine.vllm)
-    assert _read(tmp_path, "`AssertionError: Object spilling is not supported with Ray.`\n")[0] == []
+    assert read_paste(tmp_path, quoted) == (["ENGINE_LIMITATION"], Engine.vllm)
+    assert read_paste(tmp_path, "`AssertionError: Object spilling is not supported with Ray.`\n")[0] == []
 
 
 def test_argparses_invalid_value_of_the_speculative_config_is_the_users_quoting(tmp_path: Path) -> None:
     # argparse: "argument %s: invalid %s value: %r" (the type function, json.loads, raised): the value does not parse.
     line = ("api_server.py: error: argument --speculative-config: invalid loads value: "
             "\"{'method': 'ngram', 'prompt_lookup_max': 4, 'enabled': True}\"\n")
-    assert _read(tmp_path, line) == ([], Engine.vllm)
+    assert read_paste(tmp_path, line) == ([], Engine.vllm)
     # An engine's own refusal of the speculative method stays one.
     refusal = "ERROR: speculative method 'medusa' is not supported for this model\n"
-    assert _read(tmp_path, refusal)[0] == ["ENGINE_LIMITATION"]
+    assert read_paste(tmp_path, refusal)[0] == ["ENGINE_LIMITATION"]
 
 
 def test_a_missing_kernel_image_while_sglang_captures_the_drafters_graph_is_a_crash_on_its_path(tmp_path: Path) -> None:
@@ -77,18 +66,18 @@ def test_a_missing_kernel_image_while_sglang_captures_the_drafters_graph_is_a_cr
     text = ("[2026-03-01 10:00:01 TP0] Capture draft cuda graph begin. This can take up to several minutes. avail mem=40.10 GB\n"
             "CUDA error (/sgl-kernel/csrc/attention/merge_attn_states.cu:212): no kernel image is available for execution "
             "on the device\n")
-    assert _read(tmp_path, text) == (["MTP_ENGINE_CRASH"], Engine.sglang)
+    assert read_paste(tmp_path, text) == (["MTP_ENGINE_CRASH"], Engine.sglang)
     # The target's own graph capture (no drafter's) failing the same way: no speculative path.
     target = text.replace("Capture draft cuda graph", "Capture cuda graph")
-    assert _read(tmp_path, target)[0] == []
+    assert read_paste(tmp_path, target)[0] == []
 
 
 def test_a_failed_check_on_the_accepted_token_count_is_a_crash_on_the_speculative_path(tmp_path: Path) -> None:
     line = "E0601 12:00:00 kernel.cpp:120] num_accepted_tokens[2]=6 out of range for query segment of length 3\n"
-    assert _read(tmp_path, line) == (["MTP_ENGINE_CRASH"], Engine.vllm)
+    assert read_paste(tmp_path, line) == (["MTP_ENGINE_CRASH"], Engine.vllm)
     # The count as a figure (no failed check), and another program's accepted count failing: no cause.
-    assert _read(tmp_path, "stats: num_accepted_tokens=412 num_draft_tokens=600\n")[0] == []
-    assert _read(tmp_path, "[ERROR] numAcceptedConnections[0]=9 exceeds pool length=8\n")[0] == []
+    assert read_paste(tmp_path, "stats: num_accepted_tokens=412 num_draft_tokens=600\n")[0] == []
+    assert read_paste(tmp_path, "[ERROR] numAcceptedConnections[0]=9 exceeds pool length=8\n")[0] == []
 
 
 def test_vllms_spec_decode_folder_is_vllms_package_not_any_folder_of_that_name() -> None:
@@ -103,7 +92,7 @@ def test_a_traceback_through_another_apps_spec_decode_folder_ties_nothing(tmp_pa
             '  File "/srv/specsheet/spec_decode/parser.py", line 40, in parse\n'
             '    raise RuntimeError("bad row")\n'
             'RuntimeError: bad spec sheet row 12\n')
-    assert _read(tmp_path, text)[0] == []
+    assert read_paste(tmp_path, text)[0] == []
 
 
 def test_a_draft_file_that_is_not_there_is_the_users_path(tmp_path: Path) -> None:
@@ -112,12 +101,12 @@ def test_a_draft_file_that_is_not_there_is_the_users_path(tmp_path: Path) -> Non
     text = ("stderrgguf_init_from_file: failed to open GGUF file '/models/draft-1b-q4.gguf' (No such file or directory)\n"
             "llama_model_load_from_file_impl: failed to load model\n"
             "srv    load_model: failed to load draft model, '/models/draft-1b-q4.gguf'\n")
-    assert _read(tmp_path, text)[0] == []
+    assert read_paste(tmp_path, text)[0] == []
     # A draft file that is there and fails to load is still the draft configuration failing.
     loaded = ("llama_model_load: error loading model: error loading model hyperparameters: key not found in model\n"
               "llama_model_load_from_file_impl: failed to load model\n"
               "srv    load_model: failed to load draft model, '/models/draft-1b-q4.gguf'\n")
-    assert _read(tmp_path, loaded)[0] == ["MTP_FAILED"]
+    assert read_paste(tmp_path, loaded)[0] == ["MTP_FAILED"]
 
 
 def test_vllms_speculative_config_is_read_by_its_module_and_class_not_a_settings_word() -> None:

@@ -25,7 +25,7 @@ pass per key over the text, whatever its size.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 # Literals one of which a content line holds; the pattern then decides on that line.
 _CONTENT_KEYS = ('"messages"', '"content"', '"prompt"', '"input"', '"query"', '"instruction"', '"text"',
@@ -64,20 +64,24 @@ def content_lines(text: str) -> frozenset[int]:
     return frozenset(found)
 
 
-def without_content(text: str) -> str:
-    """``text`` with its content lines emptied (line numbers kept): what the engines and the shell said."""
-    starts = sorted(content_lines(text))
+def _rewrite_lines(text: str, starts: frozenset[int], rewrite: Callable[[str], str]) -> str:
+    """``text`` with each line starting at one of ``starts`` replaced by ``rewrite(line)`` (line numbers kept)."""
     if not starts:
         return text
     parts: list[str] = []
     at = 0
-    for start in starts:
+    for start in sorted(starts):
         end = text.find("\n", start)
         end = len(text) if end < 0 else end
-        parts.append(text[at:start])
+        parts += [text[at:start], rewrite(text[start:end])]
         at = end
     parts.append(text[at:])
     return "".join(parts)
+
+
+def without_content(text: str) -> str:
+    """``text`` with its content lines emptied (line numbers kept): what the engines and the shell said."""
+    return _rewrite_lines(text, content_lines(text), lambda line: "")
 
 
 # A shell prompt and the command after it: "$ cmd", "user@host:~$ cmd", "PS C:\\> cmd", "C:\\> cmd", "# cmd".
@@ -210,15 +214,4 @@ def without_transfer(line: str) -> str:
 def without_transfer_words(text: str) -> str:
     """``text`` with "MTP" blanked on each line of the Media Transfer Protocol (:func:`transfer_lines`), same length:
     what a crash or failure reader may take as a tie to MTP."""
-    starts = sorted(transfer_lines(text))
-    if not starts:
-        return text
-    parts: list[str] = []
-    at = 0
-    for start in starts:
-        end = text.find("\n", start)
-        end = len(text) if end < 0 else end
-        parts += [text[at:start], without_transfer(text[start:end])]
-        at = end
-    parts.append(text[at:])
-    return "".join(parts)
+    return _rewrite_lines(text, transfer_lines(text), without_transfer)
