@@ -16,8 +16,8 @@ from __future__ import annotations
 import enum
 import re
 import signal
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 # Signals that mean the program itself broke, as opposed to being stopped from outside.
@@ -45,12 +45,13 @@ class Crash:
     message: str  # the assert condition, the exception's what(), the GPU error, or the signal's meaning
     where: str | None  # "common/speculative.cpp:1376" when the engine printed it
     lines: tuple[str, ...]  # the log's last meaningful lines (no debugger noise)
+    command: str | None = None  # the command a shell's death line names (bash's job line, zsh's, fish's): who died
 
     @classmethod
     def from_dict(cls, data: dict) -> Crash:
         """A crash as a journal holds it (its JSON form)."""
         return cls(CrashKind(data["kind"]), data.get("signal"), str(data.get("message", "")), data.get("where"),
-                   tuple(str(line) for line in data.get("lines") or ()))
+                   tuple(str(line) for line in data.get("lines") or ()), data.get("command"))
 
     @property
     def summary(self) -> str:
@@ -101,9 +102,12 @@ _SHELL_SIGNAL = (
     (re.compile(r"Bus error|zsh: bus error|signal: bus error|SIGBUS|signal 7\b|exit(?:ed with)? code:? 135\b"), "SIGBUS"),
     (re.compile(r"(?i:floating point exception)|SIGFPE|signal 8\b|exit(?:ed with)? code:? 136\b"), "SIGFPE"),
     # "Aborted (core dumped)" alone on its line (a paste may bracket or quote it): vLLM's "Aborted request ..." is
-    # not a crash. zsh says "zsh: abort", Go "signal: aborted".
+    # not a crash. zsh says "zsh: abort", Go "signal: aborted". bash's job line names the command after the padded
+    # status (jobs.c pretty_print_job: "[1]+  Aborted                 (core dumped) cmd", or without the job number), and
+    # a script's child is reported with its line and pid ("./run.sh: line 14: 4821 Aborted (core dumped) cmd").
     (re.compile(r"(?:^|[\s\[(\"'])Aborted(?: \(core dumped\))?[\])\"'.\s]*$|zsh: abort\b|signal: aborted\b|SIGABRT|"
-                r"signal 6\b|exit(?:ed with)? code:? 134\b"), "SIGABRT"),
+                r"signal 6\b|exit(?:ed with)? code:? 134\b|"
+                r"(?:^(?:\[\d{1,4}\][+-]?\s+)?|: line \d{1,7}:\s+\d{1,9}\s+)Aborted(?:\s+\(core dumped\)|\s{2,}\S)"), "SIGABRT"),
     # MSVC's C runtime: abort() in a Debug build shows a dialog ("Debug Error! ... abort() has been called").
     (re.compile(r"\babort\(\) has been called"), "SIGABRT"),
     # Windows: an access violation, as Go's runtime prints it ("Exception 0xc0000005 0x0 ..." in Ollama's log),
@@ -116,6 +120,31 @@ _SHELL_SIGNAL = (
     # systemd-coredump's journal line; the frames below it say which signal (abort() -> SIGABRT).
     (re.compile(r"systemd-coredump\[\d+\]: .*Process \d+ \([\w.-]+\) of user \d+ dumped core"), "SIGABRT"),
 )
+# The command a shell's line says died of a signal: bash's job line ("[1]+  Aborted   (core dumped) cmd", also without
+# the job number) and a script's child ("./run.sh: line 14: 4821 Segmentation fault      (core dumped) cmd"; bash
+# jobs.c pretty_print_job / notify_of_job_status), zsh's ("zsh: segmentation fault (core dumped)  cmd", Src/jobs.c
+# printjob), fish's ("fish: Job 1, 'cmd' terminated by signal SIGSEGV (Address boundary error)", proc.cpp).
+_STATUS = (r"(?:Aborted|Segmentation fault|Bus error|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap|"
+           r"Memory fault)")
+_DIED_COMMAND = re.compile(
+    r"^(?:\[\d{1,4}\][+-]?\s+)?" + _STATUS + r"(?:\s+\(core dumped\)\s+|\s{2,})(?P<bash>[\w./~\"'$-][^\n]{0,2000})$|"
+    r": line \d{1,7}:\s+\d{1,9}\s+" + _STATUS + r"(?:\s+\(core dumped\))?\s+(?P<script>\S[^\n]{0,2000})$|"
+    r"^zsh: (?:abort|segmentation fault|bus error|illegal hardware instruction|floating point exception|killed)"
+    r"(?: \(core dumped\))?\s+(?P<zsh>\S[^\n]{0,2000})$|"
+    r"^fish: (?:Job \d{1,4}, )?'(?P<fish>[^'\n]{1,2000})' terminated by signal")
+
+
+def died_command(line: str) -> str | None:
+    """The command a shell's death line names (see above), None when the line names none (a quote's closing backtick
+    after "Aborted (core dumped)" is no command)."""
+    found = _DIED_COMMAND.search(line.strip())
+    command = next((v for v in found.groupdict().values() if v), "").strip() if found is not None else ""
+    return command if _WORD.search(command) else None
+
+
+_WORD = re.compile(r"[A-Za-z]{2}")
+
+
 # A Windows exception dump names the faulting module and offset (WER, "Faulting module name: x.dll",
 # "Fault offset: 0x..."); that is all it knows of where.
 _WIN_MODULE = re.compile(r"Faulting module name: (?P<module>[\w.-]+)|Fault(?:ing)? offset: (?P<offset>0x[0-9a-fA-F]+)")
@@ -147,7 +176,9 @@ def signal_name(returncode: int | None) -> str | None:
 _FRAME = re.compile(r"^.*?#\d+\s+0x[0-9a-f]+ (?:in )?(?P<func>[\w:~<>]+)|"
                     # The look-behind and the bound keep a long run of path characters from being rescanned at
                     # every position (a one-line, megabyte log).
-                    r"(?<![\w./+-])[\w./+-]{1,1024}\((?P<symbol>[\w.$]{1,1024})\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]",
+                    # A frame without a symbol ("libggml-base.so(+0x16c5b) [0x7f...]", what a stripped build prints)
+                    # is named by its library.
+                    r"(?<![\w./+-])(?P<library>[\w./+-]{1,1024})\((?P<symbol>[\w.$]{0,1024})\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]",
                     re.MULTILINE)
 _MTP_FRAME = re.compile(r"specul|mtp|nextn|draft", re.IGNORECASE)
 # Where a crash is looked for, each found by a literal or a cheap pattern over the whole text first (logs
@@ -170,7 +201,8 @@ def _lines_at(text: str, pattern: re.Pattern[str]) -> Iterator[str]:
 
 def _backtrace(text: str) -> str | None:
     """The telling frame of a native backtrace (the first in the MTP path, else the first named)."""
-    frames = [m["func"] or m["symbol"] for m in _FRAME.finditer(text) if (m["func"] or m["symbol"]) != "??"]
+    frames = [m["func"] or m["symbol"] or m["library"].rsplit("/", 1)[-1] for m in _FRAME.finditer(text)
+              if (m["func"] or m["symbol"]) != "??"]
     if len(frames) < 3:
         return None
     return next((f for f in frames if _MTP_FRAME.search(f)), frames[0])
@@ -222,11 +254,20 @@ def crash_of(returncode: int | None, log_text: str) -> Crash | None:
     return _crash(signal_name(returncode), log_text)
 
 
-def crash_in_log(log_text: str) -> Crash | None:
-    """A crash recorded in a log from elsewhere (no return code): the engine's text or the shell's."""
+def crash_in_log(log_text: str, prompt_command: Callable[[str], str | None] | None = None) -> Crash | None:
+    """A crash recorded in a log from elsewhere (no return code): the engine's text or the shell's. ``prompt_command``
+    reads a shell prompt's command from a line (logread/voices.py): a lone signal line ("Segmentation fault (core
+    dumped)") is the death of the last command a prompt ran before it."""
     tail = _meaningful(log_text[-_TAIL_CHARS:])[-_SHELL_TAIL_LINES:]
     sig = next((name for pattern, name in _SHELL_SIGNAL for line in tail if pattern.search(line)), None)
-    return _crash(sig, log_text)
+    crash = _crash(sig, log_text)
+    if crash is None:
+        return None
+    command = next((c for c in map(died_command, reversed(tail)) if c is not None), None)
+    if command is None and crash.kind is CrashKind.SIGNAL and prompt_command is not None:
+        death = max(i for i, line in enumerate(tail) if any(pattern.search(line) for pattern, _ in _SHELL_SIGNAL))
+        command = next((c for c in map(prompt_command, reversed(tail[:death])) if c is not None), None)
+    return crash if command is None else replace(crash, command=command)
 
 
 def _crash(sig: str | None, text: str) -> Crash | None:
