@@ -8,7 +8,8 @@ start, not a crash; SIGKILL is left out too, since it usually means the kernel's
 
 Two entry points: :func:`crash_of` for a process mtpinspect ran (its return code and its log), and
 :func:`crash_in_log` for a log pasted from elsewhere, where only the text tells (a shell's
-``Segmentation fault (core dumped)``, a container's ``exited with code 139``).
+``Segmentation fault (core dumped)``, a container's ``exited with code 139``); a shell's death line also says
+which command died (:func:`died_command`), so another program's death is not taken for the engine's.
 """
 
 from __future__ import annotations
