@@ -42,6 +42,12 @@ def _read(tmp_path: Path, text: str) -> tuple[list[tuple[str, str]], str, Engine
     ("./serve.sh: line 14: 48213 Segmentation fault      (core dumped) llama-server -m a.gguf", "llama-server -m a.gguf"),
     ("zsh: abort (core dumped)  ./build/bin/llama-server -m a.gguf", "./build/bin/llama-server -m a.gguf"),
     ("fish: Job 1, './llama-server -m a.gguf' terminated by signal SIGSEGV (Address boundary error)", "./llama-server -m a.gguf"),
+    # systemd's unit (src/core/service.c) and the kernel's process (arch/x86/mm/fault.c, traps.c): the program's name
+    ("Dec 04 10:11:12 box systemd[1]: llama-server.service: Main process exited, code=dumped, status=6/ABRT", "llama-server"),
+    ("[ 8123.445] gimp-2.10[48213]: segfault at 0 ip 00007f2a1c3a4c5b sp 00007ffd2b1c8e40 error 4 in libgegl-0.4.so",
+     "gimp-2.10"),
+    ("Dec 04 box kernel: traps: llama-server[4821] trap invalid opcode ip:7f2a sp:7ffd error:0 in libggml-cpu.so",
+     "llama-server"),
     # no command: the bare status, and a quote's closing backtick after it
     ("Segmentation fault (core dumped)", None),
     ("Aborted (core dumped)     `", None),
@@ -85,6 +91,29 @@ def test_the_same_deaths_of_other_programs_name_no_cause(tmp_path: Path) -> None
     crash = crash_in_log("user@box:~$ python train.py\nok\nuser@box:~$ llama-server -m a.gguf\nSegmentation fault\n",
                          lambda line: line.split("$ ", 1)[1] if "$ " in line else None)
     assert crash is not None and crash.command == "llama-server -m a.gguf"
+
+
+def test_a_service_managers_or_kernels_word_on_an_engine_running_mtp_is_a_crash(tmp_path: Path) -> None:
+    unit = f"ExecStart=/usr/local/bin/{_MTP_RUN[12:]}\n"
+    for death in ("Dec 04 10:11:12 box systemd[1]: llama-server.service: Main process exited, code=dumped, status=6/ABRT\n",
+                  "[ 8123.445] llama-server[48213]: segfault at 0 ip 00007f2a1c3a4c5b sp 00007ffd2b1c8e40 error 4 in "
+                  "libggml-cuda.so[7f2a1a000000+3000000]\n"):
+        assert _read(tmp_path, unit + death)[0][:1] == [("MTP_ENGINE_CRASH", "high")]
+    # Another program's unit and process: no cause.
+    for death in ("Dec 04 10:11:12 box systemd[1]: imgconv-draft.service: Main process exited, code=dumped, status=11/SEGV\n",
+                  "[ 8123.445] gimp-2.10[48213]: segfault at 0 ip 00007f2a1c3a4c5b sp 00007ffd2b1c8e40 error 4 in "
+                  "libgegl-0.4.so[7f2a1a000000+300000]\n"):
+        assert _read(tmp_path, death)[0] == []
+
+
+def test_a_death_after_the_engines_own_drafter_lines_names_that_drafter(tmp_path: Path) -> None:
+    # llama.cpp's common/speculative.cpp ("adding speculative implementation 'draft-eagle3'"), no command in the paste.
+    log = ("common_speculative_init: adding speculative implementation 'draft-eagle3'\n"
+           "main: server is listening on http://127.0.0.1:8080\nslot launch_slot_: id  0 | task 0 | processing task\n"
+           "Segmentation fault (core dumped)\n")
+    causes, message, _ = _read(tmp_path, log)
+    assert causes[:1] == [("MTP_ENGINE_CRASH", "medium")]
+    assert "EAGLE3's drafting path" in message and "MTP on" not in message
 
 
 def test_a_symbol_less_ggml_backtrace_under_an_mtp_command_is_a_crash(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ from mtpinspect.inspection.support import llama_cpp_graph
 from mtpinspect.logread.catalogue import Meaning
 from mtpinspect.logread.drafters import Drafter, drafter_named, drafting_place
 from mtpinspect.logread.rules_loader import loader_cause
-from mtpinspect.logread.rules_message import REJECTED_TYPE, message_cause
+from mtpinspect.logread.rules_message import REJECTED_TYPE, drafting_path, message_cause
 from mtpinspect.logread.rules_run import (
     compared_runs,
     crash_may_be_mtps,
@@ -464,7 +464,8 @@ def _unshown_mtp(cause: Cause, log: LogEvidence) -> Cause:
     drafting itself, the place alone does not say)."""
     assert log.run is not None
     crash = log.crash
-    found = drafting_place((crash.message, crash.where or "", *crash.lines)) if crash is not None else None
+    # The crash's own place (a backtrace's frame, an assert's file), not the log lines before it.
+    found = drafting_place((crash.message, crash.where or "")) if crash is not None else None
     if crash is not None and found is not None:
         drafter = drafter_named(found.line, otherwise=None)
         path = "the MTP path" if drafter is Drafter.mtp else f"{drafter}'s drafting path" if drafter else "the speculative path"
@@ -472,7 +473,10 @@ def _unshown_mtp(cause: Cause, log: LogEvidence) -> Cause:
                        message=f"the engine crashes in its drafting code ({found.code.means}), on {path}: "
                                       f"{crash.summary}",
                        evidence=(*cause.evidence, f"{log.path}: the crash's place is the drafter's code: {found.line[:200]}"))
-    return replace(cause, confidence=min(cause.confidence, 0.6),
+    path = drafting_path(log)
+    message = cause.message if path in ("the MTP path", "the speculative path") or crash is None else \
+        f"the engine crashes on {path} (the drafter the text shows): {crash.summary}"
+    return replace(cause, confidence=min(cause.confidence, 0.6), message=message,
                    evidence=(*cause.evidence, f"{log.path}: {log.run.evidence}: MTP's only if the run had MTP on "
                                               "(if it did not, this is a crash, not MTP's)"))
 

@@ -170,6 +170,10 @@ def drafting_path(log: LogEvidence, place: str = "") -> str:
     drafter = log.run.drafter if log.run is not None else None
     drafter = Drafter.mtp if drafter is None and log.mtp_use is MtpUse.on else drafter
     drafter = drafter or drafter_named(place, otherwise=None)
+    if drafter is None and log.scan is not None:  # the engine's own lines setting one up ("adding speculative
+        # implementation 'draft-eagle3'", SGLang's EAGLEWorker)
+        drafter = next((d for h in log.scan.hits if h.message.meaning in (Meaning.speculation, Meaning.mtp_on)
+                        for d in (drafter_named(h.line, otherwise=None),) if d is not None), None)
     return "the speculative path" if drafter is None else "the MTP path" if drafter is Drafter.mtp else \
         f"{drafter}'s drafting path"
 

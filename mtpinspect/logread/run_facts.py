@@ -94,11 +94,11 @@ class RunFacts:
 
     @property
     def drafter(self) -> Drafter | None:
-        """The drafter the run set, by its setting's or file's words (drafters.py): MTP when MTP is on, None when the run
-        shows no drafter."""
+        """The drafter the run set or its lines show, by its setting's or file's words (drafters.py): MTP when MTP is on,
+        None when the text shows no drafter."""
         if self.mtp is MtpUse.on:
             return Drafter.mtp
-        if not self.other_drafting:
+        if not (self.other_drafter or self.draft_file or any(t != "none" for t in self.spec_types)):
             return None
         return drafter_named(self.other_drafter or next((t for t in self.spec_types if t != "none"), None) or self.draft_file) \
             or Drafter.draft_model

@@ -118,6 +118,14 @@ _SHELL_SIGNAL = (
                 r"(?:exit(?:ed)?|code|status)\D{0,12}(?:3221225477|-1073741819)\b"), "SIGSEGV"),
     # abort() on Windows release builds ends in __fastfail: STATUS_STACK_BUFFER_OVERRUN 0xC0000409 (3221226505).
     (re.compile(r"0x[cC]0000409\b|(?:exit(?:ed)?|code|status)\D{0,12}(?:3221226505|-1073740791)\b"), "SIGABRT"),
+    # systemd's unit line (src/core/service.c: "Main process exited, code=dumped, status=11/SEGV") and the kernel's
+    # (arch/x86/mm/fault.c show_signal_msg: "llama-server[4821]: segfault at 0 ip ... error 4 in lib.so"; traps.c:
+    # "traps: x[4821] trap invalid opcode", "general protection fault", "trap divide error").
+    (re.compile(r"\bstatus=\d{1,3}/SEGV\b|\]: segfault at [0-9a-f]{1,16} ip \b|\]: general protection fault\b"), "SIGSEGV"),
+    (re.compile(r"\bstatus=\d{1,3}/ABRT\b"), "SIGABRT"),
+    (re.compile(r"\bstatus=\d{1,3}/ILL\b|\] trap invalid opcode\b"), "SIGILL"),
+    (re.compile(r"\bstatus=\d{1,3}/BUS\b"), "SIGBUS"),
+    (re.compile(r"\bstatus=\d{1,3}/FPE\b|\] trap divide error\b"), "SIGFPE"),
     # systemd-coredump's journal line; the frames below it say which signal (abort() -> SIGABRT).
     (re.compile(r"systemd-coredump\[\d+\]: .*Process \d+ \([\w.-]+\) of user \d+ dumped core"), "SIGABRT"),
 )
@@ -132,7 +140,10 @@ _DIED_COMMAND = re.compile(
     r": line \d{1,7}:\s+\d{1,9}\s+" + _STATUS + r"(?:\s+\(core dumped\))?\s+(?P<script>\S[^\n]{0,2000})$|"
     r"^zsh: (?:abort|segmentation fault|bus error|illegal hardware instruction|floating point exception|killed)"
     r"(?: \(core dumped\))?\s+(?P<zsh>\S[^\n]{0,2000})$|"
-    r"^fish: (?:Job \d{1,4}, )?'(?P<fish>[^'\n]{1,2000})' terminated by signal")
+    r"^fish: (?:Job \d{1,4}, )?'(?P<fish>[^'\n]{1,2000})' terminated by signal|"
+    # systemd's unit and the kernel's process name (see _SHELL_SIGNAL): the program, without its arguments.
+    r"\b(?P<unit>[\w@.-]{1,200})\.service: Main process exited, code=(?:dumped|killed), status=\d|"
+    r"(?:^|[\s:\]])(?:traps: )?(?P<process>[\w.+-]{1,64})\[\d{1,9}\]:? (?:segfault at|general protection fault|trap )")
 
 
 def died_command(line: str) -> str | None:
