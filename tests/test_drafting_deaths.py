@@ -93,6 +93,24 @@ def test_the_same_deaths_of_other_programs_name_no_cause(tmp_path: Path) -> None
     assert crash is not None and crash.command == "llama-server -m a.gguf"
 
 
+def test_macos_native_frames_through_the_drafter_place_the_crash(tmp_path: Path) -> None:
+    # lldb's "frame #N: 0x... image`symbol + off" and macOS's crash report ("N  image  0x...  symbol + off").
+    lldb = (f"{_EAGLE3_RUN}\n* thread #5, stop reason = signal SIGABRT\n"
+            "    frame #0: 0x0000000189e5a5d0 libsystem_kernel.dylib`__pthread_kill + 8\n"
+            "    frame #1: 0x0000000102a3c4f4 libggml-base.dylib`ggml_abort + 276\n"
+            "    frame #2: 0x0000000102b1d2a0 libllama-common.dylib`common_speculative_draft(common_speculative*) + 1400\n")
+    causes, message, _ = _read(tmp_path, lldb)
+    assert causes[:1] == [("MTP_ENGINE_CRASH", "medium")] and "native backtrace through common_speculative_draft" in message
+    report = ("Thread 5 Crashed:\n0   libsystem_kernel.dylib        \t0x189e5a5d0 __pthread_kill + 8\n"
+              "1   libggml-base.dylib            \t0x102a3c4f4 ggml_abort + 276\n"
+              "2   libllama-common.dylib         \t0x102b1d2a0 common_speculative_draft + 1400\n")
+    crash = crash_in_log(report)
+    assert crash is not None and crash.message == "native backtrace through common_speculative_draft"
+    # A photo app's report: a crash, nothing of a drafter's.
+    assert _read(tmp_path, report.replace("libllama-common.dylib", "libvips.dylib").replace(
+        "common_speculative_draft", "vips_region_prepare"))[0] == []
+
+
 def test_a_service_managers_or_kernels_word_on_an_engine_running_mtp_is_a_crash(tmp_path: Path) -> None:
     unit = f"ExecStart=/usr/local/bin/{_MTP_RUN[12:]}\n"
     for death in ("Dec 04 10:11:12 box systemd[1]: llama-server.service: Main process exited, code=dumped, status=6/ABRT\n",

@@ -190,7 +190,11 @@ _FRAME = re.compile(r"^.*?#\d+\s+0x[0-9a-f]+ (?:in )?(?P<func>[\w:~<>]+)|"
                     # every position (a one-line, megabyte log).
                     # A frame without a symbol ("libggml-base.so(+0x16c5b) [0x7f...]", what a stripped build prints)
                     # is named by its library.
-                    r"(?<![\w./+-])(?P<library>[\w./+-]{1,1024})\((?P<symbol>[\w.$]{0,1024})\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]",
+                    r"(?<![\w./+-])(?P<library>[\w./+-]{1,1024})\((?P<symbol>[\w.$]{0,1024})\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]|"
+                    # lldb ("frame #3: 0x0000000102b1d2a0 libllama-common.dylib`common_speculative_draft(...) + 1400") and
+                    # macOS's crash report ("3   libggml-base.dylib   0x102a3c4f4 ggml_abort + 276").
+                    r"^\s{0,8}(?:\* )?frame #\d{1,5}: 0x[0-9a-f]{1,16} [\w.+-]{1,200}`(?P<lldb>[\w:~<>]{1,1024})|"
+                    r"^\d{1,5}\s{1,40}[\w.+-]{1,200}\s{1,40}0x[0-9a-f]{6,16} (?P<apple>[\w:~<>]{1,1024}) \+ \d",
                     re.MULTILINE)
 _MTP_FRAME = re.compile(r"specul|mtp|nextn|draft", re.IGNORECASE)
 # Where a crash is looked for, each found by a literal or a cheap pattern over the whole text first (logs
@@ -213,8 +217,8 @@ def _lines_at(text: str, pattern: re.Pattern[str]) -> Iterator[str]:
 
 def _backtrace(text: str) -> str | None:
     """The telling frame of a native backtrace (the first in the MTP path, else the first named)."""
-    frames = [m["func"] or m["symbol"] or m["library"].rsplit("/", 1)[-1] for m in _FRAME.finditer(text)
-              if (m["func"] or m["symbol"]) != "??"]
+    frames = [m["func"] or m["symbol"] or m["lldb"] or m["apple"] or m["library"].rsplit("/", 1)[-1]
+              for m in _FRAME.finditer(text) if (m["func"] or m["symbol"]) != "??"]
     if len(frames) < 3:
         return None
     return next((f for f in frames if _MTP_FRAME.search(f)), frames[0])
