@@ -134,6 +134,17 @@ def test_a_death_after_the_engines_own_drafter_lines_names_that_drafter(tmp_path
     assert "EAGLE3's drafting path" in message and "MTP on" not in message
 
 
+def test_a_death_after_drafting_statistics_names_their_drafter(tmp_path: Path) -> None:
+    # common/speculative.cpp's per-implementation statistics line, then ggml's CUDA error (ggml-cuda.cu's CUDA_CHECK).
+    log = ("draft acceptance rate = 0.57143 (  120 accepted /   210 generated)\n"
+           "statistics ngram_map_k: #calls(b,g,a) = 1 40 12, #gen drafts = 40, #acc drafts = 12, #gen tokens = 210, "
+           "#acc tokens = 120, dur(b,g,a) = 0.004, 0.321, 0.019 ms\n"
+           "/app/ggml/src/ggml-cuda/ggml-cuda.cu:96: CUDA error\nCUDA error: an illegal memory access was encountered\n"
+           "  current device: 0, in function ggml_backend_cuda_synchronize at /app/ggml/src/ggml-cuda/ggml-cuda.cu:2745\n")
+    causes, message, _ = _read(tmp_path, log)
+    assert causes[:1] == [("MTP_ENGINE_CRASH", "medium")] and "n-gram's drafting path" in message
+
+
 def test_a_symbol_less_ggml_backtrace_under_an_mtp_command_is_a_crash(tmp_path: Path) -> None:
     # ggml_print_backtrace without gdb: glibc's backtrace_symbols_fd of a stripped build ("lib.so(+0x..) [0x..]").
     frames = "".join(f"/opt/llama.cpp/build/bin/{lib}(+0x{n:x}) [0x7f2a1c3a{n:04x}]\n"

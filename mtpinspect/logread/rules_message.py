@@ -170,6 +170,8 @@ def drafting_path(log: LogEvidence, place: str = "") -> str:
     drafter = log.run.drafter if log.run is not None else None
     drafter = Drafter.mtp if drafter is None and log.mtp_use is MtpUse.on else drafter
     drafter = drafter or drafter_named(place, otherwise=None)
+    if drafter is None:  # llama.cpp's drafting statistics name their implementation ("statistics ngram_map_k: ...")
+        drafter = next((d for f in log.statistics for d in (drafter_named(f.label, otherwise=None),) if d is not None), None)
     if drafter is None and log.scan is not None:  # the engine's own lines setting one up ("adding speculative
         # implementation 'draft-eagle3'", SGLang's EAGLEWorker)
         drafter = next((d for h in log.scan.hits if h.message.meaning in (Meaning.speculation, Meaning.mtp_on)
