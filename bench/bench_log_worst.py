@@ -9,7 +9,8 @@ of near-matching units, llama.cpp's ``spec`` tag, backtrace and traceback frames
 architecture that never closes, summary keys with 16,000-digit values); and the third round's (renamed-flag near-matches,
 drafter-tagged decode lines, acceptance labels by their words, a side-by-side speed table, headings above figures) and
 the third set's (traceback frames without their exception, vLLM's engine deaths and crash dump, before -> after speed
-cells, a poster's run labels). Each size is timed in a fresh process-free call of
+cells, a poster's run labels), and round 7's (call chains that never close a frame, shells' death lines that never name a
+command). Each size is timed in a fresh process-free call of
 `diagnose(log_files=[...])` (the whole path: decoding, voices, catalogue, formats, rules); the figure to read is
 seconds per MiB, which must stay flat from the smallest size to the largest (MAX_LOG_BYTES, 256 MiB).
 
@@ -73,6 +74,10 @@ _BLOCK = "".join([
     "spec 7b:\n" + ("decode speed:  " + "6" * 60 + " token/s\n" + "Backend: x\n") * 200,
     "| config | MTP tok/s | baseline |\n" + ("| " + "~ " * 900 + "x | 1" + " " * 900 + "→ | 2 |\n") * 20,
     ("=" * 199 + "\n") * 200 + ("a: 1\n" * 3),
+    # Round 7's (process deaths on the drafting path): call chains whose frames never close (long dotted and underscored
+    # names, arrows without a frame after them), a shell's death lines whose status never ends or names no command.
+    ("a_" * 60 + ".b" * 60 + " -> ") * 60 + "\n" + ("  <- " + "x." * 3000 + "\n") * 20 + ("→ " * 8000 + "\n"),
+    "Aborted" + " " * 16000 + "(core dumped\n" + ("./x.sh: line 1: 2 Segmentation fault" + " " * 4000 + "\n") * 5,
 ])
 
 

@@ -114,11 +114,16 @@ def test_a_crash_in_the_eagle3_drafters_hooks_with_mtp_off_is_the_speculative_pa
     assert _causes(tmp_path, command + _ABORT) == [("MTP_ENGINE_CRASH", "medium")]
     # The same crash in a run without any drafter is a crash, not the speculative path's.
     assert _causes(tmp_path, "$ llama-server -m Qwen3-8B-Q4_K_M.gguf -c 8192\n" + _ABORT) == []
-    # A drafter on, but the crash in the target's own math: the drafter setting alone ties nothing.
+    # A drafter on, the crash in the target's own math: every step of that run drafts and verifies, so the engine's
+    # death under the drafter's command is on the drafting path too (issue 42, round 7), but only the setting ties it:
+    # medium, where the drafter's own code placed the first one (at the same medium: MTP is off).
     other = _ABORT.replace("llama-context.cpp:2289: layer input tensor not found",
                            "ggml.c:3953: GGML_ASSERT(a->ne[0] == b->ne[0]) failed").replace(
         "llama_context::extract_layer_inputs", "ggml_mul_mat")
-    assert _causes(tmp_path, command + other) == []
+    assert _causes(tmp_path, command + other) == [("MTP_ENGINE_CRASH", "medium")]
+    # The same death placed where no drafter runs (the multimodal projector) ties nothing.
+    mmproj = other.replace("ggml.c:3953", "tools/mtmd/clip.cpp:3953")
+    assert _causes(tmp_path, command + mmproj) == []
 
 
 # CPython's faulthandler dump (Modules/faulthandler.c): the fatal error, then each thread's frames, newest first.

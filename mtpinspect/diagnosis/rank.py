@@ -64,9 +64,18 @@ from mtpinspect.diagnosis.static import (
 )
 from mtpinspect.inspection.support import llama_cpp_graph
 from mtpinspect.logread.catalogue import Meaning
+from mtpinspect.logread.drafters import Drafter, drafter_named, drafting_place
 from mtpinspect.logread.rules_loader import loader_cause
-from mtpinspect.logread.rules_message import REJECTED_TYPE, message_cause
-from mtpinspect.logread.rules_run import compared_runs, crash_may_be_mtps, drafter_crash, mtp_tie, not_mtps, run_cause
+from mtpinspect.logread.rules_message import REJECTED_TYPE, drafting_path, message_cause
+from mtpinspect.logread.rules_run import (
+    compared_runs,
+    crash_may_be_mtps,
+    drafter_crash,
+    drafter_death,
+    mtp_tie,
+    not_mtps,
+    run_cause,
+)
 from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE, SPEC_FLAGS, SPEC_TYPE, ServerArgs
@@ -409,7 +418,8 @@ def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvi
     if special is not None:
         causes.append(special)
     # With MTP off a crash is not MTP's (a note), unless another drafter was on and the crash is in its code.
-    elif tied and (log.mtp_use is not MtpUse.off or _rejected_spec_type(log) or drafter_crash(log) is not None):
+    elif tied and (log.mtp_use is not MtpUse.off or _rejected_spec_type(log) or drafter_crash(log) is not None or
+                   drafter_death(log) is not None):
         no_head = [h.line for h in log.scan.of(Meaning.no_head)] if log.scan is not None else []
         failure = classify_failure([*log.telling, *no_head, log.failure or ""] if log.failure or log.telling else [],
                                    static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log, crash=crash,
@@ -436,18 +446,37 @@ def _other_drafter_crash(cause: Cause, log: LogEvidence) -> Cause:
     """A crash in another drafter's code (EAGLE3, DFlash, a draft model, n-gram) in a run with MTP off: the speculative
     path's crash, said in those words, at medium confidence (the place is the drafter's, the trigger is not proven)."""
     assert log.run is not None and log.crash is not None
-    drafter = log.run.other_drafter or ",".join(log.run.spec_types)
-    place = drafter_crash(log) or log.crash.summary
-    return replace(cause, confidence=min(cause.confidence, 0.7),
-                   message=f"the engine crashes in its speculative path with MTP off and {drafter} drafting: "
+    drafter = log.run.drafter or Drafter.draft_model
+    named = log.run.other_drafter or ",".join(log.run.spec_types) or log.run.draft_file or ""
+    place = drafter_crash(log)
+    said = f"the crash is in the drafter's code: {place[:200]}" if place is not None else \
+        f"the run sets {drafter} ({named[:120]}), and the engine died while it served: {(drafter_death(log) or '')[:200]}"
+    return replace(cause, confidence=min(cause.confidence, 0.7 if place is not None else 0.6),
+                   message=f"the engine crashes on {drafter}'s drafting path (MTP off, {named[:80]} drafting): "
                            f"{log.crash.summary}",
-                   evidence=(*cause.evidence, f"{log.path}: the crash is in the drafter's code: {place[:200]}"))
+                   evidence=(*cause.evidence, f"{log.path}: {said}"))
 
 
 def _unshown_mtp(cause: Cause, log: LogEvidence) -> Cause:
-    """A crash in an excerpt that shows nothing of the run: MTP's only if MTP was on, which it does not show."""
+    """A crash in an excerpt that shows nothing of the run: MTP's only if MTP was on, which it does not show; but a
+    crash its own place puts in the engine's drafting code (drafters.py: a frame of common_speculative_draft) is on the
+    speculative path whatever the run set, and says so (still medium: what failed there, a loader's check or the
+    drafting itself, the place alone does not say)."""
     assert log.run is not None
-    return replace(cause, confidence=min(cause.confidence, 0.6),
+    crash = log.crash
+    # The crash's own place (a backtrace's frame, an assert's file), not the log lines before it.
+    found = drafting_place((crash.message, crash.where or "")) if crash is not None else None
+    if crash is not None and found is not None:
+        drafter = drafter_named(found.line, otherwise=None)
+        path = "the MTP path" if drafter is Drafter.mtp else f"{drafter}'s drafting path" if drafter else "the speculative path"
+        return replace(cause, confidence=min(cause.confidence, 0.7),
+                       message=f"the engine crashes in its drafting code ({found.code.means}), on {path}: "
+                                      f"{crash.summary}",
+                       evidence=(*cause.evidence, f"{log.path}: the crash's place is the drafter's code: {found.line[:200]}"))
+    path = drafting_path(log)
+    message = cause.message if path in ("the MTP path", "the speculative path") or crash is None else \
+        f"the engine crashes on {path} (the drafter the text shows): {crash.summary}"
+    return replace(cause, confidence=min(cause.confidence, 0.6), message=message,
                    evidence=(*cause.evidence, f"{log.path}: {log.run.evidence}: MTP's only if the run had MTP on "
                                               "(if it did not, this is a crash, not MTP's)"))
 

@@ -6,7 +6,8 @@ The steps, one module each, in the order a text goes through them (runs.py drive
 - voices.py: who said each line; request bodies, prompts and chat text are content, never a message;
 - catalogue.py: what an engine's, app's or traceback's line means (word-bounded, content skipped);
 - drafters.py: the one table of every engine's drafting code (modules, frames, native frames, drafter tensors) the
-  catalogue's drafting messages and the tie to the speculative path are read from;
+  catalogue's drafting messages and the tie to the speculative path are read from, and the drafters' names (Drafter)
+  reports use;
 - formats.py and figures.py: each engine's line formats, and the acceptance figures read by their words
   wherever they stand, added up as each format's scope says;
 - tables.py: any table (pipes, box-drawing, aligned columns, comma-separated, metrics by row) and results block,

@@ -130,6 +130,12 @@ def gap_remedy(engine: Engine | None) -> str:
 # "spec " and the function's name right-aligned in 12 characters (cut to 12): the padding is part of the mark.
 _SPEC_TAG = r"^spec (?:" + "|".join(rf" {{{12 - n}}}\w{{{n}}}" for n in range(1, 13)) + r"):\s"
 
+# A frame's name in a call chain: dotted or namespaced (eagle_worker_v2.verify, llama_context::synchronize), with an
+# underscore (llama_get_embeddings_pre_norm), or called (verify()). No nested repetition: linear on any line.
+_FRAME_NAME = (r"(?:[A-Za-z_~]\w{0,120}(?:(?:::|\.)[A-Za-z_~]\w{0,120}){1,8}(?:\(\))?|[A-Za-z_~][A-Za-z0-9]{0,60}_\w{1,120}(?:\(\))?|"
+               r"[A-Za-z_~]\w{0,120}\(\))")
+CALL_CHAIN = "call chain"
+
 CATALOGUE: tuple[Message, ...] = (
     # -- llama.cpp: why MTP failed (common/arg.cpp, common/speculative.cpp, src/llama-context.cpp, src/models/*,
     # at the pinned commit 0c1e570 unless said) ------------------------------------------------------------
@@ -161,6 +167,15 @@ CATALOGUE: tuple[Message, ...] = (
        r"n_layer_nextn\s*=\s*0\b|\.nextn_predict_layers\s+u32\s+=\s+0\b",
        "src/llama-model.cpp:2236 (print_info); src/llama-model-loader.cpp (the metadata dump: \"- kv N: "
        "<arch>.nextn_predict_layers u32 = 0\")", "the model loaded has no MTP (nextn) layers", engine=_LLAMA),
+    # An engine's words that the checkpoint has no MTP head because it ships another drafter in its place (vLLM PR
+    # #52165, vllm/config/speculative.py: "<model> ships a DSpark drafter rather than an MTP head, so method='mtp' cannot
+    # load its weights. Use method='dspark' ..."): what it says about the model (the loader's KeyError on the head's
+    # weights is the consequence).
+    _m("another drafter, not an MTP head", Meaning.no_head, ("rather than", "instead of"),
+       r"(?i)\b(?:rather than|instead of)\s+(?:an? )?(?:MTP|NextN|multi[- ]token[- ]prediction)\s+(?:head|layers?|weights|"
+       r"modules?|blocks?)\b",
+       "vllm/config/speculative.py (PR #52165: \"ships a DSpark drafter rather than an MTP head, so method='mtp' cannot "
+       "load its weights\")", "the checkpoint ships another drafter where an MTP head would be: it has no MTP head"),
     _m("sidecar width", Meaning.mtp_failure, ("MTP input row width",), r"MTP input row width",
        "common/speculative.cpp:1377", "the MTP head's input width differs from the target's", engine=_LLAMA, mtp=_ON),
     _m("failed to add token", Meaning.mtp_failure, ("failed to add token",), r"failed to add token",
@@ -598,6 +613,17 @@ CATALOGUE: tuple[Message, ...] = (
        "an AttributeError's words, printed under the exception that wrapped it"),
     _m("Python traceback", Meaning.traceback, ("Traceback (most recent call last)",), r"Traceback \(most recent call last\)",
        "Python's traceback format", "a Python traceback: its frames say where it failed"),
+    # A call chain as a poster writes it: frames joined by arrows, a frame a line ("common_speculative_draft" then
+    # "  → llama_decode"), or several on one line ("eagle_prepare_for_verify <- multi_layer_eagle_worker_v2.verify",
+    # "execute_model -> propose_draft_token_ids"), an annotation in parentheses after a frame ("(schedule_batch.py)",
+    # "(device 3)"). A frame has a name's shape (dotted, namespaced, with an underscore, or called: "f()"), and ASCII
+    # arrows stand between spaces: "52.4 → 41.0 tok/s", "MTP -> off" and C's "ctx->model" are no chain. Where it ran,
+    # the drafter table (drafters.py) says of its frames (rules_message.py: the chain rule).
+    _m(CALL_CHAIN, Meaning.traceback, ("->", "→", "<-", "←", "↳", "=>", "⇒", "⇐"),
+       r"^[\s│|]{0,40}(?:→|->|=>|⇒|←|<-|⇐|↳|└─{0,4}>?)\s{0,4}" + _FRAME_NAME + r"|"
+       r"(?:^|\s)" + _FRAME_NAME + r"(?:\s{1,4}\([^()\n]{0,200}\))?(?:\s{0,4}[→←⇐⇒]|\s{1,4}(?:->|<-|=>)\s)\s{0,4}[A-Za-z_~]",
+       "a call chain written by hand or by a tool (frames joined by arrows), as posters quote where an engine died",
+       "a call chain: its frames say where it failed"),
     # faulthandler's dump when the interpreter dies on a signal (a GPU fault, an abort in native code): "Fatal Python
     # error: Aborted", then each thread's "Thread 0x... (most recent call first):" and its frames (Modules/faulthandler.c).
     _m("Python fault dump", Meaning.traceback, ("(most recent call first)", "Fatal Python error: "),

@@ -128,6 +128,25 @@ TABLE: tuple[DrafterCode, ...] = (
                 "spec_sequence_masks.sum() only when self.use_spec_decode and num_decode_draft_tokens_cpu; spec_state_indices"
                 "_tensor, spec_query_start_loc, spec_token_indx), vllm/v1/attention/backends/mamba_attn.py",
                 "vLLM's attention metadata of a speculative step (the drafts the target verifies)"),
+    # vLLM's drafters by their own names where a paste shows no path (a call chain written by hand, a frame's
+    # function, a log's class name): V1's proposer modules and classes (vllm/v1/spec_decode/: llm_base_proposer.py,
+    # eagle.py EagleProposer, ngram_proposer.py NgramProposer, medusa.py MedusaProposer, draft_model.py
+    # DraftModelProposer, suffix_decoding.py SuffixDecodingProposer; vllm-ascend's *_proposer.py), V0's workers
+    # (vllm/spec_decode/spec_decode_worker.py SpecDecodeWorker, multi_step_worker.py, top1_proposer.py) and the model
+    # runner's propose_draft_token_ids. Never inside a path (a blog app's /srv/app/draft_proposer.py is a path, read
+    # by the rows above only under vLLM's package).
+    DrafterCode("vLLM drafter by name", _V, Place.function,
+                ("_proposer", "Proposer", "spec_decode_worker", "multi_step_worker", "SpecDecodeWorker", "MultiStepWorker",
+                 "propose_draft_token_ids"),
+                r"(?<![\w/\\.-])(?:(?:llm_base|eagle\d?|mtp|ngram|medusa|draft|dflash|dspark|suffix)_proposer(?:_gpu)?|"
+                r"spec_decode_worker|multi_step_worker|top1_proposer)\b|"
+                r"\b(?:Eagle\d?|Ngram|Medusa|DraftModel|SuffixDecoding|DFlash|DSpark|Top1)Proposer\b|"
+                r"\b(?:SpecDecodeWorker|MultiStepWorker)\b|\bpropose_draft_token_ids\b",
+                "vllm/v1/spec_decode/ (llm_base_proposer.py, eagle.py EagleProposer, ngram_proposer.py NgramProposer, "
+                "medusa.py MedusaProposer, draft_model.py DraftModelProposer, suffix_decoding.py SuffixDecodingProposer), "
+                "vllm/spec_decode/ (V0: spec_decode_worker.py SpecDecodeWorker, multi_step_worker.py MultiStepWorker, "
+                "top1_proposer.py Top1Proposer), vllm/v1/worker/gpu_model_runner.py (propose_draft_token_ids)",
+                "vLLM's drafter, by its own module or class name"),
     # -- SGLang ----------------------------------------------------------------------------------------------
     DrafterCode("SGLang speculative path", _S, Place.module, ("speculative",),
                 r"sglang[/\\.](?:python[/\\.])?(?:sglang[/\\.])?srt[/\\.]speculative\b|srt[/\\]speculative[/\\]",
@@ -139,6 +158,21 @@ TABLE: tuple[DrafterCode, ...] = (
                 "python/sglang/srt/models/ (llama_eagle.py, llama_eagle3.py, deepseek_nextn.py, glm4_moe_nextn.py, "
                 "qwen3_next_mtp.py)",
                 "an SGLang drafter model's module"),
+    # SGLang's drafters by their own module or function names where a paste shows no path (a call chain written by
+    # hand: "eagle_prepare_for_verify <- multi_layer_eagle_worker_v2.verify"): python/sglang/srt/speculative/'s
+    # eagle_worker.py, eagle_worker_v2.py, multi_layer_eagle_worker(_v2).py, eagle_info.py (eagle_prepare_for_verify),
+    # eagle_utils.py, eagle_draft_(extend_)cuda_graph_runner.py, standalone_worker(_v2).py, dflash_worker(_v2).py,
+    # dflash_info(_v2).py, base_spec_worker.py, spec_info.py; a module name only as a name, never inside a path.
+    DrafterCode("SGLang drafter by name", _S, Place.function,
+                ("eagle_", "standalone_worker", "dflash_", "base_spec_worker", "spec_info", "speculative_generation"),
+                r"(?<![\w/\\.-])(?:multi_layer_eagle_worker(?:_v2)?|eagle_worker(?:_v2|_common)?|eagle_info(?:_v2)?|eagle_utils|"
+                r"eagle_draft_(?:extend_)?cuda_graph_runner|standalone_worker(?:_v2)?|dflash_worker(?:_v2)?|dflash_info(?:_v2)?|"
+                r"base_spec_worker|spec_info)(?:\.py\b|\.[A-Za-z_]|\b)|"
+                r"\b(?:eagle_prepare_for_verify|forward_batch_speculative_generation|_draft_preprocess_decode)\b",
+                "python/sglang/srt/speculative/ (eagle_worker.py, eagle_worker_v2.py, multi_layer_eagle_worker_v2.py, "
+                "eagle_info.py eagle_prepare_for_verify, eagle_utils.py, eagle_draft_cuda_graph_runner.py, "
+                "standalone_worker.py, dflash_worker.py, dflash_info.py, base_spec_worker.py, spec_info.py)",
+                "SGLang's drafter, by its own module or function name"),
     # SGLang's n-gram drafter is C++ (python/sglang/srt/speculative/cpp_ngram/: trie.h, ngram.h); its frames name the
     # namespace, "sglang::ngram::" in 2026 builds, bare "ngram::" in later ones (sglang.kernels.ops.speculative).
     DrafterCode("SGLang n-gram native frame", _S, Place.native, ("sglang::ngram::", "ngram::"),
@@ -266,3 +300,44 @@ def drafter_architecture(name: str) -> bool:
         return False
     parts = {p.lower() for p in _NAME_PARTS.findall(name)}
     return bool(parts & _DRAFTER_PARTS) or _NEXTN.search(name) is not None
+
+
+class Drafter(Word):
+    """Which drafter a run set (a report names it: a crash on EAGLE3's path is not "the MTP path")."""
+
+    mtp = "MTP"
+    eagle3 = "EAGLE3"
+    eagle = "EAGLE"
+    dflash = "DFlash"
+    dspark = "DSpark"
+    medusa = "Medusa"
+    ngram = "n-gram"
+    suffix = "suffix decoding"
+    draft_model = "a draft model"
+
+
+# A setting's value or a drafter file's name, by its words, most specific first (llama.cpp's --spec-type values
+# draft-mtp / draft-eagle3 / draft-dflash / draft-simple / ngram-*, vLLM's speculative_config methods "mtp",
+# "deepseek_mtp", "eagle3", "dflash", "dspark", "medusa", "ngram", "suffix", "draft_model", SGLang's
+# --speculative-algorithm EAGLE3 / NEXTN / NGRAM / STANDALONE / DFLASH).
+_DRAFTER_WORDS = (
+    (Drafter.mtp, re.compile(r"(?i)(?<![a-z])mtp(?![a-z])|next_?n|draft-mtp|_mtp\b|mtp[-_]")),
+    (Drafter.eagle3, re.compile(r"(?i)eagle-?3")),
+    (Drafter.eagle, re.compile(r"(?i)eagle")),
+    (Drafter.dflash, re.compile(r"(?i)dflash")),
+    (Drafter.dspark, re.compile(r"(?i)dspark")),
+    (Drafter.medusa, re.compile(r"(?i)medusa")),
+    (Drafter.ngram, re.compile(r"(?i)n-?gram|lookup")),
+    (Drafter.suffix, re.compile(r"(?i)suffix")),
+)
+
+
+def drafter_named(name: str | None, otherwise: Drafter | None = Drafter.draft_model) -> Drafter | None:
+    """The drafter a setting's value, a drafter file's or a frame's name says; ``otherwise`` where its words name none
+    (a setting: a draft model, as draft-simple, STANDALONE or a plain -md GGUF are; a frame: None, common_speculative_draft
+    runs every drafter)."""
+    if name:
+        for drafter, words in _DRAFTER_WORDS:
+            if words.search(name[:300]):
+                return drafter
+    return otherwise

@@ -40,8 +40,8 @@ import re
 
 from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.causes import Cause
-from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
-from mtpinspect.logread.drafters import DRAFTING_CODE, drafter_architecture
+from mtpinspect.logread.catalogue import CALL_CHAIN, SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
+from mtpinspect.logread.drafters import DRAFTING_CODE, Drafter, drafter_architecture, drafter_named
 from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.logread.voices import without_operands
@@ -112,6 +112,13 @@ def message_cause(log: LogEvidence) -> Cause | None:
         cause = _exception(log, hits, exception)
         if cause is not None:
             return cause
+    chain = [h for h in hits.hits if h.message.name == CALL_CHAIN]
+    if chain and not hits.of(Meaning.exception):
+        # The chain's first frame may stand alone on the line before its first arrow.
+        frames = [h for h in hits.hits if chain[0].number - 1 <= h.number <= chain[-1].number and
+                  h.message.name in DRAFTING_CODE]
+        if frames:
+            return _chain_through_drafter(log, chain, frames[0], frames)
     trace = hits.first(Meaning.traceback)
     if trace is not None and not hits.of(Meaning.exception):
         # A frame in speculative code: after the header, or any frame line of a slice or of interleaved workers.
@@ -156,17 +163,50 @@ def _survived(hits: Scan, error: Hit) -> Hit | None:
     return next((h for h in hits.hits if h.number > error.number and h.message.name in _DRAFTER_UP), None)
 
 
+def drafting_path(log: LogEvidence, place: str = "") -> str:
+    """The drafting path a report names, by the drafter the run set (drafters.Drafter), else the one its drafting code
+    ``place`` names (common_speculative_impl_draft_eagle3): "the MTP path", "EAGLE3's drafting path", "a draft model's
+    drafting path"; "the speculative path" where the paste names no drafter."""
+    drafter = log.run.drafter if log.run is not None else None
+    drafter = Drafter.mtp if drafter is None and log.mtp_use is MtpUse.on else drafter
+    drafter = drafter or drafter_named(place, otherwise=None)
+    if drafter is None:  # llama.cpp's drafting statistics name their implementation ("statistics ngram_map_k: ...")
+        drafter = next((d for f in log.statistics for d in (drafter_named(f.label, otherwise=None),) if d is not None), None)
+    if drafter is None and log.scan is not None:  # the engine's own lines setting one up ("adding speculative
+        # implementation 'draft-eagle3'", SGLang's EAGLEWorker)
+        drafter = next((d for h in log.scan.hits if h.message.meaning in (Meaning.speculation, Meaning.mtp_on)
+                        for d in (drafter_named(h.line, otherwise=None),) if d is not None), None)
+    return "the speculative path" if drafter is None else "the MTP path" if drafter is Drafter.mtp else \
+        f"{drafter}'s drafting path"
+
+
+def _chain_through_drafter(log: LogEvidence, chain: list[Hit], frame: Hit, hits: list[Hit]) -> Cause:
+    """A call chain (frames joined by arrows, as a poster quotes where the engine died) through the engine's drafting
+    code: a failure on the drafting path, placed by its frame; the death itself may be only in the poster's words."""
+    engine = _engine(log)
+    where = f"{engine.value}'s" if engine is not Engine.unknown else "the engine's"
+    first = min(chain[0].number, frame.number)
+    return Cause("MTP_ENGINE_CRASH", _confidence(log, 0.8),
+                 f"{where} call chain runs through its drafting code ({frame.message.means}): a failure on "
+                 f"{drafting_path(log, ' '.join(h.line for h in hits if h.message.name in DRAFTING_CODE))}, where "
+                 "the chain's last frames say",
+                 (f"{log.path}: lines {first}-{chain[-1].number}: a call chain", f"{log.path}: line {frame.number}: "
+                  f"{_quoted(frame)}", f"{log.path}: line {frame.number}: {_source(frame)}"),
+                 f"{gap_remedy(engine)}; run the same load without speculative decoding to confirm the drafter is the "
+                 "trigger", (EvidenceSource.log,))
+
+
 def _death_after_drafting(log: LogEvidence, hit: Hit) -> Cause:
     """The scheduler or a worker died in a run that drafted (its figures, or MTP or a drafter set up): a failure on the
-    MTP path."""
+    drafting path, named by its drafter."""
     path = log.scan.mtp_sign or log.scan.first(Meaning.speculation) if log.scan is not None else None
     shown = (f"{log.accepted} of {log.drafted} draft tokens accepted before it" if log.drafted else
-             f"MTP on: {log.run.evidence}" if log.mtp_use is MtpUse.on and log.run else
+             f"{log.run.drafter} on: {log.run.evidence}" if log.run is not None and log.run.drafter is not None else
              f"line {path.number}: {path.message.means}" if path is not None else "the drafter's figures")
     when = "while drafting" if log.drafted or log.mean_length is not None or log.acceptance is not None else \
         "with the drafter set up"
     return Cause("MTP_ENGINE_CRASH", _confidence(log, 0.7),
-                 f"{_engine(log).value} died {when} ({hit.message.means}): a crash on the MTP path",
+                 f"{_engine(log).value} died {when} ({hit.message.means}): a crash on {drafting_path(log)}",
                  (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}", f"{log.path}: {shown}"),
                  f"{gap_remedy(_engine(log))}; run the same load without speculative decoding to confirm MTP is the "
                  "trigger", (EvidenceSource.log,))
@@ -223,7 +263,8 @@ _NO_MTP_IN_MODEL = re.compile(r"(?i)\b(?:no|without|missing|lacks?|lacking|(?:do
 
 # An exception's words that the model has no MTP layers (a noun required: "not supported without MTP" says nothing of the
 # model).
-_MODEL_WITHOUT_LAYERS = re.compile(r"(?i)\b(?:has no|have no|no|without|missing|lacks?|does ?n[o']t (?:have|contain))\s+"
+_MODEL_WITHOUT_LAYERS = re.compile(r"(?i)\b(?:has no|have no|no|without|missing|lacks?|does ?n[o']t (?:have|contain)|"
+                                   r"rather than|instead of)\s+"
                                    r"(?:an? |any )?(?:MTP|NextN|multi[- ]token[- ]prediction)\s+(?:head|layers?|weights|"
                                    r"tensors|modules?|blocks?)\b")
 # A count of the model's MTP layers given as zero, in the names the configs use (DeepSeek's num_nextn_predict_layers,
@@ -232,14 +273,28 @@ _NO_NEXTN_LAYERS = re.compile(r"\b(?:num_nextn_predict_layers|nextn_predict_laye
                               r"num_mtp_layers|n_mtp_layers)\b\s{0,3}(?:=|:|is)\s{0,3}0\b")
 
 
-def _without_head(log: LogEvidence, hit: Hit) -> Cause:
-    """The app's or engine's words that the model has no MTP layer: read for what they say about the model first."""
+def _without_head(log: LogEvidence, hit: Hit, also: Hit | None = None) -> Cause:
+    """The app's or engine's words that the model has no MTP layer: read for what they say about the model first
+    (``also``: the loader's failure on the head's weights that follows from it)."""
+    then = (f"{log.path}: line {also.number}: the loader fails on the head's weights, as a checkpoint without them "
+            f"makes it: {_quoted(also)[:200]}",) if also is not None else ()
     return Cause("MTP_WEIGHTS_MISSING", _confidence(log, 0.6),
                  "the app or engine says the model has no MTP layer: a GGUF or checkpoint without the head (or one "
-                 "whose family has none)", (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"),
-                 "run `mtpinspect check MODEL`: no MTP head (NO_MTP, MTP_WEIGHTS_MISSING) means this file cannot draft "
-                 "with MTP: use one that keeps the head (the maker's, or a GGUF converted without --no-mtp, or its mtp- "
-                 "file with -md); with the head present, the app's engine is too old for it", (EvidenceSource.log,))
+                 "whose family has none, or one that ships another drafter in its place: its own method drafts with it)",
+                 (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}", *then),
+                 _WITHOUT_HEAD_FIX.get(_engine(log), _WITHOUT_HEAD_FIX[None]), (EvidenceSource.log,))
+
+
+# What to do about a model without the head, in the engine's terms (a Python engine's run gets no GGUF advice).
+_WITHOUT_HEAD_FIX = {
+    None: ("run `mtpinspect check MODEL`: no MTP head (NO_MTP, MTP_WEIGHTS_MISSING) means this file cannot draft with MTP: "
+           "use one that keeps the head (the maker's, or a GGUF converted without --no-mtp, or its mtp- file with -md); "
+           "with the head present, the app's engine is too old for it"),
+    **{engine: (f"run `mtpinspect check REPO`: no MTP head (NO_MTP, MTP_WEIGHTS_MISSING) means this checkpoint cannot draft "
+                f"with MTP: use the speculative method for the drafter it ships (the {engine.value} message names it, e.g. "
+                "method 'dspark' for a DSpark drafter), or a checkpoint that keeps the MTP head")
+       for engine in (Engine.vllm, Engine.sglang)},
+}
 
 
 def _speculative_error(log: LogEvidence, hit: Hit) -> Cause:
@@ -374,6 +429,11 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     engine = _engine(log)
     where = f"{engine.value}'s" if engine is not Engine.unknown else "the engine's"
     confidence = _confidence(log, 0.85 if said else 0.7)
+    # The engine's own words elsewhere in the paste that the checkpoint has no MTP head (it ships another drafter, its
+    # nextn layer count is 0): the loader's KeyError on the head's weights is that, not a mapping bug.
+    without = next((h for h in hits.of(Meaning.no_head) if h is not hit), None)
+    if without is not None and (kind == "KeyError" or _LOADER_WORDS.search(text)):
+        return _without_head(log, without, also=hit)
     if kind == "KeyError" and (_MTP_WEIGHT_KEY.match(text.strip()) or
                                (around is not None and _WEIGHT_KEY.match(text.strip()))) or _LOADER_WORDS.search(text):
         return Cause("MTP_LOADER_BUG", _confidence(log, 0.7),

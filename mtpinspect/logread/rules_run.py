@@ -43,7 +43,7 @@ from mtpinspect.logread.drafters import DRAFTING_CODE, drafting_place
 from mtpinspect.logread.rules_loader import loader_cause
 from mtpinspect.logread.rules_message import drafter_loading, unknown_drafter
 from mtpinspect.logread.run_facts import LogApp, MtpUse
-from mtpinspect.logread.runs import LogEvidence
+from mtpinspect.logread.runs import LogEvidence, other_program
 from mtpinspect.logread.voices import without_operands
 from mtpinspect.runtime.crash import CrashKind
 from mtpinspect.vocabulary import Engine, EvidenceSource
@@ -100,6 +100,8 @@ def mtp_tie(log: LogEvidence) -> str | None:
     if log.mtp_use is MtpUse.on and log.run is not None:
         return log.run.evidence
     if _foreign_traceback(log):  # another program's traceback: its words about drafts are its own (a CMS's draft_model)
+        return None
+    if log.crash is not None and other_program(log.crash):  # the shell says another program died (an image script)
         return None
     if log.mtp_context or log.unused_nextn or log.offered_spec_types:
         return log.mtp_context or (log.unused_nextn[0] if log.unused_nextn else "the build's --spec-type listing")
@@ -168,11 +170,30 @@ def drafter_crash(log: LogEvidence) -> str | None:
     return found.line if found is not None else None
 
 
+def drafter_death(log: LogEvidence) -> str | None:
+    """A process death (a shell's signal line, a native backtrace, an abort, an assert, a GPU fault) of an engine whose
+    run sets another drafter (EAGLE3, DFlash, a draft model, n-gram), its place not in that drafter's code: every step
+    of such a run drafts and verifies, so the death is on the drafting path, though only its place could say where (at
+    most medium). The setting, as the line that shows it; None where the death is another program's (the shell names
+    its command), is placed where no drafter runs (the multimodal projector, the tokenizer), or the run sets no drafter."""
+    run, crash = log.run, log.crash
+    if crash is None or run is None or not run.other_drafting or other_program(crash) or \
+            _ELSEWHERE.search(f"{crash.where or ''} {crash.message}"):
+        return None
+    setting = next((h for h in log.scan.hits if h.message.meaning is Meaning.speculation), None) \
+        if log.scan is not None else None
+    return f"line {setting.number}: {setting.line[:200]}" if setting is not None else run.evidence
+
+
 def not_mtps(log: LogEvidence) -> str | None:
     """The note for a crash or failed start in a run with MTP off, or a crash that cannot be MTP's; None otherwise."""
-    if drafter_crash(log) is not None or (log.run is not None and log.run.other_drafting and log.scan is not None and
+    if drafter_crash(log) is not None or drafter_death(log) is not None or \
+            (log.run is not None and log.run.other_drafting and log.scan is not None and
                                           any(h.message.name in DRAFTING_CODE for h in log.scan.hits)):
         return None  # another drafter's code is in the text: the speculative path's failure, not a note
+    if log.crash is not None and other_program(log.crash):
+        return (f"{log.path}: a crash of another program, not an engine's: {log.crash.summary}; the shell's line says "
+                f"`{log.crash.command[:120]}` died, which runs no engine, so it names no MTP cause")
     if log.mtp_use is MtpUse.not_shown and log.crash is not None and not crash_may_be_mtps(log):
         why = ("a lone signal line, nothing of what crashed" if log.crash.kind is CrashKind.SIGNAL else
                f"it dies in {log.crash.where or log.crash.message}, which MTP never runs through")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mtpinspect.logread.drafters import Drafter, drafter_named
 from mtpinspect.runtime.flags import MTP_SPEC_TYPE
 from mtpinspect.vocabulary import Word
 
@@ -90,6 +91,17 @@ class RunFacts:
         and a failure its drafter's code or lines explain is that path's."""
         return self.mtp is MtpUse.off and (self.other_drafter is not None or self.draft_file is not None or
                                            any(t != "none" for t in self.spec_types))
+
+    @property
+    def drafter(self) -> Drafter | None:
+        """The drafter the run set or its lines show, by its setting's or file's words (drafters.py): MTP when MTP is on,
+        None when the text shows no drafter."""
+        if self.mtp is MtpUse.on:
+            return Drafter.mtp
+        if not (self.other_drafter or self.draft_file or any(t != "none" for t in self.spec_types)):
+            return None
+        return drafter_named(self.other_drafter or next((t for t in self.spec_types if t != "none"), None) or self.draft_file) \
+            or Drafter.draft_model
 
     @property
     def combines_drafters(self) -> bool:

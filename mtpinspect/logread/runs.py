@@ -44,7 +44,7 @@ from mtpinspect.logread.figures import (
 from mtpinspect.logread.formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
 from mtpinspect.logread.run_facts import LogApp, MtpUse, RunFacts, read_run
 from mtpinspect.logread.tables import names_drafting, without_speculation
-from mtpinspect.logread.voices import without_content, without_transfer_words
+from mtpinspect.logread.voices import engine_command, prompt_command, without_content, without_transfer_words
 from mtpinspect.runtime.crash import Crash, crash_in_log
 from mtpinspect.runtime.logs import unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
@@ -223,7 +223,7 @@ def _segments(spoken: str) -> list[tuple[int, str, LogLines]]:
 def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first: int, source: str) -> list[LogEvidence]:
     """The runs of one text (or one run's part of it): one per engine whose figures it shows, the most figures
     first. ``first``: the text's first line number in the file (hits are numbered in the file's lines)."""
-    crash = crash_in_log(spoken)
+    crash = crash_in_log(spoken, prompt_command)
     hits = scan(spoken)
     if first > 1:
         hits = Scan(tuple(replace(h, number=h.number + first - 1) for h in hits.hits))
@@ -319,7 +319,7 @@ class _Whole:
 def _judged(name: str, whole: _Whole, lines: LogLines, hits: Scan, crash: Crash | None,
             first: int, source: str) -> list[LogEvidence]:
     spoken = whole.spoken
-    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None and not _python_crash(crash), hits=hits,
+    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None and not _python_crash(crash) and not other_program(crash), hits=hits,
                                 first=first, whole=whole), whole,
                          hits, crash, source)
     if crash is not None:  # its first line, else (a backtrace read from its frames) the frame that placed it
@@ -412,6 +412,12 @@ def unreadable_note(lines: list[str]) -> str:
 
 # A Python exception's line ("RuntimeError: CUDA error: out of memory", PyTorch's): a Python program's crash, not ggml's.
 _PYTHON_EXCEPTION = re.compile(r"^\s*(?:\([^()\n]{1,80}\)\s*|\[[^\[\]\n]{1,80}\]:?\s*){0,2}(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):")
+
+
+def other_program(crash: Crash) -> bool:
+    """The shell's death line names a command that runs no engine, app or container (voices.engine_command): another
+    program died (an image script's segfault), whatever the text's other lines say."""
+    return crash.command is not None and not engine_command(crash.command)
 
 
 def _python_crash(crash: Crash) -> bool:

@@ -90,6 +90,12 @@ _ENGINES = re.compile(r"llama[-_](?:server|cli|bench|speculative)|\bmain(?:\.exe
                       r"\blms\b|LM ?Studio|llama_cpp|koboldcpp|ik_llama|mtp-bench|docker|podman|\bpython3?\s+-m\s+(?:vllm|sglang)")
 
 
+def prompt_command(line: str) -> str | None:
+    """The command a shell prompt line runs ("user@host:~$ ./llama-server -m ..."), None for any other line."""
+    found = _SHELL.match(line[:MAX_LINE])
+    return found["command"] if found is not None else None
+
+
 def engine_command(command: str) -> bool:
     """Whether a shell command runs an engine, an app or a container (else the program is someone else's)."""
     return _ENGINES.search(command) is not None

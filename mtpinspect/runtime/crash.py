@@ -8,7 +8,8 @@ start, not a crash; SIGKILL is left out too, since it usually means the kernel's
 
 Two entry points: :func:`crash_of` for a process mtpinspect ran (its return code and its log), and
 :func:`crash_in_log` for a log pasted from elsewhere, where only the text tells (a shell's
-``Segmentation fault (core dumped)``, a container's ``exited with code 139``).
+``Segmentation fault (core dumped)``, a container's ``exited with code 139``); a shell's death line also says
+which command died (:func:`died_command`), so another program's death is not taken for the engine's.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from __future__ import annotations
 import enum
 import re
 import signal
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 # Signals that mean the program itself broke, as opposed to being stopped from outside.
@@ -45,12 +46,13 @@ class Crash:
     message: str  # the assert condition, the exception's what(), the GPU error, or the signal's meaning
     where: str | None  # "common/speculative.cpp:1376" when the engine printed it
     lines: tuple[str, ...]  # the log's last meaningful lines (no debugger noise)
+    command: str | None = None  # the command a shell's death line names (bash's job line, zsh's, fish's): who died
 
     @classmethod
     def from_dict(cls, data: dict) -> Crash:
         """A crash as a journal holds it (its JSON form)."""
         return cls(CrashKind(data["kind"]), data.get("signal"), str(data.get("message", "")), data.get("where"),
-                   tuple(str(line) for line in data.get("lines") or ()))
+                   tuple(str(line) for line in data.get("lines") or ()), data.get("command"))
 
     @property
     def summary(self) -> str:
@@ -101,9 +103,12 @@ _SHELL_SIGNAL = (
     (re.compile(r"Bus error|zsh: bus error|signal: bus error|SIGBUS|signal 7\b|exit(?:ed with)? code:? 135\b"), "SIGBUS"),
     (re.compile(r"(?i:floating point exception)|SIGFPE|signal 8\b|exit(?:ed with)? code:? 136\b"), "SIGFPE"),
     # "Aborted (core dumped)" alone on its line (a paste may bracket or quote it): vLLM's "Aborted request ..." is
-    # not a crash. zsh says "zsh: abort", Go "signal: aborted".
+    # not a crash. zsh says "zsh: abort", Go "signal: aborted". bash's job line names the command after the padded
+    # status (jobs.c pretty_print_job: "[1]+  Aborted                 (core dumped) cmd", or without the job number), and
+    # a script's child is reported with its line and pid ("./run.sh: line 14: 4821 Aborted (core dumped) cmd").
     (re.compile(r"(?:^|[\s\[(\"'])Aborted(?: \(core dumped\))?[\])\"'.\s]*$|zsh: abort\b|signal: aborted\b|SIGABRT|"
-                r"signal 6\b|exit(?:ed with)? code:? 134\b"), "SIGABRT"),
+                r"signal 6\b|exit(?:ed with)? code:? 134\b|"
+                r"(?:^(?:\[\d{1,4}\][+-]?\s+)?|: line \d{1,7}:\s+\d{1,9}\s+)Aborted(?:\s+\(core dumped\)|\s{2,}\S)"), "SIGABRT"),
     # MSVC's C runtime: abort() in a Debug build shows a dialog ("Debug Error! ... abort() has been called").
     (re.compile(r"\babort\(\) has been called"), "SIGABRT"),
     # Windows: an access violation, as Go's runtime prints it ("Exception 0xc0000005 0x0 ..." in Ollama's log),
@@ -113,9 +118,45 @@ _SHELL_SIGNAL = (
                 r"(?:exit(?:ed)?|code|status)\D{0,12}(?:3221225477|-1073741819)\b"), "SIGSEGV"),
     # abort() on Windows release builds ends in __fastfail: STATUS_STACK_BUFFER_OVERRUN 0xC0000409 (3221226505).
     (re.compile(r"0x[cC]0000409\b|(?:exit(?:ed)?|code|status)\D{0,12}(?:3221226505|-1073740791)\b"), "SIGABRT"),
+    # systemd's unit line (src/core/service.c: "Main process exited, code=dumped, status=11/SEGV") and the kernel's
+    # (arch/x86/mm/fault.c show_signal_msg: "llama-server[4821]: segfault at 0 ip ... error 4 in lib.so"; traps.c:
+    # "traps: x[4821] trap invalid opcode", "general protection fault", "trap divide error").
+    (re.compile(r"\bstatus=\d{1,3}/SEGV\b|\]: segfault at [0-9a-f]{1,16} ip \b|\]: general protection fault\b"), "SIGSEGV"),
+    (re.compile(r"\bstatus=\d{1,3}/ABRT\b"), "SIGABRT"),
+    (re.compile(r"\bstatus=\d{1,3}/ILL\b|\] trap invalid opcode\b"), "SIGILL"),
+    (re.compile(r"\bstatus=\d{1,3}/BUS\b"), "SIGBUS"),
+    (re.compile(r"\bstatus=\d{1,3}/FPE\b|\] trap divide error\b"), "SIGFPE"),
     # systemd-coredump's journal line; the frames below it say which signal (abort() -> SIGABRT).
     (re.compile(r"systemd-coredump\[\d+\]: .*Process \d+ \([\w.-]+\) of user \d+ dumped core"), "SIGABRT"),
 )
+# The command a shell's line says died of a signal: bash's job line ("[1]+  Aborted   (core dumped) cmd", also without
+# the job number) and a script's child ("./run.sh: line 14: 4821 Segmentation fault      (core dumped) cmd"; bash
+# jobs.c pretty_print_job / notify_of_job_status), zsh's ("zsh: segmentation fault (core dumped)  cmd", Src/jobs.c
+# printjob), fish's ("fish: Job 1, 'cmd' terminated by signal SIGSEGV (Address boundary error)", proc.cpp).
+_STATUS = (r"(?:Aborted|Segmentation fault|Bus error|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap|"
+           r"Memory fault)")
+_DIED_COMMAND = re.compile(
+    r"^(?:\[\d{1,4}\][+-]?\s+)?" + _STATUS + r"(?:\s+\(core dumped\)\s+|\s{2,})(?P<bash>[\w./~\"'$-][^\n]{0,2000})$|"
+    r": line \d{1,7}:\s+\d{1,9}\s+" + _STATUS + r"(?:\s+\(core dumped\))?\s+(?P<script>\S[^\n]{0,2000})$|"
+    r"^zsh: (?:abort|segmentation fault|bus error|illegal hardware instruction|floating point exception|killed)"
+    r"(?: \(core dumped\))?\s+(?P<zsh>\S[^\n]{0,2000})$|"
+    r"^fish: (?:Job \d{1,4}, )?'(?P<fish>[^'\n]{1,2000})' terminated by signal|"
+    # systemd's unit and the kernel's process name (see _SHELL_SIGNAL): the program, without its arguments.
+    r"\b(?P<unit>[\w@.-]{1,200})\.service: Main process exited, code=(?:dumped|killed), status=\d|"
+    r"(?:^|[\s:\]])(?:traps: )?(?P<process>[\w.+-]{1,64})\[\d{1,9}\]:? (?:segfault at|general protection fault|trap )")
+
+
+def died_command(line: str) -> str | None:
+    """The command a shell's death line names (see above), None when the line names none (a quote's closing backtick
+    after "Aborted (core dumped)" is no command)."""
+    found = _DIED_COMMAND.search(line.strip())
+    command = next((v for v in found.groupdict().values() if v), "").strip() if found is not None else ""
+    return command if _WORD.search(command) else None
+
+
+_WORD = re.compile(r"[A-Za-z]{2}")
+
+
 # A Windows exception dump names the faulting module and offset (WER, "Faulting module name: x.dll",
 # "Fault offset: 0x..."); that is all it knows of where.
 _WIN_MODULE = re.compile(r"Faulting module name: (?P<module>[\w.-]+)|Fault(?:ing)? offset: (?P<offset>0x[0-9a-fA-F]+)")
@@ -147,7 +188,13 @@ def signal_name(returncode: int | None) -> str | None:
 _FRAME = re.compile(r"^.*?#\d+\s+0x[0-9a-f]+ (?:in )?(?P<func>[\w:~<>]+)|"
                     # The look-behind and the bound keep a long run of path characters from being rescanned at
                     # every position (a one-line, megabyte log).
-                    r"(?<![\w./+-])[\w./+-]{1,1024}\((?P<symbol>[\w.$]{1,1024})\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]",
+                    # A frame without a symbol ("libggml-base.so(+0x16c5b) [0x7f...]", what a stripped build prints)
+                    # is named by its library.
+                    r"(?<![\w./+-])(?P<library>[\w./+-]{1,1024})\((?P<symbol>[\w.$]{0,1024})\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]|"
+                    # lldb ("frame #3: 0x0000000102b1d2a0 libllama-common.dylib`common_speculative_draft(...) + 1400") and
+                    # macOS's crash report ("3   libggml-base.dylib   0x102a3c4f4 ggml_abort + 276").
+                    r"^\s{0,8}(?:\* )?frame #\d{1,5}: 0x[0-9a-f]{1,16} [\w.+-]{1,200}`(?P<lldb>[\w:~<>]{1,1024})|"
+                    r"^\d{1,5}\s{1,40}[\w.+-]{1,200}\s{1,40}0x[0-9a-f]{6,16} (?P<apple>[\w:~<>]{1,1024}) \+ \d",
                     re.MULTILINE)
 _MTP_FRAME = re.compile(r"specul|mtp|nextn|draft", re.IGNORECASE)
 # Where a crash is looked for, each found by a literal or a cheap pattern over the whole text first (logs
@@ -170,7 +217,8 @@ def _lines_at(text: str, pattern: re.Pattern[str]) -> Iterator[str]:
 
 def _backtrace(text: str) -> str | None:
     """The telling frame of a native backtrace (the first in the MTP path, else the first named)."""
-    frames = [m["func"] or m["symbol"] for m in _FRAME.finditer(text) if (m["func"] or m["symbol"]) != "??"]
+    frames = [m["func"] or m["symbol"] or m["lldb"] or m["apple"] or m["library"].rsplit("/", 1)[-1]
+              for m in _FRAME.finditer(text) if (m["func"] or m["symbol"]) != "??"]
     if len(frames) < 3:
         return None
     return next((f for f in frames if _MTP_FRAME.search(f)), frames[0])
@@ -222,11 +270,20 @@ def crash_of(returncode: int | None, log_text: str) -> Crash | None:
     return _crash(signal_name(returncode), log_text)
 
 
-def crash_in_log(log_text: str) -> Crash | None:
-    """A crash recorded in a log from elsewhere (no return code): the engine's text or the shell's."""
+def crash_in_log(log_text: str, prompt_command: Callable[[str], str | None] | None = None) -> Crash | None:
+    """A crash recorded in a log from elsewhere (no return code): the engine's text or the shell's. ``prompt_command``
+    reads a shell prompt's command from a line (logread/voices.py): a lone signal line ("Segmentation fault (core
+    dumped)") is the death of the last command a prompt ran before it."""
     tail = _meaningful(log_text[-_TAIL_CHARS:])[-_SHELL_TAIL_LINES:]
     sig = next((name for pattern, name in _SHELL_SIGNAL for line in tail if pattern.search(line)), None)
-    return _crash(sig, log_text)
+    crash = _crash(sig, log_text)
+    if crash is None:
+        return None
+    command = next((c for c in map(died_command, reversed(tail)) if c is not None), None)
+    if command is None and crash.kind is CrashKind.SIGNAL and prompt_command is not None:
+        death = max(i for i, line in enumerate(tail) if any(pattern.search(line) for pattern, _ in _SHELL_SIGNAL))
+        command = next((c for c in map(prompt_command, reversed(tail[:death])) if c is not None), None)
+    return crash if command is None else replace(crash, command=command)
 
 
 def _crash(sig: str | None, text: str) -> Crash | None:
