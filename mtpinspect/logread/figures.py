@@ -19,7 +19,7 @@ from typing import Any
 
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS
 from mtpinspect.logread.formats import ENGINES, EngineLog, Figures, LineFormat, Scope, strip_prefixes
-from mtpinspect.logread.tables import TableRun, compares, drawn_row, names_drafting, table_runs, without_speculation
+from mtpinspect.logread.tables import TableRun, compares, drawn_row, names_drafting, swept, table_runs, without_speculation
 from mtpinspect.vocabulary import Engine
 
 
@@ -423,6 +423,9 @@ def _with_spoken_baseline(runs: list[TableRun], text: str) -> list[TableRun]:
                             span=(base.number, base.number))]
 
 
+# An acceptance length by its own words (SGLang's avg_spec_accept_length, "accept length", "acc len"): tokens per step
+# is speculative decoding's figure alone, whatever else the paste says.
+_ACCEPT_LENGTH = re.compile(r"accept(?:ance|ed)?[ _](?:len|length)\b|\bacc[ _]len\b")
 # A draft length by speculative decoding's own names for it (llama.cpp's n_max / --draft-max, vLLM's
 # num_speculative_tokens); never a bare "steps", "k" or "n", which other tables use.
 _DRAFT_LENGTH = re.compile(r"(?i)(?<![A-Za-z])n[ _-]?max\b|\bnum[ _]speculative[ _]tokens\b|\bdraft[ _-](?:n[ _-]?)?max\b")
@@ -472,7 +475,10 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     if samples or listed:
         return samples or listed, engine
     labelled = labelled_samples(text)
-    if not labelled and (SPECULATIVE_WORDS.search(text) is not None or _DRAFT_LENGTH.search(text) is not None):
+    if not labelled and swept(runs):
+        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
+    if not labelled and (SPECULATIVE_WORDS.search(text) is not None or _DRAFT_LENGTH.search(text) is not None
+                         or _ACCEPT_LENGTH.search(low) is not None):
         # A table of acceptance by a key that is no setting (context length, prompt, category) where no shape above
         # reads it (a cell of a range, "~53%"), or a mechanism table (tokens per forward pass with and without MTP): the
         # runs tables.py reads of it, none compared (a run without speculation there carries no speed).

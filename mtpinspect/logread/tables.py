@@ -155,6 +155,7 @@ def tables(text: str) -> list[Table]:
     found: list[Table] = []
     block: list[tuple[int, str, tuple[str, ...]]] = []
     shape, width, heading, above = "", 0, "", ""
+    delimited = False  # the block's first row has Markdown's delimiter row under it
 
     def close() -> None:
         above_header = heading
@@ -167,7 +168,9 @@ def tables(text: str) -> list[Table]:
             return  # "eval time =   25447.71 ms / ...": an engine's statements padded to line up, not a table's rows
         # Tab-separated rows may hold fewer cells than their header (an empty cell is no tab): at the header's width too.
         lines = _padded(_by_gaps(block)) if shape == "aligned" else _padded(block) if shape == "pipe" else block
-        if len(lines) >= 2 and _is_header(lines[0][2]):
+        # Markdown's delimiter row right under the first row makes it the header whatever its cells ("| Metric | 100
+        # questions | 300 questions |": conditions named by a count).
+        if len(lines) >= 2 and (_is_header(lines[0][2]) or delimited and shape == "pipe"):
             rows = lines[1:]
             found.append(Table(lines[0][2], tuple(c for _, _, c in rows), tuple(n for n, _, _ in rows),
                                tuple(line.strip()[:300] for _, line, _ in rows), above_header))
@@ -176,12 +179,14 @@ def tables(text: str) -> list[Table]:
         line = raw.translate(_BOX_BARS) if len(raw) <= _MAX_LINE else ""
         stripped = line.strip()
         if block and stripped and _RULE.match(line):
+            if len(block) == 1 and shape == "pipe":
+                delimited = _delimits(block[0][2], line)
             if shape == "pipe" and len(block) >= 2 and _new_head(block[-1][2], line):
                 # Markdown's delimiter row under a row of words: that row heads a second table pasted right below the
                 # first (the prose between them dropped), "| Model | MTP Disabled | MTP Enabled |" under a table of runs.
                 head = block.pop()
                 close()
-                block, width, heading = [head], len(head[2]), ""  # the table above is no heading of this one
+                block, width, heading, delimited = [head], len(head[2]), "", True  # the table above is no heading
             continue  # a rule row inside a table (or under its head)
         kind, cells = _cells(line) if stripped else ("", ())
         fits = bool(kind) and 2 <= len(cells) <= _MAX_CELLS
@@ -190,6 +195,7 @@ def tables(text: str) -> list[Table]:
             continue
         close()
         block = []
+        delimited = False
         if fits:
             block, shape, width, heading = [(number, raw, cells)], kind, len(cells), above
         if stripped and not _RULE.match(line) and not _FENCE.match(line):
@@ -202,12 +208,16 @@ def tables(text: str) -> list[Table]:
 _DELIMITER_CELL = re.compile(r"^:?-{3,}:?$")
 
 
+def _delimits(cells: tuple[str, ...], rule: str) -> bool:
+    """Whether a rule is Markdown's delimiter row for the row above it: a cell of dashes for each of its cells."""
+    _, rule_cells = _cells(rule)
+    return len(rule_cells) == len(cells) and all(_DELIMITER_CELL.match(c) for c in rule_cells)
+
+
 def _new_head(cells: tuple[str, ...], rule: str) -> bool:
     """Whether a Markdown delimiter row makes the row above it a new table's header: as many cells as that row, and
     that row words (a table drawn with a rule between every row has figures in them)."""
-    _, rule_cells = _cells(rule)
-    return (len(rule_cells) == len(cells) and all(_DELIMITER_CELL.match(c) for c in rule_cells)
-            and _is_header(cells))
+    return _delimits(cells, rule) and _is_header(cells)
 
 
 _NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<unit>(?!/\s?\d)(?:%|[a-zA-Zµ/×]{1,12}(?:/s)?))?")  # "31.00/0.07": a mean over its std
@@ -307,16 +317,25 @@ _SPEC = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|draft(?:ing|er)?|spec(?:ula
 _WITH = re.compile(r"^(?:with|w/) \w")
 # Words only speculative decoding uses: a table holding one is tied to it on its own. A bare "draft" or "spec" is
 # not (a blog's "draft posts", a build's "spec" target): those tables need the paste's tie (SPECULATIVE_WORDS).
-_TIE = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|medusa|dflash|speculative" + _OTHER_SPECULATION + r"|speculation|spec ?dec(?:oding|ode)?|n ?max|"
-                  r"num speculative tokens|draft (?:model|tokens?|len(?:gth)?|max)|accept(?:ance|ed)? (?:rate|len(?:gth)?)|"
+# The engines' own names of a speculative setting, as a header or a row's label writes them (read as _words: "-" and "_"
+# as spaces): llama.cpp's flags (common/arg.cpp: --draft-max, --draft-min, --draft-p-min / --spec-draft-p-min,
+# --draft-p-split, --spec-draft-n-max, --spec-type, --spec-ngram-*, --model-draft), vLLM's (num_speculative_tokens,
+# prompt_lookup_max / _min), SGLang's (speculative_num_steps, speculative_eagle_topk, speculative_num_draft_tokens). A
+# table sweeping one of them is a table of runs.
+_SETTING_NAME = (r"draft (?:p (?:min|split)|n(?: min| max)?|min|max)|spec (?:draft|type|ngram)|model draft|prompt lookup (?:max|min)|"
+                 r"num draft tokens|num speculative tokens|n ?max|speculative (?:num (?:steps|draft tokens)|eagle topk)")
+_TIE = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|medusa|dflash|speculative" + _OTHER_SPECULATION + r"|speculation|spec ?dec(?:oding|ode)?|"
+                  + _SETTING_NAME + r"|draft (?:model|tokens?|len(?:gth)?)|accept(?:ance|ed)? (?:rate|len(?:gth)?)|"
                   r"acc len)(?![a-z])")
+SETTING_NAME = re.compile(r"(?<![a-z])(?:" + _SETTING_NAME + r")(?![a-z])")
 # A draft length: "n-max 3", "--spec-draft-n-max 0", "n=2", "k=4", "num_speculative_tokens: 5".
 _DEPTH_IN = re.compile(r"(?:n ?max|draft n ?max|draft max|num speculative tokens|num draft(?: tokens)?|\bn|\bk)\s*[=: ]\s*(?P<n>\d{1,3})\b")
 _DEPTH_COLUMN = re.compile(r"^(?:spec(?:ulative)? )?(?:n ?max|draft n ?max|draft max|num draft(?: tokens)?|num speculative tokens|spec(?:ulative)? tokens|"
                            r"draft (?:tokens|length|len)|steps|num steps|topk|top k|k|gamma)$")
 # A speed-up column: the speculative run's speed over the run without it ("Speedup", "1.8x"); other ratios say no whose.
 _SPEEDUP = re.compile(r"\bspeed ?ups?\b")
-_RATIO = re.compile(r"\bratio\b|\bgain\b|×|\bvs\b|\w \bover\b \w")  # "E1 over vanilla": one run's over another's
+# "E1 over vanilla": one run's over another's; a change against another run ("Speed Increase": "+59.5%", "Baseline").
+_RATIO = re.compile(r"\bratio\b|\bgain\b|×|\bvs\b|\w \bover\b \w|\bincrease\b|\bimprovement\b|\buplift\b")
 _LATENCY = re.compile(r"\b(?:tpot|itl|tbt|ms ?/ ?tok(?:en)?|ms per token|s ?/ ?tok(?:en)?|inter token latency|(?:per )?token latency|time per output token)\b")
 _SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/ ?s\b|\btk ?/ ?s\b|\btps\b|tokens per second|\bthroughput\b")
 # A time of the whole request or its first token: lower is better, and not a speed ("decode time", "TTFT").
@@ -610,9 +629,20 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
     return runs
 
 
-def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool | None]) -> list[_Run]:
+def _measured_by_row(table: Table, kinds: list[str | None]) -> bool:
+    """Whether a table gives its metrics by row and its conditions by column: no column named by a figure or a key, a
+    row labelled by an acceptance measure (speculative decoding's own: "avg_spec_accept_length", "accept rate"), its
+    other cells figures."""
+    if kinds[0] is not None or any(k is not None for k in kinds[1:]) or len(table.header) < 2:
+        return False
+    return any(_figure(_words(row[0])) in ("rate", "length") and _TIE.search(_words(row[0])) and
+               all(_number(c) is not None for c in row[1:]) for row in table.rows)
+
+
+def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool | None], named_only: bool = False) -> list[_Run]:
     """A run per setting column ("Baseline" | "With flag", "no_mtp_graph" | "mtp_graph", "no EAGLE" | "EAGLE"), per
-    row: the row names the key and, where the column does not, the figure (metrics by row)."""
+    row: the row names the key and, where the column does not, the figure (metrics by row). ``named_only``: a row that
+    names no figure is none (the columns are conditions, not settings whose cells default to speeds)."""
     runs: dict[tuple[int, str], _Run] = {}
     header = [_words(c) for c in table.header]
     # The row's label: every cell outside the setting columns that is no figure ("B=1" under "Batch", "TPOT (ms)" under
@@ -652,7 +682,7 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
             if settings[i] is None:
                 continue
             figure = kinds[i] if kinds[i] in ("speed", "latency", "duration") else \
-                row_figure or _cell_figure(cell) or titled or "speed"
+                row_figure or _cell_figure(cell) or titled or (None if named_only else "speed")
             if figure in ("ratio", "speedup", "time", None):
                 continue
             key = ", ".join(filter(None, [_key_of(header[i]) if families and _key_of(header[i]) in shared else "", row_key]))
@@ -736,6 +766,10 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
                     for i, (cell, s) in enumerate(zip(table.header, settings))]
     if any(s is not None for s in settings):
         return _columns_as_runs(table, kinds, settings)
+    if _measured_by_row(table, kinds):
+        # Metrics by row under columns of conditions ("Metric" | "100 questions" | "300 questions", a row naming the
+        # acceptance length): each column a drafting run, only the rows that name a figure read.
+        return _columns_as_runs(table, kinds, [None, *(False if k is None else None for k in kinds[1:])], named_only=True)
     runs = _paired_by_name(_rows_as_runs(table, kinds))
     # Where a row with speculation names the same model or build as a row without ("GGUF q4_K_M" and "GGUF mtp-q4_K_M"),
     # what the rows name is part of the key: another engine's row ("MLX nvfp4") has no baseline of its own to beat.
@@ -757,7 +791,8 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
 _ENGINE_WORDS = ((Engine.vllm, re.compile(r"\bvllm\b|mean acceptance length|draft acceptance rate|num speculative tokens|speculative config")),
                  (Engine.sglang, re.compile(r"\bsglang\b|\bacc(?:ept)? len\b|accept length|speculative num steps|num draft\b|"
                                             r"enable multi layer eagle|speculative algorithm|\btopk\b")),
-                 (Engine.llama_cpp, re.compile(r"llama server|llama\.cpp|llama cpp|\bn max\b|spec draft|\bgguf\b|\bollama\b")))
+                 (Engine.llama_cpp, re.compile(r"llama server|llama\.cpp|llama cpp|\bn max\b|spec draft|\bdraft (?:p (?:min|split)|max|min)\b|"
+                                               r"\bgguf\b|\bollama\b")))
 
 
 def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
@@ -974,3 +1009,12 @@ def compares(runs: list[TableRun]) -> bool:
     """Whether the runs hold a comparison: a run without speculation and one with it, timed under one key."""
     keys = {(r.key, r.baseline) for r in runs if r.speed is not None}
     return any((key, True) in keys for key, baseline in keys if not baseline)
+
+
+def swept(runs: list[TableRun]) -> bool:
+    """Whether the runs sweep a speculative setting: two or more, each drafting and timed, each named by the setting's
+    own name with a value of its own ("--spec-draft-p-min 0.1" beside "0.75", "num_speculative_tokens 3" beside "5"):
+    settings side by side, no run without speculation to compare with."""
+    settings = {_words(r.setting) for r in runs}
+    return len(runs) >= 2 and len(settings) == len(runs) and all(
+        not r.baseline and r.speed is not None and SETTING_NAME.search(_words(r.setting)) for r in runs)
