@@ -44,6 +44,13 @@ Round 5: a Markdown delimiter row under a row of words starts the next table (tw
 between them dropped); several acceptance columns without a speed are each a condition of their own ("acceptance
 (main)" | "acceptance (PR)").
 
+The samples runs.py takes of a paste (:func:`table_samples`, the one entry): the runs above where they compare a run
+without speculation with one with it, or sweep a speculative setting (:func:`swept`); else the acceptance and
+mean-length columns of a table (:func:`_header`, :func:`_row`: a row a category of one run's prompts, or a run of its
+own when its first column names what changed), results listed one run a line (:func:`_listed_run`) and the runs a
+poster's sentences give (:func:`sentence_runs`); else acceptance figures read by their words wherever they stand
+(:func:`labelled_samples`).
+
 Each run becomes a :class:`TableRun`: its setting, whether it ran without speculation, its key, its speed and
 acceptance. A "baseline" whose drafts were accepted (an earlier build with MTP) ran with speculation: a table of such
 runs is settings side by side, no comparison against a run without it. A row of acceptance in a table of metrics by
@@ -56,8 +63,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Any
 
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS
+from mtpinspect.logread.figures import Sample, with_ratios
+from mtpinspect.logread.formats import Figures, LineFormat, Scope
 from mtpinspect.vocabulary import Engine
 
 _MAX_LINE = 2000  # a table's line is short; a longer one is a log line or a payload
@@ -377,7 +387,7 @@ _ABSENT = frozenset({"-", "—", "–", "n/a", "na", "none", "", "/"})  # a cell
 _YES = frozenset({"yes", "y", "on", "true", "enabled", "✓", "✔", "x"})
 _NO = frozenset({"no", "n", "off", "false", "disabled", "✗", "✘", "-", "—", "none", "0"})
 _FILLER = re.compile(r"\b(?:mean|avg|average|median|p50|output|total|decode|gen(?:eration)?|token|tokens|tok|per|s|ms|ts|"
-                     r"latency|throughput|tpot|itl|speed|t|tps|sec)\b")
+                     r"latency|throughput|tpot|itl|speed|t|tps|sec|eval)\b")
 
 
 def _words(cell: str) -> str:
@@ -787,12 +797,16 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
     return runs
 
 
-# The words a table borrows from one engine's own output or flags (when no engine line names its writer).
-_ENGINE_WORDS = ((Engine.vllm, re.compile(r"\bvllm\b|mean acceptance length|draft acceptance rate|num speculative tokens|speculative config")),
-                 (Engine.sglang, re.compile(r"\bsglang\b|\bacc(?:ept)? len\b|accept length|speculative num steps|num draft\b|"
-                                            r"enable multi layer eagle|speculative algorithm|\btopk\b")),
+# The words a table borrows from one engine's own output or flags (when no engine line names its writer): its settings'
+# names first (a flag is one engine's), then its figures' ("draft acceptance rate" is both vLLM's and llama.cpp's words:
+# a "--draft-p-min" beside it says whose).
+_ENGINE_WORDS = ((Engine.vllm, re.compile(r"\bvllm\b|num speculative tokens|speculative config")),
+                 (Engine.sglang, re.compile(r"\bsglang\b|speculative num steps|speculative algorithm|speculative eagle topk|num draft\b|"
+                                            r"enable multi layer eagle|\btopk\b")),
                  (Engine.llama_cpp, re.compile(r"llama server|llama\.cpp|llama cpp|\bn max\b|spec draft|\bdraft (?:p (?:min|split)|max|min)\b|"
-                                               r"\bgguf\b|\bollama\b")))
+                                               r"\bgguf\b|\bollama\b")),
+                 (Engine.vllm, re.compile(r"mean acceptance length|draft acceptance rate|spec decode accept")),
+                 (Engine.sglang, re.compile(r"\bacc(?:ept)? len\b|accept length|spec accept (?:rate|len)")))
 
 
 def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
@@ -1018,3 +1032,383 @@ def swept(runs: list[TableRun]) -> bool:
     settings = {_words(r.setting) for r in runs}
     return len(runs) >= 2 and len(settings) == len(runs) and all(
         not r.baseline and r.speed is not None and SETTING_NAME.search(_words(r.setting)) for r in runs)
+
+
+# -- the samples a paste's tables, listed runs, labelled lines and sentences give ------------------------------------
+# (runs.py's one entry: table_samples; sentence_baselines for a log's own run beside a poster's sentence)
+
+# A table whose header names an acceptance column (llama.cpp server-bench's speed-bench "accept_rate", a
+# Markdown table of a thread): the columns are read by their names, row by row, while rows keep the header's width.
+# What a row is, its first column's name says: a category of one run's prompts (coding, math: the rows add up), or
+# a run of its own (a backend, a build, a model: each row is judged apart, issue 42's rule on several runs).
+TABLE_FORMAT = LineFormat("table with an acceptance column", Scope.interval, ("accept",), re.compile(r"accept"))
+TABLE_RUNS_FORMAT = LineFormat("table with an acceptance column, a run per row", Scope.summary, ("accept",),
+                               re.compile(r"accept"))
+_TABLE_CELLS = re.compile(r"\s*\|\s*|\s{2,}|\t")
+# An acceptance column says whose: "accept rate", "acceptance rate", "draft acceptance" (never a bare "acceptance",
+# which a test plan's table has); a mean length column "accept len", "acceptance length" or llama.cpp's "mean len".
+_RATE_COLUMN = re.compile(r"^(?:avg[ _]?|mean[ _]?)?(?:draft[ _]accept(?:ance)?(?:[ _]rate)?|accept(?:ance)?[ _]rate|acc(?:ept)?_?rate)"
+                          r"(?:\s*\(%\)|_pct|\s*%)?$|^(?:draft[ _])?accept(?:ance|ed)?\s*(?:%|\(%\))$", re.IGNORECASE)
+_LENGTH_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _](?:length|len))$|^mean[ _](?:acc(?:ept(?:ance)?)?[ _])?len$",
+                            re.IGNORECASE)
+# First columns whose rows are runs of their own (what was changed between them), not categories of one run's prompts.
+_RUN_COLUMN = re.compile(r"^(?:backend|device|gpu|build|version|release|image|engine|config(?:uration)?|setup|run|mode|"
+                         r"model|quant(?:ization)?|commit|branch|flags?|settings?|concurrency|max[-_ ]concurrency|batch[-_ ]size|"
+                         r"bs|qps|n[-_ ]?max|k|num[-_ ]spec(?:ulative)?[-_ ]tokens|draft[-_ ](?:length|tokens|max))s?$",
+                         re.IGNORECASE)
+# A run table's decode-speed column, and the units a value column's cell is read by (a speed, "@ 88.2%" acceptance).
+_SPEED_COLUMN = re.compile(r"^(?:s[ _]tg[ _]|(?:decode|gen(?:eration)?|tg|output|eval)?[ _]?)(?:tok(?:ens)?/s|t/s|tps|speed)(?:\s*\(t(?:ok(?:ens)?)?/s\))?$",
+                           re.IGNORECASE)
+_SWEEP_BENCH = re.compile(r"^\|?\s*PP\s*\|\s*TG\s*\|\s*N_KV\s*\|.*\bS_TG t/s\s*\|?$")
+# Tables that set runs with and without speculation side by side (a speed column of each, "Baseline (t/s)" | "MTP (t/s)";
+# a cell of both, "22.7 → 40.6") are tables.py's: it reads any table's runs by their words.
+_SPEED_IN = re.compile(r"(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:(?:\+/-|±)\s*\d{1,6}(?:\.\d{1,6})?\s*)?(?:t/s|tok/s|tokens?/s)\b")
+_RATE_IN = re.compile(r"(?:@|\bat)\s*(?P<value>\d{1,3}(?:\.\d{1,6})?)\s*%")
+_EMPTY_CELL = re.compile(r"^[\s*_`]*(?:—|–|-{1,3}|n/?a|none)?[\s*_`]*$", re.IGNORECASE)
+# A poster's line of results, one run a line: "Without MTP: 25.3 t/s", "- MTP n-max 3: **19.8 tok/s** (acceptance 71%)".
+# Read only where its label names speculation or its absence (tables.py's words: one place for them).
+_LISTED_RUN = re.compile(r"^[-*>#\s]{0,6}(?P<label>[^:|=\t\n]{1,80}?)(?:\s*[:=]\s*|\t\s*|\s{2,})[*_`]{0,2}(?P<value>\d{1,6}(?:\.\d{1,4})?)[*_`]{0,2}\s*"
+                         r"(?:t/s|tok/s|tokens?/s|tps)\b(?P<rest>[^\n]{0,160})$", re.IGNORECASE)
+_RATE_AFTER = re.compile(r"(?i)(?P<value>\d{1,3}(?:\.\d{1,4})?)\s*%\s*(?:accept|acc\b)|accept\w*\D{0,12}?(?P<after>\d{1,3}(?:\.\d{1,4})?)\s*%|@\s*(?P<at>\d{1,3}(?:\.\d{1,4})?)\s*%")
+LISTED_RUNS_FORMAT = LineFormat("results listed one run a line", Scope.summary, ("/s",), re.compile(r"/s"))
+# Acceptance figures read by their words wherever they stand (a benchmark's summary, a bullet, a bold "**Accpt Len:
+# 1.89**", a tqdm line): the label says which figure, with or without "average"/"mean", however abbreviated.
+# The label opens its clause, or follows a drafter's word: "Loan acceptance rate", "ICLR 2025 acceptance rate" are
+# someone else's.
+_OPENS = (r"(?:^|(?<=[^\w\s])|(?<=[^\w\s] )|" +
+          "|".join(rf"(?<={word}[ _])" for word in ("spec", "mtp", "draft", "eagle", "eagle3", "speculative")) + ")")
+_LABELLED_LENGTH = re.compile(r"(?i)" + _OPENS + r"(?:(?:avg\.?|average|mean)[ _])?(?:accept(?:ance|ed)?|accpt|acc)[ _.-]?len(?:gth)?\b"
+                              r"[*_`\s\"']{0,3}[:=][*_`\s]{0,3}(?P<len>\d{1,3}(?:\.\d{1,12})?)(?![\d.]*\s*%)")
+_LABELLED_RATE = re.compile(r"(?i)" + _OPENS + r"(?:(?:avg\.?|average|mean|draft)[ _])?(?:accept(?:ance)?|accpt)[ _.-]?rate\b"
+                            r"[*_`\s\"']{0,3}[:=][*_`\s]{0,3}(?P<rate>\d{1,3}(?:\.\d{1,12})?)\s*(?P<pct>%)?")
+# The share of drafted tokens accepted written before its words, as an app's footer shows it (LM Studio's "82.0% draft
+# tokens accepted", apps that copy it): "draft tokens" is speculative decoding's own phrase.
+_RATE_BEFORE = re.compile(r"(?i)(?<![\d.])(?P<rate>\d{1,3}(?:\.\d{1,6})?)\s?%\s(?:of\s)?(?:the\s)?draft(?:ed)?\stokens?\s(?:were\s)?accepted\b")
+# The line's decode speed: its output or throughput figure where it names one (a tqdm line also times the input).
+_LINE_SPEED = re.compile(r"(?i)(?:output|throughput)\W{0,4}(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:tokens?/s|toks/s|tok/s|t/s)\b")
+# A label that names a figure, not a run ("Average Accept length", "#questions", "Throughput").
+_FIGURE_NAME = re.compile(r"(?i)\b(?:accept|accpt|acc_|throughput|latency|questions|speed|length|rate|tokens?)\b|acc_")
+_LINE_LABEL = re.compile(r"^[-*>#\s]{0,6}(?P<label>[^:\[\]|=\n]{1,80}?(?:=\s*\d{1,4})?)\s*[,:\[]")
+_HEADING = re.compile(r"^(?:#{1,6}\s+(?P<h>[^\n]{1,80})|[*_]{2}(?P<b>[^*_\n]{1,80})[*_]{2}:?|(?P<c>[^:\n]{1,80}):)$")
+LABELLED_FORMAT = LineFormat("acceptance figures by their words", Scope.summary, ("accept", "accpt", "acc "), re.compile(r"acc"))
+# A row that runs without speculative decoding, by its name.
+_RULE_ROW = re.compile(r"^[\s|:+-]+$")
+# A cell's number (Markdown emphasis and code marks around it), in percent when it says so, and "(accepted/drafted)".
+_CELL = re.compile(r"^[*_`~\s]*(?P<value>\d{1,6}(?:\.\d{1,24})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<pct>%)?[*_`~\sx]*(?:\(\s*(?P<acc>\d{1,15})\s*/\s*(?P<gen>\d{1,15})\s*\))?")
+# Column names only llama.cpp's server-bench prints (tools/server/bench: predicted tokens per second, "pred").
+_LLAMA_TABLE = re.compile(r"\bspec_avg_pred_t/s\b|\bbase_avg_pred_t/s\b")
+
+
+@dataclass(frozen=True)
+class _Header:
+    width: int
+    columns: tuple[tuple[int, str, bool], ...]  # (index, "rate"/"len"/"speed"/"value", percent)
+    format: LineFormat
+    first: str = ""  # the first column's name (a run table's rows are "NAME: CELL")
+
+
+def _header(line: str, *, raw_table: bool) -> _Header | None:
+    """A table's header: one that names an acceptance column, or a Markdown table's whose first column names runs."""
+    cells = _TABLE_CELLS.split(line)
+    if len(cells) < 2:
+        return None
+    per_run = _RUN_COLUMN.match(cells[0].strip("*_` ")) is not None
+    # llama-sweep-bench's table (PP | TG | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s): one run's decode speed
+    # ("S_TG t/s", S for speed) at each depth of its context, a row per depth.
+    per_run = per_run or _SWEEP_BENCH.match(line.strip()) is not None
+    columns = tuple((i, _acceptance_column(cell, per_run), "%" in cell or "pct" in cell.lower()) for i, cell in enumerate(cells) if i)
+    kinds = {kind for _, kind, _ in columns}
+    if not kinds & {"rate", "len"} and not (per_run and raw_table):
+        return None
+    return _Header(len(cells), columns, TABLE_RUNS_FORMAT if per_run else TABLE_FORMAT, cells[0].strip("*_` ")[:60])
+
+
+def _acceptance_column(cell: str, per_run: bool) -> str:
+    """What a column holds, by its name: acceptance, mean length, decode speed (a run table's), else a value column
+    whose cells are read by their units (a run table's) or nothing."""
+    if _RATE_COLUMN.match(cell):
+        return "rate"
+    if _LENGTH_COLUMN.match(cell):
+        return "len"
+    if per_run:
+        return "speed" if _SPEED_COLUMN.match(cell) else "value"
+    return ""
+
+
+def _row(header: _Header, line: str) -> Figures | None:
+    """A row's figures; None when the row does not fit the header (the table ended)."""
+    cells = _TABLE_CELLS.split(line)
+    if len(cells) != header.width:
+        return None
+    read: dict[str, Any] = {}
+    if header.format is TABLE_RUNS_FORMAT:
+        # The row's name: its first cell, and the words of its other cells that are no figure (a "Mode" column's "MTP n=3").
+        named = [cells[i].strip("*_` ") for i, kind, _ in header.columns if kind in ("", "value") and
+                 _CELL.match(cells[i]) is None and not _EMPTY_CELL.match(cells[i])]
+        read["setting"] = ", ".join([f"{header.first}: {cells[0].strip('*_` ')[:200]}", *named])[:300]
+        # A row without speculation says so in its first cell or in another column naming it ("Mode: baseline").
+        read["baseline"] = any(without_speculation(c, whole=i > 0) for i, c in enumerate(cells))
+    for index, kind, percent in header.columns:
+        if not kind or _EMPTY_CELL.match(cells[index]):
+            continue
+        if kind in ("speed", "value"):
+            speed, rate = _SPEED_IN.search(cells[index]), _RATE_IN.search(cells[index]) if kind == "value" else None
+            if speed is not None:
+                read["speed"] = float(speed["value"])
+            elif kind == "speed" and (number := _CELL.match(cells[index])) is not None:
+                read["speed"] = float(number["value"])
+            if rate is not None and float(rate["value"]) <= 100:
+                read["acceptance"] = float(rate["value"]) / 100
+            continue
+        cell = _CELL.match(cells[index])
+        if cell is None:
+            return None
+        value = float(cell["value"])
+        if kind == "rate":
+            rate = value / 100 if percent or cell["pct"] or value > 1 else value
+            if 0 <= rate <= 1:
+                read["acceptance"] = rate
+            if cell["acc"] is not None and int(cell["acc"]) <= int(cell["gen"]):
+                read["accepted"], read["drafted"] = int(cell["acc"]), int(cell["gen"])
+        elif 1 <= value <= 64:
+            read["mean_length"] = value
+    if not (read.keys() - {"setting", "baseline"}):
+        return Figures()
+    return with_ratios(Figures(**read))
+
+
+def _listed_run(line: str) -> Figures | None:
+    """A results line of one run ("With MTP (n-max 3): 19.8 t/s, 71% accepted"), None when it is not one."""
+    found = _LISTED_RUN.match(line) if "/s" in line and len(line) <= 400 else None
+    if found is None:
+        return None
+    label = found["label"].strip(" *_`")
+    baseline = without_speculation(label)
+    if not baseline and not names_drafting(label):
+        return None
+    rate = _RATE_AFTER.search(found["rest"])
+    value = next((float(v) for v in (rate.group("value", "after", "at") if rate else ()) if v is not None), None)
+    return Figures(speed=float(found["value"]), setting=label[:200], baseline=baseline,
+                   acceptance=value / 100 if value is not None and value <= 100 and not baseline else None)
+
+
+# A speed in a sentence of the paste ("without MTP I get 41 t/s", "baseline is ~52 tok/s", "no spec: 30.1 tokens/s"): the
+# words since the figure before it say whose.
+_SPOKEN_SPEED = re.compile(r"(?i)(?<![\d.])(?<!\+/-\s)(?<!±\s)(?<!±)(?P<value>\d{1,6}(?:\.\d{1,4})?)\s?(?:t/s|tok/s|toks/s|tokens?/s(?:ec)?|tokens per second|tps)\b")
+_SENTENCE_REACH = 60  # the words before a figure that can name its run: one clause
+
+
+def sentence_baselines(text: str) -> list[Sample]:
+    """Runs without speculation the poster gives in a sentence of the paste ("Without MTP I get 41 t/s"): a speed whose
+    clause names the absence of drafting and no drafter after it ("MTP off: 41 t/s", never "baseline vs MTP: 30 t/s").
+    A line an engine printed ("eval time = ...") is the engine's run, not a sentence."""
+    return [s for s in sentence_runs(text) if s.figures.baseline]
+
+
+def sentence_runs(text: str) -> list[Sample]:
+    """The runs sentences of the paste give, a speed each, whose clause (the words before it, else after it, up to the
+    next figure or clause) names the absence of drafting (a run without speculation) or a drafter ("52 t/s with MTP
+    (accept 78%)": a run with it, its acceptance when the clause gives one)."""
+    found: list[Sample] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if len(line) > 400 or "/s" not in line and "per second" not in line and "tps" not in line.lower():
+            continue
+        if "|" in line or re.search(r"(?i)\beval time\b|\bslot\b|\bsrv\b|\bINFO\b|throughput:", line):
+            continue  # a table's row (tables.py reads it) or an engine's own line
+        start = 0
+        speeds = list(_SPOKEN_SPEED.finditer(line))
+        for at, speed in enumerate(speeds):
+            clause = line[max(start, speed.start() - _SENTENCE_REACH):speed.start()]
+            start = speed.end()
+            before = _CLAUSE_CUT.split(clause)[-1]
+            # Or the words right after it, up to the next figure or clause: "41 t/s without MTP, 33 t/s with it".
+            after = _CLAUSE_CUT.split(line[speed.end():speeds[at + 1].start() if at + 1 < len(speeds) else len(line)][:_SENTENCE_REACH])[0]
+            figures: Figures | None = None
+            if (words := next((w for w in (before, after) if _names_only_absence(w)), None)) is not None:
+                figures = Figures(speed=float(speed["value"]), setting=words.strip(" :=-*_`")[:200], baseline=True)
+            elif (words := next((w for w in (before, after) if names_drafting(w) and not without_speculation(w)), None)):
+                rate = _RATE_AFTER.search(words)
+                value = next((float(v) for v in (rate.group("value", "after", "at") if rate else ()) if v is not None), None)
+                figures = Figures(speed=float(speed["value"]), setting=words.strip(" :=-*_`")[:200], baseline=False,
+                                  acceptance=value / 100 if value is not None and value <= 100 else None)
+            if figures is not None:
+                found.append(Sample(LISTED_RUNS_FORMAT, figures, line[:300], number))
+    return found
+
+
+_CLAUSE_CUT = re.compile(r"[,;(.]\s|\b(?:and|but|while|vs\.?|versus|whereas)\b")
+_NEGATED = re.compile(r"(?i)\b(?:without|w/o|no|non)[ -]\w+|\w+[ -](?:off|disabled)\b")
+
+
+def _names_only_absence(words: str) -> bool:
+    """Whether a clause names a run without drafting and no drafter besides the one it negates ("without MTP I get")."""
+    return without_speculation(words) and not names_drafting(_NEGATED.sub("", words))
+
+
+def _labelled(line: str, above: str) -> Figures | None:
+    """A line's acceptance figures by their words, its speed and its run's label (the line's own, else the line above
+    it when that one ends in a colon: "EAGLE-3 (num_steps=8):"); a line without speculation that times a baseline
+    run ("* vanilla, [...] output: 128.64 toks/s") too; None otherwise."""
+    if len(line) > 400:
+        return None
+    length, rate = _LABELLED_LENGTH.search(line), _LABELLED_RATE.search(line) or _RATE_BEFORE.search(line)
+    speed = _LINE_SPEED.search(line)
+    named = _LINE_LABEL.match(line)
+    label = named["label"].strip(" *_`") if named else ""
+    if above and (not label or _FIGURE_NAME.search(label)):  # "#questions: 80, ...": the heading names the run
+        label = above
+    baseline = bool(label) and without_speculation(label)
+    if length is None and rate is None or baseline:  # a baseline's "acceptance" (acc_length=1.00) is no drafter's
+        return Figures(speed=float(speed["value"]), setting=label[:200], baseline=True) if baseline and speed else None
+    mean_length = float(length["len"]) if length is not None and 1 <= float(length["len"]) <= 64 else None
+    value = float(rate["rate"]) if rate is not None else None
+    percent = rate is not None and (rate.re is _RATE_BEFORE or rate["pct"])
+    acceptance = (value / 100 if percent or value > 1 else value) if rate is not None and value is not None else None
+    if acceptance is not None and not 0 <= acceptance <= 1:
+        acceptance = None
+    if mean_length is None and acceptance is None:
+        return None
+    return Figures(mean_length=mean_length, acceptance=acceptance, speed=float(speed["value"]) if speed else None,
+                   setting=label[:200] or None, baseline=False)
+
+
+def labelled_samples(text: str) -> list[Sample]:
+    """Acceptance figures read by their words, one sample a line (each line a run of its own), where at least one line
+    holds them."""
+    if not any(word in text.lower() for word in ("accept", "accpt", "acc ", "acc_", "acc-", "acc.")):
+        return []
+    samples: list[Sample] = []
+    heading = ""  # the run's name a heading above its figures gives ("**Baseline**", "EAGLE-3 (num_steps=8):")
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        figures = _labelled(line, heading) if len(line) <= 400 else None
+        if figures is not None:
+            samples.append(Sample(LABELLED_FORMAT, figures, line[:300], number))
+        elif (head := _HEADING.match(line)) is not None:
+            heading = next(g for g in head.group("h", "b", "c") if g).strip(" *_`#")
+    samples = _unaccepted_as_baseline(samples)
+    # A mean length is speculative decoding's own figure; an acceptance rate alone is read where the text drafts.
+    lengths = any(s.figures.mean_length is not None for s in samples)
+    if not lengths and SPECULATIVE_WORDS.search(text) is None and \
+            not any(names_drafting(s.figures.setting or "") for s in samples):
+        return []
+    return samples if any(not s.figures.baseline for s in samples) else []
+
+
+def _unaccepted_as_baseline(samples: list[Sample]) -> list[Sample]:
+    """Lines of one shape, none naming its setting, one accepting nothing (mean length exactly 1.00, acceptance 0) and
+    another accepting drafts: the one accepting nothing is the run without speculation, as a benchmark script prints it
+    ("Throughput: 88.61 token/s, Acceptance length: 1.00" above "... 234.54 token/s, Acceptance length: 5.88"). A line
+    whose label names a drafter keeps its zero: that is a head that drafted and was refused."""
+    def unnamed(sample: Sample) -> bool:
+        label = sample.figures.setting or ""
+        return not names_drafting(label) and not without_speculation(label)
+
+    def nothing(f: Figures) -> bool:
+        return (f.mean_length == 1.0 or f.mean_length is None) and f.acceptance in (0.0, None) and \
+            (f.mean_length, f.acceptance) != (None, None)
+
+    accepting = [s for s in samples if not s.figures.baseline and ((s.figures.mean_length or 1.0) > 1 or (s.figures.acceptance or 0) > 0)]
+    if not accepting or not all(unnamed(s) for s in samples):
+        return samples
+    return [replace(s, figures=replace(s.figures, baseline=True, mean_length=None, acceptance=None))
+            if not s.figures.baseline and nothing(s.figures) and s.figures.speed is not None else s for s in samples]
+
+
+# Words of a language model's runs (tokens, a GGUF's quantization) or a drafter's own figures ("mean len", a program's
+# "accept_rate" key): a table of acceptance beside them is a drafter's.
+_MODEL_WORDS = re.compile(r"(?i)\bmean[ _]len\b|\baccept(?:ance)?[ _]len|\bacc(?:ept)?_rate\b|\btok(?:en)?s?\b|\bt/s\b|\btps\b|"
+                          r"\b(?:ollama|llama[.-]?\w*|vllm|sglang|lm ?studio)\b|\bgguf\b|\bbpw\b|\b(?:ud-)?i?q\d(?:_[a-z0-9]{1,4}){1,3}\b")
+
+
+def _with_spoken_baseline(runs: list[TableRun], text: str) -> list[TableRun]:
+    """A table of drafting runs under one condition, timed in tokens per second, and the run without speculation the
+    poster gives in a sentence ("Without MTP: 30.7 t/s" above an n-max table): the sentence's run joins the table's."""
+    timed = [r for r in runs if r.speed is not None]
+    if not timed or any(r.key or r.unit != "tok/s" or r.speed_from or r.baseline for r in timed):
+        return runs
+    spoken = sentence_baselines(text)
+    if len(spoken) != 1:
+        return runs  # none, or several: which is this table's is not said
+    base = spoken[0]
+    return [*runs, TableRun(base.figures.setting or "(a sentence)", True, "", base.line, base.number, base.figures.speed,
+                            span=(base.number, base.number))]
+
+
+# An acceptance length by its own words (SGLang's avg_spec_accept_length, "accept length", "acc len"): tokens per step
+# is speculative decoding's figure alone, whatever else the paste says.
+_ACCEPT_LENGTH = re.compile(r"accept(?:ance|ed)?[ _](?:len|length)\b|\bacc[ _]len\b")
+# A draft length by speculative decoding's own names for it (llama.cpp's n_max / --draft-max, vLLM's
+# num_speculative_tokens); never a bare "steps", "k" or "n", which other tables use.
+_DRAFT_LENGTH = re.compile(r"(?i)(?<![A-Za-z])n[ _-]?max\b|\bnum[ _]speculative[ _]tokens\b|\bdraft[ _-](?:n[ _-]?)?max\b")
+
+
+def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
+    """The runs of any table that sets runs with and without speculation side by side (tables.py, a sample per run);
+    else the acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
+    run a line with their speeds; and whose table it is when its header says (None: no engine named); ([], None)
+    when no header names such a column and no line lists a run."""
+    # Any table read by its words (tables.py) where it sets runs with and without speculation side by side: its runs,
+    # each timed under its key, replace what the shapes below read of it.
+    runs, owner = table_runs(text)
+    runs = runs if compares(runs) else _with_spoken_baseline(runs, text)
+    if compares(runs):
+        engine = Engine.llama_cpp if _LLAMA_TABLE.search(text) else owner
+        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], engine
+    low = text.lower()
+    if "acc" not in low and "mean len" not in low and "|" not in text and "/s" not in text:
+        return [], None
+    listed = [Sample(LISTED_RUNS_FORMAT, figures, raw.strip()[:300], number)
+              for number, raw in enumerate(text.splitlines(), 1) if (figures := _listed_run(raw.strip())) is not None]
+    listed += [s for s in sentence_runs(text) if s.number not in {run.number for run in listed}]
+    if len(listed) < 2 or not any(s.figures.baseline for s in listed):
+        listed = []  # a run is compared with one without speculation, or it is only a speed
+    samples: list[Sample] = []
+    engine: Engine | None = None
+    header: _Header | None = None
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip().strip("|").strip()
+        if header is not None:
+            if _RULE_ROW.match(line):
+                continue
+            figures = _row(header, line)
+            if figures is not None:
+                if figures != Figures():
+                    samples.append(Sample(header.format, figures, raw.strip()[:300], number))
+                continue
+            header = None
+        low = line.lower()
+        if ("accept" in low or "mean len" in low or raw.lstrip().startswith("|")) and len(line) <= 2000:
+            header = _header(line, raw_table=raw.lstrip().startswith("|"))
+            if header is not None and _LLAMA_TABLE.search(line):
+                engine = Engine.llama_cpp
+    if samples and engine is None and SPECULATIVE_WORDS.search(text) is None and _MODEL_WORDS.search(text) is None:
+        samples = []  # a "draft acceptance" column alone is also a newsroom's: the paste must name a drafter or a model's units
+    if samples or listed:
+        return samples or listed, engine
+    labelled = labelled_samples(text)
+    if not labelled and swept(runs):
+        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
+    if not labelled and (SPECULATIVE_WORDS.search(text) is not None or _DRAFT_LENGTH.search(text) is not None
+                         or _ACCEPT_LENGTH.search(low) is not None):
+        # A table of acceptance by a key that is no setting (context length, prompt, category) where no shape above
+        # reads it (a cell of a range, "~53%"), or a mechanism table (tokens per forward pass with and without MTP): the
+        # runs tables.py reads of it, none compared (a run without speculation there carries no speed).
+        # The paste must name a drafter or the draft length ("n_max", acceptance by n_max in a main-vs-PR table): an
+        # acceptance rate alone is also a card payment's, a survey's or a sampler's (MCMC's by its "steps").
+        # Only rows drawn as a table's (pipes, aligned columns): a comma-separated "row" is as often code or prose.
+        drafting = [run for run in runs if not run.baseline and (run.acceptance is not None or run.mean_length is not None)
+                    and drawn_row(run.line)]
+        if drafting and all(run in drafting or run.baseline and run.speed is None for run in runs):
+            return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
+    return labelled, engine
+
+
+def _figures_of(run: TableRun) -> Figures:
+    setting = f"{run.setting} ({run.speed_from})" if run.speed_from else run.setting
+    return Figures(speed=run.speed, setting=setting[:300], baseline=run.baseline, acceptance=run.acceptance,
+                   mean_length=run.mean_length, group=run.key, unit=None if run.unit == "tok/s" else run.unit,
+                   spec_tokens=run.depth)
