@@ -1044,7 +1044,6 @@ def swept(runs: list[TableRun]) -> bool:
 TABLE_FORMAT = LineFormat("table with an acceptance column", Scope.interval, ("accept",), re.compile(r"accept"))
 TABLE_RUNS_FORMAT = LineFormat("table with an acceptance column, a run per row", Scope.summary, ("accept",),
                                re.compile(r"accept"))
-_TABLE_CELLS = re.compile(r"\s*\|\s*|\s{2,}|\t")
 # An acceptance column says whose: "accept rate", "acceptance rate", "draft acceptance" (never a bare "acceptance",
 # which a test plan's table has); a mean length column "accept len", "acceptance length" or llama.cpp's "mean len".
 _RATE_COLUMN = re.compile(r"^(?:avg[ _]?|mean[ _]?)?(?:draft[ _]accept(?:ance)?(?:[ _]rate)?|accept(?:ance)?[ _]rate|acc(?:ept)?_?rate)"
@@ -1091,8 +1090,6 @@ _FIGURE_NAME = re.compile(r"(?i)\b(?:accept|accpt|acc_|throughput|latency|questi
 _LINE_LABEL = re.compile(r"^[-*>#\s]{0,6}(?P<label>[^:\[\]|=\n]{1,80}?(?:=\s*\d{1,4})?)\s*[,:\[]")
 _HEADING = re.compile(r"^(?:#{1,6}\s+(?P<h>[^\n]{1,80})|[*_]{2}(?P<b>[^*_\n]{1,80})[*_]{2}:?|(?P<c>[^:\n]{1,80}):)$")
 LABELLED_FORMAT = LineFormat("acceptance figures by their words", Scope.summary, ("accept", "accpt", "acc "), re.compile(r"acc"))
-# A row that runs without speculative decoding, by its name.
-_RULE_ROW = re.compile(r"^[\s|:+-]+$")
 # A cell's number (Markdown emphasis and code marks around it), in percent when it says so, and "(accepted/drafted)".
 _CELL = re.compile(r"^[*_`~\s]*(?P<value>\d{1,6}(?:\.\d{1,24})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<pct>%)?[*_`~\sx]*(?:\(\s*(?P<acc>\d{1,15})\s*/\s*(?P<gen>\d{1,15})\s*\))?")
 # Column names only llama.cpp's server-bench prints (tools/server/bench: predicted tokens per second, "pred").
@@ -1107,15 +1104,14 @@ class _Header:
     first: str = ""  # the first column's name (a run table's rows are "NAME: CELL")
 
 
-def _header(line: str, *, raw_table: bool) -> _Header | None:
+def _header(cells: tuple[str, ...], *, raw_table: bool) -> _Header | None:
     """A table's header: one that names an acceptance column, or a Markdown table's whose first column names runs."""
-    cells = _TABLE_CELLS.split(line)
     if len(cells) < 2:
         return None
     per_run = _RUN_COLUMN.match(cells[0].strip("*_` ")) is not None
     # llama-sweep-bench's table (PP | TG | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s): one run's decode speed
     # ("S_TG t/s", S for speed) at each depth of its context, a row per depth.
-    per_run = per_run or _SWEEP_BENCH.match(line.strip()) is not None
+    per_run = per_run or _SWEEP_BENCH.match(" | ".join(cells)) is not None
     columns = tuple((i, _acceptance_column(cell, per_run), "%" in cell or "pct" in cell.lower()) for i, cell in enumerate(cells) if i)
     kinds = {kind for _, kind, _ in columns}
     if not kinds & {"rate", "len"} and not (per_run and raw_table):
@@ -1135,9 +1131,8 @@ def _acceptance_column(cell: str, per_run: bool) -> str:
     return ""
 
 
-def _row(header: _Header, line: str) -> Figures | None:
+def _row(header: _Header, cells: tuple[str, ...]) -> Figures | None:
     """A row's figures; None when the row does not fit the header (the table ended)."""
-    cells = _TABLE_CELLS.split(line)
     if len(cells) != header.width:
         return None
     read: dict[str, Any] = {}
@@ -1368,23 +1363,17 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
         listed = []  # a run is compared with one without speculation, or it is only a speed
     samples: list[Sample] = []
     engine: Engine | None = None
-    header: _Header | None = None
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip().strip("|").strip()
-        if header is not None:
-            if _RULE_ROW.match(line):
-                continue
-            figures = _row(header, line)
-            if figures is not None:
-                if figures != Figures():
-                    samples.append(Sample(header.format, figures, raw.strip()[:300], number))
-                continue
-            header = None
-        low = line.lower()
-        if ("accept" in low or "mean len" in low or raw.lstrip().startswith("|")) and len(line) <= 2000:
-            header = _header(line, raw_table=raw.lstrip().startswith("|"))
-            if header is not None and _LLAMA_TABLE.search(line):
-                engine = Engine.llama_cpp
+    for table in tables(text):  # the same cut tables as the runs above, read here by their acceptance columns
+        header = _header(table.header, raw_table=table.lines[0].lstrip().startswith("|"))
+        if header is None:
+            continue
+        engine = Engine.llama_cpp if _LLAMA_TABLE.search(" | ".join(table.header)) else engine
+        for cells, number, line in zip(table.rows, table.numbers, table.lines):
+            figures = _row(header, cells)
+            if figures is None:
+                break  # a row that does not fit the header: the table ended
+            if figures != Figures():
+                samples.append(Sample(header.format, figures, line, number))
     if samples and engine is None and SPECULATIVE_WORDS.search(text) is None and _MODEL_WORDS.search(text) is None:
         samples = []  # a "draft acceptance" column alone is also a newsroom's: the paste must name a drafter or a model's units
     if samples or listed:
@@ -1393,7 +1382,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     if not labelled and swept(runs):
         return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
     if not labelled and (SPECULATIVE_WORDS.search(text) is not None or _DRAFT_LENGTH.search(text) is not None
-                         or _ACCEPT_LENGTH.search(low) is not None):
+                         or _ACCEPT_LENGTH.search(text.lower()) is not None):
         # A table of acceptance by a key that is no setting (context length, prompt, category) where no shape above
         # reads it (a cell of a range, "~53%"), or a mechanism table (tokens per forward pass with and without MTP): the
         # runs tables.py reads of it, none compared (a run without speculation there carries no speed).
