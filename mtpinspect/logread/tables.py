@@ -586,6 +586,8 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
                 elif said is False:
                     drafting = True
                 names.append(f"{table.header[i]}: {cell.strip(' *_`')}")
+            elif kinds[i] is None and i == 0 and header[0] and _number(cell) is not None:
+                names.append(f"{table.header[0].strip(' *_`')[:60]} {cell.strip(' *_`')[:20]}")  # "p_min 0.5": the row's value
             elif kinds[i] is None and words and _number(cell) is None:
                 names.append(cell.strip(" *_`")[:80])
                 said = _setting(words)
@@ -1026,12 +1028,14 @@ def compares(runs: list[TableRun]) -> bool:
 
 
 def swept(runs: list[TableRun]) -> bool:
-    """Whether the runs sweep a speculative setting: two or more, each drafting and timed, each named by the setting's
-    own name with a value of its own ("--spec-draft-p-min 0.1" beside "0.75", "num_speculative_tokens 3" beside "5"):
-    settings side by side, no run without speculation to compare with."""
+    """Whether the runs sweep a speculative setting: two or more, each drafting and timed in tokens per second, each
+    named by the setting's own name with a value of its own ("--spec-draft-p-min 0.1" beside "0.75",
+    "num_speculative_tokens 3" beside "5") or showing its drafts accepted beside its speed: settings side by side, no
+    run without speculation to compare with."""
     settings = {_words(r.setting) for r in runs}
     return len(runs) >= 2 and len(settings) == len(runs) and all(
-        not r.baseline and r.speed is not None and SETTING_NAME.search(_words(r.setting)) for r in runs)
+        not r.baseline and r.speed is not None and r.unit == "tok/s" and
+        (SETTING_NAME.search(_words(r.setting)) or r.acceptance is not None or r.mean_length is not None) for r in runs)
 
 
 # -- the samples a paste's tables, listed runs, labelled lines and sentences give ------------------------------------
@@ -1108,7 +1112,8 @@ def _header(cells: tuple[str, ...], *, raw_table: bool) -> _Header | None:
     """A table's header: one that names an acceptance column, or a Markdown table's whose first column names runs."""
     if len(cells) < 2:
         return None
-    per_run = _RUN_COLUMN.match(cells[0].strip("*_` ")) is not None
+    # A first column naming a speculative setting ("speculative_num_steps", "--draft-max") names a run per row too.
+    per_run = _RUN_COLUMN.match(cells[0].strip("*_` ")) is not None or SETTING_NAME.search(_words(cells[0])) is not None
     # llama-sweep-bench's table (PP | TG | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s): one run's decode speed
     # ("S_TG t/s", S for speed) at each depth of its context, a row per depth.
     per_run = per_run or _SWEEP_BENCH.match(" | ".join(cells)) is not None
@@ -1377,7 +1382,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     if samples and engine is None and SPECULATIVE_WORDS.search(text) is None and _MODEL_WORDS.search(text) is None:
         samples = []  # a "draft acceptance" column alone is also a newsroom's: the paste must name a drafter or a model's units
     if samples or listed:
-        return samples or listed, engine
+        return samples or listed, engine or owner
     labelled = labelled_samples(text)
     if not labelled and swept(runs):
         return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
