@@ -1137,3 +1137,30 @@ def test_a_sweep_with_acceptance_is_a_run_per_row(tmp_path: Path, text: str, eng
 ])
 def test_other_softwares_sweeps_name_nothing(tmp_path: Path, text: str) -> None:
     assert _causes(tmp_path, text) == []
+
+
+def test_a_drafters_switch_outranks_a_labels_baseline(tmp_path: Path) -> None:
+    # "baseline" names the deployment compared against; its MTP column says it drafts (the poster's own words)
+    text = ("| config | MTP | tok/s |\n|---|---|---|\n| baseline (prod) | on (n=3) | 30.2 |\n| candidate | on (n=3) | 31.0 |\n"
+            "| candidate, MTP off | off | 36.4 |\n")
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed) for r in runs] == [(False, 30.2), (False, 31.0), (True, 36.4)]
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert cause.confidence < 0.8
+
+
+@pytest.mark.parametrize(("flag", "engine"), [
+    ("`--enforce-eager`", Engine.vllm), ("`--gpu-memory-utilization`", Engine.vllm),
+    ("`--disable-cuda-graph`", Engine.sglang), ("`--mem-fraction-static`", Engine.sglang),
+    ("`--n-gpu-layers`", Engine.llama_cpp), ("`--cache-type-k`", Engine.llama_cpp),
+])
+def test_an_engines_flag_in_a_tables_header_names_it(flag: str, engine: Engine) -> None:
+    text = (f"| config | {flag} | MTP | tok/s |\n|---|---|---|---|\n| a | on | off | 40.0 |\n| b | on | on | 52.0 |\n")
+    runs, owner = table_runs(text)
+    assert compares(runs) and owner is engine
+
+
+def test_a_build_flag_table_of_other_software_names_no_engine() -> None:
+    # a C project's CI matrix: flags and times, no drafter: no runs, no engine
+    text = "| config | `--enable-lto` | build (s) |\n|---|---|---|\n| baseline | off | 412 |\n| lto | on | 498 |\n"
+    assert table_runs(text) == ([], None)

@@ -560,6 +560,7 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
     for cells, number, line in zip(table.rows, table.numbers, table.lines):
         names, keys, baseline, drafting, prompt = [], [], None, False, False
         depth: int | None = None
+        switched: bool | None = None  # what a drafter's on/off column says: it outranks a label's "baseline"
         for i, cell in enumerate(cells):
             words = _words(cell)
             if kinds[i] == "key":
@@ -585,6 +586,7 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
                     baseline = True
                 elif said is False:
                     drafting = True
+                switched = said if said is not None else switched
                 names.append(f"{table.header[i]}: {cell.strip(' *_`')}")
             elif kinds[i] is None and i == 0 and header[0] and _number(cell) is not None:
                 names.append(f"{table.header[0].strip(' *_`')[:60]} {cell.strip(' *_`')[:20]}")  # "p_min 0.5": the row's value
@@ -598,8 +600,9 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
         labels = " ".join(_words(cells[i]) for i in range(len(cells)) if kinds[i] is None and _number(cells[i]) is None)
         if prompt:
             continue  # a prompt-processing test's row (llama-bench's pp512): its speed is not decoding's
-        run = _Run(", ".join(names)[:200], baseline if baseline else (False if drafting else None), ", ".join(keys), line,
-                   number, {}, identity=_key_of(labels), depth=depth)
+        # "baseline (as-deployed)" with "MTP: on": the deployment compared against, drafting; its switch says so.
+        said_run = switched if switched is not None else baseline if baseline else (False if drafting else None)
+        run = _Run(", ".join(names)[:200], said_run, ", ".join(keys), line, number, {}, identity=_key_of(labels), depth=depth)
         accepting = [cells[i] for i in range(len(cells)) if kinds[i] in ("rate", "length")]
         run.unaccepted = bool(accepting) and all(_words(c) in _ABSENT for c in accepting)
         for i, cell in enumerate(cells):
@@ -802,11 +805,15 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
 # The words a table borrows from one engine's own output or flags (when no engine line names its writer): its settings'
 # names first (a flag is one engine's), then its figures' ("draft acceptance rate" is both vLLM's and llama.cpp's words:
 # a "--draft-p-min" beside it says whose).
-_ENGINE_WORDS = ((Engine.vllm, re.compile(r"\bvllm\b|num speculative tokens|speculative config")),
+# Flags beside them are one engine's too: vLLM's --enforce-eager, --gpu-memory-utilization, --max-num-seqs,
+# --max-model-len (vllm/engine/arg_utils.py); SGLang's --mem-fraction-static, --disable-cuda-graph, --cuda-graph-max-bs
+# (sglang/srt/server_args.py); llama.cpp's --n-gpu-layers, --ctx-size, --cache-type-k (common/arg.cpp).
+_ENGINE_WORDS = ((Engine.vllm, re.compile(r"\bvllm\b|num speculative tokens|speculative config|enforce eager|gpu memory utilization|"
+                                          r"max num seqs|max model len")),
                  (Engine.sglang, re.compile(r"\bsglang\b|speculative num steps|speculative algorithm|speculative eagle topk|num draft\b|"
-                                            r"enable multi layer eagle|\btopk\b")),
+                                            r"enable multi layer eagle|\btopk\b|mem fraction static|disable cuda graph|cuda graph max bs")),
                  (Engine.llama_cpp, re.compile(r"llama server|llama\.cpp|llama cpp|\bn max\b|spec draft|\bdraft (?:p (?:min|split)|max|min)\b|"
-                                               r"\bgguf\b|\bollama\b")),
+                                               r"\bgguf\b|\bollama\b|n gpu layers|ctx size|cache type k")),
                  (Engine.vllm, re.compile(r"mean acceptance length|draft acceptance rate|spec decode accept")),
                  (Engine.sglang, re.compile(r"\bacc(?:ept)? len\b|accept length|spec accept (?:rate|len)")))
 
