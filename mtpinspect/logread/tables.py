@@ -44,6 +44,13 @@ Round 5: a Markdown delimiter row under a row of words starts the next table (tw
 between them dropped); several acceptance columns without a speed are each a condition of their own ("acceptance
 (main)" | "acceptance (PR)").
 
+Round 7: a table sweeping a speculative setting by its engine's own name (llama.cpp's --draft-p-min, --draft-max,
+--spec-draft-n-max; vLLM's num_speculative_tokens; SGLang's speculative_num_steps) in its header or first column is a
+table of runs, settings side by side (:func:`swept`); metrics by row under columns of conditions ("Metric" | "100
+questions", a row naming an acceptance measure) are a drafting run per column; Markdown's delimiter row makes the row
+above it the header whatever its cells; a drafter's on/off column outranks a row label's "baseline"; an engine's own
+flags (--enforce-eager, --disable-cuda-graph, --n-gpu-layers) name it before a figure's words do.
+
 The samples runs.py takes of a paste (:func:`table_samples`, the one entry): the runs above where they compare a run
 without speculation with one with it, or sweep a speculative setting (:func:`swept`); else the acceptance and
 mean-length columns of a table (:func:`_header`, :func:`_row`: a row a category of one run's prompts, or a run of its
