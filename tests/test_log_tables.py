@@ -1164,3 +1164,12 @@ def test_a_build_flag_table_of_other_software_names_no_engine() -> None:
     # a C project's CI matrix: flags and times, no drafter: no runs, no engine
     text = "| config | `--enable-lto` | build (s) |\n|---|---|---|\n| baseline | off | 412 |\n| lto | on | 498 |\n"
     assert table_runs(text) == ([], None)
+
+
+def test_a_speculative_settings_column_is_a_rows_setting_not_a_run() -> None:
+    # "speculative_eagle_topk" holds values of a setting (SGLang's ServerArgs), not one setting's figures
+    text = ("| speculative_num_steps | speculative_eagle_topk | speculative_num_draft_tokens | Mean acceptance length | "
+            "output tok/s |\n|---|---|---|---|---|\n| 3 | 1 | 4 | 2.7 | 180.0 |\n| 5 | 4 | 8 | 3.4 | 205.5 |\n")
+    runs, _ = table_runs(text)
+    assert [(r.speed, r.mean_length, r.baseline) for r in runs] == [(180.0, 2.7, False), (205.5, 3.4, False)]
+    assert "speculative_eagle_topk 4" in runs[1].setting

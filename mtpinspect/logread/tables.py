@@ -345,6 +345,7 @@ _TIE = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|medusa|dflash|speculative" +
                   + _SETTING_NAME + r"|draft (?:model|tokens?|len(?:gth)?)|accept(?:ance|ed)? (?:rate|len(?:gth)?)|"
                   r"acc len)(?![a-z])")
 SETTING_NAME = re.compile(r"(?<![a-z])(?:" + _SETTING_NAME + r")(?![a-z])")
+_SETTING_ONLY = re.compile(r"(?:" + _SETTING_NAME + r")")  # a header that is a setting's name and nothing else ("n-max 2" is a run)
 # A draft length: "n-max 3", "--spec-draft-n-max 0", "n=2", "k=4", "num_speculative_tokens: 5".
 _DEPTH_IN = re.compile(r"(?:n ?max|draft n ?max|draft max|num speculative tokens|num draft(?: tokens)?|\bn|\bk)\s*[=: ]\s*(?P<n>\d{1,3})\b")
 _DEPTH_COLUMN = re.compile(r"^(?:spec(?:ulative)? )?(?:n ?max|draft n ?max|draft max|num draft(?: tokens)?|num speculative tokens|spec(?:ulative)? tokens|"
@@ -585,6 +586,9 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
                     said = True if words in _NO else _setting(words)
                     baseline = True if said is True else baseline
                     drafting = drafting or said is False
+            elif kinds[i] == "param" and words:  # "speculative_eagle_topk 4": set, so the row drafts
+                names.append(f"{table.header[i].strip(' *_`')[:60]} {cell.strip(' *_`')[:20]}")
+                drafting = drafting or words not in _NO
             elif kinds[i] == "switch" and words:
                 said = True if words in _NO else False if words in _YES else _setting(words)
                 if said is None and _TIE.search(header[i]):
@@ -750,6 +754,8 @@ def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None,
         return "switch", None  # "MTP heads": yes / no
     if said is False and values and numeric * 2 < len(column):
         return "switch", None  # "spec type": none / draft-mtp, "Speculative method": baseline / ngram
+    if _SETTING_ONLY.fullmatch(words) and numeric * 2 >= len(column):
+        return "param", None  # "speculative_eagle_topk", "--draft-p-min": a speculative setting's values, a row's setting
     if said is not None and not first and numeric * 2 >= len(column):
         return figure, said  # a column of one setting's figures
     if figure is not None:
@@ -1126,8 +1132,7 @@ def _header(cells: tuple[str, ...], *, raw_table: bool) -> _Header | None:
     """A table's header: one that names an acceptance column, or a Markdown table's whose first column names runs."""
     if len(cells) < 2:
         return None
-    # A first column naming a speculative setting ("speculative_num_steps", "--draft-max") names a run per row too.
-    per_run = _RUN_COLUMN.match(cells[0].strip("*_` ")) is not None or SETTING_NAME.search(_words(cells[0])) is not None
+    per_run = _RUN_COLUMN.match(cells[0].strip("*_` ")) is not None
     # llama-sweep-bench's table (PP | TG | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s): one run's decode speed
     # ("S_TG t/s", S for speed) at each depth of its context, a row per depth.
     per_run = per_run or _SWEEP_BENCH.match(" | ".join(cells)) is not None
@@ -1372,6 +1377,8 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     if compares(runs):
         engine = Engine.llama_cpp if _LLAMA_TABLE.search(text) else owner
         return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], engine
+    if swept(runs):  # a speculative setting swept, read by any table's words (before the acceptance columns' names)
+        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
     low = text.lower()
     if "acc" not in low and "mean len" not in low and "|" not in text and "/s" not in text:
         return [], None
@@ -1398,8 +1405,6 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     if samples or listed:
         return samples or listed, engine or owner
     labelled = labelled_samples(text)
-    if not labelled and swept(runs):
-        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
     if not labelled and (SPECULATIVE_WORDS.search(text) is not None or _DRAFT_LENGTH.search(text) is not None
                          or _ACCEPT_LENGTH.search(text.lower()) is not None):
         # A table of acceptance by a key that is no setting (context length, prompt, category) where no shape above
