@@ -1118,8 +1118,9 @@ def test_other_softwares_setting_and_acceptance_tables_name_nothing(tmp_path: Pa
     # vllm bench serve's result keys as columns, a row per k
     ("| run | spec_decode_acceptance_rate | spec_decode_acceptance_length |\n|---|---|---|\n| k=3 | 62.1 | 2.86 |\n"
      "| k=5 | 48.0 | 3.40 |\n", Engine.vllm),
-    # a value swept in the first column with the drafts' acceptance beside the speed
-    ("| p_min | acceptance | t/s |\n|---|---|---|\n| 0.5 | 52% | 30.1 |\n| 0.75 | 68% | 33.4 |\n", Engine.llama_cpp),
+    # a value swept in the first column with the drafts' acceptance beside the speed, under a line naming the drafter
+    ("MTP on, p_min swept:\n\n| p_min | acceptance | t/s |\n|---|---|---|\n| 0.5 | 52% | 30.1 |\n| 0.75 | 68% | 33.4 |\n",
+     Engine.llama_cpp),
 ])
 def test_a_sweep_with_acceptance_is_a_run_per_row(tmp_path: Path, text: str, engine: Engine) -> None:
     logs = read_runs(_write(tmp_path, text))
@@ -1132,6 +1133,8 @@ def test_a_sweep_with_acceptance_is_a_run_per_row(tmp_path: Path, text: str, eng
     "| step size | acceptance rate | samples/s |\n|---|---|---|\n| 0.1 | 0.92 | 1500 |\n| 0.5 | 0.41 | 1480 |\n| 1.0 | 0.08 | 1490 |\n",
     # a job queue's draft stage: a bare "steps" and "draft" with accepted counts
     "| steps | draft jobs | accepted | jobs/s |\n|---|---|---|---|\n| 2 | 40 | 38 | 12.1 |\n| 4 | 40 | 31 | 9.8 |\n",
+    # a rate limiter's token bucket: "tokens/s" refilled, requests accepted (no drafter named anywhere)
+    "| burst | refill tokens/s | accept rate |\n|---|---|---|\n| 1 | 5 | 0.05 |\n| 2 | 5 | 0.09 |\n",
     # a benchmark's baseline against a patched build, "accept()" calls per second
     "| Build | accept/s | latency (ms) |\n|---|---|---|\n| baseline | 41000 | 0.9 |\n| patched | 45500 | 0.8 |\n",
 ])

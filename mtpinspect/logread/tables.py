@@ -1047,15 +1047,16 @@ def compares(runs: list[TableRun]) -> bool:
     return any((key, True) in keys for key, baseline in keys if not baseline)
 
 
-def swept(runs: list[TableRun]) -> bool:
+def swept(runs: list[TableRun], tied: bool = False) -> bool:
     """Whether the runs sweep a speculative setting: two or more, each drafting and timed in tokens per second, each
     named by the setting's own name with a value of its own ("--spec-draft-p-min 0.1" beside "0.75",
-    "num_speculative_tokens 3" beside "5") or showing its drafts accepted beside its speed: settings side by side, no
-    run without speculation to compare with."""
+    "num_speculative_tokens 3" beside "5") or, where the paste names a drafter (``tied``), showing its drafts accepted
+    beside its speed (an "accept rate" beside "tokens/s" is also a rate limiter's): settings side by side, no run
+    without speculation to compare with."""
     settings = {_words(r.setting) for r in runs}
     return len(runs) >= 2 and len(settings) == len(runs) and all(
         not r.baseline and r.speed is not None and r.unit == "tok/s" and
-        (SETTING_NAME.search(_words(r.setting)) or r.acceptance is not None or r.mean_length is not None) for r in runs)
+        (SETTING_NAME.search(_words(r.setting)) or tied and (r.acceptance is not None or r.mean_length is not None)) for r in runs)
 
 
 # -- the samples a paste's tables, listed runs, labelled lines and sentences give ------------------------------------
@@ -1377,7 +1378,9 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     if compares(runs):
         engine = Engine.llama_cpp if _LLAMA_TABLE.search(text) else owner
         return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], engine
-    if swept(runs):  # a speculative setting swept, read by any table's words (before the acceptance columns' names)
+    tied = SPECULATIVE_WORDS.search(text) is not None or _DRAFT_LENGTH.search(text) is not None or \
+        _ACCEPT_LENGTH.search(text.lower()) is not None  # the paste names a drafter, the draft length or an accept length
+    if swept(runs, tied):  # a speculative setting swept, read by any table's words (before the acceptance columns' names)
         return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
     low = text.lower()
     if "acc" not in low and "mean len" not in low and "|" not in text and "/s" not in text:
@@ -1405,8 +1408,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     if samples or listed:
         return samples or listed, engine or owner
     labelled = labelled_samples(text)
-    if not labelled and (SPECULATIVE_WORDS.search(text) is not None or _DRAFT_LENGTH.search(text) is not None
-                         or _ACCEPT_LENGTH.search(text.lower()) is not None):
+    if not labelled and tied:
         # A table of acceptance by a key that is no setting (context length, prompt, category) where no shape above
         # reads it (a cell of a range, "~53%"), or a mechanism table (tokens per forward pass with and without MTP): the
         # runs tables.py reads of it, none compared (a run without speculation there carries no speed).
