@@ -15,7 +15,7 @@ import pytest
 
 from mtpinspect.diagnosis import diagnose
 from mtpinspect.errors import MtpinspectError
-from mtpinspect.logread.runs import read_log
+from mtpinspect.logread.runs import read_log, read_runs
 from mtpinspect.logread.tables import compares, table_runs, tables, without_speculation
 from mtpinspect.vocabulary import Engine
 
@@ -1042,3 +1042,137 @@ def test_other_softwares_acceptance_figures_are_no_drafters(tmp_path: Path, text
     except MtpinspectError:
         return  # refused: nothing read
     assert all(log.acceptance is None for log in logs)
+
+
+# -- round 7: tables sweeping a speculative setting, metrics by row under conditions ------------------------------
+# Setting names from the engines' own flags and fields: llama.cpp common/arg.cpp (--draft-max, --draft-p-min /
+# --spec-draft-p-min, --spec-draft-n-max), vLLM's SpeculativeConfig (num_speculative_tokens), SGLang's ServerArgs
+# (speculative_num_steps, speculative_num_draft_tokens) and its server-info field avg_spec_accept_length.
+
+_P_MIN_SWEEP = ("llama-server -m qwen2.5-14b-q4_k_m.gguf -md qwen2.5-0.5b-q8_0.gguf\n\n"
+                "| setting | decode |\n|---|---|\n| `--draft-p-min 0.5` | 31.2 t/s |\n| `--draft-p-min 0.8` | 34.9 t/s |\n"
+                "| `--draft-p-min 0.9` | 33.0 t/s |\n")
+
+
+@pytest.mark.parametrize("text", [
+    _P_MIN_SWEEP,
+    "Config                    Tokens/s\n--spec-draft-p-min 0.6    28.4\n--spec-draft-p-min 0.9    30.1\n",
+    "| speculative_num_steps | output tok/s |\n|---|---|\n| 3 | 182.5 |\n| 5 | 201.7 |\n",
+])
+def test_a_table_sweeping_a_speculative_setting_is_a_table_of_runs(tmp_path: Path, text: str) -> None:
+    runs, _ = table_runs(text)
+    assert len(runs) >= 2 and not any(r.baseline for r in runs) and not compares(runs)
+    logs = read_runs(_write(tmp_path, text))
+    assert len(logs) == len(runs) and all(log.speed is not None for log in logs)  # a run per row, not refused
+    assert _causes(tmp_path, text) == []  # settings side by side: nothing to compare against
+
+
+def test_a_p_min_sweep_names_llama_cpp_by_its_flag(tmp_path: Path) -> None:
+    _, engine = table_runs(_P_MIN_SWEEP.split("\n\n", 1)[1])
+    assert engine is Engine.llama_cpp
+
+
+def test_a_draft_max_sweep_slower_when_deeper_is_nmax_too_high(tmp_path: Path) -> None:
+    text = "| --draft-max | tg (t/s) |\n|---|---|\n| 4 | 41.0 |\n| 8 | 36.2 |\n| 16 | 30.5 |\n"
+    cause, _ = _cause(tmp_path, text, "NMAX_TOO_HIGH")
+    assert cause.confidence < 0.8
+
+
+def test_a_change_column_is_no_speed_of_its_own() -> None:
+    runs, _ = table_runs("| Configuration | Token/s | Speed Increase |\n|---|---|---|\n| Without draft | 20.0 | Baseline |\n"
+                         "| Draft max 8 | 30.0 | +50% |\n")
+    assert [(r.baseline, r.speed, r.key) for r in runs] == [(True, 20.0, ""), (False, 30.0, "")]
+
+
+@pytest.mark.parametrize(("text", "engine"), [
+    ("| Metric | MT-Bench | GSM8K |\n|---|---|---|\n| Accuracy | 0.71 | 0.93 |\n| `avg_spec_accept_length` | 2.95 | 3.61 |\n",
+     Engine.sglang),
+    ("| | 128 prompts | 512 prompts |\n|---|---|---|\n| Mean acceptance length | 2.41 | 2.38 |\n", Engine.vllm),
+])
+def test_metrics_by_row_under_columns_of_conditions(tmp_path: Path, text: str, engine: Engine) -> None:
+    runs, owner = table_runs(text)
+    assert owner is engine and [r.mean_length for r in runs] == [float(c) for c in text.split("|")[-3:-1]]
+    assert all(not r.baseline and r.speed is None for r in runs)
+    report = diagnose(log_files=[_write(tmp_path, text)])
+    assert [c.code for c in report.causes] == [] and report.logs[0].runtime is engine
+
+
+@pytest.mark.parametrize("text", [
+    # a lender's report: an acceptance rate by quarter, no drafter anywhere
+    "| Metric | Q1 | Q2 |\n|---|---|---|\n| Loan acceptance rate | 0.62 | 0.58 |\n| Applications | 1200 | 1350 |\n",
+    # a CMS's bench: drafts, a baseline and steps, none a speculative setting
+    "| Config | Draft saves/s | Steps |\n|---|---|---|\n| baseline | 120 | 3 |\n| --draft-autosave 5 | 98 | 4 |\n",
+    # a sampler's settings side by side (no speculative setting's name)
+    "| setting | decode |\n|---|---|\n| `--temp 0.7` | 31.2 t/s |\n| `--temp 1.0` | 30.8 t/s |\n",
+    # a paper's review table: accept / reject counts by track
+    "| Track | Accept | Reject | Acceptance rate |\n|---|---|---|---|\n| Main | 412 | 1630 | 20.2% |\n| Findings | 390 | 1240 | 23.9% |\n",
+])
+def test_other_softwares_setting_and_acceptance_tables_name_nothing(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []
+
+
+@pytest.mark.parametrize(("text", "engine"), [
+    # SGLang's server arguments as a sweep's columns, its "accept length" beside the throughput
+    ("| speculative_num_steps | speculative_eagle_topk | speculative_num_draft_tokens | accept length | throughput (tok/s) |\n"
+     "|---|---|---|---|---|\n| 3 | 1 | 4 | 3.1 | 210 |\n| 5 | 4 | 8 | 3.9 | 240 |\n", Engine.sglang),
+    # vllm bench serve's result keys as columns, a row per k
+    ("| run | spec_decode_acceptance_rate | spec_decode_acceptance_length |\n|---|---|---|\n| k=3 | 62.1 | 2.86 |\n"
+     "| k=5 | 48.0 | 3.40 |\n", Engine.vllm),
+    # a value swept in the first column with the drafts' acceptance beside the speed, under a line naming the drafter
+    ("MTP on, p_min swept:\n\n| p_min | acceptance | t/s |\n|---|---|---|\n| 0.5 | 52% | 30.1 |\n| 0.75 | 68% | 33.4 |\n",
+     Engine.llama_cpp),
+])
+def test_a_sweep_with_acceptance_is_a_run_per_row(tmp_path: Path, text: str, engine: Engine) -> None:
+    logs = read_runs(_write(tmp_path, text))
+    assert len(logs) == 2 and {log.runtime for log in logs} == {engine}
+    assert _causes(tmp_path, text) == []
+
+
+@pytest.mark.parametrize("text", [
+    # an MCMC sampler's step-size sweep: acceptance beside samples per second, no token's pace
+    "| step size | acceptance rate | samples/s |\n|---|---|---|\n| 0.1 | 0.92 | 1500 |\n| 0.5 | 0.41 | 1480 |\n| 1.0 | 0.08 | 1490 |\n",
+    # a job queue's draft stage: a bare "steps" and "draft" with accepted counts
+    "| steps | draft jobs | accepted | jobs/s |\n|---|---|---|---|\n| 2 | 40 | 38 | 12.1 |\n| 4 | 40 | 31 | 9.8 |\n",
+    # a rate limiter's token bucket: "tokens/s" refilled, requests accepted (no drafter named anywhere)
+    "| burst | refill tokens/s | accept rate |\n|---|---|---|\n| 1 | 5 | 0.05 |\n| 2 | 5 | 0.09 |\n",
+    # a benchmark's baseline against a patched build, "accept()" calls per second
+    "| Build | accept/s | latency (ms) |\n|---|---|---|\n| baseline | 41000 | 0.9 |\n| patched | 45500 | 0.8 |\n",
+])
+def test_other_softwares_sweeps_name_nothing(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []
+
+
+def test_a_drafters_switch_outranks_a_labels_baseline(tmp_path: Path) -> None:
+    # "baseline" names the deployment compared against; its MTP column says it drafts (the poster's own words)
+    text = ("| config | MTP | tok/s |\n|---|---|---|\n| baseline (prod) | on (n=3) | 30.2 |\n| candidate | on (n=3) | 31.0 |\n"
+            "| candidate, MTP off | off | 36.4 |\n")
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed) for r in runs] == [(False, 30.2), (False, 31.0), (True, 36.4)]
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert cause.confidence < 0.8
+
+
+@pytest.mark.parametrize(("flag", "engine"), [
+    ("`--enforce-eager`", Engine.vllm), ("`--gpu-memory-utilization`", Engine.vllm),
+    ("`--disable-cuda-graph`", Engine.sglang), ("`--mem-fraction-static`", Engine.sglang),
+    ("`--n-gpu-layers`", Engine.llama_cpp), ("`--cache-type-k`", Engine.llama_cpp),
+])
+def test_an_engines_flag_in_a_tables_header_names_it(flag: str, engine: Engine) -> None:
+    text = (f"| config | {flag} | MTP | tok/s |\n|---|---|---|---|\n| a | on | off | 40.0 |\n| b | on | on | 52.0 |\n")
+    runs, owner = table_runs(text)
+    assert compares(runs) and owner is engine
+
+
+def test_a_build_flag_table_of_other_software_names_no_engine() -> None:
+    # a C project's CI matrix: flags and times, no drafter: no runs, no engine
+    text = "| config | `--enable-lto` | build (s) |\n|---|---|---|\n| baseline | off | 412 |\n| lto | on | 498 |\n"
+    assert table_runs(text) == ([], None)
+
+
+def test_a_speculative_settings_column_is_a_rows_setting_not_a_run() -> None:
+    # "speculative_eagle_topk" holds values of a setting (SGLang's ServerArgs), not one setting's figures
+    text = ("| speculative_num_steps | speculative_eagle_topk | speculative_num_draft_tokens | Mean acceptance length | "
+            "output tok/s |\n|---|---|---|---|---|\n| 3 | 1 | 4 | 2.7 | 180.0 |\n| 5 | 4 | 8 | 3.4 | 205.5 |\n")
+    runs, _ = table_runs(text)
+    assert [(r.speed, r.mean_length, r.baseline) for r in runs] == [(180.0, 2.7, False), (205.5, 3.4, False)]
+    assert "speculative_eagle_topk 4" in runs[1].setting

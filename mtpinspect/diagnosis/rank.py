@@ -513,7 +513,9 @@ def _decay_causes(log: LogEvidence) -> list[Cause]:
     rates = log.per_position
     if len(rates) < 2 or sum(rates[-2:]) / 2 >= WORTH_DRAFTING:
         return []
-    keep = max(1, sum(1 for r in rates if r >= FINE_ACCEPTANCE))
+    # The n-max to keep is the rule's own: the positions that still add WORTH_DRAFTING tokens per step (a position at
+    # 0.47 pays for itself, though accepted in under half the steps).
+    keep = max(1, sum(1 for r in rates if r >= WORTH_DRAFTING))
     bugs = known_bugs(log)
     fix = f"{n_max_setting(log.runtime, keep)} ({measured_by(f'the run in {log.path}')})" + "".join(f"; {change}" for _, change in bugs)
     return [Cause("NMAX_TOO_HIGH", 0.6,

@@ -31,19 +31,10 @@ from mtpinspect.errors import FormatError, shown
 from mtpinspect.files import pasted_text, read_bounded
 from mtpinspect.jsonable import json_field
 from mtpinspect.logread.catalogue import Meaning, Scan, Seen, kinds_read, scan
-from mtpinspect.logread.figures import (
-    LogLines,
-    Reading,
-    Sample,
-    combine,
-    read_lines,
-    sentence_baselines,
-    table_samples,
-    with_ratios,
-)
+from mtpinspect.logread.figures import LogLines, Reading, Sample, combine, read_lines, with_ratios
 from mtpinspect.logread.formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
 from mtpinspect.logread.run_facts import LogApp, MtpUse, RunFacts, read_run
-from mtpinspect.logread.tables import names_drafting, without_speculation
+from mtpinspect.logread.tables import names_drafting, sentence_baselines, table_samples, without_speculation
 from mtpinspect.logread.voices import engine_command, prompt_command, without_content, without_transfer_words
 from mtpinspect.runtime.crash import Crash, crash_in_log
 from mtpinspect.runtime.logs import unused_nextn_tensors

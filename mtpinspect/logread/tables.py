@@ -44,6 +44,20 @@ Round 5: a Markdown delimiter row under a row of words starts the next table (tw
 between them dropped); several acceptance columns without a speed are each a condition of their own ("acceptance
 (main)" | "acceptance (PR)").
 
+Round 7: a table sweeping a speculative setting by its engine's own name (llama.cpp's --draft-p-min, --draft-max,
+--spec-draft-n-max; vLLM's num_speculative_tokens; SGLang's speculative_num_steps) in its header or first column is a
+table of runs, settings side by side (:func:`swept`); metrics by row under columns of conditions ("Metric" | "100
+questions", a row naming an acceptance measure) are a drafting run per column; Markdown's delimiter row makes the row
+above it the header whatever its cells; a drafter's on/off column outranks a row label's "baseline"; an engine's own
+flags (--enforce-eager, --disable-cuda-graph, --n-gpu-layers) name it before a figure's words do.
+
+The samples runs.py takes of a paste (:func:`table_samples`, the one entry): the runs above where they compare a run
+without speculation with one with it, or sweep a speculative setting (:func:`swept`); else the acceptance and
+mean-length columns of a table (:func:`_header`, :func:`_row`: a row a category of one run's prompts, or a run of its
+own when its first column names what changed), results listed one run a line (:func:`_listed_run`) and the runs a
+poster's sentences give (:func:`sentence_runs`); else acceptance figures read by their words wherever they stand
+(:func:`labelled_samples`).
+
 Each run becomes a :class:`TableRun`: its setting, whether it ran without speculation, its key, its speed and
 acceptance. A "baseline" whose drafts were accepted (an earlier build with MTP) ran with speculation: a table of such
 runs is settings side by side, no comparison against a run without it. A row of acceptance in a table of metrics by
@@ -56,8 +70,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Any
 
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS
+from mtpinspect.logread.figures import Sample, with_ratios
+from mtpinspect.logread.formats import Figures, LineFormat, Scope
 from mtpinspect.vocabulary import Engine
 
 _MAX_LINE = 2000  # a table's line is short; a longer one is a log line or a payload
@@ -155,6 +172,7 @@ def tables(text: str) -> list[Table]:
     found: list[Table] = []
     block: list[tuple[int, str, tuple[str, ...]]] = []
     shape, width, heading, above = "", 0, "", ""
+    delimited = False  # the block's first row has Markdown's delimiter row under it
 
     def close() -> None:
         above_header = heading
@@ -167,7 +185,9 @@ def tables(text: str) -> list[Table]:
             return  # "eval time =   25447.71 ms / ...": an engine's statements padded to line up, not a table's rows
         # Tab-separated rows may hold fewer cells than their header (an empty cell is no tab): at the header's width too.
         lines = _padded(_by_gaps(block)) if shape == "aligned" else _padded(block) if shape == "pipe" else block
-        if len(lines) >= 2 and _is_header(lines[0][2]):
+        # Markdown's delimiter row right under the first row makes it the header whatever its cells ("| Metric | 100
+        # questions | 300 questions |": conditions named by a count).
+        if len(lines) >= 2 and (_is_header(lines[0][2]) or delimited and shape == "pipe"):
             rows = lines[1:]
             found.append(Table(lines[0][2], tuple(c for _, _, c in rows), tuple(n for n, _, _ in rows),
                                tuple(line.strip()[:300] for _, line, _ in rows), above_header))
@@ -176,12 +196,14 @@ def tables(text: str) -> list[Table]:
         line = raw.translate(_BOX_BARS) if len(raw) <= _MAX_LINE else ""
         stripped = line.strip()
         if block and stripped and _RULE.match(line):
+            if len(block) == 1 and shape == "pipe":
+                delimited = _delimits(block[0][2], line)
             if shape == "pipe" and len(block) >= 2 and _new_head(block[-1][2], line):
                 # Markdown's delimiter row under a row of words: that row heads a second table pasted right below the
                 # first (the prose between them dropped), "| Model | MTP Disabled | MTP Enabled |" under a table of runs.
                 head = block.pop()
                 close()
-                block, width, heading = [head], len(head[2]), ""  # the table above is no heading of this one
+                block, width, heading, delimited = [head], len(head[2]), "", True  # the table above is no heading
             continue  # a rule row inside a table (or under its head)
         kind, cells = _cells(line) if stripped else ("", ())
         fits = bool(kind) and 2 <= len(cells) <= _MAX_CELLS
@@ -190,6 +212,7 @@ def tables(text: str) -> list[Table]:
             continue
         close()
         block = []
+        delimited = False
         if fits:
             block, shape, width, heading = [(number, raw, cells)], kind, len(cells), above
         if stripped and not _RULE.match(line) and not _FENCE.match(line):
@@ -202,12 +225,16 @@ def tables(text: str) -> list[Table]:
 _DELIMITER_CELL = re.compile(r"^:?-{3,}:?$")
 
 
+def _delimits(cells: tuple[str, ...], rule: str) -> bool:
+    """Whether a rule is Markdown's delimiter row for the row above it: a cell of dashes for each of its cells."""
+    _, rule_cells = _cells(rule)
+    return len(rule_cells) == len(cells) and all(_DELIMITER_CELL.match(c) for c in rule_cells)
+
+
 def _new_head(cells: tuple[str, ...], rule: str) -> bool:
     """Whether a Markdown delimiter row makes the row above it a new table's header: as many cells as that row, and
     that row words (a table drawn with a rule between every row has figures in them)."""
-    _, rule_cells = _cells(rule)
-    return (len(rule_cells) == len(cells) and all(_DELIMITER_CELL.match(c) for c in rule_cells)
-            and _is_header(cells))
+    return _delimits(cells, rule) and _is_header(cells)
 
 
 _NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<unit>(?!/\s?\d)(?:%|[a-zA-Zµ/×]{1,12}(?:/s)?))?")  # "31.00/0.07": a mean over its std
@@ -307,16 +334,26 @@ _SPEC = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|draft(?:ing|er)?|spec(?:ula
 _WITH = re.compile(r"^(?:with|w/) \w")
 # Words only speculative decoding uses: a table holding one is tied to it on its own. A bare "draft" or "spec" is
 # not (a blog's "draft posts", a build's "spec" target): those tables need the paste's tie (SPECULATIVE_WORDS).
-_TIE = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|medusa|dflash|speculative" + _OTHER_SPECULATION + r"|speculation|spec ?dec(?:oding|ode)?|n ?max|"
-                  r"num speculative tokens|draft (?:model|tokens?|len(?:gth)?|max)|accept(?:ance|ed)? (?:rate|len(?:gth)?)|"
+# The engines' own names of a speculative setting, as a header or a row's label writes them (read as _words: "-" and "_"
+# as spaces): llama.cpp's flags (common/arg.cpp: --draft-max, --draft-min, --draft-p-min / --spec-draft-p-min,
+# --draft-p-split, --spec-draft-n-max, --spec-type, --spec-ngram-*, --model-draft), vLLM's (num_speculative_tokens,
+# prompt_lookup_max / _min), SGLang's (speculative_num_steps, speculative_eagle_topk, speculative_num_draft_tokens). A
+# table sweeping one of them is a table of runs.
+_SETTING_NAME = (r"draft (?:p (?:min|split)|n(?: min| max)?|min|max)|spec (?:draft|type|ngram)|model draft|prompt lookup (?:max|min)|"
+                 r"num draft tokens|num speculative tokens|n ?max|speculative (?:num (?:steps|draft tokens)|eagle topk)")
+_TIE = re.compile(r"(?<![a-z])(?:mtp|nextn|eagle\d?|medusa|dflash|speculative" + _OTHER_SPECULATION + r"|speculation|spec ?dec(?:oding|ode)?|"
+                  + _SETTING_NAME + r"|draft (?:model|tokens?|len(?:gth)?)|accept(?:ance|ed)? (?:rate|len(?:gth)?)|"
                   r"acc len)(?![a-z])")
+SETTING_NAME = re.compile(r"(?<![a-z])(?:" + _SETTING_NAME + r")(?![a-z])")
+_SETTING_ONLY = re.compile(r"(?:" + _SETTING_NAME + r")")  # a header that is a setting's name and nothing else ("n-max 2" is a run)
 # A draft length: "n-max 3", "--spec-draft-n-max 0", "n=2", "k=4", "num_speculative_tokens: 5".
 _DEPTH_IN = re.compile(r"(?:n ?max|draft n ?max|draft max|num speculative tokens|num draft(?: tokens)?|\bn|\bk)\s*[=: ]\s*(?P<n>\d{1,3})\b")
 _DEPTH_COLUMN = re.compile(r"^(?:spec(?:ulative)? )?(?:n ?max|draft n ?max|draft max|num draft(?: tokens)?|num speculative tokens|spec(?:ulative)? tokens|"
                            r"draft (?:tokens|length|len)|steps|num steps|topk|top k|k|gamma)$")
 # A speed-up column: the speculative run's speed over the run without it ("Speedup", "1.8x"); other ratios say no whose.
 _SPEEDUP = re.compile(r"\bspeed ?ups?\b")
-_RATIO = re.compile(r"\bratio\b|\bgain\b|×|\bvs\b|\w \bover\b \w")  # "E1 over vanilla": one run's over another's
+# "E1 over vanilla": one run's over another's; a change against another run ("Speed Increase": "+59.5%", "Baseline").
+_RATIO = re.compile(r"\bratio\b|\bgain\b|×|\bvs\b|\w \bover\b \w|\bincrease\b|\bimprovement\b|\buplift\b")
 _LATENCY = re.compile(r"\b(?:tpot|itl|tbt|ms ?/ ?tok(?:en)?|ms per token|s ?/ ?tok(?:en)?|inter token latency|(?:per )?token latency|time per output token)\b")
 _SPEED_UNIT = re.compile(r"tok(?:en)?s? ?/ ?s(?:ec)?\b|\btok(?:en)?s? s\b|\bt ?/ ?s\b|\btk ?/ ?s\b|\btps\b|tokens per second|\bthroughput\b")
 # A time of the whole request or its first token: lower is better, and not a speed ("decode time", "TTFT").
@@ -358,7 +395,7 @@ _ABSENT = frozenset({"-", "—", "–", "n/a", "na", "none", "", "/"})  # a cell
 _YES = frozenset({"yes", "y", "on", "true", "enabled", "✓", "✔", "x"})
 _NO = frozenset({"no", "n", "off", "false", "disabled", "✗", "✘", "-", "—", "none", "0"})
 _FILLER = re.compile(r"\b(?:mean|avg|average|median|p50|output|total|decode|gen(?:eration)?|token|tokens|tok|per|s|ms|ts|"
-                     r"latency|throughput|tpot|itl|speed|t|tps|sec)\b")
+                     r"latency|throughput|tpot|itl|speed|t|tps|sec|eval)\b")
 
 
 def _words(cell: str) -> str:
@@ -531,6 +568,7 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
     for cells, number, line in zip(table.rows, table.numbers, table.lines):
         names, keys, baseline, drafting, prompt = [], [], None, False, False
         depth: int | None = None
+        switched: bool | None = None  # what a drafter's on/off column says: it outranks a label's "baseline"
         for i, cell in enumerate(cells):
             words = _words(cell)
             if kinds[i] == "key":
@@ -548,6 +586,9 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
                     said = True if words in _NO else _setting(words)
                     baseline = True if said is True else baseline
                     drafting = drafting or said is False
+            elif kinds[i] == "param" and words:  # "speculative_eagle_topk 4": set, so the row drafts
+                names.append(f"{table.header[i].strip(' *_`')[:60]} {cell.strip(' *_`')[:20]}")
+                drafting = drafting or words not in _NO
             elif kinds[i] == "switch" and words:
                 said = True if words in _NO else False if words in _YES else _setting(words)
                 if said is None and _TIE.search(header[i]):
@@ -556,7 +597,10 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
                     baseline = True
                 elif said is False:
                     drafting = True
+                switched = said if said is not None else switched
                 names.append(f"{table.header[i]}: {cell.strip(' *_`')}")
+            elif kinds[i] is None and i == 0 and header[0] and _number(cell) is not None:
+                names.append(f"{table.header[0].strip(' *_`')[:60]} {cell.strip(' *_`')[:20]}")  # "p_min 0.5": the row's value
             elif kinds[i] is None and words and _number(cell) is None:
                 names.append(cell.strip(" *_`")[:80])
                 said = _setting(words)
@@ -567,8 +611,9 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
         labels = " ".join(_words(cells[i]) for i in range(len(cells)) if kinds[i] is None and _number(cells[i]) is None)
         if prompt:
             continue  # a prompt-processing test's row (llama-bench's pp512): its speed is not decoding's
-        run = _Run(", ".join(names)[:200], baseline if baseline else (False if drafting else None), ", ".join(keys), line,
-                   number, {}, identity=_key_of(labels), depth=depth)
+        # "baseline (as-deployed)" with "MTP: on": the deployment compared against, drafting; its switch says so.
+        said_run = switched if switched is not None else baseline if baseline else (False if drafting else None)
+        run = _Run(", ".join(names)[:200], said_run, ", ".join(keys), line, number, {}, identity=_key_of(labels), depth=depth)
         accepting = [cells[i] for i in range(len(cells)) if kinds[i] in ("rate", "length")]
         run.unaccepted = bool(accepting) and all(_words(c) in _ABSENT for c in accepting)
         for i, cell in enumerate(cells):
@@ -610,9 +655,20 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
     return runs
 
 
-def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool | None]) -> list[_Run]:
+def _measured_by_row(table: Table, kinds: list[str | None]) -> bool:
+    """Whether a table gives its metrics by row and its conditions by column: no column named by a figure or a key, a
+    row labelled by an acceptance measure (speculative decoding's own: "avg_spec_accept_length", "accept rate"), its
+    other cells figures."""
+    if kinds[0] is not None or any(k is not None for k in kinds[1:]) or len(table.header) < 2:
+        return False
+    return any(_figure(_words(row[0])) in ("rate", "length") and _TIE.search(_words(row[0])) and
+               all(_number(c) is not None for c in row[1:]) for row in table.rows)
+
+
+def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool | None], named_only: bool = False) -> list[_Run]:
     """A run per setting column ("Baseline" | "With flag", "no_mtp_graph" | "mtp_graph", "no EAGLE" | "EAGLE"), per
-    row: the row names the key and, where the column does not, the figure (metrics by row)."""
+    row: the row names the key and, where the column does not, the figure (metrics by row). ``named_only``: a row that
+    names no figure is none (the columns are conditions, not settings whose cells default to speeds)."""
     runs: dict[tuple[int, str], _Run] = {}
     header = [_words(c) for c in table.header]
     # The row's label: every cell outside the setting columns that is no figure ("B=1" under "Batch", "TPOT (ms)" under
@@ -652,7 +708,7 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
             if settings[i] is None:
                 continue
             figure = kinds[i] if kinds[i] in ("speed", "latency", "duration") else \
-                row_figure or _cell_figure(cell) or titled or "speed"
+                row_figure or _cell_figure(cell) or titled or (None if named_only else "speed")
             if figure in ("ratio", "speedup", "time", None):
                 continue
             key = ", ".join(filter(None, [_key_of(header[i]) if families and _key_of(header[i]) in shared else "", row_key]))
@@ -698,6 +754,8 @@ def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None,
         return "switch", None  # "MTP heads": yes / no
     if said is False and values and numeric * 2 < len(column):
         return "switch", None  # "spec type": none / draft-mtp, "Speculative method": baseline / ngram
+    if _SETTING_ONLY.fullmatch(words) and numeric * 2 >= len(column):
+        return "param", None  # "speculative_eagle_topk", "--draft-p-min": a speculative setting's values, a row's setting
     if said is not None and not first and numeric * 2 >= len(column):
         return figure, said  # a column of one setting's figures
     if figure is not None:
@@ -736,6 +794,10 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
                     for i, (cell, s) in enumerate(zip(table.header, settings))]
     if any(s is not None for s in settings):
         return _columns_as_runs(table, kinds, settings)
+    if _measured_by_row(table, kinds):
+        # Metrics by row under columns of conditions ("Metric" | "100 questions" | "300 questions", a row naming the
+        # acceptance length): each column a drafting run, only the rows that name a figure read.
+        return _columns_as_runs(table, kinds, [None, *(False if k is None else None for k in kinds[1:])], named_only=True)
     runs = _paired_by_name(_rows_as_runs(table, kinds))
     # Where a row with speculation names the same model or build as a row without ("GGUF q4_K_M" and "GGUF mtp-q4_K_M"),
     # what the rows name is part of the key: another engine's row ("MLX nvfp4") has no baseline of its own to beat.
@@ -753,11 +815,20 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
     return runs
 
 
-# The words a table borrows from one engine's own output or flags (when no engine line names its writer).
-_ENGINE_WORDS = ((Engine.vllm, re.compile(r"\bvllm\b|mean acceptance length|draft acceptance rate|num speculative tokens|speculative config")),
-                 (Engine.sglang, re.compile(r"\bsglang\b|\bacc(?:ept)? len\b|accept length|speculative num steps|num draft\b|"
-                                            r"enable multi layer eagle|speculative algorithm|\btopk\b")),
-                 (Engine.llama_cpp, re.compile(r"llama server|llama\.cpp|llama cpp|\bn max\b|spec draft|\bgguf\b|\bollama\b")))
+# The words a table borrows from one engine's own output or flags (when no engine line names its writer): its settings'
+# names first (a flag is one engine's), then its figures' ("draft acceptance rate" is both vLLM's and llama.cpp's words:
+# a "--draft-p-min" beside it says whose).
+# Flags beside them are one engine's too: vLLM's --enforce-eager, --gpu-memory-utilization, --max-num-seqs,
+# --max-model-len (vllm/engine/arg_utils.py); SGLang's --mem-fraction-static, --disable-cuda-graph, --cuda-graph-max-bs
+# (sglang/srt/server_args.py); llama.cpp's --n-gpu-layers, --ctx-size, --cache-type-k (common/arg.cpp).
+_ENGINE_WORDS = ((Engine.vllm, re.compile(r"\bvllm\b|num speculative tokens|speculative config|enforce eager|gpu memory utilization|"
+                                          r"max num seqs|max model len")),
+                 (Engine.sglang, re.compile(r"\bsglang\b|speculative num steps|speculative algorithm|speculative eagle topk|num draft\b|"
+                                            r"enable multi layer eagle|\btopk\b|mem fraction static|disable cuda graph|cuda graph max bs")),
+                 (Engine.llama_cpp, re.compile(r"llama server|llama\.cpp|llama cpp|\bn max\b|spec draft|\bdraft (?:p (?:min|split)|max|min)\b|"
+                                               r"\bgguf\b|\bollama\b|n gpu layers|ctx size|cache type k")),
+                 (Engine.vllm, re.compile(r"mean acceptance length|draft acceptance rate|spec decode accept")),
+                 (Engine.sglang, re.compile(r"\bacc(?:ept)? len\b|accept length|spec accept (?:rate|len)")))
 
 
 def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
@@ -974,3 +1045,385 @@ def compares(runs: list[TableRun]) -> bool:
     """Whether the runs hold a comparison: a run without speculation and one with it, timed under one key."""
     keys = {(r.key, r.baseline) for r in runs if r.speed is not None}
     return any((key, True) in keys for key, baseline in keys if not baseline)
+
+
+def swept(runs: list[TableRun], tied: bool = False) -> bool:
+    """Whether the runs sweep a speculative setting: two or more, each drafting and timed in tokens per second, each
+    named by the setting's own name with a value of its own ("--spec-draft-p-min 0.1" beside "0.75",
+    "num_speculative_tokens 3" beside "5") or, where the paste names a drafter (``tied``), showing its drafts accepted
+    beside its speed (an "accept rate" beside "tokens/s" is also a rate limiter's): settings side by side, no run
+    without speculation to compare with."""
+    settings = {_words(r.setting) for r in runs}
+    return len(runs) >= 2 and len(settings) == len(runs) and all(
+        not r.baseline and r.speed is not None and r.unit == "tok/s" and
+        (SETTING_NAME.search(_words(r.setting)) or tied and (r.acceptance is not None or r.mean_length is not None)) for r in runs)
+
+
+# -- the samples a paste's tables, listed runs, labelled lines and sentences give ------------------------------------
+# (runs.py's one entry: table_samples; sentence_baselines for a log's own run beside a poster's sentence)
+
+# A table whose header names an acceptance column (llama.cpp server-bench's speed-bench "accept_rate", a
+# Markdown table of a thread): the columns are read by their names, row by row, while rows keep the header's width.
+# What a row is, its first column's name says: a category of one run's prompts (coding, math: the rows add up), or
+# a run of its own (a backend, a build, a model: each row is judged apart, issue 42's rule on several runs).
+TABLE_FORMAT = LineFormat("table with an acceptance column", Scope.interval, ("accept",), re.compile(r"accept"))
+TABLE_RUNS_FORMAT = LineFormat("table with an acceptance column, a run per row", Scope.summary, ("accept",),
+                               re.compile(r"accept"))
+# An acceptance column says whose: "accept rate", "acceptance rate", "draft acceptance" (never a bare "acceptance",
+# which a test plan's table has); a mean length column "accept len", "acceptance length" or llama.cpp's "mean len".
+_RATE_COLUMN = re.compile(r"^(?:avg[ _]?|mean[ _]?)?(?:draft[ _]accept(?:ance)?(?:[ _]rate)?|accept(?:ance)?[ _]rate|acc(?:ept)?_?rate)"
+                          r"(?:\s*\(%\)|_pct|\s*%)?$|^(?:draft[ _])?accept(?:ance|ed)?\s*(?:%|\(%\))$", re.IGNORECASE)
+_LENGTH_COLUMN = re.compile(r"^(?:avg_?|mean_?)?(?:accept(?:ance)?[ _](?:length|len))$|^mean[ _](?:acc(?:ept(?:ance)?)?[ _])?len$",
+                            re.IGNORECASE)
+# First columns whose rows are runs of their own (what was changed between them), not categories of one run's prompts.
+_RUN_COLUMN = re.compile(r"^(?:backend|device|gpu|build|version|release|image|engine|config(?:uration)?|setup|run|mode|"
+                         r"model|quant(?:ization)?|commit|branch|flags?|settings?|concurrency|max[-_ ]concurrency|batch[-_ ]size|"
+                         r"bs|qps|n[-_ ]?max|k|num[-_ ]spec(?:ulative)?[-_ ]tokens|draft[-_ ](?:length|tokens|max))s?$",
+                         re.IGNORECASE)
+# A run table's decode-speed column, and the units a value column's cell is read by (a speed, "@ 88.2%" acceptance).
+_SPEED_COLUMN = re.compile(r"^(?:s[ _]tg[ _]|(?:decode|gen(?:eration)?|tg|output|eval)?[ _]?)(?:tok(?:ens)?/s|t/s|tps|speed)(?:\s*\(t(?:ok(?:ens)?)?/s\))?$",
+                           re.IGNORECASE)
+_SWEEP_BENCH = re.compile(r"^\|?\s*PP\s*\|\s*TG\s*\|\s*N_KV\s*\|.*\bS_TG t/s\s*\|?$")
+# Tables that set runs with and without speculation side by side (a speed column of each, "Baseline (t/s)" | "MTP (t/s)";
+# a cell of both, "22.7 → 40.6") are tables.py's: it reads any table's runs by their words.
+_SPEED_IN = re.compile(r"(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:(?:\+/-|±)\s*\d{1,6}(?:\.\d{1,6})?\s*)?(?:t/s|tok/s|tokens?/s)\b")
+_RATE_IN = re.compile(r"(?:@|\bat)\s*(?P<value>\d{1,3}(?:\.\d{1,6})?)\s*%")
+_EMPTY_CELL = re.compile(r"^[\s*_`]*(?:—|–|-{1,3}|n/?a|none)?[\s*_`]*$", re.IGNORECASE)
+# A poster's line of results, one run a line: "Without MTP: 25.3 t/s", "- MTP n-max 3: **19.8 tok/s** (acceptance 71%)".
+# Read only where its label names speculation or its absence (tables.py's words: one place for them).
+_LISTED_RUN = re.compile(r"^[-*>#\s]{0,6}(?P<label>[^:|=\t\n]{1,80}?)(?:\s*[:=]\s*|\t\s*|\s{2,})[*_`]{0,2}(?P<value>\d{1,6}(?:\.\d{1,4})?)[*_`]{0,2}\s*"
+                         r"(?:t/s|tok/s|tokens?/s|tps)\b(?P<rest>[^\n]{0,160})$", re.IGNORECASE)
+_RATE_AFTER = re.compile(r"(?i)(?P<value>\d{1,3}(?:\.\d{1,4})?)\s*%\s*(?:accept|acc\b)|accept\w*\D{0,12}?(?P<after>\d{1,3}(?:\.\d{1,4})?)\s*%|@\s*(?P<at>\d{1,3}(?:\.\d{1,4})?)\s*%")
+LISTED_RUNS_FORMAT = LineFormat("results listed one run a line", Scope.summary, ("/s",), re.compile(r"/s"))
+# Acceptance figures read by their words wherever they stand (a benchmark's summary, a bullet, a bold "**Accpt Len:
+# 1.89**", a tqdm line): the label says which figure, with or without "average"/"mean", however abbreviated.
+# The label opens its clause, or follows a drafter's word: "Loan acceptance rate", "ICLR 2025 acceptance rate" are
+# someone else's.
+_OPENS = (r"(?:^|(?<=[^\w\s])|(?<=[^\w\s] )|" +
+          "|".join(rf"(?<={word}[ _])" for word in ("spec", "mtp", "draft", "eagle", "eagle3", "speculative")) + ")")
+_LABELLED_LENGTH = re.compile(r"(?i)" + _OPENS + r"(?:(?:avg\.?|average|mean)[ _])?(?:accept(?:ance|ed)?|accpt|acc)[ _.-]?len(?:gth)?\b"
+                              r"[*_`\s\"']{0,3}[:=][*_`\s]{0,3}(?P<len>\d{1,3}(?:\.\d{1,12})?)(?![\d.]*\s*%)")
+_LABELLED_RATE = re.compile(r"(?i)" + _OPENS + r"(?:(?:avg\.?|average|mean|draft)[ _])?(?:accept(?:ance)?|accpt)[ _.-]?rate\b"
+                            r"[*_`\s\"']{0,3}[:=][*_`\s]{0,3}(?P<rate>\d{1,3}(?:\.\d{1,12})?)\s*(?P<pct>%)?")
+# The share of drafted tokens accepted written before its words, as an app's footer shows it (LM Studio's "82.0% draft
+# tokens accepted", apps that copy it): "draft tokens" is speculative decoding's own phrase.
+_RATE_BEFORE = re.compile(r"(?i)(?<![\d.])(?P<rate>\d{1,3}(?:\.\d{1,6})?)\s?%\s(?:of\s)?(?:the\s)?draft(?:ed)?\stokens?\s(?:were\s)?accepted\b")
+# The line's decode speed: its output or throughput figure where it names one (a tqdm line also times the input).
+_LINE_SPEED = re.compile(r"(?i)(?:output|throughput)\W{0,4}(?P<value>\d{1,6}(?:\.\d{1,6})?)\s*(?:tokens?/s|toks/s|tok/s|t/s)\b")
+# A label that names a figure, not a run ("Average Accept length", "#questions", "Throughput").
+_FIGURE_NAME = re.compile(r"(?i)\b(?:accept|accpt|acc_|throughput|latency|questions|speed|length|rate|tokens?)\b|acc_")
+_LINE_LABEL = re.compile(r"^[-*>#\s]{0,6}(?P<label>[^:\[\]|=\n]{1,80}?(?:=\s*\d{1,4})?)\s*[,:\[]")
+_HEADING = re.compile(r"^(?:#{1,6}\s+(?P<h>[^\n]{1,80})|[*_]{2}(?P<b>[^*_\n]{1,80})[*_]{2}:?|(?P<c>[^:\n]{1,80}):)$")
+LABELLED_FORMAT = LineFormat("acceptance figures by their words", Scope.summary, ("accept", "accpt", "acc "), re.compile(r"acc"))
+# A cell's number (Markdown emphasis and code marks around it), in percent when it says so, and "(accepted/drafted)".
+_CELL = re.compile(r"^[*_`~\s]*(?P<value>\d{1,6}(?:\.\d{1,24})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<pct>%)?[*_`~\sx]*(?:\(\s*(?P<acc>\d{1,15})\s*/\s*(?P<gen>\d{1,15})\s*\))?")
+# Column names only llama.cpp's server-bench prints (tools/server/bench: predicted tokens per second, "pred").
+_LLAMA_TABLE = re.compile(r"\bspec_avg_pred_t/s\b|\bbase_avg_pred_t/s\b")
+
+
+@dataclass(frozen=True)
+class _Header:
+    width: int
+    columns: tuple[tuple[int, str, bool], ...]  # (index, "rate"/"len"/"speed"/"value", percent)
+    format: LineFormat
+    first: str = ""  # the first column's name (a run table's rows are "NAME: CELL")
+
+
+def _header(cells: tuple[str, ...], *, raw_table: bool) -> _Header | None:
+    """A table's header: one that names an acceptance column, or a Markdown table's whose first column names runs."""
+    if len(cells) < 2:
+        return None
+    per_run = _RUN_COLUMN.match(cells[0].strip("*_` ")) is not None
+    # llama-sweep-bench's table (PP | TG | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s): one run's decode speed
+    # ("S_TG t/s", S for speed) at each depth of its context, a row per depth.
+    per_run = per_run or _SWEEP_BENCH.match(" | ".join(cells)) is not None
+    columns = tuple((i, _acceptance_column(cell, per_run), "%" in cell or "pct" in cell.lower()) for i, cell in enumerate(cells) if i)
+    kinds = {kind for _, kind, _ in columns}
+    if not kinds & {"rate", "len"} and not (per_run and raw_table):
+        return None
+    return _Header(len(cells), columns, TABLE_RUNS_FORMAT if per_run else TABLE_FORMAT, cells[0].strip("*_` ")[:60])
+
+
+def _acceptance_column(cell: str, per_run: bool) -> str:
+    """What a column holds, by its name: acceptance, mean length, decode speed (a run table's), else a value column
+    whose cells are read by their units (a run table's) or nothing."""
+    if _RATE_COLUMN.match(cell):
+        return "rate"
+    if _LENGTH_COLUMN.match(cell):
+        return "len"
+    if per_run:
+        return "speed" if _SPEED_COLUMN.match(cell) else "value"
+    return ""
+
+
+def _row(header: _Header, cells: tuple[str, ...]) -> Figures | None:
+    """A row's figures; None when the row does not fit the header (the table ended)."""
+    if len(cells) != header.width:
+        return None
+    read: dict[str, Any] = {}
+    if header.format is TABLE_RUNS_FORMAT:
+        # The row's name: its first cell, and the words of its other cells that are no figure (a "Mode" column's "MTP n=3").
+        named = [cells[i].strip("*_` ") for i, kind, _ in header.columns if kind in ("", "value") and
+                 _CELL.match(cells[i]) is None and not _EMPTY_CELL.match(cells[i])]
+        read["setting"] = ", ".join([f"{header.first}: {cells[0].strip('*_` ')[:200]}", *named])[:300]
+        # A row without speculation says so in its first cell or in another column naming it ("Mode: baseline").
+        read["baseline"] = any(without_speculation(c, whole=i > 0) for i, c in enumerate(cells))
+    for index, kind, percent in header.columns:
+        if not kind or _EMPTY_CELL.match(cells[index]):
+            continue
+        if kind in ("speed", "value"):
+            speed, rate = _SPEED_IN.search(cells[index]), _RATE_IN.search(cells[index]) if kind == "value" else None
+            if speed is not None:
+                read["speed"] = float(speed["value"])
+            elif kind == "speed" and (number := _CELL.match(cells[index])) is not None:
+                read["speed"] = float(number["value"])
+            if rate is not None and float(rate["value"]) <= 100:
+                read["acceptance"] = float(rate["value"]) / 100
+            continue
+        cell = _CELL.match(cells[index])
+        if cell is None:
+            return None
+        value = float(cell["value"])
+        if kind == "rate":
+            rate = value / 100 if percent or cell["pct"] or value > 1 else value
+            if 0 <= rate <= 1:
+                read["acceptance"] = rate
+            if cell["acc"] is not None and int(cell["acc"]) <= int(cell["gen"]):
+                read["accepted"], read["drafted"] = int(cell["acc"]), int(cell["gen"])
+        elif 1 <= value <= 64:
+            read["mean_length"] = value
+    if not (read.keys() - {"setting", "baseline"}):
+        return Figures()
+    return with_ratios(Figures(**read))
+
+
+def _listed_run(line: str) -> Figures | None:
+    """A results line of one run ("With MTP (n-max 3): 19.8 t/s, 71% accepted"), None when it is not one."""
+    found = _LISTED_RUN.match(line) if "/s" in line and len(line) <= 400 else None
+    if found is None:
+        return None
+    label = found["label"].strip(" *_`")
+    baseline = without_speculation(label)
+    if not baseline and not names_drafting(label):
+        return None
+    rate = _RATE_AFTER.search(found["rest"])
+    value = next((float(v) for v in (rate.group("value", "after", "at") if rate else ()) if v is not None), None)
+    return Figures(speed=float(found["value"]), setting=label[:200], baseline=baseline,
+                   acceptance=value / 100 if value is not None and value <= 100 and not baseline else None)
+
+
+# A speed in a sentence of the paste ("without MTP I get 41 t/s", "baseline is ~52 tok/s", "no spec: 30.1 tokens/s"): the
+# words since the figure before it say whose.
+_SPOKEN_SPEED = re.compile(r"(?i)(?<![\d.])(?<!\+/-\s)(?<!±\s)(?<!±)(?P<value>\d{1,6}(?:\.\d{1,4})?)\s?(?:t/s|tok/s|toks/s|tokens?/s(?:ec)?|tokens per second|tps)\b")
+_SENTENCE_REACH = 60  # the words before a figure that can name its run: one clause
+
+
+def sentence_baselines(text: str) -> list[Sample]:
+    """Runs without speculation the poster gives in a sentence of the paste ("Without MTP I get 41 t/s"): a speed whose
+    clause names the absence of drafting and no drafter after it ("MTP off: 41 t/s", never "baseline vs MTP: 30 t/s").
+    A line an engine printed ("eval time = ...") is the engine's run, not a sentence."""
+    return [s for s in sentence_runs(text) if s.figures.baseline]
+
+
+def sentence_runs(text: str) -> list[Sample]:
+    """The runs sentences of the paste give, a speed each, whose clause (the words before it, else after it, up to the
+    next figure or clause) names the absence of drafting (a run without speculation) or a drafter ("52 t/s with MTP
+    (accept 78%)": a run with it, its acceptance when the clause gives one)."""
+    found: list[Sample] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if len(line) > 400 or "/s" not in line and "per second" not in line and "tps" not in line.lower():
+            continue
+        if "|" in line or re.search(r"(?i)\beval time\b|\bslot\b|\bsrv\b|\bINFO\b|throughput:", line):
+            continue  # a table's row (tables.py reads it) or an engine's own line
+        start = 0
+        speeds = list(_SPOKEN_SPEED.finditer(line))
+        for at, speed in enumerate(speeds):
+            clause = line[max(start, speed.start() - _SENTENCE_REACH):speed.start()]
+            start = speed.end()
+            before = _CLAUSE_CUT.split(clause)[-1]
+            # Or the words right after it, up to the next figure or clause: "41 t/s without MTP, 33 t/s with it".
+            after = _CLAUSE_CUT.split(line[speed.end():speeds[at + 1].start() if at + 1 < len(speeds) else len(line)][:_SENTENCE_REACH])[0]
+            figures: Figures | None = None
+            if (words := next((w for w in (before, after) if _names_only_absence(w)), None)) is not None:
+                figures = Figures(speed=float(speed["value"]), setting=words.strip(" :=-*_`")[:200], baseline=True)
+            elif (words := next((w for w in (before, after) if names_drafting(w) and not without_speculation(w)), None)):
+                rate = _RATE_AFTER.search(words)
+                value = next((float(v) for v in (rate.group("value", "after", "at") if rate else ()) if v is not None), None)
+                figures = Figures(speed=float(speed["value"]), setting=words.strip(" :=-*_`")[:200], baseline=False,
+                                  acceptance=value / 100 if value is not None and value <= 100 else None)
+            if figures is not None:
+                found.append(Sample(LISTED_RUNS_FORMAT, figures, line[:300], number))
+    return found
+
+
+_CLAUSE_CUT = re.compile(r"[,;(.]\s|\b(?:and|but|while|vs\.?|versus|whereas)\b")
+_NEGATED = re.compile(r"(?i)\b(?:without|w/o|no|non)[ -]\w+|\w+[ -](?:off|disabled)\b")
+
+
+def _names_only_absence(words: str) -> bool:
+    """Whether a clause names a run without drafting and no drafter besides the one it negates ("without MTP I get")."""
+    return without_speculation(words) and not names_drafting(_NEGATED.sub("", words))
+
+
+def _labelled(line: str, above: str) -> Figures | None:
+    """A line's acceptance figures by their words, its speed and its run's label (the line's own, else the line above
+    it when that one ends in a colon: "EAGLE-3 (num_steps=8):"); a line without speculation that times a baseline
+    run ("* vanilla, [...] output: 128.64 toks/s") too; None otherwise."""
+    if len(line) > 400:
+        return None
+    length, rate = _LABELLED_LENGTH.search(line), _LABELLED_RATE.search(line) or _RATE_BEFORE.search(line)
+    speed = _LINE_SPEED.search(line)
+    named = _LINE_LABEL.match(line)
+    label = named["label"].strip(" *_`") if named else ""
+    if above and (not label or _FIGURE_NAME.search(label)):  # "#questions: 80, ...": the heading names the run
+        label = above
+    baseline = bool(label) and without_speculation(label)
+    if length is None and rate is None or baseline:  # a baseline's "acceptance" (acc_length=1.00) is no drafter's
+        return Figures(speed=float(speed["value"]), setting=label[:200], baseline=True) if baseline and speed else None
+    mean_length = float(length["len"]) if length is not None and 1 <= float(length["len"]) <= 64 else None
+    value = float(rate["rate"]) if rate is not None else None
+    percent = rate is not None and (rate.re is _RATE_BEFORE or rate["pct"])
+    acceptance = (value / 100 if percent or value > 1 else value) if rate is not None and value is not None else None
+    if acceptance is not None and not 0 <= acceptance <= 1:
+        acceptance = None
+    if mean_length is None and acceptance is None:
+        return None
+    return Figures(mean_length=mean_length, acceptance=acceptance, speed=float(speed["value"]) if speed else None,
+                   setting=label[:200] or None, baseline=False)
+
+
+def labelled_samples(text: str) -> list[Sample]:
+    """Acceptance figures read by their words, one sample a line (each line a run of its own), where at least one line
+    holds them."""
+    if not any(word in text.lower() for word in ("accept", "accpt", "acc ", "acc_", "acc-", "acc.")):
+        return []
+    samples: list[Sample] = []
+    heading = ""  # the run's name a heading above its figures gives ("**Baseline**", "EAGLE-3 (num_steps=8):")
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        figures = _labelled(line, heading) if len(line) <= 400 else None
+        if figures is not None:
+            samples.append(Sample(LABELLED_FORMAT, figures, line[:300], number))
+        elif (head := _HEADING.match(line)) is not None:
+            heading = next(g for g in head.group("h", "b", "c") if g).strip(" *_`#")
+    samples = _unaccepted_as_baseline(samples)
+    # A mean length is speculative decoding's own figure; an acceptance rate alone is read where the text drafts.
+    lengths = any(s.figures.mean_length is not None for s in samples)
+    if not lengths and SPECULATIVE_WORDS.search(text) is None and \
+            not any(names_drafting(s.figures.setting or "") for s in samples):
+        return []
+    return samples if any(not s.figures.baseline for s in samples) else []
+
+
+def _unaccepted_as_baseline(samples: list[Sample]) -> list[Sample]:
+    """Lines of one shape, none naming its setting, one accepting nothing (mean length exactly 1.00, acceptance 0) and
+    another accepting drafts: the one accepting nothing is the run without speculation, as a benchmark script prints it
+    ("Throughput: 88.61 token/s, Acceptance length: 1.00" above "... 234.54 token/s, Acceptance length: 5.88"). A line
+    whose label names a drafter keeps its zero: that is a head that drafted and was refused."""
+    def unnamed(sample: Sample) -> bool:
+        label = sample.figures.setting or ""
+        return not names_drafting(label) and not without_speculation(label)
+
+    def nothing(f: Figures) -> bool:
+        return (f.mean_length == 1.0 or f.mean_length is None) and f.acceptance in (0.0, None) and \
+            (f.mean_length, f.acceptance) != (None, None)
+
+    accepting = [s for s in samples if not s.figures.baseline and ((s.figures.mean_length or 1.0) > 1 or (s.figures.acceptance or 0) > 0)]
+    if not accepting or not all(unnamed(s) for s in samples):
+        return samples
+    return [replace(s, figures=replace(s.figures, baseline=True, mean_length=None, acceptance=None))
+            if not s.figures.baseline and nothing(s.figures) and s.figures.speed is not None else s for s in samples]
+
+
+# Words of a language model's runs (tokens, a GGUF's quantization) or a drafter's own figures ("mean len", a program's
+# "accept_rate" key): a table of acceptance beside them is a drafter's.
+_MODEL_WORDS = re.compile(r"(?i)\bmean[ _]len\b|\baccept(?:ance)?[ _]len|\bacc(?:ept)?_rate\b|\btok(?:en)?s?\b|\bt/s\b|\btps\b|"
+                          r"\b(?:ollama|llama[.-]?\w*|vllm|sglang|lm ?studio)\b|\bgguf\b|\bbpw\b|\b(?:ud-)?i?q\d(?:_[a-z0-9]{1,4}){1,3}\b")
+
+
+def _with_spoken_baseline(runs: list[TableRun], text: str) -> list[TableRun]:
+    """A table of drafting runs under one condition, timed in tokens per second, and the run without speculation the
+    poster gives in a sentence ("Without MTP: 30.7 t/s" above an n-max table): the sentence's run joins the table's."""
+    timed = [r for r in runs if r.speed is not None]
+    if not timed or any(r.key or r.unit != "tok/s" or r.speed_from or r.baseline for r in timed):
+        return runs
+    spoken = sentence_baselines(text)
+    if len(spoken) != 1:
+        return runs  # none, or several: which is this table's is not said
+    base = spoken[0]
+    return [*runs, TableRun(base.figures.setting or "(a sentence)", True, "", base.line, base.number, base.figures.speed,
+                            span=(base.number, base.number))]
+
+
+# An acceptance length by its own words (SGLang's avg_spec_accept_length, "accept length", "acc len"): tokens per step
+# is speculative decoding's figure alone, whatever else the paste says.
+_ACCEPT_LENGTH = re.compile(r"accept(?:ance|ed)?[ _](?:len|length)\b|\bacc[ _]len\b")
+# A draft length by speculative decoding's own names for it (llama.cpp's n_max / --draft-max, vLLM's
+# num_speculative_tokens); never a bare "steps", "k" or "n", which other tables use.
+_DRAFT_LENGTH = re.compile(r"(?i)(?<![A-Za-z])n[ _-]?max\b|\bnum[ _]speculative[ _]tokens\b|\bdraft[ _-](?:n[ _-]?)?max\b")
+
+
+def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
+    """The runs of any table that sets runs with and without speculation side by side (tables.py, a sample per run);
+    else the acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
+    run a line with their speeds; and whose table it is when its header says (None: no engine named); ([], None)
+    when no header names such a column and no line lists a run."""
+    # Any table read by its words (tables.py) where it sets runs with and without speculation side by side: its runs,
+    # each timed under its key, replace what the shapes below read of it.
+    runs, owner = table_runs(text)
+    runs = runs if compares(runs) else _with_spoken_baseline(runs, text)
+    if compares(runs):
+        engine = Engine.llama_cpp if _LLAMA_TABLE.search(text) else owner
+        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], engine
+    tied = SPECULATIVE_WORDS.search(text) is not None or _DRAFT_LENGTH.search(text) is not None or \
+        _ACCEPT_LENGTH.search(text.lower()) is not None  # the paste names a drafter, the draft length or an accept length
+    if swept(runs, tied):  # a speculative setting swept, read by any table's words (before the acceptance columns' names)
+        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
+    low = text.lower()
+    if "acc" not in low and "mean len" not in low and "|" not in text and "/s" not in text:
+        return [], None
+    listed = [Sample(LISTED_RUNS_FORMAT, figures, raw.strip()[:300], number)
+              for number, raw in enumerate(text.splitlines(), 1) if (figures := _listed_run(raw.strip())) is not None]
+    listed += [s for s in sentence_runs(text) if s.number not in {run.number for run in listed}]
+    if len(listed) < 2 or not any(s.figures.baseline for s in listed):
+        listed = []  # a run is compared with one without speculation, or it is only a speed
+    samples: list[Sample] = []
+    engine: Engine | None = None
+    for table in tables(text):  # the same cut tables as the runs above, read here by their acceptance columns
+        header = _header(table.header, raw_table=table.lines[0].lstrip().startswith("|"))
+        if header is None:
+            continue
+        engine = Engine.llama_cpp if _LLAMA_TABLE.search(" | ".join(table.header)) else engine
+        for cells, number, line in zip(table.rows, table.numbers, table.lines):
+            figures = _row(header, cells)
+            if figures is None:
+                break  # a row that does not fit the header: the table ended
+            if figures != Figures():
+                samples.append(Sample(header.format, figures, line, number))
+    if samples and engine is None and SPECULATIVE_WORDS.search(text) is None and _MODEL_WORDS.search(text) is None:
+        samples = []  # a "draft acceptance" column alone is also a newsroom's: the paste must name a drafter or a model's units
+    if samples or listed:
+        return samples or listed, engine or owner
+    labelled = labelled_samples(text)
+    if not labelled and tied:
+        # A table of acceptance by a key that is no setting (context length, prompt, category) where no shape above
+        # reads it (a cell of a range, "~53%"), or a mechanism table (tokens per forward pass with and without MTP): the
+        # runs tables.py reads of it, none compared (a run without speculation there carries no speed).
+        # The paste must name a drafter or the draft length ("n_max", acceptance by n_max in a main-vs-PR table): an
+        # acceptance rate alone is also a card payment's, a survey's or a sampler's (MCMC's by its "steps").
+        # Only rows drawn as a table's (pipes, aligned columns): a comma-separated "row" is as often code or prose.
+        drafting = [run for run in runs if not run.baseline and (run.acceptance is not None or run.mean_length is not None)
+                    and drawn_row(run.line)]
+        if drafting and all(run in drafting or run.baseline and run.speed is None for run in runs):
+            return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
+    return labelled, engine
+
+
+def _figures_of(run: TableRun) -> Figures:
+    setting = f"{run.setting} ({run.speed_from})" if run.speed_from else run.setting
+    return Figures(speed=run.speed, setting=setting[:300], baseline=run.baseline, acceptance=run.acceptance,
+                   mean_length=run.mean_length, group=run.key, unit=None if run.unit == "tok/s" else run.unit,
+                   spec_tokens=run.depth)
