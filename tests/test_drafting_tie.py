@@ -508,3 +508,26 @@ def test_out_of_memory_without_a_drafter_names_no_mtp_cause(tmp_path: Path) -> N
     torch = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; "
              "21.10 GiB already allocated)\n")
     assert _causes(tmp_path, torch) == []
+
+
+# vllm/logger.py's prefix "[%(filename)s:%(lineno)d]" names the module that printed a line; vllm/v1/spec_decode/ names its
+# drafters' modules by their drafter (dflash.py, dspark.py, dflare.py, mlp_speculator.py, custom_class_proposer.py), the
+# models folder its drafter models' (deepseek_mtp.py). A line such a module printed is the drafter's voice, whatever its
+# words; vllm/v1/executor/multiproc_executor.py's "WorkerProc failed to start." after it is a start failing with the
+# drafter set up.
+_WORKER_START = ("(Worker_TP0 pid=4021) INFO 03-11 09:14:02 [{module}.py:212] Loaded 96 params in 1.9 s\n"
+                 "(Worker_TP0 pid=4021) INFO 03-11 09:14:02 [default_loader.py:430] Loading weights took 2.10 seconds\n"
+                 "(Worker_TP0 pid=4021) ERROR 03-11 09:14:03 [multiproc_executor.py:898] WorkerProc failed to start.\n"
+                 "(Worker_TP0 pid=4021) ERROR 03-11 09:14:03 [multiproc_executor.py:898] Traceback (most recent call last):\n")
+
+
+@pytest.mark.parametrize("module", ["dspark", "dflare", "mlp_speculator", "custom_class_proposer", "deepseek_mtp",
+                                    "ngram_proposer_gpu", "multi_layer_eagle"])
+def test_a_line_any_vllm_drafter_module_printed_ties_the_worker_failing_to_start(tmp_path: Path, module: str) -> None:
+    assert _causes(tmp_path, _WORKER_START.format(module=module)) == [("MTP_ENGINE_CRASH", "medium")]
+
+
+@pytest.mark.parametrize("module", ["gpu_model_runner", "beagle", "mtpx", "draftsman", "cuda_communicator"])
+def test_a_module_whose_name_only_holds_a_drafters_letters_ties_nothing(tmp_path: Path, module: str) -> None:
+    # The parts of the name decide ("beagle", "mtpx", "draftsman" are no drafter's word); the target's runner is no drafter.
+    assert _causes(tmp_path, _WORKER_START.format(module=module)) == []

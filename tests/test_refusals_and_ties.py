@@ -114,3 +114,23 @@ def test_vllms_speculative_config_is_read_by_its_module_and_class_not_a_settings
     assert "vLLM speculative config" in names
     other = scan('  File "/srv/app/views.py", line 9, in save\n    config.speculative = True\n')
     assert "vLLM speculative config" not in {h.message.name for h in other.hits}
+
+
+_MTP_SERVE = "vllm serve org/model-mtp --speculative-config '{\"method\":\"mtp\",\"model\":\"org/model-mtp\"}'\n"
+
+
+def test_pythons_own_type_error_words_are_a_bug_on_the_speculative_path_not_a_refusal(tmp_path: Path) -> None:
+    # CPython's templates (Objects/object.c do_richcompare: "'%s' not supported between instances of ...",
+    # Objects/abstract.c binop_type_error: "unsupported operand type(s) for ...", "object does not support item
+    # assignment") name operand types: a None where a number was due (vllm#55323's config default applied too late),
+    # never the engine refusing the setting.
+    for error in ("TypeError: '>' not supported between instances of 'NoneType' and 'int'",
+                  "TypeError: unsupported operand type(s) for +: 'NoneType' and 'int'",
+                  "TypeError: 'tuple' object does not support item assignment"):
+        assert read_paste(tmp_path, _MTP_SERVE + error + "\n") == (["MTP_ENGINE_CRASH"], Engine.vllm), error
+    # The engine's own refusal under the same command stays one.
+    refusal = _MTP_SERVE + "NotImplementedError: MTP speculative decoding is not supported for this model type.\n"
+    assert read_paste(tmp_path, refusal)[0] == ["ENGINE_LIMITATION"]
+    # The same TypeError under a command that drafts nothing (a web app's server) ties nothing.
+    other = "gunicorn shop.wsgi:application --workers 4\nTypeError: '>' not supported between instances of 'NoneType' and 'int'\n"
+    assert read_paste(tmp_path, other)[0] == []

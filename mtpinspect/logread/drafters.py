@@ -86,11 +86,16 @@ TABLE: tuple[DrafterCode, ...] = (
                 "a vLLM platform plugin's speculative decoding code"),
     # vLLM's logger names the module that printed a line ("INFO 09-18 12:03:11 [eagle.py:644] ...", V0 without the
     # bracket: "INFO 08-06 17:55:14 spec_decode_worker.py:57] ..."): a line its drafter printed is the drafter's voice.
+    # The module is read by the parts of its name (split at "_"), as vllm/v1/spec_decode/ names its drafters and keeps
+    # adding them (eagle.py, eagle_proposer.py, dflash.py, dspark.py, dflare.py, medusa.py, mlp_speculator.py,
+    # draft_model.py, ngram_proposer_gpu.py, suffix_decoding.py, mtp_proposer.py, multi_layer_eagle.py, custom_class_
+    # proposer.py), with the drafter models' modules (deepseek_mtp.py, llama_eagle3.py, qwen3_dflash.py) and V0's
+    # workers (spec_decode_worker.py, multi_step_worker.py, batch_expansion.py): a part is a drafter's word, never a
+    # piece of one ("beagle.py", "mtpx.py").
     DrafterCode("vLLM drafter's own line", _V, Place.module, (".py:",),
-                r"\b(?:DEBUG|INFO|WARNING|ERROR) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? \[?(?:eagle|eagle_proposer|"
-                r"ngram_proposer(?:_gpu)?|medusa|draft_model|suffix_decoding|mtp_proposer|multi_layer_eagle|dflash|"
-                r"llm_base_proposer|spec_decode_worker|multi_step_worker|top1_proposer|draft_model_runner|batch_expansion|"
-                r"mlp_speculator_worker|ngram_worker|medusa_worker|smaller_tp_proposer_worker)\.py:\d{1,6}\]",
+                r"\b(?:DEBUG|INFO|WARNING|ERROR) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? \[?(?:[a-z0-9]{1,30}_){0,3}"
+                r"(?:eagle\d?|dflash|dspark|dflare|medusa|mtp|nextn|ngram|draft|drafter|proposer|speculator|spec_decode|"
+                r"suffix_decoding|multi_step_worker|batch_expansion)(?:_[a-z0-9]{1,30}){0,3}\.py:\d{1,6}\]",
                 "vllm/logger.py (the \"[%(filename)s:%(lineno)d]\" prefix) over vllm/v1/spec_decode/ (eagle.py, "
                 "ngram_proposer.py, medusa.py, draft_model.py, suffix_decoding.py) and vllm/spec_decode/ (V0: "
                 "spec_decode_worker.py, multi_step_worker.py, top1_proposer.py)",

@@ -61,6 +61,14 @@ _REFUSAL_WORDS = re.compile(r"not (?:yet )?supported|unsupported|only .{0,80}\bs
                             r"is not a registered model|Cannot find model module|"
                             r"\bunknown (?:speculative|spec|draft)[\w ]{0,40}(?:method|type|algorithm)|\bunrecognized\b",
                             re.IGNORECASE)
+# Python's own words for an operation on the wrong types (CPython Objects/object.c do_richcompare: "'%s' not supported
+# between instances of '%.100s' and '%.100s'"; Objects/abstract.c binop_type_error: "unsupported operand type(s) for
+# %.100s: ..."; "'%.200s' object does not support item assignment / item deletion / the context manager protocol";
+# "unsupported format string passed to ...", "bad operand type for unary"): a bug in the code that ran (a None where a
+# number was due), never the engine refusing a setting, whatever "not supported" they hold.
+_PYTHON_TYPE_WORDS = re.compile(r"'[^'\n]{1,20}' not supported between instances of\b|\bunsupported operand type\(s\)|"
+                                r"\bobject does not support (?:item|the (?:asynchronous )?context manager)\b|"
+                                r"\bunsupported format string passed to\b|\bbad operand type for\b")
 # A KeyError on a weight's name on the MTP path (an MTP layer's weight, or a traceback through an MTP class's
 # load_weights): the engine's loader looks up a parameter its MTP class does not define (a mapping bug: vllm#27563
 # -> #29545), not a checkpoint without the head (that is "missing", said otherwise).
@@ -445,7 +453,7 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
                      "serve without speculative decoding meanwhile", (EvidenceSource.log,))
     if _MODEL_WITHOUT_LAYERS.search(text) or _NO_NEXTN_LAYERS.search(text):  # what it says about the model comes first
         return _without_head(log, hit)
-    if kind in _REFUSALS or _REFUSAL_WORDS.search(text):
+    if kind in _REFUSALS or _REFUSAL_WORDS.search(_PYTHON_TYPE_WORDS.sub(" ", text)):
         return Cause("ENGINE_LIMITATION", confidence,
                      f"{where} speculative / MTP code refuses this model or setting ({kind}): an engine gap, not the head",
                      tuple(evidence), gap_remedy(engine), (EvidenceSource.log,))
