@@ -531,3 +531,39 @@ def test_a_line_any_vllm_drafter_module_printed_ties_the_worker_failing_to_start
 def test_a_module_whose_name_only_holds_a_drafters_letters_ties_nothing(tmp_path: Path, module: str) -> None:
     # The parts of the name decide ("beagle", "mtpx", "draftsman" are no drafter's word); the target's runner is no drafter.
     assert _causes(tmp_path, _WORKER_START.format(module=module)) == []
+
+
+# vllm/v1/executor/multiproc_executor.py get_response: "Worker failed with error '%s', please check the stack trace above
+# for the root cause" around the worker's exception, here CPython's AttributeError words (Objects/object.c:
+# "'%.100s' object has no attribute '%U'"), as the engine core's logger prints it.
+_ENGINE_CORE = ("(EngineCore_DP0 pid=771) ERROR 05-20 08:02:11 [core.py:938]   File \"/usr/local/lib/python3.12/"
+                "site-packages/vllm/v1/executor/multiproc_executor.py\", line 342, in get_response\n"
+                "(EngineCore_DP0 pid=771) ERROR 05-20 08:02:11 [core.py:938]     raise RuntimeError(\n"
+                "(EngineCore_DP0 pid=771) ERROR 05-20 08:02:11 [core.py:938] RuntimeError: Worker failed with error "
+                "''{owner}' object has no attribute '{name}'', please check the stack trace above for the root cause\n")
+
+
+@pytest.mark.parametrize("name", ["draft_attn_metadatas", "spec_decode_metadata", "num_draft_tokens", "drafter",
+                                  "eagle3_hidden_states", "mtp_layer_idx"])
+def test_an_engines_exception_looking_up_its_drafting_state_is_a_crash_on_the_drafting_path(tmp_path: Path,
+                                                                                            name: str) -> None:
+    text = _ENGINE_CORE.format(owner="ForwardContext", name=name)
+    assert _causes(tmp_path, text) == [("MTP_ENGINE_CRASH", "medium")]
+    assert _runtime(tmp_path, text) is Engine.vllm
+
+
+@pytest.mark.parametrize("name", ["kv_cache_spec", "drafty_cache", "mtpx_flag", "attn_metadata"])
+def test_an_engines_exception_on_a_name_that_is_no_drafters_ties_nothing(tmp_path: Path, name: str) -> None:
+    # The parts of the name decide: "drafty", "mtpx" and the target's own attention metadata are no drafter's.
+    assert _causes(tmp_path, _ENGINE_CORE.format(owner="ForwardContext", name=name)) == []
+
+
+def test_another_programs_exception_on_a_draft_name_ties_nothing(tmp_path: Path) -> None:
+    # Django's traceback of a blog app: its posts have drafts; no engine printed it.
+    text = ('Traceback (most recent call last):\n'
+            '  File "/srv/blog/venv/lib/python3.11/site-packages/django/core/handlers/base.py", line 197, in _get_response\n'
+            '    response = wrapped_callback(request, *callback_args, **callback_kwargs)\n'
+            '  File "/srv/blog/posts/views.py", line 41, in publish\n'
+            '    post.draft_attn_metadatas.clear()\n'
+            "AttributeError: 'Post' object has no attribute 'draft_attn_metadatas'\n")
+    assert _causes(tmp_path, text) == []

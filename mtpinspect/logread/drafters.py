@@ -307,6 +307,25 @@ def drafter_architecture(name: str) -> bool:
     return bool(parts & _DRAFTER_PARTS) or _NEXTN.search(name) is not None
 
 
+# A name of the engine's drafting state, quoted in an exception's text as Python quotes the attribute, key or name it
+# looked up (Objects/object.c: "'%.100s' object has no attribute '%U'"; KeyError's repr; NameError's "name '%U' is not
+# defined"): vllm-ascend's ForwardContext.draft_attn_metadatas, vLLM's spec_decode_metadata, num_draft_tokens,
+# draft_token_ids, the model runner's drafter, SGLang's draft_worker / eagle_use_aux_hidden_state. Read by the parts of
+# the name (split at "_"), one of them a drafter's word: "drafts_folder" of a mail app is a name too, so only an engine's
+# own exception asks (rules_message.py).
+_QUOTED_IDENTIFIER = re.compile(r"'([A-Za-z_][A-Za-z0-9_]{0,100})'")
+_DRAFTING_PART = re.compile(r"(?:^|_)(?:draft|drafter|drafts|drafted|eagle\d?|mtp|nextn|medusa|dflash|dspark|speculative|"
+                            r"spec_decode)(?:_|$)", re.IGNORECASE)
+
+
+def drafting_name(text: str) -> str | None:
+    """The first name quoted in an exception's ``text`` whose parts name the engine's drafting state, or None."""
+    for found in _QUOTED_IDENTIFIER.finditer(text[:4000]):
+        if _DRAFTING_PART.search(found.group(1)):
+            return found.group(1)
+    return None
+
+
 class Drafter(Word):
     """Which drafter a run set (a report names it: a crash on EAGLE3's path is not "the MTP path")."""
 

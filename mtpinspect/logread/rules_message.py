@@ -41,7 +41,7 @@ import re
 from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.causes import Cause
 from mtpinspect.logread.catalogue import CALL_CHAIN, SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
-from mtpinspect.logread.drafters import DRAFTING_CODE, Drafter, drafter_architecture, drafter_named
+from mtpinspect.logread.drafters import DRAFTING_CODE, Drafter, drafter_architecture, drafter_named, drafting_name
 from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.logread.voices import without_operands
@@ -423,6 +423,9 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     # The loader's words name the model class it loads into: a drafter's class (DFlash2Qwen3Model, DeepSeekMTP) puts the
     # exception in the drafter's loading.
     said = said or drafter_loading(text)
+    # The name it looked up is the engine's drafting state ('ForwardContext' object has no attribute
+    # 'draft_attn_metadatas'): only in an engine's own exception (a blog app's 'Post' has a 'draft_id' too).
+    said = said or (_engine(log) in (Engine.vllm, Engine.sglang) and drafting_name(text) is not None)
     around = hits.mtp_sign or hits.first(Meaning.speculation)
     if log.mtp_use is MtpUse.off:  # another drafter on: its code must place the exception, not its setting alone, or
         # the engine's serving step (every step of a run that drafts drafts and verifies)

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 from mtpinspect.causes import FINE_ACCEPTANCE, SLOWER, Cause
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Hit, Meaning
-from mtpinspect.logread.drafters import DRAFTING_CODE, drafting_place
+from mtpinspect.logread.drafters import DRAFTING_CODE, drafting_name, drafting_place
 from mtpinspect.logread.rules_loader import loader_cause
 from mtpinspect.logread.rules_message import drafter_loading, unknown_drafter
 from mtpinspect.logread.run_facts import LogApp, MtpUse
@@ -125,6 +125,11 @@ def mtp_tie(log: LogEvidence) -> str | None:
                 return f"line {hit.number}: {hit.line[:200]}"
             # A drafter's architecture the engine's type lookup does not know (KeyError: 'gemma4_assistant').
             if message.meaning is Meaning.exception and unknown_drafter(hits, hit, hit.match.groupdict().get("text") or ""):
+                return f"line {hit.number}: {hit.line[:200]}"
+            # A Python engine's own exception looking up its drafting state ('ForwardContext' object has no attribute
+            # 'draft_attn_metadatas'): the step that failed was drafting or verifying.
+            if message.meaning is Meaning.exception and python_engine and \
+                    drafting_name(hit.match.groupdict().get("text") or "") is not None:
                 return f"line {hit.number}: {hit.line[:200]}"
             # The loader failing to place a tensor in a drafter's model class (vLLM's "... in DFlash2Qwen3Model").
             if message.meaning is Meaning.exception and drafter_loading(hit.match.groupdict().get("text") or ""):
