@@ -567,3 +567,35 @@ def test_another_programs_exception_on_a_draft_name_ties_nothing(tmp_path: Path)
             '    post.draft_attn_metadatas.clear()\n'
             "AttributeError: 'Post' object has no attribute 'draft_attn_metadatas'\n")
     assert _causes(tmp_path, text) == []
+
+
+# SGLang's watchdog (python/sglang/srt/utils/watchdog.py: "{name} watchdog timeout (self.watchdog_timeout=..., self.soft=...)";
+# scheduler.py before it: "Watchdog timeout (self.watchdog_timeout=...)") and the launcher's SIGQUIT handler
+# (srt/entrypoints/engine.py: "Received sigquit from a child process. It usually means the child failed."), under the
+# logger's rank tag, with or without its time ("[2026-03-02 11:40:02 TP3] ", "[TP3] ", "[DP1 TP0] ").
+_HANG = ("{tag} Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)\n"
+         "[2026-03-02 11:40:07] Received sigquit from a child process. It usually means the child failed.\n")
+
+
+@pytest.mark.parametrize("tag", ["[2026-03-02 11:40:02 TP3]", "[TP3]", "[DP1 TP0]", "[TP0 EP0]"])
+def test_sglangs_watchdog_is_a_hang_of_sglang_tied_to_nothing_alone(tmp_path: Path, tag: str) -> None:
+    text = _HANG.format(tag=tag)
+    assert _causes(tmp_path, text) == []
+    assert _runtime(tmp_path, text) is Engine.sglang
+
+
+@pytest.mark.parametrize("command", [
+    "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 --speculative-algorithm EAGLE "
+    "--speculative-num-steps 3",
+    "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --speculative-algorithm NEXTN --speculative-num-steps 2"])
+def test_sglangs_watchdog_under_a_drafters_setting_is_a_crash_on_the_drafting_path(tmp_path: Path, command: str) -> None:
+    text = f"$ {command}\n" + _HANG.format(tag="[TP0]")
+    assert _causes(tmp_path, text) == [("MTP_ENGINE_CRASH", "medium")]
+
+
+def test_another_programs_watchdog_or_sigquit_ties_nothing(tmp_path: Path) -> None:
+    # The kernel's soft-lockup watchdog and a Go service's own watchdog under a command with a draft flag: not SGLang's.
+    text = ("$ ./publisher --draft-mode --workers 8\n"
+            "kernel: watchdog: BUG: soft lockup - CPU#3 stuck for 22s! [publisher:4121]\n"
+            "publisher: watchdog timeout after 300s, sending SIGQUIT\n")
+    assert _causes(tmp_path, text) == []

@@ -655,6 +655,18 @@ CATALOGUE: tuple[Message, ...] = (
     _m("SGLang scheduler exception", Meaning.engine_death, ("Scheduler hit an exception",), r"Scheduler hit an exception",
        "python/sglang/srt/managers/scheduler.py (run_scheduler_process)", "SGLang's scheduler died on an exception",
        engine=_SGLANG),
+    # SGLang's watchdog killing a process that stopped making progress (a hang: a deadlock, a collective waiting on a
+    # dead rank), then the launcher's handler of the child's SIGQUIT tearing the server down. The hang is the engine's,
+    # not MTP's: only a tie of the run to drafting (a --speculative-algorithm, the drafter's lines) puts it on that path.
+    _m("SGLang watchdog", Meaning.engine_death, ("atchdog timeout (self.watchdog_timeout=", "Received sigquit from a child process"),
+       r"\b(?:[A-Z]\w{1,40} )?[Ww]atchdog timeout \(self\.watchdog_timeout=\d{1,9}|"
+       r"\bReceived sigquit from a child process\b",
+       "python/sglang/srt/utils/watchdog.py (\"{name} watchdog timeout (self.watchdog_timeout=..., self.soft=...)\": "
+       "Scheduler, TokenizerManager), python/sglang/srt/managers/scheduler.py before it (\"Watchdog timeout "
+       "(self.watchdog_timeout=...)\"), python/sglang/srt/entrypoints/engine.py (sigquit_handler: \"Received sigquit "
+       "from a child process. It usually means the child failed.\")",
+       "SGLang's watchdog killed a process that stopped making progress (a hang), or the server went down after a "
+       "child failed", engine=_SGLANG),
     # vLLM's engine core and workers say it in the same words (vllm/v1/engine/core.py "EngineCore hit an exception",
     # vllm/v1/executor/multiproc_executor.py "WorkerProc hit an exception").
     _m("vLLM process exception", Meaning.engine_death, ("hit an exception",),
