@@ -599,3 +599,19 @@ def test_another_programs_watchdog_or_sigquit_ties_nothing(tmp_path: Path) -> No
             "kernel: watchdog: BUG: soft lockup - CPU#3 stuck for 22s! [publisher:4121]\n"
             "publisher: watchdog timeout after 300s, sending SIGQUIT\n")
     assert _causes(tmp_path, text) == []
+
+
+def test_an_untied_engine_death_or_cut_traceback_is_said_in_a_note(tmp_path: Path) -> None:
+    # Issue 42: without a tie a crash is a crash, said (what died, its line), with no MTP cause.
+    paste = tmp_path / "paste.log"
+    paste.write_text(_HANG.format(tag="[TP0]"), encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert report.causes == []
+    (note,) = report.notes
+    assert "nothing ties it to MTP: line 1: SGLang's watchdog" in note and "Scheduler watchdog timeout" in note
+    # SGLang's scheduler traceback cut before its exception, its frames in no drafting code.
+    paste.write_text('Traceback (most recent call last):\n'
+                     '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 1827, in run_scheduler_process\n'
+                     '    scheduler.event_loop_normal()\n', encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert report.causes == [] and "a crash, nothing ties it to MTP: line 1: a Python traceback" in report.notes[0]

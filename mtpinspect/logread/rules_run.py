@@ -214,11 +214,18 @@ def not_mtps(log: LogEvidence) -> str | None:
 
 
 def _untied(log: LogEvidence) -> str | None:
-    """The note for a crash or failure nothing ties to MTP (a crash is a crash: said, with no MTP cause)."""
-    if not (log.crash or log.failure) or mtp_tie(log) is not None or loader_cause(log) is not None:
+    """The note for a crash or failure nothing ties to MTP (a crash is a crash: said, with no MTP cause). An engine's own
+    death line counts (SGLang's watchdog or scheduler exception, a vLLM worker dying), else an exception or a traceback
+    cut before its exception, where no crash or failure line was read: the note says what died, and where."""
+    hits = log.scan
+    death = next((found for found in (hits.first(meaning) for meaning in (Meaning.engine_death, Meaning.exception,
+                                                                           Meaning.traceback)) if found is not None),
+                 None) if hits is not None else None
+    if not (log.crash or log.failure or death) or mtp_tie(log) is not None or loader_cause(log) is not None:
         return None
-    what = log.crash.summary if log.crash else log.failure
-    kind = "a crash" if log.crash else "a failure"
+    what = log.crash.summary if log.crash else log.failure or \
+        f"line {death.number}: {death.message.means}: {death.line[:200]}"  # type: ignore[union-attr]
+    kind = "a crash" if log.crash or not log.failure else "a failure"
     return (f"{log.path}: {kind}, nothing ties it to MTP: {what}; no line shows a speculative or MTP setting, the "
             "drafter's lines or the engine's speculative code, so it names no MTP cause")
 
