@@ -615,3 +615,33 @@ def test_an_untied_engine_death_or_cut_traceback_is_said_in_a_note(tmp_path: Pat
                      '    scheduler.event_loop_normal()\n', encoding="utf-8")
     report = diagnose(log_files=[paste])
     assert report.causes == [] and "a crash, nothing ties it to MTP: line 1: a Python traceback" in report.notes[0]
+
+
+# The engines' own words that the drafter was set up, under their logger prefix: vLLM's (vllm/v1/spec_decode/eagle.py
+# load_model: "Detected MTP model. Sharing target model lm_head weights with the draft model."; dspark.py: "DSpark draft
+# model loaded: %d params") and SGLang's model runner loading the drafter's class (model_runner.py: "Load weight end.
+# type=%s, dtype=%s, ..."). A death after one is on the drafting path.
+@pytest.mark.parametrize("text", [
+    "(Worker_TP0 pid=11) INFO 03-11 09:14:02 [utils.py:100] Detected MTP model. Sharing target model lm_head weights "
+    "with the draft model.\n(Worker_TP0 pid=11) ERROR 03-11 09:14:03 [multiproc_executor.py:898] WorkerProc failed to start.\n",
+    "(Worker_TP0 pid=11) INFO 03-11 09:14:02 [loader.py:88] EAGLE3 model loaded: 1.2 GiB\n"
+    "(Worker_TP0 pid=11) ERROR 03-11 09:14:03 [multiproc_executor.py:898] WorkerProc failed to start.\n",
+    "[2026-03-02 11:20:41 TP0] Load weight end. type=Qwen3ForCausalLMEagle3, dtype=torch.bfloat16, avail mem=20.1 GB\n"
+    "[2026-03-02 11:21:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n",
+])
+def test_an_engines_own_line_that_it_set_up_the_drafter_ties_a_death_after_it(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == [("MTP_ENGINE_CRASH", "medium")]
+
+
+@pytest.mark.parametrize("text", [
+    # The target's class, not a drafter's.
+    "[2026-03-02 11:20:41 TP0] Load weight end. type=Qwen3ForCausalLM, dtype=torch.bfloat16, avail mem=20.1 GB\n"
+    "[2026-03-02 11:21:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n",
+    # A request's prompt is content; a blog app's logger line about its draft posts is no engine's.
+    "(APIServer pid=1) INFO 03-11 09:14:02 [logger.py:39] Received request chatcmpl-1: prompt: 'Draft model loaded "
+    "with the draft model', params: SamplingParams(n=1)\n"
+    "(Worker_TP0 pid=11) ERROR 03-11 09:14:03 [multiproc_executor.py:898] WorkerProc failed to start.\n",
+    "INFO 03-11 09:14:02 [posts.py:10] Draft post loaded with the draft template\nERROR: worker failed to start\n",
+])
+def test_the_targets_class_a_prompt_or_another_apps_draft_words_tie_nothing(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []

@@ -428,6 +428,25 @@ CATALOGUE: tuple[Message, ...] = (
        engine=_VLLM),
     _m("vLLM drafter loading", Meaning.speculation, ("Loading drafter model",), r"Loading drafter model",
        "vllm/v1/worker/gpu_model_runner.py (\"Loading drafter model...\")", "vLLM loading the drafter", engine=_VLLM),
+    # The engines' own lines that the drafter was set up, in their words, under the engine's logger prefix (matched with
+    # it: a request's prompt is content, voices.py): vLLM's drafters and loaders ("DSpark draft model loaded: 96 params",
+    # vllm/v1/spec_decode/dspark.py; "Detected MTP model. Sharing target model lm_head weights with the draft model.",
+    # "Sharing target model embedding weights with the draft model.", vllm/v1/spec_decode/eagle.py load_model), and
+    # SGLang's model runner loading the drafter's class ("Load weight end. type=Qwen3ForCausalLMEagle3, ...",
+    # python/sglang/srt/model_executor/model_runner.py load_model; the draft worker loads through it).
+    _m("vLLM drafter set up", Meaning.speculation,
+       ("raft model", "rafter model", "DSpark", "DFlash", "EAGLE", "Eagle", "MTP model", "Medusa"),
+       r"\b(?:DEBUG|INFO|WARNING) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? \[?[\w.-]{1,80}:\d{1,6}\] [^\n]{0,300}?"
+       r"(?:\b(?:[Dd]raft(?:er)?|DSpark|DFlash|EAGLE\d?|Eagle\d?|MTP|Medusa) model (?:loaded|weights loaded)\b|"
+       r"\b[Ll]oad(?:ing|ed)? (?:the )?(?:draft(?:er)?|DSpark|DFlash|EAGLE\d?|MTP) model\b|\bwith the draft(?:er)? model\b)",
+       "vllm/v1/spec_decode/dspark.py (\"DSpark draft model loaded: %d params\"), vllm/v1/spec_decode/eagle.py load_model "
+       "(\"... Sharing target model embedding weights with the draft model.\")", "vLLM setting up the drafter",
+       engine=_VLLM, raw=True),
+    _m("SGLang drafter class loaded", Meaning.speculation, ("type=",),
+       r"\[[^\]\n]{1,60}\] Load weight (?:begin|end)\. type=\w{0,80}?"
+       r"(?:Eagle\d?|EAGLE\d?|MTP|NextN|Medusa|DFlash|DSpark)(?![a-z])",
+       "python/sglang/srt/model_executor/model_runner.py (load_model: \"Load weight end. type=%s, dtype=%s, ...\"), which "
+       "the draft worker loads its model through", "SGLang loading the drafter's model class", engine=_SGLANG, raw=True),
     # vLLM's speculative configuration (vllm/config/speculative.py: SpeculativeConfig, its _verify_args and
     # hf_config_override; vllm/engine/arg_utils.py create_speculative_config): a frame or an arrow summary through it is
     # the speculative settings being checked.
