@@ -126,7 +126,8 @@ def test_pythons_own_type_error_words_are_a_bug_on_the_speculative_path_not_a_re
     # never the engine refusing the setting.
     for error in ("TypeError: '>' not supported between instances of 'NoneType' and 'int'",
                   "TypeError: unsupported operand type(s) for +: 'NoneType' and 'int'",
-                  "TypeError: 'tuple' object does not support item assignment"):
+                  "TypeError: 'tuple' object does not support item assignment",
+                  "ValueError: unsupported format character 'd' (0x64) at index 12"):
         assert read_paste(tmp_path, _MTP_SERVE + error + "\n") == (["MTP_ENGINE_CRASH"], Engine.vllm), error
     # The engine's own refusal under the same command stays one.
     refusal = _MTP_SERVE + "NotImplementedError: MTP speculative decoding is not supported for this model type.\n"

@@ -64,11 +64,12 @@ _REFUSAL_WORDS = re.compile(r"not (?:yet )?supported|unsupported|only .{0,80}\bs
 # Python's own words for an operation on the wrong types (CPython Objects/object.c do_richcompare: "'%s' not supported
 # between instances of '%.100s' and '%.100s'"; Objects/abstract.c binop_type_error: "unsupported operand type(s) for
 # %.100s: ..."; "'%.200s' object does not support item assignment / item deletion / the context manager protocol";
-# "unsupported format string passed to ...", "bad operand type for unary"): a bug in the code that ran (a None where a
-# number was due), never the engine refusing a setting, whatever "not supported" they hold.
+# "unsupported format string passed to ...", "unsupported format character", "bad operand type for unary"): a bug in
+# the code that ran (a None where a number was due), never the engine refusing a setting, whatever "not supported" they
+# hold.
 _PYTHON_TYPE_WORDS = re.compile(r"'[^'\n]{1,20}' not supported between instances of\b|\bunsupported operand type\(s\)|"
-                                r"\bobject does not support (?:item|the (?:asynchronous )?context manager)\b|"
-                                r"\bunsupported format string passed to\b|\bbad operand type for\b")
+                                r"'[^'\n]{1,100}' object does not support\b|\bunsupported format (?:string passed to|character)\b|"
+                                r"\bbad operand type for\b")
 # A KeyError on a weight's name on the MTP path (an MTP layer's weight, or a traceback through an MTP class's
 # load_weights): the engine's loader looks up a parameter its MTP class does not define (a mapping bug: vllm#27563
 # -> #29545), not a checkpoint without the head (that is "missing", said otherwise).
