@@ -135,3 +135,18 @@ def test_pythons_own_type_error_words_are_a_bug_on_the_speculative_path_not_a_re
     # The same TypeError under a command that drafts nothing (a web app's server) ties nothing.
     other = "gunicorn shop.wsgi:application --workers 4\nTypeError: '>' not supported between instances of 'NoneType' and 'int'\n"
     assert read_paste(tmp_path, other)[0] == []
+
+
+def test_llama_cpps_draft_flags_are_read_with_the_values_it_parses(tmp_path: Path) -> None:
+    # common/arg.cpp: --draft / --draft-max / --draft-min / --draft-n take a count, -md / --model-draft a file. A web app's
+    # own boolean --draft (a Django command's) is no drafter's flag: its traceback names no cause.
+    django = ("$ python manage.py publish_posts --draft --limit 5\n"
+              "Traceback (most recent call last):\n"
+              '  File "/srv/blog/posts/management/commands/publish_posts.py", line 41, in handle\n'
+              "    if post.words[5]:\n"
+              "IndexError: list index out of range\n")
+    assert read_paste(tmp_path, django)[0] == []
+    for flags in ("--draft 16", "--draft-max=8", "-md /models/Qwen3-0.6B-Q8_0.gguf", "--model-draft draft.gguf"):
+        hits = [h.message.name for h in scan(f"./llama-server -m target.gguf {flags} -c 4096\n").hits]
+        assert "llama.cpp draft flags" in hits, flags
+    assert "llama.cpp draft flags" not in [h.message.name for h in scan("python manage.py publish --draft --limit 5\n").hits]

@@ -379,7 +379,10 @@ CATALOGUE: tuple[Message, ...] = (
        "ollama llm/server.go (\"llama runner process has terminated: %v\")", "Ollama's runner (llama.cpp) exited",
        app=LogApp.ollama, engine=_LLAMA),
     _m("llama.cpp draft flags", Meaning.speculation, ("--draft", "-md", "--model-draft", "--spec-"),
-       r"(?:^|\s)(?:--draft(?:-max|-min|-n)?|-md|--model-draft|--spec-type|--spec-draft-[\w-]+)[\s=]",
+       # each with the value llama.cpp parses (a count for --draft / --draft-max / --draft-min / --draft-n, a file for
+       # -md): a web app's own boolean "--draft" (Django's "publish_posts --draft --limit 5") is no drafter's flag
+       r"(?:^|\s)(?:--draft(?:-max|-min|-n)?[\s=]{1,4}['\"]?\d|(?:-md|--model-draft)[\s=]{1,4}(?!-)\S|--spec-type[\s=]|"
+       r"--spec-draft-[\w-]+[\s=])",
        "common/arg.cpp (--spec-type, --spec-draft-*, -md/--model-draft; --draft-max before the rename)",
        "a speculative decoding flag of llama.cpp", engine=_LLAMA),
     _m("draft-mtp named", Meaning.mtp_on, ("draft-mtp",), r"\bdraft-mtp\b",
