@@ -150,3 +150,18 @@ def test_llama_cpps_draft_flags_are_read_with_the_values_it_parses(tmp_path: Pat
         hits = [h.message.name for h in scan(f"./llama-server -m target.gguf {flags} -c 4096\n").hits]
         assert "llama.cpp draft flags" in hits, flags
     assert "llama.cpp draft flags" not in [h.message.name for h in scan("python manage.py publish --draft --limit 5\n").hits]
+
+
+def test_a_flag_named_after_mtp_counts_on_an_engines_command_not_another_programs(tmp_path: Path) -> None:
+    # Forks name their switches after MTP (--mtp-head, --draft-mtp, any --X-mtp-Y): on an engine's command line, or a
+    # log's echo of its arguments, they turn MTP on; a report script's own --mtp-export is that script's.
+    names = {h.message.name for h in scan("$ ./build/bin/llama-server -m t.gguf --spec-mtp-layers 1\n").hits}
+    assert "MTP-named flag (forks)" in names
+    assert "MTP-named flag (forks)" in {h.message.name for h in scan("main: args --use-mtp-draft -ngl 99\n").hits}
+    assert "MTP flag (forks)" in {h.message.name for h in scan("$ ./run.sh --mtp-head head.gguf\n").hits}
+    report = ("$ python report.py --mtp-export\n"
+              "Traceback (most recent call last):\n"
+              '  File "/home/u/report.py", line 12, in <module>\n'
+              '    if df["accept_rate"].max() > limit:\n'
+              "TypeError: '>' not supported between instances of 'float' and 'NoneType'\n")
+    assert read_paste(tmp_path, report)[0] == []

@@ -31,7 +31,16 @@ from functools import cached_property
 from mtpinspect.logread.drafters import TABLE as DRAFTER_TABLE
 from mtpinspect.logread.formats import strip_prefixes
 from mtpinspect.logread.run_facts import LogApp, MtpUse
-from mtpinspect.logread.voices import MAX_LINE, content_lines, lines_with, transfer_lines, without_operands, without_transfer
+from mtpinspect.logread.voices import (
+    MAX_LINE,
+    content_lines,
+    engine_command,
+    lines_with,
+    prompt_command,
+    transfer_lines,
+    without_operands,
+    without_transfer,
+)
 from mtpinspect.vocabulary import Engine, Word
 
 
@@ -72,6 +81,9 @@ class Message:
     names_writer: bool = False  # the line names the program that printed it (argparse's "prog: error:"): whose it is
     raw: bool = False  # matched on the line as printed, its prefixes kept (the prefix says who printed it)
     words_only: bool = False  # matched with the files, paths and branches the line names blanked (voices.without_operands)
+    # a flag only an engine's command sets: on a shell prompt whose command runs no engine (voices.engine_command), the
+    # flag is that program's own ("$ python report.py --mtp-export")
+    engine_flag: bool = False
     # How much the line says about who wrote the text (Scan.writer): 3 an engine's own line (its log prefix, module
     # path, command, metrics words), 2 the names of its code (a class, a config key), 1 a mention of its name.
     weight: int = 3
@@ -364,11 +376,17 @@ CATALOGUE: tuple[Message, ...] = (
     # Forks name their MTP switches after it: ik_llama.cpp's -mtp / --multi-token-prediction, MTP branches'
     # --mtp-head FILE, --draft-mtp ...; a flag that names MTP on a command line turns it on.
     _m("MTP flag (forks)", Meaning.mtp_on, ("-mtp", "--mtp", "-multi-token"),
-       # The token is checked whole (a lookahead finds -mtp in it once): "--[\w-]+-mtp[\w-]*" backtracked over every
-       # "-mtp" of a long token, about 1 s a 16 KB line.
-       r"(?:^|\s)(?:-mtp|--multi-token-prediction|--(?=[\w-]*?(?<=-)mtp)[\w-]+)(?:[\s=]|$)",
+       r"(?:^|\s)(?:-mtp|--multi-token-prediction|--mtp(?:-head)?|--draft-mtp)(?:[\s=]|$)",
        "ik_llama.cpp common/common.cpp (-mtp, --multi-token-prediction); MTP branches of llama.cpp (--mtp-head)",
        "MTP switched on with a fork's flag", engine=_LLAMA, mtp=_ON),
+    # Any other flag a fork names after MTP (--spec-mtp, --mtp-layers, --use-mtp-draft), on an engine's command or a
+    # log's echo of its arguments; another program's command line keeps its own (a report script's --mtp-export).
+    _m("MTP-named flag (forks)", Meaning.mtp_on, ("-mtp", "--mtp"),
+       # The token is checked whole (a lookahead finds -mtp in it once): "--[\w-]+-mtp[\w-]*" backtracked over every
+       # "-mtp" of a long token, about 1 s a 16 KB line.
+       r"(?:^|\s)--(?!(?:mtp(?:-head)?|draft-mtp|multi-token-prediction)(?:[\s=]|$))(?=[\w-]*?(?<=-)mtp)[\w-]+(?:[\s=]|$)",
+       "MTP branches and forks of llama.cpp name their switches after it (--mtp-head, --draft-mtp, ik_llama.cpp's -mtp)",
+       "MTP switched on with a fork's flag", engine=_LLAMA, mtp=_ON, engine_flag=True),
     # llama-cpp-python's server settings for prompt-lookup drafting (llama_cpp/server/settings.py ModelSettings).
     _m("llama-cpp-python draft settings", Meaning.writer, ("draft_model",),
        r"--draft_model(?:_num_pred_tokens)?\b|\bdraft_model_num_pred_tokens\b",
@@ -864,6 +882,12 @@ class Scan:
         return next((h.message.app for h in self.hits if h.message.app is not None), None)
 
 
+def _another_programs_command(line: str) -> bool:
+    """A shell prompt line whose command runs no engine, app or container (voices.engine_command)."""
+    command = prompt_command(line)
+    return command is not None and not engine_command(command)
+
+
 def scan(text: str) -> Scan:
     """Every catalogue hit in ``text``, in line order: each message's first few lines, found by its keys with
     str.find (one C-speed pass per key; a regex alternation of every key is several times slower on a large log)."""
@@ -875,6 +899,8 @@ def scan(text: str) -> Scan:
         for key in message.keys:
             for start, raw in lines_with(text, key):
                 if start in mine or start in content:
+                    continue
+                if message.engine_flag and _another_programs_command(raw):
                     continue
                 said = raw if message.raw else strip_prefixes(raw)
                 said = without_transfer(said) if start in transfer else said
