@@ -165,3 +165,23 @@ def test_a_flag_named_after_mtp_counts_on_an_engines_command_not_another_program
               '    if df["accept_rate"].max() > limit:\n'
               "TypeError: '>' not supported between instances of 'float' and 'NoneType'\n")
     assert read_paste(tmp_path, report)[0] == []
+
+
+_EAGLE3_SERVE = ("vllm serve Qwen/Qwen3-8B --speculative-config '{\"method\":\"eagle3\",\"model\":\"AngelSlim/Qwen3-8B_eagle3\","
+                 "\"num_speculative_tokens\":3}'\n")
+_CORE = "(EngineCore_DP0 pid=90) ERROR 05-01 10:00:00 [core.py:700] "
+
+
+def test_an_assert_failing_in_the_serving_step_is_a_crash_an_assert_at_start_a_refusal(tmp_path: Path) -> None:
+    # vllm/v1/engine/core.py's step -> gpu_model_runner.py execute_model -> the drafter's propose: an assert there fails
+    # mid-run (the drafter breaking); the same bare assert in a worker's start-up check refuses the setting.
+    serving = (_EAGLE3_SERVE + _CORE + "EngineCore encountered a fatal error.\n" + _CORE + "Traceback (most recent call last):\n"
+               + _CORE + '  File "/usr/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 2400, in '
+               "execute_model\n" + _CORE + '  File "/usr/lib/python3.12/site-packages/vllm/v1/spec_decode/eagle.py", line '
+               "300, in propose\n" + _CORE + "    assert draft_token_ids.shape[1] == self.num_speculative_tokens\n"
+               + _CORE + "AssertionError\n")
+    assert read_paste(tmp_path, serving) == (["MTP_ENGINE_CRASH"], Engine.vllm)
+    start = (_EAGLE3_SERVE + _CORE + "Traceback (most recent call last):\n" + _CORE + '  File "/usr/lib/python3.12/'
+             'site-packages/vllm/v1/spec_decode/eagle.py", line 120, in __init__\n' + _CORE
+             + "    assert self.hidden_size == target_hidden_size\n" + _CORE + "AssertionError\n")
+    assert read_paste(tmp_path, start) == (["ENGINE_LIMITATION"], Engine.vllm)

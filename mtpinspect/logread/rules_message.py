@@ -457,7 +457,11 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
                      "serve without speculative decoding meanwhile", (EvidenceSource.log,))
     if _MODEL_WITHOUT_LAYERS.search(text) or _NO_NEXTN_LAYERS.search(text):  # what it says about the model comes first
         return _without_head(log, hit)
-    if kind in _REFUSALS or _REFUSAL_WORDS.search(_PYTHON_TYPE_WORDS.sub(" ", text)):
+    # An assert that fails while the engine serves (a frame of its serving step above it: execute_model, run_batch) is
+    # its drafting code breaking mid-run, not a check refusing a setting at start; only a refusal's words make it one.
+    step = _serving_step(hits)
+    serving = kind == "AssertionError" and step is not None and step.number < hit.number
+    if (kind in _REFUSALS and not serving) or _REFUSAL_WORDS.search(_PYTHON_TYPE_WORDS.sub(" ", text)):
         return Cause("ENGINE_LIMITATION", confidence,
                      f"{where} speculative / MTP code refuses this model or setting ({kind}): an engine gap, not the head",
                      tuple(evidence), gap_remedy(engine), (EvidenceSource.log,))
