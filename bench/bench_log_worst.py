@@ -10,7 +10,8 @@ architecture that never closes, summary keys with 16,000-digit values); and the 
 drafter-tagged decode lines, acceptance labels by their words, a side-by-side speed table, headings above figures) and
 the third set's (traceback frames without their exception, vLLM's engine deaths and crash dump, before -> after speed
 cells, a poster's run labels), and round 7's (call chains that never close a frame, shells' death lines that never name a
-command). Each size is timed in a fresh process-free call of
+command), and round 8's (drafter-like module names, quoted drafting names, rank tags and watchdog words that never
+complete). Each size is timed in a fresh process-free call of
 `diagnose(log_files=[...])` (the whole path: decoding, voices, catalogue, formats, rules); the figure to read is
 seconds per MiB, which must stay flat from the smallest size to the largest (MAX_LOG_BYTES, 256 MiB).
 
@@ -78,6 +79,11 @@ _BLOCK = "".join([
     # names, arrows without a frame after them), a shell's death lines whose status never ends or names no command.
     ("a_" * 60 + ".b" * 60 + " -> ") * 60 + "\n" + ("  <- " + "x." * 3000 + "\n") * 20 + ("→ " * 8000 + "\n"),
     "Aborted" + " " * 16000 + "(core dumped\n" + ("./x.sh: line 1: 2 Segmentation fault" + " " * 4000 + "\n") * 5,
+    # Round 8's (the ninth set's crashes): a vLLM logger module of drafter-like parts that never reaches ".py:N]", an
+    # engine exception quoting names that never close, rank tags and watchdog words that never complete.
+    ("INFO 01-02 03:04:05 [" + "eagle_draft_mtp_" * 1000 + "x.py:\n") * 4,
+    "(EngineCore_DP0 pid=1) ERROR 01-02 03:04:05 [core.py:1] AttributeError: " + "'draft_a" * 2000 + "\n",
+    "[DP1 TP" + "1 EP" * 4000 + "\n" + ("Scheduler Watchdog timeout (self.watchdog_timeout=" + "x" * 390 + "\n") * 20,
 ])
 
 

@@ -508,3 +508,140 @@ def test_out_of_memory_without_a_drafter_names_no_mtp_cause(tmp_path: Path) -> N
     torch = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; "
              "21.10 GiB already allocated)\n")
     assert _causes(tmp_path, torch) == []
+
+
+# vllm/logger.py's prefix "[%(filename)s:%(lineno)d]" names the module that printed a line; vllm/v1/spec_decode/ names its
+# drafters' modules by their drafter (dflash.py, dspark.py, dflare.py, mlp_speculator.py, custom_class_proposer.py), the
+# models folder its drafter models' (deepseek_mtp.py). A line such a module printed is the drafter's voice, whatever its
+# words; vllm/v1/executor/multiproc_executor.py's "WorkerProc failed to start." after it is a start failing with the
+# drafter set up.
+_WORKER_START = ("(Worker_TP0 pid=4021) INFO 03-11 09:14:02 [{module}.py:212] Loaded 96 params in 1.9 s\n"
+                 "(Worker_TP0 pid=4021) INFO 03-11 09:14:02 [default_loader.py:430] Loading weights took 2.10 seconds\n"
+                 "(Worker_TP0 pid=4021) ERROR 03-11 09:14:03 [multiproc_executor.py:898] WorkerProc failed to start.\n"
+                 "(Worker_TP0 pid=4021) ERROR 03-11 09:14:03 [multiproc_executor.py:898] Traceback (most recent call last):\n")
+
+
+@pytest.mark.parametrize("module", ["dspark", "dflare", "mlp_speculator", "custom_class_proposer", "deepseek_mtp",
+                                    "ngram_proposer_gpu", "multi_layer_eagle"])
+def test_a_line_any_vllm_drafter_module_printed_ties_the_worker_failing_to_start(tmp_path: Path, module: str) -> None:
+    assert _causes(tmp_path, _WORKER_START.format(module=module)) == [("MTP_ENGINE_CRASH", "medium")]
+
+
+@pytest.mark.parametrize("module", ["gpu_model_runner", "beagle", "mtpx", "draftsman", "cuda_communicator"])
+def test_a_module_whose_name_only_holds_a_drafters_letters_ties_nothing(tmp_path: Path, module: str) -> None:
+    # The parts of the name decide ("beagle", "mtpx", "draftsman" are no drafter's word); the target's runner is no drafter.
+    assert _causes(tmp_path, _WORKER_START.format(module=module)) == []
+
+
+# vllm/v1/executor/multiproc_executor.py get_response: "Worker failed with error '%s', please check the stack trace above
+# for the root cause" around the worker's exception, here CPython's AttributeError words (Objects/object.c:
+# "'%.100s' object has no attribute '%U'"), as the engine core's logger prints it.
+_ENGINE_CORE = ("(EngineCore_DP0 pid=771) ERROR 05-20 08:02:11 [core.py:938]   File \"/usr/local/lib/python3.12/"
+                "site-packages/vllm/v1/executor/multiproc_executor.py\", line 342, in get_response\n"
+                "(EngineCore_DP0 pid=771) ERROR 05-20 08:02:11 [core.py:938]     raise RuntimeError(\n"
+                "(EngineCore_DP0 pid=771) ERROR 05-20 08:02:11 [core.py:938] RuntimeError: Worker failed with error "
+                "''{owner}' object has no attribute '{name}'', please check the stack trace above for the root cause\n")
+
+
+@pytest.mark.parametrize("name", ["draft_attn_metadatas", "spec_decode_metadata", "num_draft_tokens", "drafter",
+                                  "eagle3_hidden_states", "mtp_layer_idx"])
+def test_an_engines_exception_looking_up_its_drafting_state_is_a_crash_on_the_drafting_path(tmp_path: Path,
+                                                                                            name: str) -> None:
+    text = _ENGINE_CORE.format(owner="ForwardContext", name=name)
+    assert _causes(tmp_path, text) == [("MTP_ENGINE_CRASH", "medium")]
+    assert _runtime(tmp_path, text) is Engine.vllm
+
+
+@pytest.mark.parametrize("name", ["kv_cache_spec", "drafty_cache", "mtpx_flag", "attn_metadata"])
+def test_an_engines_exception_on_a_name_that_is_no_drafters_ties_nothing(tmp_path: Path, name: str) -> None:
+    # The parts of the name decide: "drafty", "mtpx" and the target's own attention metadata are no drafter's.
+    assert _causes(tmp_path, _ENGINE_CORE.format(owner="ForwardContext", name=name)) == []
+
+
+def test_another_programs_exception_on_a_draft_name_ties_nothing(tmp_path: Path) -> None:
+    # Django's traceback of a blog app: its posts have drafts; no engine printed it.
+    text = ('Traceback (most recent call last):\n'
+            '  File "/srv/blog/venv/lib/python3.11/site-packages/django/core/handlers/base.py", line 197, in _get_response\n'
+            '    response = wrapped_callback(request, *callback_args, **callback_kwargs)\n'
+            '  File "/srv/blog/posts/views.py", line 41, in publish\n'
+            '    post.draft_attn_metadatas.clear()\n'
+            "AttributeError: 'Post' object has no attribute 'draft_attn_metadatas'\n")
+    assert _causes(tmp_path, text) == []
+
+
+# SGLang's watchdog (python/sglang/srt/utils/watchdog.py: "{name} watchdog timeout (self.watchdog_timeout=..., self.soft=...)";
+# scheduler.py before it: "Watchdog timeout (self.watchdog_timeout=...)") and the launcher's SIGQUIT handler
+# (srt/entrypoints/engine.py: "Received sigquit from a child process. It usually means the child failed."), under the
+# logger's rank tag, with or without its time ("[2026-03-02 11:40:02 TP3] ", "[TP3] ", "[DP1 TP0] ").
+_HANG = ("{tag} Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)\n"
+         "[2026-03-02 11:40:07] Received sigquit from a child process. It usually means the child failed.\n")
+
+
+@pytest.mark.parametrize("tag", ["[2026-03-02 11:40:02 TP3]", "[TP3]", "[DP1 TP0]", "[TP0 EP0]"])
+def test_sglangs_watchdog_is_a_hang_of_sglang_tied_to_nothing_alone(tmp_path: Path, tag: str) -> None:
+    text = _HANG.format(tag=tag)
+    assert _causes(tmp_path, text) == []
+    assert _runtime(tmp_path, text) is Engine.sglang
+
+
+@pytest.mark.parametrize("command", [
+    "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 --speculative-algorithm EAGLE "
+    "--speculative-num-steps 3",
+    "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --speculative-algorithm NEXTN --speculative-num-steps 2"])
+def test_sglangs_watchdog_under_a_drafters_setting_is_a_crash_on_the_drafting_path(tmp_path: Path, command: str) -> None:
+    text = f"$ {command}\n" + _HANG.format(tag="[TP0]")
+    assert _causes(tmp_path, text) == [("MTP_ENGINE_CRASH", "medium")]
+
+
+def test_another_programs_watchdog_or_sigquit_ties_nothing(tmp_path: Path) -> None:
+    # The kernel's soft-lockup watchdog and a Go service's own watchdog under a command with a draft flag: not SGLang's.
+    text = ("$ ./publisher --draft-mode --workers 8\n"
+            "kernel: watchdog: BUG: soft lockup - CPU#3 stuck for 22s! [publisher:4121]\n"
+            "publisher: watchdog timeout after 300s, sending SIGQUIT\n")
+    assert _causes(tmp_path, text) == []
+
+
+def test_an_untied_engine_death_or_cut_traceback_is_said_in_a_note(tmp_path: Path) -> None:
+    # Issue 42: without a tie a crash is a crash, said (what died, its line), with no MTP cause.
+    paste = tmp_path / "paste.log"
+    paste.write_text(_HANG.format(tag="[TP0]"), encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert report.causes == []
+    (note,) = report.notes
+    assert "nothing ties it to MTP: line 1: SGLang's watchdog" in note and "Scheduler watchdog timeout" in note
+    # SGLang's scheduler traceback cut before its exception, its frames in no drafting code.
+    paste.write_text('Traceback (most recent call last):\n'
+                     '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 1827, in run_scheduler_process\n'
+                     '    scheduler.event_loop_normal()\n', encoding="utf-8")
+    report = diagnose(log_files=[paste])
+    assert report.causes == [] and "a crash, nothing ties it to MTP: line 1: a Python traceback" in report.notes[0]
+
+
+# The engines' own words that the drafter was set up, under their logger prefix: vLLM's (vllm/v1/spec_decode/eagle.py
+# load_model: "Detected MTP model. Sharing target model lm_head weights with the draft model."; dspark.py: "DSpark draft
+# model loaded: %d params") and SGLang's model runner loading the drafter's class (model_runner.py: "Load weight end.
+# type=%s, dtype=%s, ..."). A death after one is on the drafting path.
+@pytest.mark.parametrize("text", [
+    "(Worker_TP0 pid=11) INFO 03-11 09:14:02 [utils.py:100] Detected MTP model. Sharing target model lm_head weights "
+    "with the draft model.\n(Worker_TP0 pid=11) ERROR 03-11 09:14:03 [multiproc_executor.py:898] WorkerProc failed to start.\n",
+    "(Worker_TP0 pid=11) INFO 03-11 09:14:02 [loader.py:88] EAGLE3 model loaded: 1.2 GiB\n"
+    "(Worker_TP0 pid=11) ERROR 03-11 09:14:03 [multiproc_executor.py:898] WorkerProc failed to start.\n",
+    "[2026-03-02 11:20:41 TP0] Load weight end. type=Qwen3ForCausalLMEagle3, dtype=torch.bfloat16, avail mem=20.1 GB\n"
+    "[2026-03-02 11:21:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n",
+])
+def test_an_engines_own_line_that_it_set_up_the_drafter_ties_a_death_after_it(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == [("MTP_ENGINE_CRASH", "medium")]
+
+
+@pytest.mark.parametrize("text", [
+    # The target's class, not a drafter's.
+    "[2026-03-02 11:20:41 TP0] Load weight end. type=Qwen3ForCausalLM, dtype=torch.bfloat16, avail mem=20.1 GB\n"
+    "[2026-03-02 11:21:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n",
+    # A request's prompt is content; a blog app's logger line about its draft posts is no engine's.
+    "(APIServer pid=1) INFO 03-11 09:14:02 [logger.py:39] Received request chatcmpl-1: prompt: 'Draft model loaded "
+    "with the draft model', params: SamplingParams(n=1)\n"
+    "(Worker_TP0 pid=11) ERROR 03-11 09:14:03 [multiproc_executor.py:898] WorkerProc failed to start.\n",
+    "INFO 03-11 09:14:02 [posts.py:10] Draft post loaded with the draft template\nERROR: worker failed to start\n",
+])
+def test_the_targets_class_a_prompt_or_another_apps_draft_words_tie_nothing(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []

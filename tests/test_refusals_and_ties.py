@@ -114,3 +114,74 @@ def test_vllms_speculative_config_is_read_by_its_module_and_class_not_a_settings
     assert "vLLM speculative config" in names
     other = scan('  File "/srv/app/views.py", line 9, in save\n    config.speculative = True\n')
     assert "vLLM speculative config" not in {h.message.name for h in other.hits}
+
+
+_MTP_SERVE = "vllm serve org/model-mtp --speculative-config '{\"method\":\"mtp\",\"model\":\"org/model-mtp\"}'\n"
+
+
+def test_pythons_own_type_error_words_are_a_bug_on_the_speculative_path_not_a_refusal(tmp_path: Path) -> None:
+    # CPython's templates (Objects/object.c do_richcompare: "'%s' not supported between instances of ...",
+    # Objects/abstract.c binop_type_error: "unsupported operand type(s) for ...", "object does not support item
+    # assignment") name operand types: a None where a number was due (vllm#55323's config default applied too late),
+    # never the engine refusing the setting.
+    for error in ("TypeError: '>' not supported between instances of 'NoneType' and 'int'",
+                  "TypeError: unsupported operand type(s) for +: 'NoneType' and 'int'",
+                  "TypeError: 'tuple' object does not support item assignment",
+                  "ValueError: unsupported format character 'd' (0x64) at index 12"):
+        assert read_paste(tmp_path, _MTP_SERVE + error + "\n") == (["MTP_ENGINE_CRASH"], Engine.vllm), error
+    # The engine's own refusal under the same command stays one.
+    refusal = _MTP_SERVE + "NotImplementedError: MTP speculative decoding is not supported for this model type.\n"
+    assert read_paste(tmp_path, refusal)[0] == ["ENGINE_LIMITATION"]
+    # The same TypeError under a command that drafts nothing (a web app's server) ties nothing.
+    other = "gunicorn shop.wsgi:application --workers 4\nTypeError: '>' not supported between instances of 'NoneType' and 'int'\n"
+    assert read_paste(tmp_path, other)[0] == []
+
+
+def test_llama_cpps_draft_flags_are_read_with_the_values_it_parses(tmp_path: Path) -> None:
+    # common/arg.cpp: --draft / --draft-max / --draft-min / --draft-n take a count, -md / --model-draft a file. A web app's
+    # own boolean --draft (a Django command's) is no drafter's flag: its traceback names no cause.
+    django = ("$ python manage.py publish_posts --draft --limit 5\n"
+              "Traceback (most recent call last):\n"
+              '  File "/srv/blog/posts/management/commands/publish_posts.py", line 41, in handle\n'
+              "    if post.words[5]:\n"
+              "IndexError: list index out of range\n")
+    assert read_paste(tmp_path, django)[0] == []
+    for flags in ("--draft 16", "--draft-max=8", "-md /models/Qwen3-0.6B-Q8_0.gguf", "--model-draft draft.gguf"):
+        hits = [h.message.name for h in scan(f"./llama-server -m target.gguf {flags} -c 4096\n").hits]
+        assert "llama.cpp draft flags" in hits, flags
+    assert "llama.cpp draft flags" not in [h.message.name for h in scan("python manage.py publish --draft --limit 5\n").hits]
+
+
+def test_a_flag_named_after_mtp_counts_on_an_engines_command_not_another_programs(tmp_path: Path) -> None:
+    # Forks name their switches after MTP (--mtp-head, --draft-mtp, any --X-mtp-Y): on an engine's command line, or a
+    # log's echo of its arguments, they turn MTP on; a report script's own --mtp-export is that script's.
+    names = {h.message.name for h in scan("$ ./build/bin/llama-server -m t.gguf --spec-mtp-layers 1\n").hits}
+    assert "MTP-named flag (forks)" in names
+    assert "MTP-named flag (forks)" in {h.message.name for h in scan("main: args --use-mtp-draft -ngl 99\n").hits}
+    assert "MTP flag (forks)" in {h.message.name for h in scan("$ ./run.sh --mtp-head head.gguf\n").hits}
+    report = ("$ python report.py --mtp-export\n"
+              "Traceback (most recent call last):\n"
+              '  File "/home/u/report.py", line 12, in <module>\n'
+              '    if df["accept_rate"].max() > limit:\n'
+              "TypeError: '>' not supported between instances of 'float' and 'NoneType'\n")
+    assert read_paste(tmp_path, report)[0] == []
+
+
+_EAGLE3_SERVE = ("vllm serve Qwen/Qwen3-8B --speculative-config '{\"method\":\"eagle3\",\"model\":\"AngelSlim/Qwen3-8B_eagle3\","
+                 "\"num_speculative_tokens\":3}'\n")
+_CORE = "(EngineCore_DP0 pid=90) ERROR 05-01 10:00:00 [core.py:700] "
+
+
+def test_an_assert_failing_in_the_serving_step_is_a_crash_an_assert_at_start_a_refusal(tmp_path: Path) -> None:
+    # vllm/v1/engine/core.py's step -> gpu_model_runner.py execute_model -> the drafter's propose: an assert there fails
+    # mid-run (the drafter breaking); the same bare assert in a worker's start-up check refuses the setting.
+    serving = (_EAGLE3_SERVE + _CORE + "EngineCore encountered a fatal error.\n" + _CORE + "Traceback (most recent call last):\n"
+               + _CORE + '  File "/usr/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 2400, in '
+               "execute_model\n" + _CORE + '  File "/usr/lib/python3.12/site-packages/vllm/v1/spec_decode/eagle.py", line '
+               "300, in propose\n" + _CORE + "    assert draft_token_ids.shape[1] == self.num_speculative_tokens\n"
+               + _CORE + "AssertionError\n")
+    assert read_paste(tmp_path, serving) == (["MTP_ENGINE_CRASH"], Engine.vllm)
+    start = (_EAGLE3_SERVE + _CORE + "Traceback (most recent call last):\n" + _CORE + '  File "/usr/lib/python3.12/'
+             'site-packages/vllm/v1/spec_decode/eagle.py", line 120, in __init__\n' + _CORE
+             + "    assert self.hidden_size == target_hidden_size\n" + _CORE + "AssertionError\n")
+    assert read_paste(tmp_path, start) == (["ENGINE_LIMITATION"], Engine.vllm)

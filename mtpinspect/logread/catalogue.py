@@ -31,7 +31,16 @@ from functools import cached_property
 from mtpinspect.logread.drafters import TABLE as DRAFTER_TABLE
 from mtpinspect.logread.formats import strip_prefixes
 from mtpinspect.logread.run_facts import LogApp, MtpUse
-from mtpinspect.logread.voices import MAX_LINE, content_lines, lines_with, transfer_lines, without_operands, without_transfer
+from mtpinspect.logread.voices import (
+    MAX_LINE,
+    content_lines,
+    engine_command,
+    lines_with,
+    prompt_command,
+    transfer_lines,
+    without_operands,
+    without_transfer,
+)
 from mtpinspect.vocabulary import Engine, Word
 
 
@@ -72,6 +81,9 @@ class Message:
     names_writer: bool = False  # the line names the program that printed it (argparse's "prog: error:"): whose it is
     raw: bool = False  # matched on the line as printed, its prefixes kept (the prefix says who printed it)
     words_only: bool = False  # matched with the files, paths and branches the line names blanked (voices.without_operands)
+    # a flag only an engine's command sets: on a shell prompt whose command runs no engine (voices.engine_command), the
+    # flag is that program's own ("$ python report.py --mtp-export")
+    engine_flag: bool = False
     # How much the line says about who wrote the text (Scan.writer): 3 an engine's own line (its log prefix, module
     # path, command, metrics words), 2 the names of its code (a class, a config key), 1 a mention of its name.
     weight: int = 3
@@ -364,11 +376,17 @@ CATALOGUE: tuple[Message, ...] = (
     # Forks name their MTP switches after it: ik_llama.cpp's -mtp / --multi-token-prediction, MTP branches'
     # --mtp-head FILE, --draft-mtp ...; a flag that names MTP on a command line turns it on.
     _m("MTP flag (forks)", Meaning.mtp_on, ("-mtp", "--mtp", "-multi-token"),
-       # The token is checked whole (a lookahead finds -mtp in it once): "--[\w-]+-mtp[\w-]*" backtracked over every
-       # "-mtp" of a long token, about 1 s a 16 KB line.
-       r"(?:^|\s)(?:-mtp|--multi-token-prediction|--(?=[\w-]*?(?<=-)mtp)[\w-]+)(?:[\s=]|$)",
+       r"(?:^|\s)(?:-mtp|--multi-token-prediction|--mtp(?:-head)?|--draft-mtp)(?:[\s=]|$)",
        "ik_llama.cpp common/common.cpp (-mtp, --multi-token-prediction); MTP branches of llama.cpp (--mtp-head)",
        "MTP switched on with a fork's flag", engine=_LLAMA, mtp=_ON),
+    # Any other flag a fork names after MTP (--spec-mtp, --mtp-layers, --use-mtp-draft), on an engine's command or a
+    # log's echo of its arguments; another program's command line keeps its own (a report script's --mtp-export).
+    _m("MTP-named flag (forks)", Meaning.mtp_on, ("-mtp", "--mtp"),
+       # The token is checked whole (a lookahead finds -mtp in it once): "--[\w-]+-mtp[\w-]*" backtracked over every
+       # "-mtp" of a long token, about 1 s a 16 KB line.
+       r"(?:^|\s)--(?!(?:mtp(?:-head)?|draft-mtp|multi-token-prediction)(?:[\s=]|$))(?=[\w-]*?(?<=-)mtp)[\w-]+(?:[\s=]|$)",
+       "MTP branches and forks of llama.cpp name their switches after it (--mtp-head, --draft-mtp, ik_llama.cpp's -mtp)",
+       "MTP switched on with a fork's flag", engine=_LLAMA, mtp=_ON, engine_flag=True),
     # llama-cpp-python's server settings for prompt-lookup drafting (llama_cpp/server/settings.py ModelSettings).
     _m("llama-cpp-python draft settings", Meaning.writer, ("draft_model",),
        r"--draft_model(?:_num_pred_tokens)?\b|\bdraft_model_num_pred_tokens\b",
@@ -379,7 +397,10 @@ CATALOGUE: tuple[Message, ...] = (
        "ollama llm/server.go (\"llama runner process has terminated: %v\")", "Ollama's runner (llama.cpp) exited",
        app=LogApp.ollama, engine=_LLAMA),
     _m("llama.cpp draft flags", Meaning.speculation, ("--draft", "-md", "--model-draft", "--spec-"),
-       r"(?:^|\s)(?:--draft(?:-max|-min|-n)?|-md|--model-draft|--spec-type|--spec-draft-[\w-]+)[\s=]",
+       # each with the value llama.cpp parses (a count for --draft / --draft-max / --draft-min / --draft-n, a file for
+       # -md): a web app's own boolean "--draft" (Django's "publish_posts --draft --limit 5") is no drafter's flag
+       r"(?:^|\s)(?:--draft(?:-max|-min|-n)?[\s=]{1,4}['\"]?\d|(?:-md|--model-draft)[\s=]{1,4}(?!-)\S|--spec-type[\s=]|"
+       r"--spec-draft-[\w-]+[\s=])",
        "common/arg.cpp (--spec-type, --spec-draft-*, -md/--model-draft; --draft-max before the rename)",
        "a speculative decoding flag of llama.cpp", engine=_LLAMA),
     _m("draft-mtp named", Meaning.mtp_on, ("draft-mtp",), r"\bdraft-mtp\b",
@@ -428,6 +449,25 @@ CATALOGUE: tuple[Message, ...] = (
        engine=_VLLM),
     _m("vLLM drafter loading", Meaning.speculation, ("Loading drafter model",), r"Loading drafter model",
        "vllm/v1/worker/gpu_model_runner.py (\"Loading drafter model...\")", "vLLM loading the drafter", engine=_VLLM),
+    # The engines' own lines that the drafter was set up, in their words, under the engine's logger prefix (matched with
+    # it: a request's prompt is content, voices.py): vLLM's drafters and loaders ("DSpark draft model loaded: 96 params",
+    # vllm/v1/spec_decode/dspark.py; "Detected MTP model. Sharing target model lm_head weights with the draft model.",
+    # "Sharing target model embedding weights with the draft model.", vllm/v1/spec_decode/eagle.py load_model), and
+    # SGLang's model runner loading the drafter's class ("Load weight end. type=Qwen3ForCausalLMEagle3, ...",
+    # python/sglang/srt/model_executor/model_runner.py load_model; the draft worker loads through it).
+    _m("vLLM drafter set up", Meaning.speculation,
+       ("raft model", "rafter model", "DSpark", "DFlash", "EAGLE", "Eagle", "MTP model", "Medusa"),
+       r"\b(?:DEBUG|INFO|WARNING) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? \[?[\w.-]{1,80}:\d{1,6}\] [^\n]{0,300}?"
+       r"(?:\b(?:[Dd]raft(?:er)?|DSpark|DFlash|EAGLE\d?|Eagle\d?|MTP|Medusa) model (?:loaded|weights loaded)\b|"
+       r"\b[Ll]oad(?:ing|ed)? (?:the )?(?:draft(?:er)?|DSpark|DFlash|EAGLE\d?|MTP) model\b|\bwith the draft(?:er)? model\b)",
+       "vllm/v1/spec_decode/dspark.py (\"DSpark draft model loaded: %d params\"), vllm/v1/spec_decode/eagle.py load_model "
+       "(\"... Sharing target model embedding weights with the draft model.\")", "vLLM setting up the drafter",
+       engine=_VLLM, raw=True),
+    _m("SGLang drafter class loaded", Meaning.speculation, ("type=",),
+       r"\[[^\]\n]{1,60}\] Load weight (?:begin|end)\. type=\w{0,80}?"
+       r"(?:Eagle\d?|EAGLE\d?|MTP|NextN|Medusa|DFlash|DSpark)(?![a-z])",
+       "python/sglang/srt/model_executor/model_runner.py (load_model: \"Load weight end. type=%s, dtype=%s, ...\"), which "
+       "the draft worker loads its model through", "SGLang loading the drafter's model class", engine=_SGLANG, raw=True),
     # vLLM's speculative configuration (vllm/config/speculative.py: SpeculativeConfig, its _verify_args and
     # hf_config_override; vllm/engine/arg_utils.py create_speculative_config): a frame or an arrow summary through it is
     # the speculative settings being checked.
@@ -655,6 +695,18 @@ CATALOGUE: tuple[Message, ...] = (
     _m("SGLang scheduler exception", Meaning.engine_death, ("Scheduler hit an exception",), r"Scheduler hit an exception",
        "python/sglang/srt/managers/scheduler.py (run_scheduler_process)", "SGLang's scheduler died on an exception",
        engine=_SGLANG),
+    # SGLang's watchdog killing a process that stopped making progress (a hang: a deadlock, a collective waiting on a
+    # dead rank), then the launcher's handler of the child's SIGQUIT tearing the server down. The hang is the engine's,
+    # not MTP's: only a tie of the run to drafting (a --speculative-algorithm, the drafter's lines) puts it on that path.
+    _m("SGLang watchdog", Meaning.engine_death, ("atchdog timeout (self.watchdog_timeout=", "Received sigquit from a child process"),
+       r"\b(?:[A-Z]\w{1,40} )?[Ww]atchdog timeout \(self\.watchdog_timeout=\d{1,9}|"
+       r"\bReceived sigquit from a child process\b",
+       "python/sglang/srt/utils/watchdog.py (\"{name} watchdog timeout (self.watchdog_timeout=..., self.soft=...)\": "
+       "Scheduler, TokenizerManager), python/sglang/srt/managers/scheduler.py before it (\"Watchdog timeout "
+       "(self.watchdog_timeout=...)\"), python/sglang/srt/entrypoints/engine.py (sigquit_handler: \"Received sigquit "
+       "from a child process. It usually means the child failed.\")",
+       "SGLang's watchdog killed a process that stopped making progress (a hang), or the server went down after a "
+       "child failed", engine=_SGLANG),
     # vLLM's engine core and workers say it in the same words (vllm/v1/engine/core.py "EngineCore hit an exception",
     # vllm/v1/executor/multiproc_executor.py "WorkerProc hit an exception").
     _m("vLLM process exception", Meaning.engine_death, ("hit an exception",),
@@ -830,6 +882,12 @@ class Scan:
         return next((h.message.app for h in self.hits if h.message.app is not None), None)
 
 
+def _another_programs_command(line: str) -> bool:
+    """A shell prompt line whose command runs no engine, app or container (voices.engine_command)."""
+    command = prompt_command(line)
+    return command is not None and not engine_command(command)
+
+
 def scan(text: str) -> Scan:
     """Every catalogue hit in ``text``, in line order: each message's first few lines, found by its keys with
     str.find (one C-speed pass per key; a regex alternation of every key is several times slower on a large log)."""
@@ -841,6 +899,8 @@ def scan(text: str) -> Scan:
         for key in message.keys:
             for start, raw in lines_with(text, key):
                 if start in mine or start in content:
+                    continue
+                if message.engine_flag and _another_programs_command(raw):
                     continue
                 said = raw if message.raw else strip_prefixes(raw)
                 said = without_transfer(said) if start in transfer else said

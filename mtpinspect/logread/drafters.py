@@ -86,11 +86,16 @@ TABLE: tuple[DrafterCode, ...] = (
                 "a vLLM platform plugin's speculative decoding code"),
     # vLLM's logger names the module that printed a line ("INFO 09-18 12:03:11 [eagle.py:644] ...", V0 without the
     # bracket: "INFO 08-06 17:55:14 spec_decode_worker.py:57] ..."): a line its drafter printed is the drafter's voice.
+    # The module is read by the parts of its name (split at "_"), as vllm/v1/spec_decode/ names its drafters and keeps
+    # adding them (eagle.py, eagle_proposer.py, dflash.py, dspark.py, dflare.py, medusa.py, mlp_speculator.py,
+    # draft_model.py, ngram_proposer_gpu.py, suffix_decoding.py, mtp_proposer.py, multi_layer_eagle.py, custom_class_
+    # proposer.py), with the drafter models' modules (deepseek_mtp.py, llama_eagle3.py, qwen3_dflash.py) and V0's
+    # workers (spec_decode_worker.py, multi_step_worker.py, batch_expansion.py): a part is a drafter's word, never a
+    # piece of one ("beagle.py", "mtpx.py").
     DrafterCode("vLLM drafter's own line", _V, Place.module, (".py:",),
-                r"\b(?:DEBUG|INFO|WARNING|ERROR) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? \[?(?:eagle|eagle_proposer|"
-                r"ngram_proposer(?:_gpu)?|medusa|draft_model|suffix_decoding|mtp_proposer|multi_layer_eagle|dflash|"
-                r"llm_base_proposer|spec_decode_worker|multi_step_worker|top1_proposer|draft_model_runner|batch_expansion|"
-                r"mlp_speculator_worker|ngram_worker|medusa_worker|smaller_tp_proposer_worker)\.py:\d{1,6}\]",
+                r"\b(?:DEBUG|INFO|WARNING|ERROR) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? \[?(?:[a-z0-9]{1,30}_){0,3}"
+                r"(?:eagle\d?|dflash|dspark|dflare|medusa|mtp|nextn|ngram|draft|drafter|proposer|speculator|spec_decode|"
+                r"suffix_decoding|multi_step_worker|batch_expansion)(?:_[a-z0-9]{1,30}){0,3}\.py:\d{1,6}\]",
                 "vllm/logger.py (the \"[%(filename)s:%(lineno)d]\" prefix) over vllm/v1/spec_decode/ (eagle.py, "
                 "ngram_proposer.py, medusa.py, draft_model.py, suffix_decoding.py) and vllm/spec_decode/ (V0: "
                 "spec_decode_worker.py, multi_step_worker.py, top1_proposer.py)",
@@ -300,6 +305,25 @@ def drafter_architecture(name: str) -> bool:
         return False
     parts = {p.lower() for p in _NAME_PARTS.findall(name)}
     return bool(parts & _DRAFTER_PARTS) or _NEXTN.search(name) is not None
+
+
+# A name of the engine's drafting state, quoted in an exception's text as Python quotes the attribute, key or name it
+# looked up (Objects/object.c: "'%.100s' object has no attribute '%U'"; KeyError's repr; NameError's "name '%U' is not
+# defined"): vllm-ascend's ForwardContext.draft_attn_metadatas, vLLM's spec_decode_metadata, num_draft_tokens,
+# draft_token_ids, the model runner's drafter, SGLang's draft_worker / eagle_use_aux_hidden_state. Read by the parts of
+# the name (split at "_"), one of them a drafter's word: "drafts_folder" of a mail app is a name too, so only an engine's
+# own exception asks (rules_message.py).
+_QUOTED_IDENTIFIER = re.compile(r"'([A-Za-z_][A-Za-z0-9_]{0,100})'")
+_DRAFTING_PART = re.compile(r"(?:^|_)(?:draft|drafter|drafts|drafted|eagle\d?|mtp|nextn|medusa|dflash|dspark|speculative|"
+                            r"spec_decode)(?:_|$)", re.IGNORECASE)
+
+
+def drafting_name(text: str) -> str | None:
+    """The first name quoted in an exception's ``text`` whose parts name the engine's drafting state, or None."""
+    for found in _QUOTED_IDENTIFIER.finditer(text[:4000]):
+        if _DRAFTING_PART.search(found.group(1)):
+            return found.group(1)
+    return None
 
 
 class Drafter(Word):

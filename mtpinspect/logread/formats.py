@@ -199,6 +199,7 @@ LINE_PREFIXES = re.compile(
     r"|(?:INFO|WARNING|ERROR|DEBUG)\s+\d\d-\d\d \d\d:\d\d:\d\d\s+\[?[\w./-]+:\d+\]\s?"  # vLLM logger
     r"|\[[\w./-]+\.py:\d+\]\s"  # vLLM logger cut by the user: " [metrics.py:96] "
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\]\s"  # SGLang: "[2025-10-22 10:27:57 TP0] "
+    r"|\[(?:DP\d{1,4} )?TP\d{1,4}(?: EP\d{1,4})?(?: PP\d{1,4})?\]\s"  # SGLang's rank tag, its time cut: "[TP0] ", "[DP1 TP0] "
     r")"
 )
 
@@ -402,7 +403,10 @@ SGLANG = EngineLog(
            Mark(("Traffic request rate:",), _rx(r"^Traffic request rate:\s")),
            Mark(("Scheduler hit an exception",), _rx(r"Scheduler hit an exception")),
            # Its log prefix with the tensor-parallel rank: "[2025-10-22 10:27:57 TP0] " (vLLM writes "INFO mm-dd").
-           Mark((" TP",), _rx(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP\d+)? TP\d+(?: EP\d+)?\] "))),
+           Mark((" TP",), _rx(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP\d+)? TP\d+(?: EP\d+)?\] ")),
+           # The same tag where the poster cut the time: "[TP0] ", "[DP1 TP0] " (srt/managers/scheduler.py builds the
+           # logger's prefix from the ranks: " DP{dp_rank}", " TP{tp_rank}", " EP{moe_ep_rank}", " PP{pp_rank}").
+           Mark(("TP",), _rx(r"^\[(?:DP\d{1,4} )?TP\d{1,4}(?: EP\d{1,4})?(?: PP\d{1,4})?\] "))),
     figures=(
         # The scheduler's decode line per logging interval: "accept len" (mean length) and, in newer
         # versions, "accept rate"; no token counts and no per-position figures.

@@ -41,7 +41,7 @@ import re
 from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.causes import Cause
 from mtpinspect.logread.catalogue import CALL_CHAIN, SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
-from mtpinspect.logread.drafters import DRAFTING_CODE, Drafter, drafter_architecture, drafter_named
+from mtpinspect.logread.drafters import DRAFTING_CODE, Drafter, drafter_architecture, drafter_named, drafting_name
 from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.logread.voices import without_operands
@@ -61,6 +61,15 @@ _REFUSAL_WORDS = re.compile(r"not (?:yet )?supported|unsupported|only .{0,80}\bs
                             r"is not a registered model|Cannot find model module|"
                             r"\bunknown (?:speculative|spec|draft)[\w ]{0,40}(?:method|type|algorithm)|\bunrecognized\b",
                             re.IGNORECASE)
+# Python's own words for an operation on the wrong types (CPython Objects/object.c do_richcompare: "'%s' not supported
+# between instances of '%.100s' and '%.100s'"; Objects/abstract.c binop_type_error: "unsupported operand type(s) for
+# %.100s: ..."; "'%.200s' object does not support item assignment / item deletion / the context manager protocol";
+# "unsupported format string passed to ...", "unsupported format character", "bad operand type for unary"): a bug in
+# the code that ran (a None where a number was due), never the engine refusing a setting, whatever "not supported" they
+# hold.
+_PYTHON_TYPE_WORDS = re.compile(r"'[^'\n]{1,20}' not supported between instances of\b|\bunsupported operand type\(s\)|"
+                                r"'[^'\n]{1,100}' object does not support\b|\bunsupported format (?:string passed to|character)\b|"
+                                r"\bbad operand type for\b")
 # A KeyError on a weight's name on the MTP path (an MTP layer's weight, or a traceback through an MTP class's
 # load_weights): the engine's loader looks up a parameter its MTP class does not define (a mapping bug: vllm#27563
 # -> #29545), not a checkpoint without the head (that is "missing", said otherwise).
@@ -415,6 +424,9 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     # The loader's words name the model class it loads into: a drafter's class (DFlash2Qwen3Model, DeepSeekMTP) puts the
     # exception in the drafter's loading.
     said = said or drafter_loading(text)
+    # The name it looked up is the engine's drafting state ('ForwardContext' object has no attribute
+    # 'draft_attn_metadatas'): only in an engine's own exception (a blog app's 'Post' has a 'draft_id' too).
+    said = said or (_engine(log) in (Engine.vllm, Engine.sglang) and drafting_name(text) is not None)
     around = hits.mtp_sign or hits.first(Meaning.speculation)
     if log.mtp_use is MtpUse.off:  # another drafter on: its code must place the exception, not its setting alone, or
         # the engine's serving step (every step of a run that drafts drafts and verifies)
@@ -445,7 +457,11 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
                      "serve without speculative decoding meanwhile", (EvidenceSource.log,))
     if _MODEL_WITHOUT_LAYERS.search(text) or _NO_NEXTN_LAYERS.search(text):  # what it says about the model comes first
         return _without_head(log, hit)
-    if kind in _REFUSALS or _REFUSAL_WORDS.search(text):
+    # An assert that fails while the engine serves (a frame of its serving step above it: execute_model, run_batch) is
+    # its drafting code breaking mid-run, not a check refusing a setting at start; only a refusal's words make it one.
+    step = _serving_step(hits)
+    serving = kind == "AssertionError" and step is not None and step.number < hit.number
+    if (kind in _REFUSALS and not serving) or _REFUSAL_WORDS.search(_PYTHON_TYPE_WORDS.sub(" ", text)):
         return Cause("ENGINE_LIMITATION", confidence,
                      f"{where} speculative / MTP code refuses this model or setting ({kind}): an engine gap, not the head",
                      tuple(evidence), gap_remedy(engine), (EvidenceSource.log,))

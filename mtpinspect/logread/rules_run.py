@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 from mtpinspect.causes import FINE_ACCEPTANCE, SLOWER, Cause
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Hit, Meaning
-from mtpinspect.logread.drafters import DRAFTING_CODE, drafting_place
+from mtpinspect.logread.drafters import DRAFTING_CODE, drafting_name, drafting_place
 from mtpinspect.logread.rules_loader import loader_cause
 from mtpinspect.logread.rules_message import drafter_loading, unknown_drafter
 from mtpinspect.logread.run_facts import LogApp, MtpUse
@@ -126,6 +126,11 @@ def mtp_tie(log: LogEvidence) -> str | None:
             # A drafter's architecture the engine's type lookup does not know (KeyError: 'gemma4_assistant').
             if message.meaning is Meaning.exception and unknown_drafter(hits, hit, hit.match.groupdict().get("text") or ""):
                 return f"line {hit.number}: {hit.line[:200]}"
+            # A Python engine's own exception looking up its drafting state ('ForwardContext' object has no attribute
+            # 'draft_attn_metadatas'): the step that failed was drafting or verifying.
+            if message.meaning is Meaning.exception and python_engine and \
+                    drafting_name(hit.match.groupdict().get("text") or "") is not None:
+                return f"line {hit.number}: {hit.line[:200]}"
             # The loader failing to place a tensor in a drafter's model class (vLLM's "... in DFlash2Qwen3Model").
             if message.meaning is Meaning.exception and drafter_loading(hit.match.groupdict().get("text") or ""):
                 return f"line {hit.number}: {hit.line[:200]}"
@@ -209,11 +214,18 @@ def not_mtps(log: LogEvidence) -> str | None:
 
 
 def _untied(log: LogEvidence) -> str | None:
-    """The note for a crash or failure nothing ties to MTP (a crash is a crash: said, with no MTP cause)."""
-    if not (log.crash or log.failure) or mtp_tie(log) is not None or loader_cause(log) is not None:
+    """The note for a crash or failure nothing ties to MTP (a crash is a crash: said, with no MTP cause). An engine's own
+    death line counts (SGLang's watchdog or scheduler exception, a vLLM worker dying), else an exception or a traceback
+    cut before its exception, where no crash or failure line was read: the note says what died, and where."""
+    hits = log.scan
+    death = next((found for found in (hits.first(meaning) for meaning in (Meaning.engine_death, Meaning.exception,
+                                                                           Meaning.traceback)) if found is not None),
+                 None) if hits is not None else None
+    if not (log.crash or log.failure or death) or mtp_tie(log) is not None or loader_cause(log) is not None:
         return None
-    what = log.crash.summary if log.crash else log.failure
-    kind = "a crash" if log.crash else "a failure"
+    what = log.crash.summary if log.crash else log.failure or \
+        f"line {death.number}: {death.message.means}: {death.line[:200]}"  # type: ignore[union-attr]
+    kind = "a crash" if log.crash or not log.failure else "a failure"
     return (f"{log.path}: {kind}, nothing ties it to MTP: {what}; no line shows a speculative or MTP setting, the "
             "drafter's lines or the engine's speculative code, so it names no MTP cause")
 
