@@ -717,6 +717,9 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
                 _put_duration(run, cell, _DURATION_HEAD.search(header[i]))
             else:
                 _put(run, figure, cell, False)
+                noted = _cell_acceptance(cell) if settings[i] is False and figure == "speed" else None
+                if noted is not None:
+                    run.figures.setdefault("rate", noted)  # "3.90 t/s @ 93%"
             if settings[i] is False:
                 for kind, value in extra.items():
                     _put(run, kind or "", value, "%" in value)
@@ -778,6 +781,27 @@ def _accepts_tokens(table: Table, kinds: list[str | None]) -> bool:
         k in ("speed", "latency") and _TOKEN_PACE.search(_words(cell)) for k, cell in zip(kinds, table.header))
 
 
+# ik_llama.cpp's and llama.cpp's threads write a run's acceptance after its speed with "@" ("3.90 t/s @ 93%"); "at 90%"
+# is as often a GPU's load or a power limit.
+_AT_RATE = re.compile(r"@\s*(?P<at>\d{1,3}(?:\.\d{1,4})?)\s*%")
+
+
+def _cell_acceptance(cell: str) -> float | None:
+    """The share of drafts accepted a speed's cell notes after the speed ("3.90 t/s @ 93%", "19.8 tok/s (acceptance
+    71%)"), as a fraction; None where it notes none."""
+    if _cell_figure(cell) != "speed":
+        return None
+    note = _RATE_NOTE.search(cell) or _AT_RATE.search(cell)
+    value = next((float(v) for v in (note.groupdict().values() if note else ()) if v is not None), None)
+    return value / 100 if value is not None and value <= 100 else None
+
+
+def _notes_acceptance(column: list[str]) -> bool:
+    """Whether most of a column's filled cells are speeds noting their acceptance."""
+    filled = [c for c in column if _words(c) not in _ABSENT]
+    return bool(filled) and sum(_cell_acceptance(c) is not None for c in filled) * 2 > len(filled)
+
+
 def _runs_of(table: Table, tie: bool) -> list[_Run]:
     if len(table.header) < 2:
         return []
@@ -792,6 +816,10 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
         # ("With flag", "With the patch"): in a table tied to speculative decoding, its speculation.
         settings = [False if s is None and kinds[i] in (None, "speed", "latency") and _WITH.match(_words(cell)) else s
                     for i, (cell, s) in enumerate(zip(table.header, settings))]
+        # So is a column of speeds whose cells carry the share of drafts accepted ("3.90 t/s @ 93%", "41 tok/s (78%
+        # accepted)"), whatever its header calls the build or the draft length ("main d=2", "this PR d=1").
+        settings = [False if s is None and kinds[i] in (None, "speed") and _notes_acceptance(columns[i]) else s
+                    for i, s in enumerate(settings)]
     if any(s is not None for s in settings):
         return _columns_as_runs(table, kinds, settings)
     if _measured_by_row(table, kinds):
@@ -1338,10 +1366,24 @@ def _unaccepted_as_baseline(samples: list[Sample]) -> list[Sample]:
             if not s.figures.baseline and nothing(s.figures) and s.figures.speed is not None else s for s in samples]
 
 
-# Words of a language model's runs (tokens, a GGUF's quantization) or a drafter's own figures ("mean len", a program's
-# "accept_rate" key): a table of acceptance beside them is a drafter's.
-_MODEL_WORDS = re.compile(r"(?i)\bmean[ _]len\b|\baccept(?:ance)?[ _]len|\bacc(?:ept)?_rate\b|\btok(?:en)?s?\b|\bt/s\b|\btps\b|"
+# An engine's or a model file's words (an engine's name, a GGUF's quantization) or a drafter's own figures ("mean len", a
+# program's "accept_rate" key): a table of acceptance in a paste holding them is a drafter's. Tokens alone are not: a
+# tokenizer's, a rate limiter's or a queue's table has "tokens/s" beside an "accept rate" too.
+_MODEL_WORDS = re.compile(r"(?i)\bmean[ _]len\b|\baccept(?:ance)?[ _]len|\bacc(?:ept)?_rate\b|"
                           r"\b(?:ollama|llama[.-]?\w*|vllm|sglang|lm ?studio)\b|\bgguf\b|\bbpw\b|\b(?:ud-)?i?q\d(?:_[a-z0-9]{1,4}){1,3}\b")
+_DRAFTS = re.compile(r"(?<![a-z])draft(?:s|ed)?(?![a-z])")
+
+
+def _drafts_beside_tokens(table: Table) -> bool:
+    """Whether a table's header names drafts ("Draft Accepted/Total", "draft acceptance") or a speed against a run
+    without speculation ("decode vs baseline", "speedup over baseline") beside tokens' pace ("tps", "Speed (tok/s)", a
+    cell's "61 vs 90 tok/s"): drafts accepted while tokens are decoded, the acceptance what the speed-up comes from. A
+    newsroom's "draft acceptance" has no tokens' pace, a tokenizer's "tokens/s" no drafts and no baseline."""
+    words = [_words(cell) for cell in table.header]
+    compared = any(_BASELINE.search(w) and (_RATIO.search(w) or _SPEEDUP.search(w)) for w in words)
+    paced = any(_TOKEN_PACE.search(w) for w in words) or \
+        compared and any(_SPEED_UNIT.search(_words(cell)) for row in table.rows for cell in row)
+    return (compared or any(_DRAFTS.search(w) for w in words)) and paced
 
 
 def _with_spoken_baseline(runs: list[TableRun], text: str) -> list[TableRun]:
@@ -1392,19 +1434,25 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
         listed = []  # a run is compared with one without speculation, or it is only a speed
     samples: list[Sample] = []
     engine: Engine | None = None
+    drafted = False  # a table's own header names drafts beside tokens' pace
     for table in tables(text):  # the same cut tables as the runs above, read here by their acceptance columns
         header = _header(table.header, raw_table=table.lines[0].lstrip().startswith("|"))
         if header is None:
             continue
-        engine = Engine.llama_cpp if _LLAMA_TABLE.search(" | ".join(table.header)) else engine
+        engine = Engine.llama_cpp if _LLAMA_TABLE.search(" | ".join(table.header)) or \
+            _SWEEP_BENCH.match(" | ".join(table.header)) else engine  # llama-sweep-bench's own columns
+        drafted = drafted or _drafts_beside_tokens(table)
         for cells, number, line in zip(table.rows, table.numbers, table.lines):
             figures = _row(header, cells)
             if figures is None:
                 break  # a row that does not fit the header: the table ended
             if figures != Figures():
                 samples.append(Sample(header.format, figures, line, number))
-    if samples and engine is None and SPECULATIVE_WORDS.search(text) is None and _MODEL_WORDS.search(text) is None:
-        samples = []  # a "draft acceptance" column alone is also a newsroom's: the paste must name a drafter or a model's units
+    if samples and engine is None and not tied and not drafted and _MODEL_WORDS.search(text) is None:
+        # A "draft acceptance" column alone is also a newsroom's, an "accept rate" beside "tokens/s" a tokenizer's or a
+        # rate limiter's: the paste must name a drafter, the draft length, an engine or a model file (what the runs
+        # read by words above need, ``tied``), or the table drafts beside tokens' pace.
+        samples = []
     if samples or listed:
         return samples or listed, engine or owner
     labelled = labelled_samples(text)
