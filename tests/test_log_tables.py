@@ -1248,3 +1248,70 @@ def test_drafts_beside_tokens_pace_or_a_drafters_word_keep_an_acceptance_table(t
         log = read_log(_write(tmp_path, text))
         assert log.acceptance is not None and log.acceptance <= 0.03
         assert _causes(tmp_path, text)[:1] == ["HEAD_DISAGREES"]
+
+
+# SGLang's benchmark sweeps (benchmark/dflash/bench_dflash_gsm8k_sweep.py's _print_summary and _format_table): one grid
+# per figure under its title, the corner "tp\conc" (tensor-parallel size by concurrency), cells right-aligned with two
+# spaces (newer) or Markdown pipes (older), "N/A" where a run is missing, thousands with commas.
+def _grid(title: str, rows: list[list[str]], pipes: bool = False) -> str:
+    header = ["tp\\conc", "1", "8", "32"]
+    if pipes:
+        lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * 4) + " |"]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+    else:
+        widths = [max(len(x[i]) for x in [header, *rows]) for i in range(4)]
+        lines = ["  ".join(c.rjust(w) for c, w in zip(header, widths)), "  ".join("-" * w for w in widths)]
+        lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
+    return f"\n{title}\n" + "\n".join(lines) + "\n"
+
+
+def _sweep_summary(dflash_32: str, pipes: bool = False) -> str:
+    return ("=== DFLASH Sweep Summary ===\nworkload=gsm8k\nskip_baseline=False\n\n=== Backend: fa3 ===\n"
+            + _grid("Baseline output tok/s", [["1", "310.50", "2,101.00", "6,880.25"]], pipes)
+            + _grid("Baseline request e2e latency p50 (s)", [["1", "6.100", "7.020", "9.850"]], pipes)
+            + _grid("DFLASH output tok/s", [["1", "1,020.40", "4,480.10", dflash_32]], pipes)
+            + _grid("DFLASH request e2e latency p50 (s)", [["1", "1.900", "3.300", "11.200"]], pipes)
+            + _grid("DFLASH accuracy", [["1", "0.940", "0.938", "0.941"]], pipes)
+            + _grid("DFLASH acceptance length (mean spec_accept_length)", [["1", "6.210", "6.180", "6.190"]], pipes))
+
+
+@pytest.mark.parametrize("pipes", [False, True])
+def test_a_sweeps_grids_by_tp_and_concurrency(tmp_path: Path, pipes: bool) -> None:
+    text = _sweep_summary("7,950.00", pipes)
+    runs, owner = table_runs(text)
+    assert owner is Engine.sglang and compares(runs)
+    by_key = {(r.baseline, r.key): r for r in runs}
+    assert len(runs) == 6 and by_key[(True, "tp=1, concurrency=32")].speed == 6880.25
+    dflash = by_key[(False, "tp=1, concurrency=8")]
+    assert (dflash.speed, dflash.mean_length) == (4480.10, 6.18)  # the acceptance length's grid joins the speed's
+    assert _causes(tmp_path, text) == []
+    # slower than the baseline at concurrency 32: speculation loses there
+    assert _causes(tmp_path, _sweep_summary("5,200.00", pipes))[:1] == ["SLOWER_THAN_BASELINE"]
+
+
+def test_a_sweeps_grid_with_its_baseline_skipped_is_read_without_a_cause(tmp_path: Path) -> None:
+    # --skip-baseline: only the drafter's grid, read (the engine its format's), no comparison, no cause
+    text = _grid("DFLASH output tok/s", [["1", "1,164.20", "5,010.00", "15,181.06"], ["2", "N/A", "6,100.50", "18,020.00"]])
+    log = read_log(_write(tmp_path, text))
+    assert log.runtime is Engine.sglang
+    assert len(table_runs(text)[0]) == 5 and _causes(tmp_path, text) == []
+
+
+def test_a_speedup_grid_under_one_is_a_slowdown(tmp_path: Path) -> None:
+    text = _grid("Speedup (DFLASH / baseline)", [["1", "3.120", "2.010", "0.880"]])
+    runs, _ = table_runs(text)
+    assert {r.speed for r in runs if not r.baseline} == {3.12, 2.01, 0.88}
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+
+
+@pytest.mark.parametrize("text", [
+    # a database benchmark's grids: threads by clients, its baseline build's queries per second
+    "Baseline QPS\nthreads\\clients     1      32\n---------------  -----  ------\n              4  1,200  18,300\n",
+    # a storage cluster's latency by shards and replicas
+    "| shards\\replicas | 1 | 3 |\n|---|---|---|\n| 2 | 4.1 ms | 6.0 ms |\n| 8 | 3.2 ms | 5.1 ms |\n",
+    # a web framework's throughput grid, a speed but no drafter
+    "\nbaseline requests/s\nworkers\\conns  1  64\n-------------  --  ----\n            2  900  14000\n",
+])
+def test_grids_of_other_software_are_no_runs(tmp_path: Path, text: str) -> None:
+    assert table_runs(text) == ([], None)
+    assert _causes(tmp_path, text) == []
