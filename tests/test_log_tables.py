@@ -1315,3 +1315,11 @@ def test_a_speedup_grid_under_one_is_a_slowdown(tmp_path: Path) -> None:
 def test_grids_of_other_software_are_no_runs(tmp_path: Path, text: str) -> None:
     assert table_runs(text) == ([], None)
     assert _causes(tmp_path, text) == []
+
+
+def test_a_deeper_column_slower_than_a_shallower_one_stays_nmax_too_high(tmp_path: Path) -> None:
+    # The slower condition is the deeper draft length beside a shallower one that pays: the setting to change
+    # (NMAX_TOO_HIGH), before "that column is slower than the baseline under each key".
+    text = ("| bs | no spec | MTP n-max 2 | MTP n-max 4 |\n|---|---|---|---|\n| 1 | 40 t/s | 55 t/s | 38 t/s |\n"
+            "| 8 | 200 t/s | 240 t/s | 180 t/s |\n")
+    assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]

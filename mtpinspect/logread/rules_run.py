@@ -402,12 +402,13 @@ def _keyed(runs: list[LogEvidence]) -> list[Cause]:
         rates = [r.acceptance for r in drafting if r.acceptance is not None]
         if all((r.speed or 0) <= min(bases) for r in drafting) and (not rates or min(rates) >= FINE_ACCEPTANCE):
             return [_slower(base, drafting)]
-    slower = _condition_slower(keys)
-    if slower is not None:
-        return [slower]
     # Draft lengths compared within a key too: another model's or batch size's runs are no deeper drafts of these.
-    return next((found for key_runs in keys.values()
-                 if (found := _deeper_is_slower([r for r in key_runs if not r.baseline and _drafting(r)]))), [])
+    deeper = next((found for key_runs in keys.values()
+                   if (found := _deeper_is_slower([r for r in key_runs if not r.baseline and _drafting(r)]))), [])
+    # Else one drafting condition slower than the baseline under each of its keys (where its deeper drafts are not
+    # what is slow: NMAX_TOO_HIGH above names the setting to change).
+    slower = _condition_slower(keys) if not deeper else None
+    return [slower] if slower is not None else deeper
 
 
 def _condition_slower(keys: dict[str, list[LogEvidence]]) -> Cause | None:
