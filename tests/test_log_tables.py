@@ -1176,3 +1176,150 @@ def test_a_speculative_settings_column_is_a_rows_setting_not_a_run() -> None:
     runs, _ = table_runs(text)
     assert [(r.speed, r.mean_length, r.baseline) for r in runs] == [(180.0, 2.7, False), (205.5, 3.4, False)]
     assert "speculative_eagle_topk 4" in runs[1].setting
+
+
+# -- round 8: a drafting column named by no drafter, and acceptance tables of other software --------------------------
+
+# A pull request's comparison as ik_llama.cpp's and llama.cpp's threads write it: the command with its drafter's flags
+# (ik_llama.cpp's -mtp and --draft-max, common/arg.cpp's --draft-p-min), then a column per build and draft length whose
+# cells carry the speed and, after "@", the share of drafts accepted.
+_BUILD_COLUMNS = ("./llama-server -m model-MTP-Q8_0.gguf -ngl 99 -mtp --draft-max N --draft-p-min 0.0\n"
+                  "| Prompt | no MTP | old build d=1 | new build d=1 | old build d=3 |\n|---|---:|---:|---:|---:|\n"
+                  "| Story | 20.1 t/s | 27.5 t/s @ 88% | 28.0 t/s @ 89% | {story} t/s @ 55% |\n"
+                  "| JSON | 22.4 t/s | 31.0 t/s @ 92% | 30.2 t/s @ 91% | {json} t/s @ 57% |\n")
+
+
+def test_a_column_noting_acceptance_beside_a_baseline_column_drafted(tmp_path: Path) -> None:
+    text = _BUILD_COLUMNS.format(story="19.0", json="21.7")
+    runs, owner = table_runs(text)
+    drafting = [r for r in runs if not r.baseline]
+    assert owner is Engine.llama_cpp and len(drafting) == 6 and compares(runs)
+    assert {(r.setting, r.acceptance) for r in drafting if r.key.startswith("story")} == \
+        {("old build d=1", 0.88), ("new build d=1", 0.89), ("old build d=3", 0.55)}
+    # The one condition slower than the run without it under every key: named, whatever the other columns show.
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "'old build d=3'" in cause.message and "19 against 20.1, 21.7 against 22.4" in cause.message
+    assert cause.confidence < 0.8
+
+
+@pytest.mark.parametrize(("story", "json"), [("19.0", "23.9"), ("24.0", "25.5")])
+def test_a_condition_slower_under_one_key_only_is_no_slowdown(tmp_path: Path, story: str, json: str) -> None:
+    assert _causes(tmp_path, _BUILD_COLUMNS.format(story=story, json=json)) == []
+
+
+def test_a_power_limit_noted_with_at_beside_a_baseline_is_no_drafter(tmp_path: Path) -> None:
+    # llama-bench under GPU power limits, "@ 70%" the limit: no drafter, no draft length in the paste, no runs
+    text = ("| test | baseline | limited |\n|---|---:|---:|\n| tg128 | 41.2 t/s | 35.0 t/s @ 70% |\n"
+            "| tg256 | 40.8 t/s | 34.1 t/s @ 70% |\n")
+    assert table_runs(text) == ([], None)
+    assert _causes(tmp_path, text) == []
+
+
+@pytest.mark.parametrize("text", [
+    # a tokenizer benchmark: tokens per second, and the share of inputs its validator accepted
+    "| tokenizer | tokens/s | accept rate |\n|---|---|---|\n| bpe-fast | 1200000 | 2% |\n| unigram | 800000 | 3% |\n",
+    # a token-bucket rate limiter: tokens refilled per second, requests accepted
+    "| limiter | tokens/s | accept rate |\n|---|---|---|\n| strict | 10 | 1.5% |\n| burst | 50 | 4% |\n",
+    # a message queue's consumers under load, tokens as its auth tokens
+    "queue      tokens/s  acceptance rate\n---------  --------  ---------------\norders     900       3.1%\nbilling    450       2.2%\n",
+    # an A/B test of a code assistant's suggestions: users accepting completions, the model's speed beside it
+    "| variant | tok/s | accept rate |\n|---|---|---|\n| A (control) | 61.0 | 4.1% |\n| B (new ranker) | 60.2 | 3.2% |\n",
+    # a web server's admission control against its baseline: requests, not tokens
+    "| policy | accept rate | throughput vs baseline |\n|---|---|---|\n| shed-50 | 2% | -8% (920 vs 1000 req/s) |\n"
+    "| shed-90 | 4% | -3% (970 vs 1000 req/s) |\n",
+])
+def test_acceptance_tables_of_other_software_with_tokens_are_no_drafters(tmp_path: Path, text: str) -> None:
+    # An accept rate beside tokens per second is not a drafter's (it was HEAD_DISAGREES at 0.7 through the acceptance
+    # columns' reader): the paste names no drafter, no draft length, no engine and no model file.
+    assert _causes(tmp_path, text) == []
+
+
+def test_drafts_beside_tokens_pace_or_a_drafters_word_keep_an_acceptance_table(tmp_path: Path) -> None:
+    # The same shape where the header names drafts beside tokens' pace, or the paste names a drafter: a drafter's table,
+    # read (its acceptance), and at 2-3% the head is refused (HEAD_DISAGREES), as before.
+    drafts = "| prompt | tok/s | draft accepted/total | accept rate |\n|---|---|---|---|\n| a | 30.1 | 2/100 | 2% |\n" \
+             "| b | 29.5 | 3/100 | 3% |\n"
+    # (a decode speed against the run without speculation beside the acceptance says the same: the speed-up it buys)
+    versus = "| backend | accept rate | decode vs baseline |\n|---|---|---|\n| CUDA | 2.5% | -40% (30 vs 50 tok/s) |\n" \
+             "| Vulkan | 3% | -35% (32 vs 49 tok/s) |\n"
+    named = "EAGLE3 draft head, first try:\n\n| prompt | tokens/s | accept rate |\n|---|---|---|\n| a | 30.1 | 2% |\n" \
+            "| b | 29.5 | 3% |\n"
+    for text in (drafts, versus, named):
+        log = read_log(_write(tmp_path, text))
+        assert log.acceptance is not None and log.acceptance <= 0.03
+        assert _causes(tmp_path, text)[:1] == ["HEAD_DISAGREES"]
+
+
+# SGLang's benchmark sweeps (benchmark/dflash/bench_dflash_gsm8k_sweep.py's _print_summary and _format_table): one grid
+# per figure under its title, the corner "tp\conc" (tensor-parallel size by concurrency), cells right-aligned with two
+# spaces (newer) or Markdown pipes (older), "N/A" where a run is missing, thousands with commas.
+def _grid(title: str, rows: list[list[str]], pipes: bool = False) -> str:
+    header = ["tp\\conc", "1", "8", "32"]
+    if pipes:
+        lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * 4) + " |"]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+    else:
+        widths = [max(len(x[i]) for x in [header, *rows]) for i in range(4)]
+        lines = ["  ".join(c.rjust(w) for c, w in zip(header, widths)), "  ".join("-" * w for w in widths)]
+        lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
+    return f"\n{title}\n" + "\n".join(lines) + "\n"
+
+
+def _sweep_summary(dflash_32: str, pipes: bool = False) -> str:
+    return ("=== DFLASH Sweep Summary ===\nworkload=gsm8k\nskip_baseline=False\n\n=== Backend: fa3 ===\n"
+            + _grid("Baseline output tok/s", [["1", "310.50", "2,101.00", "6,880.25"]], pipes)
+            + _grid("Baseline request e2e latency p50 (s)", [["1", "6.100", "7.020", "9.850"]], pipes)
+            + _grid("DFLASH output tok/s", [["1", "1,020.40", "4,480.10", dflash_32]], pipes)
+            + _grid("DFLASH request e2e latency p50 (s)", [["1", "1.900", "3.300", "11.200"]], pipes)
+            + _grid("DFLASH accuracy", [["1", "0.940", "0.938", "0.941"]], pipes)
+            + _grid("DFLASH acceptance length (mean spec_accept_length)", [["1", "6.210", "6.180", "6.190"]], pipes))
+
+
+@pytest.mark.parametrize("pipes", [False, True])
+def test_a_sweeps_grids_by_tp_and_concurrency(tmp_path: Path, pipes: bool) -> None:
+    text = _sweep_summary("7,950.00", pipes)
+    runs, owner = table_runs(text)
+    assert owner is Engine.sglang and compares(runs)
+    by_key = {(r.baseline, r.key): r for r in runs}
+    assert len(runs) == 6 and by_key[(True, "tp=1, concurrency=32")].speed == 6880.25
+    dflash = by_key[(False, "tp=1, concurrency=8")]
+    assert (dflash.speed, dflash.mean_length) == (4480.10, 6.18)  # the acceptance length's grid joins the speed's
+    assert _causes(tmp_path, text) == []
+    # slower than the baseline at concurrency 32: speculation loses there
+    assert _causes(tmp_path, _sweep_summary("5,200.00", pipes))[:1] == ["SLOWER_THAN_BASELINE"]
+
+
+def test_a_sweeps_grid_with_its_baseline_skipped_is_read_without_a_cause(tmp_path: Path) -> None:
+    # --skip-baseline: only the drafter's grid, read (the engine its format's), no comparison, no cause
+    text = _grid("DFLASH output tok/s", [["1", "1,164.20", "5,010.00", "15,181.06"], ["2", "N/A", "6,100.50", "18,020.00"]])
+    log = read_log(_write(tmp_path, text))
+    assert log.runtime is Engine.sglang
+    assert len(table_runs(text)[0]) == 5 and _causes(tmp_path, text) == []
+
+
+def test_a_speedup_grid_under_one_is_a_slowdown(tmp_path: Path) -> None:
+    text = _grid("Speedup (DFLASH / baseline)", [["1", "3.120", "2.010", "0.880"]])
+    runs, _ = table_runs(text)
+    assert {r.speed for r in runs if not r.baseline} == {3.12, 2.01, 0.88}
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+
+
+@pytest.mark.parametrize("text", [
+    # a database benchmark's grids: threads by clients, its baseline build's queries per second
+    "Baseline QPS\nthreads\\clients     1      32\n---------------  -----  ------\n              4  1,200  18,300\n",
+    # a storage cluster's latency by shards and replicas
+    "| shards\\replicas | 1 | 3 |\n|---|---|---|\n| 2 | 4.1 ms | 6.0 ms |\n| 8 | 3.2 ms | 5.1 ms |\n",
+    # a web framework's throughput grid, a speed but no drafter
+    "\nbaseline requests/s\nworkers\\conns  1  64\n-------------  --  ----\n            2  900  14000\n",
+])
+def test_grids_of_other_software_are_no_runs(tmp_path: Path, text: str) -> None:
+    assert table_runs(text) == ([], None)
+    assert _causes(tmp_path, text) == []
+
+
+def test_a_deeper_column_slower_than_a_shallower_one_stays_nmax_too_high(tmp_path: Path) -> None:
+    # The slower condition is the deeper draft length beside a shallower one that pays: the setting to change
+    # (NMAX_TOO_HIGH), before "that column is slower than the baseline under each key".
+    text = ("| bs | no spec | MTP n-max 2 | MTP n-max 4 |\n|---|---|---|---|\n| 1 | 40 t/s | 55 t/s | 38 t/s |\n"
+            "| 8 | 200 t/s | 240 t/s | 180 t/s |\n")
+    assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]

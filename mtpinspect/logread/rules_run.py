@@ -21,7 +21,8 @@
   drafting run no faster than the baseline while its drafts are accepted (50% or more) -> SLOWER_THAN_BASELINE; a table
   read by its words (tables.py) compares its runs within each key (batch size, prompt, a speed column's condition):
   one key where every drafting run is no faster than that key's baseline (as fast is no gain), its drafts accepted or their rate not
-  shown -> SLOWER_THAN_BASELINE; a
+  shown -> SLOWER_THAN_BASELINE; so is one drafting condition (a column: "main d=2") no faster than each key's baseline
+  under two keys or more, whatever the other columns show; a
   run that drafts more tokens per step (its n-max) decoding slower than one that drafts fewer ->
   NMAX_TOO_HIGH; both at medium confidence (the paste's own timings, not measured here);
 - llama.cpp crashes with a known place: "invalid vector subscript" while loading a draft or MTP head
@@ -414,8 +415,33 @@ def _keyed(runs: list[LogEvidence]) -> list[Cause]:
         if all((r.speed or 0) <= min(bases) for r in drafting) and (not rates or min(rates) >= FINE_ACCEPTANCE):
             return [_slower(base, drafting)]
     # Draft lengths compared within a key too: another model's or batch size's runs are no deeper drafts of these.
-    return next((found for key_runs in keys.values()
-                 if (found := _deeper_is_slower([r for r in key_runs if not r.baseline and _drafting(r)]))), [])
+    deeper = next((found for key_runs in keys.values()
+                   if (found := _deeper_is_slower([r for r in key_runs if not r.baseline and _drafting(r)]))), [])
+    # Else one drafting condition slower than the baseline under each of its keys (where its deeper drafts are not
+    # what is slow: NMAX_TOO_HIGH above names the setting to change).
+    slower = _condition_slower(keys) if not deeper else None
+    return [slower] if slower is not None else deeper
+
+
+def _condition_slower(keys: dict[str, list[LogEvidence]]) -> Cause | None:
+    """One drafting condition of a table (a column: a build, a draft length, "main d=2" beside "this PR d=2") timed under
+    two keys or more beside each key's run without speculation, and no faster than it under every one, its drafts
+    accepted (or the table does not say): that condition costs more than it gains, whatever the other columns show.
+    A row's own setting (one key) is no condition: its deeper drafts are NMAX_TOO_HIGH's to judge."""
+    timed: dict[str, list[tuple[LogEvidence, LogEvidence]]] = {}  # a condition's runs, each with its key's baseline
+    for key_runs in keys.values():
+        bases = [r for r in key_runs if r.baseline and r.speed]
+        if len(bases) != 1:
+            continue  # no run without speculation under this key, or several: which one is not said
+        for run in key_runs:
+            if not run.baseline and run.speed and run.setting:
+                timed.setdefault(run.setting, []).append((bases[0], run))
+    for pairs in timed.values():
+        rates = [r.acceptance for _, r in pairs if r.acceptance is not None]
+        if len(pairs) >= 2 and all((r.speed or 0) <= (b.speed or 0) for b, r in pairs) and \
+                (not rates or min(rates) >= FINE_ACCEPTANCE):
+            return _slower(pairs[0][0], [r for _, r in pairs], pairs[0][1].setting or "", tuple(b.speed or 0 for b, _ in pairs))
+    return None
 
 
 def _without_drafting(log: LogEvidence) -> bool:
@@ -434,7 +460,9 @@ def _row(log: LogEvidence) -> str:
     return f"{log.source}: {where}"
 
 
-def _slower(base: LogEvidence, drafting: list[LogEvidence]) -> Cause:
+def _slower(base: LogEvidence, drafting: list[LogEvidence], condition: str = "", against: tuple[float, ...] = ()) -> Cause:
+    """``condition``: one drafting column's name, slower than the run without speculation under each of its keys
+    (``against``: each key's speed without speculation, in ``drafting``'s order)."""
     assert base.speed is not None
     best = max(drafting, key=lambda r: r.speed or 0.0)
     rates = [r.acceptance for r in drafting if r.acceptance is not None]
@@ -443,8 +471,11 @@ def _slower(base: LogEvidence, drafting: list[LogEvidence]) -> Cause:
     unit = " tok/s" if base.speed_unit is None else base.speed_unit
     shown = (f"best {best.speed:g} against {base.speed:g}{unit}" if unit != "1/s" else  # durations: as pasted
              f"the fastest took {1 / best.speed:g} s against {1 / base.speed:g} s")
-    return Cause("SLOWER_THAN_BASELINE", 0.6,
-                 f"{accepted}every speculative run{key} decodes no faster than the run without it ({shown}, as pasted)",
+    if against:
+        shown = ", ".join(f"{r.speed:g} against {b:g}" for r, b in zip(drafting[:4], against)) + unit
+    said = f"'{condition[:80]}' decodes no faster than the run without it under each key" if condition else \
+        f"every speculative run{key} decodes no faster than the run without it"
+    return Cause("SLOWER_THAN_BASELINE", 0.6, f"{accepted}{said} ({shown}, as pasted)",
                  (_row(base), *(_row(r) for r in drafting[:4])),
                  "leave speculative decoding off on this machine and model, or measure where it pays: mtpinspect sweep "
                  "MODEL (it times each n-max against the baseline)", (EvidenceSource.log,))

@@ -51,6 +51,13 @@ questions", a row naming an acceptance measure) are a drafting run per column; M
 above it the header whatever its cells; a drafter's on/off column outranks a row label's "baseline"; an engine's own
 flags (--enforce-eager, --disable-cuda-graph, --n-gpu-layers) name it before a figure's words do.
 
+Round 8: beside a column without speculation, a column of speeds whose cells note their acceptance ("3.90 t/s @ 93%")
+drafted, whatever its header calls the build; a grid of one figure by two keys under its title, its corner naming both
+("tp\\conc", SGLang's benchmark sweeps: :func:`_grid_runs`), a run per cell, the grids of one sweep joined by run and
+key; an acceptance column is read only where the paste names a drafter, the draft length, an engine or a model file,
+or its header names drafts or a speed against the baseline beside tokens' pace (a tokenizer's "accept rate" beside
+"tokens/s" is not a drafter's).
+
 The samples runs.py takes of a paste (:func:`table_samples`, the one entry): the runs above where they compare a run
 without speculation with one with it, or sweep a speculative setting (:func:`swept`); else the acceptance and
 mean-length columns of a table (:func:`_header`, :func:`_row`: a row a category of one run's prompts, or a run of its
@@ -314,6 +321,8 @@ def _number(cell: str) -> tuple[float, str] | None:
 def _is_header(cells: tuple[str, ...]) -> bool:
     """A header row: most of its cells are words (an empty first cell is a header's corner)."""
     worded = sum(1 for c in cells if c.strip(" *_`") and _number(c) is None)
+    if len(cells) >= 2 and _GRID_CORNER.match(_words(cells[0])) and all(_number(c) is not None for c in cells[1:]):
+        return True  # a grid's corner ("tp\\conc") over its column key's values
     return worded * 2 > len(cells) and not any(c.rstrip().endswith(":") for c in cells[:1])
 
 
@@ -487,6 +496,7 @@ class TableRun:
     mean_length: float | None = None
     span: tuple[int, int] = (0, 0)  # the first and last line of the table or block it was read from
     depth: int | None = None  # its draft length, where a draft-length column gives it
+    grid: bool = False  # a cell of a grid of one figure by two keys under its title ("DFLASH output tok/s")
 
 
 @dataclass
@@ -502,6 +512,7 @@ class _Run:
     unaccepted: bool = False  # its acceptance cells are marked empty ("-", "N/A") in a table that has acceptance
     depth: int | None = None  # the draft length its table's draft-length column gives ("n-max", "draft tokens")
     span: tuple[int, int] = (0, 0)
+    grid: bool = False
 
 
 # An acceptance cell written as the counts it comes from ("4,379 / 6,630 = 66 %", "282/453").
@@ -717,6 +728,9 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
                 _put_duration(run, cell, _DURATION_HEAD.search(header[i]))
             else:
                 _put(run, figure, cell, False)
+                noted = _cell_acceptance(cell) if settings[i] is False and figure == "speed" else None
+                if noted is not None:
+                    run.figures.setdefault("rate", noted)  # "3.90 t/s @ 93%"
             if settings[i] is False:
                 for kind, value in extra.items():
                     _put(run, kind or "", value, "%" in value)
@@ -778,9 +792,87 @@ def _accepts_tokens(table: Table, kinds: list[str | None]) -> bool:
         k in ("speed", "latency") and _TOKEN_PACE.search(_words(cell)) for k, cell in zip(kinds, table.header))
 
 
+# ik_llama.cpp's and llama.cpp's threads write a run's acceptance after its speed with "@" ("3.90 t/s @ 93%"); "at 90%"
+# is as often a GPU's load or a power limit.
+_AT_RATE = re.compile(r"@\s*(?P<at>\d{1,3}(?:\.\d{1,4})?)\s*%")
+
+
+def _cell_acceptance(cell: str) -> float | None:
+    """The share of drafts accepted a speed's cell notes after the speed ("3.90 t/s @ 93%", "19.8 tok/s (acceptance
+    71%)"), as a fraction; None where it notes none."""
+    if _cell_figure(cell) != "speed":
+        return None
+    note = _RATE_NOTE.search(cell) or _AT_RATE.search(cell)
+    value = next((float(v) for v in (note.groupdict().values() if note else ()) if v is not None), None)
+    return value / 100 if value is not None and value <= 100 else None
+
+
+def _notes_acceptance(column: list[str]) -> bool:
+    """Whether most of a column's filled cells are speeds noting their acceptance."""
+    filled = [c for c in column if _words(c) not in _ABSENT]
+    return bool(filled) and sum(_cell_acceptance(c) is not None for c in filled) * 2 > len(filled)
+
+
+# A grid's corner names its rows' key and its columns' ("tp\\conc": tensor-parallel size by concurrency), as SGLang's
+# benchmark sweeps print one grid per figure under its title (benchmark/dflash/bench_dflash_gsm8k_sweep.py's
+# _format_table: "DFLASH output tok/s", "Baseline output tok/s", "Speedup (DFLASH / baseline)", "DFLASH acceptance
+# length (mean spec_accept_length)"), aligned with spaces or as Markdown pipes.
+_GRID_CORNER = re.compile(r"^(?P<rows>[a-z][a-z ]{0,20}?)\s?\\\s?(?P<columns>[a-z][a-z ]{0,20})$")
+
+
+def _grid(table: Table) -> re.Match[str] | None:
+    """A grid's corner where the table is one: the corner cell names two keys and the other header cells are the
+    column key's values."""
+    corner = _GRID_CORNER.match(_words(table.header[0]))
+    return corner if corner is not None and all(_number(c) is not None for c in table.header[1:]) else None
+
+
+def _grid_runs(table: Table, corner: re.Match[str], tie: bool) -> list[_Run]:
+    """A run per cell of a grid of one figure (its title names the figure and the run: "DFLASH output tok/s" drafted,
+    "Baseline output tok/s" did not; a speed-up is the drafting run's over the one without), keyed by its row's and its
+    column's values. A title that names no drafter, in a paste that names none, is someone else's grid."""
+    title = _words(table.heading)
+    figure = _figure(title)
+    if figure not in ("speed", "latency", "length", "rate", "speedup") or not (tie or _TIE.search(title)):
+        return []
+    said = False if figure == "speedup" else _setting(title)
+    if said is None:
+        return []
+    rows_key, columns_key = (_KEY_NAMES.get(k.strip(), k.strip()) for k in corner.group("rows", "columns"))
+    runs: list[_Run] = []
+    for cells, number, line in zip(table.rows, table.numbers, table.lines):
+        for value, cell in zip(table.header[1:], cells[1:]):
+            key = f"{rows_key}={_words(cells[0])}, {columns_key}={_words(value)}"
+            run = _Run(table.heading[:120], said, key, line, number, {}, grid=True)
+            _put(run, figure, cell, False)
+            if run.figures:
+                runs.append(run)
+    return runs
+
+
+def _merged_grids(runs: list[_Run]) -> list[_Run]:
+    """The runs of a sweep's grids joined by run and key: a drafting run's speed from one grid, its acceptance length
+    from the next."""
+    merged: dict[tuple[bool | None, str], _Run] = {}
+    out: list[_Run] = []
+    for run in runs:
+        if not run.grid:
+            out.append(run)
+        elif (found := merged.get((run.baseline, run.key))) is None:
+            merged[(run.baseline, run.key)] = run
+            out.append(run)
+        else:
+            for name, value in run.figures.items():
+                found.figures.setdefault(name, value)
+    return out
+
+
 def _runs_of(table: Table, tie: bool) -> list[_Run]:
     if len(table.header) < 2:
         return []
+    corner = _grid(table)
+    if corner is not None:
+        return _grid_runs(table, corner, tie)
     columns = [[row[i] for row in table.rows] for i in range(len(table.header))]
     read = [_column_kind(cell, columns[i], i == 0) for i, cell in enumerate(table.header)]
     kinds, settings = [k for k, _ in read], [s for _, s in read]
@@ -792,6 +884,10 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
         # ("With flag", "With the patch"): in a table tied to speculative decoding, its speculation.
         settings = [False if s is None and kinds[i] in (None, "speed", "latency") and _WITH.match(_words(cell)) else s
                     for i, (cell, s) in enumerate(zip(table.header, settings))]
+        # So is a column of speeds whose cells carry the share of drafts accepted ("3.90 t/s @ 93%", "41 tok/s (78%
+        # accepted)"), whatever its header calls the build or the draft length ("main d=2", "this PR d=1").
+        settings = [False if s is None and kinds[i] in (None, "speed") and _notes_acceptance(columns[i]) else s
+                    for i, s in enumerate(settings)]
     if any(s is not None for s in settings):
         return _columns_as_runs(table, kinds, settings)
     if _measured_by_row(table, kinds):
@@ -821,9 +917,10 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
 # Flags beside them are one engine's too: vLLM's --enforce-eager, --gpu-memory-utilization, --max-num-seqs,
 # --max-model-len (vllm/engine/arg_utils.py); SGLang's --mem-fraction-static, --disable-cuda-graph, --cuda-graph-max-bs
 # (sglang/srt/server_args.py); llama.cpp's --n-gpu-layers, --ctx-size, --cache-type-k (common/arg.cpp).
+# SGLang's benchmark sweeps print their grids with the corner "tp\\conc" (_GRID_CORNER): the format names its writer.
 _ENGINE_WORDS = ((Engine.vllm, re.compile(r"\bvllm\b|num speculative tokens|speculative config|enforce eager|gpu memory utilization|"
                                           r"max num seqs|max model len")),
-                 (Engine.sglang, re.compile(r"\bsglang\b|speculative num steps|speculative algorithm|speculative eagle topk|num draft\b|"
+                 (Engine.sglang, re.compile(r"\bsglang\b|\btp ?\\ ?conc\b|speculative num steps|speculative algorithm|speculative eagle topk|num draft\b|"
                                             r"enable multi layer eagle|\btopk\b|mem fraction static|disable cuda graph|cuda graph max bs")),
                  (Engine.llama_cpp, re.compile(r"llama server|llama\.cpp|llama cpp|\bn max\b|spec draft|\bdraft (?:p (?:min|split)|max|min)\b|"
                                                r"\bgguf\b|\bollama\b|n gpu layers|ctx size|cache type k")),
@@ -903,7 +1000,7 @@ def _paired_by_name(runs: list[_Run]) -> list[_Run]:
 
 
 def _as_table_runs(run: _Run) -> list[TableRun]:
-    return [replace(table_run, span=run.span) for table_run in _table_runs_of(run)]
+    return [replace(table_run, span=run.span, grid=run.grid) for table_run in _table_runs_of(run)]
 
 
 def _table_runs_of(run: _Run) -> list[TableRun]:
@@ -1024,8 +1121,12 @@ def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
     tie = SPECULATIVE_WORDS.search(text) is not None
     found: list[_Run] = []
     words = []
-    for table in tables(text):
-        read = _runs_of(table, tie)
+    cut = tables(text)
+    # A sweep's grids tie one another: the drafter's title ("DFLASH output tok/s") makes "Baseline output tok/s" its
+    # run without speculation.
+    grids_tie = any(_grid(t) is not None and _TIE.search(_words(t.heading)) for t in cut)
+    for table in cut:
+        read = _runs_of(table, tie or grids_tie and _grid(table) is not None)
         for run in read:
             run.span = (table.numbers[0], table.numbers[-1])
         found += read
@@ -1035,7 +1136,7 @@ def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
     words += [_words(b.heading) for b in blocks]
     found += _command_runs(text)
     found += _arrow_runs(text)
-    runs = [table_run for run in found for table_run in _as_table_runs(run)]
+    runs = [table_run for run in _merged_grids(found) for table_run in _as_table_runs(run)]
     joined = " ".join(words)
     engine = next((e for e, pattern in _ENGINE_WORDS if pattern.search(joined)), None)
     return runs, engine if runs else None
@@ -1338,10 +1439,24 @@ def _unaccepted_as_baseline(samples: list[Sample]) -> list[Sample]:
             if not s.figures.baseline and nothing(s.figures) and s.figures.speed is not None else s for s in samples]
 
 
-# Words of a language model's runs (tokens, a GGUF's quantization) or a drafter's own figures ("mean len", a program's
-# "accept_rate" key): a table of acceptance beside them is a drafter's.
-_MODEL_WORDS = re.compile(r"(?i)\bmean[ _]len\b|\baccept(?:ance)?[ _]len|\bacc(?:ept)?_rate\b|\btok(?:en)?s?\b|\bt/s\b|\btps\b|"
+# An engine's or a model file's words (an engine's name, a GGUF's quantization) or a drafter's own figures ("mean len", a
+# program's "accept_rate" key): a table of acceptance in a paste holding them is a drafter's. Tokens alone are not: a
+# tokenizer's, a rate limiter's or a queue's table has "tokens/s" beside an "accept rate" too.
+_MODEL_WORDS = re.compile(r"(?i)\bmean[ _]len\b|\baccept(?:ance)?[ _]len|\bacc(?:ept)?_rate\b|"
                           r"\b(?:ollama|llama[.-]?\w*|vllm|sglang|lm ?studio)\b|\bgguf\b|\bbpw\b|\b(?:ud-)?i?q\d(?:_[a-z0-9]{1,4}){1,3}\b")
+_DRAFTS = re.compile(r"(?<![a-z])draft(?:s|ed)?(?![a-z])")
+
+
+def _drafts_beside_tokens(table: Table) -> bool:
+    """Whether a table's header names drafts ("Draft Accepted/Total", "draft acceptance") or a speed against a run
+    without speculation ("decode vs baseline", "speedup over baseline") beside tokens' pace ("tps", "Speed (tok/s)", a
+    cell's "61 vs 90 tok/s"): drafts accepted while tokens are decoded, the acceptance what the speed-up comes from. A
+    newsroom's "draft acceptance" has no tokens' pace, a tokenizer's "tokens/s" no drafts and no baseline."""
+    words = [_words(cell) for cell in table.header]
+    compared = any(_BASELINE.search(w) and (_RATIO.search(w) or _SPEEDUP.search(w)) for w in words)
+    paced = any(_TOKEN_PACE.search(w) for w in words) or \
+        compared and any(_SPEED_UNIT.search(_words(cell)) for row in table.rows for cell in row)
+    return (compared or any(_DRAFTS.search(w) for w in words)) and paced
 
 
 def _with_spoken_baseline(runs: list[TableRun], text: str) -> list[TableRun]:
@@ -1380,7 +1495,9 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
         return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], engine
     tied = SPECULATIVE_WORDS.search(text) is not None or _DRAFT_LENGTH.search(text) is not None or \
         _ACCEPT_LENGTH.search(text.lower()) is not None  # the paste names a drafter, the draft length or an accept length
-    if swept(runs, tied):  # a speculative setting swept, read by any table's words (before the acceptance columns' names)
+    if swept(runs, tied) or runs and all(run.grid for run in runs):
+        # A speculative setting swept, read by any table's words (before the acceptance columns' names); a sweep's grids
+        # of one drafter's figures by key (its run without speculation skipped): settings side by side.
         return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
     low = text.lower()
     if "acc" not in low and "mean len" not in low and "|" not in text and "/s" not in text:
@@ -1392,19 +1509,25 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
         listed = []  # a run is compared with one without speculation, or it is only a speed
     samples: list[Sample] = []
     engine: Engine | None = None
+    drafted = False  # a table's own header names drafts beside tokens' pace
     for table in tables(text):  # the same cut tables as the runs above, read here by their acceptance columns
         header = _header(table.header, raw_table=table.lines[0].lstrip().startswith("|"))
         if header is None:
             continue
-        engine = Engine.llama_cpp if _LLAMA_TABLE.search(" | ".join(table.header)) else engine
+        engine = Engine.llama_cpp if _LLAMA_TABLE.search(" | ".join(table.header)) or \
+            _SWEEP_BENCH.match(" | ".join(table.header)) else engine  # llama-sweep-bench's own columns
+        drafted = drafted or _drafts_beside_tokens(table)
         for cells, number, line in zip(table.rows, table.numbers, table.lines):
             figures = _row(header, cells)
             if figures is None:
                 break  # a row that does not fit the header: the table ended
             if figures != Figures():
                 samples.append(Sample(header.format, figures, line, number))
-    if samples and engine is None and SPECULATIVE_WORDS.search(text) is None and _MODEL_WORDS.search(text) is None:
-        samples = []  # a "draft acceptance" column alone is also a newsroom's: the paste must name a drafter or a model's units
+    if samples and engine is None and not tied and not drafted and _MODEL_WORDS.search(text) is None:
+        # A "draft acceptance" column alone is also a newsroom's, an "accept rate" beside "tokens/s" a tokenizer's or a
+        # rate limiter's: the paste must name a drafter, the draft length, an engine or a model file (what the runs
+        # read by words above need, ``tied``), or the table drafts beside tokens' pace.
+        samples = []
     if samples or listed:
         return samples or listed, engine or owner
     labelled = labelled_samples(text)
