@@ -197,7 +197,8 @@ def _unused_head_causes(
 ) -> list[Cause]:
     if log.drafted_anything or not log.unused_nextn:
         return []
-    evidence = (f"model has unused tensor {log.unused_nextn[0]} (and {len(log.unused_nextn) - 1} more nextn tensors)",
+    evidence = (f"{log.unused_nextn_line or f'model has unused tensor {log.unused_nextn[0]}'} "
+                f"(and {len(log.unused_nextn) - 1} more nextn tensors)",
                 f"{log.path}: no draft acceptance line")
     arch = log.architecture or (static.architecture if static else None)
     if asked_mtp or (arch is not None and llama_cpp_graph(arch) is GraphSupport.unused):

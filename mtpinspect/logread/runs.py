@@ -70,6 +70,7 @@ class LogEvidence:
     samples: list[Sample] = json_field(omit=True, default_factory=list)  # every metrics line, as read
     statistics: list[Figures] = json_field(omit=True, default_factory=list)  # llama.cpp: last totals per implementation
     unused_nextn: list[str] = json_field(omit=True, default_factory=list)
+    unused_nextn_line: str | None = json_field(omit=True, default=None)  # "line N: ..." of the first of them
     mtp_context: str | None = json_field(omit=True, default=None)  # the line that shows MTP was set up, if any
     offered_spec_types: tuple[str, ...] | None = json_field(omit=True, default=None)  # the build's --spec-type list
     failure: str | None = None
@@ -293,6 +294,12 @@ class _Whole:
     @cached_property
     def unused_nextn(self) -> list[str]:
         return unused_nextn_tensors(self.spoken)
+
+    def unused_nextn_line(self, first: int) -> str | None:
+        """The first unused nextn tensor's loader line as cited, so a reading resting on it names its line."""
+        if not self.unused_nextn:
+            return None
+        return _cited_line(self.spoken, (f"model has unused tensor {self.unused_nextn[0]}",), first)
 
     def crash_line(self, crash: Crash, first: int) -> str | None:
         """The crash's first line as cited (the same for every run of the text)."""
@@ -576,6 +583,7 @@ def _metrics(path: str, text: str) -> LogEvidence:
 
 def _llama_settings(evidence: LogEvidence, reading: Reading, whole: _Whole, first: int) -> None:
     evidence.unused_nextn = whole.unused_nextn
+    evidence.unused_nextn_line = whole.unused_nextn_line(first)
     evidence.mtp_context = reading.setting("mtp_context")
     if reading.failures and reading.engine.failure_of is not None:
         evidence.failure = whole.failure_of(reading.engine.failure_of)
