@@ -1323,3 +1323,49 @@ def test_a_deeper_column_slower_than_a_shallower_one_stays_nmax_too_high(tmp_pat
     text = ("| bs | no spec | MTP n-max 2 | MTP n-max 4 |\n|---|---|---|---|\n| 1 | 40 t/s | 55 t/s | 38 t/s |\n"
             "| 8 | 200 t/s | 240 t/s | 180 t/s |\n")
     assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]
+
+
+# -- a table of runs one a row beside the engine's own figure lines (issue 42, round 9) -------------------------------
+# llama-server prints "draft acceptance rate = R (A accepted / G generated)" per request (tools/server/server-context.cpp)
+# and the "statistics <impl>:" totals (common/speculative.cpp); vLLM its "SpecDecoding metrics:" line
+# (v1/spec_decode/metrics.py). A poster pastes the run that works and sums the others up in a table, one backend,
+# build or GPU a row (the NextN Vulkan/HIP reports on llama.cpp's tracker take this shape).
+
+_SERVER_LINES = ("draft acceptance rate = 0.74000 (   74 accepted /   100 generated)\n"
+                 "statistics mtp: #calls(b,g,a) = 1 99 73, #gen drafts = 99, #acc drafts = 70, #gen tokens = 100, "
+                 "#acc tokens = 74,\n")
+
+
+def test_a_table_of_backends_beside_the_servers_lines_is_judged_row_by_row(tmp_path: Path) -> None:
+    text = _SERVER_LINES + ("\n| Backend | MTP | tg t/s | Accept rate |\n|---|---|---|---|\n"
+                            "| CUDA | on | 61.2 | **74.0%** (74/100) |\n| SYCL | on | n/a | **0.9%** (1/110) |\n"
+                            "| SYCL | off | 40.5 | n/a |\n")
+    cause, report = _cause(tmp_path, text, "HEAD_DISAGREES")
+    assert report.logs[0].accepted == 74 and report.logs[0].drafted == 100  # the log's run, first, as read
+    assert [(log.accepted, log.drafted) for log in report.logs[1:]] == [(74, 100), (1, 110), (None, None)]
+    assert any("| SYCL | on |" in line for line in cause.evidence)
+
+
+def test_a_table_of_gpus_beside_vllms_line_is_judged_row_by_row(tmp_path: Path) -> None:
+    text = ("INFO 05-06 06:11:23 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 2.61, Accepted: 5010 "
+            "tokens, Drafted: 6200 tokens, Per-position acceptance rate: 0.850, 0.760, Avg Draft acceptance rate: 80.8%\n\n"
+            "| GPU | acceptance rate |\n|---|---|\n| H100 | 80.8% |\n| MI300X | 1.2% |\n")
+    _, report = _cause(tmp_path, text, "HEAD_DISAGREES")
+    assert report.logs[0].runtime is Engine.vllm and report.logs[0].accepted == 5010
+    assert [log.acceptance for log in report.logs[1:]] == pytest.approx([0.808, 0.012])
+
+
+def test_a_table_of_healthy_backends_beside_the_servers_lines_gives_no_cause(tmp_path: Path) -> None:
+    text = _SERVER_LINES + "\n| Build | Accept rate |\n|---|---|\n| b9100 | 73% |\n| b9246 | 75% |\n"
+    assert _causes(tmp_path, text) == []
+
+
+@pytest.mark.parametrize("text", [
+    # a load balancer's upstreams: connections accepted of those offered, one backend a row, beside its access log
+    '10.0.0.7 - - [06/May/2026:06:11:23 +0000] "GET /health HTTP/1.1" 200 2 "-" "kube-probe/1.29"\n\n'
+    "| Backend | Accept rate |\n|---|---|\n| app-1 | 99.1% (991/1000) |\n| app-2 | 0.4% (4/1000) |\n",
+    # a CI dashboard's builds: pull requests accepted by the merge queue, one build a row
+    "| Build | Accept rate | Queue time |\n|---|---|---|\n| nightly | 92% (46/50) | 12 min |\n| release | 1% (1/100) | 3 h |\n",
+])
+def test_no_cause_for_tables_of_runs_of_other_software(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []

@@ -34,7 +34,7 @@ from mtpinspect.logread.catalogue import Meaning, Scan, Seen, kinds_read, scan
 from mtpinspect.logread.figures import LogLines, Reading, Sample, combine, read_lines, with_ratios
 from mtpinspect.logread.formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
 from mtpinspect.logread.run_facts import LogApp, MtpUse, RunFacts, read_run
-from mtpinspect.logread.tables import names_drafting, sentence_baselines, table_samples, without_speculation
+from mtpinspect.logread.tables import TABLE_RUNS_FORMAT, names_drafting, sentence_baselines, table_samples, without_speculation
 from mtpinspect.logread.voices import engine_command, prompt_command, without_content, without_transfer_words
 from mtpinspect.runtime.crash import Crash, crash_in_log
 from mtpinspect.runtime.logs import unused_nextn_tensors
@@ -237,9 +237,10 @@ def _read_text(name: str, text: str, spoken: str, lines: LogLines | None, first:
         readings = {e: replace(r, samples=[]) for e, r in lines.readings.items()}
         readings[main] = replace(readings[main], samples=list(rows))
         lines = replace(lines, readings=readings)
-    elif rows and any(r.figures.group is not None for r in rows):
-        # A table comparing runs with and without speculation beside the engine's own figure lines: the log's run is
-        # judged on its lines, the table's runs apart, after it (never added to the log's figures).
+    elif rows and (any(r.figures.group is not None for r in rows) or _runs_apart(rows)):
+        # A table comparing runs with and without speculation, or a table of runs one a row (a backend, a build, a
+        # model each: "| Vulkan | 0.7% (2/297) |" beside "HIP"), beside the engine's own figure lines: the log's run
+        # is judged on its lines, the table's runs apart, after it (never added to the log's figures).
         main = max(lines.readings.values(), key=lambda r: len(r.samples)).engine.engine
         readings = {e: replace(r, samples=[]) for e, r in lines.readings.items()}
         readings[main] = replace(readings[main], samples=list(rows))
@@ -629,3 +630,11 @@ def _engine_settings(evidence: LogEvidence, reading: Reading, first: int) -> Non
         evidence.spec_tokens = int(tokens)
     elif evidence.spec_tokens is None and evidence.per_position:
         evidence.spec_tokens = len(evidence.per_position)  # vLLM prints one rate per drafted position
+
+
+def _runs_apart(rows: list[Sample]) -> bool:
+    """Whether a table's rows are runs of their own (its first column names what changed: a backend, a build, a model)
+    and one of them shows its drafts' acceptance: beside the engine's own figure lines (the run the poster compares
+    them with, "HIP: 81%" above "Vulkan: 0.7%") they are other runs, judged apart, never added to the log's figures."""
+    return all(row.format is TABLE_RUNS_FORMAT for row in rows) and \
+        any(row.figures.acceptance is not None or row.figures.mean_length is not None for row in rows)
