@@ -101,7 +101,8 @@ _NO_SUCH_FILE = re.compile(r"failed to open GGUF file '[^'\n]{1,600}' \(No such 
 _NO_HEAD = re.compile(r"doesn't contain MTP layers|n_layer_nextn\s*=\s*0\b|\.nextn_predict_layers\s+u32\s+=\s+0\b")
 # common/speculative.cpp:2552/2564 (and llama.rn's "failed to create MTP draft context"): the MTP context was not
 # created, for want of nextn layers or of memory; the lines before say which when the log has them.
-_CONTEXT_FAILED = re.compile(r"failed to (?:create|measure|initialize|init) (?:the )?MTP (?:draft )?context")
+_CONTEXT_FAILED = re.compile(r"failed to (?:create|measure|initialize|init) (?:the )?"
+                             r"(?:MTP (?:draft |speculative )?|draft |speculative )context\b")
 _OUT_OF_MEMORY = re.compile(r"failed to allocate|out of memory|cudaMalloc failed|OOM|not enough memory", re.IGNORECASE)
 
 

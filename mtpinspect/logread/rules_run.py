@@ -191,9 +191,31 @@ def drafter_death(log: LogEvidence) -> str | None:
     return f"line {setting.number}: {setting.line[:200]}" if setting is not None else run.evidence
 
 
+# The engine's own lines that the drafter itself did not start: its model not loaded, its context not made
+# (catalogue.py's "draft model load failed", "MTP context failed", "draft context failed"; llama.cpp's
+# server-context.cpp, common/speculative.cpp and its forks'). A failure of the drafter's start, whichever drafter.
+_DRAFTER_START = frozenset({"draft model load failed", "MTP context failed", "draft context failed"})
+
+
+def drafter_failed_start(log: LogEvidence) -> str | None:
+    """A failed start (no crash) of a run with MTP off but another drafter on (a -md draft model, EAGLE3, DFlash) whose
+    own line says that drafter did not load or get its context: the speculative configuration's failure, as that line.
+    A failure of the target's load (no such drafter line after it) stays a failed start, not MTP's."""
+    run, hits = log.run, log.scan
+    if log.crash is not None or run is None or not run.other_drafting or hits is None:
+        return None
+    # The run's setting must show apart from the failure: a --spec-type chain or a speculative setting's line. A paste
+    # whose only drafter is the file its load line names shows a file that did not load (its architecture, its path),
+    # not a configuration that failed.
+    if not run.spec_types and hits.first(Meaning.speculation) is None:
+        return None
+    line = next((h for h in hits.hits if h.message.name in _DRAFTER_START), None)
+    return f"line {line.number}: {line.line[:200]}" if line is not None else None
+
+
 def not_mtps(log: LogEvidence) -> str | None:
     """The note for a crash or failed start in a run with MTP off, or a crash that cannot be MTP's; None otherwise."""
-    if drafter_crash(log) is not None or drafter_death(log) is not None or \
+    if drafter_crash(log) is not None or drafter_death(log) is not None or drafter_failed_start(log) is not None or \
             (log.run is not None and log.run.other_drafting and log.scan is not None and
                                           any(h.message.name in DRAFTING_CODE for h in log.scan.hits)):
         return None  # another drafter's code is in the text: the speculative path's failure, not a note
