@@ -99,3 +99,33 @@ def test_a_draft_file_that_does_not_load_with_no_setting_shown_names_no_cause(tm
 ])
 def test_the_same_words_from_software_that_does_not_draft_name_no_cause(tmp_path: Path, text: str) -> None:
     assert _read(tmp_path, text)[0] == []
+
+
+# ggml's CPU backend aborts on an op it lacks (ggml/src/ggml-cpu/ggml-cpu.c ggml_get_n_tasks: "op not implemented: %s",
+# then ggml_abort's "fatal error" and backtrace): an op of tree verification (a DFlash fork's SSM_CONV_TREE, its
+# allocate_tree_buffers line before it) is the speculative path's crash, never "no MTP graph".
+_GGML_ABORT = ("/src/llama.cpp/ggml/src/ggml-cpu/ggml-cpu.c:2455: fatal error\n"
+               "/src/llama.cpp/build/bin/libggml-base.so.0(ggml_abort+0x15b)[0x7f3a5c458adb]\n"
+               "/src/llama.cpp/build/bin/libggml-cpu.so.0(ggml_graph_plan+0x37d)[0x7f3a5ba9835d]\n")
+
+
+@pytest.mark.parametrize("text", [
+    "allocate_tree_buffers: allocated tree verify buffers: 32 layers x 16 tokens = 512.0 MB\n"
+    "ggml_get_n_tasks: op not implemented: GATED_DELTA_NET_TREE\n" + _GGML_ABORT,
+    "ggml_get_n_tasks: op not implemented: SSM_SCAN_TREE\n" + _GGML_ABORT,
+])
+def test_a_tree_verification_op_missing_is_a_crash_on_the_drafting_path(tmp_path: Path, text: str) -> None:
+    causes, _ = _read(tmp_path, text)
+    assert causes[:1] == [("MTP_ENGINE_CRASH", "medium")]
+    assert "NO_MTP_GRAPH" not in [code for code, _ in causes]
+
+
+@pytest.mark.parametrize("text", [
+    # the same abort on an op no drafter builds, and a spatial database's own "op not implemented" on its R-tree
+    "ggml_get_n_tasks: op not implemented: CONV_TRANSPOSE_2D\n" + _GGML_ABORT,
+    "[geo-index] op not implemented: R_TREE\n[geo-index] falling back to a full scan\n",
+    "2026-12-04 10:11:12 kvstore: allocated tree buffers for 48 shards\n2026-12-04 10:11:13 kvstore: op not "
+    "implemented: B_TREE_SCAN\nSegmentation fault (core dumped)\n",
+])
+def test_a_missing_op_no_drafter_builds_names_no_cause(tmp_path: Path, text: str) -> None:
+    assert _read(tmp_path, text)[0] == []
