@@ -129,3 +129,22 @@ def test_a_tree_verification_op_missing_is_a_crash_on_the_drafting_path(tmp_path
 ])
 def test_a_missing_op_no_drafter_builds_names_no_cause(tmp_path: Path, text: str) -> None:
     assert _read(tmp_path, text)[0] == []
+
+
+# llama.cpp's loader (src/llama-model.cpp create_tensor: "model has unused tensor %s (size = %zu bytes) -- ignoring")
+# leaves a head out of a load that did not ask for MTP; an assert after it in the loader's own code (a split-mode
+# tensor check, src/llama-model.cpp) is that load's crash, not MTP's: a note, no cause.
+_UNUSED_HEAD = ("W model has unused tensor blk.92.nextn.eh_proj.weight (size = 52428800 bytes) -- ignoring\n"
+                "W model has unused tensor blk.92.nextn.shared_head_norm.weight (size = 20480 bytes) -- ignoring\n")
+
+
+def test_a_loader_crash_after_the_head_was_left_out_names_no_cause(tmp_path: Path) -> None:
+    text = (_UNUSED_HEAD + "/src/llama.cpp/src/llama-model.cpp:388: GGML_ASSERT(split_dim >= 0) failed\n"
+            "[New LWP 81234]\n" + _GGML_ABORT)
+    assert _read(tmp_path, text)[0] == []
+
+
+def test_the_left_out_head_without_a_crash_still_says_mtp_was_not_switched_on(tmp_path: Path) -> None:
+    causes, _ = _read(tmp_path, _UNUSED_HEAD + "main: server is listening on http://127.0.0.1:8080\n")
+    assert causes[:1] == [("MTP_NOT_ENABLED", "medium")]
+

@@ -208,6 +208,9 @@ def _unused_head_causes(
                       "graph for the architecture", (*evidence, f"architecture: {arch or 'unknown'}"),
                       "use a llama.cpp build whose MTP support covers this architecture, or serve it with vLLM/SGLang",
                       (source,))]
+    if source is EvidenceSource.log and log.mtp_use is MtpUse.not_shown and log.crash is not None and \
+            mtp_tie(log) is None:
+        return []  # a bare excerpt of a crash in a load that left the head out: the crash is the paste's news (a note)
     if source is EvidenceSource.log and log.mtp_use is MtpUse.not_shown:
         # A bare excerpt (a loader's lines, no command line): nothing says whether MTP was asked for, so the same
         # unused tensors are either a run without MTP or a build without the graph; the next run decides.

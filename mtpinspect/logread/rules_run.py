@@ -89,6 +89,10 @@ _GENERIC_FAILURES = frozenset({"argument error", "vector subscript", "failed to 
                                "not initialized from checkpoint"})
 
 
+# src/llama-model.cpp's loader: "model has unused tensor %s (size = %zu bytes) -- ignoring".
+_UNUSED_TENSOR = re.compile(r"model has unused tensor \S{1,200} \(size = \d{1,15} bytes\) -- ignoring")
+
+
 def mtp_tie(log: LogEvidence) -> str | None:
     """What ties the text to the speculative / MTP path, as the line that does; None when nothing does.
 
@@ -104,8 +108,11 @@ def mtp_tie(log: LogEvidence) -> str | None:
         return None
     if log.crash is not None and other_program(log.crash):  # the shell says another program died (an image script)
         return None
-    if log.mtp_context or log.unused_nextn or log.offered_spec_types:
-        return log.mtp_context or (log.unused_nextn[0] if log.unused_nextn else "the build's --spec-type listing")
+    # The loader's "model has unused tensor blk.N.nextn... -- ignoring" says the head was left out of this load: a
+    # crash after it, with nothing else of MTP's, is the load's, not MTP's (it ties a failure MTP was asked for).
+    unused = log.unused_nextn if log.crash is None else []
+    if log.mtp_context or unused or log.offered_spec_types:
+        return log.mtp_context or (unused[0] if unused else "the build's --spec-type listing")
     hits = log.scan
     if hits is not None:
         python_engine = log.runtime in (Engine.vllm, Engine.sglang) or (hits.writer in (Engine.vllm, Engine.sglang))
@@ -137,7 +144,8 @@ def mtp_tie(log: LogEvidence) -> str | None:
                 return f"line {hit.number}: {hit.line[:200]}"
     crash = log.crash
     if crash is not None:
-        said = (crash.message, crash.where or "", *crash.lines)
+        # (the loader's unused-tensor lines name the nextn head it left out: no place of MTP's running)
+        said = (crash.message, crash.where or "", *(line for line in crash.lines if not _UNUSED_TENSOR.search(line)))
         place = next((w for w in said if SPECULATIVE_WORDS.search(w)), None)
         found = drafting_place(said)
         if place is not None or found is not None:
