@@ -81,7 +81,9 @@ def classify_failure(
                  r"requires nextn_predict_layers > 0", text):
         return Cause("MTP_WEIGHTS_MISSING", 0.95, "the MTP layer's weights are missing", evidence,
                      missing_weights_fix(engine), (source,))
-    if "not implemented" in text:
+    # ggml's own "op not implemented: OP" (ggml-cpu.c ggml_get_n_tasks, then abort) is a backend without that op:
+    # a crash of whatever graph asked for it, not a build without the MTP graph.
+    if "not implemented" in _GGML_OP_MISSING.sub("", text):
         return Cause("NO_MTP_GRAPH", 0.9, "this build has no MTP graph for the architecture", evidence,
                      "use a llama.cpp build with MTP support for this architecture, or leave MTP off", (source,))
     if crash is not None:
@@ -97,11 +99,13 @@ def classify_failure(
 # The line as the log's failure (its function prefix stripped), or glued to a log view's stream name.
 _NO_SUCH_FILE = re.compile(r"failed to open GGUF file '[^'\n]{1,600}' \(No such file or directory\)|"
                            r"gguf_init_from_file\w{0,10}: failed to open '[^'\n]{1,600}': '?No such file or directory")
+_GGML_OP_MISSING = re.compile(r"\bop not implemented: [A-Z][A-Z0-9_]{0,40}")
 # The loaded model has no MTP layers: llama.cpp's own words (src/llama-context.cpp:3883) or its print_info count.
 _NO_HEAD = re.compile(r"doesn't contain MTP layers|n_layer_nextn\s*=\s*0\b|\.nextn_predict_layers\s+u32\s+=\s+0\b")
 # common/speculative.cpp:2552/2564 (and llama.rn's "failed to create MTP draft context"): the MTP context was not
 # created, for want of nextn layers or of memory; the lines before say which when the log has them.
-_CONTEXT_FAILED = re.compile(r"failed to (?:create|measure|initialize|init) (?:the )?MTP (?:draft )?context")
+_CONTEXT_FAILED = re.compile(r"failed to (?:create|measure|initialize|init) (?:the )?"
+                             r"(?:MTP (?:draft |speculative )?|draft |speculative )context\b")
 _OUT_OF_MEMORY = re.compile(r"failed to allocate|out of memory|cudaMalloc failed|OOM|not enough memory", re.IGNORECASE)
 
 

@@ -72,6 +72,7 @@ from mtpinspect.logread.rules_run import (
     crash_may_be_mtps,
     drafter_crash,
     drafter_death,
+    drafter_failed_start,
     mtp_tie,
     not_mtps,
     run_cause,
@@ -207,6 +208,9 @@ def _unused_head_causes(
                       "graph for the architecture", (*evidence, f"architecture: {arch or 'unknown'}"),
                       "use a llama.cpp build whose MTP support covers this architecture, or serve it with vLLM/SGLang",
                       (source,))]
+    if source is EvidenceSource.log and log.mtp_use is MtpUse.not_shown and log.crash is not None and \
+            mtp_tie(log) is None:
+        return []  # a bare excerpt of a crash in a load that left the head out: the crash is the paste's news (a note)
     if source is EvidenceSource.log and log.mtp_use is MtpUse.not_shown:
         # A bare excerpt (a loader's lines, no command line): nothing says whether MTP was asked for, so the same
         # unused tensors are either a run without MTP or a build without the graph; the next run decides.
@@ -420,7 +424,7 @@ def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvi
         causes.append(special)
     # With MTP off a crash is not MTP's (a note), unless another drafter was on and the crash is in its code.
     elif tied and (log.mtp_use is not MtpUse.off or _rejected_spec_type(log) or drafter_crash(log) is not None or
-                   drafter_death(log) is not None):
+                   drafter_death(log) is not None or drafter_failed_start(log) is not None):
         no_head = [h.line for h in log.scan.of(Meaning.no_head)] if log.scan is not None else []
         failure = classify_failure([*log.telling, *no_head, log.failure or ""] if log.failure or log.telling else [],
                                    static, settings, had_sidecar=had_sidecar, source=EvidenceSource.log, crash=crash,
@@ -429,6 +433,8 @@ def _log_causes(static: StaticEvidence | None, settings: ServerArgs, log: LogEvi
             failure = _unshown_mtp(failure, log) if crash_may_be_mtps(log) else None
         if failure is not None and failure.code == "MTP_ENGINE_CRASH" and log.mtp_use is MtpUse.off:
             failure = _other_drafter_crash(failure, log)
+        if failure is not None and failure.code == "MTP_FAILED" and log.mtp_use is MtpUse.off:
+            failure = _other_drafter_failure(failure, log)
         if failure is not None and log.crash_line is not None:  # every reading cites its line
             failure = replace(failure, evidence=(failure.evidence[0], f"{log.path}: {log.crash_line}", *failure.evidence[1:]))
         if failure is not None:
@@ -456,6 +462,22 @@ def _other_drafter_crash(cause: Cause, log: LogEvidence) -> Cause:
                    message=f"the engine crashes on {drafter}'s drafting path (MTP off, {named[:80]} drafting): "
                            f"{log.crash.summary}",
                    evidence=(*cause.evidence, f"{log.path}: {said}"))
+
+
+def _other_drafter_failure(cause: Cause, log: LogEvidence) -> Cause:
+    """A failed start in a run with MTP off whose own line says another drafter (a -md draft model, EAGLE3, DFlash) did
+    not load or get its context: the speculative configuration failed, said as that drafter's, not MTP's head."""
+    assert log.run is not None
+    drafter = log.run.drafter or Drafter.draft_model
+    named = log.run.other_drafter or log.run.draft_file or ",".join(log.run.spec_types) or ""
+    said = drafter_failed_start(log) or ""
+    shown = any(said.endswith(e) or e.endswith(said.split(": ", 1)[-1]) for e in cause.evidence)
+    return replace(cause, message=f"the speculative configuration failed at the start: the drafter the run set "
+                                  f"({drafter}, {named[:80]}) did not load, MTP off: {(log.failure or said)[:200]}",
+                   evidence=cause.evidence if shown else (*cause.evidence, f"{log.path}: {said}"),
+                   fix="start without the drafter (drop -md / --spec-type) to confirm the target loads alone; then "
+                       "check the draft model's file and the settings it shares with the target (KV cache types, "
+                       "context, batch: a fork's own cache types may not apply to the drafter), or try a newer build")
 
 
 def _unshown_mtp(cause: Cause, log: LogEvidence) -> Cause:

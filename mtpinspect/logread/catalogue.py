@@ -165,11 +165,23 @@ CATALOGUE: tuple[Message, ...] = (
     _m("no MTP layers", Meaning.mtp_failure, ("doesn't contain MTP layers",),
        r"doesn't contain MTP layers", "src/llama-context.cpp:3883 (\"context type MTP requested but model doesn't "
        "contain MTP layers\")", "the model loaded for the MTP context has no nextn layers", engine=_LLAMA, mtp=_ON),
-    _m("MTP context failed", Meaning.mtp_failure, ("MTP context", "MTP draft context"),
-       r"failed to (?:create|measure|initialize|init) (?:the )?MTP (?:draft )?context",
-       "common/speculative.cpp:2552, 2564; llama.rn (PocketPal) words it \"failed to create MTP draft context\"",
+    _m("MTP context failed", Meaning.mtp_failure, ("MTP context", "MTP draft context", "MTP speculative context"),
+       r"failed to (?:create|measure|initialize|init) (?:the )?MTP (?:draft |speculative )?context",
+       "common/speculative.cpp:2552, 2564; llama.rn (PocketPal) words it \"failed to create MTP draft context\"; "
+       "ik_llama.cpp's server: \"failed to initialize MTP speculative context\"",
        "llama.cpp could not create the MTP draft context (no nextn layers in the model, or no memory for it)",
        engine=_LLAMA, mtp=_ON),
+    # Any drafter's context (MTP's, a -md draft model's, EAGLE3's), in the words of llama.cpp's forks: ik_llama.cpp's
+    # common/speculative.cpp prints "failed to create draft context" as a whole line (LOG_ERR, no reason after it).
+    # The whole line, not the words (an editor's "failed to create draft context for post 12: ..." is its own), bare
+    # or after llama.cpp's prefixes: a level letter, a snake_case function ("common_speculative_init: "), or the
+    # server's tag ("srv    init: "); a program's one-word tag ("sync: ") is not llama.cpp's.
+    _m("draft context failed", Meaning.mtp_failure, ("draft context", "speculative context"),
+       r"^(?:[EWI] )?(?:(?:srv|slot|spec)\s{1,12}\w{1,40}:\s{1,12}|[a-z]\w{0,40}_\w{1,40}:\s{1,12})?"
+       r"failed to (?:create|initialize|init) (?:the )?(?:draft|speculative) context\.?\s*$",
+       "ik_llama.cpp common/speculative.cpp (\"failed to create draft context\")",
+       "the engine could not create the drafter's context (its parameters refused, or no memory for it)",
+       engine=_LLAMA),
     _m("draft head load error", Meaning.mtp_failure, ("error loading model",),
        r"error loading model: .*(?:\bdraft\b|\bMTP\b|\bmtp\b|nextn)",
        "src/llama-model.cpp's loader (\"error loading model: %s\"), forks' draft-head loaders",
@@ -410,7 +422,8 @@ CATALOGUE: tuple[Message, ...] = (
        "GGUF is llama.cpp's file format (ggml/include/gguf.h)", "a text about a GGUF: the llama.cpp family",
        engine=_LLAMA, weight=1),
     _m("draft model load failed", Meaning.mtp_failure, ("draft model",),
-       r"failed to load (?:the )?draft model|\[spec\] failed to measure draft model memory: failed to load model",
+       # llama.cpp names the file after it (", '%s'") or ends the line: a mail client's "... draft model for account 2" is not it
+       r"failed to load (?:the )?draft model(?:,? ['\"]|\s*$)|\[spec\] failed to measure draft model memory: failed to load model",
        "common/speculative.cpp:2543 (\"failed to load draft model\"); later builds' memory fit: \"[spec] failed to "
        "measure draft model memory: failed to load model\" (not in the pinned sources)",
        "the draft (or mtp-) model did not load", engine=_LLAMA),

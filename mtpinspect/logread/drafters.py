@@ -228,6 +228,17 @@ TABLE: tuple[DrafterCode, ...] = (
                 "src/llama-graph.h (t_layer_inp), src/llama-context.cpp:2278 (extract_layer_inputs: \"layer input tensor "
                 "not found\"), src/models/eagle3.cpp (ctx_other, d2t), common/speculative.cpp:543 (target_layer_ids)",
                 "a tensor only llama.cpp's EAGLE3 / DFlash / MTP drafters build or read"),
+    # Tree verification of drafts (DFlash / EAGLE trees in llama.cpp forks, buun-llama-cpp's DFlash): the target
+    # verifies a tree of drafted tokens with ops of its own (ggml op names ending _TREE: SSM_CONV_TREE, beside the
+    # plain SSM_CONV) and buffers of its own ("allocate_tree_buffers: allocated tree verify buffers: N layers x T
+    # tokens"). Only the op's name in ggml's own words ("op not implemented: X_TREE", ggml-cpu.c ggml_get_n_tasks) or
+    # that function: a database's "B_TREE" index or a "tree" word elsewhere is no drafter.
+    DrafterCode("llama.cpp tree verification", _L, Place.tensor, ("_TREE", "tree_buffers", "tree verify"),
+                r"\bop not implemented: [A-Z][A-Z0-9_]{1,40}_TREE\b|\ballocate_tree_buffers\b|"
+                r"\btree verify buffers\b",
+                "ggml/src/ggml-cpu/ggml-cpu.c (ggml_get_n_tasks: \"op not implemented: %s\"); buun-llama-cpp's DFlash "
+                "tree verification (allocate_tree_buffers, the SSM_CONV_TREE op)",
+                "the target's verification of a tree of drafted tokens (DFlash / EAGLE trees)"),
     # An assert of ggml's whose condition or message names the draft (common/sampling.cpp common_sampler_sample_and_accept_n:
     # GGML_ASSERT(idxs.size() == draft.size() + 1 && "idxs.size() must be draft.size() + 1"); common/speculative.cpp's
     # n_draft checks): llama.cpp's verification of drafted tokens, whichever drafter made them (MTP, a draft model,

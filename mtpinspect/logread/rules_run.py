@@ -89,6 +89,10 @@ _GENERIC_FAILURES = frozenset({"argument error", "vector subscript", "failed to 
                                "not initialized from checkpoint"})
 
 
+# src/llama-model.cpp's loader: "model has unused tensor %s (size = %zu bytes) -- ignoring".
+_UNUSED_TENSOR = re.compile(r"model has unused tensor \S{1,200} \(size = \d{1,15} bytes\) -- ignoring")
+
+
 def mtp_tie(log: LogEvidence) -> str | None:
     """What ties the text to the speculative / MTP path, as the line that does; None when nothing does.
 
@@ -104,8 +108,11 @@ def mtp_tie(log: LogEvidence) -> str | None:
         return None
     if log.crash is not None and other_program(log.crash):  # the shell says another program died (an image script)
         return None
-    if log.mtp_context or log.unused_nextn or log.offered_spec_types:
-        return log.mtp_context or (log.unused_nextn[0] if log.unused_nextn else "the build's --spec-type listing")
+    # The loader's "model has unused tensor blk.N.nextn... -- ignoring" says the head was left out of this load: a
+    # crash after it, with nothing else of MTP's, is the load's, not MTP's (it ties a failure MTP was asked for).
+    unused = log.unused_nextn if log.crash is None else []
+    if log.mtp_context or unused or log.offered_spec_types:
+        return log.mtp_context or (unused[0] if unused else "the build's --spec-type listing")
     hits = log.scan
     if hits is not None:
         python_engine = log.runtime in (Engine.vllm, Engine.sglang) or (hits.writer in (Engine.vllm, Engine.sglang))
@@ -137,7 +144,8 @@ def mtp_tie(log: LogEvidence) -> str | None:
                 return f"line {hit.number}: {hit.line[:200]}"
     crash = log.crash
     if crash is not None:
-        said = (crash.message, crash.where or "", *crash.lines)
+        # (the loader's unused-tensor lines name the nextn head it left out: no place of MTP's running)
+        said = (crash.message, crash.where or "", *(line for line in crash.lines if not _UNUSED_TENSOR.search(line)))
         place = next((w for w in said if SPECULATIVE_WORDS.search(w)), None)
         found = drafting_place(said)
         if place is not None or found is not None:
@@ -191,9 +199,31 @@ def drafter_death(log: LogEvidence) -> str | None:
     return f"line {setting.number}: {setting.line[:200]}" if setting is not None else run.evidence
 
 
+# The engine's own lines that the drafter itself did not start: its model not loaded, its context not made
+# (catalogue.py's "draft model load failed", "MTP context failed", "draft context failed"; llama.cpp's
+# server-context.cpp, common/speculative.cpp and its forks'). A failure of the drafter's start, whichever drafter.
+_DRAFTER_START = frozenset({"draft model load failed", "MTP context failed", "draft context failed"})
+
+
+def drafter_failed_start(log: LogEvidence) -> str | None:
+    """A failed start (no crash) of a run with MTP off but another drafter on (a -md draft model, EAGLE3, DFlash) whose
+    own line says that drafter did not load or get its context: the speculative configuration's failure, as that line.
+    A failure of the target's load (no such drafter line after it) stays a failed start, not MTP's."""
+    run, hits = log.run, log.scan
+    if log.crash is not None or run is None or not run.other_drafting or hits is None:
+        return None
+    # The run's setting must show apart from the failure: a --spec-type chain or a speculative setting's line. A paste
+    # whose only drafter is the file its load line names shows a file that did not load (its architecture, its path),
+    # not a configuration that failed.
+    if not run.spec_types and hits.first(Meaning.speculation) is None:
+        return None
+    line = next((h for h in hits.hits if h.message.name in _DRAFTER_START), None)
+    return f"line {line.number}: {line.line[:200]}" if line is not None else None
+
+
 def not_mtps(log: LogEvidence) -> str | None:
     """The note for a crash or failed start in a run with MTP off, or a crash that cannot be MTP's; None otherwise."""
-    if drafter_crash(log) is not None or drafter_death(log) is not None or \
+    if drafter_crash(log) is not None or drafter_death(log) is not None or drafter_failed_start(log) is not None or \
             (log.run is not None and log.run.other_drafting and log.scan is not None and
                                           any(h.message.name in DRAFTING_CODE for h in log.scan.hits)):
         return None  # another drafter's code is in the text: the speculative path's failure, not a note
