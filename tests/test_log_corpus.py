@@ -222,6 +222,38 @@ _NINTH_CITES: dict[str, str] = {
     "llama.cpp-mtp-merge-strix-halo-3090-qwen36-baseline-to-mtp-bullets.log": _REFUSED_NO_CITE,
     "sglang-pr16818-dflash-average-accept-length-tp-by-concurrency-table.log": _REFUSED_NO_CITE,
 }
+# The tenth set (issue 42), scored once on c63f938 (nobody built on either half), folded in as it came.
+_TENTH_FIGURES: dict[str, str] = {
+    "llama.cpp-2024-speculative-example-same-model-draft-b2995-windows-summary-and-timings.log": _COLLECTOR_KEYED,
+    "llama.cpp-beellama-v020-dflash-slot-timing-draft-acceptance-0068-statistics-line.log": _COLLECTOR_KEYED,
+    "llama.cpp-dflash-pr-qwen36-27b-mtp-vs-dflash-vs-no-spec-two-gpu-and-one-gpu-tables.log": _COLLECTOR_KEYED,
+    "llama.cpp-spec-checkpointing-pr-qwen35-27b-08b-draft-vs-no-draft-eval-time-statistics.log": _COLLECTOR_KEYED,
+    "lmstudio-m1-max-qwen35-9b-and-qwen36-35b-mtp-vs-base-tok-s-tables.log": _COLLECTOR_KEYED,
+    "sglang-npu-mindspore-eagle3-bench-serving-accept-length-block.log": _COLLECTOR_KEYED,
+    "vllm-3090-qwen36-27b-nst5-quoted-specdecoding-lines-healthy.log": _COLLECTOR_KEYED,
+    "vllm-v0-qps25-speculative-metrics-system-efficiency-vs-tgi.log": _COLLECTOR_KEYED,
+    "koboldcpp-gemma4-12b-vulkan-benchmark-mtp-draft-head-vs-plain-run.log": _COLLECTOR_KEYED,
+    "llama.cpp-dsv4-flash-dspark-pr-quoted-eval-time-before-after-and-launch.log": _COLLECTOR_KEYED,
+    "llama.cpp-eagle3-qwen36-117k-depth-checkpoint-and-tg-progress-lines.log": _COLLECTOR_KEYED,
+    "sglang-qwq-eagle-tp1-vs-tp4-tps-with-without-lines.log": _COLLECTOR_KEYED,
+    "vllm-glm5-fp8-spec-bench-serve-result-block-ttft.log": _COLLECTOR_KEYED,
+    "vllm-multimodal-draft-model-pr-serving-benchmark-block-tpot.log": _COLLECTOR_KEYED,
+}
+_TENTH_TOTALS: dict[str, str] = {
+    "llama.cpp-2024-speculative-example-same-model-draft-b2995-windows-summary-and-timings.log": _COLLECTOR_KEYED,
+    "llama.cpp-dflash-pr-qwen36-27b-mtp-vs-dflash-vs-no-spec-two-gpu-and-one-gpu-tables.log": _COLLECTOR_KEYED,
+    "sglang-qwq-eagle-tp1-vs-tp4-tps-with-without-lines.log": _COLLECTOR_KEYED,
+}
+_TENTH_MTP_BENCH: dict[str, str] = {
+    "llama.cpp-gemma4-mtp-pr-31b-q8-no-mtp-bench-then-mtp-first-row-5090-4090.log":
+        "mtp-bench's rows without MTP and then with it, read as one run where the index gives two (No MTP, "
+        "MTP Enabled), by the collector's keys",
+}
+_TENTH_CITES: dict[str, str] = {
+    "llama.cpp-dflash-pr-qwen36-27b-mtp-vs-dflash-vs-no-spec-two-gpu-and-one-gpu-tables.log": _REFUSED_NO_CITE,
+    "sglang-eagle2-concurrency-out-of-bound-tensor-assert-repeated.log": _REFUSED_NO_CITE,
+    "sglang-qwq-eagle-tp1-vs-tp4-tps-with-without-lines.log": _REFUSED_NO_CITE,
+}
 # Pastes whose index figures the reader does not read, each with why (strict xfails: a check that starts to pass is
 # noticed). Figures the reader cannot honestly read stay here rather than being bent to fit.
 FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
@@ -267,6 +299,7 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
         **_SEVENTH_FIGURES,
         **_EIGHTH_FIGURES,
         **_NINTH_FIGURES,
+        **_TENTH_FIGURES,
     },
     "totals": {
         "vllm-eagle3-minicpm3-pr-test-plan-acceptance-per-token-speedup-block.log":
@@ -278,6 +311,7 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
         **_SEVENTH_TOTALS,
         **_EIGHTH_TOTALS,
         **_NINTH_TOTALS,
+        **_TENTH_TOTALS,
     },
     "mtp_bench": {
         "llama.cpp-mtp-pr-quoted-mtp-bench-rows-unsloth-35b-a3b-draft-mtp-4.log":
@@ -285,6 +319,7 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
         "llama.cpp-stepfun35-mtp-pr-4xmi50-non-mtp-vs-mtp-bench-rows.log":
             "a fork's bench rows without and with MTP: read as two runs (non-MTP, MTP) where the index gives one set of figures by the collector's keys (non_mtp_tps, mtp_tps, mtp_rates), not mtp-bench totals",
         **_FIFTH_MTP_BENCH,
+        **_TENTH_MTP_BENCH,
     },
     "cites": {
         **_REFUSED_FOURTH,  # refused: nothing to cite
@@ -292,6 +327,7 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
         **_SIXTH_CITES,
         **_SEVENTH_CITES,
         **_NINTH_CITES,
+        **_TENTH_CITES,
     },
 }
 
