@@ -1,4 +1,4 @@
-"""Tables as users paste them, read by their words (mtpinspect/logread/tables.py), and the runs they show compared.
+"""Tables as users paste them, read by their words (mtpinspect/logread/tables/), and the runs they show compared.
 
 The texts are written here from the shapes the engines' and tools' own outputs take, none of them in cases/logs/:
 rich's box-drawing tables (llama-benchy prints its results with rich.table), the `name: value` summary that

@@ -19,7 +19,7 @@
   drafter classes do not implement SupportsPP (vllm#52069, PR #46994);
 - the runs of one text compared by their decode speed (a table of configurations with a baseline row): every
   drafting run no faster than the baseline while its drafts are accepted (50% or more) -> SLOWER_THAN_BASELINE; a table
-  read by its words (tables.py) compares its runs within each key (batch size, prompt, a speed column's condition):
+  read by its words (tables/) compares its runs within each key (batch size, prompt, a speed column's condition):
   one key where every drafting run is no faster than that key's baseline (as fast is no gain), its drafts accepted or their rate not
   shown -> SLOWER_THAN_BASELINE; so is one drafting condition (a column: "main d=2") no faster than each key's baseline
   under two keys or more, whatever the other columns show; a
