@@ -30,6 +30,7 @@ from mtpinspect.logread.tables.words import (
     _number,
     _setting,
     _words,
+    draft_length,
 )
 from mtpinspect.vocabulary import Engine
 
@@ -79,6 +80,7 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
                 names.append(f"{table.header[0].strip(' *_`')[:60]} {cell.strip(' *_`')[:20]}")  # "p_min 0.5": the row's value
             elif kinds[i] is None and words and _number(cell) is None:
                 names.append(cell.strip(" *_`")[:80])
+                depth = draft_length(words) if depth is None else depth  # "k=4", "draft 8": the row's draft length
                 said = _setting(words)
                 if said is True:
                     baseline = True
@@ -178,7 +180,8 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
             if figure in ("ratio", "speedup", "time", None):
                 continue
             key = ", ".join(filter(None, [_key_of(header[i]) if families and _key_of(header[i]) in shared else "", row_key]))
-            run = runs.setdefault((i, key), _Run(table.header[i].strip(" *_`")[:120], settings[i], key, line, number, {}))
+            run = runs.setdefault((i, key), _Run(table.header[i].strip(" *_`")[:120], settings[i], key, line, number, {},
+                                                 depth=draft_length(header[i]) or None if settings[i] is False else None))
             if figure == "duration":
                 _put_duration(run, cell, _DURATION_HEAD.search(header[i]))
             else:

@@ -47,6 +47,13 @@ SETTING_NAME = re.compile(r"(?<![a-z])(?:" + _SETTING_NAME + r")(?![a-z])")
 _SETTING_ONLY = re.compile(r"(?:" + _SETTING_NAME + r")")  # a header that is a setting's name and nothing else ("n-max 2" is a run)
 # A draft length: "n-max 3", "--spec-draft-n-max 0", "n=2", "k=4", "num_speculative_tokens: 5".
 _DEPTH_IN = re.compile(r"(?:n ?max|draft n ?max|draft max|num speculative tokens|num draft(?: tokens)?|\bn|\bk)\s*[=: ]\s*(?P<n>\d{1,3})\b")
+# A run's draft length in its own label or column head (words read with "_" and "-" as spaces), as the engines' and their
+# benchmarks' tables write it: llama.cpp PR tables' "draft 4", "n_draft=8" (common/arg.cpp's --draft / n_draft),
+# "main d=2"; vLLM's num_speculative_tokens; the papers' and SGLang sweeps' "k=4". A bare letter needs its "=" ("k=4",
+# "d=3"), never "top k" or "pass@k": a name of several letters may take a space ("draft 4", "num_speculative_tokens 5").
+# Read only in a table tied to speculative decoding (as_runs.py's tie): a k-means "k=8" or a "d=3" dimension is not one.
+_DRAFT_LENGTH_IN = re.compile(r"(?<![\w.@])(?<!top )(?:(?P<name>num speculative tokens|num draft tokens|(?:spec )?n draft|draft n max|"
+                              r"draft max|n ?max|draft)\s*(?:[=:]\s*|\s)|(?P<letter>[kd])\s*=\s*)(?P<n>\d{1,3})(?![\w.])")
 _DEPTH_COLUMN = re.compile(r"^(?:spec(?:ulative)? )?(?:n ?max|draft n ?max|draft max|num draft(?: tokens)?|num speculative tokens|spec(?:ulative)? tokens|"
                            r"draft (?:tokens|length|len)|steps|num steps|topk|top k|k|gamma)$")
 # A speed-up column: the speculative run's speed over the run without it ("Speedup", "1.8x"); other ratios say no whose.
@@ -143,7 +150,17 @@ def _setting(words: str) -> bool | None:
         return True  # "--spec-draft-n-max 0": drafting off (a row's own figures can still show it drafted)
     if _SPEC.search(words):
         return False
+    length = draft_length(words)
+    if length is not None:  # "k=4", "d=2": a drafting run's length; "k=0": drafting off
+        return length == 0
     return None
+
+
+def draft_length(words: str) -> int | None:
+    """The draft length a label or column head names ("k=4", "d=2", "draft 8", "n_draft=8", "num_speculative_tokens 5"),
+    None where it names none. ``words``: a cell's words (:func:`_words`)."""
+    found = _DRAFT_LENGTH_IN.search(words)
+    return int(found["n"]) if found is not None and int(found["n"]) <= 64 else None
 
 
 def without_speculation(text: str, whole: bool = False) -> bool:
