@@ -80,7 +80,7 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
                 names.append(f"{table.header[0].strip(' *_`')[:60]} {cell.strip(' *_`')[:20]}")  # "p_min 0.5": the row's value
             elif kinds[i] is None and words and _number(cell) is None:
                 names.append(cell.strip(" *_`")[:80])
-                depth = draft_length(words) if depth is None else depth  # "k=4", "draft 8": the row's draft length
+                depth = (draft_length(words) or None) if depth is None else depth  # "k=4", "draft 8": the row's draft length
                 said = _setting(words)
                 if said is True:
                     baseline = True
