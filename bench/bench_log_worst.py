@@ -67,7 +67,7 @@ _BLOCK = "".join([
     "#4 " + "sglang::ngra" * 1300 + "\n" + "ngram::" * 2000 + "\n" + "_Z24common_speculativ" * 700 + "\n",
     "llama_context" + "::graph_mt" * 1500 + "\n" + "missing tensor 'blk." + "1" * 16000 + "\n",
     "llama_model_loader: - kv 1: general.name str = " + "mt" * 8000 + "\n",
-    # The tables read by their words (logread/tables.py): aligned columns a line short of the longest a table may
+    # The tables read by their words (logread/tables/): aligned columns a line short of the longest a table may
     # have, a box table's rows of near-numbers, comma rows under a header, results blocks of near-fields.
     "config  " + "MTP tok/s  baseline  " * 90 + "\n" + ("x  " + "1.5 tok/s  2  " * 140 + "\n") * 300,
     "┃ Config ┃ " + "tg t/s ┃ " * 20 + "\n" + ("│ MTP n-max 3 │ " + "1" * 60 + " │ " * 20 + "\n") * 200,

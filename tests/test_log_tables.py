@@ -1,4 +1,4 @@
-"""Tables as users paste them, read by their words (mtpinspect/logread/tables.py), and the runs they show compared.
+"""Tables as users paste them, read by their words (mtpinspect/logread/tables/), and the runs they show compared.
 
 The texts are written here from the shapes the engines' and tools' own outputs take, none of them in cases/logs/:
 rich's box-drawing tables (llama-benchy prints its results with rich.table), the `name: value` summary that
@@ -1368,4 +1368,71 @@ def test_a_table_of_healthy_backends_beside_the_servers_lines_gives_no_cause(tmp
     "| Build | Accept rate | Queue time |\n|---|---|---|\n| nightly | 92% (46/50) | 12 min |\n| release | 1% (1/100) | 3 h |\n",
 ])
 def test_no_cause_for_tables_of_runs_of_other_software(tmp_path: Path, text: str) -> None:
+    assert _causes(tmp_path, text) == []
+
+
+# -- a run's draft length in its own label or column head (issue 42, round 10) ---------------------------------------
+# The engines' and their benchmarks' tables name a run's draft length in its label: llama.cpp's speculative PRs
+# compare "draft 4" with "draft 8" (common/arg.cpp's --draft, n_draft; examples/speculative prints "n_draft = 8"),
+# "main d=1" with "this PR d=2"; vLLM's benchmark tables sweep num_speculative_tokens; EAGLE's and SGLang's sweeps
+# write "k=4". Read where the paste is about speculative decoding (a drafter's flag or word): a k-means "k=8" or a
+# "d=3" dimension is other software's.
+
+
+def test_a_draft_length_in_a_column_head_is_that_runs_depth(tmp_path: Path) -> None:
+    # llama.cpp's speculative example, target and draft model: draft 8 decodes slower than draft 4 on chat.
+    text = ("./llama-speculative -m target-Q4_K_M.gguf -md draft-Q8_0.gguf --draft 8\n"
+            "| prompt | no draft | draft 4 | draft 8 |\n|---|---|---|---|\n"
+            "| code | 30.1 t/s | 52.3 t/s | 61.0 t/s |\n| chat | 29.8 t/s | 41.2 t/s | 38.0 t/s |\n")
+    runs, _ = table_runs(text)
+    assert {(r.setting, r.depth) for r in runs if not r.baseline} == {("draft 4", 4), ("draft 8", 8)}
+    assert {r.setting for r in runs if r.baseline} == {"no draft"}
+    assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]
+
+
+def test_a_draft_length_in_a_row_label_is_that_runs_depth(tmp_path: Path) -> None:
+    # An EAGLE-3 sweep on SGLang, a row per draft length "k=N" beside the run without speculation.
+    text = ("EAGLE-3, sglang.launch_server --speculative-algorithm EAGLE3\n"
+            "| setting | output tok/s | accept len |\n|---|---|---|\n| baseline | 95.0 | - |\n"
+            "| k=2 | 150.2 | 2.4 |\n| k=4 | 171.3 | 3.1 |\n| k=8 | 160.0 | 3.5 |\n")
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.depth) for r in runs] == [(True, None), (False, 2), (False, 4), (False, 8)]
+    assert _causes(tmp_path, text)[:1] == ["NMAX_TOO_HIGH"]
+
+
+@pytest.mark.parametrize(("label", "depth"), [("num_speculative_tokens 3", 3), ("num_speculative_tokens=5", 5),
+                                              ("n_draft=8", 8), ("--draft 16", 16), ("MTP d=2", 2)])
+def test_the_engines_names_of_a_draft_length_in_a_label(label: str, depth: int) -> None:
+    # vLLM's benchmark rows (num_speculative_tokens), llama.cpp's (n_draft, --draft), a PR's "d=2".
+    text = (f"vllm serve --speculative-config '{{\"method\": \"mtp\"}}'\n| config | Output tok/s | Mean TPOT (ms) |\n"
+            f"|---|---|---|\n| no spec | 80.1 | 12.4 |\n| {label} | 121.7 | 8.2 |\n")
+    runs, _ = table_runs(text)  # a run per speed column (tok/s, TPOT), each row's depth on both
+    assert {(r.baseline, r.depth) for r in runs} == {(True, None), (False, depth)} and len(runs) == 4
+
+
+def test_two_builds_at_two_draft_lengths_are_judged_against_the_baseline(tmp_path: Path) -> None:
+    # "main d=2" slower than "main d=1" while "this PR d=2" is the fastest: the builds are compared, not the length;
+    # main's d=2 is slower than the run without MTP under each prompt.
+    text = ("./llama-server -m model-MTP-Q8_0.gguf -mtp --draft-max N\n"
+            "| Task | No MTP | main d=1 | this PR d=1 | main d=2 | this PR d=2 |\n|---|---:|---:|---:|---:|---:|\n"
+            "| Story | 10.1 t/s | 13.0 t/s @ 90% | 13.2 t/s @ 91% | 9.6 t/s @ 62% | 15.0 t/s @ 86% |\n"
+            "| Math | 10.4 t/s | 14.1 t/s @ 94% | 14.0 t/s @ 95% | 10.0 t/s @ 60% | 16.3 t/s @ 90% |\n")
+    assert {(r.setting, r.depth) for r in table_runs(text)[0] if not r.baseline and r.key.startswith("story")} == \
+        {("main d=1", 1), ("this PR d=1", 1), ("main d=2", 2), ("this PR d=2", 2)}
+    cause, _ = _cause(tmp_path, text, "SLOWER_THAN_BASELINE")
+    assert "'main d=2'" in cause.message and _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+
+
+@pytest.mark.parametrize("text", [
+    # scikit-learn's k-means elbow: k clusters, inertia and silhouette
+    "KMeans(n_init=10) on the embeddings\n| clusters | inertia | silhouette | fit (samples/s) |\n|---|---|---|---|\n"
+    "| k=2 | 1520.3 | 0.61 | 41000 |\n| k=4 | 880.1 | 0.55 | 38000 |\n| k=8 | 610.7 | 0.42 | 30500 |\n",
+    # a vector index's throughput by dimension (faiss IndexFlatL2), "d=3" a dimension
+    "faiss IndexFlatL2 search, nq=10000\n| index | d=3 | d=64 | d=128 |\n|---|---|---|---|\n"
+    "| Flat | 12000 qps | 8000 qps | 4100 qps |\n| IVF4096,Flat | 52000 qps | 30100 qps | 17000 qps |\n",
+    # a physics code's timestep table: draft in its own sense (a draft of the paper), k a wavenumber
+    "Draft 2 of the paper, table 3\n| k=1 | k=2 | k=4 |\n|---|---|---|\n| 0.91 | 0.72 | 0.40 |\n",
+])
+def test_draft_length_words_of_other_software_are_no_runs(tmp_path: Path, text: str) -> None:
+    assert table_runs(text) == ([], None)
     assert _causes(tmp_path, text) == []

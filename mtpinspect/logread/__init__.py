@@ -10,8 +10,9 @@ The steps, one module each, in the order a text goes through them (runs.py drive
   reports use;
 - formats.py and figures.py: each engine's line formats, and the acceptance figures read by their words
   wherever they stand, added up as each format's scope says;
-- tables.py: any table (pipes, box-drawing, aligned columns, comma-separated, metrics by row) and results block,
-  its runs read by its header and row words: the setting, the speed or latency, the key runs share;
+- tables/: any table (pipes, box-drawing, aligned columns, comma-separated, metrics by row) and results block,
+  its runs read by its header and row words: the setting, the speed or latency, the key runs share (its own steps:
+  words, cut, columns, record, commanded, as_runs, acceptance_columns, sentences, samples);
 - run_facts.py: what the run was (MTP on or off, the drafters, the app);
 - runs.py: one LogEvidence per run in the text (several engines' runs each judged);
 - mtp_bench.py: mtp-bench's rows and JSON given to --log;

@@ -7,7 +7,7 @@ request and per interval they are summed, running totals take the last, per-serv
 each drafting implementation, a summary's fields merge; acceptance and mean length are worked out from
 the counts where the counts are there (:func:`with_ratios`). A figure line wrapped after its label or a comma is read
 whole (:func:`_unwrapped`). What a paste shows outside the engines' lines (tables, results blocks, runs listed one a
-line, acceptance figures by their words, a poster's sentences) is tables.py's to read: its samples are added up here.
+line, acceptance figures by their words, a poster's sentences) is tables/'s to read: its samples are added up here.
 """
 
 from __future__ import annotations

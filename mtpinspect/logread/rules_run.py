@@ -19,7 +19,7 @@
   drafter classes do not implement SupportsPP (vllm#52069, PR #46994);
 - the runs of one text compared by their decode speed (a table of configurations with a baseline row): every
   drafting run no faster than the baseline while its drafts are accepted (50% or more) -> SLOWER_THAN_BASELINE; a table
-  read by its words (tables.py) compares its runs within each key (batch size, prompt, a speed column's condition):
+  read by its words (tables/) compares its runs within each key (batch size, prompt, a speed column's condition):
   one key where every drafting run is no faster than that key's baseline (as fast is no gain), its drafts accepted or their rate not
   shown -> SLOWER_THAN_BASELINE; so is one drafting condition (a column: "main d=2") no faster than each key's baseline
   under two keys or more, whatever the other columns show; a
@@ -519,6 +519,32 @@ def _deeper_is_slower(drafting: list[LogEvidence]) -> list[Cause]:
     # Else the draft length a table's draft-length column gave the run ("draft tokens" 4).
     depth.update({id(r): r.spec_tokens for r in drafting if id(r) not in depth and r.group is not None and r.spec_tokens})
     sized = [r for r in drafting if id(r) in depth and r.speed is not None]
+    # Deeper and shallower drafts of one build only: a table setting builds side by side ("old build d=1" | "new build
+    # d=1" | "old build d=3") compares the builds, each against the run without speculation (SLOWER_THAN_BASELINE
+    # names the slow one); a sweep of one build's draft lengths names the length to change. (A table's runs only: lines
+    # listing runs one a line name them as freely as they like.)
+    builds = {_build_words(r.setting or "") for r in sized if r.group is not None}
+    return _deeper_of_one_build(sized, depth) if len(builds) <= 1 else []
+
+
+# The words of a run's name that say its draft length ("n-max 3", "--draft-max 2", "d=2", "k=4", "draft 8"): what is left
+# names its build, model or condition.
+_DEPTH_WORDS = re.compile(_N_MAX.pattern + r"|(?<![\w.@])(?:[kd]\s*=\s*|n[_-]draft\s*[=:]?\s*|draft\s*[=:]?\s*)\d{1,3}(?![\w.])",
+                          re.IGNORECASE)
+
+
+def _build_words(setting: str) -> frozenset[str]:
+    """A run's name less its draft length: its words, the bare numbers dropped (a draft-length column's "draft tokens 4")."""
+    return frozenset(w for w in re.findall(r"[a-z0-9]+", _DEPTH_WORDS.sub(" ", setting).lower())
+                     if not w.isdigit() and w not in _DRAFTING_WORDS)
+
+
+# Words that say a run drafts, not which build it is ("MTP n-max 2" and "n-max 4" are one build).
+_DRAFTING_WORDS = frozenset({"mtp", "nextn", "eagle", "eagle3", "spec", "speculative", "speculation", "draft", "drafting",
+                             "with", "on", "w", "n", "max", "num", "tokens", "k", "d"})
+
+
+def _deeper_of_one_build(sized: list[LogEvidence], depth: dict[int, int]) -> list[Cause]:
     # The fastest run at each draft length, then the fastest at any shorter one (linear in the runs, a table may hold
     # thousands).
     fastest: dict[int, LogEvidence] = {}

@@ -169,7 +169,7 @@ _WITHOUT_LABEL = re.compile(r"^[ \t]{0,4}[#*_>-]{0,4}[ \t]{0,2}(?:without|w/o|no
 
 # A label line set apart by banners, a heading's marks or a closing colon ("=== baseline ===", "## ngram, k=4",
 # "**EAGLE-3:**"), the label alone (no "name: value" field): a run starts there when its words name a setting
-# (tables.py's words: one place for them).
+# (tables/'s words: one place for them).
 _LABEL_LINE = re.compile(r"^[ \t]{0,4}(?:(?P<open>[#=*_>~-]{1,8})[ \t]{0,2})?(?P<label>[^\n#*~|:]{2,80}?)[ \t]{0,2}"
                          r"(?P<close>[=*_~-]{1,8}|:[*_]{0,2})?[ \t]*$", re.MULTILINE)
 _MAX_LABELS = 256  # label lines looked at; a text of thousands is no poster's runs

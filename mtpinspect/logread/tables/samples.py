@@ -1,0 +1,122 @@
+"""The samples runs.py takes of a paste (:func:`table_samples`, the one entry): the runs read by words where they compare
+or sweep; else the acceptance columns, listed runs and sentences; else acceptance figures by their words."""
+
+from __future__ import annotations
+
+import re
+
+from mtpinspect.logread.catalogue import SPECULATIVE_WORDS
+from mtpinspect.logread.figures import Sample
+from mtpinspect.logread.formats import Figures
+from mtpinspect.logread.tables.acceptance_columns import (
+    _LLAMA_TABLE,
+    _MODEL_WORDS,
+    _SWEEP_BENCH,
+    _drafts_beside_tokens,
+    _header,
+    _row,
+)
+from mtpinspect.logread.tables.as_runs import compares, swept, table_runs
+from mtpinspect.logread.tables.cut import drawn_row, tables
+from mtpinspect.logread.tables.record import TABLE_RUNS_FORMAT, TableRun
+from mtpinspect.logread.tables.sentences import (
+    LISTED_RUNS_FORMAT,
+    _listed_run,
+    labelled_samples,
+    sentence_baselines,
+    sentence_runs,
+)
+from mtpinspect.vocabulary import Engine
+
+
+def _with_spoken_baseline(runs: list[TableRun], text: str) -> list[TableRun]:
+    """A table of drafting runs under one condition, timed in tokens per second, and the run without speculation the
+    poster gives in a sentence ("Without MTP: 30.7 t/s" above an n-max table): the sentence's run joins the table's."""
+    timed = [r for r in runs if r.speed is not None]
+    if not timed or any(r.key or r.unit != "tok/s" or r.speed_from or r.baseline for r in timed):
+        return runs
+    spoken = sentence_baselines(text)
+    if len(spoken) != 1:
+        return runs  # none, or several: which is this table's is not said
+    base = spoken[0]
+    return [*runs, TableRun(base.figures.setting or "(a sentence)", True, "", base.line, base.number, base.figures.speed,
+                            span=(base.number, base.number))]
+
+
+# An acceptance length by its own words (SGLang's avg_spec_accept_length, "accept length", "acc len"): tokens per step
+# is speculative decoding's figure alone, whatever else the paste says.
+_ACCEPT_LENGTH = re.compile(r"accept(?:ance|ed)?[ _](?:len|length)\b|\bacc[ _]len\b")
+# A draft length by speculative decoding's own names for it (llama.cpp's n_max / --draft-max, vLLM's
+# num_speculative_tokens); never a bare "steps", "k" or "n", which other tables use.
+_DRAFT_LENGTH = re.compile(r"(?i)(?<![A-Za-z])n[ _-]?max\b|\bnum[ _]speculative[ _]tokens\b|\bdraft[ _-](?:n[ _-]?)?max\b")
+
+
+def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
+    """The runs of any table that sets runs with and without speculation side by side (as_runs.py, a sample per run);
+    else the acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
+    run a line with their speeds; and whose table it is when its header says (None: no engine named); ([], None)
+    when no header names such a column and no line lists a run."""
+    # Any table read by its words (as_runs.py) where it sets runs with and without speculation side by side: its runs,
+    # each timed under its key, replace what the shapes below read of it.
+    runs, owner = table_runs(text)
+    runs = runs if compares(runs) else _with_spoken_baseline(runs, text)
+    if compares(runs):
+        engine = Engine.llama_cpp if _LLAMA_TABLE.search(text) else owner
+        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], engine
+    tied = SPECULATIVE_WORDS.search(text) is not None or _DRAFT_LENGTH.search(text) is not None or \
+        _ACCEPT_LENGTH.search(text.lower()) is not None  # the paste names a drafter, the draft length or an accept length
+    if swept(runs, tied) or runs and all(run.grid for run in runs):
+        # A speculative setting swept, read by any table's words (before the acceptance columns' names); a sweep's grids
+        # of one drafter's figures by key (its run without speculation skipped): settings side by side.
+        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
+    low = text.lower()
+    if "acc" not in low and "mean len" not in low and "|" not in text and "/s" not in text:
+        return [], None
+    listed = [Sample(LISTED_RUNS_FORMAT, figures, raw.strip()[:300], number)
+              for number, raw in enumerate(text.splitlines(), 1) if (figures := _listed_run(raw.strip())) is not None]
+    listed += [s for s in sentence_runs(text) if s.number not in {run.number for run in listed}]
+    if len(listed) < 2 or not any(s.figures.baseline for s in listed):
+        listed = []  # a run is compared with one without speculation, or it is only a speed
+    samples: list[Sample] = []
+    engine: Engine | None = None
+    drafted = False  # a table's own header names drafts beside tokens' pace
+    for table in tables(text):  # the same cut tables as the runs above, read here by their acceptance columns
+        header = _header(table.header, raw_table=table.lines[0].lstrip().startswith("|"))
+        if header is None:
+            continue
+        engine = Engine.llama_cpp if _LLAMA_TABLE.search(" | ".join(table.header)) or \
+            _SWEEP_BENCH.match(" | ".join(table.header)) else engine  # llama-sweep-bench's own columns
+        drafted = drafted or _drafts_beside_tokens(table)
+        for cells, number, line in zip(table.rows, table.numbers, table.lines):
+            figures = _row(header, cells)
+            if figures is None:
+                break  # a row that does not fit the header: the table ended
+            if figures != Figures():
+                samples.append(Sample(header.format, figures, line, number))
+    if samples and engine is None and not tied and not drafted and _MODEL_WORDS.search(text) is None:
+        # A "draft acceptance" column alone is also a newsroom's, an "accept rate" beside "tokens/s" a tokenizer's or a
+        # rate limiter's: the paste must name a drafter, the draft length, an engine or a model file (what the runs
+        # read by words above need, ``tied``), or the table drafts beside tokens' pace.
+        samples = []
+    if samples or listed:
+        return samples or listed, engine or owner
+    labelled = labelled_samples(text)
+    if not labelled and tied:
+        # A table of acceptance by a key that is no setting (context length, prompt, category) where no shape above
+        # reads it (a cell of a range, "~53%"), or a mechanism table (tokens per forward pass with and without MTP): the
+        # runs as_runs.py reads of it, none compared (a run without speculation there carries no speed).
+        # The paste must name a drafter or the draft length ("n_max", acceptance by n_max in a main-vs-PR table): an
+        # acceptance rate alone is also a card payment's, a survey's or a sampler's (MCMC's by its "steps").
+        # Only rows drawn as a table's (pipes, aligned columns): a comma-separated "row" is as often code or prose.
+        drafting = [run for run in runs if not run.baseline and (run.acceptance is not None or run.mean_length is not None)
+                    and drawn_row(run.line)]
+        if drafting and all(run in drafting or run.baseline and run.speed is None for run in runs):
+            return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
+    return labelled, engine
+
+
+def _figures_of(run: TableRun) -> Figures:
+    setting = f"{run.setting} ({run.speed_from})" if run.speed_from else run.setting
+    return Figures(speed=run.speed, setting=setting[:300], baseline=run.baseline, acceptance=run.acceptance,
+                   mean_length=run.mean_length, group=run.key, unit=None if run.unit == "tok/s" else run.unit,
+                   spec_tokens=run.depth)
