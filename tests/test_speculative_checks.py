@@ -1,0 +1,94 @@
+"""Engines' argument checks refusing a speculative setting, and asserts in a batch only drafting runs (issue 42, the
+eleventh set's build half, as classes): texts written here from the engines' real formats, not corpus pastes, each with
+a negative of the same shape from software that does not draft, or from the engine's non-drafting path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pastes import read_paste
+
+from mtpinspect.logread.catalogue import scan
+from mtpinspect.vocabulary import Engine
+
+# python/sglang/srt/server_args.py: ServerArgs.__post_init__ runs the argument checks (_handle_* / check_server_args)
+# before any model loads; a ValueError there names the settings that cannot run together.
+_SGLANG_CHECK = (
+    "Traceback (most recent call last):\n"
+    '  File "<frozen runpy>", line 198, in _run_module_as_main\n'
+    '  File "/sgl-workspace/sglang/python/sglang/launch_server.py", line 24, in <module>\n'
+    "    server_args = prepare_server_args(sys.argv[1:])\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/server_args.py", line 5120, in prepare_server_args\n'
+    "    return ServerArgs.from_cli_args(raw_args)\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/server_args.py", line 4987, in from_cli_args\n'
+    "    return cls(**{attr: getattr(args, attr) for attr in attrs})\n"
+    '  File "<string>", line 352, in __init__\n'
+    '  File "/sgl-workspace/sglang/python/sglang/srt/server_args.py", line 688, in __post_init__\n'
+    "    self._handle_layernorm_sp()\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/server_args.py", line 3021, in _handle_layernorm_sp\n'
+    "    raise ValueError(\n"
+    "ValueError: {text}\n"
+)
+
+
+def test_an_argument_check_refusing_a_setting_beside_speculative_decoding_is_a_refusal(tmp_path: Path) -> None:
+    # One line, as quoted in a comment: SGLang's check naming its own flags (--speculative-algorithm NEXTN is MTP).
+    line = "ValueError: --enable-dp-lm-head is incompatible with speculative decoding (--speculative-algorithm NEXTN)\n"
+    assert read_paste(tmp_path, line) == (["ENGINE_LIMITATION"], Engine.sglang)
+    # The same check under the frames of the server's argument checks (it was MTP_FAILED: a start failure).
+    text = "--enable-layernorm-sp is not compatible with speculative decoding (EAGLE/EAGLE3): the captured aux hidden " \
+        "states would be sequence-sharded."
+    assert read_paste(tmp_path, _SGLANG_CHECK.replace("{text}", text)) == (["ENGINE_LIMITATION"], Engine.sglang)
+    # A hybrid model's cache mode beside speculative decoding, worded as SGLang's mamba check words it.
+    mamba = ("ValueError: Speculative decoding for FalconH1ForCausalLM is not compatible with radix cache when using "
+             "--mamba-scheduler-strategy no_buffer. Use --mamba-scheduler-strategy extra_buffer instead.\n")
+    assert read_paste(tmp_path, mamba)[0] == ["ENGINE_LIMITATION"]
+    # vllm-ascend's graph mode check (vllm_ascend/xlite: "Xlite graph mode is not compatible with speculative decoding.
+    # Please disable speculative decoding."): a RuntimeError, still the check's refusal, not a crash or a failed start.
+    ascend = ("RuntimeError: Xlite graph mode is not compatible with speculative decoding. Please disable speculative "
+              "decoding.\n")
+    assert read_paste(tmp_path, ascend)[0] == ["ENGINE_LIMITATION"]
+
+
+def test_conflict_words_of_other_programs_or_of_a_tensor_are_no_refusal(tmp_path: Path) -> None:
+    # A blog CLI's flags, Spark's speculative execution: the same check's shape, nothing of a drafter's.
+    assert read_paste(tmp_path, "ValueError: --draft-mode is incompatible with --publish-now\n")[0] == []
+    assert read_paste(tmp_path, _SGLANG_CHECK.replace("sglang", "blogtool").replace(
+        "{text}", "--draft-mode is not compatible with --publish-now"))[0] == []
+    assert read_paste(tmp_path, "ValueError: Speculative execution is not compatible with dynamic allocation\n")[0] == []
+    # A tensor's shape "not compatible" while the drafter runs is the drafter breaking, not a check refusing a setting.
+    crash = ("Traceback (most recent call last):\n"
+             '  File "/sgl-workspace/sglang/python/sglang/srt/speculative/eagle_worker.py", line 512, in draft_forward\n'
+             "    hidden = hidden_states.view(bs, -1)\n"
+             "RuntimeError: view size is not compatible with input tensor's size and stride (at least one dimension spans "
+             "across two contiguous subspaces). Use .reshape(...) instead.\n")
+    assert read_paste(tmp_path, crash)[0] == ["MTP_ENGINE_CRASH"]
+
+
+def test_an_assert_in_a_batch_only_drafting_runs_is_a_crash_on_its_path(tmp_path: Path) -> None:
+    # SGLang's attention backends branch on ForwardMode (forward_batch_info.py: TARGET_VERIFY, DRAFT_EXTEND,
+    # DRAFT_EXTEND_V2 "used in speculative decoding"); an assert there fails while the drafter's batch runs. A poster's
+    # abridged frame after the exception, as issues quote them.
+    abridged = ("AssertionError: seq_lens_cpu is required here\n"
+                "  flashmla_backend.py, in init_forward_metadata (TARGET_VERIFY path)\n")
+    assert read_paste(tmp_path, abridged) == (["MTP_ENGINE_CRASH"], Engine.sglang)
+    framed = ("Traceback (most recent call last):\n"
+              '  File "/sgl-workspace/sglang/python/sglang/srt/layers/attention/triton_backend.py", line 340, in '
+              "init_forward_metadata\n"
+              "    elif forward_batch.forward_mode.is_draft_extend_v2():\n"
+              "AssertionError\n")
+    assert read_paste(tmp_path, framed)[0] == ["MTP_ENGINE_CRASH"]
+    # An assert at start (no batch, no forward mode) is still the check's refusal.
+    assert read_paste(tmp_path, "AssertionError: speculative_eagle_topk must be 1 for this attention backend under "
+                                "--speculative-algorithm EAGLE\n")[0] == ["ENGINE_LIMITATION"]
+
+
+def test_a_batch_every_run_runs_or_another_programs_mode_ties_nothing(tmp_path: Path) -> None:
+    # SGLang's own non-drafting modes (EXTEND, DECODE): a crash there is no drafter's.
+    assert read_paste(tmp_path, "AssertionError: seq_lens_cpu is required here\n"
+                                "  flashmla_backend.py, in init_forward_metadata (DECODE path)\n")[0] == []
+    # Another program's constants that only look alike.
+    assert read_paste(tmp_path, "AssertionError: token must not be None\n"
+                                "  auth.py, in verify (TOKEN_VERIFY path)\n")[0] == []
+    assert not [h for h in scan("state = PREDRAFT_EXTENDED\nmode=XTARGET_VERIFY\n").hits
+                if h.message.name == "SGLang drafting forward mode"]
