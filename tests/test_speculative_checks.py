@@ -92,3 +92,46 @@ def test_a_batch_every_run_runs_or_another_programs_mode_ties_nothing(tmp_path: 
                                 "  auth.py, in verify (TOKEN_VERIFY path)\n")[0] == []
     assert not [h for h in scan("state = PREDRAFT_EXTENDED\nmode=XTARGET_VERIFY\n").hits
                 if h.message.name == "SGLang drafting forward mode"]
+
+
+# vLLM's worker lines (vllm/v1/executor/multiproc_executor.py's process tag, vllm/logger.py's format) as a copy joins them
+# when it loses the line ends (text recognised from a screenshot, a chat window): one line, each piece keeping its prefix.
+_TAG = "(Worker_TP1 pid=4182) ERROR 09-02 11:40:18 [multiproc_executor.py:671] "
+
+
+def _merged(*lines: str) -> str:
+    return " ".join(_TAG + line for line in lines) + "\n"
+
+
+def test_an_engines_log_lines_merged_into_one_are_read_as_its_lines(tmp_path: Path) -> None:
+    text = _merged('File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 2210, in '
+                   "execute_model",
+                   "self._draft_token_ids = self.propose_draft_token_ids(",
+                   'File "/usr/local/lib/python3.12/dist-packages/vllm/v1/spec_decode/eagle.py", line 318, in propose',
+                   "hidden_states = self.model(")
+    # Read as one line it was an error line naming draft tokens: an app's refusal (ENGINE_LIMITATION).
+    assert read_paste(tmp_path, text) == (["MTP_ENGINE_CRASH"], Engine.vllm)
+    hits = scan(text).hits
+    assert {h.number for h in hits} == {1}  # every piece keeps the line's number
+    assert any(h.message.name == "Python traceback frame" and h.line.endswith("in propose") for h in hits)
+
+
+def test_merged_lines_without_a_drafter_or_of_another_program_tie_nothing(tmp_path: Path) -> None:
+    # The target's own frames only (no drafter's): a crash nothing ties to drafting.
+    target = _merged('File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 2210, in '
+                     "execute_model",
+                     "hidden_states = self.model(",
+                     'File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/llama.py", line 380, in '
+                     "forward")
+    assert read_paste(tmp_path, target)[0] == []
+    # gunicorn's "[2026-09-02 11:40:18 +0000] [12] [ERROR]" lines (gunicorn/glogging.py) of a blog app, merged the same
+    # way, its traceback after them: its drafts are posts.
+    blog = ("[2026-09-02 11:40:17 +0000] [12] [INFO] Booting worker with pid: 12 "
+            "[2026-09-02 11:40:18 +0000] [12] [ERROR] Error handling request /posts/7/save_draft "
+            'Traceback (most recent call last): File "/srv/blog/posts/views.py", line 88, in save_draft '
+            "draft = DraftPost.objects.get(pk=pk) posts.models.DraftPost.DoesNotExist: DraftPost matching query does "
+            "not exist.\n")
+    assert read_paste(tmp_path, blog)[0] == []
+    # A line that quotes a prefix after its own words is one line, not pieces.
+    quoted = "error: see (Worker_TP1 pid=4182) ERROR 09-02 11:40:18 [x.py:1] above; draft model failed to load\n"
+    assert {h.line for h in scan(quoted).hits} <= {quoted.strip()}

@@ -35,7 +35,9 @@ from mtpinspect.logread.voices import (
     MAX_LINE,
     content_lines,
     engine_command,
+    line_pieces,
     lines_with,
+    merged_lines,
     prompt_command,
     transfer_lines,
     without_operands,
@@ -907,21 +909,25 @@ def scan(text: str) -> Scan:
     found: dict[int, list[tuple[Message, str, re.Match[str]]]] = {}
     content = content_lines(text)  # request bodies, prompts, chat text: the user's words, never a message (voices.py)
     transfer = transfer_lines(text)  # lines where "MTP" is the Media Transfer Protocol of phones: blanked there (voices.py)
+    merged = merged_lines(text)  # log lines a copy joined into one: each piece read as its own line (voices.py)
     for message in CATALOGUE:
         mine: dict[int, tuple[str, re.Match[str]]] = {}
         for key in message.keys:
-            for start, raw in lines_with(text, key):
-                if start in mine or start in content:
+            for line_start, line in lines_with(text, key):
+                if line_start in content:
                     continue
-                if message.engine_flag and _another_programs_command(raw):
-                    continue
-                said = raw if message.raw else strip_prefixes(raw)
-                said = without_transfer(said) if start in transfer else said
-                match = message.pattern.search(without_operands(said) if message.words_only else said)
-                if match is not None:
-                    mine[start] = (raw, match)
-                    if len(mine) >= _MAX_PER_MESSAGE * len(message.keys):
-                        break
+                for start, raw in line_pieces(line_start, line, merged):
+                    if start in mine or (start != line_start or len(raw) < len(line)) and key not in raw:
+                        continue
+                    if message.engine_flag and _another_programs_command(raw):
+                        continue
+                    said = raw if message.raw else strip_prefixes(raw)
+                    said = without_transfer(said) if line_start in transfer else said
+                    match = message.pattern.search(without_operands(said) if message.words_only else said)
+                    if match is not None:
+                        mine[start] = (raw, match)
+                if len(mine) >= _MAX_PER_MESSAGE * len(message.keys):
+                    break
         for start in sorted(mine)[:_MAX_PER_MESSAGE]:
             raw, match = mine[start]
             found.setdefault(start, []).append((message, raw, match))
