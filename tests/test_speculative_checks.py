@@ -135,3 +135,32 @@ def test_merged_lines_without_a_drafter_or_of_another_program_tie_nothing(tmp_pa
     # A line that quotes a prefix after its own words is one line, not pieces.
     quoted = "error: see (Worker_TP1 pid=4182) ERROR 09-02 11:40:18 [x.py:1] above; draft model failed to load\n"
     assert {h.line for h in scan(quoted).hits} <= {quoted.strip()}
+
+
+# SGLang's graph runner wraps a capture's error (cuda_graph_runner.py: raise Exception(f"Capture cuda graph failed: {e}
+# \n{CUDA_GRAPH_CAPTURE_FAILED_MSG}")); aiter's asm kernels refuse shapes above their bound in their own words
+# (asm_mla.cu: TORCH_CHECK(false, __func__, ":only support ... for qo_len <= N")). Under a speculative setting the decode
+# graph carries each request's draft tokens.
+_CAPTURE = ("[2026-02-03 04:05:06 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=20.10 GB\n"
+            "[2026-02-03 04:05:09 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+            "Exception: Capture cuda graph failed: paged_mla_decode_asm_fwd:only support bf16 decoding for qo_len <= 2\n"
+            "Possible solutions:\n")
+
+
+def test_a_kernels_bound_failing_a_graph_capture_under_a_draft_tokens_setting_is_a_refusal(tmp_path: Path) -> None:
+    command = ("$ python3 -m sglang.launch_server --model-path /models/DeepSeek-V3 --tp 8 --speculative-algorithm NEXTN "
+               "--speculative-num-steps 3 --speculative-num-draft-tokens 6 --attention-backend aiter\n")
+    # It was the scheduler's death with the drafter set up (MTP_ENGINE_CRASH): the kernel's words say what it was.
+    assert read_paste(tmp_path, command + _CAPTURE) == (["ENGINE_LIMITATION"], Engine.sglang)
+    # The kernel's words on a line of their own under the wrapper's, as posters quote them.
+    split = command + "Exception: Capture cuda graph failed:\npaged_mla_decode_asm_fwd: only support bf16 decoding for " \
+        "qo_len <= 2\n"
+    assert read_paste(tmp_path, split) == (["ENGINE_LIMITATION"], Engine.sglang)
+
+
+def test_a_kernels_bound_without_a_speculative_setting_or_of_another_program_is_no_cause(tmp_path: Path) -> None:
+    # The same capture failure with nothing of a drafter's: SGLang's, no cause.
+    assert read_paste(tmp_path, _CAPTURE) == ([], Engine.sglang)
+    # Another program's function refusing a shape, beside a command of its own.
+    etl = "$ python etl.py --workers 8 --draft\nValueError: csv_reader_fast: only supports up to 64 columns\n"
+    assert read_paste(tmp_path, etl)[0] == []

@@ -42,7 +42,7 @@ import re
 
 from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.causes import Cause
-from mtpinspect.logread.catalogue import CALL_CHAIN, SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
+from mtpinspect.logread.catalogue import CALL_CHAIN, KERNEL_LIMIT, SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
 from mtpinspect.logread.drafters import (
     DRAFTING_CODE,
     DRAFTING_MODE,
@@ -126,7 +126,9 @@ def message_cause(log: LogEvidence) -> Cause | None:
             or (log.run is not None and log.run.other_drafting and _serving_step(hits) is not None) \
             or (death is not None and not hits.of(Meaning.exception) and _drafter_setting(log, hits) is not None)
         # (a death whose exception the paste holds says where it died: that, not the setting, decides)
-    if death is not None and drafting and not hits.of(Meaning.exception):
+    # A kernel's own bound (a shape it refuses) says what the death was: read below, as a gap.
+    limit = any(h.message.name == KERNEL_LIMIT for h in hits.hits)
+    if death is not None and drafting and not hits.of(Meaning.exception) and not limit:
         return _death_after_drafting(log, death)
     # A failure of the draft context is its own tie; the target's decode failing needs another line that ties the run.
     gaps = hits.of(Meaning.engine_gap)
@@ -425,11 +427,27 @@ def rejected_flag(log: LogEvidence, hit: Hit, evidence: tuple[str, ...]) -> Caus
 
 def _backend_gap(log: LogEvidence, hit: Hit, path: Hit) -> Cause:
     tie = () if path is hit else (f"{log.path}: line {path.number}: {path.message.means}",)
+    if hit.message.name == KERNEL_LIMIT:
+        return _kernel_limit(log, hit, tie)
     return Cause("MTP_ENGINE_CRASH", _confidence(log, 0.8),
                  f"the engine or its backend fails on the speculative path ({hit.match.group(0)}): an engine bug, not the head",
                  (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}", *tie),
                  f"{gap_remedy(_engine(log))}; on this backend try the run without speculative decoding first, then "
                  "report the kernel failure with the backend named", (EvidenceSource.log,))
+
+
+def _kernel_limit(log: LogEvidence, hit: Hit, tie: tuple[str, ...]) -> Cause:
+    """A kernel's own bound on the shapes it runs, in a run that drafts: a verify step's graph carries each request's
+    draft tokens (SGLang's decode graph is captured with --speculative-num-draft-tokens tokens a request), so a setting
+    above the bound is one the kernel refuses, not a crash of the drafter."""
+    kernel, bound = hit.match.group("kernel"), hit.match.group("bound")
+    return Cause("ENGINE_LIMITATION", _confidence(log, 0.7),
+                 f"the kernel {kernel} supports shapes only up to {bound}, and the speculative setting asks more (a verify "
+                 "step carries each request's draft tokens): an engine limit, not the head",
+                 (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}", *tie),
+                 f"keep the draft tokens a request within the kernel's bound ({bound}: SGLang's "
+                 "--speculative-num-draft-tokens, vLLM's num_speculative_tokens), or choose an attention backend whose "
+                 f"kernel runs more; {gap_remedy(_engine(log))}", (EvidenceSource.log,))
 
 
 def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
