@@ -164,3 +164,15 @@ def test_a_kernels_bound_without_a_speculative_setting_or_of_another_program_is_
     # Another program's function refusing a shape, beside a command of its own.
     etl = "$ python etl.py --workers 8 --draft\nValueError: csv_reader_fast: only supports up to 64 columns\n"
     assert read_paste(tmp_path, etl)[0] == []
+
+
+def test_an_argument_checks_pair_or_requirement_naming_a_speculative_setting_is_a_refusal(tmp_path: Path) -> None:
+    # SGLang's server_args.py words for settings that cannot go together ("Cannot set --encoder-only and --language-only
+    # together", "--enable-prefix-mm-cache requires --encoder-only to be enabled"), about a speculative setting.
+    together = ("ValueError: Cannot set --speculative-draft-model-path and --speculative-algorithm NGRAM together\n")
+    assert read_paste(tmp_path, together) == (["ENGINE_LIMITATION"], Engine.sglang)
+    needs = "ValueError: --speculative-eagle-topk > 1 requires --attention-backend flashinfer or fa3\n"
+    assert read_paste(tmp_path, needs) == (["ENGINE_LIMITATION"], Engine.sglang)
+    # A mail tool's flags in the same words: its drafts folder is mail.
+    assert read_paste(tmp_path, "ValueError: --drafts-folder requires --imap-host to be set\n")[0] == []
+    assert read_paste(tmp_path, "ValueError: Cannot set --draft and --publish together\n")[0] == []

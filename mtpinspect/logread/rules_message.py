@@ -73,12 +73,17 @@ _REFUSAL_WORDS = re.compile(r"not (?:yet )?supported|unsupported|only .{0,80}\bs
 # An argument check's words that two settings cannot run together (python/sglang/srt/server_args.py: "Speculative
 # decoding for {arch} is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer.",
 # "--enable-layernorm-sp is not compatible with speculative decoding (EAGLE/EAGLE3)", "... is incompatible with
-# speculative decoding (--speculative-algorithm EAGLE)"; vllm-ascend's "Xlite graph mode is not compatible with
-# speculative decoding"; TensorRT-LLM's "... cannot be used with ..."): a refusal of the combination at start, read only
+# speculative decoding (--speculative-algorithm EAGLE)", "Cannot set --encoder-only and --language-only together",
+# "--enable-prefix-mm-cache requires --encoder-only to be enabled"; vllm-ascend's "Xlite graph mode is not compatible
+# with speculative decoding"; TensorRT-LLM's "... cannot be used with ..."): a refusal of the combination at start, read only
 # where the exception's own text names the speculative setting (a tensor's "view size is not compatible with input
 # tensor's size" while drafting is a crash).
 _CONFLICT_WORDS = re.compile(r"\b(?:not |in)compatible with\b|"
                              r"\b(?:cannot|can ?not|can't) be (?:used|combined|enabled|run)(?: together| at the same time)? with\b|"
+                             r"\b(?:cannot|can ?not|can't) (?:set|use|enable|specify|combine|pass) (?:both )?[^\n]{1,160}?"
+                             r"\b(?:together|at the same time|simultaneously)\b|\b(?:cannot|can ?not|can't) (?:set|use|enable) both\b|"
+                             r"\b(?:requires?|needs?) (?:the )?--[a-z][\w-]{1,60}|"
+                             r"\brequires? [^\n]{1,80}? to be (?:set|enabled|disabled|specified|provided|used|off|on)\b|"
                              r"\bcan only be used with\b|\bmutually exclusive\b|\bconflicts? with\b", re.IGNORECASE)
 # Python's own words for an operation on the wrong types (CPython Objects/object.c do_richcompare: "'%s' not supported
 # between instances of '%.100s' and '%.100s'"; Objects/abstract.c binop_type_error: "unsupported operand type(s) for
