@@ -84,6 +84,12 @@ _BLOCK = "".join([
     ("INFO 01-02 03:04:05 [" + "eagle_draft_mtp_" * 1000 + "x.py:\n") * 4,
     "(EngineCore_DP0 pid=1) ERROR 01-02 03:04:05 [core.py:1] AttributeError: " + "'draft_a" * 2000 + "\n",
     "[DP1 TP" + "1 EP" * 4000 + "\n" + ("Scheduler Watchdog timeout (self.watchdog_timeout=" + "x" * 390 + "\n") * 20,
+    # Round 11's (the eleventh set's refusals and crashes): log lines merged into one (a line of hundreds of logger
+    # prefixes, process tags that never close), a kernel's bound that never comes, forward modes run together.
+    "(W pid=1) ERROR 01-02 03:04:05 [a.py:1] " + "draft_token_ids x (W pid=1) ERROR 01-02 03:04:05 [a.py:1] " * 300 + "\n",
+    "(W pid=1) INFO 01-02 03:04:05 [a.py:1] " + "(w pid=1 " * 1800 + "\n" + "[2026-01-02 03:04:05 " * 800 + "\n",
+    "Exception: Capture cuda graph failed: " + "x_y:only support " * 900 + "\n" + "a_" * 8000 + ": only support <\n",
+    "DRAFT_EXTEND_V" * 1100 + "\n" + "ValueError: speculative decoding " + "cannot set " * 1400 + "\n",
 ])
 
 

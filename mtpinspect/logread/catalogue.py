@@ -35,7 +35,9 @@ from mtpinspect.logread.voices import (
     MAX_LINE,
     content_lines,
     engine_command,
+    line_pieces,
     lines_with,
+    merged_lines,
     prompt_command,
     transfer_lines,
     without_operands,
@@ -147,6 +149,7 @@ _SPEC_TAG = r"^spec (?:" + "|".join(rf" {{{12 - n}}}\w{{{n}}}" for n in range(1,
 _FRAME_NAME = (r"(?:[A-Za-z_~]\w{0,120}(?:(?:::|\.)[A-Za-z_~]\w{0,120}){1,8}(?:\(\))?|[A-Za-z_~][A-Za-z0-9]{0,60}_\w{1,120}(?:\(\))?|"
                r"[A-Za-z_~]\w{0,120}\(\))")
 CALL_CHAIN = "call chain"
+KERNEL_LIMIT = "kernel limit"
 
 CATALOGUE: tuple[Message, ...] = (
     # -- llama.cpp: why MTP failed (common/arg.cpp, common/speculative.cpp, src/llama-context.cpp, src/models/*,
@@ -633,6 +636,12 @@ CATALOGUE: tuple[Message, ...] = (
        "python/sglang/srt/speculative/eagle_draft_cuda_graph_runner.py, eagle_draft_extend_cuda_graph_runner.py "
        "(\"Capture draft cuda graph begin\", \"Capture draft extend cuda graph begin\")",
        "SGLang capturing its drafter's CUDA graphs", engine=_SGLANG),
+    # SGLang's graph runners wrap a capture's error in their own words (model_executor/cuda_graph_runner.py and the
+    # drafter's eagle_draft_cuda_graph_runner.py: raise Exception(f"Capture cuda graph failed: {e}\n{CUDA_GRAPH_CAPTURE_
+    # FAILED_MSG}")): whose text it is, nothing of a drafter's by itself.
+    _m("SGLang graph capture failed", Meaning.writer, ("Capture cuda graph failed",), r"\bCapture cuda graph failed\b",
+       "python/sglang/srt/model_executor/cuda_graph_runner.py (\"Capture cuda graph failed: {e}\")",
+       "SGLang's graph capture failed", engine=_SGLANG),
     _m("SGLang NextN class", Meaning.mtp_on, ("NextN", "ForCausalLMMTP"), r"\b\w+(?:Model|ForCausalLM)NextN\b|\b\w+ForCausalLMMTP\b",
        "python/sglang/srt/models/deepseek_nextn.py (DeepseekModelNextN, DeepseekV3ForCausalLMNextN), glm4_moe_nextn.py, "
        "qwen3_next_mtp.py (Qwen3NextForCausalLMMTP)",
@@ -834,6 +843,17 @@ CATALOGUE: tuple[Message, ...] = (
     _m("Level Zero error", Meaning.engine_gap, ("ZE_RESULT_ERROR", "UR_RESULT_ERROR"),
        r"\b(?:ZE|UR)_RESULT_ERROR_\w+", "Intel Level Zero / Unified Runtime status codes (XPU, SYCL)",
        "the XPU backend failed to build or run a kernel"),
+    # A kernel's own check naming the function and the bound it supports (aiter's asm MLA kernels: TORCH_CHECK(false,
+    # __func__, ":only support fp8 mla decoding for qo_len <= 4"): MTP's verify step asks qo_len = draft tokens), on a line of its own or after the words of the
+    # error that wraps it ("Capture cuda graph failed: <kernel>: only support ..."), as a graph capture prints it: a
+    # shape the kernel refuses. Under a speculative setting the decode graph carries each request's draft tokens, so the
+    # bound is the drafter's (rules_message.py: a refusal, ENGINE_LIMITATION); alone it ties nothing.
+    _m(KERNEL_LIMIT, Meaning.engine_gap, ("only support",),
+       r"(?:^|:\s)(?P<kernel>[A-Za-z][A-Za-z0-9]{0,80}(?:_[A-Za-z0-9]{1,80}){1,12}):\s?(?:only supports?|supports? only) [^\n]{0,200}?"
+       r"(?:<=?|\u2264|\bup to|\bat most|\bno more than)\s{0,2}(?P<bound>\d{1,6})\b",
+       "aiter's asm kernels (csrc/py_itfs_cu/asm_mla.cu: TORCH_CHECK / AITER_CHECK(false, __func__, \":only support ... "
+       "for qo_len <= N\")), wrapped by SGLang's graph capture (\"Capture cuda graph failed: {e}\")",
+       "a kernel supports only shapes up to a bound"),
 )
 
 
@@ -907,21 +927,25 @@ def scan(text: str) -> Scan:
     found: dict[int, list[tuple[Message, str, re.Match[str]]]] = {}
     content = content_lines(text)  # request bodies, prompts, chat text: the user's words, never a message (voices.py)
     transfer = transfer_lines(text)  # lines where "MTP" is the Media Transfer Protocol of phones: blanked there (voices.py)
+    merged = merged_lines(text)  # log lines a copy joined into one: each piece read as its own line (voices.py)
     for message in CATALOGUE:
         mine: dict[int, tuple[str, re.Match[str]]] = {}
         for key in message.keys:
-            for start, raw in lines_with(text, key):
-                if start in mine or start in content:
+            for line_start, line in lines_with(text, key):
+                if line_start in content:
                     continue
-                if message.engine_flag and _another_programs_command(raw):
-                    continue
-                said = raw if message.raw else strip_prefixes(raw)
-                said = without_transfer(said) if start in transfer else said
-                match = message.pattern.search(without_operands(said) if message.words_only else said)
-                if match is not None:
-                    mine[start] = (raw, match)
-                    if len(mine) >= _MAX_PER_MESSAGE * len(message.keys):
-                        break
+                for start, raw in line_pieces(line_start, line, merged):
+                    if start in mine or (start != line_start or len(raw) < len(line)) and key not in raw:
+                        continue
+                    if message.engine_flag and _another_programs_command(raw):
+                        continue
+                    said = raw if message.raw else strip_prefixes(raw)
+                    said = without_transfer(said) if line_start in transfer else said
+                    match = message.pattern.search(without_operands(said) if message.words_only else said)
+                    if match is not None:
+                        mine[start] = (raw, match)
+                if len(mine) >= _MAX_PER_MESSAGE * len(message.keys):
+                    break
         for start in sorted(mine)[:_MAX_PER_MESSAGE]:
             raw, match = mine[start]
             found.setdefault(start, []).append((message, raw, match))

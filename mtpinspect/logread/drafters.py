@@ -35,6 +35,7 @@ class Place(Word):
     function = "function"  # a Python frame's function name (Python's "line N, in f", faulthandler's "line N in f")
     native = "native"  # a C/C++ symbol in a native backtrace (gdb, backtrace_symbols, a demangled frame line)
     tensor = "tensor"  # a graph tensor or context field only a drafter builds or reads (an assert's or abort's text)
+    mode = "mode"  # a forward mode of the engine's batches that only drafting runs (the drafter's or the verify pass)
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,19 @@ TABLE: tuple[DrafterCode, ...] = (
                 "eagle_info.py eagle_prepare_for_verify, eagle_utils.py, eagle_draft_cuda_graph_runner.py, "
                 "standalone_worker.py, dflash_worker.py, dflash_info.py, base_spec_worker.py, spec_info.py)",
                 "SGLang's drafter, by its own module or function name"),
+    # The forward modes of SGLang's batches that only speculative decoding runs (python/sglang/srt/model_executor/
+    # forward_batch_info.py ForwardMode: TARGET_VERIFY "Used in speculative decoding: verify a batch in the target model",
+    # DRAFT_EXTEND "extend a batch in the draft model", DRAFT_EXTEND_V2; their tests is_target_verify(),
+    # is_draft_extend(), is_draft_extend_v2()), as a frame's source line, an assert's text or a poster's note on a frame
+    # ("in init_forward_metadata (DRAFT_EXTEND_V2 path)") names them: a batch of the drafting path being run. EXTEND,
+    # DECODE, MIXED, IDLE are every batch's.
+    DrafterCode("SGLang drafting forward mode", _S, Place.mode,
+                ("DRAFT_EXTEND", "TARGET_VERIFY", "is_draft_extend", "is_target_verify"),
+                r"(?<![\w.])(?:ForwardMode\.)?(?:DRAFT_EXTEND(?:_V2)?|TARGET_VERIFY)\b|"
+                r"\bis_(?:draft_extend(?:_v2)?|target_verify)\(",
+                "python/sglang/srt/model_executor/forward_batch_info.py (ForwardMode.TARGET_VERIFY, DRAFT_EXTEND, "
+                "DRAFT_EXTEND_V2; is_target_verify, is_draft_extend)",
+                "a forward mode of SGLang's that only drafting runs (the drafter's extend or the target's verify pass)"),
     # SGLang's n-gram drafter is C++ (python/sglang/srt/speculative/cpp_ngram/: trie.h, ngram.h); its frames name the
     # namespace, "sglang::ngram::" in 2026 builds, bare "ngram::" in later ones (sglang.kernels.ops.speculative).
     DrafterCode("SGLang n-gram native frame", _S, Place.native, ("sglang::ngram::", "ngram::"),
@@ -278,6 +292,8 @@ TABLE: tuple[DrafterCode, ...] = (
 _COMPILED = tuple((row, re.compile(row.pattern)) for row in TABLE)
 # The catalogue messages made from the table, by name: a hit of one is a line in an engine's drafting code.
 DRAFTING_CODE = frozenset(row.name for row in TABLE)
+# The row of the forward modes only drafting runs: a batch on the drafting path was being run (rules_message.py).
+DRAFTING_MODE = next(row.name for row in TABLE if row.place is Place.mode)
 
 
 @dataclass(frozen=True)

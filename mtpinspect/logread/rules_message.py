@@ -26,7 +26,9 @@ The rest only when the text holds no MTP-failure line, which diagnosis/failures.
   speculative, draft, MTP, NextN): an engine gap, not the head. What the exception is decides which:
   a refusal (``AssertionError``, ``NotImplementedError``, or a ``ValueError`` that says "not supported"
   / "only ... supported": which algorithms a model supports, or a configuration check's "Expected ... to be provided,
-  but found ...", "... must be at most ...") -> ENGINE_LIMITATION; any other exception
+  but found ...", "... must be at most ...", or its own words that the speculative setting "is not compatible with"
+  another) -> ENGINE_LIMITATION, save an assert in a batch being run (a serving step's frame, a forward mode only
+  drafting runs: the drafter breaking mid-run); any other exception
   (an ``AttributeError`` on an MTP class, a ``NameError`` for a missing kernel, a ``RuntimeError``) is
   the engine's MTP path breaking -> MTP_ENGINE_CRASH.
 
@@ -40,8 +42,15 @@ import re
 
 from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.causes import Cause
-from mtpinspect.logread.catalogue import CALL_CHAIN, SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
-from mtpinspect.logread.drafters import DRAFTING_CODE, Drafter, drafter_architecture, drafter_named, drafting_name
+from mtpinspect.logread.catalogue import CALL_CHAIN, KERNEL_LIMIT, SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
+from mtpinspect.logread.drafters import (
+    DRAFTING_CODE,
+    DRAFTING_MODE,
+    Drafter,
+    drafter_architecture,
+    drafter_named,
+    drafting_name,
+)
 from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.logread.voices import without_operands
@@ -61,6 +70,21 @@ _REFUSAL_WORDS = re.compile(r"not (?:yet )?supported|unsupported|only .{0,80}\bs
                             r"is not a registered model|Cannot find model module|"
                             r"\bunknown (?:speculative|spec|draft)[\w ]{0,40}(?:method|type|algorithm)|\bunrecognized\b",
                             re.IGNORECASE)
+# An argument check's words that two settings cannot run together (python/sglang/srt/server_args.py: "Speculative
+# decoding for {arch} is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer.",
+# "--enable-layernorm-sp is not compatible with speculative decoding (EAGLE/EAGLE3)", "... is incompatible with
+# speculative decoding (--speculative-algorithm EAGLE)", "Cannot set --encoder-only and --language-only together",
+# "--enable-prefix-mm-cache requires --encoder-only to be enabled"; vllm-ascend's "Xlite graph mode is not compatible
+# with speculative decoding"; TensorRT-LLM's "... cannot be used with ..."): a refusal of the combination at start, read only
+# where the exception's own text names the speculative setting (a tensor's "view size is not compatible with input
+# tensor's size" while drafting is a crash).
+_CONFLICT_WORDS = re.compile(r"\b(?:not |in)compatible with\b|"
+                             r"\b(?:cannot|can ?not|can't) be (?:used|combined|enabled|run)(?: together| at the same time)? with\b|"
+                             r"\b(?:cannot|can ?not|can't) (?:set|use|enable|specify|combine|pass) (?:both )?[^\n]{1,160}?"
+                             r"\b(?:together|at the same time|simultaneously)\b|\b(?:cannot|can ?not|can't) (?:set|use|enable) both\b|"
+                             r"\b(?:requires?|needs?) (?:the )?--[a-z][\w-]{1,60}|"
+                             r"\brequires? [^\n]{1,80}? to be (?:set|enabled|disabled|specified|provided|used|off|on)\b|"
+                             r"\bcan only be used with\b|\bmutually exclusive\b|\bconflicts? with\b", re.IGNORECASE)
 # Python's own words for an operation on the wrong types (CPython Objects/object.c do_richcompare: "'%s' not supported
 # between instances of '%.100s' and '%.100s'"; Objects/abstract.c binop_type_error: "unsupported operand type(s) for
 # %.100s: ..."; "'%.200s' object does not support item assignment / item deletion / the context manager protocol";
@@ -107,7 +131,9 @@ def message_cause(log: LogEvidence) -> Cause | None:
             or (log.run is not None and log.run.other_drafting and _serving_step(hits) is not None) \
             or (death is not None and not hits.of(Meaning.exception) and _drafter_setting(log, hits) is not None)
         # (a death whose exception the paste holds says where it died: that, not the setting, decides)
-    if death is not None and drafting and not hits.of(Meaning.exception):
+    # A kernel's own bound (a shape it refuses) says what the death was: read below, as a gap.
+    limit = any(h.message.name == KERNEL_LIMIT for h in hits.hits)
+    if death is not None and drafting and not hits.of(Meaning.exception) and not limit:
         return _death_after_drafting(log, death)
     # A failure of the draft context is its own tie; the target's decode failing needs another line that ties the run.
     gaps = hits.of(Meaning.engine_gap)
@@ -406,11 +432,27 @@ def rejected_flag(log: LogEvidence, hit: Hit, evidence: tuple[str, ...]) -> Caus
 
 def _backend_gap(log: LogEvidence, hit: Hit, path: Hit) -> Cause:
     tie = () if path is hit else (f"{log.path}: line {path.number}: {path.message.means}",)
+    if hit.message.name == KERNEL_LIMIT:
+        return _kernel_limit(log, hit, tie)
     return Cause("MTP_ENGINE_CRASH", _confidence(log, 0.8),
                  f"the engine or its backend fails on the speculative path ({hit.match.group(0)}): an engine bug, not the head",
                  (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}", *tie),
                  f"{gap_remedy(_engine(log))}; on this backend try the run without speculative decoding first, then "
                  "report the kernel failure with the backend named", (EvidenceSource.log,))
+
+
+def _kernel_limit(log: LogEvidence, hit: Hit, tie: tuple[str, ...]) -> Cause:
+    """A kernel's own bound on the shapes it runs, in a run that drafts: a verify step's graph carries each request's
+    draft tokens (SGLang's decode graph is captured with --speculative-num-draft-tokens tokens a request), so a setting
+    above the bound is one the kernel refuses, not a crash of the drafter."""
+    kernel, bound = hit.match.group("kernel"), hit.match.group("bound")
+    return Cause("ENGINE_LIMITATION", _confidence(log, 0.7),
+                 f"the kernel {kernel} supports shapes only up to {bound}, and the speculative setting asks more (a verify "
+                 "step carries each request's draft tokens): an engine limit, not the head",
+                 (_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}", *tie),
+                 f"keep the draft tokens a request within the kernel's bound ({bound}: SGLang's "
+                 "--speculative-num-draft-tokens, vLLM's num_speculative_tokens), or choose an attention backend whose "
+                 f"kernel runs more; {gap_remedy(_engine(log))}", (EvidenceSource.log,))
 
 
 def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
@@ -420,7 +462,8 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     if unknown is not None:
         return _no_drafter_graph(log, hit, *unknown)
     # Its words, or the engine's speculative configuration it names (a "validation error for SpeculativeConfig").
-    said = SPECULATIVE_WORDS.search(without_operands(text)) is not None or _SPEC_CONFIG_NAMED.search(text) is not None
+    named = SPECULATIVE_WORDS.search(without_operands(text)) is not None or _SPEC_CONFIG_NAMED.search(text) is not None
+    said = named
     # The loader's words name the model class it loads into: a drafter's class (DFlash2Qwen3Model, DeepSeekMTP) puts the
     # exception in the drafter's loading.
     said = said or drafter_loading(text)
@@ -459,9 +502,15 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
         return _without_head(log, hit)
     # An assert that fails while the engine serves (a frame of its serving step above it: execute_model, run_batch) is
     # its drafting code breaking mid-run, not a check refusing a setting at start; only a refusal's words make it one.
+    # A forward mode only drafting runs (SGLang's DRAFT_EXTEND_V2, TARGET_VERIFY), anywhere in the paste, says the same:
+    # a batch was being run (a poster's abridged frame may follow the exception).
     step = _serving_step(hits)
-    serving = kind == "AssertionError" and step is not None and step.number < hit.number
-    if (kind in _REFUSALS and not serving) or _REFUSAL_WORDS.search(_PYTHON_TYPE_WORDS.sub(" ", text)):
+    mode = next((h for h in hits.hits if h.message.name == DRAFTING_MODE), None)
+    serving = kind == "AssertionError" and (step is not None and step.number < hit.number or mode is not None)
+    # Its own words that the speculative setting cannot run beside another one: the argument check refusing the pair,
+    # wherever it stands (one line, or under the frames of the server's argument checks).
+    conflict = named and _CONFLICT_WORDS.search(text) is not None
+    if (kind in _REFUSALS and not serving) or conflict or _REFUSAL_WORDS.search(_PYTHON_TYPE_WORDS.sub(" ", text)):
         return Cause("ENGINE_LIMITATION", confidence,
                      f"{where} speculative / MTP code refuses this model or setting ({kind}): an engine gap, not the head",
                      tuple(evidence), gap_remedy(engine), (EvidenceSource.log,))

@@ -18,6 +18,9 @@ word inside one is read as a name, not as the program's words about speculative 
 Media Transfer Protocol (libmtp, go-mtpfs, gvfsd-mtp, ...: :func:`transfer_lines`) is a phone's protocol:
 :func:`without_transfer` blanks it there.
 
+Log lines a copy joined into one (text recognised from a screenshot) are split where an engine's logger prefix starts
+again (:func:`merged_lines`): each piece is read as the line it was.
+
 Each test is a literal key found with str.find, then one linear pattern on that line alone: the cost is one
 pass per key over the text, whatever its size.
 """
@@ -99,6 +102,53 @@ def prompt_command(line: str) -> str | None:
 def engine_command(command: str) -> bool:
     """Whether a shell command runs an engine, an app or a container (else the program is someone else's)."""
     return _ENGINES.search(command) is not None
+
+
+# -- Lines merged into one -----------------------------------------------------------------------------------------
+# A copy that lost its line ends (text recognised from a screenshot, a chat window, a web form) joins an engine's log
+# lines into one: each keeps its logger prefix, vLLM's "(Worker_TP0 pid=7) ERROR 04-13 06:24:07 [file.py:932] " (the
+# process tag of vllm/v1/executor/multiproc_executor.py, the logger format of vllm/logger.py), SGLang's "[2025-10-22
+# 10:27:57 TP0] " (python/sglang/srt/utils: the rank-tagged log format). A line that starts with such a prefix and holds
+# another after some text is several lines; each piece is read as the line it was (catalogue.scan), under the line's
+# number. A prefix right after another (the process tag, then the logger's) is one.
+_LOG_PREFIX = re.compile(r"\([^()\n]{1,60}? pid=\d{1,8}\)(?=\s|$)|"
+                         r"(?<![\w(])(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s{1,4}\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d{1,6})?\s{1,4}"
+                         r"\[?[\w./-]{1,120}:\d{1,6}[\])]|"
+                         r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]\n]{0,60}\]")
+_PREFIX_KEYS = (" pid=", "[20", "DEBUG ", "INFO ", "WARNING ", "ERROR ", "CRITICAL ")
+
+
+def merged_lines(text: str) -> dict[int, tuple[int, ...]]:
+    """The lines that are several of an engine's log lines merged (see above): each one's start offset, with the offsets
+    in it where its pieces start (the first 0). One finditer per line holding a prefix's key: linear in the text."""
+    merged: dict[int, tuple[int, ...]] = {}
+    seen: set[int] = set()
+    for key in _PREFIX_KEYS:
+        for start, line in lines_with(text, key):
+            if start in seen:
+                continue
+            seen.add(start)
+            pieces: list[int] = []
+            end = 0
+            for found in _LOG_PREFIX.finditer(line):
+                if not pieces and line[: found.start()].strip():
+                    break  # the line does not start with a prefix: one line that quotes one
+                if not pieces or line[end : found.start()].strip():
+                    pieces.append(found.start() if pieces else 0)
+                end = found.end()
+            if len(pieces) > 1:
+                merged[start] = tuple(pieces)
+    return merged
+
+
+def line_pieces(start: int, line: str, merged: dict[int, tuple[int, ...]]) -> Iterator[tuple[int, str]]:
+    """(start, text) of each line a text's line at ``start`` holds: itself, or the pieces of a merged one."""
+    at = merged.get(start)
+    if at is None:
+        yield start, line
+        return
+    for begin, end in zip(at, (*at[1:], len(line))):
+        yield start + begin, line[begin:end]
 
 
 # -- Other programs' operands --------------------------------------------------------------------------------------
