@@ -33,6 +33,7 @@ from mtpinspect.logread.formats import strip_prefixes
 from mtpinspect.logread.run_facts import LogApp, MtpUse
 from mtpinspect.logread.voices import (
     MAX_LINE,
+    anothers_line,
     content_lines,
     engine_command,
     lines_with,
@@ -84,6 +85,9 @@ class Message:
     # a flag only an engine's command sets: on a shell prompt whose command runs no engine (voices.engine_command), the
     # flag is that program's own ("$ python report.py --mtp-export")
     engine_flag: bool = False
+    # said only in an engine's or app's voice: a line another program's own tag names (voices.anothers_line: a mail
+    # client's "mailsync[2211]: ERROR failed to load draft model ...") is that program's sense of the words
+    voiced: bool = False
     # How much the line says about who wrote the text (Scan.writer): 3 an engine's own line (its log prefix, module
     # path, command, metrics words), 2 the names of its code (a class, a config key), 1 a mention of its name.
     weight: int = 3
@@ -820,8 +824,9 @@ CATALOGUE: tuple[Message, ...] = (
        r"multi[- ]token))",
        "the class of app and engine errors about speculative decoding (LM Studio, Ollama, forks, llama.rn)",
        "an error about speculative decoding, in the app's or engine's own words",
-       # Its words, not the names it quotes: git's branch 'draft/mtp-export', tar's mtp-phone-backup.tar.gz.
-       words_only=True),
+       # Its words, not the names it quotes: git's branch 'draft/mtp-export', tar's mtp-phone-backup.tar.gz; and an
+       # engine's or app's words, not another program's tagged line (a mail client's "draft model for account 2").
+       words_only=True, voiced=True),
     # -- backends ----------------------------------------------------------------------------------------------
     # A CUDA kernel that cannot run on this device (no image for its architecture: a Hopper-only kernel on Blackwell)
     # as the kernel's launch check prints it ("CUDA error (file:line): no kernel image is available for execution on the
@@ -844,6 +849,15 @@ SPECULATIVE_WORDS = re.compile(r"\bspeculative\.(?:cpp|h)\b|(?<![A-Za-z])[Ss]pec
                                r"sampl|worker|impl|init|gen|propos|batch|step|head)|_speculative|num_speculative|SPECULATIVE_|\b[Dd]raft(?:er|ing|[ _-]?(?:models?|tokens?|toks?|heads?|ctx|context|"
                                r"probs?|len|ids))\b|\bDRAFT_|(?<![A-Z])MTP(?![A-Z]{2})|(?<![A-Za-z])mtp(?![a-z])|"
                                r"NextN|(?<![A-Za-z])[Nn]extn|\bEAGLE|\b[Ee]agle(?:\d|[A-Z_]|\b)|spec_decode|num_speculative")
+
+# The method's own names, which other software does not use for its own things: speculative decoding / sampling and a
+# speculative method, algorithm, config or type, draft-model speculation, multi-token prediction, MTP (word-bounded; the
+# phones' protocol is blanked before, voices.py), NextN, EAGLE, an mtp- GGUF, draft-mtp. "Draft model", "draft
+# tokens", "drafter", a "speculative model" are also a mail client's, an editor's or a trading app's words: a line
+# with only those is about speculative decoding only where an engine or app speaks (rules_message.engine_voice).
+METHOD_WORDS = re.compile(r"(?i:(?<![A-Za-z])speculative[ _-]?(?:decod|sampl|method|algo|config|type)|"
+                          r"\bdraft[ _-]?models? speculation\b|\bmulti[- ]token[- ]?predict|(?<![A-Za-z])nextn|"
+                          r"\bmtp-[\w.-]*\.gguf\b|\bdraft-mtp\b|\bEAGLE-?\d?\b)|(?<![A-Za-z])MTP(?![A-Za-z])")
 
 _MAX_PER_MESSAGE = 16  # hits kept per message: the first ones carry the setup, more add nothing
 
@@ -914,6 +928,8 @@ def scan(text: str) -> Scan:
                 if start in mine or start in content:
                     continue
                 if message.engine_flag and _another_programs_command(raw):
+                    continue
+                if message.voiced and anothers_line(raw):
                     continue
                 said = raw if message.raw else strip_prefixes(raw)
                 said = without_transfer(said) if start in transfer else said

@@ -101,6 +101,38 @@ def engine_command(command: str) -> bool:
     return _ENGINES.search(command) is not None
 
 
+
+# -- Another program's tag -----------------------------------------------------------------------------------------
+# A line may name the program that printed it: syslog's and journald's "host prog[pid]: " (also without the time and
+# host: "mailsync[2211]: "), Python logging's default "LEVEL:logger.name:". A mail client's "mailsync[2211]: ERROR failed
+# to load draft model for account 2" is that program's own sense of "draft", whatever its words: a line tagged by a
+# program that is no engine or app says nothing of speculative decoding. A tag that names an interpreter, a container
+# runtime or a service manager's child (python3, node, docker) says nothing of who runs in it.
+_PROGRAM_TAG = re.compile(r"^(?:>\s*)?(?:(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]{8,15}(?:Z|[+-]\d\d:?\d\d)?)"
+                          r" [\w.-]{1,64} )?(?P<program>[A-Za-z][\w.@-]{0,80})\[\d{1,9}\]:\s"
+                          r"|^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[A-Za-z_][\w.]{0,120}):")
+# Programs that are an engine or an app that runs one, by the names their binaries, services and loggers take.
+_ENGINE_PROGRAMS = re.compile(r"(?i)llama|vllm|sglang|ollama|lm-?studio|\blms\b|kobold|lemonade|localai|mlx|exllama|"
+                              r"tabby|aphrodite|text-generation|\btgi\b|mtp-bench|mtpinspect")
+_NOBODY = re.compile(r"(?i)^(?:python[\d.]*|pypy[\d.]*|node|nodejs|java|ruby|perl|bash|sh|zsh|env|sudo|uvicorn|gunicorn|"
+                     r"docker\w*|dockerd|containerd\S*|podman|conmon|runc|crun|kubelet|tini|dumb-init|supervisord|root)$")
+
+
+def program_tag(line: str) -> str | None:
+    """The program (or Python logger) a line's own tag names, None when the line has no such tag (see above)."""
+    found = _PROGRAM_TAG.match(line.strip()[:MAX_LINE])
+    if found is None:
+        return None
+    return found["program"] or found["logger"]
+
+
+def anothers_line(line: str) -> bool:
+    """Whether a line's own tag names a program that is no engine or app (neither an interpreter or container runtime,
+    which say nothing of what runs in them): that program's words, not an engine's."""
+    tag = program_tag(line)
+    return tag is not None and not _ENGINE_PROGRAMS.search(tag) and not _NOBODY.match(tag.split(".")[0])
+
+
 # -- Other programs' operands --------------------------------------------------------------------------------------
 # A shell tool's, git's or an OS error's line names the file, path, archive or branch it acted on: `tar (child):
 # mtp-phone-backup-2026-11.tar.gz: Cannot open`, `error: pathspec 'draft/mtp-export' did not match`, Python's
