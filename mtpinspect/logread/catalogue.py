@@ -175,6 +175,16 @@ CATALOGUE: tuple[Message, ...] = (
        "ik_llama.cpp's server: \"failed to initialize MTP speculative context\"",
        "llama.cpp could not create the MTP draft context (no nextn layers in the model, or no memory for it)",
        engine=_LLAMA, mtp=_ON),
+    # llama_init_from_model's checks of a context's parameters, before any memory is asked for: a context refused for
+    # what it was given. Whose context, the lines after say (a draft context's failure: diagnosis/failures.py); alone it
+    # ties nothing to MTP (rules_run.py: a generic failure).
+    _m("context parameters refused", Meaning.mtp_failure, ("cannot both be zero", "requires flash_attn"),
+       r"\bn_batch and n_ubatch cannot both be zero\b|\bn_ctx and model->hparams\.n_ctx_train cannot both be zero\b|"
+       r"\bV cache quantization requires flash_attn\b",
+       "src/llama-context.cpp (llama_init_from_model: \"n_batch and n_ubatch cannot both be zero\", \"n_ctx and "
+       "model->hparams.n_ctx_train cannot both be zero\", \"V cache quantization requires flash_attn\"); the same in "
+       "ik_llama.cpp", "llama.cpp refused a context's parameters (a batch or context size of 0, a quantized V cache "
+       "without flash attention)", engine=_LLAMA),
     # Any drafter's context (MTP's, a -md draft model's, EAGLE3's), in the words of llama.cpp's forks: ik_llama.cpp's
     # common/speculative.cpp prints "failed to create draft context" as a whole line (LOG_ERR, no reason after it).
     # The whole line, not the words (an editor's "failed to create draft context for post 12: ..." is its own), bare

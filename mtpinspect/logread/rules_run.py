@@ -86,7 +86,7 @@ _REFUSED_OPTION = re.compile(r"\bunrecognized arguments?:\s+-|\bextra_forbidden\
 # Catalogue lines that are about MTP only when what they name is: a rejected argument (any flag), an MSVC
 # out-of-range (any loader), a failed batch add (any batch).
 _GENERIC_FAILURES = frozenset({"argument error", "vector subscript", "failed to add token", "pipeline parallelism",
-                               "not initialized from checkpoint"})
+                               "not initialized from checkpoint", "context parameters refused"})
 
 
 # src/llama-model.cpp's loader: "model has unused tensor %s (size = %zu bytes) -- ignoring".
