@@ -66,3 +66,16 @@ def test_a_lines_tag_says_whose_it_is() -> None:
     assert not anothers_line("Jun 11 10:21:39 ws llama-server[239570]: srv    load_model: failed to load draft model")
     assert not anothers_line("Dec 05 09:12:01 box python3[812]: ERROR failed to load draft model")
     assert not anothers_line("srv    load_model: failed to load draft model, 'draft.gguf'")
+
+
+@pytest.mark.parametrize("text", [
+    # pip's, apt's, npm's and cargo's errors name the package the user asked for: its name is the user's search
+    # (cases/logs-negative/pip-download-no-index-speculative-decoding.log is pip's real output of the first).
+    "Looking in links: /opt/wheels\nERROR: Could not find a version that satisfies the requirement speculative-decoding "
+    "(from versions: none)\nERROR: No matching distribution found for speculative-decoding\n",
+    "Reading package lists... Done\nE: Unable to locate package python3-speculative-decoding\n",
+    "npm ERR! code E404\nnpm ERR! 404 Not Found - GET https://registry.npmjs.org/mtp-draft-model - Not found\n"
+    "npm ERR! 404  'mtp-draft-model@*' is not in this registry.\n",
+])
+def test_a_package_managers_error_about_a_package_named_so_names_no_cause(tmp_path: Path, text: str) -> None:
+    assert read_paste(tmp_path, text)[0] == []

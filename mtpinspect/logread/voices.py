@@ -12,8 +12,8 @@ traceback or a shell printed can establish a cause. Content is recognised by its
   llama-server's ``request:`` / ``response:`` bodies;
 - chat-template text: the turn markers of the common templates (``<|im_start|>``, ``[INST]``, ...).
 
-Another program's error line speaks of the files, paths, archives and branches it names (tar's missing
-``mtp-phone-backup.tar.gz``, git's pathspec ``'draft/mtp-export'``): :func:`without_operands` blanks those names, so a
+Another program's error line speaks of the files, paths, archives, branches and packages it names (tar's missing
+``mtp-phone-backup.tar.gz``, git's pathspec ``'draft/mtp-export'``, pip's requirement ``speculative-decoding``): :func:`without_operands` blanks those names, so a
 word inside one is read as a name, not as the program's words about speculative decoding. "MTP" on a line of the
 Media Transfer Protocol (libmtp, go-mtpfs, gvfsd-mtp, ...: :func:`transfer_lines`) is a phone's protocol:
 :func:`without_transfer` blanks it there.
@@ -149,6 +149,14 @@ _OS_ERROR = re.compile(r"(?i)No such file|cannot (?:stat|access|open|find|remove
                        r"\[Errno \d{1,4}\]|\blink_stat\b|\bchange_dir\b|not found in archive|End-of-central-directory")
 # A branch, ref or pathspec named after git's words (unquoted: "couldn't find remote ref mtp-draft").
 _REF_OPERAND = re.compile(r"\b(?:ref|refspec|branch|pathspec|revision|tag)\s+(?P<name>[^\s'\"`]{1,200})")
+# A package a package manager names after its own words (pip: "satisfies the requirement X", "No matching distribution
+# found for X", "Collecting X"; apt: "Unable to locate package X", "Package X is not available", "Package 'X' has no
+# installation candidate"; cargo: "no matching package named `X`"; npm: "'X@*' is not in this registry"): a
+# package's name ("speculative-decoding", "libspeculative-draft-dev") is the user's search, not the manager's words.
+_PACKAGE_OPERAND = re.compile(r"(?:\bsatisfies the requirement|\bNo matching distribution found for|^Collecting|"
+                              r"\bUnable to locate package|\bPackage|\bno matching package named|\bpackage named)\s+"
+                              r"(?P<name>[`'\"]?[A-Za-z0-9][\w.+\-\[\],<>=!~*@/]{0,200})|"
+                              r"(?P<npm>'[\w@./-]{1,200}@[^'\s]{0,40}') is not in (?:this|the npm) registry")
 _MODEL_FILE = re.compile(r"(?i)\.(?:gguf|safetensors)(?::\d+)?$")
 _CODE_FILE = re.compile(r"(?i)\.(?:py|pyx|cpp|cc|cxx|c|h|hpp|cu|cuh|rs|go|js|ts)(?::\d+)*$")
 _FILE_NAME = re.compile(r"^[\w.+~@%-]{1,200}\.(?:[A-Za-z][A-Za-z0-9]{0,5})$")
@@ -184,6 +192,7 @@ def without_operands(line: str) -> str:
             spans.append(found.span())
     if os_error:
         spans += [m.span("name") for m in _REF_OPERAND.finditer(line)]
+    spans += [m.span("name") if m["name"] else m.span("npm") for m in _PACKAGE_OPERAND.finditer(line)]
     if not spans:
         return line
     chars = list(line)
