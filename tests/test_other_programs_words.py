@@ -65,6 +65,7 @@ def test_a_lines_tag_says_whose_it_is() -> None:
     # an engine's own tag, an interpreter's (what runs in it is unknown), and no tag at all
     assert not anothers_line("Jun 11 10:21:39 ws llama-server[239570]: srv    load_model: failed to load draft model")
     assert not anothers_line("Dec 05 09:12:01 box python3[812]: ERROR failed to load draft model")
+    assert not anothers_line("Dec 05 09:12:01 gpu start-server.sh[812]: ERROR failed to load draft model")
     assert not anothers_line("srv    load_model: failed to load draft model, 'draft.gguf'")
 
 

@@ -114,8 +114,11 @@ _PROGRAM_TAG = re.compile(r"^(?:>\s*)?(?:(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d
 # Programs that are an engine or an app that runs one, by the names their binaries, services and loggers take.
 _ENGINE_PROGRAMS = re.compile(r"(?i)llama|vllm|sglang|ollama|lm-?studio|\blms\b|kobold|lemonade|localai|mlx|exllama|"
                               r"tabby|aphrodite|text-generation|\btgi\b|mtp-bench|mtpinspect")
+# A wrapper script's tag ("start.sh[812]:", "entrypoint[812]:", a service's "serve[812]:") says no more: systemd tags a
+# unit's lines by the program it started, which may be the script that starts the engine.
 _NOBODY = re.compile(r"(?i)^(?:python[\d.]*|pypy[\d.]*|node|nodejs|java|ruby|perl|bash|sh|zsh|env|sudo|uvicorn|gunicorn|"
-                     r"docker\w*|dockerd|containerd\S*|podman|conmon|runc|crun|kubelet|tini|dumb-init|supervisord|root)$")
+                     r"docker\w*|dockerd|containerd\S*|podman|conmon|runc|crun|kubelet|tini|dumb-init|supervisord|root|"
+                     r"[\w.-]+\.sh|entrypoint\w*|start\w*|run\w*|serve\w*|launch\w*|main|app)$")
 
 
 def program_tag(line: str) -> str | None:
@@ -130,7 +133,8 @@ def anothers_line(line: str) -> bool:
     """Whether a line's own tag names a program that is no engine or app (neither an interpreter or container runtime,
     which say nothing of what runs in them): that program's words, not an engine's."""
     tag = program_tag(line)
-    return tag is not None and not _ENGINE_PROGRAMS.search(tag) and not _NOBODY.match(tag.split(".")[0])
+    return tag is not None and not _ENGINE_PROGRAMS.search(tag) and not _NOBODY.match(tag) and \
+        not _NOBODY.match(tag.split(".")[0])
 
 
 # -- Other programs' operands --------------------------------------------------------------------------------------
