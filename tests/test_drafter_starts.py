@@ -148,3 +148,35 @@ def test_the_left_out_head_without_a_crash_still_says_mtp_was_not_switched_on(tm
     causes, _ = _read(tmp_path, _UNUSED_HEAD + "main: server is listening on http://127.0.0.1:8080\n")
     assert causes[:1] == [("MTP_NOT_ENABLED", "medium")]
 
+
+
+# llama_init_from_model's checks of a context's parameters (src/llama-context.cpp, the same in ik_llama.cpp: "n_batch and
+# n_ubatch cannot both be zero", "V cache quantization requires flash_attn"), then the drafter's context not made
+# (ik_llama.cpp's common/speculative.cpp and server, mainline's common_speculative_init): the reading says what was
+# refused and what to change, not "no nextn layers or memory".
+@pytest.mark.parametrize(("text", "said", "change"), [
+    ("./llama-server -m Qwen3.6-27B-Q4_K_M.gguf --spec-type mtp:n_max=2 -md mtp-Qwen3.6-27B-Q4_K_M.gguf\n"
+     "llama_init_from_model: n_batch and n_ubatch cannot both be zero\n"
+     "failed to create draft context\n"
+     "srv          init: failed to initialize MTP speculative context\n", "batch size of 0", "-ub"),
+    ("llama-server -m GLM-4.7-Flash-Q4_K_M.gguf --spec-type draft-mtp -ctv q8_0\n"
+     "llama_init_from_model: V cache quantization requires flash_attn\n"
+     "common_speculative_init: failed to create the MTP draft context\n"
+     "srv    load_model: exiting due to model loading error\n", "without flash attention", "-fa on"),
+])
+def test_a_draft_context_refused_its_parameters_says_which_and_what_to_change(tmp_path: Path, text: str, said: str,
+                                                                             change: str) -> None:
+    paste = tmp_path / "paste.log"
+    paste.write_text(text, encoding="utf-8")
+    (cause,) = diagnose(log_files=[paste]).causes
+    assert cause.code == "MTP_FAILED" and said in cause.message and change in cause.fix
+    assert "nextn" not in cause.message and "memory" not in cause.fix
+    assert any("line 2" in e for e in cause.evidence) and any("line 3" in e for e in cause.evidence)
+
+
+def test_the_targets_context_refused_with_no_drafter_names_no_cause(tmp_path: Path) -> None:
+    text = ("llama-server -m Qwen3-8B-Q4_K_M.gguf -b 0 -ub 0\n"
+            "llama_init_from_model: n_batch and n_ubatch cannot both be zero\n"
+            "common_init_from_params: failed to create context with model 'Qwen3-8B-Q4_K_M.gguf'\n"
+            "srv    load_model: failed to load model, 'Qwen3-8B-Q4_K_M.gguf'\n")
+    assert _read(tmp_path, text)[0] == []

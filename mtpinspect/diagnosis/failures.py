@@ -109,9 +109,36 @@ _CONTEXT_FAILED = re.compile(r"failed to (?:create|measure|initialize|init) (?:t
 _OUT_OF_MEMORY = re.compile(r"failed to allocate|out of memory|cudaMalloc failed|OOM|not enough memory", re.IGNORECASE)
 
 
+# llama_init_from_model's checks of a context's parameters (src/llama-context.cpp, the same in ik_llama.cpp), printed
+# before any memory is asked for: the context was refused for what it was given, not for the model or for memory.
+# Each with what the line says and what to change.
+_CONTEXT_REFUSED: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"n_batch and n_ubatch cannot both be zero"),
+     "it was given a batch size of 0 (n_batch and n_ubatch both 0), which llama_init_from_model refuses",
+     "give the draft context a batch size: a -b / -ub of 0 on the command is passed on to it (drop it, or set -b 2048 "
+     "-ub 512); where the command sets none, the engine built the draft context without one (a bug of its draft "
+     "setup, as in ik_llama.cpp#2173): update it, or run mainline llama-server with --spec-type draft-mtp"),
+    (re.compile(r"n_ctx and model->hparams\.n_ctx_train cannot both be zero"),
+     "it was given no context size (n_ctx 0) and the draft model states none it was trained with",
+     "give the draft context a size: set -c (and the draft's own context option, -cd, where the build has it) to a "
+     "number, not 0"),
+    (re.compile(r"V cache quantization requires flash_attn"),
+     "its V cache is quantized without flash attention, which llama_init_from_model refuses",
+     "turn flash attention on (-fa on) or leave the V cache unquantized for the draft (drop -ctv / the draft's "
+     "-ctvd q8_0 / q4_0)"),
+)
+
+
 def _context_failed(lines: Sequence[str], evidence: tuple[str, ...], static: StaticEvidence | None,
                     settings: ServerArgs, had_sidecar: bool, source: EvidenceSource) -> Cause:
-    """No MTP context: the model's missing head when check says so, memory when the log says so, else both readings."""
+    """No MTP context: its parameters refused when the log says so, the model's missing head when check says so,
+    memory when the log says so, else both readings."""
+    for pattern, says, change in _CONTEXT_REFUSED:
+        refused = next((line for line in lines if pattern.search(line)), None)
+        if refused is not None:
+            failed = next((line for line in lines if _CONTEXT_FAILED.search(line)), evidence[0])
+            return Cause("MTP_FAILED", 0.8, f"the MTP draft context could not be made: {says} (neither the head nor "
+                         "memory is at fault)", (failed, refused) if failed != refused else (refused,), change, (source,))
     if static is not None and (static.has("NO_MTP") or static.has("MTP_WEIGHTS_MISSING")) and not static.has("MTP_PRESENT"):
         return _no_layers(static, settings, evidence, had_sidecar, source)
     memory = next((line for line in lines if _OUT_OF_MEMORY.search(line)), None)

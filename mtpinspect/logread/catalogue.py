@@ -33,6 +33,7 @@ from mtpinspect.logread.formats import strip_prefixes
 from mtpinspect.logread.run_facts import LogApp, MtpUse
 from mtpinspect.logread.voices import (
     MAX_LINE,
+    anothers_line,
     content_lines,
     engine_command,
     line_pieces,
@@ -86,6 +87,9 @@ class Message:
     # a flag only an engine's command sets: on a shell prompt whose command runs no engine (voices.engine_command), the
     # flag is that program's own ("$ python report.py --mtp-export")
     engine_flag: bool = False
+    # said only in an engine's or app's voice: a line another program's own tag names (voices.anothers_line: a mail
+    # client's "mailsync[2211]: ERROR failed to load draft model ...") is that program's sense of the words
+    voiced: bool = False
     # How much the line says about who wrote the text (Scan.writer): 3 an engine's own line (its log prefix, module
     # path, command, metrics words), 2 the names of its code (a class, a config key), 1 a mention of its name.
     weight: int = 3
@@ -174,6 +178,16 @@ CATALOGUE: tuple[Message, ...] = (
        "ik_llama.cpp's server: \"failed to initialize MTP speculative context\"",
        "llama.cpp could not create the MTP draft context (no nextn layers in the model, or no memory for it)",
        engine=_LLAMA, mtp=_ON),
+    # llama_init_from_model's checks of a context's parameters, before any memory is asked for: a context refused for
+    # what it was given. Whose context, the lines after say (a draft context's failure: diagnosis/failures.py); alone it
+    # ties nothing to MTP (rules_run.py: a generic failure).
+    _m("context parameters refused", Meaning.mtp_failure, ("cannot both be zero", "requires flash_attn"),
+       r"\bn_batch and n_ubatch cannot both be zero\b|\bn_ctx and model->hparams\.n_ctx_train cannot both be zero\b|"
+       r"\bV cache quantization requires flash_attn\b",
+       "src/llama-context.cpp (llama_init_from_model: \"n_batch and n_ubatch cannot both be zero\", \"n_ctx and "
+       "model->hparams.n_ctx_train cannot both be zero\", \"V cache quantization requires flash_attn\"); the same in "
+       "ik_llama.cpp", "llama.cpp refused a context's parameters (a batch or context size of 0, a quantized V cache "
+       "without flash attention)", engine=_LLAMA),
     # Any drafter's context (MTP's, a -md draft model's, EAGLE3's), in the words of llama.cpp's forks: ik_llama.cpp's
     # common/speculative.cpp prints "failed to create draft context" as a whole line (LOG_ERR, no reason after it).
     # The whole line, not the words (an editor's "failed to create draft context for post 12: ..." is its own), bare
@@ -829,8 +843,9 @@ CATALOGUE: tuple[Message, ...] = (
        r"multi[- ]token))",
        "the class of app and engine errors about speculative decoding (LM Studio, Ollama, forks, llama.rn)",
        "an error about speculative decoding, in the app's or engine's own words",
-       # Its words, not the names it quotes: git's branch 'draft/mtp-export', tar's mtp-phone-backup.tar.gz.
-       words_only=True),
+       # Its words, not the names it quotes: git's branch 'draft/mtp-export', tar's mtp-phone-backup.tar.gz; and an
+       # engine's or app's words, not another program's tagged line (a mail client's "draft model for account 2").
+       words_only=True, voiced=True),
     # -- backends ----------------------------------------------------------------------------------------------
     # A CUDA kernel that cannot run on this device (no image for its architecture: a Hopper-only kernel on Blackwell)
     # as the kernel's launch check prints it ("CUDA error (file:line): no kernel image is available for execution on the
@@ -864,6 +879,15 @@ SPECULATIVE_WORDS = re.compile(r"\bspeculative\.(?:cpp|h)\b|(?<![A-Za-z])[Ss]pec
                                r"sampl|worker|impl|init|gen|propos|batch|step|head)|_speculative|num_speculative|SPECULATIVE_|\b[Dd]raft(?:er|ing|[ _-]?(?:models?|tokens?|toks?|heads?|ctx|context|"
                                r"probs?|len|ids))\b|\bDRAFT_|(?<![A-Z])MTP(?![A-Z]{2})|(?<![A-Za-z])mtp(?![a-z])|"
                                r"NextN|(?<![A-Za-z])[Nn]extn|\bEAGLE|\b[Ee]agle(?:\d|[A-Z_]|\b)|spec_decode|num_speculative")
+
+# The method's own names, which other software does not use for its own things: speculative decoding / sampling and a
+# speculative method, algorithm, config or type, draft-model speculation, multi-token prediction, MTP (word-bounded; the
+# phones' protocol is blanked before, voices.py), NextN, EAGLE, an mtp- GGUF, draft-mtp. "Draft model", "draft
+# tokens", "drafter", a "speculative model" are also a mail client's, an editor's or a trading app's words: a line
+# with only those is about speculative decoding only where an engine or app speaks (rules_message.engine_voice).
+METHOD_WORDS = re.compile(r"(?i:(?<![A-Za-z])speculative[ _-]?(?:decod|sampl|method|algo|config|type)|"
+                          r"\bdraft[ _-]?models? speculation\b|\bmulti[- ]token[- ]?predict|(?<![A-Za-z])nextn|"
+                          r"\bmtp-[\w.-]*\.gguf\b|\bdraft-mtp\b|\bEAGLE-?\d?\b)|(?<![A-Za-z])MTP(?![A-Za-z])")
 
 _MAX_PER_MESSAGE = 16  # hits kept per message: the first ones carry the setup, more add nothing
 
@@ -938,6 +962,8 @@ def scan(text: str) -> Scan:
                     if start in mine or (start != line_start or len(raw) < len(line)) and key not in raw:
                         continue
                     if message.engine_flag and _another_programs_command(raw):
+                        continue
+                    if message.voiced and anothers_line(raw):
                         continue
                     said = raw if message.raw else strip_prefixes(raw)
                     said = without_transfer(said) if line_start in transfer else said

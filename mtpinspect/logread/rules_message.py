@@ -15,7 +15,9 @@ The rest only when the text holds no MTP-failure line, which diagnosis/failures.
   speculative path (MTP on, or the engine's speculative code named) -> MTP_ENGINE_CRASH: the backend
   fails on MTP's path, not the head;
 - where no engine failure line or crash frames the text, any other error line that names speculative decoding (an app's window, a fork's message: "error",
-  "failed", "cannot", "not supported" with "speculative", "draft", "MTP" or an mtp- file) ->
+  "failed", "cannot", "not supported" with "speculative", "draft", "MTP" or an mtp- file), in a text where an engine or
+  app speaks (its app or engine named by its lines, a drafter's setting, the engine's drafting code) and on a line no
+  other program's tag claims (voices.anothers_line) ->
   ENGINE_LIMITATION: the app or engine cannot run this speculative configuration; the fix names the
   app's own switch when the text shows the app, and the llama-server command that runs the model's
   head (a separate mtp- file with ``-md``);
@@ -42,7 +44,16 @@ import re
 
 from mtpinspect.apps import APP_NAMES, app_setting
 from mtpinspect.causes import Cause
-from mtpinspect.logread.catalogue import CALL_CHAIN, KERNEL_LIMIT, SPECULATIVE_WORDS, Hit, Meaning, Scan, gap_remedy
+from mtpinspect.logread.catalogue import (
+    CALL_CHAIN,
+    KERNEL_LIMIT,
+    METHOD_WORDS,
+    SPECULATIVE_WORDS,
+    Hit,
+    Meaning,
+    Scan,
+    gap_remedy,
+)
 from mtpinspect.logread.drafters import (
     DRAFTING_CODE,
     DRAFTING_MODE,
@@ -169,9 +180,31 @@ def message_cause(log: LogEvidence) -> Cause | None:
     # Only where no engine's own failure line or crash is there to explain (diagnosis/failures.py reads those better).
     framed = log.kind is not LogKind.fragment and log.failure is not None
     error = next((h for h in hits.of(Meaning.app_refusal) if h.message.cause is None and _survived(hits, h) is None), None)
-    if error is not None and log.crash is None and not framed:
+    if error is not None and log.crash is None and not framed and about_drafting(log, error.line):
         return _speculative_error(log, error)
     return None
+
+
+def about_drafting(log: LogEvidence, line: str) -> bool:
+    """Whether an error line about drafts or speculation is about speculative decoding: its own words name the method
+    (catalogue.METHOD_WORDS), or an engine or app speaks in the text (:func:`engine_voice`)."""
+    return METHOD_WORDS.search(without_operands(line)) is not None or engine_voice(log) is not None
+
+
+def engine_voice(log: LogEvidence) -> str | None:
+    """What shows that an engine or app speaks in the text (its app, the engine its lines name, a drafter's setting or
+    MTP sign, the engine's drafting code), None when nothing does: then an error line about a "draft model" or
+    "speculative" anything is another program's sense of those words (a mail client's drafts), and ties nothing."""
+    hits = log.scan
+    if hits is None:
+        return None
+    if log.app is not None:
+        return log.app.value
+    if _engine(log) is not Engine.unknown:
+        return _engine(log).value
+    sign = hits.mtp_sign or hits.first(Meaning.speculation) or \
+        next((h for h in hits.hits if h.message.name in DRAFTING_CODE), None)
+    return f"line {sign.number}" if sign is not None else None
 
 
 # A frame of an engine's serving step (vllm/v1/engine/core.py step / run_busy_loop, vllm/v1/executor's execute_model,

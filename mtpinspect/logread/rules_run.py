@@ -42,7 +42,7 @@ from mtpinspect.causes import FINE_ACCEPTANCE, SLOWER, Cause
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS, Hit, Meaning
 from mtpinspect.logread.drafters import DRAFTING_CODE, drafting_name, drafting_place
 from mtpinspect.logread.rules_loader import loader_cause
-from mtpinspect.logread.rules_message import drafter_loading, unknown_drafter
+from mtpinspect.logread.rules_message import about_drafting, drafter_loading, unknown_drafter
 from mtpinspect.logread.run_facts import LogApp, MtpUse
 from mtpinspect.logread.runs import LogEvidence, other_program
 from mtpinspect.logread.voices import without_operands
@@ -86,7 +86,7 @@ _REFUSED_OPTION = re.compile(r"\bunrecognized arguments?:\s+-|\bextra_forbidden\
 # Catalogue lines that are about MTP only when what they name is: a rejected argument (any flag), an MSVC
 # out-of-range (any loader), a failed batch add (any batch).
 _GENERIC_FAILURES = frozenset({"argument error", "vector subscript", "failed to add token", "pipeline parallelism",
-                               "not initialized from checkpoint"})
+                               "not initialized from checkpoint", "context parameters refused"})
 
 
 # src/llama-model.cpp's loader: "model has unused tensor %s (size = %zu bytes) -- ignoring".
@@ -128,8 +128,11 @@ def mtp_tie(log: LogEvidence) -> str | None:
                                                            _SPEC_ARGUMENT.search(hit.line) or SPECULATIVE_WORDS.search(hit.line)
                                                            or _MTP_WEIGHT.search(hit.line)):
                 return f"line {hit.number}: {hit.line[:200]}"
-            if message.meaning in (Meaning.exception, Meaning.app_refusal, Meaning.engine_gap) and \
-                    SPECULATIVE_WORDS.search(without_operands(hit.line)):  # its words, not a file or branch it names
+            # Its words, not a file or branch it names; an error about drafts only where an engine or app speaks (a
+            # mail client's "failed to load draft model for account 2" is its own).
+            if (message.meaning in (Meaning.exception, Meaning.engine_gap) or
+                    (message.meaning is Meaning.app_refusal and about_drafting(log, hit.line))) and \
+                    SPECULATIVE_WORDS.search(without_operands(hit.line)):
                 return f"line {hit.number}: {hit.line[:200]}"
             # A drafter's architecture the engine's type lookup does not know (KeyError: 'gemma4_assistant').
             if message.meaning is Meaning.exception and unknown_drafter(hits, hit, hit.match.groupdict().get("text") or ""):
@@ -150,7 +153,8 @@ def mtp_tie(log: LogEvidence) -> str | None:
         found = drafting_place(said)
         if place is not None or found is not None:
             return (place or found.line)[:200]
-    if log.failure and SPECULATIVE_WORDS.search(without_operands(log.failure)) and not _REJECTED_ARGUMENT.search(log.failure):
+    if log.failure and SPECULATIVE_WORDS.search(without_operands(log.failure)) and \
+            not _REJECTED_ARGUMENT.search(log.failure) and about_drafting(log, log.failure):
         return log.failure[:200]
     return None
 

@@ -12,8 +12,8 @@ traceback or a shell printed can establish a cause. Content is recognised by its
   llama-server's ``request:`` / ``response:`` bodies;
 - chat-template text: the turn markers of the common templates (``<|im_start|>``, ``[INST]``, ...).
 
-Another program's error line speaks of the files, paths, archives and branches it names (tar's missing
-``mtp-phone-backup.tar.gz``, git's pathspec ``'draft/mtp-export'``): :func:`without_operands` blanks those names, so a
+Another program's error line speaks of the files, paths, archives, branches and packages it names (tar's missing
+``mtp-phone-backup.tar.gz``, git's pathspec ``'draft/mtp-export'``, pip's requirement ``speculative-decoding``): :func:`without_operands` blanks those names, so a
 word inside one is read as a name, not as the program's words about speculative decoding. "MTP" on a line of the
 Media Transfer Protocol (libmtp, go-mtpfs, gvfsd-mtp, ...: :func:`transfer_lines`) is a phone's protocol:
 :func:`without_transfer` blanks it there.
@@ -151,6 +151,41 @@ def line_pieces(start: int, line: str, merged: dict[int, tuple[int, ...]]) -> It
         yield start + begin, line[begin:end]
 
 
+# -- Another program's tag -----------------------------------------------------------------------------------------
+# A line may name the program that printed it: syslog's and journald's "host prog[pid]: " (also without the time and
+# host: "mailsync[2211]: "), Python logging's default "LEVEL:logger.name:". A mail client's "mailsync[2211]: ERROR failed
+# to load draft model for account 2" is that program's own sense of "draft", whatever its words: a line tagged by a
+# program that is no engine or app says nothing of speculative decoding. A tag that names an interpreter, a container
+# runtime or a service manager's child (python3, node, docker) says nothing of who runs in it.
+_PROGRAM_TAG = re.compile(r"^(?:>\s*)?(?:(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]{8,15}(?:Z|[+-]\d\d:?\d\d)?)"
+                          r" [\w.-]{1,64} )?(?P<program>[A-Za-z][\w.@-]{0,80})\[\d{1,9}\]:\s"
+                          r"|^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[A-Za-z_][\w.]{0,120}):")
+# Programs that are an engine or an app that runs one, by the names their binaries, services and loggers take.
+_ENGINE_PROGRAMS = re.compile(r"(?i)llama|vllm|sglang|ollama|lm-?studio|\blms\b|kobold|lemonade|localai|mlx|exllama|"
+                              r"tabby|aphrodite|text-generation|\btgi\b|mtp-bench|mtpinspect")
+# A wrapper script's tag ("start.sh[812]:", "entrypoint[812]:", a service's "serve[812]:") says no more: systemd tags a
+# unit's lines by the program it started, which may be the script that starts the engine.
+_NOBODY = re.compile(r"(?i)^(?:python[\d.]*|pypy[\d.]*|node|nodejs|java|ruby|perl|bash|sh|zsh|env|sudo|uvicorn|gunicorn|"
+                     r"docker\w*|dockerd|containerd\S*|podman|conmon|runc|crun|kubelet|tini|dumb-init|supervisord|root|"
+                     r"[\w.-]+\.sh|entrypoint\w*|start\w*|run\w*|serve\w*|launch\w*|main|app)$")
+
+
+def program_tag(line: str) -> str | None:
+    """The program (or Python logger) a line's own tag names, None when the line has no such tag (see above)."""
+    found = _PROGRAM_TAG.match(line.strip()[:MAX_LINE])
+    if found is None:
+        return None
+    return found["program"] or found["logger"]
+
+
+def anothers_line(line: str) -> bool:
+    """Whether a line's own tag names a program that is no engine or app (neither an interpreter or container runtime,
+    which say nothing of what runs in them): that program's words, not an engine's."""
+    tag = program_tag(line)
+    return tag is not None and not _ENGINE_PROGRAMS.search(tag) and not _NOBODY.match(tag) and \
+        not _NOBODY.match(tag.split(".")[0])
+
+
 # -- Other programs' operands --------------------------------------------------------------------------------------
 # A shell tool's, git's or an OS error's line names the file, path, archive or branch it acted on: `tar (child):
 # mtp-phone-backup-2026-11.tar.gz: Cannot open`, `error: pathspec 'draft/mtp-export' did not match`, Python's
@@ -167,6 +202,14 @@ _OS_ERROR = re.compile(r"(?i)No such file|cannot (?:stat|access|open|find|remove
                        r"\[Errno \d{1,4}\]|\blink_stat\b|\bchange_dir\b|not found in archive|End-of-central-directory")
 # A branch, ref or pathspec named after git's words (unquoted: "couldn't find remote ref mtp-draft").
 _REF_OPERAND = re.compile(r"\b(?:ref|refspec|branch|pathspec|revision|tag)\s+(?P<name>[^\s'\"`]{1,200})")
+# A package a package manager names after its own words (pip: "satisfies the requirement X", "No matching distribution
+# found for X", "Collecting X"; apt: "Unable to locate package X", "Package X is not available", "Package 'X' has no
+# installation candidate"; cargo: "no matching package named `X`"; npm: "'X@*' is not in this registry"): a
+# package's name ("speculative-decoding", "libspeculative-draft-dev") is the user's search, not the manager's words.
+_PACKAGE_OPERAND = re.compile(r"(?:\bsatisfies the requirement|\bNo matching distribution found for|^Collecting|"
+                              r"\bUnable to locate package|\bPackage|\bno matching package named|\bpackage named)\s+"
+                              r"(?P<name>[`'\"]?[A-Za-z0-9][\w.+\-\[\],<>=!~*@/]{0,200})|"
+                              r"(?P<npm>'[\w@./-]{1,200}@[^'\s]{0,40}') is not in (?:this|the npm) registry")
 _MODEL_FILE = re.compile(r"(?i)\.(?:gguf|safetensors)(?::\d+)?$")
 _CODE_FILE = re.compile(r"(?i)\.(?:py|pyx|cpp|cc|cxx|c|h|hpp|cu|cuh|rs|go|js|ts)(?::\d+)*$")
 _FILE_NAME = re.compile(r"^[\w.+~@%-]{1,200}\.(?:[A-Za-z][A-Za-z0-9]{0,5})$")
@@ -202,6 +245,7 @@ def without_operands(line: str) -> str:
             spans.append(found.span())
     if os_error:
         spans += [m.span("name") for m in _REF_OPERAND.finditer(line)]
+    spans += [m.span("name") if m["name"] else m.span("npm") for m in _PACKAGE_OPERAND.finditer(line)]
     if not spans:
         return line
     chars = list(line)
