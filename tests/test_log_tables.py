@@ -1436,3 +1436,42 @@ def test_two_builds_at_two_draft_lengths_are_judged_against_the_baseline(tmp_pat
 def test_draft_length_words_of_other_software_are_no_runs(tmp_path: Path, text: str) -> None:
     assert table_runs(text) == ([], None)
     assert _causes(tmp_path, text) == []
+
+
+# -- round 11: SGLang's send_one box tables, a page copy's split cells ----------------------------------------
+
+
+def _send_one(latency: str, tokens: str, acc: str, speed: str) -> str:
+    # python/sglang/test/send_one.py: tabulate(rows, headers=["Latency (s)", "Tokens", "Acc Length",
+    # "Speed (token/s)"], tablefmt="pretty"), the values centred.
+    return ("+-------------+--------+------------+-----------------+\n"
+            "| Latency (s) | Tokens | Acc Length | Speed (token/s) |\n"
+            "+-------------+--------+------------+-----------------+\n"
+            f"|    {latency}    |  {tokens}   |   {acc}    |      {speed}      |\n"
+            "+-------------+--------+------------+-----------------+\n")
+
+
+def test_sglang_send_one_tables_under_their_settings_are_a_sweep_of_sglangs(tmp_path: Path) -> None:
+    # A poster's label line above each send_one table: speculative settings side by side, no run without speculation.
+    text = ("FP8 TP = 4, EAGLE3 (3 1 4)\n" + _send_one("3.402", "256", "3.117", "75.25") +
+            "FP8 TP = 4, EAGLE3 (7 4 16)\n" + _send_one("3.911", "256", "3.560", "65.46"))
+    runs, engine = table_runs(text)
+    assert engine is Engine.sglang and [(r.baseline, r.mean_length, r.speed) for r in runs] == \
+        [(False, 3.117, 75.25), (False, 3.56, 65.46)]
+    report = diagnose(log_files=[_write(tmp_path, text)])
+    assert report.causes == [] and report.logs[0].runtime is Engine.sglang
+
+
+@pytest.mark.parametrize("text", [
+    # a CNC controller's feed test: "Acc" an acceleration, its length a travel
+    "+--------+---------+------------+-------------+\n| Axis   | Acc     | Length     | Speed (mm/s) |\n"
+    "+--------+---------+------------+-------------+\n| X      | 1200    | 300        | 85.0        |\n"
+    "+--------+---------+------------+-------------+\n",
+    # a bank statement export: an account's number and a statement's length in pages
+    "+------------+------------+-----------------+\n| Acc Number | Acc Length | Speed (pages/s) |\n"
+    "+------------+------------+-----------------+\n| 11-204     | 12         | 3.5             |\n"
+    "+------------+------------+-----------------+\n",
+])
+def test_acc_length_words_of_other_software_are_no_runs(tmp_path: Path, text: str) -> None:
+    assert table_runs(text) == ([], None)
+    assert _causes(tmp_path, text) == []

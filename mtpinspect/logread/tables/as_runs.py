@@ -292,6 +292,7 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
 # Flags beside them are one engine's too: vLLM's --enforce-eager, --gpu-memory-utilization, --max-num-seqs,
 # --max-model-len (vllm/engine/arg_utils.py); SGLang's --mem-fraction-static, --disable-cuda-graph, --cuda-graph-max-bs
 # (sglang/srt/server_args.py); llama.cpp's --n-gpu-layers, --ctx-size, --cache-type-k (common/arg.cpp).
+# SGLang's send_one prints "Acc Length" beside "Speed (token/s)" in its box table (python/sglang/test/send_one.py).
 # SGLang's benchmark sweeps print their grids with the corner "tp\\conc" (_GRID_CORNER): the format names its writer.
 _ENGINE_WORDS = ((Engine.vllm, re.compile(r"\bvllm\b|num speculative tokens|speculative config|enforce eager|gpu memory utilization|"
                                           r"max num seqs|max model len")),
@@ -300,7 +301,7 @@ _ENGINE_WORDS = ((Engine.vllm, re.compile(r"\bvllm\b|num speculative tokens|spec
                  (Engine.llama_cpp, re.compile(r"llama server|llama\.cpp|llama cpp|\bn max\b|spec draft|\bdraft (?:p (?:min|split)|max|min)\b|"
                                                r"\bgguf\b|\bollama\b|n gpu layers|ctx size|cache type k")),
                  (Engine.vllm, re.compile(r"mean acceptance length|draft acceptance rate|spec decode accept")),
-                 (Engine.sglang, re.compile(r"\bacc(?:ept)? len\b|accept length|spec accept (?:rate|len)")))
+                 (Engine.sglang, re.compile(r"\bacc(?:ept)? len(?:gth)?\b|accept length|spec accept (?:rate|len)")))
 
 
 def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:
