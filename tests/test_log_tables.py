@@ -1475,3 +1475,37 @@ def test_sglang_send_one_tables_under_their_settings_are_a_sweep_of_sglangs(tmp_
 def test_acc_length_words_of_other_software_are_no_runs(tmp_path: Path, text: str) -> None:
     assert table_runs(text) == ([], None)
     assert _causes(tmp_path, text) == []
+
+
+def _split_cells(rows: list[list[str]]) -> str:
+    # A browser's copy of a blog's rendered Markdown table: each row's first cell between pipes, each next cell on a
+    # line of its own closed by its pipe.
+    return "".join(f"| {row[0]} |\n" + "".join(f"{cell} |\n" for cell in row[1:]) for row in rows)
+
+
+def test_a_tables_cells_split_one_per_line_are_joined_into_rows() -> None:
+    text = "Results\n" + _split_cells([["GPU", "Baseline tok/s", "MTP tok/s"], ["RX 7900 XTX", "31.2 t/s", "44.0 t/s"]])
+    found = tables(text)
+    assert [(t.header, t.rows, t.numbers) for t in found] == \
+        [(("GPU", "Baseline tok/s", "MTP tok/s"), (("RX 7900 XTX", "31.2 t/s", "44.0 t/s"),), (5,))]
+
+
+def test_a_split_cell_table_of_mtp_slower_than_its_baseline(tmp_path: Path) -> None:
+    text = ("llama-server -m Qwen3.6-35B-A3B-MTP-Q4_K_M.gguf --spec-type draft-mtp --spec-draft-n-max 3\n"
+            "Decode speed, baseline vs MTP\n" +
+            _split_cells([["Model", "Quant", "Baseline TPS", "MTP TPS", "Speedup"],
+                          ["Qwen 3.6 35B", "Q4_K_M", "52.0 t/s", "47.5 t/s", "-8.7%"],
+                          ["Qwen 3.6 27B", "Q4_K_M", "12.1 t/s", "11.0 t/s", "-9.1%"]]))
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    faster = text.replace("47.5 t/s", "60.5 t/s").replace("11.0 t/s", "19.0 t/s")
+    assert _causes(tmp_path, faster) == []
+    assert [r.baseline for r in table_runs(faster)[0]] == [True, False, True, False]
+
+
+def test_split_cell_tables_of_other_software_are_no_runs(tmp_path: Path) -> None:
+    # A database blog's index benchmark copied the same way: a "Baseline" column, nothing of speculative decoding.
+    text = ("Query latency with and without the index\n" +
+            _split_cells([["Query", "Baseline (ms)", "With index (ms)"], ["point lookup", "41.0", "0.9"],
+                          ["range scan", "380.2", "22.5"]]))
+    assert len(tables(text)) == 1
+    assert table_runs(text) == ([], None) and _causes(tmp_path, text) == []

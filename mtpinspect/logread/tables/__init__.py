@@ -58,6 +58,10 @@ key; an acceptance column is read only where the paste names a drafter, the draf
 or its header names drafts or a speed against the baseline beside tokens' pace (a tokenizer's "accept rate" beside
 "tokens/s" is not a drafter's).
 
+Round 11: SGLang's send_one box table ("Acc Length" | "Speed (token/s)") under a poster's label line is a drafting run
+with its acceptance length, the words SGLang's; a Markdown table whose cells a page copy split one per line ("| Model |",
+"Architecture |") is joined back into its rows before it is cut (cut.py).
+
 The samples runs.py takes of a paste (:func:`table_samples`, the one entry): the runs above where they compare a run
 without speculation with one with it, or sweep a speculative setting (:func:`swept`); else the acceptance and
 mean-length columns of a table (:func:`_header`, :func:`_row`: a row a category of one run's prompts, or a run of its
