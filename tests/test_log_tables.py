@@ -1509,3 +1509,30 @@ def test_split_cell_tables_of_other_software_are_no_runs(tmp_path: Path) -> None
                           ["range scan", "380.2", "22.5"]]))
     assert len(tables(text)) == 1
     assert table_runs(text) == ([], None) and _causes(tmp_path, text) == []
+
+
+def test_base_and_spec_columns_of_one_name_are_the_runs_without_and_with_speculation(tmp_path: Path) -> None:
+    # llama.cpp's server-bench speed-bench (tools/server-bench, PR #23869): "base_<figure>" beside "spec_<figure>".
+    text = ("category   base_avg_pred_t/s  spec_avg_pred_t/s  decode_speedup  base_avg_latency  spec_avg_latency  accept_rate\n"
+            "---------  -----------------  -----------------  --------------  ----------------  ----------------  -----------\n"
+            "summary    44.10              39.20              0.89x           8.100s            9.020s            0.7120\n"
+            "translate  44.30              40.05              0.90x           7.950s            8.770s            0.7388\n")
+    runs, _ = table_runs(text)
+    assert [(r.setting, r.baseline, r.key, r.speed, r.acceptance) for r in runs] == [
+        ("base_avg_pred_t/s", True, "summary", 44.1, None), ("spec_avg_pred_t/s", False, "summary", 39.2, 0.712),
+        ("base_avg_pred_t/s", True, "translate", 44.3, None), ("spec_avg_pred_t/s", False, "translate", 40.05, 0.7388)]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    # The same under an MTP column and a "Base" one (LM Studio threads' "MTP tok/s | Base tok/s").
+    piped = "| Test | MTP tok/s | Base tok/s |\n|---|---:|---:|\n| chat | 9.5 | 24.0 |\n| code | 11.0 | 23.1 |\n"
+    assert compares(table_runs(piped)[0]) and _causes(tmp_path, piped)[:1] == ["SLOWER_THAN_BASELINE"]
+
+
+@pytest.mark.parametrize("text", [
+    # a novelist's word counts: a chapter's base text beside its draft
+    "| chapter | base words | draft words |\n|---|---|---|\n| 1 | 4100 | 5200 |\n| 2 | 3900 | 3100 |\n",
+    # a lone "base" speed beside columns of prompt kinds names no drafter: whose base is not said
+    "| quant | base tok/s | code | prose |\n|---|---|---|---|\n| Q4_K_M | 15.1 | 19.7 | 13.7 |\n| Q8_0 | 11.4 | 25.4 | 16.9 |\n",
+])
+def test_base_columns_without_a_drafters_twin_are_no_runs(tmp_path: Path, text: str) -> None:
+    assert not compares(table_runs(text)[0])
+    assert _causes(tmp_path, text) == []

@@ -34,6 +34,8 @@ from mtpinspect.logread.tables.words import (
 )
 from mtpinspect.vocabulary import Engine
 
+_SPEC_WORD = re.compile(r"spec|mtp|nextn|eagle\d?|draft|dflash|medusa|ngram")  # a drafter's one word, a column name's prefix
+
 
 def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
     """A run per row: label and setting columns say what it is, figure columns what it measured."""
@@ -173,8 +175,8 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
             row_key = row_key if row_key in timed_keys else ""
         extra = {kinds[i]: cell for i, cell in enumerate(cells) if kinds[i] in ("rate", "length")}
         for i, cell in enumerate(cells):
-            if settings[i] is None:
-                continue
+            if settings[i] is None or kinds[i] == "time" and row_figure is None:
+                continue  # "spec_avg_latency" (a request's seconds): the column's run has no decode figure to give
             figure = kinds[i] if kinds[i] in ("speed", "latency", "duration") else \
                 row_figure or _cell_figure(cell) or titled or (None if named_only else "speed")
             if figure in ("ratio", "speedup", "time", None):
@@ -242,6 +244,20 @@ def _merged_grids(runs: list[_Run]) -> list[_Run]:
     return out
 
 
+# A column named "base" and the rest of a drafting column's name: llama.cpp's server-bench speed-bench prints
+# "base_avg_pred_t/s" beside "spec_avg_pred_t/s" (a base server against a speculative one, tools/server-bench, PR #23869).
+_BASE_PREFIX = re.compile(r"^base (?P<rest>.{1,80})$")
+
+
+def _base_beside_drafter(header: list[str], settings: list[bool | None]) -> list[bool | None]:
+    """The settings of a header's columns, a column "base <rest>" read as the run without speculation where another
+    column is "<drafter> <rest>" ("base avg pred t/s" beside "spec avg pred t/s"): a lone "base tok/s" says no whose."""
+    drafting = {words.partition(" ")[2] for words, said in zip(header, settings) if said is False and " " in words
+                and _SPEC_WORD.fullmatch(words.partition(" ")[0])}
+    return [True if said is None and (found := _BASE_PREFIX.match(words)) and found["rest"] in drafting else said
+            for words, said in zip(header, settings)]
+
+
 def _runs_of(table: Table, tie: bool) -> list[_Run]:
     if len(table.header) < 2:
         return []
@@ -254,6 +270,7 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
     if not tie and not any(_TIE.search(_words(c)) for c in (*table.header, table.heading, *(r[0] for r in table.rows))) \
             and not _accepts_tokens(table, kinds):
         return []
+    settings = _base_beside_drafter([_words(c) for c in table.header], settings)
     if True in settings and False not in settings:
         # Beside a "Baseline" column, a column of figures named "With <something>" is the setting compared with it
         # ("With flag", "With the patch"): in a table tied to speculative decoding, its speculation.
