@@ -241,7 +241,6 @@ _TENTH_FIGURES: dict[str, str] = {
 }
 _TENTH_TOTALS: dict[str, str] = {
     "llama.cpp-2024-speculative-example-same-model-draft-b2995-windows-summary-and-timings.log": _COLLECTOR_KEYED,
-    "llama.cpp-dflash-pr-qwen36-27b-mtp-vs-dflash-vs-no-spec-two-gpu-and-one-gpu-tables.log": _COLLECTOR_KEYED,
     "sglang-qwq-eagle-tp1-vs-tp4-tps-with-without-lines.log": _COLLECTOR_KEYED,
 }
 _TENTH_MTP_BENCH: dict[str, str] = {
@@ -250,7 +249,6 @@ _TENTH_MTP_BENCH: dict[str, str] = {
         "MTP Enabled), by the collector's keys",
 }
 _TENTH_CITES: dict[str, str] = {
-    "llama.cpp-dflash-pr-qwen36-27b-mtp-vs-dflash-vs-no-spec-two-gpu-and-one-gpu-tables.log": _REFUSED_NO_CITE,
     "sglang-eagle2-concurrency-out-of-bound-tensor-assert-repeated.log": _REFUSED_NO_CITE,
     "sglang-qwq-eagle-tp1-vs-tp4-tps-with-without-lines.log": _REFUSED_NO_CITE,
 }

@@ -16,7 +16,7 @@ import pytest
 from mtpinspect.diagnosis import diagnose
 from mtpinspect.errors import MtpinspectError
 from mtpinspect.logread.runs import read_log, read_runs
-from mtpinspect.logread.tables import compares, table_runs, tables, without_speculation
+from mtpinspect.logread.tables import TABLE_RUNS_FORMAT, compares, table_runs, table_samples, tables, without_speculation
 from mtpinspect.vocabulary import Engine
 
 
@@ -1536,3 +1536,22 @@ def test_base_and_spec_columns_of_one_name_are_the_runs_without_and_with_specula
 def test_base_columns_without_a_drafters_twin_are_no_runs(tmp_path: Path, text: str) -> None:
     assert not compares(table_runs(text)[0])
     assert _causes(tmp_path, text) == []
+
+
+def test_a_delimiter_row_of_short_dashes_under_a_shell_pipeline_heads_the_table_below_it(tmp_path: Path) -> None:
+    # GFM takes a delimiter cell of one dash or more ("| -- | -- |"); a shell loop with pipes pasted right above the
+    # table is no header of it. ollama's server log prints "draft acceptance" (the runner's words), beside "tps".
+    text = ('for v in 0.35.0 0.35.1 ; do ollama serve | tee log ; grep "draft acceptance" log | tail -1 ; done\n'
+            "| version | tps | draft acceptance |\n| -- | -- | -- |\n"
+            "| 0.35.0 | 61.20 | 0.7710 |\n| 0.35.1 | 64.85 | 0.7904 |\n")
+    assert [t.header for t in tables(text)][-1] == ("version", "tps", "draft acceptance")
+    runs, _ = table_runs(text)
+    assert [(r.setting, r.baseline, r.speed, r.acceptance) for r in runs] == \
+        [("0.35.0", False, 61.2, 0.771), ("0.35.1", False, 64.85, 0.7904)]
+    samples, _ = table_samples(text)  # read as runs, settings side by side: no run without speculation to beat
+    assert [s.format for s in samples] == [TABLE_RUNS_FORMAT] * 2 and _causes(tmp_path, text) == []
+
+
+def test_a_newsrooms_draft_acceptance_under_short_dashes_is_no_run(tmp_path: Path) -> None:
+    text = "| desk | drafts | draft acceptance |\n| - | - | - |\n| metro | 41 | 0.62 |\n| sports | 30 | 0.71 |\n"
+    assert table_runs(text) == ([], None) and _causes(tmp_path, text) == []

@@ -175,8 +175,8 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
             row_key = row_key if row_key in timed_keys else ""
         extra = {kinds[i]: cell for i, cell in enumerate(cells) if kinds[i] in ("rate", "length")}
         for i, cell in enumerate(cells):
-            if settings[i] is None or kinds[i] == "time" and row_figure is None:
-                continue  # "spec_avg_latency" (a request's seconds): the column's run has no decode figure to give
+            if settings[i] is None or kinds[i] == "time" and row_figure is None and _cell_figure(cell) is None:
+                continue  # "spec_avg_latency" over "9.02s" (a request's seconds): no decode figure; "24.2 t/s" is one
             figure = kinds[i] if kinds[i] in ("speed", "latency", "duration") else \
                 row_figure or _cell_figure(cell) or titled or (None if named_only else "speed")
             if figure in ("ratio", "speedup", "time", None):

@@ -181,7 +181,7 @@ def tables(text: str) -> list[Table]:
 
 
 # Markdown's delimiter row (GFM): a cell of dashes, colons for alignment, a cell per column of the row it heads.
-_DELIMITER_CELL = re.compile(r"^:?-{3,}:?$")
+_DELIMITER_CELL = re.compile(r"^:?-+:?$")
 
 
 def _delimits(cells: tuple[str, ...], rule: str) -> bool:

@@ -65,7 +65,9 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
         return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], engine
     tied = SPECULATIVE_WORDS.search(text) is not None or _DRAFT_LENGTH.search(text) is not None or \
         _ACCEPT_LENGTH.search(text.lower()) is not None  # the paste names a drafter, the draft length or an accept length
-    if swept(runs, tied) or runs and all(run.grid for run in runs):
+    # A table whose own header names drafts beside tokens' pace ("tps" | "draft acceptance", ollama's words) ties its
+    # rows as much: builds or versions side by side, each drafting.
+    if swept(runs, tied or any(_drafts_beside_tokens(table) for table in tables(text))) or runs and all(run.grid for run in runs):
         # A speculative setting swept, read by any table's words (before the acceptance columns' names); a sweep's grids
         # of one drafter's figures by key (its run without speculation skipped): settings side by side.
         return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
