@@ -1555,3 +1555,18 @@ def test_a_delimiter_row_of_short_dashes_under_a_shell_pipeline_heads_the_table_
 def test_a_newsrooms_draft_acceptance_under_short_dashes_is_no_run(tmp_path: Path) -> None:
     text = "| desk | drafts | draft acceptance |\n| - | - | - |\n| metro | 41 | 0.62 |\n| sports | 30 | 0.71 |\n"
     assert table_runs(text) == ([], None) and _causes(tmp_path, text) == []
+
+
+def test_one_drafting_run_by_output_length_is_read_as_runs_by_its_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fork's bench table: one drafter's speed and acceptance by the output length asked for, its header naming drafts
+    # ("Draft Accepted/Total") beside tokens' pace. Read by the runs reader even with the older acceptance-column
+    # reader out of the way (to be retired).
+    text = ("| Output Tokens | Speed (tok/s) | Draft Accepted/Total | Accept % |\n|---|---|---|---|\n"
+            "| 100 | **81.4** | 60/150 | 40.0% |\n| 400 | **52.9** | 170/700 | 24.3% |\n")
+    runs, _ = table_runs(text)
+    assert [(r.key, r.baseline, r.speed) for r in runs] == [("output tokens=100", False, 81.4), ("output tokens=400", False, 52.9)]
+    import mtpinspect.logread.tables.samples as samples
+    monkeypatch.setattr(samples, "_header", lambda *args, **kwargs: None)
+    read, _ = samples.table_samples(text)
+    assert [(s.format, s.figures.group, s.figures.acceptance) for s in read] == \
+        [(TABLE_RUNS_FORMAT, "output tokens=100", 0.4), (TABLE_RUNS_FORMAT, "output tokens=400", 170 / 700)]
