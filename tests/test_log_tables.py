@@ -1570,3 +1570,31 @@ def test_one_drafting_run_by_output_length_is_read_as_runs_by_its_words(monkeypa
     read, _ = samples.table_samples(text)
     assert [(s.format, s.figures.group, s.figures.acceptance) for s in read] == \
         [(TABLE_RUNS_FORMAT, "output tokens=100", 0.4), (TABLE_RUNS_FORMAT, "output tokens=400", 170 / 700)]
+
+
+def test_a_baseline_row_under_the_prompt_column_is_every_prompts_baseline(tmp_path: Path) -> None:
+    # A PR comment's table: the "Test" column names the run without drafting in its first row, prompts in the others.
+    text = ("| Test | Sampling | Decode | Accept rate |\n|---|---|---|---|\n"
+            "| Baseline, no draft | temp=0.7 | 30.2 t/s | — |\n"
+            "| Story prompt | temp=0.7 | 26.1 t/s | 71.0% |\n"
+            "| JSON extraction | temp=0.7 | 27.9 t/s | 80.2% |\n")
+    runs, _ = table_runs(text)
+    assert compares(runs) and {(r.key, r.baseline) for r in runs} == {
+        ("test=story prompt", True), ("test=story prompt", False), ("test=json extraction", True), ("test=json extraction", False)}
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    faster = text.replace("26.1 t/s", "48.0 t/s").replace("27.9 t/s", "52.3 t/s")
+    assert _causes(tmp_path, faster) == []
+
+
+def test_a_baseline_row_among_several_of_its_kind_keys_nothing_new(tmp_path: Path) -> None:
+    # Two rows without drafting, each under its own test: no row stands for every key.
+    text = ("| Test | Decode | Accept rate |\n|---|---|---|\n| Baseline story | 30.2 t/s | — |\n"
+            "| Baseline code | 31.0 t/s | — |\n| Story prompt | 26.1 t/s | 71.0% |\n")
+    assert not any(r.key == "test=story prompt" and r.baseline for r in table_runs(text)[0])
+
+
+def test_a_baseline_row_of_a_load_balancers_table_is_no_run(tmp_path: Path) -> None:
+    # nginx's limit_req test: a baseline without limits, then endpoints with their accept rate and requests per second.
+    text = ("| Test | Throughput (req/s) | Accept rate |\n|---|---|---|\n| Baseline, no limit | 9100 | — |\n"
+            "| /api/login | 4200 | 46.0% |\n| /api/search | 7900 | 86.8% |\n")
+    assert table_runs(text) == ([], None) and _causes(tmp_path, text) == []

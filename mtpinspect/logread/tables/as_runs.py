@@ -50,7 +50,10 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
         switched: bool | None = None  # what a drafter's on/off column says: it outranks a label's "baseline"
         for i, cell in enumerate(cells):
             words = _words(cell)
-            if kinds[i] == "key":
+            if kinds[i] == "key" and _setting(words) is True and _number(cell) is None:
+                names.append(cell.strip(" *_`")[:80])  # "Baseline, no draft" under "Test": the row's setting, no key
+                baseline = True
+            elif kinds[i] == "key":
                 keys.append(f"{_KEY_NAMES.get(header[i], header[i])}={words}")
                 prompt = prompt or _PROMPT_TEST.match(words) is not None
             elif kinds[i] == "depth":
@@ -126,6 +129,15 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
             for i in speeds:
                 _put(run, kinds[i] or "", cells[i], False)
             runs.append(run)
+    # One run without speculation keyed by nothing (its key cell named its setting) above drafting rows each keyed by its
+    # own prompt: the baseline of every key ("Baseline, no draft" over "Count 1→150", "Realistic code").
+    plain = [r for r in runs if r.baseline is True]
+    if len(plain) == 1 and not plain[0].key and "speed" in plain[0].figures:
+        keyed = list(dict.fromkeys(r.key for r in runs if r is not plain[0] and r.key))
+        if keyed and all(r.key for r in runs if r is not plain[0]):
+            at = runs.index(plain[0])
+            runs[at:at + 1] = [_Run(plain[0].setting, True, key, plain[0].line, plain[0].number, dict(plain[0].figures),
+                                    identity=plain[0].identity) for key in keyed]
     # A row that names no setting and whose acceptance is marked empty ("-", "N/A") beside rows whose drafts were
     # accepted drafted nothing: the run without speculation ("llama3.1-70B" above "suffix", "lstm").
     if any(r.figures.get("rate", 0) > 0 or r.figures.get("length", 1) > 1 for r in runs):
