@@ -1597,4 +1597,4 @@ def test_a_baseline_row_of_a_load_balancers_table_is_no_run(tmp_path: Path) -> N
     # nginx's limit_req test: a baseline without limits, then endpoints with their accept rate and requests per second.
     text = ("| Test | Throughput (req/s) | Accept rate |\n|---|---|---|\n| Baseline, no limit | 9100 | — |\n"
             "| /api/login | 4200 | 46.0% |\n| /api/search | 7900 | 86.8% |\n")
-    assert table_runs(text) == ([], None) and _causes(tmp_path, text) == []
+    assert not compares(table_runs(text)[0]) and _causes(tmp_path, text) == []  # requests per second: no decode speed
