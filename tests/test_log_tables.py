@@ -1598,3 +1598,20 @@ def test_a_baseline_row_of_a_load_balancers_table_is_no_run(tmp_path: Path) -> N
     text = ("| Test | Throughput (req/s) | Accept rate |\n|---|---|---|\n| Baseline, no limit | 9100 | — |\n"
             "| /api/login | 4200 | 46.0% |\n| /api/search | 7900 | 86.8% |\n")
     assert not compares(table_runs(text)[0]) and _causes(tmp_path, text) == []  # requests per second: no decode speed
+
+
+@pytest.mark.parametrize(("plain", "drafting"), [("`24.6 +/- 0.3 t/s`", "`21.0 +/- 0.8 t/s @ 83.5% +/- 4.1%`"),
+                                                 ("24.6 ± 0.3 t/s", "21.0 ± 0.8 t/s @ 83.5%")])
+def test_a_mode_value_table_of_means_and_spreads(tmp_path: Path, plain: str, drafting: str) -> None:
+    # ik_llama.cpp PR comments' smoke tables: a mean and its spread, the acceptance after "@".
+    text = (f"| Mode | Value |\n|---|---:|\n| Baseline smoke | {plain} |\n| `--draft-max 2` smoke | {drafting} |\n")
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed, r.acceptance) for r in runs] == [(True, 24.6, None), (False, 21.0, 0.835)]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+
+
+def test_a_mode_value_table_of_other_software_is_no_run(tmp_path: Path) -> None:
+    # a web server's load test: a mean and its spread in requests per second, "@ 95%" a percentile
+    text = ("| Mode | Value |\n|---|---:|\n| Baseline (no cache) | 1200 +/- 40 req/s |\n"
+            "| With cache | 1100 +/- 35 req/s @ 95% |\n")
+    assert not compares(table_runs(text)[0]) and _causes(tmp_path, text) == []

@@ -128,6 +128,9 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
         else:
             for i in speeds:
                 _put(run, kinds[i] or "", cells[i], False)
+                noted = _cell_acceptance(cells[i]) if run.baseline is not True else None
+                if noted is not None:
+                    run.figures.setdefault("rate", noted)  # "10.0 +/- 0.4 t/s @ 88.2%": the row's acceptance
             runs.append(run)
     # One run without speculation keyed by nothing (its key cell named its setting) above drafting rows each keyed by its
     # own prompt: the baseline of every key ("Baseline, no draft" over "Count 1→150", "Realistic code").

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-_NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<unit>(?!/\s?\d)(?:%|[a-zA-Zµ/×]{1,12}(?:/s)?))?")  # "31.00/0.07": a mean over its std
+_NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)(?:\s?(?:±|\+/-|\+-)\s?\d{1,9}(?:\.\d{1,20})?)?\s*(?P<unit>(?!/\s?\d)(?:%|[a-zA-Zµ/×]{1,12}(?:/s)?))?")  # "31.00/0.07": a mean over its std;
+# "11.1 +/- 0.1 t/s", "10.0 ± 0.4 t/s": a mean and its spread, the unit after both
 
 
 def _number(cell: str) -> tuple[float, str] | None:
