@@ -87,7 +87,7 @@ _OTHER_PER_SECOND = re.compile(r"\b(?:pass(?:es)?|steps?|forwards?|iterations?|i
                                r"quer(?:y|ies))\s?(?:/\s?s(?:ec)?|per s(?:ec(?:ond)?)?)\b")
 _RATE = re.compile(r"\baccept(?:ance|ed)?\b|\bacc rate\b|\bacc %|\baccpt\b|\bdraft (?:rate|acc)\b")  # "draft rate": llama.cpp's own words
 _KEY = re.compile(r"^(?:bs|batch(?: size)?|concurrency|conc|c|max concurrency|parallel|np|qps|request rate|rps|prompt|prompts|case|dataset|task|"
-                  r"category|input len|output len|(?:input|output|prompt) tokens|isl|osl|ctx|context|seq len|gpu|gpus|tp|scenario|workload|test|depth|hardware|device|"
+                  r"category|input len|output len|isl|osl|ctx|context|seq len|gpu|gpus|tp|scenario|workload|test|depth|hardware|device|"
                   r"backend|platform|machine|quant|quants|quantization|quant type|dtype|precision|context length|ctx len|n ctx|"
                   r"context size|kv cache|kv type|prompt length|input length|output length|max tokens|temperature|temp)$")
 # One key spelled several ways in one paste's tables ("bs" in one, "batch size" in the next).
