@@ -1615,3 +1615,27 @@ def test_a_mode_value_table_of_other_software_is_no_run(tmp_path: Path) -> None:
     text = ("| Mode | Value |\n|---|---:|\n| Baseline (no cache) | 1200 +/- 40 req/s |\n"
             "| With cache | 1100 +/- 35 req/s @ 95% |\n")
     assert not compares(table_runs(text)[0]) and _causes(tmp_path, text) == []
+
+
+def _sweep_bench(*rows: tuple[int, float]) -> str:
+    # llama-sweep-bench's table (ik_llama.cpp examples/sweep-bench): PP, TG, N_KV, then seconds and speeds.
+    head = ("|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+            "|-------|--------|--------|----------|----------|----------|----------|\n")
+    return head + "".join(f"|   512 |    128 | {n_kv:6d} |    0.430 |  1190.70 | {128 / s_tg:8.3f} | {s_tg:8.2f} |\n"
+                          for n_kv, s_tg in rows)
+
+
+def test_sweep_bench_tables_without_and_with_mtp_are_compared_by_depth(tmp_path: Path) -> None:
+    text = ("Without MTP:\n" + _sweep_bench((0, 43.97), (512, 42.81)) + "\n"
+            "With MTP (-mtp --draft-max 2):\n" + _sweep_bench((0, 38.67), (512, 37.62)))
+    runs, engine = table_runs(text)
+    assert engine is Engine.llama_cpp and [(r.baseline, r.key, r.speed) for r in runs] == [
+        (True, "pp=512, tg=128, n kv=0", 43.97), (True, "pp=512, tg=128, n kv=512", 42.81),
+        (False, "pp=512, tg=128, n kv=0", 38.67), (False, "pp=512, tg=128, n kv=512", 37.62)]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    faster = text.replace("38.67", "55.10").replace("37.62", "53.90")
+    assert _causes(tmp_path, faster) == []
+
+
+def test_one_sweep_bench_table_naming_no_drafter_is_no_run() -> None:
+    assert table_runs(_sweep_bench((0, 43.97), (512, 42.81))) == ([], None)

@@ -273,6 +273,11 @@ def _base_beside_drafter(header: list[str], settings: list[bool | None]) -> list
             for words, said in zip(header, settings)]
 
 
+_SWEEP_BENCH_HEAD = {"pp", "tg", "n kv", "s tg t/s"}  # words of llama-sweep-bench's header (_words: "_" as a space)
+_SWEEP_BENCH_KINDS = {"pp": "key", "tg": "key", "n kv": "key", "t pp s": "time", "s pp t/s": "time", "t tg s": "time",
+                      "s tg t/s": "speed"}
+
+
 def _runs_of(table: Table, tie: bool) -> list[_Run]:
     if len(table.header) < 2:
         return []
@@ -282,6 +287,12 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
     columns = [[row[i] for row in table.rows] for i in range(len(table.header))]
     read = [_column_kind(cell, columns[i], i == 0) for i, cell in enumerate(table.header)]
     kinds, settings = [k for k, _ in read], [s for _, s in read]
+    header_words = [_words(c) for c in table.header]
+    if _SWEEP_BENCH_HEAD <= set(header_words):
+        # llama-sweep-bench's own columns (ik_llama.cpp, llama.cpp examples/sweep-bench): PP and TG are the tokens each
+        # step processes and generates and N_KV the context depth (keys), T_ the seconds, S_PP the prompt's speed;
+        # S_TG t/s alone is decoding's.
+        kinds = [_SWEEP_BENCH_KINDS.get(words, kind) for words, kind in zip(header_words, kinds)]
     if not tie and not any(_TIE.search(_words(c)) for c in (*table.header, table.heading, *(r[0] for r in table.rows))) \
             and not _accepts_tokens(table, kinds):
         return []
@@ -330,7 +341,7 @@ _ENGINE_WORDS = ((Engine.vllm, re.compile(r"\bvllm\b|num speculative tokens|spec
                                           r"max num seqs|max model len")),
                  (Engine.sglang, re.compile(r"\bsglang\b|\btp ?\\ ?conc\b|speculative num steps|speculative algorithm|speculative eagle topk|num draft\b|"
                                             r"enable multi layer eagle|\btopk\b|mem fraction static|disable cuda graph|cuda graph max bs")),
-                 (Engine.llama_cpp, re.compile(r"llama server|llama\.cpp|llama cpp|\bn max\b|spec draft|\bdraft (?:p (?:min|split)|max|min)\b|"
+                 (Engine.llama_cpp, re.compile(r"llama server|llama\.cpp|llama cpp|\bs tg t/s\b|\bn max\b|spec draft|\bdraft (?:p (?:min|split)|max|min)\b|"
                                                r"\bgguf\b|\bollama\b|n gpu layers|ctx size|cache type k")),
                  (Engine.vllm, re.compile(r"mean acceptance length|draft acceptance rate|spec decode accept")),
                  (Engine.sglang, re.compile(r"\bacc(?:ept)? len(?:gth)?\b|accept length|spec accept (?:rate|len)")))
