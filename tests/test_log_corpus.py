@@ -241,7 +241,6 @@ _TENTH_FIGURES: dict[str, str] = {
 }
 _TENTH_TOTALS: dict[str, str] = {
     "llama.cpp-2024-speculative-example-same-model-draft-b2995-windows-summary-and-timings.log": _COLLECTOR_KEYED,
-    "llama.cpp-dflash-pr-qwen36-27b-mtp-vs-dflash-vs-no-spec-two-gpu-and-one-gpu-tables.log": _COLLECTOR_KEYED,
     "sglang-qwq-eagle-tp1-vs-tp4-tps-with-without-lines.log": _COLLECTOR_KEYED,
 }
 _TENTH_MTP_BENCH: dict[str, str] = {
@@ -250,7 +249,6 @@ _TENTH_MTP_BENCH: dict[str, str] = {
         "MTP Enabled), by the collector's keys",
 }
 _TENTH_CITES: dict[str, str] = {
-    "llama.cpp-dflash-pr-qwen36-27b-mtp-vs-dflash-vs-no-spec-two-gpu-and-one-gpu-tables.log": _REFUSED_NO_CITE,
     "sglang-eagle2-concurrency-out-of-bound-tensor-assert-repeated.log": _REFUSED_NO_CITE,
     "sglang-qwq-eagle-tp1-vs-tp4-tps-with-without-lines.log": _REFUSED_NO_CITE,
 }
@@ -294,6 +292,11 @@ FIGURE_CHECKS_NOT_YET: dict[str, dict[str, str]] = {
             "format the reader knows, so no run's speed is read",
         **_REFUSED_FOURTH,
         **_REFUSED_FORK_ROWS,
+        # Round 11 (issue 42): read as runs, a base and a speculative run per category (base_avg_pred_t/s beside
+        # spec_avg_pred_t/s), one record of the paste; each drafting run's accept_rate is checked below.
+        "llama.cpp-server-bench-speed-bench-accept-rate-table.log":
+            "read as runs (base and spec per category): the index's accept_rate list is the drafting runs', checked in "
+            "test_server_bench_speed_bench_rows_are_runs",
         **_FIFTH_FIGURES,
         **_SIXTH_FIGURES,
         **_SEVENTH_FIGURES,
@@ -834,3 +837,12 @@ def test_every_reading_cites_its_lines(entry: dict[str, Any]) -> None:
     report = _diagnose(entry["file"])
     for cause in report.causes:
         assert any(re.search(r"\bline \d+", line) for line in cause.evidence), (cause.code, cause.evidence)
+
+
+def test_server_bench_speed_bench_rows_are_runs() -> None:
+    # llama.cpp's server-bench speed-bench: a base server's and a speculative one's speed per category, side by side.
+    entry = next(e for e in ENTRIES if e["file"] == "llama.cpp-server-bench-speed-bench-accept-rate-table.log")
+    runs = read_runs(CASE_LOGS / entry["file"])
+    assert [r.acceptance is None for r in runs] == [True, False] * 8
+    assert [r.acceptance for r in runs[1::2]] == [float(v) for v in entry["figures"]["accept_rate"]]
+    assert runs[0].speed == 51.55 and runs[1].speed == 84.54  # coding: 84.54 / 51.55 = 1.64x, the table's speed-up

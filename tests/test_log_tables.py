@@ -16,7 +16,7 @@ import pytest
 from mtpinspect.diagnosis import diagnose
 from mtpinspect.errors import MtpinspectError
 from mtpinspect.logread.runs import read_log, read_runs
-from mtpinspect.logread.tables import compares, table_runs, tables, without_speculation
+from mtpinspect.logread.tables import TABLE_RUNS_FORMAT, compares, table_runs, table_samples, tables, without_speculation
 from mtpinspect.vocabulary import Engine
 
 
@@ -1436,3 +1436,206 @@ def test_two_builds_at_two_draft_lengths_are_judged_against_the_baseline(tmp_pat
 def test_draft_length_words_of_other_software_are_no_runs(tmp_path: Path, text: str) -> None:
     assert table_runs(text) == ([], None)
     assert _causes(tmp_path, text) == []
+
+
+# -- round 11: SGLang's send_one box tables, a page copy's split cells ----------------------------------------
+
+
+def _send_one(latency: str, tokens: str, acc: str, speed: str) -> str:
+    # python/sglang/test/send_one.py: tabulate(rows, headers=["Latency (s)", "Tokens", "Acc Length",
+    # "Speed (token/s)"], tablefmt="pretty"), the values centred.
+    return ("+-------------+--------+------------+-----------------+\n"
+            "| Latency (s) | Tokens | Acc Length | Speed (token/s) |\n"
+            "+-------------+--------+------------+-----------------+\n"
+            f"|    {latency}    |  {tokens}   |   {acc}    |      {speed}      |\n"
+            "+-------------+--------+------------+-----------------+\n")
+
+
+def test_sglang_send_one_tables_under_their_settings_are_a_sweep_of_sglangs(tmp_path: Path) -> None:
+    # A poster's label line above each send_one table: speculative settings side by side, no run without speculation.
+    text = ("FP8 TP = 4, EAGLE3 (3 1 4)\n" + _send_one("3.402", "256", "3.117", "75.25") +
+            "FP8 TP = 4, EAGLE3 (7 4 16)\n" + _send_one("3.911", "256", "3.560", "65.46"))
+    runs, engine = table_runs(text)
+    assert engine is Engine.sglang and [(r.baseline, r.mean_length, r.speed) for r in runs] == \
+        [(False, 3.117, 75.25), (False, 3.56, 65.46)]
+    report = diagnose(log_files=[_write(tmp_path, text)])
+    assert report.causes == [] and report.logs[0].runtime is Engine.sglang
+
+
+@pytest.mark.parametrize("text", [
+    # a CNC controller's feed test: "Acc" an acceleration, its length a travel
+    "+--------+---------+------------+-------------+\n| Axis   | Acc     | Length     | Speed (mm/s) |\n"
+    "+--------+---------+------------+-------------+\n| X      | 1200    | 300        | 85.0        |\n"
+    "+--------+---------+------------+-------------+\n",
+    # a bank statement export: an account's number and a statement's length in pages
+    "+------------+------------+-----------------+\n| Acc Number | Acc Length | Speed (pages/s) |\n"
+    "+------------+------------+-----------------+\n| 11-204     | 12         | 3.5             |\n"
+    "+------------+------------+-----------------+\n",
+])
+def test_acc_length_words_of_other_software_are_no_runs(tmp_path: Path, text: str) -> None:
+    assert table_runs(text) == ([], None)
+    assert _causes(tmp_path, text) == []
+
+
+def _split_cells(rows: list[list[str]]) -> str:
+    # A browser's copy of a blog's rendered Markdown table: each row's first cell between pipes, each next cell on a
+    # line of its own closed by its pipe.
+    return "".join(f"| {row[0]} |\n" + "".join(f"{cell} |\n" for cell in row[1:]) for row in rows)
+
+
+def test_a_tables_cells_split_one_per_line_are_joined_into_rows() -> None:
+    text = "Results\n" + _split_cells([["GPU", "Baseline tok/s", "MTP tok/s"], ["RX 7900 XTX", "31.2 t/s", "44.0 t/s"]])
+    found = tables(text)
+    assert [(t.header, t.rows, t.numbers) for t in found] == \
+        [(("GPU", "Baseline tok/s", "MTP tok/s"), (("RX 7900 XTX", "31.2 t/s", "44.0 t/s"),), (5,))]
+
+
+def test_a_split_cell_table_of_mtp_slower_than_its_baseline(tmp_path: Path) -> None:
+    text = ("llama-server -m Qwen3.6-35B-A3B-MTP-Q4_K_M.gguf --spec-type draft-mtp --spec-draft-n-max 3\n"
+            "Decode speed, baseline vs MTP\n" +
+            _split_cells([["Model", "Quant", "Baseline TPS", "MTP TPS", "Speedup"],
+                          ["Qwen 3.6 35B", "Q4_K_M", "52.0 t/s", "47.5 t/s", "-8.7%"],
+                          ["Qwen 3.6 27B", "Q4_K_M", "12.1 t/s", "11.0 t/s", "-9.1%"]]))
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    faster = text.replace("47.5 t/s", "60.5 t/s").replace("11.0 t/s", "19.0 t/s")
+    assert _causes(tmp_path, faster) == []
+    assert [r.baseline for r in table_runs(faster)[0]] == [True, False, True, False]
+
+
+def test_split_cell_tables_of_other_software_are_no_runs(tmp_path: Path) -> None:
+    # A database blog's index benchmark copied the same way: a "Baseline" column, nothing of speculative decoding.
+    text = ("Query latency with and without the index\n" +
+            _split_cells([["Query", "Baseline (ms)", "With index (ms)"], ["point lookup", "41.0", "0.9"],
+                          ["range scan", "380.2", "22.5"]]))
+    assert len(tables(text)) == 1
+    assert table_runs(text) == ([], None) and _causes(tmp_path, text) == []
+
+
+def test_base_and_spec_columns_of_one_name_are_the_runs_without_and_with_speculation(tmp_path: Path) -> None:
+    # llama.cpp's server-bench speed-bench (tools/server-bench, PR #23869): "base_<figure>" beside "spec_<figure>".
+    text = ("category   base_avg_pred_t/s  spec_avg_pred_t/s  decode_speedup  base_avg_latency  spec_avg_latency  accept_rate\n"
+            "---------  -----------------  -----------------  --------------  ----------------  ----------------  -----------\n"
+            "summary    44.10              39.20              0.89x           8.100s            9.020s            0.7120\n"
+            "translate  44.30              40.05              0.90x           7.950s            8.770s            0.7388\n")
+    runs, _ = table_runs(text)
+    assert [(r.setting, r.baseline, r.key, r.speed, r.acceptance) for r in runs] == [
+        ("base_avg_pred_t/s", True, "summary", 44.1, None), ("spec_avg_pred_t/s", False, "summary", 39.2, 0.712),
+        ("base_avg_pred_t/s", True, "translate", 44.3, None), ("spec_avg_pred_t/s", False, "translate", 40.05, 0.7388)]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    # The same under an MTP column and a "Base" one (LM Studio threads' "MTP tok/s | Base tok/s").
+    piped = "| Test | MTP tok/s | Base tok/s |\n|---|---:|---:|\n| chat | 9.5 | 24.0 |\n| code | 11.0 | 23.1 |\n"
+    assert compares(table_runs(piped)[0]) and _causes(tmp_path, piped)[:1] == ["SLOWER_THAN_BASELINE"]
+
+
+@pytest.mark.parametrize("text", [
+    # a novelist's word counts: a chapter's base text beside its draft
+    "| chapter | base words | draft words |\n|---|---|---|\n| 1 | 4100 | 5200 |\n| 2 | 3900 | 3100 |\n",
+    # a lone "base" speed beside columns of prompt kinds names no drafter: whose base is not said
+    "| quant | base tok/s | code | prose |\n|---|---|---|---|\n| Q4_K_M | 15.1 | 19.7 | 13.7 |\n| Q8_0 | 11.4 | 25.4 | 16.9 |\n",
+])
+def test_base_columns_without_a_drafters_twin_are_no_runs(tmp_path: Path, text: str) -> None:
+    assert not compares(table_runs(text)[0])
+    assert _causes(tmp_path, text) == []
+
+
+def test_a_delimiter_row_of_short_dashes_under_a_shell_pipeline_heads_the_table_below_it(tmp_path: Path) -> None:
+    # GFM takes a delimiter cell of one dash or more ("| -- | -- |"); a shell loop with pipes pasted right above the
+    # table is no header of it. ollama's server log prints "draft acceptance" (the runner's words), beside "tps".
+    text = ('for v in 0.35.0 0.35.1 ; do ollama serve | tee log ; grep "draft acceptance" log | tail -1 ; done\n'
+            "| version | tps | draft acceptance |\n| -- | -- | -- |\n"
+            "| 0.35.0 | 61.20 | 0.7710 |\n| 0.35.1 | 64.85 | 0.7904 |\n")
+    assert [t.header for t in tables(text)][-1] == ("version", "tps", "draft acceptance")
+    runs, _ = table_runs(text)
+    assert [(r.setting, r.baseline, r.speed, r.acceptance) for r in runs] == \
+        [("0.35.0", False, 61.2, 0.771), ("0.35.1", False, 64.85, 0.7904)]
+    samples, _ = table_samples(text)  # read as runs, settings side by side: no run without speculation to beat
+    assert [s.format for s in samples] == [TABLE_RUNS_FORMAT] * 2 and _causes(tmp_path, text) == []
+
+
+def test_a_newsrooms_draft_acceptance_under_short_dashes_is_no_run(tmp_path: Path) -> None:
+    text = "| desk | drafts | draft acceptance |\n| - | - | - |\n| metro | 41 | 0.62 |\n| sports | 30 | 0.71 |\n"
+    assert table_runs(text) == ([], None) and _causes(tmp_path, text) == []
+
+
+def test_one_drafting_run_by_output_length_is_read_as_runs_by_its_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fork's bench table: one drafter's speed and acceptance by the output length asked for, its header naming drafts
+    # ("Draft Accepted/Total") beside tokens' pace. Read by the runs reader even with the older acceptance-column
+    # reader out of the way (to be retired).
+    text = ("| Output Tokens | Speed (tok/s) | Draft Accepted/Total | Accept % |\n|---|---|---|---|\n"
+            "| 100 | **81.4** | 60/150 | 40.0% |\n| 400 | **52.9** | 170/700 | 24.3% |\n")
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed) for r in runs] == [(False, 81.4), (False, 52.9)]
+    import mtpinspect.logread.tables.samples as samples
+    monkeypatch.setattr(samples, "_header", lambda *args, **kwargs: None)
+    read, _ = samples.table_samples(text)
+    assert [(s.format, s.number, s.figures.acceptance) for s in read] == \
+        [(TABLE_RUNS_FORMAT, 3, 0.4), (TABLE_RUNS_FORMAT, 4, 170 / 700)]
+
+
+def test_a_baseline_row_under_the_prompt_column_is_every_prompts_baseline(tmp_path: Path) -> None:
+    # A PR comment's table: the "Test" column names the run without drafting in its first row, prompts in the others.
+    text = ("| Test | Sampling | Decode | Accept rate |\n|---|---|---|---|\n"
+            "| Baseline, no draft | temp=0.7 | 30.2 t/s | — |\n"
+            "| Story prompt | temp=0.7 | 26.1 t/s | 71.0% |\n"
+            "| JSON extraction | temp=0.7 | 27.9 t/s | 80.2% |\n")
+    runs, _ = table_runs(text)
+    assert compares(runs) and {(r.key, r.baseline) for r in runs} == {
+        ("test=story prompt", True), ("test=story prompt", False), ("test=json extraction", True), ("test=json extraction", False)}
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    faster = text.replace("26.1 t/s", "48.0 t/s").replace("27.9 t/s", "52.3 t/s")
+    assert _causes(tmp_path, faster) == []
+
+
+def test_a_baseline_row_among_several_of_its_kind_keys_nothing_new(tmp_path: Path) -> None:
+    # Two rows without drafting, each under its own test: no row stands for every key.
+    text = ("| Test | Decode | Accept rate |\n|---|---|---|\n| Baseline story | 30.2 t/s | — |\n"
+            "| Baseline code | 31.0 t/s | — |\n| Story prompt | 26.1 t/s | 71.0% |\n")
+    assert not any(r.key == "test=story prompt" and r.baseline for r in table_runs(text)[0])
+
+
+def test_a_baseline_row_of_a_load_balancers_table_is_no_run(tmp_path: Path) -> None:
+    # nginx's limit_req test: a baseline without limits, then endpoints with their accept rate and requests per second.
+    text = ("| Test | Throughput (req/s) | Accept rate |\n|---|---|---|\n| Baseline, no limit | 9100 | — |\n"
+            "| /api/login | 4200 | 46.0% |\n| /api/search | 7900 | 86.8% |\n")
+    assert not compares(table_runs(text)[0]) and _causes(tmp_path, text) == []  # requests per second: no decode speed
+
+
+@pytest.mark.parametrize(("plain", "drafting"), [("`24.6 +/- 0.3 t/s`", "`21.0 +/- 0.8 t/s @ 83.5% +/- 4.1%`"),
+                                                 ("24.6 ± 0.3 t/s", "21.0 ± 0.8 t/s @ 83.5%")])
+def test_a_mode_value_table_of_means_and_spreads(tmp_path: Path, plain: str, drafting: str) -> None:
+    # ik_llama.cpp PR comments' smoke tables: a mean and its spread, the acceptance after "@".
+    text = (f"| Mode | Value |\n|---|---:|\n| Baseline smoke | {plain} |\n| `--draft-max 2` smoke | {drafting} |\n")
+    runs, _ = table_runs(text)
+    assert [(r.baseline, r.speed, r.acceptance) for r in runs] == [(True, 24.6, None), (False, 21.0, 0.835)]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+
+
+def test_a_mode_value_table_of_other_software_is_no_run(tmp_path: Path) -> None:
+    # a web server's load test: a mean and its spread in requests per second, "@ 95%" a percentile
+    text = ("| Mode | Value |\n|---|---:|\n| Baseline (no cache) | 1200 +/- 40 req/s |\n"
+            "| With cache | 1100 +/- 35 req/s @ 95% |\n")
+    assert not compares(table_runs(text)[0]) and _causes(tmp_path, text) == []
+
+
+def _sweep_bench(*rows: tuple[int, float]) -> str:
+    # llama-sweep-bench's table (ik_llama.cpp examples/sweep-bench): PP, TG, N_KV, then seconds and speeds.
+    head = ("|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+            "|-------|--------|--------|----------|----------|----------|----------|\n")
+    return head + "".join(f"|   512 |    128 | {n_kv:6d} |    0.430 |  1190.70 | {128 / s_tg:8.3f} | {s_tg:8.2f} |\n"
+                          for n_kv, s_tg in rows)
+
+
+def test_sweep_bench_tables_without_and_with_mtp_are_compared_by_depth(tmp_path: Path) -> None:
+    text = ("Without MTP:\n" + _sweep_bench((0, 43.97), (512, 42.81)) + "\n"
+            "With MTP (-mtp --draft-max 2):\n" + _sweep_bench((0, 38.67), (512, 37.62)))
+    runs, engine = table_runs(text)
+    assert engine is Engine.llama_cpp and [(r.baseline, r.key, r.speed) for r in runs] == [
+        (True, "pp=512, tg=128, n kv=0", 43.97), (True, "pp=512, tg=128, n kv=512", 42.81),
+        (False, "pp=512, tg=128, n kv=0", 38.67), (False, "pp=512, tg=128, n kv=512", 37.62)]
+    assert _causes(tmp_path, text)[:1] == ["SLOWER_THAN_BASELINE"]
+    faster = text.replace("38.67", "55.10").replace("37.62", "53.90")
+    assert _causes(tmp_path, faster) == []
+
+
+def test_one_sweep_bench_table_naming_no_drafter_is_no_run() -> None:
+    assert table_runs(_sweep_bench((0, 43.97), (512, 42.81))) == ([], None)

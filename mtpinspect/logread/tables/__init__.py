@@ -58,6 +58,13 @@ key; an acceptance column is read only where the paste names a drafter, the draf
 or its header names drafts or a speed against the baseline beside tokens' pace (a tokenizer's "accept rate" beside
 "tokens/s" is not a drafter's).
 
+Round 11: SGLang's send_one box table ("Acc Length" | "Speed (token/s)") under a poster's label line is a drafting run
+with its acceptance length, the words SGLang's; a Markdown table whose cells a page copy split one per line ("| Model |",
+"Architecture |") is joined back into its rows before it is cut (cut.py); a column "base <figure>" beside a drafter's
+column of the same name ("base_avg_pred_t/s" | "spec_avg_pred_t/s", llama.cpp's server-bench) ran without speculation.
+Markdown's delimiter cell is one dash or more (GFM): "| -- | -- |" under a row of words heads a table. llama-sweep-bench's
+columns are read by their own names (PP, TG, N_KV keys; S_TG t/s the speed).
+
 The samples runs.py takes of a paste (:func:`table_samples`, the one entry): the runs above where they compare a run
 without speculation with one with it, or sweep a speculative setting (:func:`swept`); else the acceptance and
 mean-length columns of a table (:func:`_header`, :func:`_row`: a row a category of one run's prompts, or a run of its

@@ -34,6 +34,8 @@ from mtpinspect.logread.tables.words import (
 )
 from mtpinspect.vocabulary import Engine
 
+_SPEC_WORD = re.compile(r"spec|mtp|nextn|eagle\d?|draft|dflash|medusa|ngram")  # a drafter's one word, a column name's prefix
+
 
 def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
     """A run per row: label and setting columns say what it is, figure columns what it measured."""
@@ -48,7 +50,10 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
         switched: bool | None = None  # what a drafter's on/off column says: it outranks a label's "baseline"
         for i, cell in enumerate(cells):
             words = _words(cell)
-            if kinds[i] == "key":
+            if kinds[i] == "key" and _setting(words) is True and _number(cell) is None:
+                names.append(cell.strip(" *_`")[:80])  # "Baseline, no draft" under "Test": the row's setting, no key
+                baseline = True
+            elif kinds[i] == "key":
                 keys.append(f"{_KEY_NAMES.get(header[i], header[i])}={words}")
                 prompt = prompt or _PROMPT_TEST.match(words) is not None
             elif kinds[i] == "depth":
@@ -123,7 +128,19 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
         else:
             for i in speeds:
                 _put(run, kinds[i] or "", cells[i], False)
+                noted = _cell_acceptance(cells[i]) if run.baseline is not True else None
+                if noted is not None:
+                    run.figures.setdefault("rate", noted)  # "10.0 +/- 0.4 t/s @ 88.2%": the row's acceptance
             runs.append(run)
+    # One run without speculation keyed by nothing (its key cell named its setting) above drafting rows each keyed by its
+    # own prompt: the baseline of every key ("Baseline, no draft" over "Count 1→150", "Realistic code").
+    plain = [r for r in runs if r.baseline is True]
+    if len(plain) == 1 and not plain[0].key and "speed" in plain[0].figures:
+        keyed = list(dict.fromkeys(r.key for r in runs if r is not plain[0] and r.key))
+        if keyed and all(r.key for r in runs if r is not plain[0]):
+            at = runs.index(plain[0])
+            runs[at:at + 1] = [_Run(plain[0].setting, True, key, plain[0].line, plain[0].number, dict(plain[0].figures),
+                                    identity=plain[0].identity) for key in keyed]
     # A row that names no setting and whose acceptance is marked empty ("-", "N/A") beside rows whose drafts were
     # accepted drafted nothing: the run without speculation ("llama3.1-70B" above "suffix", "lstm").
     if any(r.figures.get("rate", 0) > 0 or r.figures.get("length", 1) > 1 for r in runs):
@@ -173,8 +190,8 @@ def _columns_as_runs(table: Table, kinds: list[str | None], settings: list[bool 
             row_key = row_key if row_key in timed_keys else ""
         extra = {kinds[i]: cell for i, cell in enumerate(cells) if kinds[i] in ("rate", "length")}
         for i, cell in enumerate(cells):
-            if settings[i] is None:
-                continue
+            if settings[i] is None or kinds[i] == "time" and row_figure is None and _cell_figure(cell) is None:
+                continue  # "spec_avg_latency" over "9.02s" (a request's seconds): no decode figure; "24.2 t/s" is one
             figure = kinds[i] if kinds[i] in ("speed", "latency", "duration") else \
                 row_figure or _cell_figure(cell) or titled or (None if named_only else "speed")
             if figure in ("ratio", "speedup", "time", None):
@@ -242,6 +259,25 @@ def _merged_grids(runs: list[_Run]) -> list[_Run]:
     return out
 
 
+# A column named "base" and the rest of a drafting column's name: llama.cpp's server-bench speed-bench prints
+# "base_avg_pred_t/s" beside "spec_avg_pred_t/s" (a base server against a speculative one, tools/server-bench, PR #23869).
+_BASE_PREFIX = re.compile(r"^base (?P<rest>.{1,80})$")
+
+
+def _base_beside_drafter(header: list[str], settings: list[bool | None]) -> list[bool | None]:
+    """The settings of a header's columns, a column "base <rest>" read as the run without speculation where another
+    column is "<drafter> <rest>" ("base avg pred t/s" beside "spec avg pred t/s"): a lone "base tok/s" says no whose."""
+    drafting = {words.partition(" ")[2] for words, said in zip(header, settings) if said is False and " " in words
+                and _SPEC_WORD.fullmatch(words.partition(" ")[0])}
+    return [True if said is None and (found := _BASE_PREFIX.match(words)) and found["rest"] in drafting else said
+            for words, said in zip(header, settings)]
+
+
+_SWEEP_BENCH_HEAD = {"pp", "tg", "n kv", "s tg t/s"}  # words of llama-sweep-bench's header (_words: "_" as a space)
+_SWEEP_BENCH_KINDS = {"pp": "key", "tg": "key", "n kv": "key", "t pp s": "time", "s pp t/s": "time", "t tg s": "time",
+                      "s tg t/s": "speed"}
+
+
 def _runs_of(table: Table, tie: bool) -> list[_Run]:
     if len(table.header) < 2:
         return []
@@ -251,9 +287,16 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
     columns = [[row[i] for row in table.rows] for i in range(len(table.header))]
     read = [_column_kind(cell, columns[i], i == 0) for i, cell in enumerate(table.header)]
     kinds, settings = [k for k, _ in read], [s for _, s in read]
+    header_words = [_words(c) for c in table.header]
+    if _SWEEP_BENCH_HEAD <= set(header_words):
+        # llama-sweep-bench's own columns (ik_llama.cpp, llama.cpp examples/sweep-bench): PP and TG are the tokens each
+        # step processes and generates and N_KV the context depth (keys), T_ the seconds, S_PP the prompt's speed;
+        # S_TG t/s alone is decoding's.
+        kinds = [_SWEEP_BENCH_KINDS.get(words, kind) for words, kind in zip(header_words, kinds)]
     if not tie and not any(_TIE.search(_words(c)) for c in (*table.header, table.heading, *(r[0] for r in table.rows))) \
             and not _accepts_tokens(table, kinds):
         return []
+    settings = _base_beside_drafter([_words(c) for c in table.header], settings)
     if True in settings and False not in settings:
         # Beside a "Baseline" column, a column of figures named "With <something>" is the setting compared with it
         # ("With flag", "With the patch"): in a table tied to speculative decoding, its speculation.
@@ -292,15 +335,16 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
 # Flags beside them are one engine's too: vLLM's --enforce-eager, --gpu-memory-utilization, --max-num-seqs,
 # --max-model-len (vllm/engine/arg_utils.py); SGLang's --mem-fraction-static, --disable-cuda-graph, --cuda-graph-max-bs
 # (sglang/srt/server_args.py); llama.cpp's --n-gpu-layers, --ctx-size, --cache-type-k (common/arg.cpp).
+# SGLang's send_one prints "Acc Length" beside "Speed (token/s)" in its box table (python/sglang/test/send_one.py).
 # SGLang's benchmark sweeps print their grids with the corner "tp\\conc" (_GRID_CORNER): the format names its writer.
 _ENGINE_WORDS = ((Engine.vllm, re.compile(r"\bvllm\b|num speculative tokens|speculative config|enforce eager|gpu memory utilization|"
                                           r"max num seqs|max model len")),
                  (Engine.sglang, re.compile(r"\bsglang\b|\btp ?\\ ?conc\b|speculative num steps|speculative algorithm|speculative eagle topk|num draft\b|"
                                             r"enable multi layer eagle|\btopk\b|mem fraction static|disable cuda graph|cuda graph max bs")),
-                 (Engine.llama_cpp, re.compile(r"llama server|llama\.cpp|llama cpp|\bn max\b|spec draft|\bdraft (?:p (?:min|split)|max|min)\b|"
+                 (Engine.llama_cpp, re.compile(r"llama server|llama\.cpp|llama cpp|\bs tg t/s\b|\bn max\b|spec draft|\bdraft (?:p (?:min|split)|max|min)\b|"
                                                r"\bgguf\b|\bollama\b|n gpu layers|ctx size|cache type k")),
                  (Engine.vllm, re.compile(r"mean acceptance length|draft acceptance rate|spec decode accept")),
-                 (Engine.sglang, re.compile(r"\bacc(?:ept)? len\b|accept length|spec accept (?:rate|len)")))
+                 (Engine.sglang, re.compile(r"\bacc(?:ept)? len(?:gth)?\b|accept length|spec accept (?:rate|len)")))
 
 
 def _block_runs(blocks: list[Table], tie: bool) -> list[_Run]:

@@ -97,6 +97,34 @@ def _padded(block: list[tuple[int, str, tuple[str, ...]]]) -> list[tuple[int, st
     return [(n, line, (cells + ("",) * width)[:width]) for n, line, cells in block]
 
 
+# A page copy of a rendered Markdown table may put each cell on a line of its own: a row's first cell between pipes
+# ("| Model |"), each next cell closed by its pipe alone ("Architecture |"), as a browser's copy of a blog's table gives.
+_OPENING_CELL = re.compile(r"^\s*\|[^|]{1,200}\|\s*$")
+_CLOSING_CELL = re.compile(r"^\s*[^|\s][^|]{0,200}\|\s*$")
+
+
+def _split_cells_joined(lines: list[str]) -> list[tuple[int, str]]:
+    """The text's numbered lines, a row whose cells a page copy split one per line joined back into one ("| Model |"
+    and "Architecture |" -> "| Model | Architecture |"), numbered by its first line. Each line is looked at once."""
+    out: list[tuple[int, str]] = []
+    row: list[str] = []  # the row being joined: its opening cell, then its closing ones
+    start = 0
+    for number, raw in enumerate(lines, 1):
+        if row and len(row) < _MAX_CELLS and _CLOSING_CELL.match(raw):
+            row.append(raw.strip())
+            continue
+        if row:
+            out.append((start, " ".join(row)) if len(row) > 1 else (start, row[0]))
+            row = []
+        if _OPENING_CELL.match(raw):
+            row, start = [raw.strip()], number
+            continue
+        out.append((number, raw))
+    if row:
+        out.append((start, " ".join(row)) if len(row) > 1 else (start, row[0]))
+    return out
+
+
 def tables(text: str) -> list[Table]:
     """The tables of ``text``: runs of consecutive lines of one shape and width, the first one the header (its
     cells mostly words), at least one row below it."""
@@ -123,7 +151,7 @@ def tables(text: str) -> list[Table]:
             found.append(Table(lines[0][2], tuple(c for _, _, c in rows), tuple(n for n, _, _ in rows),
                                tuple(line.strip()[:300] for _, line, _ in rows), above_header))
 
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in _split_cells_joined(text.splitlines()):
         line = raw.translate(_BOX_BARS) if len(raw) <= _MAX_LINE else ""
         stripped = line.strip()
         if block and stripped and _RULE.match(line):
@@ -153,7 +181,7 @@ def tables(text: str) -> list[Table]:
 
 
 # Markdown's delimiter row (GFM): a cell of dashes, colons for alignment, a cell per column of the row it heads.
-_DELIMITER_CELL = re.compile(r"^:?-{3,}:?$")
+_DELIMITER_CELL = re.compile(r"^:?-+:?$")
 
 
 def _delimits(cells: tuple[str, ...], rule: str) -> bool:

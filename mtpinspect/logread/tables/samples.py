@@ -65,7 +65,10 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
         return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], engine
     tied = SPECULATIVE_WORDS.search(text) is not None or _DRAFT_LENGTH.search(text) is not None or \
         _ACCEPT_LENGTH.search(text.lower()) is not None  # the paste names a drafter, the draft length or an accept length
-    if swept(runs, tied) or runs and all(run.grid for run in runs):
+    # A table whose own header names drafts beside tokens' pace ("tps" | "draft acceptance", ollama's words) ties its
+    # rows as much: builds or versions side by side, each drafting; one drafting run by a key ("Output Tokens").
+    headed = any(_drafts_beside_tokens(table) for table in tables(text))
+    if swept(runs, tied or headed) or runs and all(run.grid for run in runs):
         # A speculative setting swept, read by any table's words (before the acceptance columns' names); a sweep's grids
         # of one drafter's figures by key (its run without speculation skipped): settings side by side.
         return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
@@ -101,7 +104,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     if samples or listed:
         return samples or listed, engine or owner
     labelled = labelled_samples(text)
-    if not labelled and tied:
+    if not labelled and (tied or headed):
         # A table of acceptance by a key that is no setting (context length, prompt, category) where no shape above
         # reads it (a cell of a range, "~53%"), or a mechanism table (tokens per forward pass with and without MTP): the
         # runs as_runs.py reads of it, none compared (a run without speculation there carries no speed).

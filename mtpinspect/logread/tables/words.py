@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-_NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)\s*(?P<unit>(?!/\s?\d)(?:%|[a-zA-Zµ/×]{1,12}(?:/s)?))?")  # "31.00/0.07": a mean over its std
+_NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20})?(?![\d,])|\d{1,9}(?:\.\d{1,20})?)(?![\d.]|\s*[–—-]\s*\d)(?:\s?(?:±|\+/-|\+-)\s?\d{1,9}(?:\.\d{1,20})?)?\s*(?P<unit>(?!/\s?\d)(?:%|[a-zA-Zµ/×]{1,12}(?:/s)?))?")  # "31.00/0.07": a mean over its std;
+# "11.1 +/- 0.1 t/s", "10.0 ± 0.4 t/s": a mean and its spread, the unit after both
 
 
 def _number(cell: str) -> tuple[float, str] | None:
@@ -70,7 +71,10 @@ _TIME = re.compile(r"\b(?:time|duration|latency|ttft|e2e|elapsed)\b")
 _DURATION_HEAD = re.compile(r"(?:\((?P<unit>s|sec|secs|seconds|ms|min|mins|minutes)\)|(?<= )(?P<word>ms|msec|sec|secs|seconds|mins|minutes))$")
 _NOT_DECODE = re.compile(r"\bpp\d*\b|\bprompt\b|prefill|\binput\b|\breq(?:uests?)?\b|\bttft\b|\btotal tok")
 _SPEED = re.compile(r"\bspeed\b|\bdecode\b|\btg\d*\b|\bgen(?:eration)? rate\b|\beval rate\b")
-_LENGTH = re.compile(r"\baccept(?:ance|ed)? len(?:gth)?\b|\bacc len\b|\bmean len\b|\bavg len\b|\bal\b|\btau\b|τ|acceptance length|"
+# SGLang's send_one (python/sglang/test/send_one.py) prints a box table (tabulate's "pretty") headed "Latency (s) | Tokens
+# | Acc Length | Speed (token/s)": "acc length" is its acceptance length, its own words (read where the paste names a
+# drafter: an account's or an acceleration's "acc" is no tie on its own).
+_LENGTH = re.compile(r"\baccept(?:ance|ed)? len(?:gth)?\b|\bacc len(?:gth)?\b|\bmean len\b|\bavg len\b|\bal\b|\btau\b|τ|acceptance length|"
                      r"\btok(?:en)?s? (?:accepted |emitted |generated )?per (?:pass|step|forward|verif\w*|iteration|target (?:pass|step))\b")
 # A quantity a table sets beside the speeds that is none ("GPU util (%)", "VRAM (GB)", "power draw (W)").
 _OTHER_QUANTITY = re.compile(r"%|°c|\(w\)|\b(?:util(?:i[sz]ation)?|power|watts?|memory|mem|vram|ram|gb|gib|mb|mib|"
