@@ -588,16 +588,18 @@ CATALOGUE: tuple[Message, ...] = (
     _m("vLLM code names", Meaning.writer,
        ("ModelRunner", "EngineCore", "MultiprocExecutor", "RuntimeError: Worker failed", "num_drafts", "num_draft_tokens",
         "num_accepted_tokens", "num_spec_tokens", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
-        "pec decode"),
+        "pec decode", "_model_config.hf_"),
        r"\b(?:GPU|CPU|TPU|XPU|NPU)ModelRunner\b|\bEngineCore(?:Proc|Client|_DP\d{1,4})?\b|\bMultiprocExecutor\b|"
        r"^(?:\w+\.)?RuntimeError: Worker failed with error\b|"
        r"\b(?:num_drafts|num_draft_tokens|num_accepted_tokens|num_spec_tokens|max_num_seqs|max_num_batched_tokens|"
-       r"gpu_memory_utilization)\b|\b[Ss]pec decode\b",
+       r"gpu_memory_utilization)\b|\b[Ss]pec decode\b|\b(?:self\.)?(?:target|draft)_model_config\.hf_(?:text_)?config\b",
        "vllm/v1/worker/gpu_model_runner.py (GPUModelRunner), vllm/v1/engine/core.py (EngineCore, EngineCoreProc), "
        "vllm/v1/executor/multiproc_executor.py (\"Worker failed with error '%s', please check the stack trace above\"), "
        "examples/offline_inference/spec_decode.py (num_drafts, num_draft_tokens, num_accepted_tokens), vllm/engine/"
        "arg_utils.py (max_num_seqs, max_num_batched_tokens, gpu_memory_utilization), vllm/v1/worker/cpu_model_runner.py "
-       "(\"spec decode is not supported\")", "the names of vLLM's own code and output", engine=_VLLM, weight=2),
+       "(\"spec decode is not supported\"), vllm/config/speculative.py (SpeculativeConfig's self.target_model_config."
+       "hf_text_config / draft_model_config.hf_config, in its checks' messages)", "the names of vLLM's own code and output",
+       engine=_VLLM, weight=2),
     _m("vLLM progress bar", Meaning.writer, ("est. speed input:",), r"est\. speed input: [\d.]+ toks/s, output: [\d.]+ toks/s",
        "vllm/entrypoints/llm.py (_run_engine's tqdm postfix)", "vLLM's offline generation progress bar", engine=_VLLM),
     # -- SGLang ----------------------------------------------------------------------------------------------
@@ -774,6 +776,14 @@ CATALOGUE: tuple[Message, ...] = (
     _m("Python exception (quoted)", Meaning.exception, ("Error: ", "Exception: "),
        r"`(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception)):\s*(?P<text>[^`]{1,2000})`",
        "Python's traceback format, quoted in a sentence", "a Python exception, quoted (its text says where)"),
+    # pydantic v2's line for an exception a validator raised (pydantic-core src/errors/types.rs: "Value error, {error}",
+    # "Assertion failed, {error}", then " [type=value_error, input_value=..., input_type=...]"): a ValueError's or an
+    # AssertionError's own text, printed under "N validation error(s) for CLASS" (vLLM's SpeculativeConfig, ModelConfig
+    # and EngineArgs are pydantic dataclasses), which a paste may cut. Its type is read from the words (rules_message.py).
+    _m("pydantic validator error", Meaning.exception, ("Value error, ", "Assertion failed, "),
+       r"^(?P<type>Value error|Assertion failed), (?P<text>.{1,2000}?)(?:\s\[type=(?:value_error|assertion_error)\b.*)?$",
+       "pydantic-core's validation error lines (\"Value error, %s [type=value_error, ...]\", \"Assertion failed, %s "
+       "[type=assertion_error, ...]\")", "a ValueError or AssertionError a configuration's validator raised"),
     # -- any engine: the run got past its configuration ---------------------------------------------------------
     # The phases after an engine's settings are checked: a model loading, CUDA graphs captured, the server up and
     # serving. An exception after one of these lines is no configuration check failing (rules_message.py: a start

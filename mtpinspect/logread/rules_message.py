@@ -511,6 +511,7 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     if not said and around is None:
         return None
     kind = hit.match.groupdict().get("type") or "AttributeError"  # a line of an AttributeError's own words has no type
+    kind = _PYDANTIC_KINDS.get(kind, kind)
     evidence = [_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"]
     if around is not None:
         evidence.append(f"{log.path}: line {around.number}: {around.message.means}")
@@ -556,6 +557,8 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
 
 
 _SPEC_CONFIG_NAMED = re.compile(r"\bSpeculativeConfig\b")
+# pydantic's words for the exception a validator raised (catalogue.py: "Value error, ...", "Assertion failed, ...").
+_PYDANTIC_KINDS = {"Value error": "ValueError", "Assertion failed": "AssertionError"}
 # The class vLLM's loader names after the tensor it cannot place ("... named 'x.y' in DFlash2Qwen3Model").
 _LOADER_CLASS = re.compile(r"\bno module or parameter named\b[^\n]{0,400}?\bin ([A-Za-z]\w{1,100})")
 

@@ -1,0 +1,49 @@
+"""Refusals, crashes and loader errors of issue 42's known misses (round 11, builder W), as classes: texts written here
+in the engines' and wrappers' real formats (sources cited per test), not corpus pastes, each with a negative of the same
+shape from software that does not draft."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pastes import read_paste
+
+from mtpinspect.vocabulary import Engine
+
+
+def test_pydantics_value_error_line_of_vllms_speculative_check_is_a_refusal(tmp_path: Path) -> None:
+    # vllm/config/speculative.py (a pydantic dataclass): a validator's ValueError is printed by pydantic-core as
+    # "  Value error, {msg} [type=value_error, input_value=ArgsKwargs(...), input_type=ArgsKwargs]" under
+    # "1 validation error for SpeculativeConfig"; a paste may hold that line alone.
+    alone = ("  Value error, MTP is only supported for DeepSeek models. Got self.target_model_config.hf_text_config."
+             "model_type='mistral' [type=value_error, input_value=ArgsKwargs((), {'method': 'mtp'}), "
+             "input_type=ArgsKwargs]\n"
+             "    For further information visit https://errors.pydantic.dev/2.11/v/value_error\n")
+    assert read_paste(tmp_path, alone) == (["ENGINE_LIMITATION"], Engine.vllm)
+    # pydantic's AssertionError words, cut from their header.
+    asserted = ("  Assertion failed, num_speculative_tokens must be at most 4 for the draft model "
+                "[type=assertion_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]\n")
+    assert read_paste(tmp_path, asserted)[0] == ["ENGINE_LIMITATION"]
+    # A blog app's form validator in the same format: its draft posts are no drafter.
+    blog = ("pydantic_core._pydantic_core.ValidationError: 1 validation error for PostForm\n"
+            "  Value error, draft posts are only supported for editors [type=value_error, "
+            "input_value={'title': 'x'}, input_type=dict]\n")
+    assert read_paste(tmp_path, blog)[0] == []
+    # A trading app's "speculative" order, and a bare pydantic line of a settings model: no cause.
+    assert read_paste(tmp_path, "  Value error, speculative orders are not supported on this account "
+                                "[type=value_error, input_value={}, input_type=dict]\n")[0] == []
+    assert read_paste(tmp_path, "  Value error, port must be at most 65535 [type=value_error, input_value=70000, "
+                                "input_type=int]\n")[0] == []
+
+
+def test_djl_servings_worker_tag_is_a_wrapper_the_line_is_the_engines(tmp_path: Path) -> None:
+    # DJL Serving's Python engine (engines/python/.../PyProcess.java) forwards its worker's output as
+    # "INFO  PyProcess W-<pid>-<model>-stdout: <line>"; the worker here runs vLLM (the LMI container).
+    line = ("INFO  PyProcess W-311-llm-stdout:   Value error, Eagle3 is only supported for ['llama'] models. Got "
+            "self.target_model_config.hf_text_config.model_type='phi3' [type=value_error, input_value=ArgsKwargs((), "
+            "{'method': 'eagle3'}), input_type=ArgsKwargs]\n")
+    assert read_paste(tmp_path, line) == (["ENGINE_LIMITATION"], Engine.vllm)
+    # The same tag over a web app's worker: its words, no cause.
+    other = "INFO  PyProcess W-311-shop-stdout:   Value error, draft orders are only supported for admins " \
+            "[type=value_error, input_value={}, input_type=dict]\n"
+    assert read_paste(tmp_path, other)[0] == []
