@@ -47,3 +47,20 @@ def test_djl_servings_worker_tag_is_a_wrapper_the_line_is_the_engines(tmp_path: 
     other = "INFO  PyProcess W-311-shop-stdout:   Value error, draft orders are only supported for admins " \
             "[type=value_error, input_value={}, input_type=dict]\n"
     assert read_paste(tmp_path, other)[0] == []
+
+
+def test_llama_decodes_own_failure_between_drafting_lines_is_a_crash_on_the_speculative_path(tmp_path: Path) -> None:
+    # llama_decode's wrapper (src/llama.cpp in 2024 builds, src/llama-context.cpp since): "%s: failed to decode, ret = %d"
+    # (1: no KV slot for the batch); common/speculative.cpp's common_speculative_gen_draft logged its reuse before it.
+    drafting = ("slot update_slots: id  0 | task 77 | slot decode token, n_ctx = 4096, n_past = 4090, truncated = 0\n"
+                "common_speculative_gen_draft: reuse_i = 0, reuse_n = 4080, prompt = 4090\n"
+                "llama_decode: failed to decode, ret = 1\n"
+                "srv  update_slots: run slots completed\n")
+    assert read_paste(tmp_path, drafting) == (["MTP_ENGINE_CRASH"], Engine.llama_cpp)
+    # The same failure in a run that shows no drafting: a full context, nothing of a drafter's.
+    plain = ("slot update_slots: id  0 | task 77 | slot decode token, n_ctx = 4096, n_past = 4090, truncated = 0\n"
+             "llama_decode: failed to decode, ret = 1\n"
+             "srv  update_slots: run slots completed\n")
+    assert read_paste(tmp_path, plain)[0] == []
+    # A media player's decoder in the same words: not llama.cpp's.
+    assert read_paste(tmp_path, "video_decode: failed to decode, ret = -11\nspeculative prefetch: on\n")[0] == []

@@ -342,10 +342,14 @@ CATALOGUE: tuple[Message, ...] = (
        "a decode on the draft context failed while serving", engine=_LLAMA, on_path=True),
     # The target's decode path failing (no logits where the sampler asks, a batch the context cannot place): a crash
     # on the speculative path only where something else ties the run to it (rules_message.py).
-    _m("decode path error", Meaning.engine_gap, ("invalid logits id", "failed to initialize batch"),
-       r"\bllama_get_logits_ith: invalid logits id\b|\bdecode: failed to initialize batch\b",
+    # llama_decode's own wrapper says it too ("llama_decode: failed to decode, ret = 1": 1 is no KV slot for the batch,
+    # a context full with the draft's tokens on top).
+    _m("decode path error", Meaning.engine_gap, ("invalid logits id", "failed to initialize batch", "failed to decode, ret ="),
+       r"\bllama_get_logits_ith: invalid logits id\b|\bdecode: failed to initialize batch\b|"
+       r"^llama_decode: failed to decode, ret = -?\d{1,4}\b",
        "src/llama-context.cpp:957 (\"%s: invalid logits id %d, reason: %s\"), src/llama-context.cpp:1769 (\"%s: failed to "
-       "initialize batch\")",
+       "initialize batch\"); llama_decode's wrapper (src/llama.cpp in 2024 builds, src/llama-context.cpp since: \"%s: failed "
+       "to decode, ret = %d\")",
        "llama.cpp's decode failed (no logits for the sampled row, or a batch the context cannot place)", engine=_LLAMA),
     # llama-server's per-request and /slots speculative settings ("speculative.n_max", "speculative.p_min").
     _m("llama-server speculative setting", Meaning.speculation, ("speculative.",),
