@@ -64,3 +64,20 @@ def test_llama_decodes_own_failure_between_drafting_lines_is_a_crash_on_the_spec
     assert read_paste(tmp_path, plain)[0] == []
     # A media player's decoder in the same words: not llama.cpp's.
     assert read_paste(tmp_path, "video_decode: failed to decode, ret = -11\nspeculative prefetch: on\n")[0] == []
+
+
+def test_a_models_assert_that_an_mtp_tensor_is_there_is_the_loaders_requirement(tmp_path: Path) -> None:
+    # ggml's "%s:%d: GGML_ASSERT(%s) failed" in a fork's graph builder (src/models/*.cpp) testing a layer.nextn.* tensor's
+    # presence: the same requirement as the loader's "missing tensor 'blk.N.nextn.X'" (logread/rules_loader.py).
+    shared = ("src/models/glm4-moe.cpp:212: GGML_ASSERT(layer.nextn.embed_tokens != nullptr && \"draft file has no "
+              "embeddings\") failed\n")
+    assert read_paste(tmp_path, shared) == (["MTP_LOADER_BUG"], Engine.llama_cpp)
+    # One of the block's own tensors: the GGUF's gap first (a conversion that dropped it).
+    own = "/src/llama.cpp/src/models/qwen35.cpp:88: GGML_ASSERT(layer.nextn.eh_proj) failed\n"
+    assert read_paste(tmp_path, own)[0] == ["MTP_WEIGHTS_MISSING"]
+    # A check of a nextn tensor's shape, not its presence: no loader reading.
+    shape = "src/models/qwen35.cpp:91: GGML_ASSERT(layer.nextn.eh_proj->ne[0] == 2*n_embd) failed\n"
+    assert read_paste(tmp_path, shape)[0] != ["MTP_LOADER_BUG"]
+    # whisper.cpp's graph code (ggml too) asserting a tensor of its own is there: nothing of an MTP block's.
+    assert read_paste(tmp_path, "src/whisper.cpp:1520: GGML_ASSERT(layer.cross_attn_ln_0_w != nullptr) failed\n")[0] != \
+        ["MTP_LOADER_BUG"]

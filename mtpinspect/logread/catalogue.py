@@ -233,6 +233,15 @@ CATALOGUE: tuple[Message, ...] = (
        "src/llama-model-loader.cpp:1159 (\"missing tensor '%s'\"), for a blk.%d.nextn.* tensor the architecture's loader "
        "requires (src/llama-arch.cpp:589 (\"blk.%d.nextn.embed_tokens\"))", "llama.cpp's loader lacks a tensor of the GGUF's MTP (nextn) block",
        engine=_LLAMA, mtp=_ON),
+    # The same requirement as a model's own assert that an MTP block's tensor is there (a pointer tested for presence:
+    # "GGML_ASSERT(layer.nextn.embed_tokens || model.tok_embd)", "GGML_ASSERT(layer.nextn.eh_proj != nullptr)"), as the
+    # graph builders of llama.cpp's forks check before drafting (src/models/*.cpp; upstream's draft-only handling since
+    # PR #28097 makes the shared ones optional). A check of a tensor's shape ("nextn.eh_proj->ne[0] == n_embd") is not one.
+    _m("nextn tensor assert", Meaning.mtp_failure, ("GGML_ASSERT",),
+       r"GGML_ASSERT\([^\n]{0,200}?\bnextn\.(?P<asserted>\w{1,100})\s{0,4}(?:\|\||&&|\)|!=\s{0,4}(?:nullptr|NULL)\b)",
+       "ggml's GGML_ASSERT(x) (\"%s:%d: GGML_ASSERT(%s) failed\") in a model's graph builder (src/models/*.cpp of llama.cpp's "
+       "forks) on a layer.nextn.* tensor's presence", "llama.cpp's model code requires a tensor of the MTP (nextn) block",
+       engine=_LLAMA, mtp=_ON),
     # A listing of the GGUF's tensors (the loader's "- tensor split" lines, gguf-dump's rows) naming an MTP block's
     # tensor: the file holds that block (rules_loader.py).
     _m("nextn tensor listed", Meaning.layout, ("nextn.",),

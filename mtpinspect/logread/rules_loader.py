@@ -26,7 +26,8 @@ The same line for a tensor of the MTP block itself (``missing tensor 'blk.N.next
 (:func:`missing_nextn`): the GGUF lacks its MTP block, or the loader requires a tensor the checkpoint shares with the
 trunk (``embed_tokens``, ``shared_head_head``: GLM 4.6, llama.cpp#16359). The line alone gives both readings at medium,
 the tensor's kind ordering them, with the check that decides (the GGUF's tensor list); a tensor list in the paste that
-holds block N's MTP block decides.
+holds block N's MTP block decides. A model's own assert that such a tensor is there (a fork's graph builder:
+``GGML_ASSERT(layer.nextn.embed_tokens || model.tok_embd)``) is the same requirement, read the same way.
 """
 
 from __future__ import annotations
@@ -127,7 +128,9 @@ def loader_cause(log: LogEvidence) -> Cause | None:
 # (GLM 4.6 ships neither: llama.cpp#16359); the pinned loaders create them TENSOR_NOT_REQUIRED and fall back to
 # tok_embd / output (src/models/deepseek32.cpp:148-149, 539). The block's own tensors (eh_proj, enorm, hnorm,
 # shared_head_norm) no checkpoint with the head lacks.
-_SHARED_NEXTN = re.compile(r"^(?:embed_tokens|shared_head_head)\.")
+_SHARED_NEXTN = re.compile(r"^(?:embed_tokens|shared_head_head)(?:\.|$)")
+# The loader's missing nextn tensor, and a model's assert that one is there (catalogue.py): the same requirement.
+_NEXTN_REQUIRED = frozenset({"missing nextn tensor", "nextn tensor assert"})
 _LIST_CHECK = ("the GGUF's tensor list decides (`mtpinspect check FILE.gguf`, or gguf-dump FILE.gguf): blk.{b}.nextn.* "
                "tensors there (eh_proj, enorm, hnorm) mean the file has the MTP block and this build's loader requires "
                "one the checkpoint shares with the trunk: use a build that makes it optional (llama.cpp PR #16359 or "
@@ -145,10 +148,11 @@ def missing_nextn(log: LogEvidence) -> Cause | None:
     listed block is a file converted without it (MTP_WEIGHTS_MISSING, medium: a partial block)."""
     if log.scan is None:
         return None
-    hit = next((h for h in log.scan.of(Meaning.mtp_failure) if h.message.name == "missing nextn tensor"), None)
+    hit = next((h for h in log.scan.of(Meaning.mtp_failure) if h.message.name in _NEXTN_REQUIRED), None)
     if hit is None:
         return None
-    tensor, block = hit.match["tensor"], hit.match["block"]
+    found = hit.match.groupdict()
+    tensor, block = found.get("tensor") or found["asserted"], found.get("block")
     shared = _SHARED_NEXTN.match(tensor) is not None
     listed = [h for h in log.scan.of(Meaning.layout) if h.message.name == "nextn tensor listed"
               and (block is None or h.match["listed_block"] == block)]
