@@ -136,7 +136,6 @@ _SIXTH_TOTALS: dict[str, str] = {
     "llama.cpp-2024-llama-speculative-qwen25-coder-32b-3b-draft-m4-pro-summary.log": _COLLECTOR_KEYED,
 }
 _SIXTH_CITES: dict[str, str] = {
-    "vllm-v026-dflash-16-spec-tokens-negative-scheduled-budget.log": _REFUSED_NO_CITE,
     "lmstudio-runtime-2282-nemotron35-lightning-mxfp4-wrong-number-of-tensors.log": _REFUSED_NO_CITE,
 }
 # The seventh set (issue 42), scored once on ccee5ad (nobody built on either half), folded in as it came.

@@ -81,3 +81,18 @@ def test_a_models_assert_that_an_mtp_tensor_is_there_is_the_loaders_requirement(
     # whisper.cpp's graph code (ggml too) asserting a tensor of its own is there: nothing of an MTP block's.
     assert read_paste(tmp_path, "src/whisper.cpp:1520: GGML_ASSERT(layer.cross_attn_ln_0_w != nullptr) failed\n")[0] != \
         ["MTP_LOADER_BUG"]
+
+
+def test_vllms_speculative_token_budget_check_is_a_refusal_of_the_setting(tmp_path: Path) -> None:
+    # vllm/config/vllm.py VllmConfig._set_max_num_scheduled_tokens, checked only with a speculative config: the draft
+    # token slots a step (num_speculative_tokens a request) leave the scheduler no budget.
+    full = ("(APIServer pid=1) ERROR 03-02 10:11:12 [api_server.py:1200] ValueError: max_num_scheduled_tokens is set to -256 "
+            "based on the speculative decoding settings, which does not allow any tokens to be scheduled. Increase "
+            "max_num_batched_tokens to accommodate the additional draft token slots, or decrease num_speculative_tokens.\n")
+    cause, engine = read_paste(tmp_path, full)
+    assert (cause, engine) == (["ENGINE_LIMITATION"], Engine.vllm)
+    slots = ("ValueError: VllmConfig does not have enough slots to schedule a token and support the speculative decoding "
+             "settings. Got max_num_batched_tokens=64 and scheduled_token_delta=80\n")
+    assert read_paste(tmp_path, slots)[0] == ["ENGINE_LIMITATION"]
+    # A rate limiter's words about its token bucket: nothing of vLLM's scheduler.
+    assert read_paste(tmp_path, "ERROR: bucket size is set to 0, which does not allow any tokens to be scheduled\n")[0] == []

@@ -823,6 +823,24 @@ CATALOGUE: tuple[Message, ...] = (
        "listening on\", launch_slot_), src/llama-model.cpp (load_tensors:); uvicorn (\"Started server process\", "
        "\"Application startup complete\")",
        "the run got past its configuration: a model loading, a graph capture, the server serving"),
+    # vLLM checks at start, only when a speculative config is set, that the draft token slots it reserves a step
+    # (num_speculative_tokens a request, times max_num_seqs) leave the scheduler a budget (vllm/config/vllm.py
+    # _set_max_num_scheduled_tokens: "max_num_scheduled_tokens is set to N based on the speculative decoding settings,
+    # which does not allow any tokens to be scheduled. Increase max_num_batched_tokens ... or decrease
+    # num_speculative_tokens."; "VllmConfig does not have enough slots to schedule a token and support the speculative
+    # decoding settings"): the setting asks more draft slots than the batch holds, a refusal of it.
+    _m("vLLM speculative token budget", Meaning.engine_gap, ("does not allow any tokens to be scheduled",
+                                                              "does not have enough slots to schedule a token"),
+       r"\bmax_num_scheduled_tokens is set to -?\d{1,9}\b[^\n]{0,120}?\bwhich does not allow any tokens to be scheduled\b|"
+       r"\bdoes not have enough slots to schedule a token and support the speculative decoding settings\b",
+       "vllm/config/vllm.py (VllmConfig._set_max_num_scheduled_tokens: \"max_num_scheduled_tokens is set to %d based on "
+       "the speculative decoding settings, which does not allow any tokens to be scheduled\"; \"VllmConfig does not have "
+       "enough slots to schedule a token and support the speculative decoding settings\"), checked only with a "
+       "speculative config", "vLLM refuses the speculative setting: its draft token slots a step leave the scheduler no "
+       "token budget", engine=_VLLM, cause="ENGINE_LIMITATION", confidence=0.7,
+       remedy=("raise max_num_batched_tokens (--max-num-batched-tokens) to hold the draft token slots, or lower "
+               "num_speculative_tokens (or max_num_seqs): each running request reserves num_speculative_tokens slots a "
+               "step")),
     # -- desktop apps ------------------------------------------------------------------------------------------
     _m("Ollama engine layer", Meaning.app_refusal, ("failed to initialize model",),
        r"failed to initialize model: (?P<arch>\w+): layer (?P<layer>\d+) (?:missing|expected)",
