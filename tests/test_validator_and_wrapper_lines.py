@@ -24,6 +24,9 @@ def test_pydantics_value_error_line_of_vllms_speculative_check_is_a_refusal(tmp_
     asserted = ("  Assertion failed, num_speculative_tokens must be at most 4 for the draft model "
                 "[type=assertion_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]\n")
     assert read_paste(tmp_path, asserted)[0] == ["ENGINE_LIMITATION"]
+    # Under its header, the validator's words that the method is supported only for some models say what was refused.
+    headed = ("pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig\n" + alone)
+    assert read_paste(tmp_path, headed) == (["ENGINE_LIMITATION"], Engine.vllm)
     # A blog app's form validator in the same format: its draft posts are no drafter.
     blog = ("pydantic_core._pydantic_core.ValidationError: 1 validation error for PostForm\n"
             "  Value error, draft posts are only supported for editors [type=value_error, "
