@@ -601,17 +601,18 @@ CATALOGUE: tuple[Message, ...] = (
     _m("vLLM code names", Meaning.writer,
        ("ModelRunner", "EngineCore", "MultiprocExecutor", "RuntimeError: Worker failed", "num_drafts", "num_draft_tokens",
         "num_accepted_tokens", "num_spec_tokens", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
-        "pec decode", "_model_config.hf_"),
+        "pec decode", "self.target_model_config.hf_", "self.draft_model_config.hf_"),
        r"\b(?:GPU|CPU|TPU|XPU|NPU)ModelRunner\b|\bEngineCore(?:Proc|Client|_DP\d{1,4})?\b|\bMultiprocExecutor\b|"
        r"^(?:\w+\.)?RuntimeError: Worker failed with error\b|"
        r"\b(?:num_drafts|num_draft_tokens|num_accepted_tokens|num_spec_tokens|max_num_seqs|max_num_batched_tokens|"
-       r"gpu_memory_utilization)\b|\b[Ss]pec decode\b|\b(?:self\.)?(?:target|draft)_model_config\.hf_(?:text_)?config\b",
+       r"gpu_memory_utilization)\b|\b[Ss]pec decode\b|\bself\.(?:target|draft)_model_config\.hf_(?:text_)?config\b",
        "vllm/v1/worker/gpu_model_runner.py (GPUModelRunner), vllm/v1/engine/core.py (EngineCore, EngineCoreProc), "
        "vllm/v1/executor/multiproc_executor.py (\"Worker failed with error '%s', please check the stack trace above\"), "
        "examples/offline_inference/spec_decode.py (num_drafts, num_draft_tokens, num_accepted_tokens), vllm/engine/"
        "arg_utils.py (max_num_seqs, max_num_batched_tokens, gpu_memory_utilization), vllm/v1/worker/cpu_model_runner.py "
        "(\"spec decode is not supported\"), vllm/config/speculative.py (SpeculativeConfig's self.target_model_config."
-       "hf_text_config / draft_model_config.hf_config, in its checks' messages)", "the names of vLLM's own code and output",
+       "hf_text_config / self.draft_model_config.hf_config, as its checks' messages print them; SGLang's code names a "
+       "local target_model_config, without self.)", "the names of vLLM's own code and output",
        engine=_VLLM, weight=2),
     _m("vLLM progress bar", Meaning.writer, ("est. speed input:",), r"est\. speed input: [\d.]+ toks/s, output: [\d.]+ toks/s",
        "vllm/entrypoints/llm.py (_run_engine's tqdm postfix)", "vLLM's offline generation progress bar", engine=_VLLM),
