@@ -99,3 +99,21 @@ def test_vllms_speculative_token_budget_check_is_a_refusal_of_the_setting(tmp_pa
     assert read_paste(tmp_path, slots)[0] == ["ENGINE_LIMITATION"]
     # A rate limiter's words about its token bucket: nothing of vLLM's scheduler.
     assert read_paste(tmp_path, "ERROR: bucket size is set to 0, which does not allow any tokens to be scheduled\n")[0] == []
+
+
+def test_fewer_tensors_made_than_an_mtp_gguf_holds_is_a_build_without_its_mtp_block(tmp_path: Path) -> None:
+    # src/llama-model-loader.cpp done_getting_tensors: "%s: wrong number of tensors; expected %d, got %d" (the file's
+    # count first): a build whose loader makes no MTP block for the architecture leaves the block's tensors over.
+    asked = ("$ ./llama-server -m GLM-4.5-Air-Q4_K_M.gguf --spec-type draft-mtp\n"
+             "llama_model_load: error loading model: done_getting_tensors: wrong number of tensors; expected 803, got 789\n"
+             "llama_model_load_from_file_impl: failed to load model\n")
+    assert read_paste(tmp_path, asked) == (["NO_MTP_GRAPH"], Engine.llama_cpp)
+    layout = ("llama_model_loader: - kv   2:                    glm4moe.block_count u32              = 47\n"
+              "llama_model_loader: - kv   3:           glm4moe.nextn_predict_layers u32              = 1\n"
+              "llama_model_load: error loading model: done_getting_tensors: wrong number of tensors; expected 803, got 789\n")
+    assert read_paste(tmp_path, layout)[0] == ["NO_MTP_GRAPH"]
+    # The line alone, or a file without MTP: the GGUF's other tensors, nothing of MTP's.
+    alone = "llama_model_load: error loading model: done_getting_tensors: wrong number of tensors; expected 76, got 69\n"
+    assert read_paste(tmp_path, alone)[0] == []
+    plain = layout.replace("nextn_predict_layers u32              = 1", "nextn_predict_layers u32              = 0")
+    assert read_paste(tmp_path, plain)[0] == []

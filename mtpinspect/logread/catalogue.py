@@ -255,6 +255,13 @@ CATALOGUE: tuple[Message, ...] = (
        r"missing tensor 'blk\.(?P<block>\d{1,5})\.(?P<tensor>(?!nextn\.)[\w.]{1,100})'",
        "src/llama-model-loader.cpp:1159 (\"missing tensor '%s'\"), for a required tensor the GGUF lacks",
        "llama.cpp's loader lacks a tensor of one block of the GGUF", engine=_LLAMA),
+    # The loader's count of the tensors it created against the GGUF's: more in the file than the build's loader made
+    # for the architecture (src/llama-model-loader.cpp done_getting_tensors: "%s: wrong number of tensors; expected %d,
+    # got %d", the file's count first). An MTP block a build does not load is such tensors (rules_loader.py).
+    _m("tensor count mismatch", Meaning.layout, ("wrong number of tensors",),
+       r"\bwrong number of tensors; expected (?P<expected>\d{1,7}), got (?P<created>\d{1,7})\b",
+       "src/llama-model-loader.cpp (done_getting_tensors: \"%s: wrong number of tensors; expected %d, got %d\")",
+       "llama.cpp's loader created fewer (or more) tensors than the GGUF holds", engine=_LLAMA),
     _m("model layout", Meaning.layout, ("block_count", "nextn_predict_layers", "n_layer", "general.name", "loaded meta data",
                                         "loading model '"),
        r"\.block_count\s+u32\s+=\s+(?P<blocks>\d{1,5})\b|\.nextn_predict_layers\s+u32\s+=\s+(?P<nextn>\d{1,3})\b|"

@@ -28,6 +28,10 @@ trunk (``embed_tokens``, ``shared_head_head``: GLM 4.6, llama.cpp#16359). The li
 the tensor's kind ordering them, with the check that decides (the GGUF's tensor list); a tensor list in the paste that
 holds block N's MTP block decides. A model's own assert that such a tensor is there (a fork's graph builder:
 ``GGML_ASSERT(layer.nextn.embed_tokens || model.tok_embd)``) is the same requirement, read the same way.
+
+Builds older still count instead: ``done_getting_tensors: wrong number of tensors; expected N, got M`` with N > M (the
+GGUF holds tensors the build never made). Where the paste shows the file carries MTP or MTP was asked for, that is the
+MTP block the build does not load (NO_MTP_GRAPH, medium: :func:`extra_tensors`); alone, the file's other tensors.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from dataclasses import dataclass
 
 from mtpinspect.causes import Cause
 from mtpinspect.logread.catalogue import Hit, Meaning
+from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.vocabulary import EvidenceSource
 
@@ -95,7 +100,9 @@ def loader_cause(log: LogEvidence) -> Cause | None:
     if nextn is not None:
         return nextn
     miss = missing_block(log)
-    if miss is None or miss.last is False or miss.carries_mtp is False:
+    if miss is None:
+        return extra_tensors(log)
+    if miss.last is False or miss.carries_mtp is False:
         return None
     shown = [f"block {miss.block} is the last of {miss.blocks}" if miss.last else "",
              f"nextn_predict_layers = {miss.nextn}" if miss.nextn else "",
@@ -122,6 +129,36 @@ def loader_cause(log: LogEvidence) -> Cause | None:
                  "use a build whose loader knows this architecture's MTP block (llama.cpp with MTP support for it, e.g. the "
                  "pinned build: mtpinspect runtime build; an app release that bundles it), or a GGUF without the MTP block "
                  f"(the publisher's non-MTP file, or convert with --no-mtp); {check}", (EvidenceSource.log,))
+
+
+def extra_tensors(log: LogEvidence) -> Cause | None:
+    """The loader's ``wrong number of tensors; expected N, got M`` with N > M (the GGUF holds tensors the build's loader
+    never made), where the paste shows the file carries MTP or MTP was asked for: the build does not load the
+    architecture's MTP block (NO_MTP_GRAPH, medium; the same line in a paste with nothing of MTP's is no MTP cause)."""
+    if log.scan is None or (log.run is not None and log.run.draft_file):
+        return None
+    layout = log.scan.of(Meaning.layout)
+    count = next((h for h in layout if h.message.name == "tensor count mismatch"), None)
+    if count is None or int(count.match["expected"]) <= int(count.match["created"]):
+        return None
+    found = {k: v.strip() for h in layout for k, v in h.match.groupdict().items() if v is not None}
+    nextn = int(found.get("nextn", "0"))
+    named = next((found[k] for k in ("name", "file") if k in found and _MTP_NAME.search(found[k])), None)
+    shown = f"nextn_predict_layers = {nextn}" if nextn else f"the name says MTP: {named}" if named else \
+        f"MTP asked for: {log.run.evidence}" if log.mtp_use is MtpUse.on and log.run is not None else None
+    if shown is None:
+        return None
+    extra = int(count.match["expected"]) - int(count.match["created"])
+    line = f"{log.path}: line {count.number}: {count.line[:300]}"
+    check = ("the GGUF's nextn_predict_layers and tensor list decide (`mtpinspect check FILE.gguf`, or gguf-dump): blk.N.nextn.* "
+             "tensors there are the MTP block this build does not load")
+    return Cause("NO_MTP_GRAPH", 0.6,
+                 f"llama.cpp's loader made {extra} tensor(s) fewer than the GGUF holds, in a file with MTP ({shown}): this "
+                 "build does not load the architecture's MTP block, or the file carries other tensors it does not know",
+                 (line, f"{log.path}: {shown}"),
+                 "use a build whose loader knows this architecture's MTP block (the pinned build: mtpinspect runtime build; an "
+                 "app runtime that bundles a newer llama.cpp), or a GGUF without the MTP block (the publisher's non-MTP file, "
+                 f"or convert with --no-mtp); {check}", (EvidenceSource.log,))
 
 
 # The nextn tensors an MTP block shares with the trunk: a checkpoint may tie them to the trunk's embedding and output
