@@ -136,7 +136,6 @@ _SIXTH_TOTALS: dict[str, str] = {
     "llama.cpp-2024-llama-speculative-qwen25-coder-32b-3b-draft-m4-pro-summary.log": _COLLECTOR_KEYED,
 }
 _SIXTH_CITES: dict[str, str] = {
-    "vllm-v026-dflash-16-spec-tokens-negative-scheduled-budget.log": _REFUSED_NO_CITE,
     "lmstudio-runtime-2282-nemotron35-lightning-mxfp4-wrong-number-of-tensors.log": _REFUSED_NO_CITE,
 }
 # The seventh set (issue 42), scored once on ccee5ad (nobody built on either half), folded in as it came.
@@ -165,9 +164,7 @@ _SEVENTH_TOTALS: dict[str, str] = {
     "vllm-backport-sm89-glm53-flash-fp8-mtp-slow-decode-specdecoding-lines.log": _COLLECTOR_KEYED,
     "llama.cpp-speculative-simple-eagle3-qwen3-235b-q2k-draft-summary.log": _COLLECTOR_KEYED,
 }
-_SEVENTH_CITES: dict[str, str] = {
-    "vllm-eagle3-qwen3-target-only-llama-models-value-error.log": _REFUSED_NO_CITE,
-}
+_SEVENTH_CITES: dict[str, str] = {}  # its one refused paste is read since round 11 (pydantic's "Value error," line)
 # The eighth set (issue 42), scored once on 4fa5626 (nobody built on either half), folded in as it came.
 _EIGHTH_FIGURES: dict[str, str] = {
     "llama.cpp-2024-llama-speculative-metal-quantized-target-summary-accept-36pct.log": _COLLECTOR_KEYED,

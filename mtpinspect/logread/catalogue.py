@@ -233,6 +233,15 @@ CATALOGUE: tuple[Message, ...] = (
        "src/llama-model-loader.cpp:1159 (\"missing tensor '%s'\"), for a blk.%d.nextn.* tensor the architecture's loader "
        "requires (src/llama-arch.cpp:589 (\"blk.%d.nextn.embed_tokens\"))", "llama.cpp's loader lacks a tensor of the GGUF's MTP (nextn) block",
        engine=_LLAMA, mtp=_ON),
+    # The same requirement as a model's own assert that an MTP block's tensor is there (a pointer tested for presence:
+    # "GGML_ASSERT(layer.nextn.embed_tokens || model.tok_embd)", "GGML_ASSERT(layer.nextn.eh_proj != nullptr)"), as the
+    # graph builders of llama.cpp's forks check before drafting (src/models/*.cpp; upstream's draft-only handling since
+    # PR #28097 makes the shared ones optional). A check of a tensor's shape ("nextn.eh_proj->ne[0] == n_embd") is not one.
+    _m("nextn tensor assert", Meaning.mtp_failure, ("GGML_ASSERT",),
+       r"GGML_ASSERT\([^\n]{0,200}?\bnextn\.(?P<asserted>\w{1,100})\s{0,4}(?:\|\||&&|\)|!=\s{0,4}(?:nullptr|NULL)\b)",
+       "ggml's GGML_ASSERT(x) (\"%s:%d: GGML_ASSERT(%s) failed\") in a model's graph builder (src/models/*.cpp of llama.cpp's "
+       "forks) on a layer.nextn.* tensor's presence", "llama.cpp's model code requires a tensor of the MTP (nextn) block",
+       engine=_LLAMA, mtp=_ON),
     # A listing of the GGUF's tensors (the loader's "- tensor split" lines, gguf-dump's rows) naming an MTP block's
     # tensor: the file holds that block (rules_loader.py).
     _m("nextn tensor listed", Meaning.layout, ("nextn.",),
@@ -246,6 +255,13 @@ CATALOGUE: tuple[Message, ...] = (
        r"missing tensor 'blk\.(?P<block>\d{1,5})\.(?P<tensor>(?!nextn\.)[\w.]{1,100})'",
        "src/llama-model-loader.cpp:1159 (\"missing tensor '%s'\"), for a required tensor the GGUF lacks",
        "llama.cpp's loader lacks a tensor of one block of the GGUF", engine=_LLAMA),
+    # The loader's count of the tensors it created against the GGUF's: more in the file than the build's loader made
+    # for the architecture (src/llama-model-loader.cpp done_getting_tensors: "%s: wrong number of tensors; expected %d,
+    # got %d", the file's count first). An MTP block a build does not load is such tensors (rules_loader.py).
+    _m("tensor count mismatch", Meaning.layout, ("wrong number of tensors",),
+       r"\bwrong number of tensors; expected (?P<expected>\d{1,7}), got (?P<created>\d{1,7})\b",
+       "src/llama-model-loader.cpp (done_getting_tensors: \"%s: wrong number of tensors; expected %d, got %d\")",
+       "llama.cpp's loader created fewer (or more) tensors than the GGUF holds", engine=_LLAMA),
     _m("model layout", Meaning.layout, ("block_count", "nextn_predict_layers", "n_layer", "general.name", "loaded meta data",
                                         "loading model '"),
        r"\.block_count\s+u32\s+=\s+(?P<blocks>\d{1,5})\b|\.nextn_predict_layers\s+u32\s+=\s+(?P<nextn>\d{1,3})\b|"
@@ -342,10 +358,14 @@ CATALOGUE: tuple[Message, ...] = (
        "a decode on the draft context failed while serving", engine=_LLAMA, on_path=True),
     # The target's decode path failing (no logits where the sampler asks, a batch the context cannot place): a crash
     # on the speculative path only where something else ties the run to it (rules_message.py).
-    _m("decode path error", Meaning.engine_gap, ("invalid logits id", "failed to initialize batch"),
-       r"\bllama_get_logits_ith: invalid logits id\b|\bdecode: failed to initialize batch\b",
+    # llama_decode's own wrapper says it too ("llama_decode: failed to decode, ret = 1": 1 is no KV slot for the batch,
+    # a context full with the draft's tokens on top).
+    _m("decode path error", Meaning.engine_gap, ("invalid logits id", "failed to initialize batch", "failed to decode, ret ="),
+       r"\bllama_get_logits_ith: invalid logits id\b|\bdecode: failed to initialize batch\b|"
+       r"^llama_decode: failed to decode, ret = -?\d{1,4}\b",
        "src/llama-context.cpp:957 (\"%s: invalid logits id %d, reason: %s\"), src/llama-context.cpp:1769 (\"%s: failed to "
-       "initialize batch\")",
+       "initialize batch\"); llama_decode's wrapper (src/llama.cpp in 2024 builds, src/llama-context.cpp since: \"%s: failed "
+       "to decode, ret = %d\")",
        "llama.cpp's decode failed (no logits for the sampled row, or a batch the context cannot place)", engine=_LLAMA),
     # llama-server's per-request and /slots speculative settings ("speculative.n_max", "speculative.p_min").
     _m("llama-server speculative setting", Meaning.speculation, ("speculative.",),
@@ -588,16 +608,19 @@ CATALOGUE: tuple[Message, ...] = (
     _m("vLLM code names", Meaning.writer,
        ("ModelRunner", "EngineCore", "MultiprocExecutor", "RuntimeError: Worker failed", "num_drafts", "num_draft_tokens",
         "num_accepted_tokens", "num_spec_tokens", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
-        "pec decode"),
+        "pec decode", "self.target_model_config.hf_", "self.draft_model_config.hf_"),
        r"\b(?:GPU|CPU|TPU|XPU|NPU)ModelRunner\b|\bEngineCore(?:Proc|Client|_DP\d{1,4})?\b|\bMultiprocExecutor\b|"
        r"^(?:\w+\.)?RuntimeError: Worker failed with error\b|"
        r"\b(?:num_drafts|num_draft_tokens|num_accepted_tokens|num_spec_tokens|max_num_seqs|max_num_batched_tokens|"
-       r"gpu_memory_utilization)\b|\b[Ss]pec decode\b",
+       r"gpu_memory_utilization)\b|\b[Ss]pec decode\b|\bself\.(?:target|draft)_model_config\.hf_(?:text_)?config\b",
        "vllm/v1/worker/gpu_model_runner.py (GPUModelRunner), vllm/v1/engine/core.py (EngineCore, EngineCoreProc), "
        "vllm/v1/executor/multiproc_executor.py (\"Worker failed with error '%s', please check the stack trace above\"), "
        "examples/offline_inference/spec_decode.py (num_drafts, num_draft_tokens, num_accepted_tokens), vllm/engine/"
        "arg_utils.py (max_num_seqs, max_num_batched_tokens, gpu_memory_utilization), vllm/v1/worker/cpu_model_runner.py "
-       "(\"spec decode is not supported\")", "the names of vLLM's own code and output", engine=_VLLM, weight=2),
+       "(\"spec decode is not supported\"), vllm/config/speculative.py (SpeculativeConfig's self.target_model_config."
+       "hf_text_config / self.draft_model_config.hf_config, as its checks' messages print them; SGLang's code names a "
+       "local target_model_config, without self.)", "the names of vLLM's own code and output",
+       engine=_VLLM, weight=2),
     _m("vLLM progress bar", Meaning.writer, ("est. speed input:",), r"est\. speed input: [\d.]+ toks/s, output: [\d.]+ toks/s",
        "vllm/entrypoints/llm.py (_run_engine's tqdm postfix)", "vLLM's offline generation progress bar", engine=_VLLM),
     # -- SGLang ----------------------------------------------------------------------------------------------
@@ -774,6 +797,14 @@ CATALOGUE: tuple[Message, ...] = (
     _m("Python exception (quoted)", Meaning.exception, ("Error: ", "Exception: "),
        r"`(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception)):\s*(?P<text>[^`]{1,2000})`",
        "Python's traceback format, quoted in a sentence", "a Python exception, quoted (its text says where)"),
+    # pydantic v2's line for an exception a validator raised (pydantic-core src/errors/types.rs: "Value error, {error}",
+    # "Assertion failed, {error}", then " [type=value_error, input_value=..., input_type=...]"): a ValueError's or an
+    # AssertionError's own text, printed under "N validation error(s) for CLASS" (vLLM's SpeculativeConfig, ModelConfig
+    # and EngineArgs are pydantic dataclasses), which a paste may cut. Its type is read from the words (rules_message.py).
+    _m("pydantic validator error", Meaning.exception, ("Value error, ", "Assertion failed, "),
+       r"^(?P<type>Value error|Assertion failed), (?P<text>.{1,2000}?)(?:\s\[type=(?:value_error|assertion_error)\b.*)?$",
+       "pydantic-core's validation error lines (\"Value error, %s [type=value_error, ...]\", \"Assertion failed, %s "
+       "[type=assertion_error, ...]\")", "a ValueError or AssertionError a configuration's validator raised"),
     # -- any engine: the run got past its configuration ---------------------------------------------------------
     # The phases after an engine's settings are checked: a model loading, CUDA graphs captured, the server up and
     # serving. An exception after one of these lines is no configuration check failing (rules_message.py: a start
@@ -800,6 +831,24 @@ CATALOGUE: tuple[Message, ...] = (
        "listening on\", launch_slot_), src/llama-model.cpp (load_tensors:); uvicorn (\"Started server process\", "
        "\"Application startup complete\")",
        "the run got past its configuration: a model loading, a graph capture, the server serving"),
+    # vLLM checks at start, only when a speculative config is set, that the draft token slots it reserves a step
+    # (num_speculative_tokens a request, times max_num_seqs) leave the scheduler a budget (vllm/config/vllm.py
+    # _set_max_num_scheduled_tokens: "max_num_scheduled_tokens is set to N based on the speculative decoding settings,
+    # which does not allow any tokens to be scheduled. Increase max_num_batched_tokens ... or decrease
+    # num_speculative_tokens."; "VllmConfig does not have enough slots to schedule a token and support the speculative
+    # decoding settings"): the setting asks more draft slots than the batch holds, a refusal of it.
+    _m("vLLM speculative token budget", Meaning.engine_gap, ("does not allow any tokens to be scheduled",
+                                                              "does not have enough slots to schedule a token"),
+       r"\bmax_num_scheduled_tokens is set to -?\d{1,9}\b[^\n]{0,120}?\bwhich does not allow any tokens to be scheduled\b|"
+       r"\bdoes not have enough slots to schedule a token and support the speculative decoding settings\b",
+       "vllm/config/vllm.py (VllmConfig._set_max_num_scheduled_tokens: \"max_num_scheduled_tokens is set to %d based on "
+       "the speculative decoding settings, which does not allow any tokens to be scheduled\"; \"VllmConfig does not have "
+       "enough slots to schedule a token and support the speculative decoding settings\"), checked only with a "
+       "speculative config", "vLLM refuses the speculative setting: its draft token slots a step leave the scheduler no "
+       "token budget", engine=_VLLM, cause="ENGINE_LIMITATION", confidence=0.7,
+       remedy=("raise max_num_batched_tokens (--max-num-batched-tokens) to hold the draft token slots, or lower "
+               "num_speculative_tokens (or max_num_seqs): each running request reserves num_speculative_tokens slots a "
+               "step")),
     # -- desktop apps ------------------------------------------------------------------------------------------
     _m("Ollama engine layer", Meaning.app_refusal, ("failed to initialize model",),
        r"failed to initialize model: (?P<arch>\w+): layer (?P<layer>\d+) (?:missing|expected)",

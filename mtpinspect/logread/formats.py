@@ -200,6 +200,9 @@ LINE_PREFIXES = re.compile(
     r"|\[[\w./-]+\.py:\d+\]\s"  # vLLM logger cut by the user: " [metrics.py:96] "
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\]\s"  # SGLang: "[2025-10-22 10:27:57 TP0] "
     r"|\[(?:DP\d{1,4} )?TP\d{1,4}(?: EP\d{1,4})?(?: PP\d{1,4})?\]\s"  # SGLang's rank tag, its time cut: "[TP0] ", "[DP1 TP0] "
+    # DJL Serving's Python engine forwards its worker's output under "LEVEL  PyProcess W-PID-MODEL-stdout: " (engines/python
+    # .../PyProcess.java, its ReaderThread named "W-" + pid + "-" + model + "-stdout"): a wrapper's tag, the line is vLLM's.
+    r"|(?:[A-Z]{1,8}\s+)?PyProcess\s+W-\d{1,9}-[\w.@-]{1,120}-std(?:out|err):\s"
     r")"
 )
 

@@ -26,7 +26,12 @@ The same line for a tensor of the MTP block itself (``missing tensor 'blk.N.next
 (:func:`missing_nextn`): the GGUF lacks its MTP block, or the loader requires a tensor the checkpoint shares with the
 trunk (``embed_tokens``, ``shared_head_head``: GLM 4.6, llama.cpp#16359). The line alone gives both readings at medium,
 the tensor's kind ordering them, with the check that decides (the GGUF's tensor list); a tensor list in the paste that
-holds block N's MTP block decides.
+holds block N's MTP block decides. A model's own assert that such a tensor is there (a fork's graph builder:
+``GGML_ASSERT(layer.nextn.embed_tokens || model.tok_embd)``) is the same requirement, read the same way.
+
+Builds older still count instead: ``done_getting_tensors: wrong number of tensors; expected N, got M`` with N > M (the
+GGUF holds tensors the build never made). Where the paste shows the file carries MTP or MTP was asked for, that is the
+MTP block the build does not load (NO_MTP_GRAPH, medium: :func:`extra_tensors`); alone, the file's other tensors.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from dataclasses import dataclass
 
 from mtpinspect.causes import Cause
 from mtpinspect.logread.catalogue import Hit, Meaning
+from mtpinspect.logread.run_facts import MtpUse
 from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.vocabulary import EvidenceSource
 
@@ -94,7 +100,9 @@ def loader_cause(log: LogEvidence) -> Cause | None:
     if nextn is not None:
         return nextn
     miss = missing_block(log)
-    if miss is None or miss.last is False or miss.carries_mtp is False:
+    if miss is None:
+        return extra_tensors(log)
+    if miss.last is False or miss.carries_mtp is False:
         return None
     shown = [f"block {miss.block} is the last of {miss.blocks}" if miss.last else "",
              f"nextn_predict_layers = {miss.nextn}" if miss.nextn else "",
@@ -123,11 +131,43 @@ def loader_cause(log: LogEvidence) -> Cause | None:
                  f"(the publisher's non-MTP file, or convert with --no-mtp); {check}", (EvidenceSource.log,))
 
 
+def extra_tensors(log: LogEvidence) -> Cause | None:
+    """The loader's ``wrong number of tensors; expected N, got M`` with N > M (the GGUF holds tensors the build's loader
+    never made), where the paste shows the file carries MTP or MTP was asked for: the build does not load the
+    architecture's MTP block (NO_MTP_GRAPH, medium; the same line in a paste with nothing of MTP's is no MTP cause)."""
+    if log.scan is None or (log.run is not None and log.run.draft_file):
+        return None
+    layout = log.scan.of(Meaning.layout)
+    count = next((h for h in layout if h.message.name == "tensor count mismatch"), None)
+    if count is None or int(count.match["expected"]) <= int(count.match["created"]):
+        return None
+    found = {k: v.strip() for h in layout for k, v in h.match.groupdict().items() if v is not None}
+    nextn = int(found.get("nextn", "0"))
+    named = next((found[k] for k in ("name", "file") if k in found and _MTP_NAME.search(found[k])), None)
+    shown = f"nextn_predict_layers = {nextn}" if nextn else f"the name says MTP: {named}" if named else \
+        f"MTP asked for: {log.run.evidence}" if log.mtp_use is MtpUse.on and log.run is not None else None
+    if shown is None:
+        return None
+    extra = int(count.match["expected"]) - int(count.match["created"])
+    line = f"{log.path}: line {count.number}: {count.line[:300]}"
+    check = ("the GGUF's nextn_predict_layers and tensor list decide (`mtpinspect check FILE.gguf`, or gguf-dump): blk.N.nextn.* "
+             "tensors there are the MTP block this build does not load")
+    return Cause("NO_MTP_GRAPH", 0.6,
+                 f"llama.cpp's loader made {extra} tensor(s) fewer than the GGUF holds, in a file with MTP ({shown}): this "
+                 "build does not load the architecture's MTP block, or the file carries other tensors it does not know",
+                 (line, f"{log.path}: {shown}"),
+                 "use a build whose loader knows this architecture's MTP block (the pinned build: mtpinspect runtime build; an "
+                 "app runtime that bundles a newer llama.cpp), or a GGUF without the MTP block (the publisher's non-MTP file, "
+                 f"or convert with --no-mtp); {check}", (EvidenceSource.log,))
+
+
 # The nextn tensors an MTP block shares with the trunk: a checkpoint may tie them to the trunk's embedding and output
 # (GLM 4.6 ships neither: llama.cpp#16359); the pinned loaders create them TENSOR_NOT_REQUIRED and fall back to
 # tok_embd / output (src/models/deepseek32.cpp:148-149, 539). The block's own tensors (eh_proj, enorm, hnorm,
 # shared_head_norm) no checkpoint with the head lacks.
-_SHARED_NEXTN = re.compile(r"^(?:embed_tokens|shared_head_head)\.")
+_SHARED_NEXTN = re.compile(r"^(?:embed_tokens|shared_head_head)(?:\.|$)")
+# The loader's missing nextn tensor, and a model's assert that one is there (catalogue.py): the same requirement.
+_NEXTN_REQUIRED = frozenset({"missing nextn tensor", "nextn tensor assert"})
 _LIST_CHECK = ("the GGUF's tensor list decides (`mtpinspect check FILE.gguf`, or gguf-dump FILE.gguf): blk.{b}.nextn.* "
                "tensors there (eh_proj, enorm, hnorm) mean the file has the MTP block and this build's loader requires "
                "one the checkpoint shares with the trunk: use a build that makes it optional (llama.cpp PR #16359 or "
@@ -145,10 +185,11 @@ def missing_nextn(log: LogEvidence) -> Cause | None:
     listed block is a file converted without it (MTP_WEIGHTS_MISSING, medium: a partial block)."""
     if log.scan is None:
         return None
-    hit = next((h for h in log.scan.of(Meaning.mtp_failure) if h.message.name == "missing nextn tensor"), None)
+    hit = next((h for h in log.scan.of(Meaning.mtp_failure) if h.message.name in _NEXTN_REQUIRED), None)
     if hit is None:
         return None
-    tensor, block = hit.match["tensor"], hit.match["block"]
+    found = hit.match.groupdict()
+    tensor, block = found.get("tensor") or found["asserted"], found.get("block")
     shared = _SHARED_NEXTN.match(tensor) is not None
     listed = [h for h in log.scan.of(Meaning.layout) if h.message.name == "nextn tensor listed"
               and (block is None or h.match["listed_block"] == block)]

@@ -32,7 +32,9 @@ The rest only when the text holds no MTP-failure line, which diagnosis/failures.
   another) -> ENGINE_LIMITATION, save an assert in a batch being run (a serving step's frame, a forward mode only
   drafting runs: the drafter breaking mid-run); any other exception
   (an ``AttributeError`` on an MTP class, a ``NameError`` for a missing kernel, a ``RuntimeError``) is
-  the engine's MTP path breaking -> MTP_ENGINE_CRASH.
+  the engine's MTP path breaking -> MTP_ENGINE_CRASH. pydantic's line for a validator's exception ("Value error, ...",
+  "Assertion failed, ...") is read as that ValueError or AssertionError; where it says what is supported, before the
+  "N validation error(s) for CLASS" header above it.
 
 Confidence: 0.85 for a line whose entry names the cause and an exception that names the speculative
 path itself; 0.7 when only the text around it shows that path; at most 0.6 when MTP use is not shown.
@@ -154,7 +156,7 @@ def message_cause(log: LogEvidence) -> Cause | None:
     path = hits.mtp_sign or hits.first(Meaning.speculation) or (gap if own else None)
     if gap is not None and path is not None:
         return _backend_gap(log, gap, path)
-    for exception in hits.of(Meaning.exception):
+    for exception in _validator_first(hits.of(Meaning.exception)):
         cause = _exception(log, hits, exception)
         if cause is not None:
             return cause
@@ -183,6 +185,20 @@ def message_cause(log: LogEvidence) -> Cause | None:
     if error is not None and log.crash is None and not framed and about_drafting(log, error.line):
         return _speculative_error(log, error)
     return None
+
+
+# A validator's words that the engine supports the model or method only in some cases (pydantic's "Value error, Eagle3 is
+# only supported for Llama models. ..."): what its header ("1 validation error for SpeculativeConfig") refused.
+_SUPPORT_WORDS = re.compile(r"\bonly (?:be )?supported\b|\bnot (?:yet )?supported\b|\bdoes not (?:yet )?support\b|"
+                            r"\bunsupported\b", re.IGNORECASE)
+
+
+def _validator_first(exceptions: list[Hit]) -> list[Hit]:
+    """The exception lines in order, save that a validator's line saying what is supported comes first: the header above
+    it names only the class checked (a missing setting's words stay under the header's reading: a failed start)."""
+    said = [h for h in exceptions if h.message.name == "pydantic validator error" and
+            _SUPPORT_WORDS.search(h.match.group("text") or "")]
+    return [*said, *(h for h in exceptions if h not in said)]
 
 
 def about_drafting(log: LogEvidence, line: str) -> bool:
@@ -511,6 +527,7 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
     if not said and around is None:
         return None
     kind = hit.match.groupdict().get("type") or "AttributeError"  # a line of an AttributeError's own words has no type
+    kind = _PYDANTIC_KINDS.get(kind, kind)
     evidence = [_quoted(hit), f"{log.path}: line {hit.number}: {_source(hit)}"]
     if around is not None:
         evidence.append(f"{log.path}: line {around.number}: {around.message.means}")
@@ -556,6 +573,8 @@ def _exception(log: LogEvidence, hits: Scan, hit: Hit) -> Cause | None:
 
 
 _SPEC_CONFIG_NAMED = re.compile(r"\bSpeculativeConfig\b")
+# pydantic's words for the exception a validator raised (catalogue.py: "Value error, ...", "Assertion failed, ...").
+_PYDANTIC_KINDS = {"Value error": "ValueError", "Assertion failed": "AssertionError"}
 # The class vLLM's loader names after the tensor it cannot place ("... named 'x.y' in DFlash2Qwen3Model").
 _LOADER_CLASS = re.compile(r"\bno module or parameter named\b[^\n]{0,400}?\bin ([A-Za-z]\w{1,100})")
 
