@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pastes import read_paste
 
-from mtpinspect.logread.voices import anothers_line, program_tag
+from mtpinspect.logread.voices import anothers_line, pipe_row, program_tag
 from mtpinspect.vocabulary import Engine
 
 
@@ -80,3 +80,20 @@ def test_a_lines_tag_says_whose_it_is() -> None:
 ])
 def test_a_package_managers_error_about_a_package_named_so_names_no_cause(tmp_path: Path, text: str) -> None:
     assert read_paste(tmp_path, text)[0] == []
+
+
+def test_a_table_rows_note_is_a_posters_not_an_apps_error(tmp_path: Path) -> None:
+    # A PR's results table (the shape of sglang PR #10392's "before the fix" gsm8k table): one row's cells say the run
+    # could not start. The row is the poster's summary under a label that names MTP, not an engine's message: it was
+    # ENGINE_LIMITATION at high confidence, told as llama.cpp's (the twelfth set's one wrong reading at high).
+    text = ("| Setting      | Accuracy | Latency (s) | Output throughput (token/s) |\n"
+            "|--------------|----------|-------------|-----------------------------|\n"
+            "| TP4 MTP      | 0.955    | 18.446      | 1764.499                    |\n"
+            "| TP4 DP2 MTP  | X        | X           | X (unable to launch server) |\n"
+            "| TP4          | 0.955    | 20.868      | 1553.501                    |\n")
+    assert read_paste(tmp_path, text)[0] == []
+    # The same words as an app's own line still read.
+    assert read_paste(tmp_path, "Error: unable to launch server: MTP draft model failed to load\n")[0] == \
+        ["ENGINE_LIMITATION"]
+    assert pipe_row("| TP4 DP2 MTP | X (unable to launch server) |")
+    assert not pipe_row("srv    load_model: failed | to load MTP")

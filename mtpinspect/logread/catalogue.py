@@ -35,6 +35,7 @@ from mtpinspect.logread.voices import (
     MAX_LINE,
     anothers_line,
     content_lines,
+    pipe_row,
     engine_command,
     line_pieces,
     lines_with,
@@ -88,7 +89,8 @@ class Message:
     # flag is that program's own ("$ python report.py --mtp-export")
     engine_flag: bool = False
     # said only in an engine's or app's voice: a line another program's own tag names (voices.anothers_line: a mail
-    # client's "mailsync[2211]: ERROR failed to load draft model ...") is that program's sense of the words
+    # client's "mailsync[2211]: ERROR failed to load draft model ...") is that program's sense of the words, and a row
+    # of a table drawn with pipes (voices.pipe_row) is a poster's summary of runs, not a message
     voiced: bool = False
     # How much the line says about who wrote the text (Scan.writer): 3 an engine's own line (its log prefix, module
     # path, command, metrics words), 2 the names of its code (a class, a config key), 1 a mention of its name.
@@ -1012,7 +1014,7 @@ def scan(text: str) -> Scan:
                         continue
                     if message.engine_flag and _another_programs_command(raw):
                         continue
-                    if message.voiced and anothers_line(raw):
+                    if message.voiced and (anothers_line(raw) or pipe_row(raw)):
                         continue
                     said = raw if message.raw else strip_prefixes(raw)
                     said = without_transfer(said) if line_start in transfer else said

@@ -186,6 +186,13 @@ def anothers_line(line: str) -> bool:
         not _NOBODY.match(tag.split(".")[0])
 
 
+def pipe_row(line: str) -> bool:
+    """Whether a line is a row of a table drawn with pipes ("| TP4 DP2 MTP | X (unable to launch server) |"): a poster's
+    or a bench script's summary, whose words are a label and a note, never an engine's or app's own message."""
+    inner = line.strip()
+    return inner.startswith("|") and inner.count("|") >= 3
+
+
 # -- Other programs' operands --------------------------------------------------------------------------------------
 # A shell tool's, git's or an OS error's line names the file, path, archive or branch it acted on: `tar (child):
 # mtp-phone-backup-2026-11.tar.gz: Cannot open`, `error: pathspec 'draft/mtp-export' did not match`, Python's
