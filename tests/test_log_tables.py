@@ -16,7 +16,15 @@ import pytest
 from mtpinspect.diagnosis import diagnose
 from mtpinspect.errors import MtpinspectError
 from mtpinspect.logread.runs import read_log, read_runs
-from mtpinspect.logread.tables import TABLE_RUNS_FORMAT, compares, table_runs, table_samples, tables, without_speculation
+from mtpinspect.logread.tables import (
+    TABLE_FORMAT,
+    TABLE_RUNS_FORMAT,
+    compares,
+    table_runs,
+    table_samples,
+    tables,
+    without_speculation,
+)
 from mtpinspect.vocabulary import Engine
 
 
@@ -1557,19 +1565,17 @@ def test_a_newsrooms_draft_acceptance_under_short_dashes_is_no_run(tmp_path: Pat
     assert table_runs(text) == ([], None) and _causes(tmp_path, text) == []
 
 
-def test_one_drafting_run_by_output_length_is_read_as_runs_by_its_words(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_drafting_run_by_output_length_is_read_as_runs_by_its_words() -> None:
     # A fork's bench table: one drafter's speed and acceptance by the output length asked for, its header naming drafts
-    # ("Draft Accepted/Total") beside tokens' pace. Read by the runs reader even with the older acceptance-column
-    # reader out of the way (to be retired).
+    # ("Draft Accepted/Total") beside tokens' pace. Read by the runs reader (the only one since round 12): its rows name
+    # nothing apart (one setting, no key), so they are one run's parts, a line each.
     text = ("| Output Tokens | Speed (tok/s) | Draft Accepted/Total | Accept % |\n|---|---|---|---|\n"
             "| 100 | **81.4** | 60/150 | 40.0% |\n| 400 | **52.9** | 170/700 | 24.3% |\n")
     runs, _ = table_runs(text)
     assert [(r.baseline, r.speed) for r in runs] == [(False, 81.4), (False, 52.9)]
-    import mtpinspect.logread.tables.samples as samples
-    monkeypatch.setattr(samples, "_header", lambda *args, **kwargs: None)
-    read, _ = samples.table_samples(text)
+    read, _ = table_samples(text)
     assert [(s.format, s.number, s.figures.acceptance) for s in read] == \
-        [(TABLE_RUNS_FORMAT, 3, 0.4), (TABLE_RUNS_FORMAT, 4, 170 / 700)]
+        [(TABLE_FORMAT, 3, 0.4), (TABLE_FORMAT, 4, 170 / 700)]
 
 
 def test_a_baseline_row_under_the_prompt_column_is_every_prompts_baseline(tmp_path: Path) -> None:
@@ -1637,5 +1643,10 @@ def test_sweep_bench_tables_without_and_with_mtp_are_compared_by_depth(tmp_path:
     assert _causes(tmp_path, faster) == []
 
 
-def test_one_sweep_bench_table_naming_no_drafter_is_no_run() -> None:
-    assert table_runs(_sweep_bench((0, 43.97), (512, 42.81))) == ([], None)
+def test_one_sweep_bench_table_naming_no_drafter_is_a_run_without_speculation(tmp_path: Path) -> None:
+    # Its header is llama-sweep-bench's own (the engine's tool says whose), no drafter named: the depths of one run
+    # without speculation, nothing to compare them with, no cause (round 12: the runs reader reads it alone).
+    text = _sweep_bench((0, 43.97), (512, 42.81))
+    runs, engine = table_runs(text)
+    assert engine is Engine.llama_cpp and [(r.baseline, r.speed) for r in runs] == [(True, 43.97), (True, 42.81)]
+    assert not compares(runs) and _causes(tmp_path, text) == []

@@ -4,21 +4,15 @@ or sweep; else the acceptance columns, listed runs and sentences; else acceptanc
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS
 from mtpinspect.logread.figures import Sample
 from mtpinspect.logread.formats import Figures
-from mtpinspect.logread.tables.acceptance_columns import (
-    _LLAMA_TABLE,
-    _MODEL_WORDS,
-    _SWEEP_BENCH,
-    _drafts_beside_tokens,
-    _header,
-    _row,
-)
 from mtpinspect.logread.tables.as_runs import compares, swept, table_runs
+from mtpinspect.logread.tables.columns import _drafts_beside_tokens
 from mtpinspect.logread.tables.cut import drawn_row, tables
-from mtpinspect.logread.tables.record import TABLE_RUNS_FORMAT, TableRun
+from mtpinspect.logread.tables.record import TABLE_FORMAT, TABLE_RUNS_FORMAT, TableRun
 from mtpinspect.logread.tables.sentences import (
     LISTED_RUNS_FORMAT,
     _listed_run,
@@ -26,6 +20,7 @@ from mtpinspect.logread.tables.sentences import (
     sentence_baselines,
     sentence_runs,
 )
+from mtpinspect.logread.tables.words import _LLAMA_TABLE, _MODEL_WORDS
 from mtpinspect.vocabulary import Engine
 
 
@@ -80,23 +75,9 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     listed += [s for s in sentence_runs(text) if s.number not in {run.number for run in listed}]
     if len(listed) < 2 or not any(s.figures.baseline for s in listed):
         listed = []  # a run is compared with one without speculation, or it is only a speed
-    samples: list[Sample] = []
-    engine: Engine | None = None
-    drafted = False  # a table's own header names drafts beside tokens' pace
-    for table in tables(text):  # the same cut tables as the runs above, read here by their acceptance columns
-        header = _header(table.header, raw_table=table.lines[0].lstrip().startswith("|"))
-        if header is None:
-            continue
-        engine = Engine.llama_cpp if _LLAMA_TABLE.search(" | ".join(table.header)) or \
-            _SWEEP_BENCH.match(" | ".join(table.header)) else engine  # llama-sweep-bench's own columns
-        drafted = drafted or _drafts_beside_tokens(table)
-        for cells, number, line in zip(table.rows, table.numbers, table.lines):
-            figures = _row(header, cells)
-            if figures is None:
-                break  # a row that does not fit the header: the table ended
-            if figures != Figures():
-                samples.append(Sample(header.format, figures, line, number))
-    if samples and engine is None and not tied and not drafted and _MODEL_WORDS.search(text) is None:
+    engine = Engine.llama_cpp if _LLAMA_TABLE.search(text) else None  # llama.cpp server-bench's own columns
+    samples = _acceptance_rows(runs)
+    if samples and engine is None and not tied and not headed and _MODEL_WORDS.search(text) is None:
         # A "draft acceptance" column alone is also a newsroom's, an "accept rate" beside "tokens/s" a tokenizer's or a
         # rate limiter's: the paste must name a drafter, the draft length, an engine or a model file (what the runs
         # read by words above need, ``tied``), or the table drafts beside tokens' pace.
@@ -115,11 +96,37 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
                     and drawn_row(run.line)]
         if drafting and all(run in drafting or run.baseline and run.speed is None for run in runs):
             return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
+    timed = [run for run in runs if run.speed is not None and run.unit == "tok/s" and drawn_row(run.line) and run.span != (0, 0)]
+    if not labelled and any(run.baseline for run in timed):
+        # A table's runs timed that compare nothing, one of them without speculation (llama-sweep-bench's depths of one
+        # run without it; runs whose keys differ, "256K" beside "32K" context): read, each judged apart, no comparison.
+        # Drafting runs alone, timed and compared with nothing, are settings side by side: swept() reads those.
+        return [Sample(TABLE_RUNS_FORMAT, replace(_figures_of(run), group=None, setting=_named(run)), run.line, run.number,
+                       run.span) for run in timed], engine or owner
     return labelled, engine
+
+
+def _acceptance_rows(runs: list[TableRun]) -> list[Sample]:
+    """The rows of the tables whose runs show their drafts' acceptance or mean length (a row drawn as a table's), where
+    the runs compare nothing: runs of their own where the rows name them apart (a backend, a build, a model: each judged
+    apart), else one run's parts (a category of its prompts, an output length: the rows add up)."""
+    drawn = [run for run in runs if drawn_row(run.line) and run.span != (0, 0)]
+    if not any(not run.baseline and (run.acceptance is not None or run.mean_length is not None) for run in drawn):
+        return []
+    apart = len({(run.setting, run.key) for run in drawn}) > 1
+    form = TABLE_RUNS_FORMAT if apart else TABLE_FORMAT
+    return [Sample(form, replace(_figures_of(run), group=None, setting=_named(run) if apart else None,
+                                 baseline=run.baseline and apart), run.line, run.number, run.span)
+            for run in drawn]
+
+
+def _named(run: TableRun) -> str:
+    """A row's name: its setting, or the key it is read under where it names none ("backend=vulkan0")."""
+    return ", ".join(filter(None, [run.key, run.setting if run.setting != "(unnamed)" else ""]))[:300]
 
 
 def _figures_of(run: TableRun) -> Figures:
     setting = f"{run.setting} ({run.speed_from})" if run.speed_from else run.setting
     return Figures(speed=run.speed, setting=setting[:300], baseline=run.baseline, acceptance=run.acceptance,
                    mean_length=run.mean_length, group=run.key, unit=None if run.unit == "tok/s" else run.unit,
-                   spec_tokens=run.depth)
+                   spec_tokens=run.depth, accepted=run.accepted, drafted=run.drafted)
