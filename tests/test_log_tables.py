@@ -1650,3 +1650,47 @@ def test_one_sweep_bench_table_naming_no_drafter_is_a_run_without_speculation(tm
     runs, engine = table_runs(text)
     assert engine is Engine.llama_cpp and [(r.baseline, r.speed) for r in runs] == [(True, 43.97), (True, 42.81)]
     assert not compares(runs) and _causes(tmp_path, text) == []
+
+
+# -- round 12: the one table reader reads what the older acceptance-column reader read --------------------------------
+# A thread's summary table of topics (ik_llama.cpp discussions compare a drafter with the run without it per prompt
+# topic): the header names no figure, the cells carry "t/s" in one row and bare speeds noting acceptance in the next.
+_TOPICS = ("| Config | General | Code |\n|---|---|---|\n| Baseline (no MTP) | 101 t/s | 101 t/s |\n"
+           "| MTP draft-3, p-min 0.0 | 80 (59%) | 133 (73%) |\n")
+
+
+def test_a_column_whose_cells_carry_the_speed_unit_is_a_speed_per_key(tmp_path: Path) -> None:
+    runs, _ = table_runs(_TOPICS)
+    assert [(r.baseline, r.key, r.speed) for r in runs] == [
+        (True, "general", 101.0), (True, "code", 101.0), (False, "general", 80.0), (False, "code", 133.0)]
+    assert compares(runs)
+
+
+def test_a_column_of_latencies_and_bare_numbers_is_no_speed(tmp_path: Path) -> None:
+    # a web cache's warm and cold times: "ms" and bare numbers, no speed's unit, no drafter
+    text = "| Setup | Warm | Cold |\n|---|---|---|\n| Baseline | 120 ms | 340 |\n| With cache | 80 ms | 200 |\n"
+    assert not compares(table_runs(text)[0]) and _causes(tmp_path, text) == []
+
+
+def test_runs_whose_keys_differ_beside_one_without_speculation_are_read_apart(tmp_path: Path) -> None:
+    # The same topics with each run's context size: "256K" beside "32K" keys no pair, so nothing is compared; the
+    # runs are read (not refused), each apart, and give no cause.
+    text = ("| Config | General | Code | Context |\n|---|---|---|---|\n| Baseline (no MTP) | 101 t/s | 101 t/s | 256K |\n"
+            "| MTP draft-3, p-min 0.0 | 80 (59%) | 133 (73%) | 32K |\n")
+    runs = read_runs(_write(tmp_path, text))
+    assert sorted(r.speed for r in runs) == [80.0, 101.0, 101.0, 133.0]
+    assert _causes(tmp_path, text) == []
+
+
+def test_an_acceptance_cells_noted_counts_are_the_runs(tmp_path: Path) -> None:
+    # The NextN reports on llama.cpp's tracker write a row's acceptance as its share, then its counts.
+    text = ("| Backend | NextN | tg t/s | Accept rate |\n|---|---|---|---|\n| Vulkan | ON | 40.1 | **0.67%** (2/297) |\n"
+            "| HIP | ON | 61.0 | 81.2% (134/165) |\n")
+    runs, _ = table_runs(text)
+    assert [(r.acceptance, r.accepted, r.drafted) for r in runs] == [(0.0067, 2, 297), (0.812, 134, 165)]
+
+
+def test_a_bare_fraction_is_only_the_share(tmp_path: Path) -> None:
+    text = ("| Output Tokens | Speed (tok/s) | Draft Accepted/Total |\n|---|---|---|\n| 100 | 81.4 | 60/150 |\n")
+    runs, _ = table_runs(text)
+    assert [(r.acceptance, r.accepted, r.drafted) for r in runs] == [(0.4, None, None)]

@@ -1,5 +1,6 @@
 """The samples runs.py takes of a paste (:func:`table_samples`, the one entry): the runs read by words where they compare
-or sweep; else the acceptance columns, listed runs and sentences; else acceptance figures by their words."""
+or sweep; else the runs whose acceptance a table shows, listed runs and sentences; else acceptance figures by their
+words; else a table's acceptance by a key, or its timed runs beside one without speculation."""
 
 from __future__ import annotations
 
@@ -48,8 +49,8 @@ _DRAFT_LENGTH = re.compile(r"(?i)(?<![A-Za-z])n[ _-]?max\b|\bnum[ _]speculative[
 
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     """The runs of any table that sets runs with and without speculation side by side (as_runs.py, a sample per run);
-    else the acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
-    run a line with their speeds; and whose table it is when its header says (None: no engine named); ([], None)
+    else the runs whose acceptance or mean length a table shows (one sample per row), and results listed one run a
+    line with their speeds; and whose table it is when its header says (None: no engine named); ([], None)
     when no header names such a column and no line lists a run."""
     # Any table read by its words (as_runs.py) where it sets runs with and without speculation side by side: its runs,
     # each timed under its key, replace what the shapes below read of it.
