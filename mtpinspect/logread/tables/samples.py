@@ -77,7 +77,7 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     if len(listed) < 2 or not any(s.figures.baseline for s in listed):
         listed = []  # a run is compared with one without speculation, or it is only a speed
     engine = Engine.llama_cpp if _LLAMA_TABLE.search(text) else None  # llama.cpp server-bench's own columns
-    samples = _acceptance_rows(runs)
+    samples = _acceptance_rows(runs, tied or headed)
     if samples and engine is None and not tied and not headed and _MODEL_WORDS.search(text) is None:
         # A "draft acceptance" column alone is also a newsroom's, an "accept rate" beside "tokens/s" a tokenizer's or a
         # rate limiter's: the paste must name a drafter, the draft length, an engine or a model file (what the runs
@@ -86,17 +86,6 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     if samples or listed:
         return samples or listed, engine or owner
     labelled = labelled_samples(text)
-    if not labelled and (tied or headed):
-        # A table of acceptance by a key that is no setting (context length, prompt, category) where no shape above
-        # reads it (a cell of a range, "~53%"), or a mechanism table (tokens per forward pass with and without MTP): the
-        # runs as_runs.py reads of it, none compared (a run without speculation there carries no speed).
-        # The paste must name a drafter or the draft length ("n_max", acceptance by n_max in a main-vs-PR table): an
-        # acceptance rate alone is also a card payment's, a survey's or a sampler's (MCMC's by its "steps").
-        # Only rows drawn as a table's (pipes, aligned columns): a comma-separated "row" is as often code or prose.
-        drafting = [run for run in runs if not run.baseline and (run.acceptance is not None or run.mean_length is not None)
-                    and drawn_row(run.line)]
-        if drafting and all(run in drafting or run.baseline and run.speed is None for run in runs):
-            return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
     timed = [run for run in runs if run.speed is not None and run.unit == "tok/s" and drawn_row(run.line) and run.span != (0, 0)]
     if not labelled and any(run.baseline for run in timed):
         # A table's runs timed that compare nothing, one of them without speculation (llama-sweep-bench's depths of one
@@ -107,18 +96,40 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     return labelled, engine
 
 
-def _acceptance_rows(runs: list[TableRun]) -> list[Sample]:
-    """The rows of the tables whose runs show their drafts' acceptance or mean length (a row drawn as a table's), where
-    the runs compare nothing: runs of their own where the rows name them apart (a backend, a build, a model: each judged
-    apart), else one run's parts (a category of its prompts, an output length: the rows add up)."""
+def _acceptance_rows(runs: list[TableRun], tied: bool) -> list[Sample]:
+    """The rows of the tables whose runs show their drafts' acceptance or mean length (rows drawn as a table's: pipes,
+    aligned columns; a comma-separated "row" is as often code or prose), where the runs compare nothing:
+
+    - rows of one table that name no setting and no key (an output length) are one run's parts, added up;
+    - in a paste naming a drafter or the draft length (``tied``), a table of acceptance by a key that is no setting
+      (context length, prompt, category; "~53%") or a mechanism table (tokens per forward pass with and without MTP,
+      the run without speculation carrying no speed): its runs, each under its key, none compared;
+    - else rows named apart by their setting or by what changed between runs (a backend, a build, a model: each judged
+      apart), and a category of one run's prompts otherwise (coding, prose: the rows add up)."""
     drawn = [run for run in runs if drawn_row(run.line) and run.span != (0, 0)]
-    if not any(not run.baseline and (run.acceptance is not None or run.mean_length is not None) for run in drawn):
+    drafting = [run for run in drawn if not run.baseline and (run.acceptance is not None or run.mean_length is not None)]
+    if not drafting:
         return []
-    apart = len({(run.setting, run.key) for run in drawn}) > 1
-    form = TABLE_RUNS_FORMAT if apart else TABLE_FORMAT
-    return [Sample(form, replace(_figures_of(run), group=None, setting=_named(run) if apart else None,
-                                 baseline=run.baseline and apart), run.line, run.number, run.span)
-            for run in drawn]
+    if len(drawn) > 1 and {(run.setting, run.key) for run in drawn} == {("(unnamed)", "")} and len({r.span for r in drawn}) == 1:
+        return [Sample(TABLE_FORMAT, replace(_figures_of(run), group=None, setting=None), run.line, run.number, run.span)
+                for run in drawn]
+    if tied and all(run in drafting or run.baseline and run.speed is None for run in runs):
+        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs]
+    changed = {name for run in drawn for name in _key_names(run.key)} & _CHANGED_BETWEEN_RUNS
+    apart = changed or len({run.setting for run in drawn}) > 1
+    return [Sample(TABLE_RUNS_FORMAT if apart else TABLE_FORMAT,
+                   replace(_figures_of(run), group=None, setting=_named(run) if apart else None,
+                           baseline=bool(apart and run.baseline)), run.line, run.number, run.span) for run in drawn]
+
+
+# What changed between runs when a key column names it (a backend, a device, a build, a model, a quantization), not a
+# category of one run's prompts (coding, prose), a context length or an output length.
+_CHANGED_BETWEEN_RUNS = {"backend", "device", "gpu", "build", "version", "release", "image", "engine", "config",
+                         "configuration", "setup", "run", "mode", "model", "quant", "quantization", "commit", "branch"}
+
+
+def _key_names(key: str) -> set[str]:
+    return {part.partition("=")[0].strip() for part in key.split(", ") if "=" in part}
 
 
 def _named(run: TableRun) -> str:
