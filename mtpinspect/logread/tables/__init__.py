@@ -66,9 +66,10 @@ Markdown's delimiter cell is one dash or more (GFM): "| -- | -- |" under a row o
 columns are read by their own names (PP, TG, N_KV keys; S_TG t/s the speed).
 
 Round 12: one table reader. The older acceptance-column reader (acceptance_columns.py) is gone; the runs read by words
-read what it read: an acceptance cell's counts noted after its share ("0.67% (2/297)"); the rows of a table whose runs
-name nothing apart (one setting, one key: an output length, a prompt's category) are one run's parts, added up, and
-rows named apart (a backend, a build, a quantization) runs of their own, each judged apart; llama-sweep-bench's own
+read what it read: an acceptance cell's counts noted after its share ("0.67% (2/297)"); the rows of one table that name
+no setting and no key (an output length) are one run's parts, added up; a tied table of acceptance by a key that is no
+setting keeps its runs keyed; rows named apart by a setting or by what changed between runs (a backend, a build, a
+model, a quantization) are runs of their own, each judged apart, and a category of one run's prompts adds up; llama-sweep-bench's own
 header ties its table (the engine's tool says whose) and, with no drafter named in the paste, its depths are one run
 without speculation; an acceptance column ties its table where the paste names an engine or a model file ("bpw", a
 GGUF quantization); a column whose header names no figure is a speed where its cells carry a speed's unit and the
