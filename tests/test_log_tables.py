@@ -16,7 +16,15 @@ import pytest
 from mtpinspect.diagnosis import diagnose
 from mtpinspect.errors import MtpinspectError
 from mtpinspect.logread.runs import read_log, read_runs
-from mtpinspect.logread.tables import TABLE_RUNS_FORMAT, compares, table_runs, table_samples, tables, without_speculation
+from mtpinspect.logread.tables import (
+    TABLE_FORMAT,
+    TABLE_RUNS_FORMAT,
+    compares,
+    table_runs,
+    table_samples,
+    tables,
+    without_speculation,
+)
 from mtpinspect.vocabulary import Engine
 
 
@@ -1557,19 +1565,17 @@ def test_a_newsrooms_draft_acceptance_under_short_dashes_is_no_run(tmp_path: Pat
     assert table_runs(text) == ([], None) and _causes(tmp_path, text) == []
 
 
-def test_one_drafting_run_by_output_length_is_read_as_runs_by_its_words(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_drafting_run_by_output_length_is_read_as_runs_by_its_words() -> None:
     # A fork's bench table: one drafter's speed and acceptance by the output length asked for, its header naming drafts
-    # ("Draft Accepted/Total") beside tokens' pace. Read by the runs reader even with the older acceptance-column
-    # reader out of the way (to be retired).
+    # ("Draft Accepted/Total") beside tokens' pace. Read by the runs reader (the only one since round 12): its rows name
+    # nothing apart (one setting, no key), so they are one run's parts, a line each.
     text = ("| Output Tokens | Speed (tok/s) | Draft Accepted/Total | Accept % |\n|---|---|---|---|\n"
             "| 100 | **81.4** | 60/150 | 40.0% |\n| 400 | **52.9** | 170/700 | 24.3% |\n")
     runs, _ = table_runs(text)
     assert [(r.baseline, r.speed) for r in runs] == [(False, 81.4), (False, 52.9)]
-    import mtpinspect.logread.tables.samples as samples
-    monkeypatch.setattr(samples, "_header", lambda *args, **kwargs: None)
-    read, _ = samples.table_samples(text)
+    read, _ = table_samples(text)
     assert [(s.format, s.number, s.figures.acceptance) for s in read] == \
-        [(TABLE_RUNS_FORMAT, 3, 0.4), (TABLE_RUNS_FORMAT, 4, 170 / 700)]
+        [(TABLE_FORMAT, 3, 0.4), (TABLE_FORMAT, 4, 170 / 700)]
 
 
 def test_a_baseline_row_under_the_prompt_column_is_every_prompts_baseline(tmp_path: Path) -> None:
@@ -1637,5 +1643,54 @@ def test_sweep_bench_tables_without_and_with_mtp_are_compared_by_depth(tmp_path:
     assert _causes(tmp_path, faster) == []
 
 
-def test_one_sweep_bench_table_naming_no_drafter_is_no_run() -> None:
-    assert table_runs(_sweep_bench((0, 43.97), (512, 42.81))) == ([], None)
+def test_one_sweep_bench_table_naming_no_drafter_is_a_run_without_speculation(tmp_path: Path) -> None:
+    # Its header is llama-sweep-bench's own (the engine's tool says whose), no drafter named: the depths of one run
+    # without speculation, nothing to compare them with, no cause (round 12: the runs reader reads it alone).
+    text = _sweep_bench((0, 43.97), (512, 42.81))
+    runs, engine = table_runs(text)
+    assert engine is Engine.llama_cpp and [(r.baseline, r.speed) for r in runs] == [(True, 43.97), (True, 42.81)]
+    assert not compares(runs) and _causes(tmp_path, text) == []
+
+
+# -- round 12: the one table reader reads what the older acceptance-column reader read --------------------------------
+# A thread's summary table of topics (ik_llama.cpp discussions compare a drafter with the run without it per prompt
+# topic): the header names no figure, the cells carry "t/s" in one row and bare speeds noting acceptance in the next.
+_TOPICS = ("| Config | General | Code |\n|---|---|---|\n| Baseline (no MTP) | 101 t/s | 101 t/s |\n"
+           "| MTP draft-3, p-min 0.0 | 80 (59%) | 133 (73%) |\n")
+
+
+def test_a_column_whose_cells_carry_the_speed_unit_is_a_speed_per_key(tmp_path: Path) -> None:
+    runs, _ = table_runs(_TOPICS)
+    assert [(r.baseline, r.key, r.speed) for r in runs] == [
+        (True, "general", 101.0), (True, "code", 101.0), (False, "general", 80.0), (False, "code", 133.0)]
+    assert compares(runs)
+
+
+def test_a_column_of_latencies_and_bare_numbers_is_no_speed(tmp_path: Path) -> None:
+    # a web cache's warm and cold times: "ms" and bare numbers, no speed's unit, no drafter
+    text = "| Setup | Warm | Cold |\n|---|---|---|\n| Baseline | 120 ms | 340 |\n| With cache | 80 ms | 200 |\n"
+    assert not compares(table_runs(text)[0]) and _causes(tmp_path, text) == []
+
+
+def test_runs_whose_keys_differ_beside_one_without_speculation_are_read_apart(tmp_path: Path) -> None:
+    # The same topics with each run's context size: "256K" beside "32K" keys no pair, so nothing is compared; the
+    # runs are read (not refused), each apart, and give no cause.
+    text = ("| Config | General | Code | Context |\n|---|---|---|---|\n| Baseline (no MTP) | 101 t/s | 101 t/s | 256K |\n"
+            "| MTP draft-3, p-min 0.0 | 80 (59%) | 133 (73%) | 32K |\n")
+    runs = read_runs(_write(tmp_path, text))
+    assert sorted(r.speed for r in runs) == [80.0, 101.0, 101.0, 133.0]
+    assert _causes(tmp_path, text) == []
+
+
+def test_an_acceptance_cells_noted_counts_are_the_runs(tmp_path: Path) -> None:
+    # The NextN reports on llama.cpp's tracker write a row's acceptance as its share, then its counts.
+    text = ("| Backend | NextN | tg t/s | Accept rate |\n|---|---|---|---|\n| Vulkan | ON | 40.1 | **0.67%** (2/297) |\n"
+            "| HIP | ON | 61.0 | 81.2% (134/165) |\n")
+    runs, _ = table_runs(text)
+    assert [(r.acceptance, r.accepted, r.drafted) for r in runs] == [(0.0067, 2, 297), (0.812, 134, 165)]
+
+
+def test_a_bare_fraction_is_only_the_share(tmp_path: Path) -> None:
+    text = ("| Output Tokens | Speed (tok/s) | Draft Accepted/Total |\n|---|---|---|\n| 100 | 81.4 | 60/150 |\n")
+    runs, _ = table_runs(text)
+    assert [(r.acceptance, r.accepted, r.drafted) for r in runs] == [(0.4, None, None)]

@@ -12,7 +12,7 @@ The steps, one module each, in the order a text goes through them (runs.py drive
   wherever they stand, added up as each format's scope says;
 - tables/: any table (pipes, box-drawing, aligned columns, comma-separated, metrics by row) and results block,
   its runs read by its header and row words: the setting, the speed or latency, the key runs share (its own steps:
-  words, cut, columns, record, commanded, as_runs, acceptance_columns, sentences, samples);
+  words, cut, columns, record, commanded, as_runs, sentences, samples);
 - run_facts.py: what the run was (MTP on or off, the drafters, the app);
 - runs.py: one LogEvidence per run in the text (several engines' runs each judged);
 - mtp_bench.py: mtp-bench's rows and JSON given to --log;

@@ -65,12 +65,23 @@ column of the same name ("base_avg_pred_t/s" | "spec_avg_pred_t/s", llama.cpp's 
 Markdown's delimiter cell is one dash or more (GFM): "| -- | -- |" under a row of words heads a table. llama-sweep-bench's
 columns are read by their own names (PP, TG, N_KV keys; S_TG t/s the speed).
 
+Round 12: one table reader. The older acceptance-column reader (acceptance_columns.py) is gone; the runs read by words
+read what it read: an acceptance cell's counts noted after its share ("0.67% (2/297)"); the rows of one table that name
+no setting and no key (an output length) are one run's parts, added up; a tied table of acceptance by a key that is no
+setting keeps its runs keyed; rows named apart by a setting or by what changed between runs (a backend, a build, a
+model, a quantization) are runs of their own, each judged apart, and a category of one run's prompts adds up; llama-sweep-bench's own
+header ties its table (the engine's tool says whose) and, with no drafter named in the paste, its depths are one run
+without speculation; an acceptance column ties its table where the paste names an engine or a model file ("bpw", a
+GGUF quantization); a column whose header names no figure is a speed where its cells carry a speed's unit and the
+others none ("101 t/s" over "116 (59%)"); a table's timed runs beside one without speculation that compare nothing
+(their keys differ) are read, each apart.
+
 The samples runs.py takes of a paste (:func:`table_samples`, the one entry): the runs above where they compare a run
-without speculation with one with it, or sweep a speculative setting (:func:`swept`); else the acceptance and
-mean-length columns of a table (:func:`_header`, :func:`_row`: a row a category of one run's prompts, or a run of its
-own when its first column names what changed), results listed one run a line (:func:`_listed_run`) and the runs a
-poster's sentences give (:func:`sentence_runs`); else acceptance figures read by their words wherever they stand
-(:func:`labelled_samples`).
+without speculation with one with it, or sweep a speculative setting (:func:`swept`); else the runs whose drafts'
+acceptance or mean length a table shows (one run's parts, or runs apart), results listed one run a line
+(:func:`_listed_run`) and the runs a poster's sentences give (:func:`sentence_runs`); else acceptance figures read by
+their words wherever they stand (:func:`labelled_samples`); else a table's acceptance by a key that is no setting, or
+its timed runs beside one without speculation.
 
 Each run becomes a :class:`TableRun`: its setting, whether it ran without speculation, its key, its speed and
 acceptance. A "baseline" whose drafts were accepted (an earlier build with MTP) ran with speculation: a table of such
@@ -84,12 +95,12 @@ The steps, one module each, imports pointing down (each imports only the ones ab
 - words.py: what a cell's words say (a figure, a setting with or without speculation, a key, a draft length, a number
   and its unit);
 - cut.py: finding tables and results blocks in a text (:func:`tables`, :func:`field_blocks`);
-- columns.py: a table's header words read into column kinds (:func:`_column_kind`), grids and metrics by row;
+- columns.py: a table's header words read into column kinds (:func:`_column_kind`), grids and metrics by row, drafts
+  beside tokens' pace;
 - record.py: a run as read (:class:`TableRun`) and how a cell's figure is put on it;
 - commanded.py: runs under the commands that made them, and speeds before and after a drafter on one line;
 - as_runs.py: a table's rows or columns, a results block, turned into runs (:func:`table_runs`, :func:`compares`,
   :func:`swept`);
-- acceptance_columns.py: the older reader of a header that names an acceptance or mean-length column, a row at a time;
 - sentences.py: results listed one run a line, the runs a poster's sentences give, acceptance figures by their words;
 - samples.py: the one entry runs.py takes (:func:`table_samples`).
 """

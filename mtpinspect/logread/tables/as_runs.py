@@ -15,6 +15,7 @@ from mtpinspect.logread.tables.words import (
     _ARROW,
     _DURATION_HEAD,
     _KEY_NAMES,
+    _MODEL_WORDS,
     _NO,
     _PROMPT_ROW,
     _PROMPT_TEST,
@@ -121,7 +122,7 @@ def _rows_as_runs(table: Table, kinds: list[str | None]) -> list[_Run]:
         elif len(rates) > 1:
             for i in rates:
                 one = _Run(run.setting, run.baseline, ", ".join(filter(None, [run.key, _key_of(header[i]) or header[i]])),
-                           line, number, {k: v for k, v in run.figures.items() if k != "rate"}, identity=run.identity,
+                           line, number, {k: v for k, v in run.figures.items() if k not in ("rate", "accepted", "drafted")}, identity=run.identity,
                            unaccepted=run.unaccepted, depth=run.depth)
                 _put(one, "rate", cells[i], "%" in table.header[i])
                 runs.append(one)
@@ -278,7 +279,7 @@ _SWEEP_BENCH_KINDS = {"pp": "key", "tg": "key", "n kv": "key", "t pp s": "time",
                       "s tg t/s": "speed"}
 
 
-def _runs_of(table: Table, tie: bool) -> list[_Run]:
+def _runs_of(table: Table, tie: bool, modelled: bool = False) -> list[_Run]:
     if len(table.header) < 2:
         return []
     corner = _grid(table)
@@ -293,8 +294,10 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
         # step processes and generates and N_KV the context depth (keys), T_ the seconds, S_PP the prompt's speed;
         # S_TG t/s alone is decoding's.
         kinds = [_SWEEP_BENCH_KINDS.get(words, kind) for words, kind in zip(header_words, kinds)]
-    if not tie and not any(_TIE.search(_words(c)) for c in (*table.header, table.heading, *(r[0] for r in table.rows))) \
-            and not _accepts_tokens(table, kinds):
+    own = _SWEEP_BENCH_HEAD <= set(header_words)  # an engine's own tool's table: its header says whose
+    accepting = modelled and any(k in ("rate", "length") for k in kinds)  # a drafter's acceptance beside a model file
+    if not tie and not own and not accepting and not _accepts_tokens(table, kinds) and \
+            not any(_TIE.search(_words(c)) for c in (*table.header, table.heading, *(r[0] for r in table.rows))):
         return []
     settings = _base_beside_drafter([_words(c) for c in table.header], settings)
     if True in settings and False not in settings:
@@ -321,6 +324,8 @@ def _runs_of(table: Table, tie: bool) -> list[_Run]:
             run.key = ", ".join(filter(None, [run.key, run.identity]))
     heading = _setting(_words(table.heading))
     for run in runs:
+        if own and not tie and run.baseline is None:
+            run.baseline = True  # llama-sweep-bench's depths in a paste that names no drafter: a run without speculation
         if run.baseline is None and heading is not None:
             run.baseline = heading  # "The base model speed:" above a table of speeds
             run.setting = run.setting or table.heading[:120]
@@ -418,6 +423,7 @@ def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
     """The runs of every table and results block in ``text`` tied to speculative decoding, and the engine their words
     name (None: none)."""
     tie = SPECULATIVE_WORDS.search(text) is not None
+    modelled = _MODEL_WORDS.search(text) is not None  # an engine or a model file named: an acceptance column is a drafter's
     found: list[_Run] = []
     words = []
     cut = tables(text)
@@ -425,7 +431,7 @@ def table_runs(text: str) -> tuple[list[TableRun], Engine | None]:
     # run without speculation.
     grids_tie = any(_grid(t) is not None and _TIE.search(_words(t.heading)) for t in cut)
     for table in cut:
-        read = _runs_of(table, tie or grids_tie and _grid(table) is not None)
+        read = _runs_of(table, tie or grids_tie and _grid(table) is not None, modelled)
         for run in read:
             run.span = (table.numbers[0], table.numbers[-1])
         found += read

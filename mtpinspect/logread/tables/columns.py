@@ -10,12 +10,16 @@ from mtpinspect.logread.tables.words import (
     _ABSENT,
     _AR_CELL,
     _ARROW,
+    _BASELINE,
     _CHANGE,
     _DEPTH_COLUMN,
     _GRID_CORNER,
     _KEY,
     _NO,
+    _RATIO,
     _SETTING_ONLY,
+    _SPEED_UNIT,
+    _SPEEDUP,
     _TIE,
     _TOKEN_PACE,
     _YES,
@@ -71,6 +75,9 @@ def _column_kind(cell: str, column: list[str], first: bool) -> tuple[str | None,
     cell_figures = {_cell_figure(c) for c in column if c.strip()}
     if numeric * 2 >= len(column) and len(cell_figures) == 1 and None not in cell_figures:
         return cell_figures.pop(), None  # "predictable": every cell in tok/s
+    if numeric * 2 >= len(column) and cell_figures == {"speed", None} and \
+            all((n := _number(c)) is None or not n[1] or _cell_figure(c) == "speed" for c in column):
+        return "speed", None  # "General": "101 t/s" in one row, "116 (59%)" in the next: the column's unit is its cells'
     return None, None
 
 
@@ -93,3 +100,18 @@ def _grid(table: Table) -> re.Match[str] | None:
     column key's values."""
     corner = _GRID_CORNER.match(_words(table.header[0]))
     return corner if corner is not None and all(_number(c) is not None for c in table.header[1:]) else None
+
+
+_DRAFTS = re.compile(r"(?<![a-z])draft(?:s|ed)?(?![a-z])")
+
+
+def _drafts_beside_tokens(table: Table) -> bool:
+    """Whether a table's header names drafts ("Draft Accepted/Total", "draft acceptance") or a speed against a run
+    without speculation ("decode vs baseline", "speedup over baseline") beside tokens' pace ("tps", "Speed (tok/s)", a
+    cell's "61 vs 90 tok/s"): drafts accepted while tokens are decoded, the acceptance what the speed-up comes from. A
+    newsroom's "draft acceptance" has no tokens' pace, a tokenizer's "tokens/s" no drafts and no baseline."""
+    words = [_words(cell) for cell in table.header]
+    compared = any(_BASELINE.search(w) and (_RATIO.search(w) or _SPEEDUP.search(w)) for w in words)
+    paced = any(_TOKEN_PACE.search(w) for w in words) or \
+        compared and any(_SPEED_UNIT.search(_words(cell)) for row in table.rows for cell in row)
+    return (compared or any(_DRAFTS.search(w) for w in words)) and paced

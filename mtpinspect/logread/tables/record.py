@@ -30,6 +30,8 @@ class TableRun:
     span: tuple[int, int] = (0, 0)  # the first and last line of the table or block it was read from
     depth: int | None = None  # its draft length, where a draft-length column gives it
     grid: bool = False  # a cell of a grid of one figure by two keys under its title ("DFLASH output tok/s")
+    accepted: int | None = None  # the counts an acceptance cell gives ("0.67% (2/297)", "4,379 / 6,630")
+    drafted: int | None = None
 
 
 @dataclass
@@ -48,8 +50,10 @@ class _Run:
     grid: bool = False
 
 
-# An acceptance cell written as the counts it comes from ("4,379 / 6,630 = 66 %", "282/453").
+# An acceptance cell written as the counts it comes from ("4,379 / 6,630 = 66 %", "282/453"), or noting them after its
+# share ("**0.67%** (2/297)", as the NextN reports on llama.cpp's tracker write a row's draft acceptance).
 _FRACTION = re.compile(r"(?P<acc>\d{1,3}(?:,\d{3}){0,4}|\d{1,12})\s?/\s?(?P<gen>\d{1,3}(?:,\d{3}){0,4}|\d{1,12})(?![\d.,])")
+_COUNTS_NOTE = re.compile(r"^[\d.,\s]{1,24}%?[*_`\s]*\(\s*(?P<acc>\d{1,15})\s*/\s*(?P<gen>\d{1,15})\s*\)")
 
 
 def _put(run: _Run, figure: str, cell: str, percent: bool) -> None:
@@ -65,9 +69,16 @@ def _put(run: _Run, figure: str, cell: str, percent: bool) -> None:
             if not 0 <= accepted <= drafted or not drafted:
                 return  # "3/2": no share of drafts
             value, unit, percent = accepted / drafted, "", False
+            counted = None  # a bare fraction is the share; a table of one run's parts adds up what it notes, not this
+        elif (note := _COUNTS_NOTE.match(cell.strip(" *_`~≈"))) is not None and int(note["acc"]) <= int(note["gen"]):
+            counted = (int(note["acc"]), int(note["gen"]))  # "0.67% (2/297)": the share, then its counts
+        else:
+            counted = None
         rate = value / 100 if percent or unit == "%" or value > 1 else value
-        if 0 <= rate <= 1:
-            run.figures.setdefault("rate", rate)
+        if 0 <= rate <= 1 and "rate" not in run.figures:
+            run.figures["rate"] = rate
+            if counted is not None and counted[1]:
+                run.figures["accepted"], run.figures["drafted"] = counted
     elif figure == "length":
         if 1 <= value <= 64:
             run.figures.setdefault("length", value)
@@ -115,7 +126,9 @@ def _table_runs_of(run: _Run) -> list[TableRun]:
         return []
     return [TableRun(run.setting or "(unnamed)", bool(run.baseline), run.key, run.line, run.number, speed, source,
                      acceptance=None if run.baseline else run.figures.get("rate"),
-                     mean_length=None if run.baseline else run.figures.get("length"), depth=run.depth)]
+                     mean_length=None if run.baseline else run.figures.get("length"), depth=run.depth,
+                     accepted=None if run.baseline or "accepted" not in run.figures else int(run.figures["accepted"]),
+                     drafted=None if run.baseline or "drafted" not in run.figures else int(run.figures["drafted"]))]
 
 
 # (runs.py's one entry: table_samples; sentence_baselines for a log's own run beside a poster's sentence)

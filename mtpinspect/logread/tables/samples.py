@@ -1,24 +1,19 @@
 """The samples runs.py takes of a paste (:func:`table_samples`, the one entry): the runs read by words where they compare
-or sweep; else the acceptance columns, listed runs and sentences; else acceptance figures by their words."""
+or sweep; else the runs whose acceptance a table shows, listed runs and sentences; else acceptance figures by their
+words; else a table's acceptance by a key, or its timed runs beside one without speculation."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from mtpinspect.logread.catalogue import SPECULATIVE_WORDS
 from mtpinspect.logread.figures import Sample
 from mtpinspect.logread.formats import Figures
-from mtpinspect.logread.tables.acceptance_columns import (
-    _LLAMA_TABLE,
-    _MODEL_WORDS,
-    _SWEEP_BENCH,
-    _drafts_beside_tokens,
-    _header,
-    _row,
-)
 from mtpinspect.logread.tables.as_runs import compares, swept, table_runs
+from mtpinspect.logread.tables.columns import _drafts_beside_tokens
 from mtpinspect.logread.tables.cut import drawn_row, tables
-from mtpinspect.logread.tables.record import TABLE_RUNS_FORMAT, TableRun
+from mtpinspect.logread.tables.record import TABLE_FORMAT, TABLE_RUNS_FORMAT, TableRun
 from mtpinspect.logread.tables.sentences import (
     LISTED_RUNS_FORMAT,
     _listed_run,
@@ -26,6 +21,7 @@ from mtpinspect.logread.tables.sentences import (
     sentence_baselines,
     sentence_runs,
 )
+from mtpinspect.logread.tables.words import _LLAMA_TABLE, _MODEL_WORDS
 from mtpinspect.vocabulary import Engine
 
 
@@ -53,8 +49,8 @@ _DRAFT_LENGTH = re.compile(r"(?i)(?<![A-Za-z])n[ _-]?max\b|\bnum[ _]speculative[
 
 def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     """The runs of any table that sets runs with and without speculation side by side (as_runs.py, a sample per run);
-    else the acceptance and mean-length columns of each table in ``text`` (one sample per row), and results listed one
-    run a line with their speeds; and whose table it is when its header says (None: no engine named); ([], None)
+    else the runs whose acceptance or mean length a table shows (one sample per row), and results listed one run a
+    line with their speeds; and whose table it is when its header says (None: no engine named); ([], None)
     when no header names such a column and no line lists a run."""
     # Any table read by its words (as_runs.py) where it sets runs with and without speculation side by side: its runs,
     # each timed under its key, replace what the shapes below read of it.
@@ -80,23 +76,9 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     listed += [s for s in sentence_runs(text) if s.number not in {run.number for run in listed}]
     if len(listed) < 2 or not any(s.figures.baseline for s in listed):
         listed = []  # a run is compared with one without speculation, or it is only a speed
-    samples: list[Sample] = []
-    engine: Engine | None = None
-    drafted = False  # a table's own header names drafts beside tokens' pace
-    for table in tables(text):  # the same cut tables as the runs above, read here by their acceptance columns
-        header = _header(table.header, raw_table=table.lines[0].lstrip().startswith("|"))
-        if header is None:
-            continue
-        engine = Engine.llama_cpp if _LLAMA_TABLE.search(" | ".join(table.header)) or \
-            _SWEEP_BENCH.match(" | ".join(table.header)) else engine  # llama-sweep-bench's own columns
-        drafted = drafted or _drafts_beside_tokens(table)
-        for cells, number, line in zip(table.rows, table.numbers, table.lines):
-            figures = _row(header, cells)
-            if figures is None:
-                break  # a row that does not fit the header: the table ended
-            if figures != Figures():
-                samples.append(Sample(header.format, figures, line, number))
-    if samples and engine is None and not tied and not drafted and _MODEL_WORDS.search(text) is None:
+    engine = Engine.llama_cpp if _LLAMA_TABLE.search(text) else None  # llama.cpp server-bench's own columns
+    samples = _acceptance_rows(runs, tied or headed)
+    if samples and engine is None and not tied and not headed and _MODEL_WORDS.search(text) is None:
         # A "draft acceptance" column alone is also a newsroom's, an "accept rate" beside "tokens/s" a tokenizer's or a
         # rate limiter's: the paste must name a drafter, the draft length, an engine or a model file (what the runs
         # read by words above need, ``tied``), or the table drafts beside tokens' pace.
@@ -104,22 +86,59 @@ def table_samples(text: str) -> tuple[list[Sample], Engine | None]:
     if samples or listed:
         return samples or listed, engine or owner
     labelled = labelled_samples(text)
-    if not labelled and (tied or headed):
-        # A table of acceptance by a key that is no setting (context length, prompt, category) where no shape above
-        # reads it (a cell of a range, "~53%"), or a mechanism table (tokens per forward pass with and without MTP): the
-        # runs as_runs.py reads of it, none compared (a run without speculation there carries no speed).
-        # The paste must name a drafter or the draft length ("n_max", acceptance by n_max in a main-vs-PR table): an
-        # acceptance rate alone is also a card payment's, a survey's or a sampler's (MCMC's by its "steps").
-        # Only rows drawn as a table's (pipes, aligned columns): a comma-separated "row" is as often code or prose.
-        drafting = [run for run in runs if not run.baseline and (run.acceptance is not None or run.mean_length is not None)
-                    and drawn_row(run.line)]
-        if drafting and all(run in drafting or run.baseline and run.speed is None for run in runs):
-            return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs], owner
+    timed = [run for run in runs if run.speed is not None and run.unit == "tok/s" and drawn_row(run.line) and run.span != (0, 0)]
+    if not labelled and any(run.baseline for run in timed):
+        # A table's runs timed that compare nothing, one of them without speculation (llama-sweep-bench's depths of one
+        # run without it; runs whose keys differ, "256K" beside "32K" context): read, each judged apart, no comparison.
+        # Drafting runs alone, timed and compared with nothing, are settings side by side: swept() reads those.
+        return [Sample(TABLE_RUNS_FORMAT, replace(_figures_of(run), group=None, setting=_named(run)), run.line, run.number,
+                       run.span) for run in timed], engine or owner
     return labelled, engine
+
+
+def _acceptance_rows(runs: list[TableRun], tied: bool) -> list[Sample]:
+    """The rows of the tables whose runs show their drafts' acceptance or mean length (rows drawn as a table's: pipes,
+    aligned columns; a comma-separated "row" is as often code or prose), where the runs compare nothing:
+
+    - rows of one table that name no setting and no key (an output length) are one run's parts, added up;
+    - in a paste naming a drafter or the draft length (``tied``), a table of acceptance by a key that is no setting
+      (context length, prompt, category; "~53%") or a mechanism table (tokens per forward pass with and without MTP,
+      the run without speculation carrying no speed): its runs, each under its key, none compared;
+    - else rows named apart by their setting or by what changed between runs (a backend, a build, a model: each judged
+      apart), and a category of one run's prompts otherwise (coding, prose: the rows add up)."""
+    drawn = [run for run in runs if drawn_row(run.line) and run.span != (0, 0)]
+    drafting = [run for run in drawn if not run.baseline and (run.acceptance is not None or run.mean_length is not None)]
+    if not drafting:
+        return []
+    if len(drawn) > 1 and {(run.setting, run.key) for run in drawn} == {("(unnamed)", "")} and len({r.span for r in drawn}) == 1:
+        return [Sample(TABLE_FORMAT, replace(_figures_of(run), group=None, setting=None), run.line, run.number, run.span)
+                for run in drawn]
+    if tied and all(run in drafting or run.baseline and run.speed is None for run in runs):
+        return [Sample(TABLE_RUNS_FORMAT, _figures_of(run), run.line, run.number, run.span) for run in runs]
+    changed = {name for run in drawn for name in _key_names(run.key)} & _CHANGED_BETWEEN_RUNS
+    apart = changed or len({run.setting for run in drawn}) > 1
+    return [Sample(TABLE_RUNS_FORMAT if apart else TABLE_FORMAT,
+                   replace(_figures_of(run), group=None, setting=_named(run) if apart else None,
+                           baseline=bool(apart and run.baseline)), run.line, run.number, run.span) for run in drawn]
+
+
+# What changed between runs when a key column names it (a backend, a device, a build, a model, a quantization), not a
+# category of one run's prompts (coding, prose), a context length or an output length.
+_CHANGED_BETWEEN_RUNS = {"backend", "device", "gpu", "build", "version", "release", "image", "engine", "config",
+                         "configuration", "setup", "run", "mode", "model", "quant", "quantization", "commit", "branch"}
+
+
+def _key_names(key: str) -> set[str]:
+    return {part.partition("=")[0].strip() for part in key.split(", ") if "=" in part}
+
+
+def _named(run: TableRun) -> str:
+    """A row's name: its setting, or the key it is read under where it names none ("backend=vulkan0")."""
+    return ", ".join(filter(None, [run.key, run.setting if run.setting != "(unnamed)" else ""]))[:300]
 
 
 def _figures_of(run: TableRun) -> Figures:
     setting = f"{run.setting} ({run.speed_from})" if run.speed_from else run.setting
     return Figures(speed=run.speed, setting=setting[:300], baseline=run.baseline, acceptance=run.acceptance,
                    mean_length=run.mean_length, group=run.key, unit=None if run.unit == "tok/s" else run.unit,
-                   spec_tokens=run.depth)
+                   spec_tokens=run.depth, accepted=run.accepted, drafted=run.drafted)

@@ -224,3 +224,12 @@ _GRID_CORNER = re.compile(r"^(?P<rows>[a-z][a-z ]{0,20}?)\s?\\\s?(?P<columns>[a-
 
 
 _RATE_NOTE = re.compile(r"(?i)(?P<before>\d{1,3}(?:\.\d{1,4})?)\s*%\s*(?:accept|acc\b)|accept\w*\D{0,12}?(?P<after>\d{1,3}(?:\.\d{1,4})?)\s*%")
+
+
+# An engine's or a model file's words (an engine's name, a GGUF's quantization) or a drafter's own figures ("mean len", a
+# program's "accept_rate" key): a table of acceptance in a paste holding them is a drafter's. Tokens alone are not: a
+# tokenizer's, a rate limiter's or a queue's table has "tokens/s" beside an "accept rate" too.
+_MODEL_WORDS = re.compile(r"(?i)\bmean[ _]len\b|\baccept(?:ance)?[ _]len|\bacc(?:ept)?_rate\b|"
+                          r"\b(?:ollama|llama[.-]?\w*|vllm|sglang|lm ?studio)\b|\bgguf\b|\bbpw\b|\b(?:ud-)?i?q\d(?:_[a-z0-9]{1,4}){1,3}\b")
+# Column names only llama.cpp's server-bench prints (tools/server/bench: predicted tokens per second, "pred").
+_LLAMA_TABLE = re.compile(r"\bspec_avg_pred_t/s\b|\bbase_avg_pred_t/s\b")
