@@ -44,7 +44,7 @@ from mtpinspect.logread.drafters import DRAFTING_CODE, drafting_name, drafting_p
 from mtpinspect.logread.rules_loader import loader_cause
 from mtpinspect.logread.rules_message import about_drafting, drafter_loading, unknown_drafter
 from mtpinspect.logread.run_facts import LogApp, MtpUse
-from mtpinspect.logread.runs import LogEvidence, other_program
+from mtpinspect.logread.runs import LogEvidence, dying_program, other_program
 from mtpinspect.logread.voices import without_operands
 from mtpinspect.runtime.crash import CrashKind
 from mtpinspect.vocabulary import Engine, EvidenceSource
@@ -69,6 +69,8 @@ def crash_may_be_mtps(log: LogEvidence) -> bool:
     crash = log.crash
     if crash is None:
         return True
+    if other_program(crash):  # its words are its own (a tool's assert on ``node.nextn``)
+        return False
     if any(SPECULATIVE_WORDS.search(w) for w in (crash.message, crash.where or "", *crash.lines)) or \
             drafting_place((crash.message, crash.where or "", *crash.lines)) is not None:
         return True
@@ -231,9 +233,11 @@ def not_mtps(log: LogEvidence) -> str | None:
             (log.run is not None and log.run.other_drafting and log.scan is not None and
                                           any(h.message.name in DRAFTING_CODE for h in log.scan.hits)):
         return None  # another drafter's code is in the text: the speculative path's failure, not a note
-    if log.crash is not None and other_program(log.crash):
-        return (f"{log.path}: a crash of another program, not an engine's: {log.crash.summary}; the shell's line says "
-                f"`{log.crash.command[:120]}` died, which runs no engine, so it names no MTP cause")
+    dying = dying_program(log.crash) if log.crash is not None else None
+    if dying is not None:
+        said = "the shell's line" if log.crash.command is not None else "its assert line"
+        return (f"{log.path}: a crash of another program, not an engine's: {log.crash.summary}; {said} says "
+                f"`{dying[:120]}` died, which runs no engine, so it names no MTP cause")
     if log.mtp_use is MtpUse.not_shown and log.crash is not None and not crash_may_be_mtps(log):
         why = ("a lone signal line, nothing of what crashed" if log.crash.kind is CrashKind.SIGNAL else
                f"it dies in {log.crash.where or log.crash.message}, which MTP never runs through")

@@ -35,7 +35,7 @@ from mtpinspect.logread.figures import LogLines, Reading, Sample, combine, read_
 from mtpinspect.logread.formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
 from mtpinspect.logread.run_facts import LogApp, MtpUse, RunFacts, read_run
 from mtpinspect.logread.tables import TABLE_RUNS_FORMAT, names_drafting, sentence_baselines, table_samples, without_speculation
-from mtpinspect.logread.voices import engine_command, prompt_command, without_content, without_transfer_words
+from mtpinspect.logread.voices import assert_program, engine_command, prompt_command, without_content, without_transfer_words
 from mtpinspect.runtime.crash import Crash, crash_in_log
 from mtpinspect.runtime.logs import unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
@@ -414,9 +414,17 @@ _PYTHON_EXCEPTION = re.compile(r"^\s*(?:\([^()\n]{1,80}\)\s*|\[[^\[\]\n]{1,80}\]
 
 
 def other_program(crash: Crash) -> bool:
-    """The shell's death line names a command that runs no engine, app or container (voices.engine_command): another
-    program died (an image script's segfault), whatever the text's other lines say."""
-    return crash.command is not None and not engine_command(crash.command)
+    """The shell's death line names a command that runs no engine, app or container (voices.engine_command), or a C
+    library's assert names a program and source that are no engine's (voices.assert_program): another program died
+    (an image script's segfault, a graph tool's assert on ``node.nextn``), whatever the text's other lines say."""
+    return dying_program(crash) is not None
+
+
+def dying_program(crash: Crash) -> str | None:
+    """The program another than an engine that the crash's own lines say died (see other_program), None otherwise."""
+    if crash.command is not None:
+        return None if engine_command(crash.command) else crash.command
+    return next((p for p in map(assert_program, crash.lines) if p is not None), None)
 
 
 def _python_crash(crash: Crash) -> bool:

@@ -104,6 +104,26 @@ def engine_command(command: str) -> bool:
     return _ENGINES.search(command) is not None
 
 
+# A C library's failed assert names the program that died, as the shell's death line does: glibc's __assert_fail
+# prints "PROG: FILE:LINE: FUNC: Assertion `COND' failed." (assert/assert.c, PROG its short name). The engines' own
+# binaries (llama-server, llama-cli, the old main/server, test-*, Python for a native extension of vLLM's or SGLang's)
+# and their source trees (ggml, llama.cpp's src/llama-*.cpp, csrc/) are the engine's; any other is another program's,
+# whatever words its condition, function or file use (a graph tool's ``node.nextn != NULL``).
+_C_ASSERT = re.compile(r"^(?P<program>[\w.+-]{1,64}): (?P<file>[^\s:]{1,400}):\d{1,7}: (?:[^\n]{0,400}?: )?"
+                       r"Assertion [`'][^\n]{0,2000}' failed\.")
+_ENGINE_PROGRAM = re.compile(r"llama|ggml|gguf|python|ollama|kobold|vllm|sglang|^(?:main|server|lms)$|^test-", re.IGNORECASE)
+_ENGINE_SOURCE = re.compile(r"ggml|llama|gguf|vllm|sglang|kobold|ollama|csrc|[/\\]torch[/\\]|aten|c10", re.IGNORECASE)
+
+
+def assert_program(line: str) -> str | None:
+    """The program a C library's assert line says died (see above) when neither it nor the source file it names is an
+    engine's; None for an engine's assert and for any other line."""
+    found = _C_ASSERT.match(line.strip()[:MAX_LINE])
+    if found is None or _ENGINE_PROGRAM.search(found["program"]) or _ENGINE_SOURCE.search(found["file"]):
+        return None
+    return found["program"]
+
+
 # -- Lines merged into one -----------------------------------------------------------------------------------------
 # A copy that lost its line ends (text recognised from a screenshot, a chat window, a web form) joins an engine's log
 # lines into one: each keeps its logger prefix, vLLM's "(Worker_TP0 pid=7) ERROR 04-13 06:24:07 [file.py:932] " (the
