@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pastes import read_paste
 
-from mtpinspect.logread.voices import assert_program
+from mtpinspect.logread.voices import assert_file, assert_program, foreign_frames
 
 _ABORTED = "Aborted (core dumped)\n"
 
@@ -29,6 +29,19 @@ _ABORTED = "Aborted (core dumped)\n"
     # SGLang's kernel (sgl-kernel/csrc/speculative/eagle_utils.cu) under the Python process that loaded it.
     "python3: /sgl-workspace/sgl-kernel/csrc/speculative/eagle_utils.cu:120: void build_tree(): Assertion "
     "`draft_token_num > 0' failed.\n" + _ABORTED,
+    # llama-server under gdb (gdb's "#N  0x... in FN (ARGS) at FILE:LINE"), dying in common/speculative.cpp.
+    "Program received signal SIGSEGV, Segmentation fault.\n(gdb) bt\n"
+    "#0  0x00005555556a1b2c in common_speculative_gen_draft (spec=0x0, params=..., id_last=151645) at "
+    "/home/u/llama.cpp/common/speculative.cpp:272\n"
+    "#1  0x000055555561f0a0 in server_context::update_slots (this=0x7fffffffd0e0) at "
+    "/home/u/llama.cpp/tools/server/server-context.cpp:2841\n",
+    # An AddressSanitizer build of llama-server (compiler-rt's "#N 0x... in FN FILE:LINE:COL" and SUMMARY line).
+    "==4821==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000018 at pc 0x55d0 bp 0x7ffc sp 0x7ffc\n"
+    "READ of size 4 at 0x602000000018 thread T0\n"
+    "    #0 0x55d0 in common_speculative_draft /src/llama.cpp/common/speculative.cpp:412:17\n"
+    "    #1 0x55d1 in server_context::update_slots() /src/llama.cpp/tools/server/server-context.cpp:2841:9\n"
+    "SUMMARY: AddressSanitizer: heap-buffer-overflow /src/llama.cpp/common/speculative.cpp:412:17 in "
+    "common_speculative_draft\n" + _ABORTED,
 ])
 def test_an_engines_own_crash_with_speculative_words_still_ties(tmp_path: Path, text: str) -> None:
     assert read_paste(tmp_path, text)[0] == ["MTP_ENGINE_CRASH"]
@@ -52,6 +65,27 @@ def test_an_engines_own_crash_with_speculative_words_still_ties(tmp_path: Path, 
     'Traceback (most recent call last):\n  File "/home/u/proj/train.py", line 40, in <module>\n'
     '    assert nextn_layers > 0, "mtp head missing"\nAssertionError: mtp head missing\n',
     "AssertionError: num_draft_tokens must be positive\n",
+    # musl's assert (src/exit/assert.c: "Assertion failed: %s (%s: %s: %d)") in a graph tool's own file.
+    "Assertion failed: node->nextn != 0 (src/graph.c: build_graph: 212)\n" + _ABORTED,
+    # A C tool under gdb, its frames in its own files, one function named speculative_prefetch.
+    "Program received signal SIGSEGV, Segmentation fault.\n(gdb) bt\n"
+    "#0  0x000055555555523a in draft_flush (d=0x0) at src/draft.c:88\n"
+    "#1  0x00005555555552b0 in speculative_prefetch (q=0x5555555592a0) at src/prefetch.c:40\n"
+    "#2  0x0000555555555300 in main () at src/main.c:12\n",
+    # A sanitizer's report of a phone-sync tool (libmtp's Media Transfer Protocol, not multi-token prediction).
+    "==4821==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000018 at pc 0x55d0 bp 0x7ffc sp 0x7ffc\n"
+    "READ of size 4 at 0x602000000018 thread T0\n    #0 0x55d0 in mtp_sync_device src/mtp_sync.c:51\n"
+    "    #1 0x55d1 in main src/main.c:9\n"
+    "SUMMARY: AddressSanitizer: heap-buffer-overflow src/mtp_sync.c:51 in mtp_sync_device\n" + _ABORTED,
+    # A Go mailer's panic (runtime/panic.go's "goroutine N [running]:" and "\tFILE.go:LINE +0x.." frames).
+    "panic: runtime error: invalid memory address or nil pointer dereference\n"
+    "[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x4a2b1c]\n\ngoroutine 1 [running]:\n"
+    "main.(*DraftModel).Flush(0x0)\n\t/home/u/mailer/internal/drafts/draft_model.go:42 +0x1c\n"
+    "main.main()\n\t/home/u/mailer/main.go:17 +0x85\nexit status 2\n",
+    # valgrind's report of the same C tool ("==PID==    at 0x...: FN (FILE:LINE)").
+    "==4821== Invalid read of size 8\n==4821==    at 0x10923A: draft_flush (draft.c:88)\n"
+    "==4821==    by 0x1092B0: main (main.c:12)\n"
+    "==4821== Process terminating with default action of signal 11 (SIGSEGV)\nSegmentation fault (core dumped)\n",
 ])
 def test_another_programs_crash_with_the_words_names_no_cause(tmp_path: Path, text: str) -> None:
     assert read_paste(tmp_path, text)[0] == []
@@ -65,3 +99,14 @@ def test_an_assert_line_says_whose_program_died() -> None:
     # PyTorch's device-side assert names a kernel file, no program: not a C library's assert line.
     assert assert_program("/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1500: indexSelectSmallIndex: block: [0,0,0], "
                           "thread: [0,0,0] Assertion `srcIndex < srcSelectDimSize` failed.") is None
+
+
+def test_an_assert_or_frames_say_whose_source_it_is() -> None:
+    assert assert_file("Assertion failed: node->nextn != 0 (src/graph.c: build_graph: 212)") == "src/graph.c"
+    assert assert_file("Assertion failed: mtp_on, file C:\\tools\\spec.c, line 77") == "C:\\tools\\spec.c"
+    assert assert_file("Assertion failed: scale > 0.0f, file E:\\src\\llama.cpp\\ggml\\src\\ggml-cpu\\ops.cpp, "
+                       "line 5120") is None  # llama.cpp's own (a Windows build's CRT assert)
+    assert foreign_frames("#0  0x1 in draft_flush (d=0x0) at src/draft.c:88\n") == "src/draft.c"
+    # One frame of the engine's among the tool's makes the backtrace the engine's; frames with no source say nothing.
+    assert foreign_frames("#0  0x1 in f (x=1) at src/a.c:1\n#1  0x2 in llama_decode () from /usr/lib/libllama.so\n") is None
+    assert foreign_frames("#0  0x1 in f () from /usr/lib/libfoo.so\n") is None

@@ -115,6 +115,54 @@ _ENGINE_PROGRAM = re.compile(r"llama|ggml|gguf|python|ollama|kobold|vllm|sglang|
 _ENGINE_SOURCE = re.compile(r"ggml|llama|gguf|vllm|sglang|kobold|ollama|csrc|[/\\]torch[/\\]|aten|c10", re.IGNORECASE)
 
 
+# The other C libraries' asserts name only the file: musl's "Assertion failed: COND (FILE: FUNC: LINE)"
+# (src/exit/assert.c), MSVC's "Assertion failed: COND, file FILE, line LINE" (the CRT's _wassert).
+_FILE_ASSERT = re.compile(r"^Assertion failed: [^\n]{1,2000}?(?: \((?P<musl>[^\s:()]{1,400}): [^\n()]{1,400}: \d{1,7}\)|"
+                          r", file (?P<msvc>[^\n]{1,400}), line \d{1,7})$")
+# Native frames that name their source file: gdb's "#1  0x... in FN (ARGS) at FILE:LINE", the sanitizers' "#0 0x... in
+# FN FILE:LINE:COL" (compiler-rt's symbolizer), valgrind's "==PID==    by 0x...: FN (FILE:LINE)", Go's panic frames'
+# "\tFILE.go:LINE +0x..", Rust's "at ./src/FILE.rs:LINE:COL". An engine's frames name its tree, library or functions.
+_SOURCE_FRAME = re.compile(r"^\s*#\d{1,4}\s+(?:0x[0-9a-fA-F]{1,16} in )?(?P<gdb>\S{1,400}) \([^\n]{0,2000}\) at (?P<gdbfile>\S{1,400}):\d{1,7}$|"
+                           r"^\s*#\d{1,4} 0x[0-9a-fA-F]{1,16} in (?P<san>\S{1,400}) (?P<sanfile>[^\s()]{1,400}?):\d{1,7}(?::\d{1,7})?$|"
+                           r"^==\d{1,9}==\s+(?:at|by) 0x[0-9A-Fa-f]{1,16}: (?P<vg>\S{1,400}) \((?P<vgfile>[^\s():]{1,400}):\d{1,7}\)$|"
+                           r"^\t(?P<gofile>\S{1,400}\.go):\d{1,7}(?: \+0x[0-9a-f]{1,8})?$")
+_ENGINE_FRAME = re.compile(r"ggml|llama|gguf|vllm|sglang|kobold|ollama|csrc|torch|aten|c10|\bcommon_|cuda|cublas|hip|vulkan|"
+                           r"metal|triton|nccl|python", re.IGNORECASE)
+
+
+def assert_file(line: str) -> str | None:
+    """The source file a musl or MSVC assert line names when it is no engine's (see above); None otherwise."""
+    found = _FILE_ASSERT.match(line.strip()[:MAX_LINE])
+    file = (found["musl"] or found["msvc"]) if found is not None else None
+    return file if file is not None and not _ENGINE_SOURCE.search(file) else None
+
+
+def foreign_frames(text: str) -> str | None:
+    """The first source file of a native backtrace none of whose frames is an engine's (its tree, libraries or
+    functions: ggml, llama.cpp, a GPU runtime, PyTorch, Python): another program's crash, as its frames show; None
+    when the text has no such frames or one of them is an engine's. One pass over the lines holding a frame's mark."""
+    first = None
+    for key in ("#", "==", "\t"):
+        for _, line in lines_with(text, key):
+            found = _SOURCE_FRAME.match(line)
+            if found is None:
+                if key == "#" and _NATIVE_FRAME.match(line) and _ENGINE_FRAME.search(line):
+                    return None  # a frame without its source (a library's, a stripped binary's) that is an engine's
+                continue
+            if _ENGINE_FRAME.search(line):
+                return None
+            first = first or next(v for k, v in found.groupdict().items() if k.endswith("file") and v)
+    return first
+
+
+_NATIVE_FRAME = re.compile(r"^\s*#\d{1,4}\s+0x[0-9a-fA-F]{1,16}\b")
+
+
+def engine_source(path: str) -> bool:
+    """Whether a source path is in an engine's tree (ggml, llama.cpp, vLLM's or SGLang's csrc, PyTorch's)."""
+    return _ENGINE_SOURCE.search(path) is not None
+
+
 def assert_program(line: str) -> str | None:
     """The program a C library's assert line says died (see above) when neither it nor the source file it names is an
     engine's; None for an engine's assert and for any other line."""
