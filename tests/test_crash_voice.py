@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pastes import read_paste
 
-from mtpinspect.logread.voices import assert_file, assert_program, foreign_frames
+from mtpinspect.logread.voices import assert_file, assert_program, foreign_frames, own_program
 
 _ABORTED = "Aborted (core dumped)\n"
 
@@ -42,6 +42,12 @@ _ABORTED = "Aborted (core dumped)\n"
     "    #1 0x55d1 in server_context::update_slots() /src/llama.cpp/tools/server/server-context.cpp:2841:9\n"
     "SUMMARY: AddressSanitizer: heap-buffer-overflow /src/llama.cpp/common/speculative.cpp:412:17 in "
     "common_speculative_draft\n" + _ABORTED,
+    # An uncaught C++ exception (libstdc++'s "terminate called after throwing ...", "  what():  ...") under a prompt
+    # that runs a script or an interpreter, which may start an engine (llama-server under run.sh, llama-cpp-python).
+    "$ ./run.sh\nterminate called after throwing an instance of 'std::runtime_error'\n  what():  nextn layer missing "
+    "for MTP\n" + _ABORTED,
+    "$ python app.py\nterminate called after throwing an instance of 'std::runtime_error'\n  what():  nextn layer "
+    "missing for MTP\n" + _ABORTED,
 ])
 def test_an_engines_own_crash_with_speculative_words_still_ties(tmp_path: Path, text: str) -> None:
     assert read_paste(tmp_path, text)[0] == ["MTP_ENGINE_CRASH"]
@@ -86,6 +92,9 @@ def test_an_engines_own_crash_with_speculative_words_still_ties(tmp_path: Path, 
     "==4821== Invalid read of size 8\n==4821==    at 0x10923A: draft_flush (draft.c:88)\n"
     "==4821==    by 0x1092B0: main (main.c:12)\n"
     "==4821== Process terminating with default action of signal 11 (SIGSEGV)\nSegmentation fault (core dumped)\n",
+    # The same uncaught exception under a prompt that runs a binary of its own (a map generator), nothing of an engine's.
+    "$ ./mapgen --tiles 4\nterminate called after throwing an instance of 'std::runtime_error'\n  what():  nextn tile "
+    "index out of range\n" + _ABORTED,
 ])
 def test_another_programs_crash_with_the_words_names_no_cause(tmp_path: Path, text: str) -> None:
     assert read_paste(tmp_path, text)[0] == []
@@ -110,3 +119,10 @@ def test_an_assert_or_frames_say_whose_source_it_is() -> None:
     # One frame of the engine's among the tool's makes the backtrace the engine's; frames with no source say nothing.
     assert foreign_frames("#0  0x1 in f (x=1) at src/a.c:1\n#1  0x2 in llama_decode () from /usr/lib/libllama.so\n") is None
     assert foreign_frames("#0  0x1 in f () from /usr/lib/libfoo.so\n") is None
+
+
+def test_a_prompts_command_says_whether_it_runs_a_program_of_its_own() -> None:
+    assert own_program("./mapgen --tiles 4") == "./mapgen"
+    for command in ("./llama-server -m q.gguf", "./run.sh", "python app.py", "docker run ghcr.io/x", "./build/bin/llama-cli",
+                    "sudo ./start.sh", "gdb --args ./llama-server", "koboldcpp --model q.gguf"):
+        assert own_program(command) is None, command

@@ -41,6 +41,7 @@ from mtpinspect.logread.voices import (
     engine_command,
     engine_source,
     foreign_frames,
+    own_program,
     prompt_command,
     without_content,
     without_transfer_words,
@@ -460,7 +461,16 @@ def crash_owner(crash: Crash, text: str) -> str | None:
     file = next((f for f in map(assert_file, crash.lines) if f is not None), None)
     if file is not None:
         return f"its assert names `{file[:120]}`, no engine's source"
-    frames = foreign_frames(text) if crash.where is None or not engine_source(crash.where) else None
+    if crash.where is not None and engine_source(crash.where):
+        return None
+    # The prompt line just above a crash that names nothing of an engine's runs the program that died: a binary of its
+    # own (a map generator's uncaught exception) is another program's.
+    if not any(engine_source(line) for line in crash.lines):
+        command = next((c for c in map(prompt_command, reversed(crash.lines)) if c is not None), None)
+        program = own_program(command) if command is not None else None
+        if program is not None:
+            return f"the prompt above it runs `{program[:120]}`, which is no engine"
+    frames = foreign_frames(text)
     return f"its frames are in `{frames[:120]}` and none is an engine's" if frames is not None else None
 
 

@@ -99,6 +99,23 @@ def prompt_command(line: str) -> str | None:
     return found["command"] if found is not None else None
 
 
+# A command that runs a program of its own (a compiled binary: "./mapgen --tiles 4", "bin/tool"), not an interpreter, a
+# script, a build tool or an engine, any of which may start an engine (llama-cpp-python under "python app.py", llama-server
+# under "./run.sh").
+_HOSTS = re.compile(r"^(?:sudo\s+)?(?:\S*[/\\])?(?:python[\d.]*|py|uv|pip|node|npm|npx|bun|deno|ruby|perl|java|bash|sh|zsh|fish|"
+                    r"env|time|nohup|make|cmake|ninja|cargo|go|gdb|lldb|valgrind|\S+\.(?:sh|py|bat|cmd|ps1|exe|js))(?:\s|$)",
+                    re.IGNORECASE)
+
+
+def own_program(command: str) -> str | None:
+    """The program a shell command runs when it is a binary of its own that no engine is (see above); None for an
+    engine's, an app's, a container's, an interpreter's, a script's or a build tool's command."""
+    program = command.split(maxsplit=1)[0] if command.strip() else ""
+    if not program or engine_command(command) or _HOSTS.match(command.strip()) or _ENGINE_PROGRAM.search(program):
+        return None
+    return program
+
+
 def engine_command(command: str) -> bool:
     """Whether a shell command runs an engine, an app or a container (else the program is someone else's)."""
     return _ENGINES.search(command) is not None
