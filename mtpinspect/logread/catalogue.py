@@ -336,6 +336,15 @@ CATALOGUE: tuple[Message, ...] = (
     _m("MTP statistics", Meaning.mtp_on, ("statistics",), r"statistics\s+(?:draft-)?mtp:",
        "common/speculative.cpp (common_speculative_print_stats)", "drafting statistics of the MTP drafter",
        engine=_LLAMA, mtp=_ON),
+    # An app's or binding's own line that speculative decoding is on (a ComfyUI llama-cpp-python node's "[DEBUG]
+    # Speculative decoding enabled (type=4) : 0.000s", KLL535/ComfyUI_Simple_Qwen3-VL-gguf#53): the method's own name,
+    # which no other software uses for its things, said to be on; "not enabled", "enabled: false" say it is off.
+    _m("speculative decoding on", Meaning.speculation, ("ecoding enabled", "ecoding is enabled", "ecoding: enabled",
+                                                        "ecoding activated", "ecoding is on"),
+       r"(?<!\bnot )(?<!\bno )\b[Ss]peculative[ _-][Dd]ecoding(?: is)?:? (?:enabled|activated|on)\b"
+       r"(?!\s{0,4}[:=]\s{0,4}(?:[Ff]alse|[Nn]o|[Oo]ff|0)\b)",
+       "an app's or binding's own line (ComfyUI_Simple_Qwen3-VL-gguf: \"Speculative decoding enabled (type=N)\")",
+       "speculative decoding was on (an app's or binding's own line)", voiced=True, weight=0),
     # The speculative module's own log lines: "spec <function>: ..." (SPC_INF and its kin), printed only while drafting.
     _m("llama.cpp speculative module", Meaning.speculation, ("spec ",), _SPEC_TAG,
        "common/speculative.cpp:23 (\"spec %12.*s: \")", "a line of llama.cpp's speculative decoding module", engine=_LLAMA),

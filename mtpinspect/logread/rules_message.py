@@ -308,12 +308,19 @@ def _cut_traceback(log: LogEvidence, trace: Hit, frame: Hit) -> Cause:
                  f"{gap_remedy(engine)}; the traceback's last lines (the exception) say which", (EvidenceSource.log,))
 
 
+_BINDING_FRAME = re.compile(r'File "[^"\n]{0,400}[/\\]llama_cpp[/\\][\w.]{1,80}\.py"')
+
+
 def _drafter_setting(log: LogEvidence, hits: Scan) -> Hit | None:
     """The line that sets a drafter on a Python engine's run (vLLM's --speculative-config with a method, SGLang's
     --speculative-algorithm EAGLE3 / NEXTN, the engine's MTP class), None when the run sets none or the text is not
     vLLM's or SGLang's. Every step a run with a drafter serves drafts and verifies, and its start builds and profiles
     the drafter: a traceback or a scheduler's death under that setting is on the speculative path (issue 42, rule 2:
     the setting in the command ties it), though only its frames or exception could say where, so at most medium."""
+    if _engine(log) is Engine.llama_cpp and any(_BINDING_FRAME.search(h.line) for h in hits.of(Meaning.traceback)):
+        # llama-cpp-python's own frames (site-packages/llama_cpp/): the binding's Python traceback, under a line that
+        # sets or says speculative decoding (the app's "Speculative decoding enabled"), as vLLM's under its setting.
+        return hits.mtp_sign or hits.first(Meaning.speculation)
     if _engine(log) not in (Engine.vllm, Engine.sglang):
         return None
     if log.mtp_use is MtpUse.on:

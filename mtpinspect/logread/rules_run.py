@@ -44,7 +44,7 @@ from mtpinspect.logread.drafters import DRAFTING_CODE, drafting_name, drafting_p
 from mtpinspect.logread.rules_loader import loader_cause
 from mtpinspect.logread.rules_message import about_drafting, drafter_loading, unknown_drafter
 from mtpinspect.logread.run_facts import LogApp, MtpUse
-from mtpinspect.logread.runs import LogEvidence, other_program
+from mtpinspect.logread.runs import LogEvidence
 from mtpinspect.logread.voices import without_operands
 from mtpinspect.runtime.crash import CrashKind
 from mtpinspect.vocabulary import Engine, EvidenceSource
@@ -64,6 +64,8 @@ _ELSEWHERE = re.compile(r"\bclip\.cpp|\bmtmd\b|mtmd[/\\_]|mmproj|llama-grammar|l
 
 def crash_may_be_mtps(log: LogEvidence) -> bool:
     """A crash in an excerpt that shows nothing of the run's setup may be MTP's (see the module docstring)."""
+    if log.crash_owner is not None:  # another program's: its words are its own (a tool's assert on ``node.nextn``)
+        return False
     if log.scan is not None and (log.scan.mtp_sign or log.scan.first(Meaning.speculation) or log.telling):
         return True
     crash = log.crash
@@ -106,7 +108,7 @@ def mtp_tie(log: LogEvidence) -> str | None:
         return log.run.evidence
     if _foreign_traceback(log):  # another program's traceback: its words about drafts are its own (a CMS's draft_model)
         return None
-    if log.crash is not None and other_program(log.crash):  # the shell says another program died (an image script)
+    if log.crash_owner is not None:  # the shell, an assert or the frames say another program died (an image script)
         return None
     # The loader's "model has unused tensor blk.N.nextn... -- ignoring" says the head was left out of this load: a
     # crash after it, with nothing else of MTP's, is the load's, not MTP's (it ties a failure MTP was asked for).
@@ -195,7 +197,7 @@ def drafter_death(log: LogEvidence) -> str | None:
     most medium). The setting, as the line that shows it; None where the death is another program's (the shell names
     its command), is placed where no drafter runs (the multimodal projector, the tokenizer), or the run sets no drafter."""
     run, crash = log.run, log.crash
-    if crash is None or run is None or not run.other_drafting or other_program(crash) or \
+    if crash is None or run is None or not run.other_drafting or log.crash_owner is not None or \
             _ELSEWHERE.search(f"{crash.where or ''} {crash.message}"):
         return None
     setting = next((h for h in log.scan.hits if h.message.meaning is Meaning.speculation), None) \
@@ -231,9 +233,9 @@ def not_mtps(log: LogEvidence) -> str | None:
             (log.run is not None and log.run.other_drafting and log.scan is not None and
                                           any(h.message.name in DRAFTING_CODE for h in log.scan.hits)):
         return None  # another drafter's code is in the text: the speculative path's failure, not a note
-    if log.crash is not None and other_program(log.crash):
-        return (f"{log.path}: a crash of another program, not an engine's: {log.crash.summary}; the shell's line says "
-                f"`{log.crash.command[:120]}` died, which runs no engine, so it names no MTP cause")
+    if log.crash is not None and log.crash_owner is not None:
+        return (f"{log.path}: a crash of another program, not an engine's: {log.crash.summary}; {log.crash_owner}, "
+                f"so it names no MTP cause")
     if log.mtp_use is MtpUse.not_shown and log.crash is not None and not crash_may_be_mtps(log):
         why = ("a lone signal line, nothing of what crashed" if log.crash.kind is CrashKind.SIGNAL else
                f"it dies in {log.crash.where or log.crash.message}, which MTP never runs through")

@@ -35,7 +35,17 @@ from mtpinspect.logread.figures import LogLines, Reading, Sample, combine, read_
 from mtpinspect.logread.formats import METRIC_SAMPLE, Figures, LineFormat, Scope, exposition_text
 from mtpinspect.logread.run_facts import LogApp, MtpUse, RunFacts, read_run
 from mtpinspect.logread.tables import TABLE_RUNS_FORMAT, names_drafting, sentence_baselines, table_samples, without_speculation
-from mtpinspect.logread.voices import engine_command, prompt_command, without_content, without_transfer_words
+from mtpinspect.logread.voices import (
+    assert_file,
+    assert_program,
+    engine_command,
+    engine_source,
+    foreign_frames,
+    own_program,
+    prompt_command,
+    without_content,
+    without_transfer_words,
+)
 from mtpinspect.runtime.crash import Crash, crash_in_log
 from mtpinspect.runtime.logs import unused_nextn_tensors
 from mtpinspect.runtime.metrics import parse_metrics
@@ -89,6 +99,7 @@ class LogEvidence:
     telling: list[str] = json_field(omit=True, default_factory=list)
     crash: Crash | None = None  # the engine crashed (signal, GGML_ASSERT, abort, exception, GPU fault)
     crash_line: str | None = json_field(omit=True, default=None)  # "line N: ..." of the crash's first line in the text
+    crash_owner: str | None = json_field(omit=True, default=None)  # why the crash is another program's (crash_owner)
     mtp_use: MtpUse = MtpUse.not_shown  # whether the run had MTP on, as the log shows it (logread/run_facts.py)
     app: LogApp | None = None  # Ollama or LM Studio, when their lines are around llama-server's
     skipped_lines: int = 0  # non-empty lines no format recognised: the diagnosis rests on the others
@@ -302,6 +313,12 @@ class _Whole:
             return None
         return _cited_line(self.spoken, (f"model has unused tensor {self.unused_nextn[0]}",), first)
 
+    def crash_owner(self, crash: Crash) -> str | None:
+        """Whose crash it is when another program's (crash_owner), read from the whole text once."""
+        if "owner" not in self._failures_cited:
+            self._failures_cited["owner"] = crash_owner(crash, self.spoken)
+        return self._failures_cited["owner"]
+
     def crash_line(self, crash: Crash, first: int) -> str | None:
         """The crash's first line as cited (the same for every run of the text)."""
         if "crash" not in self._failures_cited:
@@ -318,9 +335,11 @@ class _Whole:
 def _judged(name: str, whole: _Whole, lines: LogLines, hits: Scan, crash: Crash | None,
             first: int, source: str) -> list[LogEvidence]:
     spoken = whole.spoken
-    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None and not _python_crash(crash) and not other_program(crash), hits=hits,
+    owner = whole.crash_owner(crash) if crash is not None else None
+    main = _with_reading(_parse(name, spoken, lines, crashed=crash is not None and not _python_crash(crash) and owner is None, hits=hits,
                                 first=first, whole=whole), whole,
                          hits, crash, source)
+    main.crash_owner = owner
     if crash is not None:  # its first line, else (a backtrace read from its frames) the frame that placed it
         frame = hits.mtp_sign or hits.first(Meaning.speculation)
         main.crash_line = whole.crash_line(crash, first) or (f"line {frame.number}: {frame.line[:300]}" if frame else None)
@@ -414,9 +433,45 @@ _PYTHON_EXCEPTION = re.compile(r"^\s*(?:\([^()\n]{1,80}\)\s*|\[[^\[\]\n]{1,80}\]
 
 
 def other_program(crash: Crash) -> bool:
-    """The shell's death line names a command that runs no engine, app or container (voices.engine_command): another
-    program died (an image script's segfault), whatever the text's other lines say."""
-    return crash.command is not None and not engine_command(crash.command)
+    """The shell's death line names a command that runs no engine, app or container (voices.engine_command), or a C
+    library's assert names a program and source that are no engine's (voices.assert_program): another program died
+    (an image script's segfault, a graph tool's assert on ``node.nextn``), whatever the text's other lines say."""
+    return dying_program(crash) is not None
+
+
+def dying_program(crash: Crash) -> str | None:
+    """The program another than an engine that the crash's own lines say died (see other_program), None otherwise."""
+    if crash.command is not None:
+        return None if engine_command(crash.command) else crash.command
+    return next((p for p in map(assert_program, crash.lines) if p is not None), None)
+
+
+def crash_owner(crash: Crash, text: str) -> str | None:
+    """Whose crash it is when it is another program's, as the words that say so: the shell's death line or a C
+    library's assert naming a program no engine is (dying_program), a musl or MSVC assert naming a source file no
+    engine has (voices.assert_file), a native backtrace whose frames name source files and none of an engine's
+    (voices.foreign_frames: a tool's gdb session, a sanitizer's report, a Go program's panic). None: the engine's, or
+    nothing says."""
+    program = dying_program(crash)
+    if program is not None:
+        said = "the shell's line" if crash.command is not None else "its assert line"
+        return f"{said} says `{program[:120]}` died, which runs no engine"
+    if crash.command is not None:
+        return None
+    file = next((f for f in map(assert_file, crash.lines) if f is not None), None)
+    if file is not None:
+        return f"its assert names `{file[:120]}`, no engine's source"
+    if crash.where is not None and engine_source(crash.where):
+        return None
+    # The prompt line just above a crash that names nothing of an engine's runs the program that died: a binary of its
+    # own (a map generator's uncaught exception) is another program's.
+    if not any(engine_source(line) for line in crash.lines):
+        command = next((c for c in map(prompt_command, reversed(crash.lines)) if c is not None), None)
+        program = own_program(command) if command is not None else None
+        if program is not None:
+            return f"the prompt above it runs `{program[:120]}`, which is no engine"
+    frames = foreign_frames(text)
+    return f"its frames are in `{frames[:120]}` and none is an engine's" if frames is not None else None
 
 
 def _python_crash(crash: Crash) -> bool:

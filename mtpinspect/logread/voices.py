@@ -99,9 +99,94 @@ def prompt_command(line: str) -> str | None:
     return found["command"] if found is not None else None
 
 
+# A command that runs a program of its own (a compiled binary: "./mapgen --tiles 4", "bin/tool"), not an interpreter, a
+# script, a build tool or an engine, any of which may start an engine (llama-cpp-python under "python app.py", llama-server
+# under "./run.sh").
+_HOSTS = re.compile(r"^(?:sudo\s+)?(?:\S*[/\\])?(?:python[\d.]*|py|uv|pip|node|npm|npx|bun|deno|ruby|perl|java|bash|sh|zsh|fish|"
+                    r"env|time|nohup|make|cmake|ninja|cargo|go|gdb|lldb|valgrind|\S+\.(?:sh|py|bat|cmd|ps1|exe|js))(?:\s|$)",
+                    re.IGNORECASE)
+
+
+def own_program(command: str) -> str | None:
+    """The program a shell command runs when it is a binary of its own that no engine is (see above); None for an
+    engine's, an app's, a container's, an interpreter's, a script's or a build tool's command."""
+    program = command.split(maxsplit=1)[0] if command.strip() else ""
+    if not program or engine_command(command) or _HOSTS.match(command.strip()) or _ENGINE_PROGRAM.search(program):
+        return None
+    return program
+
+
 def engine_command(command: str) -> bool:
     """Whether a shell command runs an engine, an app or a container (else the program is someone else's)."""
     return _ENGINES.search(command) is not None
+
+
+# A C library's failed assert names the program that died, as the shell's death line does: glibc's __assert_fail
+# prints "PROG: FILE:LINE: FUNC: Assertion `COND' failed." (assert/assert.c, PROG its short name). The engines' own
+# binaries (llama-server, llama-cli, the old main/server, test-*, Python for a native extension of vLLM's or SGLang's)
+# and their source trees (ggml, llama.cpp's src/llama-*.cpp, csrc/) are the engine's; any other is another program's,
+# whatever words its condition, function or file use (a graph tool's ``node.nextn != NULL``).
+_C_ASSERT = re.compile(r"^(?P<program>[\w.+-]{1,64}): (?P<file>[^\s:]{1,400}):\d{1,7}: (?:[^\n]{0,400}?: )?"
+                       r"Assertion [`'][^\n]{0,2000}' failed\.")
+_ENGINE_PROGRAM = re.compile(r"llama|ggml|gguf|python|ollama|kobold|vllm|sglang|^(?:main|server|lms)$|^test-", re.IGNORECASE)
+_ENGINE_SOURCE = re.compile(r"ggml|llama|gguf|vllm|sglang|kobold|ollama|csrc|[/\\]torch[/\\]|aten|c10", re.IGNORECASE)
+
+
+# The other C libraries' asserts name only the file: musl's "Assertion failed: COND (FILE: FUNC: LINE)"
+# (src/exit/assert.c), MSVC's "Assertion failed: COND, file FILE, line LINE" (the CRT's _wassert).
+_FILE_ASSERT = re.compile(r"^Assertion failed: [^\n]{1,2000}?(?: \((?P<musl>[^\s:()]{1,400}): [^\n()]{1,400}: \d{1,7}\)|"
+                          r", file (?P<msvc>[^\n]{1,400}), line \d{1,7})$")
+# Native frames that name their source file: gdb's "#1  0x... in FN (ARGS) at FILE:LINE", the sanitizers' "#0 0x... in
+# FN FILE:LINE:COL" (compiler-rt's symbolizer), valgrind's "==PID==    by 0x...: FN (FILE:LINE)", Go's panic frames'
+# "\tFILE.go:LINE +0x..", Rust's "at ./src/FILE.rs:LINE:COL". An engine's frames name its tree, library or functions.
+_SOURCE_FRAME = re.compile(r"^\s*#\d{1,4}\s+(?:0x[0-9a-fA-F]{1,16} in )?(?P<gdb>\S{1,400}) \([^\n]{0,2000}\) at (?P<gdbfile>\S{1,400}):\d{1,7}$|"
+                           r"^\s*#\d{1,4} 0x[0-9a-fA-F]{1,16} in (?P<san>\S{1,400}) (?P<sanfile>[^\s()]{1,400}?):\d{1,7}(?::\d{1,7})?$|"
+                           r"^==\d{1,9}==\s+(?:at|by) 0x[0-9A-Fa-f]{1,16}: (?P<vg>\S{1,400}) \((?P<vgfile>[^\s():]{1,400}):\d{1,7}\)$|"
+                           r"^\t(?P<gofile>\S{1,400}\.go):\d{1,7}(?: \+0x[0-9a-f]{1,8})?$")
+_ENGINE_FRAME = re.compile(r"ggml|llama|gguf|vllm|sglang|kobold|ollama|csrc|torch|aten|c10|\bcommon_|cuda|cublas|hip|vulkan|"
+                           r"metal|triton|nccl|python", re.IGNORECASE)
+
+
+def assert_file(line: str) -> str | None:
+    """The source file a musl or MSVC assert line names when it is no engine's (see above); None otherwise."""
+    found = _FILE_ASSERT.match(line.strip()[:MAX_LINE])
+    file = (found["musl"] or found["msvc"]) if found is not None else None
+    return file if file is not None and not _ENGINE_SOURCE.search(file) else None
+
+
+def foreign_frames(text: str) -> str | None:
+    """The first source file of a native backtrace none of whose frames is an engine's (its tree, libraries or
+    functions: ggml, llama.cpp, a GPU runtime, PyTorch, Python): another program's crash, as its frames show; None
+    when the text has no such frames or one of them is an engine's. One pass over the lines holding a frame's mark."""
+    first = None
+    for key in ("#", "==", "\t"):
+        for _, line in lines_with(text, key):
+            found = _SOURCE_FRAME.match(line)
+            if found is None:
+                if key == "#" and _NATIVE_FRAME.match(line) and _ENGINE_FRAME.search(line):
+                    return None  # a frame without its source (a library's, a stripped binary's) that is an engine's
+                continue
+            if _ENGINE_FRAME.search(line):
+                return None
+            first = first or next(v for k, v in found.groupdict().items() if k.endswith("file") and v)
+    return first
+
+
+_NATIVE_FRAME = re.compile(r"^\s*#\d{1,4}\s+0x[0-9a-fA-F]{1,16}\b")
+
+
+def engine_source(path: str) -> bool:
+    """Whether a source path is in an engine's tree (ggml, llama.cpp, vLLM's or SGLang's csrc, PyTorch's)."""
+    return _ENGINE_SOURCE.search(path) is not None
+
+
+def assert_program(line: str) -> str | None:
+    """The program a C library's assert line says died (see above) when neither it nor the source file it names is an
+    engine's; None for an engine's assert and for any other line."""
+    found = _C_ASSERT.match(line.strip()[:MAX_LINE])
+    if found is None or _ENGINE_PROGRAM.search(found["program"]) or _ENGINE_SOURCE.search(found["file"]):
+        return None
+    return found["program"]
 
 
 # -- Lines merged into one -----------------------------------------------------------------------------------------

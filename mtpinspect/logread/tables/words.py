@@ -9,11 +9,20 @@ _NUMBER = re.compile(r"^[*_`~≈\s]*(?P<value>\d{1,3}(?:,\d{3}){1,4}(?:\.\d{1,20
 # "11.1 +/- 0.1 t/s", "10.0 ± 0.4 t/s": a mean and its spread, the unit after both
 
 
+# A speed a poster gives as a range of what they saw ("~22-27 tok/s", "31–32 t/s"): its middle, only with a speed's unit
+# (a bare "1-4" is a batch range, a key, a date's part).
+_SPEED_RANGE = re.compile(r"^[*_`~≈\s]*(?P<low>\d{1,6}(?:\.\d{1,6})?)\s{0,2}[–—-]\s{0,2}(?P<high>\d{1,6}(?:\.\d{1,6})?)\s{0,2}"
+                          r"(?P<unit>tok/s|t/s|tokens?/s|tps|toks/s|tok/sec|tokens/sec|tk/s)(?![\w/])", re.IGNORECASE)
+
+
 def _number(cell: str) -> tuple[float, str] | None:
     """A cell's leading number and the unit after it ("11.91 tok/s" -> (11.91, "tok/s"), "87%" -> (87, "%"))."""
     found = _NUMBER.match(cell)
     if found is None:
-        return None
+        ranged = _SPEED_RANGE.match(cell)
+        if ranged is None or float(ranged["high"]) < float(ranged["low"]):
+            return None
+        return (float(ranged["low"]) + float(ranged["high"])) / 2, ranged["unit"].lower()
     return float(found["value"].replace(",", "")), (found["unit"] or "").lower()  # "1,735.90": thousands
 
 
