@@ -111,7 +111,7 @@ def own_program(command: str) -> str | None:
     """The program a shell command runs when it is a binary of its own that no engine is (see above); None for an
     engine's, an app's, a container's, an interpreter's, a script's or a build tool's command."""
     program = command.split(maxsplit=1)[0] if command.strip() else ""
-    if not program or engine_command(command) or _HOSTS.match(command.strip()) or _ENGINE_PROGRAM.search(program):
+    if not program or engine_command(command) or _HOSTS.match(command.strip()) or _ENGINE_PROGRAMS.search(program):
         return None
     return program
 
@@ -128,7 +128,10 @@ def engine_command(command: str) -> bool:
 # whatever words its condition, function or file use (a graph tool's ``node.nextn != NULL``).
 _C_ASSERT = re.compile(r"^(?P<program>[\w.+-]{1,64}): (?P<file>[^\s:]{1,400}):\d{1,7}: (?:[^\n]{0,400}?: )?"
                        r"Assertion [`'][^\n]{0,2000}' failed\.")
-_ENGINE_PROGRAM = re.compile(r"llama|ggml|gguf|python|ollama|kobold|vllm|sglang|^(?:main|server|lms)$|^test-", re.IGNORECASE)
+# The programs that are an engine or an app that runs one, by the names their binaries, services and loggers take (the
+# old main/server and test-* binaries are llama.cpp's; Python, for a native extension of vLLM's or SGLang's).
+_ENGINE_PROGRAMS = re.compile(r"(?i)llama|ggml|gguf|vllm|sglang|ollama|lm-?studio|\blms\b|kobold|lemonade|localai|mlx|exllama|"
+                              r"tabby|aphrodite|text-generation|\btgi\b|mtp-bench|mtpinspect|python|^(?:main|server)$|^test-")
 _ENGINE_SOURCE = re.compile(r"ggml|llama|gguf|vllm|sglang|kobold|ollama|csrc|[/\\]torch[/\\]|aten|c10", re.IGNORECASE)
 
 
@@ -151,7 +154,7 @@ def assert_file(line: str) -> str | None:
     """The source file a musl or MSVC assert line names when it is no engine's (see above); None otherwise."""
     found = _FILE_ASSERT.match(line.strip()[:MAX_LINE])
     file = (found["musl"] or found["msvc"]) if found is not None else None
-    return file if file is not None and not _ENGINE_SOURCE.search(file) else None
+    return file if file is not None and not engine_source(file) else None
 
 
 def foreign_frames(text: str) -> str | None:
@@ -184,7 +187,7 @@ def assert_program(line: str) -> str | None:
     """The program a C library's assert line says died (see above) when neither it nor the source file it names is an
     engine's; None for an engine's assert and for any other line."""
     found = _C_ASSERT.match(line.strip()[:MAX_LINE])
-    if found is None or _ENGINE_PROGRAM.search(found["program"]) or _ENGINE_SOURCE.search(found["file"]):
+    if found is None or _ENGINE_PROGRAMS.search(found["program"]) or engine_source(found["file"]):
         return None
     return found["program"]
 
@@ -245,9 +248,6 @@ def line_pieces(start: int, line: str, merged: dict[int, tuple[int, ...]]) -> It
 _PROGRAM_TAG = re.compile(r"^(?:>\s*)?(?:(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]{8,15}(?:Z|[+-]\d\d:?\d\d)?)"
                           r" [\w.-]{1,64} )?(?P<program>[A-Za-z][\w.@-]{0,80})\[\d{1,9}\]:\s"
                           r"|^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[A-Za-z_][\w.]{0,120}):")
-# Programs that are an engine or an app that runs one, by the names their binaries, services and loggers take.
-_ENGINE_PROGRAMS = re.compile(r"(?i)llama|vllm|sglang|ollama|lm-?studio|\blms\b|kobold|lemonade|localai|mlx|exllama|"
-                              r"tabby|aphrodite|text-generation|\btgi\b|mtp-bench|mtpinspect")
 # A wrapper script's tag ("start.sh[812]:", "entrypoint[812]:", a service's "serve[812]:") says no more: systemd tags a
 # unit's lines by the program it started, which may be the script that starts the engine.
 _NOBODY = re.compile(r"(?i)^(?:python[\d.]*|pypy[\d.]*|node|nodejs|java|ruby|perl|bash|sh|zsh|env|sudo|uvicorn|gunicorn|"
